@@ -1,0 +1,67 @@
+# TensorStack Training: build, test and run the aggregated apiserver and controller-manager.
+SHELL := /usr/bin/env bash
+GO ?= go
+OUTPUT := _output
+BIN := $(OUTPUT)/bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+LDFLAGS := -X tensorstack.dev/training/pkg/version.gitVersion=$(VERSION)
+
+.PHONY: all build test test-unit test-integration test-e2e test-fuzz update-codegen verify-codegen lint bench \
+	test-binaries run local-up local-down clean
+
+all: build
+
+## build: compile the apiserver and controller-manager into _output/bin
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/training-apiserver ./cmd/apiserver
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/training-controller-manager ./cmd/controller-manager
+
+## test: everything CI checks: lint, generated code, unit, integration and end-to-end tests
+test: lint verify-codegen test-unit test-integration test-e2e
+
+test-unit:
+	$(GO) test -count=1 ./pkg/... ./cmd/...
+
+test-integration:
+	$(GO) test -count=1 -timeout 20m ./test/integration/...
+
+## test-e2e: build the pinned control plane, start it, run test/e2e, stop it
+test-e2e: build test-binaries
+	hack/test-e2e.sh
+
+## test-fuzz: a short run of the decode/default/validate fuzzer
+test-fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzDecodeDefaultValidate -fuzztime 30s ./pkg/apis/batch/validation/
+
+update-codegen:
+	hack/update-codegen.sh
+
+verify-codegen:
+	hack/verify-codegen.sh
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+## bench: apiserver and controller benchmarks, printing ops/s
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./test/integration/... ./pkg/controller/...
+
+## test-binaries: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok at pinned versions
+test-binaries:
+	hack/build-test-binaries.sh
+
+## run: the whole system on loopback in the foreground; Ctrl-C stops it
+run: build test-binaries
+	hack/local-up.sh --foreground
+
+local-up: build test-binaries
+	hack/local-up.sh
+
+local-down:
+	hack/local-down.sh
+
+clean:
+	rm -rf $(OUTPUT)
