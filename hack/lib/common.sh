@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Shared helpers for the hack/ scripts: repository paths, logging, pinned versions.
+# Source it; it does not change shell options of the caller.
+
+# Repository root (this file lives in hack/lib/).
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+export REPO_ROOT
+
+OUTPUT_DIR="${REPO_ROOT}/_output"
+BIN_DIR="${OUTPUT_DIR}/bin"
+TOOLS_DIR="${REPO_ROOT}/hack/tools"
+
+# Pinned versions of the test binaries. The tools modules under hack/tools pin
+# the same versions; change both together.
+KUBE_VERSION="v1.37.1"
+ETCD_VERSION="v3.7.0"
+KWOK_VERSION="v0.8.0"
+
+# log prints a timestamped progress line on stderr.
+log() {
+  printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2
+}
+
+# die prints an error and exits non-zero.
+die() {
+  printf '[%s] ERROR: %s\n' "$(date +%H:%M:%S)" "$*" >&2
+  exit 1
+}
+
+# go_mod_cache prints the module cache directory.
+go_mod_cache() {
+  local dir
+  dir="$(go env GOMODCACHE)"
+  [[ -n "${dir}" ]] || die "cannot determine the Go module cache (go env GOMODCACHE)"
+  printf '%s\n' "${dir}"
+}

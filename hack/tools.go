@@ -1,0 +1,25 @@
+//go:build tools
+
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+// Package tools pins the code generators in go.mod, so hack/update-codegen.sh
+// runs the versions this module was generated with.
+package tools
+
+import (
+	_ "k8s.io/code-generator"
+	_ "k8s.io/kube-openapi/cmd/openapi-gen"
+)

@@ -1,0 +1,54 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+package batch
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// TrainingJob is the view of a job that code shared by every kind works on:
+// the registry, validation and defaults reach the common spec and the status
+// through it, and each kind adds only what is its own.
+type TrainingJob interface {
+	runtime.Object
+	metav1.Object
+	// CommonSpec returns the part of the spec every kind shares.
+	CommonSpec() *TrainingJobSpec
+	// JobStatus returns the job's status.
+	JobStatus() *TrainingJobStatus
+}
+
+var (
+	_ TrainingJob = &TensorFlowTrainingJob{}
+	_ TrainingJob = &PyTorchTrainingJob{}
+)
+
+// CommonSpec returns the part of the spec every kind shares.
+func (j *TensorFlowTrainingJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
+
+// JobStatus returns the job's status.
+func (j *TensorFlowTrainingJob) JobStatus() *TrainingJobStatus { return &j.Status }
+
+// CommonSpec returns the part of the spec every kind shares.
+func (j *PyTorchTrainingJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
+
+// JobStatus returns the job's status.
+func (j *PyTorchTrainingJob) JobStatus() *TrainingJobStatus { return &j.Status }
+
+// IsFinished says whether the phase is final: a Succeeded or Failed job never
+// runs again.
+func (p JobPhase) IsFinished() bool { return p == JobSucceeded || p == JobFailed }

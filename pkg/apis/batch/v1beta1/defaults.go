@@ -1,0 +1,74 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+package v1beta1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+)
+
+// Default values of optional fields.
+const (
+	DefaultBackoffLimit int32 = 3
+	DefaultProcPerNode        = "1"
+)
+
+// DefaultDebugCommand keeps a debug replica alive until the user is done with it.
+var DefaultDebugCommand = []string{"sleep", "inf"}
+
+func addDefaultingFuncs(scheme *runtime.Scheme) error {
+	return RegisterDefaults(scheme)
+}
+
+// SetDefaults_ReplicaSpec fills the replica count and restart policy.
+func SetDefaults_ReplicaSpec(obj *ReplicaSpec) {
+	if obj.Replicas == nil {
+		obj.Replicas = ptr.To[int32](1)
+	}
+	if obj.RestartPolicy == "" {
+		obj.RestartPolicy = RestartPolicyNever
+	}
+}
+
+// SetDefaults_RunPolicy fills the backoff limit and clean-up policy.
+func SetDefaults_RunPolicy(obj *RunPolicy) {
+	if obj.BackoffLimit == nil {
+		obj.BackoffLimit = ptr.To(DefaultBackoffLimit)
+	}
+	if obj.CleanUpPolicy == "" {
+		obj.CleanUpPolicy = CleanUpPolicyUnfinished
+	}
+}
+
+// SetDefaults_ReplicaDebugSpec fills the debug command.
+func SetDefaults_ReplicaDebugSpec(obj *ReplicaDebugSpec) {
+	if len(obj.Command) == 0 {
+		obj.Command = append([]string(nil), DefaultDebugCommand...)
+	}
+}
+
+// SetDefaults_TorchrunConfig fills the torchrun options.
+func SetDefaults_TorchrunConfig(obj *TorchrunConfig) {
+	if obj.MaxRestarts == nil {
+		obj.MaxRestarts = ptr.To[int32](0)
+	}
+	if obj.ProcPerNode == "" {
+		obj.ProcPerNode = DefaultProcPerNode
+	}
+	if obj.RdzvBackend == "" {
+		obj.RdzvBackend = RendezvousBackendC10d
+	}
+}

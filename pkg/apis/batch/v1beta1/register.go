@@ -1,0 +1,62 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupName is the API group of every training job kind.
+const GroupName = "batch.tensorstack.dev"
+
+// SchemeGroupVersion is the group and version of this package.
+var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1beta1"}
+
+var (
+	// SchemeBuilder collects the functions that register this version in a scheme.
+	SchemeBuilder      runtime.SchemeBuilder
+	localSchemeBuilder = &SchemeBuilder
+	// AddToScheme registers this version's types, defaults and conversions.
+	AddToScheme = localSchemeBuilder.AddToScheme
+)
+
+func init() {
+	// Only hand-written functions are registered here; the generated files
+	// register theirs, so the package compiles before code generation runs.
+	localSchemeBuilder.Register(addKnownTypes, addDefaultingFuncs)
+}
+
+// Resource qualifies a resource name with this group.
+func Resource(resource string) schema.GroupResource {
+	return SchemeGroupVersion.WithResource(resource).GroupResource()
+}
+
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(SchemeGroupVersion,
+		&TensorFlowTrainingJob{},
+		&TensorFlowTrainingJobList{},
+		&PyTorchTrainingJob{},
+		&PyTorchTrainingJobList{},
+		&PauseRequest{},
+		&ResumeRequest{},
+		&DebugRequest{},
+	)
+	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
+	return nil
+}

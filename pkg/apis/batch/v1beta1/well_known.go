@@ -1,0 +1,45 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+package v1beta1
+
+// Labels the controller puts on every object it creates for a job.
+const (
+	LabelJobName      = GroupName + "/job-name"
+	LabelJobKind      = GroupName + "/job-kind"
+	LabelReplicaType  = GroupName + "/replica-type"
+	LabelReplicaIndex = GroupName + "/replica-index"
+)
+
+// Resource names and short names of the job kinds.
+const (
+	TensorFlowTrainingJobResource = "tensorflowtrainingjobs"
+	PyTorchTrainingJobResource    = "pytorchtrainingjobs"
+	// CategoryTrainingJobs groups both kinds: kubectl get trainingjobs.
+	CategoryTrainingJobs = "trainingjobs"
+)
+
+// Container names, ports and environment defaults of the training replicas.
+const (
+	TensorFlowContainerName = "tensorflow"
+	PyTorchContainerName    = "pytorch"
+	TensorFlowDefaultPort   = 2222
+	PyTorchDefaultPort      = 23456
+)
+
+// RetryableExitCodes are the exit codes the ExitCode restart policy retries:
+// interrupts and kills (SIGINT, SIGKILL, SIGUSR2, SIGTERM) that say more
+// about the pod's environment than about the training program.
+var RetryableExitCodes = map[int32]bool{130: true, 137: true, 138: true, 143: true}
