@@ -214,7 +214,6 @@ type DebugMode struct {
 	// Enabled switches debug mode on.
 	Enabled bool `json:"enabled,omitempty"`
 
-
 	// ReplicaSpecs says how each replica type is started in debug mode; types
 	// not listed use the defaults.
 	ReplicaSpecs []ReplicaDebugSpec `json:"replicaSpecs,omitempty"`
@@ -237,7 +236,6 @@ type ReplicaDebugSpec struct {
 type PauseMode struct {
 	// Enabled switches pause mode on.
 	Enabled bool `json:"enabled,omitempty"`
-
 
 	// ResumeSpecs says how each replica type is started again on resume;
 	// types not listed restart from their template. Fixed once the job exists.
@@ -482,7 +480,7 @@ type DependentStatus struct {
 
 // PauseRequest is the body of a POST to a job's pause subresource.
 type PauseRequest struct {
-	metav1.TypeMeta `json:",inline"`
+	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 }
 
@@ -490,7 +488,7 @@ type PauseRequest struct {
 
 // ResumeRequest is the body of a POST to a job's resume subresource.
 type ResumeRequest struct {
-	metav1.TypeMeta `json:",inline"`
+	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 }
 
@@ -498,7 +496,7 @@ type ResumeRequest struct {
 
 // DebugRequest is the body of a POST to a job's debug subresource.
 type DebugRequest struct {
-	metav1.TypeMeta `json:",inline"`
+	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// ReplicaSpecs says how each replica type starts in debug mode.
