@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Shared helpers for the hack/ scripts: repository paths, logging, pinned versions.
 # Source it; it does not change shell options of the caller.
+# The variables are used by the scripts that source this file.
+# shellcheck disable=SC2034
 
 # Repository root (this file lives in hack/lib/).
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
