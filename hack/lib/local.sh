@@ -1,0 +1,656 @@
+#!/usr/bin/env bash
+# The local control plane: configuration, PKI layout, how each component is
+# started, checked and stopped. Sourced by hack/local-up.sh, local-down.sh,
+# local-restart.sh and test-e2e.sh (after hack/lib/common.sh and pki.sh).
+#
+# Everything listens on 127.0.0.1 only. State lives under _output/local:
+#   kubeconfig            admin kubeconfig (system:masters)
+#   env.sh                the settings the running stack was started with
+#   pki/                  CAs, certificates, keys, per-component kubeconfigs
+#   logs/<component>.log  output of each component
+#   pids/<component>.pid  process ids
+#   etcd/, training-etcd/ data directories
+#   config/               generated configuration (kwok stages, scheduler, nodes, APIService)
+
+LOCAL_DIR="${OUTPUT_DIR}/local"
+LOCAL_PKI_DIR="${LOCAL_DIR}/pki"
+LOCAL_LOG_DIR="${LOCAL_DIR}/logs"
+LOCAL_PID_DIR="${LOCAL_DIR}/pids"
+LOCAL_CONFIG_DIR="${LOCAL_DIR}/config"
+LOCAL_KUBECONFIG="${LOCAL_DIR}/kubeconfig"
+LOCAL_ENV_FILE="${LOCAL_DIR}/env.sh"
+LOCAL_HACK_DIR="${REPO_ROOT}/hack/local"
+
+# Settings. Each can be overridden from the environment; the values a stack
+# was started with are saved in _output/local/env.sh for local-restart.sh.
+LOCAL_SETTINGS=(
+  LOCAL_ETCD_PORT LOCAL_ETCD_PEER_PORT LOCAL_APISERVER_PORT LOCAL_KCM_PORT
+  LOCAL_SCHEDULER_PORT LOCAL_KWOK_PORT LOCAL_TRAINING_PORT LOCAL_TRAINING_METRICS_PORT
+  LOCAL_TRAINING_HEALTH_PORT LOCAL_FAKE_NODES LOCAL_NODE_CPU LOCAL_NODE_MEMORY
+  LOCAL_NODE_PODS LOCAL_NODE_GPUS LOCAL_SKIP_TRAINING LOCAL_TIMEOUT
+  LOCAL_APISERVER_EXTRA_ARGS LOCAL_TRAINING_APISERVER_EXTRA_ARGS
+  LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS
+)
+: "${LOCAL_ETCD_PORT:=23790}"
+: "${LOCAL_ETCD_PEER_PORT:=23791}"
+: "${LOCAL_APISERVER_PORT:=16443}"
+: "${LOCAL_KCM_PORT:=16257}"
+: "${LOCAL_SCHEDULER_PORT:=16259}"
+: "${LOCAL_KWOK_PORT:=16247}"
+: "${LOCAL_TRAINING_PORT:=18443}"
+: "${LOCAL_TRAINING_METRICS_PORT:=18080}"
+: "${LOCAL_TRAINING_HEALTH_PORT:=18081}"
+: "${LOCAL_FAKE_NODES:=10}"
+: "${LOCAL_NODE_CPU:=1000}"
+: "${LOCAL_NODE_MEMORY:=4Ti}"
+: "${LOCAL_NODE_PODS:=500}"
+: "${LOCAL_NODE_GPUS:=64}"
+: "${LOCAL_SKIP_TRAINING:=}"
+: "${LOCAL_TIMEOUT:=120}"
+: "${LOCAL_APISERVER_EXTRA_ARGS:=}"
+: "${LOCAL_TRAINING_APISERVER_EXTRA_ARGS:=}"
+: "${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS:=}"
+
+SERVICE_CIDR="10.0.0.0/24"
+SERVICE_FIRST_IP="10.0.0.1"
+# Fake addresses kwok reports for nodes and pods. Nothing listens on them and
+# no traffic is ever sent to them.
+KWOK_POD_CIDR="10.16.0.0/12"
+KWOK_NODE_IP="10.15.0.1"
+
+TRAINING_NAMESPACE="tensorstack-system"
+TRAINING_SERVICE="training-apiserver"
+TRAINING_APISERVICE="v1beta1.batch.tensorstack.dev"
+
+# Start order. Stop order is the reverse.
+LOCAL_COMPONENTS=(
+  etcd kube-apiserver kube-controller-manager kube-scheduler kwok
+  training-apiserver training-controller-manager
+)
+
+kubectl_local() {
+  "${BIN_DIR}/kubectl" --kubeconfig="${LOCAL_KUBECONFIG}" "$@"
+}
+
+# save_settings writes the effective settings to _output/local/env.sh.
+save_settings() {
+  local name
+  {
+    echo "# Settings of the local control plane started by hack/local-up.sh."
+    for name in "${LOCAL_SETTINGS[@]}"; do
+      printf '%s=%q\n' "${name}" "${!name}"
+    done
+  } >"${LOCAL_ENV_FILE}"
+}
+
+# load_settings reads _output/local/env.sh, if there is one.
+load_settings() {
+  if [[ -f "${LOCAL_ENV_FILE}" ]]; then
+    # shellcheck source=/dev/null
+    source "${LOCAL_ENV_FILE}"
+  fi
+}
+
+training_enabled() {
+  [[ -z "${LOCAL_SKIP_TRAINING}" || "${LOCAL_SKIP_TRAINING}" == "0" ]]
+}
+
+# active_components prints the components this stack runs, in start order.
+active_components() {
+  local c
+  for c in "${LOCAL_COMPONENTS[@]}"; do
+    if [[ "${c}" == training-* ]] && ! training_enabled; then
+      continue
+    fi
+    echo "${c}"
+  done
+}
+
+# component_binary NAME prints the executable of a component.
+component_binary() {
+  printf '%s/%s\n' "${BIN_DIR}" "$1"
+}
+
+# component_ports NAME prints "SETTING PORT" lines for every port it listens on.
+component_ports() {
+  case "$1" in
+    etcd)
+      echo "LOCAL_ETCD_PORT ${LOCAL_ETCD_PORT}"
+      echo "LOCAL_ETCD_PEER_PORT ${LOCAL_ETCD_PEER_PORT}"
+      ;;
+    kube-apiserver) echo "LOCAL_APISERVER_PORT ${LOCAL_APISERVER_PORT}" ;;
+    kube-controller-manager) echo "LOCAL_KCM_PORT ${LOCAL_KCM_PORT}" ;;
+    kube-scheduler) echo "LOCAL_SCHEDULER_PORT ${LOCAL_SCHEDULER_PORT}" ;;
+    kwok) echo "LOCAL_KWOK_PORT ${LOCAL_KWOK_PORT}" ;;
+    training-apiserver) echo "LOCAL_TRAINING_PORT ${LOCAL_TRAINING_PORT}" ;;
+    training-controller-manager)
+      echo "LOCAL_TRAINING_METRICS_PORT ${LOCAL_TRAINING_METRICS_PORT}"
+      echo "LOCAL_TRAINING_HEALTH_PORT ${LOCAL_TRAINING_HEALTH_PORT}"
+      ;;
+    *) die "unknown component $1" ;;
+  esac
+}
+
+# port_in_use PORT succeeds when something listens on TCP PORT (any address).
+port_in_use() {
+  local port="$1"
+  if command -v ss >/dev/null 2>&1; then
+    [[ -n "$(ss -Hltn "sport = :${port}" 2>/dev/null)" ]]
+  else
+    (exec 3<>"/dev/tcp/127.0.0.1/${port}") 2>/dev/null
+  fi
+}
+
+# check_ports_free NAME...: fails naming the first busy port and its setting.
+check_ports_free() {
+  local c setting port
+  for c in "$@"; do
+    while read -r setting port; do
+      if port_in_use "${port}"; then
+        die "port ${port} (${c}) is already in use on this machine.
+  See what holds it:   ss -ltnp 'sport = :${port}'
+  Or pick another:     ${setting}=<free port> $0"
+      fi
+    done < <(component_ports "${c}")
+  done
+}
+
+# component_args NAME: fills the global array ARGS with the component's flags.
+component_args() {
+  local pki="${LOCAL_PKI_DIR}"
+  ARGS=()
+  case "$1" in
+    etcd)
+      ARGS=(
+        --name=local
+        --data-dir="${LOCAL_DIR}/etcd"
+        --listen-client-urls="http://127.0.0.1:${LOCAL_ETCD_PORT}"
+        --advertise-client-urls="http://127.0.0.1:${LOCAL_ETCD_PORT}"
+        --listen-peer-urls="http://127.0.0.1:${LOCAL_ETCD_PEER_PORT}"
+        --initial-advertise-peer-urls="http://127.0.0.1:${LOCAL_ETCD_PEER_PORT}"
+        --initial-cluster="local=http://127.0.0.1:${LOCAL_ETCD_PEER_PORT}"
+        # Test data only: skip fsync. Numbers measured with it are not durable-storage numbers.
+        --unsafe-no-fsync=true
+        --quota-backend-bytes=4294967296
+        --log-level=warn
+      )
+      ;;
+    kube-apiserver)
+      # shellcheck disable=SC2054 # commas belong to flag values
+      ARGS=(
+        --etcd-servers="http://127.0.0.1:${LOCAL_ETCD_PORT}"
+        --bind-address=127.0.0.1
+        --advertise-address=127.0.0.1
+        --secure-port="${LOCAL_APISERVER_PORT}"
+        --endpoint-reconciler-type=none
+        --authorization-mode=Node,RBAC
+        --service-cluster-ip-range="${SERVICE_CIDR}"
+        --allow-privileged=true
+        --cert-dir="${LOCAL_DIR}/kube-apiserver"
+        --client-ca-file="${pki}/ca.crt"
+        --tls-cert-file="${pki}/kube-apiserver.crt"
+        --tls-private-key-file="${pki}/kube-apiserver.key"
+        --service-account-issuer=https://kubernetes.default.svc
+        --service-account-key-file="${pki}/sa.pub"
+        --service-account-signing-key-file="${pki}/sa.key"
+        --requestheader-client-ca-file="${pki}/front-proxy-ca.crt"
+        --requestheader-allowed-names=front-proxy-client
+        --requestheader-username-headers=X-Remote-User
+        --requestheader-group-headers=X-Remote-Group
+        --requestheader-extra-headers-prefix=X-Remote-Extra-
+        --proxy-client-cert-file="${pki}/front-proxy-client.crt"
+        --proxy-client-key-file="${pki}/front-proxy-client.key"
+        --enable-aggregator-routing=false
+      )
+      # Word splitting of the extra arguments is intended.
+      # shellcheck disable=SC2206
+      ARGS+=(${LOCAL_APISERVER_EXTRA_ARGS})
+      ;;
+    kube-controller-manager)
+      local kc="${pki}/kube-controller-manager.kubeconfig"
+      ARGS=(
+        --kubeconfig="${kc}"
+        --authentication-kubeconfig="${kc}"
+        --authorization-kubeconfig="${kc}"
+        --bind-address=127.0.0.1
+        --secure-port="${LOCAL_KCM_PORT}"
+        --cert-dir="${LOCAL_DIR}/kube-controller-manager"
+        --leader-elect=false
+        --use-service-account-credentials=true
+        --service-account-private-key-file="${pki}/sa.key"
+        --root-ca-file="${pki}/ca.crt"
+        --cluster-signing-cert-file="${pki}/ca.crt"
+        --cluster-signing-key-file="${pki}/ca.key"
+        --service-cluster-ip-range="${SERVICE_CIDR}"
+        --kube-api-qps=200
+        --kube-api-burst=400
+      )
+      ;;
+    kube-scheduler)
+      local kc="${pki}/kube-scheduler.kubeconfig"
+      ARGS=(
+        --config="${LOCAL_CONFIG_DIR}/kube-scheduler.yaml"
+        --authentication-kubeconfig="${kc}"
+        --authorization-kubeconfig="${kc}"
+        --bind-address=127.0.0.1
+        --secure-port="${LOCAL_SCHEDULER_PORT}"
+        --cert-dir="${LOCAL_DIR}/kube-scheduler"
+        --leader-elect=false
+      )
+      ;;
+    kwok)
+      ARGS=(
+        --kubeconfig="${LOCAL_KUBECONFIG}"
+        --config="${LOCAL_CONFIG_DIR}/kwok-stages.yaml"
+        --manage-all-nodes=false
+        --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake
+        --cidr="${KWOK_POD_CIDR}"
+        --node-ip="${KWOK_NODE_IP}"
+        --node-lease-duration-seconds=40
+        --server-address="127.0.0.1:${LOCAL_KWOK_PORT}"
+      )
+      ;;
+    training-apiserver)
+      ARGS=(
+        --secure-port="${LOCAL_TRAINING_PORT}"
+        --bind-address=127.0.0.1
+        --tls-cert-file="${pki}/training-apiserver.crt"
+        --tls-private-key-file="${pki}/training-apiserver.key"
+        --kubeconfig="${LOCAL_KUBECONFIG}"
+        --authentication-kubeconfig="${LOCAL_KUBECONFIG}"
+        --authorization-kubeconfig="${LOCAL_KUBECONFIG}"
+        --embedded-etcd-dir="${LOCAL_DIR}/training-etcd"
+      )
+      # shellcheck disable=SC2206
+      ARGS+=(${LOCAL_TRAINING_APISERVER_EXTRA_ARGS})
+      ;;
+    training-controller-manager)
+      ARGS=(
+        --kubeconfig="${LOCAL_KUBECONFIG}"
+        --leader-elect=false
+        --metrics-bind-address="127.0.0.1:${LOCAL_TRAINING_METRICS_PORT}"
+        --health-probe-bind-address="127.0.0.1:${LOCAL_TRAINING_HEALTH_PORT}"
+      )
+      # shellcheck disable=SC2206
+      ARGS+=(${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS})
+      ;;
+    *) die "unknown component $1" ;;
+  esac
+}
+
+# pid_alive PID succeeds when the process exists and is not a zombie.
+pid_alive() {
+  local pid="$1" stat state
+  [[ "${pid}" =~ ^[0-9]+$ ]] || return 1
+  { read -r stat <"/proc/${pid}/stat"; } 2>/dev/null || return 1
+  state="${stat##*) }"
+  state="${state%% *}"
+  [[ "${state}" != "Z" && "${state}" != "X" ]]
+}
+
+# pid_is_component PID NAME succeeds when PID runs this checkout's binary for
+# component NAME with state under _output/local (guards against reused pids).
+pid_is_component() {
+  local pid="$1" name="$2" exe
+  pid_alive "${pid}" || return 1
+  exe="$(readlink "/proc/${pid}/exe" 2>/dev/null)" || return 1
+  [[ "${exe}" == "$(component_binary "${name}")" || "${exe}" == "$(component_binary "${name}") (deleted)" ]] || return 1
+  tr '\0' '\n' <"/proc/${pid}/cmdline" 2>/dev/null | grep -qF "${LOCAL_DIR}/"
+}
+
+pid_file() {
+  printf '%s/%s.pid\n' "${LOCAL_PID_DIR}" "$1"
+}
+
+# component_pid NAME prints the pid of the running component, if any.
+component_pid() {
+  local file pid
+  file="$(pid_file "$1")"
+  [[ -f "${file}" ]] || return 1
+  pid="$(<"${file}")"
+  pid_is_component "${pid}" "$1" || return 1
+  echo "${pid}"
+}
+
+# local_processes prints "NAME PID" for every process of this checkout that
+# runs one of the component binaries with state under _output/local, found
+# through /proc whether or not a pid file knows it.
+local_processes() {
+  local link pid exe name
+  while read -r link; do
+    pid="${link#/proc/}"
+    pid="${pid%/exe}"
+    exe="$(readlink "${link}" 2>/dev/null)" || continue
+    exe="${exe% (deleted)}"
+    name="${exe#"${BIN_DIR}/"}"
+    if [[ " ${LOCAL_COMPONENTS[*]} " == *" ${name} "* ]] && pid_is_component "${pid}" "${name}"; then
+      echo "${name} ${pid}"
+    fi
+  done < <(find /proc -mindepth 2 -maxdepth 2 -name exe -lname "${BIN_DIR}/*" 2>/dev/null)
+}
+
+# stray_pids NAME prints pids of processes running component NAME of this checkout.
+stray_pids() {
+  local name pid
+  while read -r name pid; do
+    if [[ "${name}" == "$1" ]]; then
+      echo "${pid}"
+    fi
+  done < <(local_processes)
+}
+
+# start_component NAME: starts it in the background, in its own session so a
+# Ctrl-C on the terminal reaches only the script, which stops things in order.
+start_component() {
+  local name="$1" bin log pid
+  bin="$(component_binary "${name}")"
+  [[ -x "${bin}" ]] || die "${bin#"${REPO_ROOT}/"} not found; build it first (make test-binaries / make build)"
+  component_args "${name}"
+  log="${LOCAL_LOG_DIR}/${name}.log"
+  mkdir -p "${LOCAL_LOG_DIR}" "${LOCAL_PID_DIR}"
+  {
+    printf '==== %s starting %s\n' "$(date '+%Y-%m-%dT%H:%M:%S')" "${name}"
+    printf '%q ' "${bin}" "${ARGS[@]}"
+    printf '\n'
+  } >>"${log}"
+  setsid "${bin}" "${ARGS[@]}" </dev/null >>"${log}" 2>&1 &
+  pid=$!
+  echo "${pid}" >"$(pid_file "${name}")"
+  log "started ${name} (pid ${pid}, log ${log#"${REPO_ROOT}/"})"
+}
+
+# stop_pid NAME PID TIMEOUT: SIGTERM, then SIGKILL after TIMEOUT seconds.
+stop_pid() {
+  local name="$1" pid="$2" timeout="$3" waited=0
+  kill -TERM "${pid}" 2>/dev/null || true
+  while pid_alive "${pid}"; do
+    if ((waited >= timeout * 10)); then
+      log "${name} (pid ${pid}) did not exit within ${timeout}s; killing it"
+      kill -KILL "${pid}" 2>/dev/null || true
+      sleep 0.2
+      break
+    fi
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  # Reap it when it is our child (foreground mode); harmless otherwise.
+  wait "${pid}" 2>/dev/null || true
+}
+
+# stop_component NAME: stops the process from the pid file and any stray
+# process of the same component of this checkout.
+stop_component() {
+  local name="$1" pid timeout=15 found=0
+  case "${name}" in
+    kube-apiserver | training-apiserver) timeout=30 ;;
+  esac
+  if pid="$(component_pid "${name}")"; then
+    log "stopping ${name} (pid ${pid})"
+    stop_pid "${name}" "${pid}" "${timeout}"
+    found=1
+  fi
+  for pid in $(stray_pids "${name}"); do
+    log "stopping stray ${name} (pid ${pid}) left from an earlier run"
+    stop_pid "${name}" "${pid}" "${timeout}"
+    found=1
+  done
+  rm -f "$(pid_file "${name}")"
+  if ((found == 0)); then
+    return 1
+  fi
+}
+
+# stop_all: every component, in reverse start order. Prints whether anything ran.
+stop_all() {
+  local i stopped=0
+  for ((i = ${#LOCAL_COMPONENTS[@]} - 1; i >= 0; i--)); do
+    if stop_component "${LOCAL_COMPONENTS[i]}"; then
+      stopped=1
+    fi
+  done
+  if ((stopped)); then
+    log "local control plane stopped"
+  else
+    log "no local control plane was running"
+  fi
+}
+
+# running_components prints the components of this checkout that are running.
+running_components() {
+  local c
+  {
+    for c in "${LOCAL_COMPONENTS[@]}"; do
+      if component_pid "${c}" >/dev/null; then
+        echo "${c}"
+      fi
+    done
+    local_processes | cut -d' ' -f1
+  } | sort -u
+}
+
+# wait_until NAME WHAT TIMEOUT COMMAND...: retries COMMAND until it succeeds.
+# Fails early, with the end of the log, when component NAME has exited.
+wait_until() {
+  local name="$1" what="$2" timeout="$3"
+  shift 3
+  local start=${SECONDS} pid
+  log "waiting for ${what} (up to ${timeout}s)"
+  while true; do
+    if "$@" >/dev/null 2>&1; then
+      log "${what}: ok after $((SECONDS - start))s"
+      return 0
+    fi
+    if [[ -n "${name}" ]]; then
+      pid="$(cat "$(pid_file "${name}")" 2>/dev/null || true)"
+      if ! pid_alive "${pid}"; then
+        show_log_tail "${name}"
+        die "${name} exited while waiting for ${what}; see ${LOCAL_LOG_DIR#"${REPO_ROOT}/"}/${name}.log"
+      fi
+    fi
+    if ((SECONDS - start >= timeout)); then
+      show_log_tail "${name}"
+      die "timed out after ${timeout}s waiting for ${what}"
+    fi
+    sleep 0.5
+  done
+}
+
+show_log_tail() {
+  local name="$1" log
+  [[ -n "${name}" ]] || return 0
+  log="${LOCAL_LOG_DIR}/${name}.log"
+  [[ -f "${log}" ]] || return 0
+  echo "---- last lines of ${log#"${REPO_ROOT}/"} ----" >&2
+  tail -n 25 "${log}" >&2
+  echo "----" >&2
+}
+
+# https_ok URL: an HTTPS GET with the admin client certificate returns 2xx.
+https_ok() {
+  curl -fsS --max-time 5 -o /dev/null \
+    --cacert "${LOCAL_PKI_DIR}/ca.crt" \
+    --cert "${LOCAL_PKI_DIR}/admin.crt" --key "${LOCAL_PKI_DIR}/admin.key" "$1"
+}
+
+# https_insecure_ok URL: a GET on a self-signed endpoint (healthz) returns 2xx.
+https_insecure_ok() {
+  curl -fsSk --max-time 5 -o /dev/null "$1"
+}
+
+# http_answers URL: 2xx from /readyz or /healthz, or the server answers 404 on
+# both (no probe endpoint registered; listening is all we can check).
+http_health_ok() {
+  local base="$1" code path not_found=0
+  for path in readyz healthz; do
+    code="$(curl -sS --max-time 5 -o /dev/null -w '%{http_code}' "${base}/${path}" 2>/dev/null)" || code=000
+    case "${code}" in
+      2??) return 0 ;;
+      404) not_found=$((not_found + 1)) ;;
+    esac
+  done
+  ((not_found == 2))
+}
+
+apiservice_available() {
+  [[ "$(kubectl_local get apiservice "${TRAINING_APISERVICE}" \
+    -o jsonpath='{.status.conditions[?(@.type=="Available")].status}' 2>/dev/null)" == "True" ]]
+}
+
+default_serviceaccount_exists() {
+  kubectl_local -n default get serviceaccount default
+}
+
+all_fake_nodes_ready() {
+  local ready
+  ready="$(kubectl_local get nodes -l type=kwok \
+    -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' |
+    grep -c '^True$')" || true
+  [[ "${ready}" -ge "${LOCAL_FAKE_NODES}" ]]
+}
+
+# wait_component NAME: waits until the component serves.
+wait_component() {
+  local name="$1" t="${LOCAL_TIMEOUT}"
+  case "${name}" in
+    etcd)
+      wait_until etcd "etcd on 127.0.0.1:${LOCAL_ETCD_PORT}" "${t}" \
+        curl -fsS --max-time 5 "http://127.0.0.1:${LOCAL_ETCD_PORT}/health"
+      ;;
+    kube-apiserver)
+      wait_until kube-apiserver "kube-apiserver /readyz on 127.0.0.1:${LOCAL_APISERVER_PORT}" "${t}" \
+        https_ok "https://127.0.0.1:${LOCAL_APISERVER_PORT}/readyz"
+      ;;
+    kube-controller-manager)
+      wait_until kube-controller-manager "kube-controller-manager /healthz on 127.0.0.1:${LOCAL_KCM_PORT}" "${t}" \
+        https_insecure_ok "https://127.0.0.1:${LOCAL_KCM_PORT}/healthz"
+      ;;
+    kube-scheduler)
+      wait_until kube-scheduler "kube-scheduler /readyz on 127.0.0.1:${LOCAL_SCHEDULER_PORT}" "${t}" \
+        https_insecure_ok "https://127.0.0.1:${LOCAL_SCHEDULER_PORT}/readyz"
+      ;;
+    kwok)
+      wait_until kwok "kwok /healthz on 127.0.0.1:${LOCAL_KWOK_PORT}" "${t}" \
+        curl -fsS --max-time 5 "http://127.0.0.1:${LOCAL_KWOK_PORT}/healthz"
+      ;;
+    training-apiserver)
+      wait_until training-apiserver "training-apiserver /readyz on 127.0.0.1:${LOCAL_TRAINING_PORT}" "${t}" \
+        curl -fsS --max-time 5 --cacert "${LOCAL_PKI_DIR}/training-ca.crt" \
+        "https://127.0.0.1:${LOCAL_TRAINING_PORT}/readyz"
+      wait_until training-apiserver "APIService ${TRAINING_APISERVICE} Available" "${t}" apiservice_available
+      ;;
+    training-controller-manager)
+      wait_until training-controller-manager \
+        "training-controller-manager health probe on 127.0.0.1:${LOCAL_TRAINING_HEALTH_PORT}" "${t}" \
+        http_health_ok "http://127.0.0.1:${LOCAL_TRAINING_HEALTH_PORT}"
+      ;;
+    *) die "unknown component ${name}" ;;
+  esac
+}
+
+# generate_pki: all certificates, keys and kubeconfigs of the stack.
+generate_pki() {
+  local pki="${LOCAL_PKI_DIR}" server="https://127.0.0.1:${LOCAL_APISERVER_PORT}"
+  command -v openssl >/dev/null 2>&1 || die "openssl is needed (apt-get install openssl)"
+  log "generating PKI in ${pki#"${REPO_ROOT}/"}"
+  mkdir -p "${pki}"
+  chmod 700 "${pki}"
+  pki_ca "${pki}" ca "local-kubernetes-ca"
+  pki_ca "${pki}" front-proxy-ca "local-front-proxy-ca"
+  pki_ca "${pki}" training-ca "local-training-apiserver-ca"
+  pki_cert "${pki}" ca kube-apiserver "/CN=kube-apiserver" server \
+    127.0.0.1 localhost kubernetes kubernetes.default kubernetes.default.svc \
+    kubernetes.default.svc.cluster.local "${SERVICE_FIRST_IP}"
+  pki_cert "${pki}" front-proxy-ca front-proxy-client "/CN=front-proxy-client" client
+  pki_cert "${pki}" ca admin "/O=system:masters/CN=local-admin" client
+  pki_cert "${pki}" ca kube-controller-manager "/CN=system:kube-controller-manager" client
+  pki_cert "${pki}" ca kube-scheduler "/CN=system:kube-scheduler" client
+  pki_cert "${pki}" training-ca training-apiserver "/CN=${TRAINING_SERVICE}.${TRAINING_NAMESPACE}.svc" server \
+    "${TRAINING_SERVICE}.${TRAINING_NAMESPACE}.svc" \
+    "${TRAINING_SERVICE}.${TRAINING_NAMESPACE}.svc.cluster.local" localhost 127.0.0.1
+  pki_keypair "${pki}" sa
+  write_kubeconfig "${LOCAL_KUBECONFIG}" "${server}" "${pki}/ca.crt" "${pki}/admin.crt" "${pki}/admin.key" local-admin
+  write_kubeconfig "${pki}/kube-controller-manager.kubeconfig" "${server}" "${pki}/ca.crt" \
+    "${pki}/kube-controller-manager.crt" "${pki}/kube-controller-manager.key" system:kube-controller-manager
+  write_kubeconfig "${pki}/kube-scheduler.kubeconfig" "${server}" "${pki}/ca.crt" \
+    "${pki}/kube-scheduler.crt" "${pki}/kube-scheduler.key" system:kube-scheduler
+}
+
+# kwok_stage_dir prints the directory of kwok's stock Stage files in the module cache.
+kwok_stage_dir() {
+  local dir
+  dir="$(cd "${TOOLS_DIR}/kwok" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' sigs.k8s.io/kwok 2>/dev/null)" || true
+  if [[ -z "${dir}" || ! -d "${dir}" ]]; then
+    dir="$(go_mod_cache)/sigs.k8s.io/kwok@${KWOK_VERSION}"
+  fi
+  [[ -d "${dir}/kustomize/stage" ]] ||
+    die "kwok ${KWOK_VERSION} stage files not found in the module cache (${dir}); run hack/build-test-binaries.sh"
+  printf '%s/kustomize/stage\n' "${dir}"
+}
+
+# generate_configs: kwok stages, scheduler configuration, fake nodes.
+generate_configs() {
+  local stages f i
+  mkdir -p "${LOCAL_CONFIG_DIR}"
+  stages="$(kwok_stage_dir)"
+  # Stock stages, minus pod-complete: it would complete pods that our own
+  # exit-code stage is meant to control (pods without the annotation run forever).
+  {
+    for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+      pod/fast/pod-ready.yaml pod/fast/pod-delete.yaml; do
+      [[ -f "${stages}/${f}" ]] || die "kwok stage file ${stages}/${f} is missing"
+      echo "---"
+      cat "${stages}/${f}"
+    done
+    for f in "${LOCAL_HACK_DIR}"/kwok-stages/*.yaml; do
+      echo "---"
+      cat "${f}"
+    done
+  } >"${LOCAL_CONFIG_DIR}/kwok-stages.yaml"
+
+  cat >"${LOCAL_CONFIG_DIR}/kube-scheduler.yaml" <<EOF
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: ${LOCAL_PKI_DIR}/kube-scheduler.kubeconfig
+  qps: 200
+  burst: 400
+leaderElection:
+  leaderElect: false
+EOF
+
+  {
+    for ((i = 0; i < LOCAL_FAKE_NODES; i++)); do
+      cat <<EOF
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-node-${i}
+  annotations:
+    kwok.x-k8s.io/node: fake
+    node.alpha.kubernetes.io/ttl: "0"
+  labels:
+    type: kwok
+    kubernetes.io/hostname: kwok-node-${i}
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+    nvidia.com/gpu.present: "true"
+status:
+  capacity:
+    cpu: "${LOCAL_NODE_CPU}"
+    memory: "${LOCAL_NODE_MEMORY}"
+    pods: "${LOCAL_NODE_PODS}"
+    nvidia.com/gpu: "${LOCAL_NODE_GPUS}"
+  allocatable:
+    cpu: "${LOCAL_NODE_CPU}"
+    memory: "${LOCAL_NODE_MEMORY}"
+    pods: "${LOCAL_NODE_PODS}"
+    nvidia.com/gpu: "${LOCAL_NODE_GPUS}"
+EOF
+    done
+  } >"${LOCAL_CONFIG_DIR}/fake-nodes.yaml"
+
+  sed -e "s|@TRAINING_PORT@|${LOCAL_TRAINING_PORT}|g" \
+    -e "s|@CA_BUNDLE@|$(base64 -w0 <"${LOCAL_PKI_DIR}/training-ca.crt")|g" \
+    "${LOCAL_HACK_DIR}/training-apiservice.yaml" >"${LOCAL_CONFIG_DIR}/training-apiservice.yaml"
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Stops and/or starts one component of the running local control plane with
+# the same flags and settings hack/local-up.sh used, then waits until it is
+# ready again. Meant for end-to-end tests (crash/restart scenarios) and for
+# picking up a rebuilt binary (make build) during development.
+#
+# Usage: hack/local-restart.sh [--stop|--start] COMPONENT
+#   (no option)  stop it if running, start it, wait until ready
+#   --stop       stop it only
+#   --start      start it (must not be running), wait until ready
+# COMPONENT: training-apiserver, training-controller-manager, kwok,
+#   kube-scheduler, kube-controller-manager, kube-apiserver, etcd
+set -euo pipefail
+
+HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=hack/lib/common.sh
+source "${HACK_DIR}/lib/common.sh"
+# shellcheck source=hack/lib/local.sh
+source "${HACK_DIR}/lib/local.sh"
+
+usage() {
+  die "usage: $0 [--stop|--start] training-apiserver|training-controller-manager|kwok|kube-scheduler|kube-controller-manager|kube-apiserver|etcd"
+}
+
+mode=restart
+case "${1:-}" in
+  --stop) mode=stop; shift ;;
+  --start) mode=start; shift ;;
+  -h | --help | "") usage ;;
+esac
+(($# == 1)) || usage
+name="$1"
+[[ " ${LOCAL_COMPONENTS[*]} " == *" ${name} "* ]] || usage
+
+[[ -f "${LOCAL_ENV_FILE}" ]] || die "no local control plane state in ${LOCAL_DIR#"${REPO_ROOT}/"}; start one with hack/local-up.sh"
+load_settings
+if [[ "${name}" == training-* ]] && ! training_enabled; then
+  die "${name} is not part of this stack (it was started with LOCAL_SKIP_TRAINING=${LOCAL_SKIP_TRAINING})"
+fi
+
+if [[ "${mode}" != start ]]; then
+  if ! stop_component "${name}"; then
+    log "${name} was not running"
+  fi
+fi
+if [[ "${mode}" != stop ]]; then
+  if pid="$(component_pid "${name}")"; then
+    die "${name} is already running (pid ${pid})"
+  fi
+  check_ports_free "${name}"
+  start_component "${name}"
+  wait_component "${name}"
+fi

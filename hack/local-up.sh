@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Starts a complete control plane on 127.0.0.1 from the binaries in _output/bin:
+#   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok with
+#   fake GPU nodes, and TensorStack's training-apiserver (registered as the
+#   aggregated API batch.tensorstack.dev/v1beta1) and training-controller-manager.
+#
+# Usage: hack/local-up.sh [--foreground]
+#   without --foreground  start everything in the background and return once all
+#                         of it is ready; stop it with hack/local-down.sh
+#   --foreground          start everything, then wait; Ctrl-C (or SIGTERM) stops
+#                         it all in reverse order and exits 0
+#
+# State, logs and the admin kubeconfig are under _output/local (wiped at each
+# start). Settings (environment, defaults in hack/lib/local.sh):
+#   LOCAL_ETCD_PORT=23790 LOCAL_ETCD_PEER_PORT=23791 LOCAL_APISERVER_PORT=16443
+#   LOCAL_KCM_PORT=16257 LOCAL_SCHEDULER_PORT=16259 LOCAL_KWOK_PORT=16247
+#   LOCAL_TRAINING_PORT=18443 LOCAL_TRAINING_METRICS_PORT=18080 LOCAL_TRAINING_HEALTH_PORT=18081
+#   LOCAL_FAKE_NODES=10 LOCAL_NODE_CPU=1000 LOCAL_NODE_MEMORY=4Ti LOCAL_NODE_PODS=500 LOCAL_NODE_GPUS=64
+#   LOCAL_SKIP_TRAINING=1     do not start training-apiserver / training-controller-manager
+#   LOCAL_TIMEOUT=120         seconds to wait for each component
+#   LOCAL_APISERVER_EXTRA_ARGS, LOCAL_TRAINING_APISERVER_EXTRA_ARGS,
+#   LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS   extra flags (space separated)
+set -euo pipefail
+
+HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=hack/lib/common.sh
+source "${HACK_DIR}/lib/common.sh"
+# shellcheck source=hack/lib/pki.sh
+source "${HACK_DIR}/lib/pki.sh"
+# shellcheck source=hack/lib/local.sh
+source "${HACK_DIR}/lib/local.sh"
+
+usage() {
+  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
+}
+
+foreground=0
+for arg in "$@"; do
+  case "${arg}" in
+    --foreground) foreground=1 ;;
+    -h | --help)
+      usage
+      exit 0
+      ;;
+    *) die "unknown argument ${arg} (usage: $0 [--foreground])" ;;
+  esac
+done
+
+for tool in curl openssl setsid find; do
+  command -v "${tool}" >/dev/null 2>&1 || die "${tool} is needed on PATH"
+done
+
+# Binaries.
+missing=()
+for c in etcd kube-apiserver kube-controller-manager kube-scheduler kwok kubectl; do
+  [[ -x "${BIN_DIR}/${c}" ]] || missing+=("${c}")
+done
+if ((${#missing[@]})); then
+  die "missing in ${BIN_DIR#"${REPO_ROOT}/"}: ${missing[*]}; run hack/build-test-binaries.sh (make test-binaries)"
+fi
+if training_enabled; then
+  for c in training-apiserver training-controller-manager; do
+    [[ -x "${BIN_DIR}/${c}" ]] ||
+      die "${BIN_DIR#"${REPO_ROOT}/"}/${c} not found; run 'make build', or start without it: LOCAL_SKIP_TRAINING=1 $0"
+  done
+fi
+
+# Already running?
+running="$(running_components | tr '\n' ' ')"
+if [[ -n "${running// /}" ]]; then
+  die "a local control plane is already running (${running% }); stop it first with hack/local-down.sh (make local-down)"
+fi
+
+mapfile -t components < <(active_components)
+check_ports_free "${components[@]}"
+
+start_time=${SECONDS}
+log "starting the local control plane in ${LOCAL_DIR#"${REPO_ROOT}/"} ($(
+  if training_enabled; then echo "with"; else echo "without"; fi
+) training components)"
+
+ready=0
+on_exit() {
+  local rc=$?
+  if ((ready == 0 && rc != 0)); then
+    log "start-up failed; stopping what was started (logs stay in ${LOCAL_LOG_DIR#"${REPO_ROOT}/"})"
+    stop_all || true
+  fi
+}
+on_signal() {
+  trap - INT TERM EXIT
+  echo >&2
+  log "signal received; stopping the local control plane"
+  stop_all || true
+  exit 0
+}
+trap on_exit EXIT
+if ((foreground)); then
+  trap on_signal INT TERM
+fi
+
+# A fresh state directory each time (nothing runs, checked above).
+rm -rf "${LOCAL_DIR}"
+mkdir -p "${LOCAL_DIR}" "${LOCAL_LOG_DIR}" "${LOCAL_PID_DIR}" "${LOCAL_CONFIG_DIR}"
+save_settings
+generate_pki
+generate_configs
+
+start_component etcd
+wait_component etcd
+
+start_component kube-apiserver
+wait_component kube-apiserver
+
+start_component kube-controller-manager
+start_component kube-scheduler
+wait_component kube-controller-manager
+wait_component kube-scheduler
+
+start_component kwok
+wait_component kwok
+log "creating ${LOCAL_FAKE_NODES} fake nodes (cpu ${LOCAL_NODE_CPU}, memory ${LOCAL_NODE_MEMORY}, pods ${LOCAL_NODE_PODS}, nvidia.com/gpu ${LOCAL_NODE_GPUS} each)"
+kubectl_local apply -f "${LOCAL_CONFIG_DIR}/fake-nodes.yaml" >/dev/null
+wait_until kwok "${LOCAL_FAKE_NODES} fake nodes Ready" "${LOCAL_TIMEOUT}" all_fake_nodes_ready
+
+if training_enabled; then
+  log "registering APIService ${TRAINING_APISERVICE} -> 127.0.0.1:${LOCAL_TRAINING_PORT} (Service ${TRAINING_NAMESPACE}/${TRAINING_SERVICE}, ExternalName localhost)"
+  kubectl_local apply -f "${LOCAL_CONFIG_DIR}/training-apiservice.yaml" >/dev/null
+  start_component training-apiserver
+  wait_component training-apiserver
+  start_component training-controller-manager
+  wait_component training-controller-manager
+fi
+
+wait_until "" "serviceaccount default in namespace default" "${LOCAL_TIMEOUT}" default_serviceaccount_exists
+
+ready=1
+log "local control plane ready in $((SECONDS - start_time))s"
+
+cat >&2 <<EOF
+
+  Use it:
+    export KUBECONFIG=${LOCAL_KUBECONFIG}
+    ${BIN_DIR#"${REPO_ROOT}/"}/kubectl get nodes
+    ${BIN_DIR#"${REPO_ROOT}/"}/kubectl get tj,pj
+    ${BIN_DIR#"${REPO_ROOT}/"}/kubectl apply -f artifacts/examples/<example>.yaml
+  Logs: ${LOCAL_LOG_DIR#"${REPO_ROOT}/"}/<component>.log
+  Fake pods: annotate kwok.tensorstack.dev/exit-code=<n> (and kwok.tensorstack.dev/run-duration=<duration>)
+  to make a pod's containers exit; see hack/local/kwok-stages/pod-exit-code.yaml.
+EOF
+
+if ((foreground == 0)); then
+  echo "  Stop it: hack/local-down.sh (make local-down)" >&2
+  exit 0
+fi
+
+echo "  Press Ctrl-C to stop everything." >&2
+# Watch the components; if one dies, stop the rest and fail.
+while true; do
+  for c in "${components[@]}"; do
+    if ! component_pid "${c}" >/dev/null; then
+      trap - INT TERM EXIT
+      show_log_tail "${c}"
+      log "ERROR: ${c} exited unexpectedly; stopping the rest"
+      stop_all || true
+      exit 1
+    fi
+  done
+  sleep 2 &
+  wait $! || true
+done

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# End-to-end tests: starts the local control plane (hack/local-up.sh), runs
+# go test ./test/e2e/..., and always stops the control plane again. Exits with
+# go test's exit code.
+#
+# The tests get:
+#   KUBECONFIG       _output/local/kubeconfig (admin, system:masters)
+#   KUBECTL          _output/bin/kubectl (v1.37.1)
+#   E2E_REPO_ROOT    the repository root
+#   E2E_LOCAL_DIR    _output/local (state, logs/<component>.log, env.sh with ports)
+#   E2E_RESTART      hack/local-restart.sh: "$E2E_RESTART [--stop|--start] training-apiserver"
+#   E2E_FAKE_NODES   number of fake (kwok) nodes; E2E_NODE_GPUS: nvidia.com/gpu per node
+# Extra go test flags: E2E_GO_TEST_FLAGS (e.g. "-run TestPause -v").
+set -euo pipefail
+
+HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=hack/lib/common.sh
+source "${HACK_DIR}/lib/common.sh"
+# shellcheck source=hack/lib/local.sh
+source "${HACK_DIR}/lib/local.sh"
+
+# shellcheck disable=SC2317 # invoked through the EXIT trap
+cleanup() {
+  local rc=$?
+  log "stopping the local control plane"
+  "${HACK_DIR}/local-down.sh" || log "WARNING: hack/local-down.sh failed"
+  exit "${rc}"
+}
+trap cleanup EXIT
+
+"${HACK_DIR}/local-up.sh"
+
+cd "${REPO_ROOT}"
+if [[ -z "$(find test/e2e -name '*.go' -print -quit 2>/dev/null)" ]]; then
+  log "test/e2e has no Go files yet; skipping go test"
+  exit 0
+fi
+
+load_settings
+export KUBECONFIG="${LOCAL_KUBECONFIG}"
+export KUBECTL="${BIN_DIR}/kubectl"
+export E2E_REPO_ROOT="${REPO_ROOT}"
+export E2E_LOCAL_DIR="${LOCAL_DIR}"
+export E2E_RESTART="${HACK_DIR}/local-restart.sh"
+export E2E_FAKE_NODES="${LOCAL_FAKE_NODES}"
+export E2E_NODE_GPUS="${LOCAL_NODE_GPUS}"
+
+# Word splitting of the extra flags is intended.
+# shellcheck disable=SC2086
+set -- ${E2E_GO_TEST_FLAGS:-}
+log "running go test -count=1 -timeout 40m $* ./test/e2e/..."
+rc=0
+go test -count=1 -timeout 40m "$@" ./test/e2e/... || rc=$?
+log "go test exited with ${rc}"
+exit "${rc}"
