@@ -13,38 +13,107 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 // Package validation checks training jobs and action requests against the
 // rules of the batch.tensorstack.dev API, reporting each problem with its
 // field path.
+//
+// The functions work on internal objects that have been defaulted and
+// canonicalized (the registry strategy rewrites accepted alternative spellings
+// before it validates), so only the stored spellings are accepted here. Where
+// an optional field is still unset the default is assumed rather than
+// reported.
 package validation
 
 import (
+	"strings"
+
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"tensorstack.dev/training/pkg/apis/batch"
 )
 
+var (
+	metadataPath = field.NewPath("metadata")
+	specPath     = field.NewPath("spec")
+	statusPath   = field.NewPath("status")
+)
+
 // ValidateTensorFlowTrainingJob checks a TensorFlowTrainingJob being created.
 func ValidateTensorFlowTrainingJob(job *batch.TensorFlowTrainingJob) field.ErrorList {
-	return nil
+	return validateJobCreate(&job.ObjectMeta, &job.Spec.TrainingJobSpec, &tensorFlowRules)
 }
 
 // ValidateTensorFlowTrainingJobUpdate checks a change of a TensorFlowTrainingJob's spec and metadata.
 func ValidateTensorFlowTrainingJobUpdate(job, old *batch.TensorFlowTrainingJob) field.ErrorList {
-	return nil
+	return validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &tensorFlowRules)
 }
 
 // ValidatePyTorchTrainingJob checks a PyTorchTrainingJob being created.
 func ValidatePyTorchTrainingJob(job *batch.PyTorchTrainingJob) field.ErrorList {
-	return nil
+	allErrs := validateJobCreate(&job.ObjectMeta, &job.Spec.TrainingJobSpec, &pyTorchRules)
+	return append(allErrs, validatePyTorchExtras(&job.Spec, specPath)...)
 }
 
 // ValidatePyTorchTrainingJobUpdate checks a change of a PyTorchTrainingJob's spec and metadata.
 func ValidatePyTorchTrainingJobUpdate(job, old *batch.PyTorchTrainingJob) field.ErrorList {
-	return nil
+	allErrs := validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &pyTorchRules)
+	allErrs = append(allErrs, validatePyTorchExtras(&job.Spec, specPath)...)
+	return append(allErrs, validateElasticUpdate(job.Spec.Elastic, old.Spec.Elastic, specPath.Child("elastic"))...)
 }
 
 // ValidateTrainingJobStatusUpdate checks a write to the status subresource of either kind.
 func ValidateTrainingJobStatusUpdate(job, old batch.TrainingJob) field.ErrorList {
-	return nil
+	allErrs := apivalidation.ValidateObjectMetaAccessorUpdate(job, old, metadataPath)
+	allErrs = append(allErrs, validateStatus(job.JobStatus(), statusPath)...)
+	return append(allErrs, validateStatusTransition(job.JobStatus(), old.JobStatus(), statusPath)...)
+}
+
+// ValidateDebugRequest checks the body of a POST to a job's debug
+// subresource. It knows nothing of the job, so it checks only the request's
+// own shape; whether the named types exist in the job is decided when the
+// changed job is validated. Types are compared without regard to case,
+// because Kubeflow's capitalised spellings are accepted and canonicalized
+// together with the job.
+func ValidateDebugRequest(request *batch.DebugRequest) field.ErrorList {
+	var allErrs field.ErrorList
+	fldPath := field.NewPath("replicaSpecs")
+	seen := make(map[string]bool, len(request.ReplicaSpecs))
+	for i, spec := range request.ReplicaSpecs {
+		typePath := fldPath.Index(i).Child("type")
+		if spec.Type == "" {
+			allErrs = append(allErrs, field.Required(typePath, "the replica type to debug"))
+			continue
+		}
+		folded := strings.ToLower(string(spec.Type))
+		for _, msg := range utilvalidation.IsDNS1123Label(folded) {
+			allErrs = append(allErrs, field.Invalid(typePath, string(spec.Type), msg))
+		}
+		if seen[folded] {
+			allErrs = append(allErrs, field.Duplicate(typePath, string(spec.Type)))
+		}
+		seen[folded] = true
+	}
+	return allErrs
+}
+
+// validateJobCreate checks the metadata and the shared spec of a new job.
+func validateJobCreate(meta *metav1.ObjectMeta, spec *batch.TrainingJobSpec, rules *kindRules) field.ErrorList {
+	allErrs := apivalidation.ValidateObjectMeta(meta, true, apivalidation.NameIsDNS1035Label, metadataPath)
+	allErrs = append(allErrs, validateDerivedNames(meta.Name, spec, metadataPath.Child("name"))...)
+	return append(allErrs, rules.validateSpec(spec, specPath)...)
+}
+
+// validateJobUpdate checks a changed job: the metadata change, the new spec
+// as a whole, and the parts of the spec that are fixed once the job exists.
+func validateJobUpdate(meta, oldMeta *metav1.ObjectMeta, spec, oldSpec *batch.TrainingJobSpec, rules *kindRules) field.ErrorList {
+	allErrs := apivalidation.ValidateObjectMetaUpdate(meta, oldMeta, metadataPath)
+	// The name cannot change, but the spec decides which names are derived
+	// from it: adding a TensorBoard to a job with a long name is refused here.
+	allErrs = append(allErrs, validateDerivedNames(meta.Name, spec, metadataPath.Child("name"))...)
+	allErrs = append(allErrs, rules.validateSpec(spec, specPath)...)
+	return append(allErrs, validateSpecUpdate(spec, oldSpec, specPath)...)
 }

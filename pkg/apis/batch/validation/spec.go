@@ -1,0 +1,279 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package validation
+
+import (
+	"fmt"
+	"strings"
+
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+)
+
+var (
+	supportedRestartPolicies = []batch.RestartPolicy{
+		batch.RestartPolicyNever, batch.RestartPolicyOnFailure, batch.RestartPolicyAlways, batch.RestartPolicyExitCode,
+	}
+	supportedCleanUpPolicies = []batch.CleanUpPolicy{
+		batch.CleanUpPolicyAll, batch.CleanUpPolicyUnfinished, batch.CleanUpPolicyNone,
+	}
+)
+
+// Bounds of the T9k scheduler priority.
+const (
+	minPriority = 0
+	maxPriority = 100
+)
+
+// validateSpec checks the part of the spec every kind shares, applying the
+// kind's own rules where they differ.
+func (k *kindRules) validateSpec(spec *batch.TrainingJobSpec, fldPath *field.Path) field.ErrorList {
+	allErrs := k.validateReplicaSpecs(spec.ReplicaSpecs, fldPath.Child("replicaSpecs"))
+	allErrs = append(allErrs, validateRunPolicy(&spec.RunPolicy, fldPath.Child("runPolicy"))...)
+	if spec.RunMode != nil {
+		allErrs = append(allErrs, validateRunMode(spec.RunMode, spec.ReplicaSpecs, fldPath.Child("runMode"))...)
+	}
+	if spec.Scheduler != nil {
+		allErrs = append(allErrs, validateScheduler(spec.Scheduler, fldPath.Child("scheduler"))...)
+	}
+	if spec.TensorboardSpec != nil {
+		allErrs = append(allErrs, validateTensorBoardSpec(spec.TensorboardSpec, fldPath.Child("tensorboardSpec"))...)
+	}
+	return allErrs
+}
+
+// validateReplicaSpecs checks each replica spec and then the kind's rules
+// about the set of them.
+func (k *kindRules) validateReplicaSpecs(specs []batch.ReplicaSpec, fldPath *field.Path) field.ErrorList {
+	if len(specs) == 0 {
+		return field.ErrorList{field.Required(fldPath, "a job needs at least one replica spec")}
+	}
+	var allErrs field.ErrorList
+	seen := make(map[batch.ReplicaType]bool, len(specs))
+	typesUsable := true
+	for i := range specs {
+		spec := &specs[i]
+		specPath := fldPath.Index(i)
+		typeErrs := k.validateReplicaType(spec.Type, specPath.Child("type"))
+		if seen[spec.Type] && spec.Type != "" {
+			typeErrs = append(typeErrs, field.Duplicate(specPath.Child("type"), string(spec.Type)))
+		}
+		seen[spec.Type] = true
+		typesUsable = typesUsable && len(typeErrs) == 0
+		allErrs = append(allErrs, typeErrs...)
+
+		replicas := replicaCount(spec)
+		replicasPath := specPath.Child("replicas")
+		if replicas < 0 {
+			allErrs = append(allErrs, field.Invalid(replicasPath, replicas, "must be greater than or equal to 0"))
+		} else if b, ok := k.bounds[spec.Type]; ok && (replicas < b.min || replicas > b.max) {
+			allErrs = append(allErrs, field.Invalid(replicasPath, replicas, b.message()))
+		} else if len(typeErrs) == 0 {
+			allErrs = append(allErrs, validateHostnames(spec.Type, replicas, specPath.Child("type"))...)
+		}
+
+		if spec.RestartPolicy != "" && !contains(supportedRestartPolicies, spec.RestartPolicy) {
+			allErrs = append(allErrs, field.NotSupported(specPath.Child("restartPolicy"), string(spec.RestartPolicy), supportedRestartPolicies))
+		}
+		allErrs = append(allErrs, k.validatePodTemplate(&spec.Template, specPath.Child("template"))...)
+	}
+	// Rules about the whole set would only repeat what is reported above
+	// when a type is missing, unknown or listed twice.
+	if typesUsable && k.validateReplicaSet != nil {
+		allErrs = append(allErrs, k.validateReplicaSet(specs, fldPath)...)
+	}
+	return allErrs
+}
+
+// validateReplicaType checks that a type is given and that the kind accepts it.
+func (k *kindRules) validateReplicaType(replicaType batch.ReplicaType, fldPath *field.Path) field.ErrorList {
+	if replicaType == "" {
+		return field.ErrorList{field.Required(fldPath, "the replica type")}
+	}
+	if len(k.replicaTypes) > 0 {
+		if !contains(k.replicaTypes, replicaType) {
+			return field.ErrorList{field.NotSupported(fldPath, string(replicaType), k.replicaTypes)}
+		}
+		return nil
+	}
+	var allErrs field.ErrorList
+	for _, msg := range utilvalidation.IsDNS1123Label(string(replicaType)) {
+		allErrs = append(allErrs, field.Invalid(fldPath, string(replicaType), msg))
+	}
+	return allErrs
+}
+
+// validateRunPolicy checks the limits on running time and retries and the
+// clean-up policy.
+func validateRunPolicy(policy *batch.RunPolicy, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if d := policy.ActiveDeadlineSeconds; d != nil && *d <= 0 {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("activeDeadlineSeconds"), *d, "must be greater than 0"))
+	}
+	if b := policy.BackoffLimit; b != nil && *b < 0 {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("backoffLimit"), *b, "must be greater than or equal to 0"))
+	}
+	if c := policy.CleanUpPolicy; c != "" && !contains(supportedCleanUpPolicies, c) {
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("cleanUpPolicy"), string(c), supportedCleanUpPolicies))
+	}
+	if ttl := policy.TTLSecondsAfterFinished; ttl != nil && *ttl < 0 {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("ttlSecondsAfterFinished"), *ttl, "must be greater than or equal to 0"))
+	}
+	return allErrs
+}
+
+// validateRunMode checks that debug and resume settings name replica types
+// of the job, each once, and that the job is not paused and debugged at once.
+func validateRunMode(mode *batch.RunMode, replicas []batch.ReplicaSpec, fldPath *field.Path) field.ErrorList {
+	jobTypes := make([]batch.ReplicaType, 0, len(replicas))
+	for _, r := range replicas {
+		jobTypes = append(jobTypes, r.Type)
+	}
+	var allErrs field.ErrorList
+	if debug := mode.Debug; debug != nil {
+		types := make([]batch.ReplicaType, len(debug.ReplicaSpecs))
+		for i, s := range debug.ReplicaSpecs {
+			types[i] = s.Type
+		}
+		allErrs = append(allErrs, validateTypeReferences(types, jobTypes, fldPath.Child("debug", "replicaSpecs"))...)
+	}
+	if pause := mode.Pause; pause != nil {
+		types := make([]batch.ReplicaType, len(pause.ResumeSpecs))
+		for i, s := range pause.ResumeSpecs {
+			types[i] = s.Type
+		}
+		allErrs = append(allErrs, validateTypeReferences(types, jobTypes, fldPath.Child("pause", "resumeSpecs"))...)
+	}
+	if mode.Debug != nil && mode.Debug.Enabled && mode.Pause != nil && mode.Pause.Enabled {
+		allErrs = append(allErrs, field.Forbidden(fldPath.Child("pause", "enabled"),
+			"cannot be true while spec.runMode.debug.enabled is true: a paused job has no pods to debug; switch one of the modes off"))
+	}
+	return allErrs
+}
+
+// validateTypeReferences checks a list of per-type settings: every entry
+// names a type the job has, and no type is listed twice.
+func validateTypeReferences(types, jobTypes []batch.ReplicaType, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	seen := make(map[batch.ReplicaType]bool, len(types))
+	for i, t := range types {
+		typePath := fldPath.Index(i).Child("type")
+		switch {
+		case t == "":
+			allErrs = append(allErrs, field.Required(typePath, "the replica type this entry applies to"))
+		case !contains(jobTypes, t):
+			allErrs = append(allErrs, field.NotSupported(typePath, string(t), jobTypes))
+		case seen[t]:
+			allErrs = append(allErrs, field.Duplicate(typePath, string(t)))
+		}
+		seen[t] = true
+	}
+	return allErrs
+}
+
+// validateScheduler checks the T9k scheduler placement.
+func validateScheduler(policy *batch.SchedulePolicy, fldPath *field.Path) field.ErrorList {
+	t9k := policy.T9kScheduler
+	if t9k == nil {
+		return nil
+	}
+	var allErrs field.ErrorList
+	fldPath = fldPath.Child("t9kScheduler")
+	if t9k.Queue == "" {
+		allErrs = append(allErrs, field.Required(fldPath.Child("queue"), "the T9k scheduler queue the job is placed in"))
+	} else {
+		for _, msg := range utilvalidation.IsDNS1123Subdomain(t9k.Queue) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("queue"), t9k.Queue, msg))
+		}
+	}
+	if t9k.Priority < minPriority || t9k.Priority > maxPriority {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("priority"), t9k.Priority, utilvalidation.InclusiveRangeError(minPriority, maxPriority)))
+	}
+	return allErrs
+}
+
+// validateTensorBoardSpec checks the TensorBoard requested for the job.
+func validateTensorBoardSpec(spec *batch.TensorBoardSpec, fldPath *field.Path) field.ErrorList {
+	allErrs := validateImage(spec.Image, fldPath.Child("image"))
+	filesetsPath := fldPath.Child("trainingLogFilesets")
+	if len(spec.TrainingLogFilesets) == 0 {
+		allErrs = append(allErrs, field.Required(filesetsPath, "at least one log directory, written t9k://pvc/<pvc-name>/<path>"))
+	}
+	seen := make(map[string]bool, len(spec.TrainingLogFilesets))
+	for i, fileset := range spec.TrainingLogFilesets {
+		errs := filesetErrors(fileset)
+		for _, msg := range errs {
+			allErrs = append(allErrs, field.Invalid(filesetsPath.Index(i), fileset, msg))
+		}
+		if len(errs) == 0 && seen[fileset] {
+			allErrs = append(allErrs, field.Duplicate(filesetsPath.Index(i), fileset))
+		}
+		seen[fileset] = true
+	}
+	if spec.Resources != nil {
+		allErrs = append(allErrs, validateResources(spec.Resources, fldPath.Child("resources"))...)
+	}
+	return allErrs
+}
+
+// filesetPrefix starts every training log location: a path inside a
+// PersistentVolumeClaim of the job's namespace.
+const filesetPrefix = "t9k://pvc/"
+
+// filesetErrors describes what is wrong with a training log location, which
+// must be t9k://pvc/<pvc-name>/<path>.
+func filesetErrors(fileset string) []string {
+	const form = "must have the form t9k://pvc/<pvc-name>/<path>"
+	rest, ok := strings.CutPrefix(fileset, filesetPrefix)
+	if !ok {
+		return []string{form}
+	}
+	pvc, path, _ := strings.Cut(rest, "/")
+	var errs []string
+	if pvc == "" {
+		errs = append(errs, form+": the PVC name is missing")
+	} else {
+		for _, msg := range utilvalidation.IsDNS1123Subdomain(pvc) {
+			errs = append(errs, fmt.Sprintf("PVC name %q: %s", pvc, msg))
+		}
+	}
+	if strings.Trim(path, "/") == "" {
+		errs = append(errs, form+": the path within the PVC is missing")
+	}
+	for _, segment := range strings.Split(path, "/") {
+		if segment == ".." {
+			errs = append(errs, "the path within the PVC may not contain '..'")
+			break
+		}
+	}
+	if strings.ContainsRune(path, 0) {
+		errs = append(errs, "the path within the PVC may not contain NUL characters")
+	}
+	return errs
+}
+
+// contains reports whether list holds v.
+func contains[T comparable](list []T, v T) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
