@@ -17,6 +17,8 @@ limitations under the License.
 package v1beta1
 
 import (
+	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -39,7 +41,7 @@ var (
 func init() {
 	// Only hand-written functions are registered here; the generated files
 	// register theirs, so the package compiles before code generation runs.
-	localSchemeBuilder.Register(addKnownTypes, addDefaultingFuncs)
+	localSchemeBuilder.Register(addKnownTypes, addDefaultingFuncs, addFieldLabelConversionFuncs)
 }
 
 // Resource qualifies a resource name with this group.
@@ -58,5 +60,24 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&DebugRequest{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
+	return nil
+}
+
+// addFieldLabelConversionFuncs declares the fields a job list or watch may be
+// filtered on; the registry's SelectableFields supplies their values.
+func addFieldLabelConversionFuncs(scheme *runtime.Scheme) error {
+	for _, kind := range []string{"TensorFlowTrainingJob", "PyTorchTrainingJob"} {
+		err := scheme.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind(kind), func(label, value string) (string, string, error) {
+			switch label {
+			case "metadata.name", "metadata.namespace", "status.phase":
+				return label, value, nil
+			default:
+				return "", "", fmt.Errorf("field label not supported for %s: %s", kind, label)
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }

@@ -1,0 +1,70 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command training-apiserver serves TensorFlowTrainingJob and
+// PyTorchTrainingJob (batch.tensorstack.dev/v1beta1) as a Kubernetes
+// aggregated API server.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/component-base/cli"
+
+	"tensorstack.dev/training/pkg/apiserver"
+	"tensorstack.dev/training/pkg/version"
+)
+
+func main() {
+	os.Exit(cli.Run(newCommand()))
+}
+
+func newCommand() *cobra.Command {
+	options := apiserver.NewOptions()
+	var printVersion bool
+	cmd := &cobra.Command{
+		Use:   "training-apiserver",
+		Short: "Serve TensorStack training jobs as a Kubernetes aggregated API",
+		Long: "training-apiserver serves TensorFlowTrainingJob and PyTorchTrainingJob in " +
+			"batch.tensorstack.dev/v1beta1 from its own etcd: an external cluster given by " +
+			"--etcd-servers, or an etcd embedded in the process.",
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if printVersion {
+				fmt.Fprintln(cmd.OutOrStdout(), version.String("training-apiserver"))
+				return nil
+			}
+			if err := options.Validate(); err != nil {
+				return err
+			}
+			config, err := options.Config()
+			if err != nil {
+				return err
+			}
+			server, err := config.Complete().New()
+			if err != nil {
+				return err
+			}
+			return server.Run(genericapiserver.SetupSignalContext())
+		},
+	}
+	options.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&printVersion, "version", false, "Print the version and exit.")
+	return cmd
+}

@@ -1,0 +1,96 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package apiserver wires the batch.tensorstack.dev group into a
+// k8s.io/apiserver generic server: scheme, storage, options and the embedded
+// etcd used when no external etcd is configured.
+package apiserver
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/registry/pytorchtrainingjob"
+	"tensorstack.dev/training/pkg/registry/tensorflowtrainingjob"
+)
+
+// Config is the complete configuration of the server.
+type Config struct {
+	GenericConfig *genericapiserver.RecommendedConfig
+	// EmbeddedEtcd is the etcd the server owns, or nil with an external etcd.
+	EmbeddedEtcd *EmbeddedEtcd
+}
+
+// CompletedConfig is a Config with defaults filled in, ready for New.
+type CompletedConfig struct {
+	generic      genericapiserver.CompletedConfig
+	embeddedEtcd *EmbeddedEtcd
+}
+
+// Complete fills in the defaults the generic server derives from the config.
+func (c *Config) Complete() CompletedConfig {
+	return CompletedConfig{generic: c.GenericConfig.Complete(), embeddedEtcd: c.EmbeddedEtcd}
+}
+
+// Server serves the batch.tensorstack.dev group.
+type Server struct {
+	GenericAPIServer *genericapiserver.GenericAPIServer
+	embeddedEtcd     *EmbeddedEtcd
+}
+
+// New builds the server and installs the job kinds.
+func (c CompletedConfig) New() (*Server, error) {
+	generic, err := c.generic.New("training-apiserver", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, err
+	}
+
+	group := genericapiserver.NewDefaultAPIGroupInfo(batch.GroupName, Scheme, metav1.ParameterCodec, Codecs)
+	storage := map[string]rest.Storage{}
+	tensorflow, err := tensorflowtrainingjob.NewStorage(Scheme, c.generic.RESTOptionsGetter)
+	if err != nil {
+		return nil, err
+	}
+	pytorch, err := pytorchtrainingjob.NewStorage(Scheme, c.generic.RESTOptionsGetter)
+	if err != nil {
+		return nil, err
+	}
+	for resource, s := range tensorflow.Resources(v1beta1.TensorFlowTrainingJobResource) {
+		storage[resource] = s
+	}
+	for resource, s := range pytorch.Resources(v1beta1.PyTorchTrainingJobResource) {
+		storage[resource] = s
+	}
+	group.VersionedResourcesStorageMap[v1beta1.SchemeGroupVersion.Version] = storage
+	if err := generic.InstallAPIGroup(&group); err != nil {
+		return nil, err
+	}
+	return &Server{GenericAPIServer: generic, embeddedEtcd: c.embeddedEtcd}, nil
+}
+
+// Run serves until ctx is cancelled, then shuts down gracefully and stops
+// the embedded etcd, if any, last.
+func (s *Server) Run(ctx context.Context) error {
+	if s.embeddedEtcd != nil {
+		defer s.embeddedEtcd.Close()
+	}
+	return s.GenericAPIServer.PrepareRun().RunWithContext(ctx)
+}

@@ -1,0 +1,95 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package apiserver
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+)
+
+// maxSocketPath is the longest unix socket path Linux accepts, less the
+// terminating NUL.
+const maxSocketPath = 107
+
+// EmbeddedEtcd is a single-member etcd run inside the apiserver process, so a
+// small installation needs no etcd cluster of its own. It listens only on
+// unix sockets in its directory: nothing outside the host can reach it.
+type EmbeddedEtcd struct {
+	etcd *embed.Etcd
+	// ClientURL is the address the apiserver's storage connects to.
+	ClientURL string
+}
+
+// StartEmbeddedEtcd starts etcd with its data and sockets in dir, reusing
+// the data a previous run left there, and waits until it serves.
+func StartEmbeddedEtcd(dir string) (*EmbeddedEtcd, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating embedded etcd directory: %w", err)
+	}
+	clientSocket, peerSocket := filepath.Join(dir, "client.sock"), filepath.Join(dir, "peer.sock")
+	if len(peerSocket) > maxSocketPath {
+		return nil, fmt.Errorf("embedded etcd directory %s is too long for a unix socket path; choose a shorter --embedded-etcd-dir", dir)
+	}
+	// Sockets left by a process that was killed would make the listen fail.
+	for _, socket := range []string{clientSocket, peerSocket} {
+		if err := os.Remove(socket); err != nil && !os.IsNotExist(err) {
+			return nil, fmt.Errorf("removing stale socket: %w", err)
+		}
+	}
+
+	clientURL := url.URL{Scheme: "unix", Path: clientSocket}
+	peerURL := url.URL{Scheme: "unix", Path: peerSocket}
+	cfg := embed.NewConfig()
+	cfg.Name = "training-apiserver"
+	cfg.Dir = filepath.Join(dir, "data")
+	cfg.ListenClientUrls = []url.URL{clientURL}
+	cfg.AdvertiseClientUrls = []url.URL{clientURL}
+	cfg.ListenPeerUrls = []url.URL{peerURL}
+	cfg.AdvertisePeerUrls = []url.URL{peerURL}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	cfg.ListenMetricsUrls = nil
+	cfg.LogLevel = "error"
+
+	etcd, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("starting embedded etcd in %s: %w", dir, err)
+	}
+	select {
+	case <-etcd.Server.ReadyNotify():
+	case err := <-etcd.Err():
+		etcd.Close()
+		return nil, fmt.Errorf("embedded etcd in %s: %w", dir, err)
+	case <-time.After(time.Minute):
+		etcd.Close()
+		return nil, fmt.Errorf("embedded etcd in %s did not become ready within a minute", dir)
+	}
+	return &EmbeddedEtcd{etcd: etcd, ClientURL: clientURL.String()}, nil
+}
+
+// Close stops etcd and waits until its data is flushed and its sockets closed.
+func (e *EmbeddedEtcd) Close() {
+	e.etcd.Close()
+}

@@ -1,0 +1,132 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package apiserver
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	basecompatibility "k8s.io/component-base/compatibility"
+	baseversion "k8s.io/component-base/version"
+	netutils "k8s.io/utils/net"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	generatedopenapi "tensorstack.dev/training/pkg/generated/openapi"
+	"tensorstack.dev/training/pkg/version"
+)
+
+// etcdPathPrefix is where the group's objects live in etcd.
+const etcdPathPrefix = "/registry/batch.tensorstack.dev"
+
+// DefaultEmbeddedEtcdDir keeps a local run's data with the other build output.
+const DefaultEmbeddedEtcdDir = "_output/training-etcd"
+
+// Options are the command-line options of the server.
+type Options struct {
+	RecommendedOptions *genericoptions.RecommendedOptions
+	// EmbeddedEtcdDir is where the embedded etcd keeps its data when no
+	// --etcd-servers are given.
+	EmbeddedEtcdDir string
+}
+
+// NewOptions returns the options with their defaults: objects are stored as
+// v1beta1, the storage version of the group.
+func NewOptions() *Options {
+	o := &Options{
+		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPathPrefix, Codecs.LegacyCodec(v1beta1.SchemeGroupVersion)),
+		EmbeddedEtcdDir:    DefaultEmbeddedEtcdDir,
+	}
+	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
+		v1beta1.SchemeGroupVersion, schema.GroupKind{Group: v1beta1.GroupName})
+	return o
+}
+
+// AddFlags registers the options on fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.RecommendedOptions.AddFlags(fs)
+	fs.StringVar(&o.EmbeddedEtcdDir, "embedded-etcd-dir", o.EmbeddedEtcdDir,
+		"Directory of the etcd started inside the server when --etcd-servers is empty. "+
+			"It listens only on unix sockets in this directory.")
+}
+
+// usesEmbeddedEtcd says whether the server starts its own etcd.
+func (o *Options) usesEmbeddedEtcd() bool {
+	return len(o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList) == 0
+}
+
+// Validate reports every invalid option.
+func (o *Options) Validate() error {
+	recommended := *o.RecommendedOptions
+	if o.usesEmbeddedEtcd() {
+		if o.EmbeddedEtcdDir == "" {
+			return fmt.Errorf("--embedded-etcd-dir must be set when --etcd-servers is empty")
+		}
+		// The embedded etcd's address is only known once it runs; validate
+		// the rest of the storage options with a stand-in.
+		etcd := *recommended.Etcd
+		etcd.StorageConfig.Transport.ServerList = []string{"unix://" + filepath.Join(o.EmbeddedEtcdDir, "client.sock")}
+		recommended.Etcd = &etcd
+	}
+	return utilerrors.NewAggregate(recommended.Validate())
+}
+
+// Config builds the server configuration, starting the embedded etcd when no
+// external one is configured. The caller owns the returned etcd through the
+// server's Run.
+func (o *Options) Config() (*Config, error) {
+	if err := o.RecommendedOptions.SecureServing.MaybeDefaultWithSelfSignedCerts(
+		"localhost", nil, []net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
+		return nil, fmt.Errorf("creating self-signed serving certificate: %w", err)
+	}
+
+	var embedded *EmbeddedEtcd
+	if o.usesEmbeddedEtcd() {
+		var err error
+		if embedded, err = StartEmbeddedEtcd(o.EmbeddedEtcdDir); err != nil {
+			return nil, err
+		}
+		o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = []string{embedded.ClientURL}
+	}
+
+	config := genericapiserver.NewRecommendedConfig(Codecs)
+	namer := openapi.NewDefinitionNamer(Scheme)
+	config.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, namer)
+	config.OpenAPIConfig.Info.Title = "TensorStack Training"
+	config.OpenAPIConfig.Info.Version = version.Get()
+	config.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, namer)
+	config.OpenAPIV3Config.Info.Title = "TensorStack Training"
+	config.OpenAPIV3Config.Info.Version = version.Get()
+	config.FeatureGate = utilfeature.DefaultFeatureGate
+	config.EffectiveVersion = basecompatibility.NewEffectiveVersionFromString(baseversion.DefaultKubeBinaryVersion, "", "")
+
+	if err := o.RecommendedOptions.ApplyTo(config); err != nil {
+		if embedded != nil {
+			embedded.Close()
+		}
+		return nil, err
+	}
+	return &Config{GenericConfig: config, EmbeddedEtcd: embedded}, nil
+}

@@ -1,0 +1,49 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package pytorchtrainingjob is the REST storage of PyTorchTrainingJobs:
+// the shared training job storage with PyTorch's types and rules.
+package pytorchtrainingjob
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/generic"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/apis/batch/validation"
+	"tensorstack.dev/training/pkg/registry/trainingjob"
+)
+
+// Kind describes PyTorchTrainingJobs to the shared storage.
+var Kind = &trainingjob.Kind[*batch.PyTorchTrainingJob, batch.PyTorchTrainingJobSpec]{
+	Resource:   batch.Resource(v1beta1.PyTorchTrainingJobResource),
+	Singular:   "pytorchtrainingjob",
+	ShortNames: []string{"pj"},
+
+	New:     func() *batch.PyTorchTrainingJob { return &batch.PyTorchTrainingJob{} },
+	NewList: func() runtime.Object { return &batch.PyTorchTrainingJobList{} },
+	Spec:    func(job *batch.PyTorchTrainingJob) *batch.PyTorchTrainingJobSpec { return &job.Spec },
+
+	Canonicalize:   batch.CanonicalizePyTorchJob,
+	Validate:       validation.ValidatePyTorchTrainingJob,
+	ValidateUpdate: validation.ValidatePyTorchTrainingJobUpdate,
+}
+
+// NewStorage returns the REST objects of PyTorchTrainingJobs.
+func NewStorage(typer runtime.ObjectTyper, optsGetter generic.RESTOptionsGetter) (*trainingjob.Storage, error) {
+	return trainingjob.NewStorage(typer, optsGetter, Kind)
+}

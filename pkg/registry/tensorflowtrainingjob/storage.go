@@ -1,0 +1,49 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package tensorflowtrainingjob is the REST storage of TensorFlowTrainingJobs:
+// the shared training job storage with TensorFlow's types and rules.
+package tensorflowtrainingjob
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/generic"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/apis/batch/validation"
+	"tensorstack.dev/training/pkg/registry/trainingjob"
+)
+
+// Kind describes TensorFlowTrainingJobs to the shared storage.
+var Kind = &trainingjob.Kind[*batch.TensorFlowTrainingJob, batch.TensorFlowTrainingJobSpec]{
+	Resource:   batch.Resource(v1beta1.TensorFlowTrainingJobResource),
+	Singular:   "tensorflowtrainingjob",
+	ShortNames: []string{"tj"},
+
+	New:     func() *batch.TensorFlowTrainingJob { return &batch.TensorFlowTrainingJob{} },
+	NewList: func() runtime.Object { return &batch.TensorFlowTrainingJobList{} },
+	Spec:    func(job *batch.TensorFlowTrainingJob) *batch.TensorFlowTrainingJobSpec { return &job.Spec },
+
+	Canonicalize:   batch.CanonicalizeTensorFlowJob,
+	Validate:       validation.ValidateTensorFlowTrainingJob,
+	ValidateUpdate: validation.ValidateTensorFlowTrainingJobUpdate,
+}
+
+// NewStorage returns the REST objects of TensorFlowTrainingJobs.
+func NewStorage(typer runtime.ObjectTyper, optsGetter generic.RESTOptionsGetter) (*trainingjob.Storage, error) {
+	return trainingjob.NewStorage(typer, optsGetter, Kind)
+}

@@ -1,0 +1,148 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package trainingjob
+
+import (
+	"context"
+	"fmt"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+)
+
+// action is a change of run mode that a POST to a job's subresource asks for.
+type action struct {
+	// verb is the action's name in messages: "pause", "resume" or "debug".
+	verb string
+	// newRequest returns an empty request body.
+	newRequest func() runtime.Object
+	// apply changes the spec as the request asks.
+	apply func(spec *batch.TrainingJobSpec, request runtime.Object)
+}
+
+var (
+	pauseAction = action{
+		verb:       "pause",
+		newRequest: func() runtime.Object { return &batch.PauseRequest{} },
+		apply: func(spec *batch.TrainingJobSpec, _ runtime.Object) {
+			// A paused job has no pods, so there is nothing left to debug.
+			disableDebug(spec)
+			mode := runModeOf(spec)
+			if mode.Pause == nil {
+				mode.Pause = &batch.PauseMode{}
+			}
+			mode.Pause.Enabled = true
+		},
+	}
+	resumeAction = action{
+		verb:       "resume",
+		newRequest: func() runtime.Object { return &batch.ResumeRequest{} },
+		apply: func(spec *batch.TrainingJobSpec, _ runtime.Object) {
+			disableDebug(spec)
+			disablePause(spec)
+		},
+	}
+	debugAction = action{
+		verb:       "debug",
+		newRequest: func() runtime.Object { return &batch.DebugRequest{} },
+		apply: func(spec *batch.TrainingJobSpec, request runtime.Object) {
+			disablePause(spec)
+			runModeOf(spec).Debug = &batch.DebugMode{
+				Enabled:      true,
+				ReplicaSpecs: request.(*batch.DebugRequest).ReplicaSpecs,
+			}
+		},
+	}
+)
+
+func runModeOf(spec *batch.TrainingJobSpec) *batch.RunMode {
+	if spec.RunMode == nil {
+		spec.RunMode = &batch.RunMode{}
+	}
+	return spec.RunMode
+}
+
+// disablePause and disableDebug switch a mode off but keep its settings:
+// resumeSpecs cannot change while the job exists.
+func disablePause(spec *batch.TrainingJobSpec) {
+	if spec.RunMode != nil && spec.RunMode.Pause != nil {
+		spec.RunMode.Pause.Enabled = false
+	}
+}
+
+func disableDebug(spec *batch.TrainingJobSpec) {
+	if spec.RunMode != nil && spec.RunMode.Debug != nil {
+		spec.RunMode.Debug.Enabled = false
+	}
+}
+
+// ActionREST serves one action subresource (pause, resume or debug) of a job
+// kind. A POST changes the job's spec through the main store's normal update
+// path, so the strategy, validation, generation bump and dry-run all apply.
+type ActionREST struct {
+	store  *genericregistry.Store
+	action action
+}
+
+var _ rest.NamedCreater = &ActionREST{}
+
+// New returns an empty request body.
+func (r *ActionREST) New() runtime.Object { return r.action.newRequest() }
+
+// Destroy does nothing: the main resource owns the shared storage.
+func (r *ActionREST) Destroy() {}
+
+// Create carries out the action on the named job and returns the job as
+// stored afterwards.
+func (r *ActionREST) Create(ctx context.Context, name string, request runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	if requestMeta, err := meta.Accessor(request); err == nil && requestMeta.GetName() != "" && requestMeta.GetName() != name {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("metadata.name %q of the %s request does not match the job %q in the URL", requestMeta.GetName(), r.action.verb, name))
+	}
+	// Admission (webhooks and policies on the subresource) judges the request.
+	if createValidation != nil {
+		if err := createValidation(ctx, request.DeepCopyObject()); err != nil {
+			return nil, err
+		}
+	}
+
+	// The transform starts from the job as stored at the time of each
+	// attempt, so a concurrent write leads to a retry, never a lost update.
+	transform := func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
+		job := old.DeepCopyObject().(batch.TrainingJob)
+		if phase := job.JobStatus().Phase; phase.IsFinished() {
+			return nil, apierrors.NewConflict(r.store.DefaultQualifiedResource, name,
+				fmt.Errorf("the job has %s and cannot %s", phase, r.action.verb))
+		}
+		r.action.apply(job.CommonSpec(), request)
+		if apiequality.Semantic.DeepEqual(job.CommonSpec(), old.(batch.TrainingJob).CommonSpec()) {
+			// Already in the requested mode: nothing to write.
+			return old, nil
+		}
+		return job, nil
+	}
+	updateOptions := &metav1.UpdateOptions{DryRun: options.DryRun, FieldManager: options.FieldManager}
+	job, _, err := r.store.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, transform),
+		rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, updateOptions)
+	return job, err
+}

@@ -1,0 +1,48 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package trainingjob
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+)
+
+// Kind is what the shared storage needs to know about one job kind. J is the
+// kind's internal type and S the type of its spec.
+type Kind[J batch.TrainingJob, S any] struct {
+	// Resource is the plural resource, e.g. batch.tensorstack.dev/tensorflowtrainingjobs.
+	Resource schema.GroupResource
+	// Singular is the singular resource name, e.g. tensorflowtrainingjob.
+	Singular string
+	// ShortNames are the kubectl abbreviations of the resource.
+	ShortNames []string
+
+	// New returns an empty job; NewList an empty list of jobs.
+	New     func() J
+	NewList func() runtime.Object
+	// Spec returns the job's whole spec, kind-specific fields included.
+	Spec func(J) *S
+
+	// Canonicalize rewrites accepted alternative spellings to their stored form.
+	Canonicalize func(J)
+	// Validate and ValidateUpdate check a job on create and on spec update.
+	Validate       func(J) field.ErrorList
+	ValidateUpdate func(job, old J) field.ErrorList
+}

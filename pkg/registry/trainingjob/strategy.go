@@ -1,0 +1,138 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package trainingjob
+
+import (
+	"context"
+	"fmt"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/storage/names"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/apis/batch/validation"
+)
+
+// jobStrategy is the create, update and delete behaviour of a job kind's main
+// resource: users own the spec, the controller owns the status.
+type jobStrategy[J batch.TrainingJob, S any] struct {
+	runtime.ObjectTyper
+	names.NameGenerator
+	kind *Kind[J, S]
+}
+
+func newJobStrategy[J batch.TrainingJob, S any](typer runtime.ObjectTyper, kind *Kind[J, S]) jobStrategy[J, S] {
+	return jobStrategy[J, S]{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, kind: kind}
+}
+
+func (jobStrategy[J, S]) NamespaceScoped() bool { return true }
+
+// GetResetFields names the fields a write to the main resource cannot set,
+// so server-side apply does not record ownership of them.
+func (jobStrategy[J, S]) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return map[fieldpath.APIVersion]*fieldpath.Set{
+		fieldpath.APIVersion(v1beta1.SchemeGroupVersion.String()): fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
+	}
+}
+
+// PrepareForCreate drops any status the client sent, starts the generation
+// and rewrites accepted spellings, so validation judges the stored form.
+func (s jobStrategy[J, S]) PrepareForCreate(_ context.Context, obj runtime.Object) {
+	job := obj.(J)
+	*job.JobStatus() = batch.TrainingJobStatus{}
+	job.SetGeneration(1)
+	s.kind.Canonicalize(job)
+}
+
+// PrepareForUpdate keeps the stored status and bumps the generation only when
+// the spec changed.
+func (s jobStrategy[J, S]) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	job, oldJob := obj.(J), old.(J)
+	*job.JobStatus() = *oldJob.JobStatus()
+	s.kind.Canonicalize(job)
+	if !apiequality.Semantic.DeepEqual(s.kind.Spec(job), s.kind.Spec(oldJob)) {
+		job.SetGeneration(oldJob.GetGeneration() + 1)
+	}
+}
+
+func (s jobStrategy[J, S]) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
+	return s.kind.Validate(obj.(J))
+}
+
+func (s jobStrategy[J, S]) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return s.kind.ValidateUpdate(obj.(J), old.(J))
+}
+
+func (jobStrategy[J, S]) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
+	return specWarnings(obj.(J))
+}
+
+func (jobStrategy[J, S]) WarningsOnUpdate(_ context.Context, obj, _ runtime.Object) []string {
+	return specWarnings(obj.(J))
+}
+
+// Canonicalize has nothing left to do: PrepareForCreate and PrepareForUpdate
+// already rewrote the spellings, before validation.
+func (jobStrategy[J, S]) Canonicalize(runtime.Object) {}
+
+func (jobStrategy[J, S]) AllowCreateOnUpdate(context.Context) bool { return false }
+
+func (jobStrategy[J, S]) AllowUnconditionalUpdate(context.Context) bool { return true }
+
+// specWarnings points out settings that are accepted but have no effect.
+func specWarnings(job batch.TrainingJob) []string {
+	var warnings []string
+	for i, replica := range job.CommonSpec().ReplicaSpecs {
+		policy := replica.Template.Spec.RestartPolicy
+		if policy != "" && policy != "Never" {
+			path := field.NewPath("spec", "replicaSpecs").Index(i).Child("template", "spec", "restartPolicy")
+			warnings = append(warnings, fmt.Sprintf("%s: %q is ignored; pods run with Never and the job's restartPolicy decides replacements", path, policy))
+		}
+	}
+	return warnings
+}
+
+// statusStrategy is the behaviour of the status subresource: the controller
+// writes status, and the spec stays as stored.
+type statusStrategy[J batch.TrainingJob, S any] struct {
+	jobStrategy[J, S]
+}
+
+// GetResetFields names the spec as unwritable through status.
+func (statusStrategy[J, S]) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return map[fieldpath.APIVersion]*fieldpath.Set{
+		fieldpath.APIVersion(v1beta1.SchemeGroupVersion.String()): fieldpath.NewSet(fieldpath.MakePathOrDie("spec")),
+	}
+}
+
+// PrepareForUpdate keeps the stored spec; only the status changes.
+func (s statusStrategy[J, S]) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	job, oldJob := obj.(J), old.(J)
+	*s.kind.Spec(job) = *s.kind.Spec(oldJob)
+}
+
+func (statusStrategy[J, S]) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateTrainingJobStatusUpdate(obj.(J), old.(J))
+}
+
+func (statusStrategy[J, S]) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
+	return nil
+}

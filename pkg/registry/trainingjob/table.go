@@ -1,0 +1,155 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package trainingjob
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+)
+
+// tableColumns are the columns kubectl get prints; priority 1 columns appear
+// only with -o wide.
+var tableColumns = []metav1.TableColumnDefinition{
+	{Name: "Name", Type: "string", Format: "name", Description: "Name of the job."},
+	{Name: "Phase", Type: "string", Description: "Coarse state of the job."},
+	{Name: "Ready", Type: "string", Description: "Replicas running or succeeded, of all replicas."},
+	{Name: "Restarts", Type: "integer", Description: "Pod replacements used, counted against backoffLimit."},
+	{Name: "Age", Type: "string", Description: "Time since the job was created."},
+	{Name: "Mode", Type: "string", Priority: 1, Description: "Immediate, Debug or Pause."},
+	{Name: "Replicas", Type: "string", Priority: 1, Description: "Replicas per type."},
+	{Name: "Duration", Type: "string", Priority: 1, Description: "Time the job has been running, or ran until it finished."},
+}
+
+// tableConvertor renders jobs as kubectl table rows.
+type tableConvertor struct {
+	// now is the clock for ages and durations; tests fix it.
+	now func() time.Time
+}
+
+func (c tableConvertor) ConvertToTable(_ context.Context, object runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
+	table := &metav1.Table{}
+	if opts, ok := tableOptions.(*metav1.TableOptions); !ok || !opts.NoHeaders {
+		table.ColumnDefinitions = tableColumns
+	}
+	var err error
+	if meta.IsListType(object) {
+		err = meta.EachListItem(object, func(item runtime.Object) error {
+			row, err := c.row(item)
+			table.Rows = append(table.Rows, row)
+			return err
+		})
+		if listMeta, lerr := meta.ListAccessor(object); lerr == nil {
+			table.ResourceVersion = listMeta.GetResourceVersion()
+			table.Continue = listMeta.GetContinue()
+			table.RemainingItemCount = listMeta.GetRemainingItemCount()
+		}
+	} else {
+		var row metav1.TableRow
+		row, err = c.row(object)
+		table.Rows = append(table.Rows, row)
+		if objMeta, merr := meta.Accessor(object); merr == nil {
+			table.ResourceVersion = objMeta.GetResourceVersion()
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return table, nil
+}
+
+func (c tableConvertor) row(obj runtime.Object) (metav1.TableRow, error) {
+	job, ok := obj.(batch.TrainingJob)
+	if !ok {
+		return metav1.TableRow{}, fmt.Errorf("not a training job: %T", obj)
+	}
+	spec, status := job.CommonSpec(), job.JobStatus()
+	now := c.now()
+
+	var total int32
+	replicas := make([]string, 0, len(spec.ReplicaSpecs))
+	for _, r := range spec.ReplicaSpecs {
+		n := replicaCount(r)
+		total += n
+		replicas = append(replicas, fmt.Sprintf("%s:%d", r.Type, n))
+	}
+	ready := status.Aggregate.Running + status.Aggregate.Succeeded
+	phase := string(status.Phase)
+	if phase == "" {
+		phase = string(batch.JobPending)
+	}
+
+	return metav1.TableRow{
+		Object: runtime.RawExtension{Object: obj},
+		Cells: []any{
+			job.GetName(),
+			phase,
+			fmt.Sprintf("%d/%d", ready, total),
+			int64(status.BackoffCount),
+			age(job.GetCreationTimestamp(), now),
+			runMode(spec),
+			strings.Join(replicas, ","),
+			runDuration(status, now),
+		},
+	}, nil
+}
+
+func replicaCount(r batch.ReplicaSpec) int32 {
+	if r.Replicas == nil {
+		return 1
+	}
+	return *r.Replicas
+}
+
+func runMode(spec *batch.TrainingJobSpec) string {
+	switch mode := spec.RunMode; {
+	case mode != nil && mode.Debug != nil && mode.Debug.Enabled:
+		return "Debug"
+	case mode != nil && mode.Pause != nil && mode.Pause.Enabled:
+		return "Pause"
+	default:
+		return "Immediate"
+	}
+}
+
+func age(created metav1.Time, now time.Time) string {
+	if created.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(now.Sub(created.Time))
+}
+
+// runDuration is how long the current run has lasted: until completion for a
+// finished job, until now for a running one, and nothing before it started.
+func runDuration(status *batch.TrainingJobStatus, now time.Time) string {
+	if status.StartTime == nil {
+		return ""
+	}
+	end := now
+	if status.CompletionTime != nil {
+		end = status.CompletionTime.Time
+	}
+	return duration.HumanDuration(end.Sub(status.StartTime.Time))
+}
