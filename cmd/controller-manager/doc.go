@@ -1,0 +1,47 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command training-controller-manager runs the controller of
+// TensorFlowTrainingJobs and PyTorchTrainingJobs (package
+// tensorstack.dev/training/pkg/controller), with leader election, Prometheus
+// metrics and health probes.
+//
+// RBAC: these are all the API calls the binary makes; grant exactly these.
+//
+//	group                   resource                          verbs
+//	batch.tensorstack.dev   tensorflowtrainingjobs            get, list, watch, delete
+//	batch.tensorstack.dev   pytorchtrainingjobs               get, list, watch, delete
+//	batch.tensorstack.dev   tensorflowtrainingjobs/status     update
+//	batch.tensorstack.dev   pytorchtrainingjobs/status        update
+//	""                      pods                              get, list, watch, create, delete, patch
+//	""                      services                          get, list, watch, create, delete, patch
+//	apps                    deployments                       list, watch, create, update, delete
+//	""                      events                            create, patch, update
+//	events.k8s.io           events                            create, patch, update
+//	coordination.k8s.io     leases                            get, create, update
+//
+// What each is for: jobs get (a fresh read before adopting orphans), list and
+// watch (informer), delete (ttlSecondsAfterFinished); status update (the
+// controller writes the whole status with optimistic concurrency). Pods and
+// services: list and watch (informers, restricted by the label selector
+// batch.tensorstack.dev/job-name), create, delete (restarts, pause, clean-up,
+// TensorBoard removal), patch (adopting labelled orphans), get (finding out
+// who holds a name when a create says AlreadyExists). Deployments:
+// TensorBoard. Events: the event recorder creates events and patches them
+// when it aggregates repeats; events.k8s.io is listed for clusters whose
+// recorder is configured for it. Leases: leader election, in the
+// --leader-elect-namespace only (a Role is enough there).
+package main

@@ -1,0 +1,111 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// options are the command-line flags.
+type options struct {
+	kubeconfig           string
+	kubeAPIQPS           float32
+	kubeAPIBurst         int
+	concurrentSyncs      int
+	jobResync            time.Duration
+	clusterDomain        string
+	leaderElect          bool
+	leaderElectNamespace string
+	leaderElectID        string
+	leaseDuration        time.Duration
+	renewDeadline        time.Duration
+	retryPeriod          time.Duration
+	metricsAddr          string
+	healthAddr           string
+	showVersion          bool
+}
+
+func newOptions() *options {
+	return &options{
+		kubeAPIQPS:           50,
+		kubeAPIBurst:         100,
+		concurrentSyncs:      5,
+		jobResync:            10 * time.Minute,
+		leaderElect:          true,
+		leaderElectNamespace: "tensorstack-system",
+		leaderElectID:        "training-controller-manager",
+		leaseDuration:        15 * time.Second,
+		renewDeadline:        10 * time.Second,
+		retryPeriod:          2 * time.Second,
+		metricsAddr:          ":8080",
+		healthAddr:           ":8081",
+	}
+}
+
+func (o *options) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig,
+		"Path to a kubeconfig file. Empty uses the in-cluster configuration.")
+	fs.Float32Var(&o.kubeAPIQPS, "kube-api-qps", o.kubeAPIQPS, "Queries per second allowed to the apiserver.")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", o.kubeAPIBurst, "Burst of queries allowed to the apiserver.")
+	fs.IntVar(&o.concurrentSyncs, "concurrent-syncs", o.concurrentSyncs,
+		"Number of jobs reconciled at the same time.")
+	fs.DurationVar(&o.jobResync, "job-resync-period", o.jobResync,
+		"How often every job is reconciled even without a change (0 disables).")
+	fs.StringVar(&o.clusterDomain, "cluster-domain", o.clusterDomain,
+		"DNS domain of the cluster (e.g. cluster.local). When set, replica addresses are fully qualified: "+
+			"<type>-<i>.<job>.<namespace>.svc.<domain>. Empty gives <type>-<i>.<job>.<namespace>.svc.")
+	fs.BoolVar(&o.leaderElect, "leader-elect", o.leaderElect,
+		"Run only while holding the leader Lease, so that several replicas can be deployed.")
+	fs.StringVar(&o.leaderElectNamespace, "leader-elect-namespace", o.leaderElectNamespace,
+		"Namespace of the leader election Lease.")
+	fs.StringVar(&o.leaderElectID, "leader-elect-id", o.leaderElectID, "Name of the leader election Lease.")
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", o.leaseDuration,
+		"How long a standby waits after the last renewal before taking over.")
+	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", o.renewDeadline,
+		"How long the leader tries to renew before giving up leadership.")
+	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", o.retryPeriod,
+		"How long to wait between attempts to acquire or renew.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", o.metricsAddr,
+		"Address serving Prometheus metrics at /metrics; empty or 0 disables.")
+	fs.StringVar(&o.healthAddr, "health-probe-bind-address", o.healthAddr,
+		"Address serving /healthz, /livez and /readyz; empty or 0 disables.")
+	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
+}
+
+func (o *options) validate() error {
+	if o.concurrentSyncs < 1 {
+		return fmt.Errorf("--concurrent-syncs must be at least 1, got %d", o.concurrentSyncs)
+	}
+	if o.clusterDomain != "" {
+		if errs := validation.IsDNS1123Subdomain(o.clusterDomain); len(errs) > 0 {
+			return fmt.Errorf("--cluster-domain %q: %v", o.clusterDomain, errs)
+		}
+	}
+	if o.leaderElect {
+		if o.leaderElectNamespace == "" || o.leaderElectID == "" {
+			return fmt.Errorf("--leader-elect needs --leader-elect-namespace and --leader-elect-id")
+		}
+		if o.leaseDuration <= o.renewDeadline || o.renewDeadline <= o.retryPeriod {
+			return fmt.Errorf("leader election needs lease duration > renew deadline > retry period")
+		}
+	}
+	return nil
+}

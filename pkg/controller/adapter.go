@@ -1,0 +1,219 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
+// Adapter answers the few questions on which the job kinds differ. Everything
+// else (pods, Service, restarts, status, pause, debug, TensorBoard) is the
+// shared machinery's business.
+type Adapter interface {
+	// Kind is the job kind; it is also the value of the job-kind label.
+	Kind() string
+	// TrainingContainerName names the container that runs the training
+	// program; the first container is used when none has this name.
+	TrainingContainerName() string
+	// PortNames are the container port names that carry a replica's port, in
+	// order of preference; DefaultPort is used when none is declared.
+	PortNames() []string
+	DefaultPort() int32
+	// RankOrder returns the replica types in the order ranks and indices
+	// across the job are handed out.
+	RankOrder(specs []v1beta1.ReplicaSpec) []v1beta1.ReplicaSpec
+	// Env returns the environment of one replica.
+	Env(t *Topology, r ReplicaID) ([]corev1.EnvVar, error)
+	// Entrypoint may rewrite how the training container of a replica is
+	// started (torchrun). It is not called for debug pods.
+	Entrypoint(t *Topology, r ReplicaID, c *corev1.Container)
+	// Succeeded applies the kind's success rule to the replicas' phases.
+	Succeeded(t *Topology, phases ReplicaPhases) bool
+}
+
+// ReplicaID names one replica: its type and its index within the type.
+type ReplicaID struct {
+	Type  v1beta1.ReplicaType
+	Index int32
+}
+
+// Hostname is the replica's hostname, <type>-<index>.
+func (r ReplicaID) Hostname() string {
+	return string(r.Type) + "-" + strconv.Itoa(int(r.Index))
+}
+
+// ReplicaPhases tells the success rules what each replica did.
+type ReplicaPhases interface {
+	// Succeeded says whether the replica's current pod has succeeded.
+	Succeeded(r ReplicaID) bool
+	// AllSucceeded says whether every replica of the job has succeeded.
+	AllSucceeded() bool
+}
+
+// ReplicaGroup is one replica type of a job as the machinery sees it.
+type ReplicaGroup struct {
+	Spec *v1beta1.ReplicaSpec
+	Type v1beta1.ReplicaType
+	// Replicas is the number of replicas, never negative.
+	Replicas int32
+	// Port is the type's port, from the training container.
+	Port int32
+	// FirstRank is the global rank of the type's replica 0.
+	FirstRank int32
+}
+
+// Topology is what every replica needs to know about the whole job. It is
+// computed once per reconcile.
+type Topology struct {
+	Job       v1beta1.TrainingJob
+	Name      string
+	Namespace string
+	// Groups are the replica types in rank order.
+	Groups []ReplicaGroup
+	// Total is the number of replicas of the job.
+	Total int32
+	// addressSuffix ends every replica address: ".<job>.<ns>.svc[.<domain>]".
+	addressSuffix string
+}
+
+func newTopology(a Adapter, job v1beta1.TrainingJob, clusterDomain string) *Topology {
+	t := &Topology{Job: job, Name: job.GetName(), Namespace: job.GetNamespace()}
+	t.addressSuffix = "." + t.Name + "." + t.Namespace + ".svc"
+	if d := strings.Trim(clusterDomain, "."); d != "" {
+		t.addressSuffix += "." + d
+	}
+	seen := map[v1beta1.ReplicaType]bool{}
+	ordered := a.RankOrder(job.CommonSpec().ReplicaSpecs)
+	for i := range ordered {
+		spec := &ordered[i]
+		typ := normalizeType(spec.Type)
+		if typ == "" || seen[typ] {
+			// Validation forbids both; never act on them twice.
+			continue
+		}
+		seen[typ] = true
+		n := int32(1)
+		if spec.Replicas != nil {
+			n = max(*spec.Replicas, 0)
+		}
+		t.Groups = append(t.Groups, ReplicaGroup{
+			Spec:      spec,
+			Type:      typ,
+			Replicas:  n,
+			Port:      replicaPort(a, spec),
+			FirstRank: t.Total,
+		})
+		t.Total += n
+	}
+	return t
+}
+
+// normalizeType is the stored spelling of a replica type: lower case, as
+// names and labels need it.
+func normalizeType(t v1beta1.ReplicaType) v1beta1.ReplicaType {
+	return v1beta1.ReplicaType(strings.ToLower(strings.TrimSpace(string(t))))
+}
+
+// Group returns the group of a replica type, or nil.
+func (t *Topology) Group(typ v1beta1.ReplicaType) *ReplicaGroup {
+	for i := range t.Groups {
+		if t.Groups[i].Type == typ {
+			return &t.Groups[i]
+		}
+	}
+	return nil
+}
+
+// Address is the DNS name of a replica within the job's headless Service.
+func (t *Topology) Address(r ReplicaID) string {
+	return r.Hostname() + t.addressSuffix
+}
+
+// Rank is the global rank of a replica.
+func (t *Topology) Rank(r ReplicaID) int32 {
+	if g := t.Group(r.Type); g != nil {
+		return g.FirstRank + r.Index
+	}
+	return 0
+}
+
+// PodName is the name of a replica's pod, <job>-<type>-<index>.
+func PodName(job string, r ReplicaID) string {
+	return job + "-" + r.Hostname()
+}
+
+// trainingContainer returns the index of the training container in a pod
+// spec, or -1 when there are no containers.
+func trainingContainer(a Adapter, spec *corev1.PodSpec) int {
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == a.TrainingContainerName() {
+			return i
+		}
+	}
+	if len(spec.Containers) > 0 {
+		return 0
+	}
+	return -1
+}
+
+// replicaPort is the port a replica type listens on: the training
+// container's port with one of the adapter's names, else the default.
+func replicaPort(a Adapter, spec *v1beta1.ReplicaSpec) int32 {
+	i := trainingContainer(a, &spec.Template.Spec)
+	if i < 0 {
+		return a.DefaultPort()
+	}
+	ports := spec.Template.Spec.Containers[i].Ports
+	for _, name := range a.PortNames() {
+		for _, p := range ports {
+			if p.Name == name && p.ContainerPort > 0 {
+				return p.ContainerPort
+			}
+		}
+	}
+	return a.DefaultPort()
+}
+
+// setEnv puts the variables into a container, replacing entries of the same
+// name: the controller's wiring has to be right for the replicas to find
+// each other.
+func setEnv(c *corev1.Container, vars []corev1.EnvVar) {
+	for _, v := range vars {
+		replaced := false
+		for i := range c.Env {
+			if c.Env[i].Name == v.Name {
+				c.Env[i] = v
+				replaced = true
+			}
+		}
+		if !replaced {
+			c.Env = append(c.Env, v)
+		}
+	}
+}
+
+func envVar(name, value string) corev1.EnvVar { return corev1.EnvVar{Name: name, Value: value} }
+
+func itoa(i int32) string { return strconv.FormatInt(int64(i), 10) }
+
+func hostPort(host string, port int32) string { return fmt.Sprintf("%s:%d", host, port) }

@@ -1,0 +1,115 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/generated/clientset/versioned"
+	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
+)
+
+// kindHandler is one job kind: its adapter, and the typed informer, lister
+// and client calls behind a kind-neutral face.
+type kindHandler struct {
+	Adapter
+	gvk      schema.GroupVersionKind
+	informer cache.SharedIndexInformer
+
+	get          func(namespace, name string) (v1beta1.TrainingJob, error)
+	list         func() ([]v1beta1.TrainingJob, error)
+	getFresh     func(ctx context.Context, namespace, name string) (v1beta1.TrainingJob, error)
+	updateStatus func(ctx context.Context, job v1beta1.TrainingJob) (v1beta1.TrainingJob, error)
+	delete       func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
+}
+
+func newTensorFlowHandler(client versioned.Interface, factory jobinformers.SharedInformerFactory) *kindHandler {
+	inf := factory.Batch().V1beta1().TensorFlowTrainingJobs()
+	lister := inf.Lister()
+	api := client.BatchV1beta1()
+	return &kindHandler{
+		Adapter:  tensorFlowAdapter{},
+		gvk:      v1beta1.SchemeGroupVersion.WithKind(TensorFlowKind),
+		informer: inf.Informer(),
+		get: func(ns, name string) (v1beta1.TrainingJob, error) {
+			return lister.TensorFlowTrainingJobs(ns).Get(name)
+		},
+		list: func() ([]v1beta1.TrainingJob, error) {
+			jobs, err := lister.List(labels.Everything())
+			out := make([]v1beta1.TrainingJob, len(jobs))
+			for i := range jobs {
+				out[i] = jobs[i]
+			}
+			return out, err
+		},
+		getFresh: func(ctx context.Context, ns, name string) (v1beta1.TrainingJob, error) {
+			return api.TensorFlowTrainingJobs(ns).Get(ctx, name, metav1.GetOptions{})
+		},
+		updateStatus: func(ctx context.Context, job v1beta1.TrainingJob) (v1beta1.TrainingJob, error) {
+			j, ok := job.(*v1beta1.TensorFlowTrainingJob)
+			if !ok {
+				return nil, fmt.Errorf("%T is not a %s", job, TensorFlowKind)
+			}
+			return api.TensorFlowTrainingJobs(j.Namespace).UpdateStatus(ctx, j, metav1.UpdateOptions{})
+		},
+		delete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
+			return api.TensorFlowTrainingJobs(ns).Delete(ctx, name, opts)
+		},
+	}
+}
+
+func newPyTorchHandler(client versioned.Interface, factory jobinformers.SharedInformerFactory) *kindHandler {
+	inf := factory.Batch().V1beta1().PyTorchTrainingJobs()
+	lister := inf.Lister()
+	api := client.BatchV1beta1()
+	return &kindHandler{
+		Adapter:  pyTorchAdapter{},
+		gvk:      v1beta1.SchemeGroupVersion.WithKind(PyTorchKind),
+		informer: inf.Informer(),
+		get: func(ns, name string) (v1beta1.TrainingJob, error) {
+			return lister.PyTorchTrainingJobs(ns).Get(name)
+		},
+		list: func() ([]v1beta1.TrainingJob, error) {
+			jobs, err := lister.List(labels.Everything())
+			out := make([]v1beta1.TrainingJob, len(jobs))
+			for i := range jobs {
+				out[i] = jobs[i]
+			}
+			return out, err
+		},
+		getFresh: func(ctx context.Context, ns, name string) (v1beta1.TrainingJob, error) {
+			return api.PyTorchTrainingJobs(ns).Get(ctx, name, metav1.GetOptions{})
+		},
+		updateStatus: func(ctx context.Context, job v1beta1.TrainingJob) (v1beta1.TrainingJob, error) {
+			j, ok := job.(*v1beta1.PyTorchTrainingJob)
+			if !ok {
+				return nil, fmt.Errorf("%T is not a %s", job, PyTorchKind)
+			}
+			return api.PyTorchTrainingJobs(j.Namespace).UpdateStatus(ctx, j, metav1.UpdateOptions{})
+		},
+		delete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
+			return api.PyTorchTrainingJobs(ns).Delete(ctx, name, opts)
+		},
+	}
+}

@@ -1,0 +1,116 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
+const metricsSubsystem = "training_controller"
+
+var (
+	reconcileDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Subsystem:      metricsSubsystem,
+		Name:           "reconcile_duration_seconds",
+		Help:           "How long reconciling one job took, by kind and result (success or error).",
+		Buckets:        metrics.ExponentialBuckets(0.0005, 2, 16),
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"kind", "result"})
+
+	podsCreated = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      metricsSubsystem,
+		Name:           "pods_created_total",
+		Help:           "Replica pods the controller created, by job kind.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"kind"})
+
+	podsDeleted = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      metricsSubsystem,
+		Name:           "pods_deleted_total",
+		Help:           "Replica pods the controller deleted, by job kind.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"kind"})
+
+	jobsDesc = metrics.NewDesc(metricsSubsystem+"_jobs",
+		"Jobs in the controller's cache, by kind and phase (a job not yet reconciled counts as Pending).",
+		[]string{"kind", "phase"}, nil, metrics.ALPHA, "")
+
+	registerOnce sync.Once
+)
+
+// RegisterMetrics adds the controller's metrics to the legacy registry that
+// the metrics endpoint serves. Unregistered metrics are inert, so tests need
+// not call it.
+func RegisterMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(reconcileDuration, podsCreated, podsDeleted)
+	})
+}
+
+func observeReconcile(kind string, d time.Duration, err error) {
+	result := "success"
+	if err != nil {
+		result = "error"
+	}
+	reconcileDuration.WithLabelValues(kind, result).Observe(d.Seconds())
+}
+
+// jobsCollector counts the cached jobs by phase whenever it is scraped, so
+// the numbers never drift from the cache.
+type jobsCollector struct {
+	metrics.BaseStableCollector
+	c *Controller
+}
+
+// JobsCollector returns a collector of the jobs-by-phase gauge; register it
+// with legacyregistry.CustomMustRegister.
+func (c *Controller) JobsCollector() metrics.StableCollector {
+	return &jobsCollector{c: c}
+}
+
+var allPhases = []v1beta1.JobPhase{
+	v1beta1.JobPending, v1beta1.JobRunning, v1beta1.JobPaused, v1beta1.JobResuming,
+	v1beta1.JobSucceeded, v1beta1.JobFailed, v1beta1.JobUnknown,
+}
+
+func (j *jobsCollector) DescribeWithStability(ch chan<- *metrics.Desc) { ch <- jobsDesc }
+
+func (j *jobsCollector) CollectWithStability(ch chan<- metrics.Metric) {
+	for kind, h := range j.c.kinds {
+		jobs, err := h.list()
+		if err != nil {
+			continue
+		}
+		counts := map[v1beta1.JobPhase]int{}
+		for _, job := range jobs {
+			phase := job.JobStatus().Phase
+			if phase == "" {
+				phase = v1beta1.JobPending
+			}
+			counts[phase]++
+		}
+		for _, p := range allPhases {
+			ch <- metrics.NewLazyConstMetric(jobsDesc, metrics.GaugeValue, float64(counts[p]), kind, string(p))
+		}
+	}
+}

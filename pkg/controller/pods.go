@@ -1,0 +1,311 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
+// jobLabels are the labels of everything the controller creates for a job.
+func (r *reconciler) jobLabels() map[string]string {
+	return map[string]string{
+		v1beta1.LabelJobName: r.job.GetName(),
+		v1beta1.LabelJobKind: r.kind.Kind(),
+	}
+}
+
+// replicaLabels are the labels of a replica's pod.
+func (r *reconciler) replicaLabels(id ReplicaID) map[string]string {
+	l := r.jobLabels()
+	l[v1beta1.LabelReplicaType] = string(id.Type)
+	l[v1beta1.LabelReplicaIndex] = itoa(id.Index)
+	return l
+}
+
+func (r *reconciler) controllerRef() metav1.OwnerReference {
+	return *metav1.NewControllerRef(r.job, r.kind.gvk)
+}
+
+// controlledByJob says whether the object's controller is this job.
+func (r *reconciler) controlledByJob(obj metav1.Object) bool {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	return ref != nil && ref.UID == r.job.GetUID()
+}
+
+// adoptable says whether an object without a controller carries this job's
+// labels, so the job may take it over.
+func (r *reconciler) adoptable(obj metav1.Object) bool {
+	if metav1.GetControllerOfNoCopy(obj) != nil || obj.GetDeletionTimestamp() != nil {
+		return false
+	}
+	l := obj.GetLabels()
+	return l[v1beta1.LabelJobName] == r.job.GetName() && l[v1beta1.LabelJobKind] == r.kind.Kind()
+}
+
+// adoptionPatch makes the job the controller of an object. The UID and
+// resourceVersion make it fail if the object changed in the meantime.
+func (r *reconciler) adoptionPatch(obj metav1.Object) ([]byte, error) {
+	refs := append(append([]metav1.OwnerReference(nil), obj.GetOwnerReferences()...), r.controllerRef())
+	return json.Marshal(map[string]any{
+		"metadata": map[string]any{
+			"ownerReferences": refs,
+			"uid":             obj.GetUID(),
+			"resourceVersion": obj.GetResourceVersion(),
+		},
+	})
+}
+
+// claimPods returns the job's pods: those it controls, plus orphans with its
+// labels and a replica's name, which it adopts. Pods controlled by anything
+// else are left alone.
+func (r *reconciler) claimPods(ctx context.Context, finished bool) ([]*corev1.Pod, error) {
+	sel := labels.SelectorFromSet(r.jobLabels())
+	all, err := r.c.podLister.Pods(r.key.Namespace).List(sel)
+	if err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	var owned, orphans []*corev1.Pod
+	for _, p := range all {
+		switch {
+		case r.controlledByJob(p):
+			owned = append(owned, p)
+		case !finished && r.adoptable(p) && r.byName[p.Name] != nil:
+			orphans = append(orphans, p)
+		}
+	}
+	if len(orphans) == 0 {
+		return owned, nil
+	}
+	// The cache may still hold a job that was deleted and created again
+	// under the same name: ask the apiserver before taking pods over.
+	fresh, err := r.kind.getFresh(ctx, r.key.Namespace, r.key.Name)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return owned, nil
+		}
+		return nil, fmt.Errorf("checking the job before adopting pods: %w", err)
+	}
+	if fresh.GetUID() != r.job.GetUID() || fresh.GetDeletionTimestamp() != nil {
+		return owned, nil
+	}
+	for _, p := range orphans {
+		patch, err := r.adoptionPatch(p)
+		if err != nil {
+			return nil, err
+		}
+		adopted, err := r.c.kubeClient.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err != nil {
+			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsInvalid(err) {
+				// Gone or changed; the next reconcile sees what it became.
+				continue
+			}
+			return nil, fmt.Errorf("adopting pod %s: %w", p.Name, err)
+		}
+		r.logger.V(2).Info("Adopted pod", "pod", klog.KObj(adopted))
+		r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonAdopted, "Adopted pod %s", adopted.Name)
+		owned = append(owned, adopted)
+	}
+	return owned, nil
+}
+
+// newPod builds the pod of a replica from its template.
+func (r *reconciler) newPod(s *slot) (*corev1.Pod, error) {
+	tmpl := s.group.Spec.Template.DeepCopy()
+	ci := trainingContainer(r.kind, &tmpl.Spec)
+	if ci < 0 {
+		return nil, fmt.Errorf("replica type %s has no containers", s.id.Type)
+	}
+	debug := debugEnabled(r.spec)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            s.name,
+			Namespace:       r.job.GetNamespace(),
+			Labels:          tmpl.Labels,
+			Annotations:     tmpl.Annotations,
+			OwnerReferences: []metav1.OwnerReference{r.controllerRef()},
+		},
+		Spec: tmpl.Spec,
+	}
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	for k, v := range r.replicaLabels(s.id) {
+		pod.Labels[k] = v
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[AnnotationRunMode] = runMode(debug)
+	pod.Spec.Hostname = s.id.Hostname()
+	pod.Spec.Subdomain = r.job.GetName()
+	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+
+	c := &pod.Spec.Containers[ci]
+	switch {
+	case debug:
+		command, skipInit := debugSpec(r.spec, s.id.Type)
+		c.Command, c.Args = command, nil
+		if skipInit {
+			pod.Spec.InitContainers = nil
+		}
+	default:
+		if rs := resumeSpec(r.spec, s.id.Type); rs != nil && r.hasBeenPaused() {
+			// Each of command and args replaces the template's only when
+			// the resumeSpec gives it.
+			if len(rs.Command) > 0 {
+				c.Command = append([]string(nil), rs.Command...)
+			}
+			if len(rs.Args) > 0 {
+				c.Args = append([]string(nil), rs.Args...)
+			}
+			if rs.SkipInitContainer {
+				pod.Spec.InitContainers = nil
+			}
+		}
+		r.kind.Entrypoint(r.topo, s.id, c)
+	}
+
+	env, err := r.kind.Env(r.topo, s.id)
+	if err != nil {
+		return nil, err
+	}
+	for i := range pod.Spec.InitContainers {
+		setEnv(&pod.Spec.InitContainers[i], env)
+	}
+	for i := range pod.Spec.Containers {
+		setEnv(&pod.Spec.Containers[i], env)
+	}
+	return pod, nil
+}
+
+// execute deletes and creates the pods the plan asked for.
+func (r *reconciler) execute(ctx context.Context) error {
+	var errs []error
+	pods := r.c.kubeClient.CoreV1().Pods(r.key.Namespace)
+
+	if len(r.deletes) > 0 {
+		names := make([]string, len(r.deletes))
+		for i, d := range r.deletes {
+			names[i] = d.pod.Name
+		}
+		r.c.expectations.ExpectDeletions(r.ekey, names...)
+		for _, d := range r.deletes {
+			uid := d.pod.UID
+			// The UID precondition keeps a delete meant for an old pod off
+			// a new one of the same name.
+			err := pods.Delete(ctx, d.pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			if err != nil {
+				r.c.expectations.DeletionObserved(r.ekey, d.pod.Name)
+				if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+					continue
+				}
+				r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedDelete, "Error deleting pod %s: %v", d.pod.Name, err)
+				errs = append(errs, fmt.Errorf("deleting pod %s: %w", d.pod.Name, err))
+				continue
+			}
+			podsDeleted.WithLabelValues(r.key.Kind).Inc()
+			r.logger.V(2).Info("Deleted pod", "pod", klog.KObj(d.pod), "why", d.why)
+			r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted pod %s: %s", d.pod.Name, d.why)
+		}
+	}
+
+	if len(r.creates) == 0 {
+		return errors.Join(errs...)
+	}
+	var toCreate []*corev1.Pod
+	for _, s := range r.creates {
+		pod, err := r.newPod(s)
+		if err != nil {
+			// A spec the controller cannot build a pod from does not get
+			// better by retrying; say so and wait for the spec to change.
+			r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedCreate, "Cannot build pod %s: %v", s.name, err)
+			r.logger.Error(err, "Cannot build pod", "pod", s.name)
+			continue
+		}
+		toCreate = append(toCreate, pod)
+	}
+	names := make([]string, len(toCreate))
+	for i, p := range toCreate {
+		names[i] = p.Name
+	}
+	r.c.expectations.ExpectCreations(r.ekey, names...)
+	var createErr error
+	for i, pod := range toCreate {
+		created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+		if err == nil {
+			podsCreated.WithLabelValues(r.key.Kind).Inc()
+			r.logger.V(2).Info("Created pod", "pod", klog.KObj(created))
+			r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created pod %s", pod.Name)
+			continue
+		}
+		r.c.expectations.CreationObserved(r.ekey, pod.Name)
+		if apierrors.IsAlreadyExists(err) {
+			errs = append(errs, r.nameTaken(ctx, pod.Name))
+			continue
+		}
+		// Stop here: what failed one pod (quota, admission, a terminating
+		// namespace) most likely fails the others too.
+		for _, rest := range toCreate[i+1:] {
+			r.c.expectations.CreationObserved(r.ekey, rest.Name)
+		}
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return errors.Join(errs...)
+		}
+		r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating pod %s: %v", pod.Name, err)
+		createErr = fmt.Errorf("creating pod %s: %w", pod.Name, err)
+		errs = append(errs, createErr)
+		break
+	}
+	if createErr != nil {
+		r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, ReasonFailedCreate, createErr.Error())
+		if err := r.writeStatus(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// nameTaken looks at the pod that holds a replica's name. When it is the
+// job's own (the cache is behind), it will show up soon; when it belongs to
+// something else, the replica cannot be created until it is gone.
+func (r *reconciler) nameTaken(ctx context.Context, name string) error {
+	pod, err := r.c.kubeClient.CoreV1().Pods(r.key.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("pod %s existed a moment ago; retrying", name)
+		}
+		return fmt.Errorf("looking at pod %s that holds a replica's name: %w", name, err)
+	}
+	if r.controlledByJob(pod) {
+		return nil
+	}
+	r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonNameConflict,
+		"Pod %s exists and is not controlled by the job; the replica waits for it to go", name)
+	return fmt.Errorf("pod %s exists and is not controlled by the job", name)
+}

@@ -1,0 +1,192 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"path"
+	"regexp"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
+// PyTorchKind is the kind of PyTorchTrainingJob.
+const PyTorchKind = "PyTorchTrainingJob"
+
+// pyTorchAdapter wires PyTorch replicas together through torch.distributed's
+// environment (MASTER_ADDR and friends) and, optionally, torchrun.
+type pyTorchAdapter struct{}
+
+var _ Adapter = pyTorchAdapter{}
+
+func (pyTorchAdapter) Kind() string                  { return PyTorchKind }
+func (pyTorchAdapter) TrainingContainerName() string { return v1beta1.PyTorchContainerName }
+func (pyTorchAdapter) PortNames() []string           { return []string{"pytorch", "pytorchjob-port"} }
+func (pyTorchAdapter) DefaultPort() int32            { return v1beta1.PyTorchDefaultPort }
+
+// RankOrder puts the master type first and keeps the list order otherwise.
+// torch.distributed's rank 0 hosts the store every other rank connects to at
+// MASTER_ADDR, so the master has to be rank 0 wherever it is listed.
+func (pyTorchAdapter) RankOrder(specs []v1beta1.ReplicaSpec) []v1beta1.ReplicaSpec {
+	m := -1
+	for i := range specs {
+		if normalizeType(specs[i].Type) == v1beta1.ReplicaTypeMaster {
+			m = i
+			break
+		}
+	}
+	if m <= 0 {
+		return specs
+	}
+	out := make([]v1beta1.ReplicaSpec, 0, len(specs))
+	out = append(out, specs[m])
+	out = append(out, specs[:m]...)
+	return append(out, specs[m+1:]...)
+}
+
+// master is the replica that hosts the rendezvous: rank 0, the first replica
+// of the first type in rank order that has any.
+func (pyTorchAdapter) master(t *Topology) (ReplicaID, int32) {
+	for _, g := range t.Groups {
+		if g.Replicas > 0 {
+			return ReplicaID{Type: g.Type}, g.Port
+		}
+	}
+	return ReplicaID{}, v1beta1.PyTorchDefaultPort
+}
+
+func torchrun(t *Topology) *v1beta1.TorchrunConfig {
+	if job, ok := t.Job.(*v1beta1.PyTorchTrainingJob); ok {
+		if tc := job.Spec.TorchrunConfig; tc != nil && tc.Enabled {
+			return tc
+		}
+	}
+	return nil
+}
+
+// torchrunSettings are the torchrun options with defaults filled in.
+type torchrunSettings struct {
+	procPerNode, backend, maxRestarts string
+	extra                             []string
+}
+
+func torchrunOptions(tc *v1beta1.TorchrunConfig) torchrunSettings {
+	s := torchrunSettings{
+		procPerNode: tc.ProcPerNode,
+		backend:     string(tc.RdzvBackend),
+		maxRestarts: "0",
+		extra:       tc.ExtraOptions,
+	}
+	if s.procPerNode == "" {
+		s.procPerNode = v1beta1.DefaultProcPerNode
+	}
+	if s.backend == "" {
+		s.backend = string(v1beta1.RendezvousBackendC10d)
+	}
+	if tc.MaxRestarts != nil {
+		s.maxRestarts = itoa(*tc.MaxRestarts)
+	}
+	return s
+}
+
+// Env sets MASTER_ADDR, MASTER_PORT, WORLD_SIZE (replicas of the job), RANK
+// and PYTHONUNBUFFERED=1; with torchrun also the PET_* variables torchrun
+// reads its options from.
+func (a pyTorchAdapter) Env(t *Topology, r ReplicaID) ([]corev1.EnvVar, error) {
+	m, port := a.master(t)
+	addr := t.Address(m)
+	rank := itoa(t.Rank(r))
+	vars := []corev1.EnvVar{
+		envVar("MASTER_ADDR", addr),
+		envVar("MASTER_PORT", itoa(port)),
+		envVar("WORLD_SIZE", itoa(t.Total)),
+		envVar("RANK", rank),
+		envVar("PYTHONUNBUFFERED", "1"),
+	}
+	if tc := torchrun(t); tc != nil {
+		s := torchrunOptions(tc)
+		vars = append(vars,
+			envVar("PET_NNODES", itoa(t.Total)),
+			envVar("PET_NODE_RANK", rank),
+			envVar("PET_NPROC_PER_NODE", s.procPerNode),
+			envVar("PET_MASTER_ADDR", addr),
+			envVar("PET_MASTER_PORT", itoa(port)),
+			envVar("PET_RDZV_BACKEND", s.backend),
+			envVar("PET_MAX_RESTARTS", s.maxRestarts),
+		)
+	}
+	return vars, nil
+}
+
+// pythonInterpreter matches python, python3, python3.12 and paths to them.
+var pythonInterpreter = regexp.MustCompile(`^python[0-9.]*$`)
+
+// Entrypoint, with torchrun enabled, starts the training container as
+//
+//	torchrun --nnodes=<replicas of the job> --nproc-per-node=<procPerNode>
+//	  --rdzv-backend=<rdzvBackend> --rdzv-endpoint=<MASTER_ADDR>:<MASTER_PORT>
+//	  --rdzv-id=<job uid> --max-restarts=<maxRestarts> <extraOptions...>
+//	  [--no-python] <program...>
+//
+// where the program is the container's command followed by its args. A
+// leading Python interpreter (python, python3, /usr/bin/python3.11, with a
+// following -u) is dropped, since torchrun starts the script with its own
+// interpreter; any other command is kept and torchrun told --no-python. With
+// no command, the args are the program, as T9k documents (`torchrun <options>
+// <args>`). extraOptions come after the generated options, so an extra option
+// such as --rdzv-endpoint for an etcd backend overrides the generated one.
+func (a pyTorchAdapter) Entrypoint(t *Topology, _ ReplicaID, c *corev1.Container) {
+	tc := torchrun(t)
+	if tc == nil {
+		return
+	}
+	s := torchrunOptions(tc)
+	m, port := a.master(t)
+	cmd := []string{
+		"torchrun",
+		"--nnodes=" + itoa(t.Total),
+		"--nproc-per-node=" + s.procPerNode,
+		"--rdzv-backend=" + s.backend,
+		"--rdzv-endpoint=" + hostPort(t.Address(m), port),
+		"--rdzv-id=" + string(t.Job.GetUID()),
+		"--max-restarts=" + s.maxRestarts,
+	}
+	cmd = append(cmd, s.extra...)
+	program := c.Command
+	if len(program) > 0 && pythonInterpreter.MatchString(path.Base(program[0])) {
+		program = program[1:]
+		for len(program) > 0 && program[0] == "-u" {
+			program = program[1:]
+		}
+	} else if len(program) > 0 {
+		cmd = append(cmd, "--no-python")
+	}
+	cmd = append(cmd, program...)
+	cmd = append(cmd, c.Args...)
+	c.Command = cmd
+	c.Args = nil
+}
+
+// Succeeded: with a master type, when the master succeeded; otherwise when
+// every replica succeeded.
+func (pyTorchAdapter) Succeeded(t *Topology, phases ReplicaPhases) bool {
+	if g := t.Group(v1beta1.ReplicaTypeMaster); g != nil && g.Replicas > 0 {
+		return phases.Succeeded(ReplicaID{Type: v1beta1.ReplicaTypeMaster})
+	}
+	return t.Total > 0 && phases.AllSucceeded()
+}

@@ -1,0 +1,59 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import "tensorstack.dev/training/pkg/apis/batch/v1beta1"
+
+// AnnotationRunMode on a replica pod records the mode it was started in
+// (RunModeImmediate or RunModeDebug). When the job's mode changes, pods of
+// the other mode are replaced.
+const (
+	AnnotationRunMode = v1beta1.GroupName + "/run-mode"
+	RunModeImmediate  = "Immediate"
+	RunModeDebug      = "Debug"
+)
+
+// Reasons of the job's conditions and events.
+const (
+	// Initialized condition.
+	ReasonCreatingReplicas = "CreatingReplicas"
+	ReasonReplicasCreated  = "ReplicasCreated"
+	// Running condition; when False its reason is the job's phase.
+	ReasonReplicasRunning = "ReplicasRunning"
+	// ReplicaFailure condition.
+	ReasonReplicaFailed   = "ReplicaFailed"
+	ReasonReplicasHealthy = "ReplicasHealthy"
+	ReasonFailedCreate    = "FailedCreate"
+	// Paused condition and events.
+	ReasonPausing = "Pausing"
+	ReasonPaused  = "Paused"
+	ReasonResumed = "Resumed"
+	// Completed and Failed conditions and events.
+	ReasonSucceeded            = "Succeeded"
+	ReasonFailed               = "Failed"
+	ReasonDeadlineExceeded     = "DeadlineExceeded"
+	ReasonBackoffLimitExceeded = "BackoffLimitExceeded"
+	// Events only.
+	ReasonSuccessfulCreate = "SuccessfulCreate"
+	ReasonSuccessfulDelete = "SuccessfulDelete"
+	ReasonSuccessfulUpdate = "SuccessfulUpdate"
+	ReasonFailedDelete     = "FailedDelete"
+	ReasonRestarting       = "Restarting"
+	ReasonTTLExpired       = "TTLExpired"
+	ReasonNameConflict     = "NameConflict"
+	ReasonAdopted          = "Adopted"
+)

@@ -1,0 +1,310 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"path"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
+// TensorBoard of a job: a Deployment and a Service named <job>-tensorboard,
+// serving on port 6006.
+const (
+	TensorBoardPort = 6006
+	// LabelTensorBoard marks the TensorBoard pods of a job (value: the job
+	// name). They do not carry the job-name label, so the job's headless
+	// Service does not select them and the pod informer does not watch them.
+	LabelTensorBoard = v1beta1.GroupName + "/tensorboard"
+	// AnnotationTensorBoardSpec holds a hash of the tensorboardSpec the
+	// Deployment was built from; a different hash updates the Deployment.
+	AnnotationTensorBoardSpec = v1beta1.GroupName + "/tensorboard-spec-hash"
+	// tensorBoardLogRoot is where the log PVCs are mounted, one directory
+	// per PVC.
+	tensorBoardLogRoot = "/t9k/logs"
+	tensorBoardName    = "tensorboard"
+	filesetPrefix      = "t9k://pvc/"
+)
+
+// Actions recorded in status.tensorboard.action.
+const (
+	tensorBoardActionCreate = "Create"
+	tensorBoardActionUpdate = "Update"
+)
+
+// TensorBoardName is the name of a job's TensorBoard Deployment and Service.
+func TensorBoardName(job string) string { return job + "-tensorboard" }
+
+// parseFileset splits t9k://pvc/<pvc>/<path> into the PVC and a clean
+// absolute path inside it.
+func parseFileset(s string) (pvc, dir string, err error) {
+	rest, ok := strings.CutPrefix(s, filesetPrefix)
+	if !ok {
+		return "", "", fmt.Errorf("training log fileset %q does not start with %s", s, filesetPrefix)
+	}
+	pvc, dir, _ = strings.Cut(rest, "/")
+	if pvc == "" {
+		return "", "", fmt.Errorf("training log fileset %q names no PVC", s)
+	}
+	return pvc, path.Clean("/" + dir), nil
+}
+
+func tensorBoardHash(tb *v1beta1.TensorBoardSpec) string {
+	data, _ := json.Marshal(tb)
+	h := fnv.New64a()
+	_, _ = h.Write(data)
+	return fmt.Sprintf("%x", h.Sum64())
+}
+
+// newTensorBoard builds the TensorBoard Deployment. Each PVC is mounted
+// read-only once at /t9k/logs/<pvc>. One log directory is passed as
+// --logdir; several as --logdir_spec=<pvc>/<path>:<dir>,... so that
+// TensorBoard names each run after where it comes from.
+func (r *reconciler) newTensorBoard(tb *v1beta1.TensorBoardSpec) (*appsv1.Deployment, error) {
+	if len(tb.TrainingLogFilesets) == 0 {
+		return nil, fmt.Errorf("tensorboardSpec has no trainingLogFilesets")
+	}
+	var (
+		volumes []corev1.Volume
+		mounts  []corev1.VolumeMount
+		dirs    []string
+		names   []string
+		mounted = map[string]string{}
+	)
+	for _, fs := range tb.TrainingLogFilesets {
+		pvc, dir, err := parseFileset(fs)
+		if err != nil {
+			return nil, err
+		}
+		root, ok := mounted[pvc]
+		if !ok {
+			vol := fmt.Sprintf("logs-%d", len(volumes))
+			root = path.Join(tensorBoardLogRoot, pvc)
+			mounted[pvc] = root
+			volumes = append(volumes, corev1.Volume{
+				Name: vol,
+				VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+					ClaimName: pvc, ReadOnly: true,
+				}},
+			})
+			mounts = append(mounts, corev1.VolumeMount{Name: vol, MountPath: root, ReadOnly: true})
+		}
+		dirs = append(dirs, path.Join(root, dir))
+		names = append(names, strings.TrimSuffix(pvc+dir, "/"))
+	}
+	var args []string
+	if len(dirs) == 1 {
+		args = []string{"--logdir=" + dirs[0]}
+	} else {
+		spec := make([]string, len(dirs))
+		for i := range dirs {
+			spec[i] = names[i] + ":" + dirs[i]
+		}
+		args = []string{"--logdir_spec=" + strings.Join(spec, ",")}
+	}
+	args = append(args, "--bind_all", fmt.Sprintf("--port=%d", TensorBoardPort))
+
+	container := corev1.Container{
+		Name:         tensorBoardName,
+		Image:        tb.Image,
+		Command:      []string{"tensorboard"},
+		Args:         args,
+		Ports:        []corev1.ContainerPort{{Name: "http", ContainerPort: TensorBoardPort, Protocol: corev1.ProtocolTCP}},
+		VolumeMounts: mounts,
+		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: "/", Port: intstr.FromInt32(TensorBoardPort),
+		}}},
+	}
+	if tb.Resources != nil {
+		container.Resources = *tb.Resources.DeepCopy()
+	}
+	podLabels := r.tensorBoardSelector()
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            TensorBoardName(r.job.GetName()),
+			Namespace:       r.job.GetNamespace(),
+			Labels:          r.jobLabels(),
+			Annotations:     map[string]string{AnnotationTensorBoardSpec: tensorBoardHash(tb)},
+			OwnerReferences: []metav1.OwnerReference{r.controllerRef()},
+		},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: podLabels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: r.tensorBoardSelector()},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{container},
+					Volumes:    volumes,
+				},
+			},
+		},
+	}, nil
+}
+
+func (r *reconciler) tensorBoardSelector() map[string]string {
+	return map[string]string{LabelTensorBoard: r.job.GetName(), v1beta1.LabelJobKind: r.kind.Kind()}
+}
+
+func (r *reconciler) newTensorBoardService() *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            TensorBoardName(r.job.GetName()),
+			Namespace:       r.job.GetNamespace(),
+			Labels:          r.jobLabels(),
+			OwnerReferences: []metav1.OwnerReference{r.controllerRef()},
+		},
+		Spec: corev1.ServiceSpec{
+			Selector: r.tensorBoardSelector(),
+			Ports: []corev1.ServicePort{{
+				Name: "http", Port: TensorBoardPort, TargetPort: intstr.FromInt32(TensorBoardPort), Protocol: corev1.ProtocolTCP,
+			}},
+		},
+	}
+}
+
+// reconcileTensorBoard runs the TensorBoard the spec asks for (also after
+// the job finished: that is when its logs are read most), removes one that
+// is no longer asked for, and reports it in status.tensorboard.
+func (r *reconciler) reconcileTensorBoard(ctx context.Context) error {
+	name := TensorBoardName(r.job.GetName())
+	ns := r.key.Namespace
+	deployments := r.c.kubeClient.AppsV1().Deployments(ns)
+	services := r.c.kubeClient.CoreV1().Services(ns)
+
+	dep, err := r.c.deploymentLister.Deployments(ns).Get(name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("getting deployment %s: %w", name, err)
+	}
+	if apierrors.IsNotFound(err) {
+		dep = nil
+	}
+	svc, err := r.c.serviceLister.Services(ns).Get(name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("getting service %s: %w", name, err)
+	}
+	if apierrors.IsNotFound(err) {
+		svc = nil
+	}
+
+	tb := r.spec.TensorboardSpec
+	if tb == nil {
+		r.status.Tensorboard = nil
+		if dep != nil && r.controlledByJob(dep) && dep.DeletionTimestamp == nil {
+			if err := deployments.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &dep.UID}}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting deployment %s: %w", name, err)
+			}
+			r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted deployment %s: no TensorBoard is asked for", name)
+		}
+		if svc != nil && r.controlledByJob(svc) && svc.DeletionTimestamp == nil {
+			if err := services.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &svc.UID}}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting service %s: %w", name, err)
+			}
+			r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted service %s: no TensorBoard is asked for", name)
+		}
+		return nil
+	}
+
+	st := &v1beta1.DependentStatus{Name: tensorBoardName, Type: corev1.EventTypeNormal}
+	if prev := r.old.Tensorboard; prev != nil {
+		st.Action = prev.Action
+	}
+	r.status.Tensorboard = st
+	desired, err := r.newTensorBoard(tb)
+	if err != nil {
+		st.Reason, st.Note, st.Type = "InvalidSpec", err.Error(), corev1.EventTypeWarning
+		return nil
+	}
+
+	switch {
+	case dep == nil:
+		created, err := deployments.Create(ctx, desired, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			st.Reason, st.Note, st.Type = "CreateFailed", err.Error(), corev1.EventTypeWarning
+			r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating deployment %s: %v", name, err)
+			return fmt.Errorf("creating deployment %s: %w", name, err)
+		}
+		if err == nil {
+			dep = created
+			st.Action = tensorBoardActionCreate
+			r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created deployment %s", name)
+		}
+	case !r.controlledByJob(dep):
+		st.Reason, st.Type = ReasonNameConflict, corev1.EventTypeWarning
+		st.Note = fmt.Sprintf("deployment %s exists and is not controlled by the job", name)
+		return nil
+	case dep.Annotations[AnnotationTensorBoardSpec] != desired.Annotations[AnnotationTensorBoardSpec]:
+		update := dep.DeepCopy()
+		if update.Annotations == nil {
+			update.Annotations = map[string]string{}
+		}
+		update.Annotations[AnnotationTensorBoardSpec] = desired.Annotations[AnnotationTensorBoardSpec]
+		update.Spec.Template = desired.Spec.Template
+		updated, err := deployments.Update(ctx, update, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("updating deployment %s: %w", name, err)
+		}
+		dep = updated
+		st.Action = tensorBoardActionUpdate
+		r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulUpdate, "Updated deployment %s: the tensorboardSpec changed", name)
+	}
+
+	if svc == nil {
+		if _, err := services.Create(ctx, r.newTensorBoardService(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating service %s: %v", name, err)
+			return fmt.Errorf("creating service %s: %w", name, err)
+		} else if err == nil {
+			r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created service %s", name)
+		}
+	}
+
+	if dep == nil {
+		st.Reason, st.Note = "Creating", "waiting for the deployment to appear"
+		return nil
+	}
+	st.Dependent = &corev1.ObjectReference{
+		APIVersion: appsv1.SchemeGroupVersion.String(),
+		Kind:       "Deployment",
+		Namespace:  dep.Namespace,
+		Name:       dep.Name,
+		UID:        dep.UID,
+	}
+	st.Reason, st.Note = "Creating", "waiting for the deployment to become available"
+	for _, c := range dep.Status.Conditions {
+		if c.Type != appsv1.DeploymentAvailable {
+			continue
+		}
+		st.Note = c.Message
+		if c.Status == corev1.ConditionTrue {
+			st.Ready, st.Reason = true, "Available"
+		} else {
+			st.Reason = "Unavailable"
+		}
+	}
+	return nil
+}

@@ -1,0 +1,101 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
+// TensorFlowKind is the kind of TensorFlowTrainingJob.
+const TensorFlowKind = "TensorFlowTrainingJob"
+
+// tensorFlowAdapter wires TensorFlow replicas together through TF_CONFIG.
+type tensorFlowAdapter struct{}
+
+var _ Adapter = tensorFlowAdapter{}
+
+func (tensorFlowAdapter) Kind() string                  { return TensorFlowKind }
+func (tensorFlowAdapter) TrainingContainerName() string { return v1beta1.TensorFlowContainerName }
+func (tensorFlowAdapter) PortNames() []string           { return []string{"tensorflow", "tfjob-port"} }
+func (tensorFlowAdapter) DefaultPort() int32            { return v1beta1.TensorFlowDefaultPort }
+
+// RankOrder keeps the list order: TensorFlow has no global rank, and indices
+// are per type.
+func (tensorFlowAdapter) RankOrder(specs []v1beta1.ReplicaSpec) []v1beta1.ReplicaSpec {
+	return specs
+}
+
+// tfConfig is the TF_CONFIG document. The field order is the order
+// TensorFlow's documentation writes it in; the cluster map is written with
+// sorted keys, so equal jobs get byte-equal variables.
+type tfConfig struct {
+	Cluster     map[string][]string `json:"cluster"`
+	Task        tfTask              `json:"task"`
+	Environment string              `json:"environment"`
+}
+
+type tfTask struct {
+	Type  string `json:"type"`
+	Index int32  `json:"index"`
+}
+
+// Env sets TF_CONFIG. The cluster lists every chief, worker and ps replica;
+// the evaluator is left out of it, also in its own TF_CONFIG, because
+// TensorFlow treats it as a side job outside the training cluster (a cluster
+// that names it is rejected by the estimator and by the multi-worker
+// strategies), which is also what Kubeflow does.
+func (a tensorFlowAdapter) Env(t *Topology, r ReplicaID) ([]corev1.EnvVar, error) {
+	cfg := tfConfig{
+		Cluster:     map[string][]string{},
+		Task:        tfTask{Type: string(r.Type), Index: r.Index},
+		Environment: "cloud",
+	}
+	for _, g := range t.Groups {
+		if g.Type == v1beta1.ReplicaTypeEvaluator || g.Replicas == 0 {
+			continue
+		}
+		addrs := make([]string, 0, g.Replicas)
+		for i := int32(0); i < g.Replicas; i++ {
+			addrs = append(addrs, hostPort(t.Address(ReplicaID{Type: g.Type, Index: i}), g.Port))
+		}
+		cfg.Cluster[string(g.Type)] = addrs
+	}
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("encoding TF_CONFIG: %w", err)
+	}
+	return []corev1.EnvVar{envVar("TF_CONFIG", string(data))}, nil
+}
+
+func (tensorFlowAdapter) Entrypoint(*Topology, ReplicaID, *corev1.Container) {}
+
+// Succeeded: the chief decides when there is one, else worker 0. PS and
+// evaluator replicas never decide.
+func (tensorFlowAdapter) Succeeded(t *Topology, phases ReplicaPhases) bool {
+	if g := t.Group(v1beta1.ReplicaTypeChief); g != nil && g.Replicas > 0 {
+		return phases.Succeeded(ReplicaID{Type: v1beta1.ReplicaTypeChief})
+	}
+	if g := t.Group(v1beta1.ReplicaTypeWorker); g != nil && g.Replicas > 0 {
+		return phases.Succeeded(ReplicaID{Type: v1beta1.ReplicaTypeWorker})
+	}
+	return false
+}
