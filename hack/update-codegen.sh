@@ -30,9 +30,17 @@ kube::codegen::gen_openapi \
     --boilerplate "${BOILERPLATE}" \
     "${ROOT}/pkg/apis"
 
+# Core types inside our types get client-go's apply configurations, so an
+# apply configuration of a job is declarative all the way down.
+CORE_APPLYCONFIGS=k8s.io/client-go/applyconfigurations/core/v1
+APPLYCONFIG_EXTERNALS="k8s.io/api/core/v1.PodTemplateSpec:${CORE_APPLYCONFIGS}"
+APPLYCONFIG_EXTERNALS+=",k8s.io/api/core/v1.ResourceRequirements:${CORE_APPLYCONFIGS}"
+APPLYCONFIG_EXTERNALS+=",k8s.io/api/core/v1.ObjectReference:${CORE_APPLYCONFIGS}"
+
 kube::codegen::gen_client \
     --with-watch \
     --with-applyconfig \
+    --applyconfig-externals "${APPLYCONFIG_EXTERNALS}" \
     --applyconfig-openapi-schema <(go run ./pkg/generated/openapi/cmd/models-schema) \
     --output-dir "${ROOT}/pkg/generated" \
     --output-pkg "${MODULE}/pkg/generated" \

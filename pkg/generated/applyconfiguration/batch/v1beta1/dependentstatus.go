@@ -19,7 +19,7 @@ limitations under the License.
 package v1beta1
 
 import (
-	v1 "k8s.io/api/core/v1"
+	v1 "k8s.io/client-go/applyconfigurations/core/v1"
 )
 
 // DependentStatusApplyConfiguration represents a declarative configuration of the DependentStatus type for use
@@ -31,7 +31,7 @@ type DependentStatusApplyConfiguration struct {
 	// Name identifies the dependent within the job.
 	Name *string `json:"name,omitempty"`
 	// Dependent refers to the Kubernetes object.
-	Dependent *v1.ObjectReference `json:"dependent,omitempty"`
+	Dependent *v1.ObjectReferenceApplyConfiguration `json:"dependent,omitempty"`
 	// Ready says whether the dependent serves.
 	Ready *bool `json:"ready,omitempty"`
 	// Reason is a CamelCase word for the current state.
@@ -61,8 +61,8 @@ func (b *DependentStatusApplyConfiguration) WithName(value string) *DependentSta
 // WithDependent sets the Dependent field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Dependent field is set to the value of the last call.
-func (b *DependentStatusApplyConfiguration) WithDependent(value v1.ObjectReference) *DependentStatusApplyConfiguration {
-	b.Dependent = &value
+func (b *DependentStatusApplyConfiguration) WithDependent(value *v1.ObjectReferenceApplyConfiguration) *DependentStatusApplyConfiguration {
+	b.Dependent = value
 	return b
 }
 

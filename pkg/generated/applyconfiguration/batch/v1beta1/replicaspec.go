@@ -19,7 +19,7 @@ limitations under the License.
 package v1beta1
 
 import (
-	v1 "k8s.io/api/core/v1"
+	v1 "k8s.io/client-go/applyconfigurations/core/v1"
 	batchv1beta1 "tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
@@ -35,7 +35,7 @@ type ReplicaSpecApplyConfiguration struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Template is the pod each replica runs. Its restartPolicy is ignored:
 	// pods are created with Never and replaced by the controller.
-	Template *v1.PodTemplateSpec `json:"template,omitempty"`
+	Template *v1.PodTemplateSpecApplyConfiguration `json:"template,omitempty"`
 	// RestartPolicy says when a failed pod of this group is replaced: Never
 	// (the default), OnFailure, Always or ExitCode.
 	RestartPolicy *batchv1beta1.RestartPolicy `json:"restartPolicy,omitempty"`
@@ -66,8 +66,8 @@ func (b *ReplicaSpecApplyConfiguration) WithReplicas(value int32) *ReplicaSpecAp
 // WithTemplate sets the Template field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Template field is set to the value of the last call.
-func (b *ReplicaSpecApplyConfiguration) WithTemplate(value v1.PodTemplateSpec) *ReplicaSpecApplyConfiguration {
-	b.Template = &value
+func (b *ReplicaSpecApplyConfiguration) WithTemplate(value *v1.PodTemplateSpecApplyConfiguration) *ReplicaSpecApplyConfiguration {
+	b.Template = value
 	return b
 }
 

@@ -19,7 +19,7 @@ limitations under the License.
 package v1beta1
 
 import (
-	v1 "k8s.io/api/core/v1"
+	v1 "k8s.io/client-go/applyconfigurations/core/v1"
 )
 
 // TensorBoardSpecApplyConfiguration represents a declarative configuration of the TensorBoardSpec type for use
@@ -33,7 +33,7 @@ type TensorBoardSpecApplyConfiguration struct {
 	// t9k://pvc/<pvc-name>/<path>.
 	TrainingLogFilesets []string `json:"trainingLogFilesets,omitempty"`
 	// Resources are the compute resources of the TensorBoard container.
-	Resources *v1.ResourceRequirements `json:"resources,omitempty"`
+	Resources *v1.ResourceRequirementsApplyConfiguration `json:"resources,omitempty"`
 }
 
 // TensorBoardSpecApplyConfiguration constructs a declarative configuration of the TensorBoardSpec type for use with
@@ -63,7 +63,7 @@ func (b *TensorBoardSpecApplyConfiguration) WithTrainingLogFilesets(values ...st
 // WithResources sets the Resources field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Resources field is set to the value of the last call.
-func (b *TensorBoardSpecApplyConfiguration) WithResources(value v1.ResourceRequirements) *TensorBoardSpecApplyConfiguration {
-	b.Resources = &value
+func (b *TensorBoardSpecApplyConfiguration) WithResources(value *v1.ResourceRequirementsApplyConfiguration) *TensorBoardSpecApplyConfiguration {
+	b.Resources = value
 	return b
 }
