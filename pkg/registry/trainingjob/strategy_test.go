@@ -1,0 +1,293 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package trainingjob
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+	"tensorstack.dev/training/pkg/apis/batch/validation"
+)
+
+// testKind describes PyTorch jobs the way the pytorchtrainingjob package
+// does; that package cannot be imported here without a cycle.
+var testKind = &Kind[*batch.PyTorchTrainingJob, batch.PyTorchTrainingJobSpec]{
+	Resource:       batch.Resource("pytorchtrainingjobs"),
+	Singular:       "pytorchtrainingjob",
+	New:            func() *batch.PyTorchTrainingJob { return &batch.PyTorchTrainingJob{} },
+	NewList:        func() runtime.Object { return &batch.PyTorchTrainingJobList{} },
+	Spec:           func(j *batch.PyTorchTrainingJob) *batch.PyTorchTrainingJobSpec { return &j.Spec },
+	Canonicalize:   batch.CanonicalizePyTorchJob,
+	Validate:       validation.ValidatePyTorchTrainingJob,
+	ValidateUpdate: validation.ValidatePyTorchTrainingJobUpdate,
+}
+
+// newJob returns a valid PyTorch job with a master and the given workers.
+func newJob(name string, workers int32) *batch.PyTorchTrainingJob {
+	template := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pytorch", Image: "pytorch:2"}}}}
+	return &batch.PyTorchTrainingJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", ResourceVersion: "7"},
+		Spec: batch.PyTorchTrainingJobSpec{TrainingJobSpec: batch.TrainingJobSpec{
+			ReplicaSpecs: []batch.ReplicaSpec{
+				{Type: "master", Replicas: ptr.To[int32](1), Template: template, RestartPolicy: batch.RestartPolicyNever},
+				{Type: "worker", Replicas: ptr.To(workers), Template: template, RestartPolicy: batch.RestartPolicyNever},
+			},
+			RunPolicy: batch.RunPolicy{BackoffLimit: ptr.To[int32](3), CleanUpPolicy: batch.CleanUpPolicyUnfinished},
+		}},
+	}
+}
+
+func TestPrepareForCreate(t *testing.T) {
+	strategy := newJobStrategy(nil, testKind)
+	job := newJob("train", 2)
+	job.Spec.ReplicaSpecs[0].Type = "Master"
+	job.Spec.RunPolicy.CleanUpPolicy = "none"
+	job.Status = batch.TrainingJobStatus{Phase: batch.JobSucceeded, BackoffCount: 4}
+	job.Generation = 9
+
+	strategy.PrepareForCreate(context.Background(), job)
+
+	if job.Generation != 1 {
+		t.Errorf("generation = %d, want 1", job.Generation)
+	}
+	if job.Status.Phase != "" || job.Status.BackoffCount != 0 {
+		t.Errorf("status = %+v, want it cleared", job.Status)
+	}
+	if job.Spec.ReplicaSpecs[0].Type != "master" || job.Spec.RunPolicy.CleanUpPolicy != batch.CleanUpPolicyNone {
+		t.Errorf("spellings not canonical: type %q, cleanUpPolicy %q", job.Spec.ReplicaSpecs[0].Type, job.Spec.RunPolicy.CleanUpPolicy)
+	}
+	if errs := strategy.Validate(context.Background(), job); len(errs) != 0 {
+		t.Errorf("prepared job is invalid: %v", errs)
+	}
+}
+
+func TestPrepareForUpdate(t *testing.T) {
+	strategy := newJobStrategy(nil, testKind)
+	cases := []struct {
+		name           string
+		change         func(*batch.PyTorchTrainingJob)
+		wantGeneration int64
+	}{
+		{"spec change bumps the generation", func(j *batch.PyTorchTrainingJob) { j.Spec.ReplicaSpecs[1].Replicas = ptr.To[int32](5) }, 4},
+		{"PyTorch-only spec change bumps the generation", func(j *batch.PyTorchTrainingJob) {
+			j.Spec.TorchrunConfig = &batch.TorchrunConfig{Enabled: true}
+		}, 4},
+		{"label change keeps the generation", func(j *batch.PyTorchTrainingJob) { j.Labels = map[string]string{"a": "b"} }, 3},
+		{"respelling alone keeps the generation", func(j *batch.PyTorchTrainingJob) { j.Spec.ReplicaSpecs[1].Type = "Worker" }, 3},
+		{"status change is dropped", func(j *batch.PyTorchTrainingJob) { j.Status.Phase = batch.JobFailed }, 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			old := newJob("train", 2)
+			old.Generation = 3
+			old.Status.Phase = batch.JobRunning
+			job := old.DeepCopy()
+			tc.change(job)
+			strategy.PrepareForUpdate(context.Background(), job, old)
+			if job.Generation != tc.wantGeneration {
+				t.Errorf("generation = %d, want %d", job.Generation, tc.wantGeneration)
+			}
+			if job.Status.Phase != batch.JobRunning {
+				t.Errorf("status.phase = %q, want the stored Running", job.Status.Phase)
+			}
+		})
+	}
+}
+
+func TestStatusStrategyKeepsSpec(t *testing.T) {
+	strategy := statusStrategy[*batch.PyTorchTrainingJob, batch.PyTorchTrainingJobSpec]{newJobStrategy(nil, testKind)}
+	old := newJob("train", 2)
+	old.Generation = 2
+	job := old.DeepCopy()
+	job.Spec.ReplicaSpecs[1].Replicas = ptr.To[int32](8)
+	job.Spec.Elastic = &batch.ElasticConfig{Enabled: true}
+	job.Status.Phase = batch.JobRunning
+
+	strategy.PrepareForUpdate(context.Background(), job, old)
+
+	if *job.Spec.ReplicaSpecs[1].Replicas != 2 || job.Spec.Elastic != nil {
+		t.Errorf("spec changed through status: %+v", job.Spec)
+	}
+	if job.Status.Phase != batch.JobRunning || job.Generation != 2 {
+		t.Errorf("phase %q generation %d, want Running and 2", job.Status.Phase, job.Generation)
+	}
+	if errs := strategy.ValidateUpdate(context.Background(), job, old); len(errs) != 0 {
+		t.Errorf("valid status update rejected: %v", errs)
+	}
+	finished := job.DeepCopy()
+	finished.Status.Phase = batch.JobSucceeded
+	reopened := finished.DeepCopy()
+	reopened.Status.Phase = batch.JobRunning
+	if errs := strategy.ValidateUpdate(context.Background(), reopened, finished); len(errs) == 0 {
+		t.Errorf("status update from Succeeded back to Running was accepted")
+	}
+}
+
+func TestResetFields(t *testing.T) {
+	strategy := newJobStrategy(nil, testKind)
+	for version, set := range strategy.GetResetFields() {
+		if version != "batch.tensorstack.dev/v1beta1" || set.String() != ".status" {
+			t.Errorf("main resource resets %s %s, want batch.tensorstack.dev/v1beta1 .status", version, set)
+		}
+	}
+	status := statusStrategy[*batch.PyTorchTrainingJob, batch.PyTorchTrainingJobSpec]{strategy}
+	for version, set := range status.GetResetFields() {
+		if version != "batch.tensorstack.dev/v1beta1" || set.String() != ".spec" {
+			t.Errorf("status resets %s %s, want batch.tensorstack.dev/v1beta1 .spec", version, set)
+		}
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	strategy := newJobStrategy(nil, testKind)
+	job := newJob("train", 1)
+	if w := strategy.WarningsOnCreate(context.Background(), job); len(w) != 0 {
+		t.Errorf("warnings for a plain job: %v", w)
+	}
+	job.Spec.ReplicaSpecs[1].Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	w := strategy.WarningsOnCreate(context.Background(), job)
+	if len(w) != 1 || !strings.Contains(w[0], "spec.replicaSpecs[1].template.spec.restartPolicy") {
+		t.Errorf("warnings = %v, want one naming spec.replicaSpecs[1].template.spec.restartPolicy", w)
+	}
+}
+
+func TestActionsApply(t *testing.T) {
+	debugRequest := &batch.DebugRequest{ReplicaSpecs: []batch.ReplicaDebugSpec{{Type: "worker", Command: []string{"bash"}}}}
+	cases := []struct {
+		name      string
+		start     *batch.RunMode
+		action    action
+		request   runtime.Object
+		wantPause bool
+		wantDebug bool
+	}{
+		{"pause a running job", nil, pauseAction, &batch.PauseRequest{}, true, false},
+		{"pause a debugging job", &batch.RunMode{Debug: &batch.DebugMode{Enabled: true}}, pauseAction, &batch.PauseRequest{}, true, false},
+		{"resume a paused job", &batch.RunMode{Pause: &batch.PauseMode{Enabled: true}}, resumeAction, &batch.ResumeRequest{}, false, false},
+		{"resume a debugging job", &batch.RunMode{Debug: &batch.DebugMode{Enabled: true}}, resumeAction, &batch.ResumeRequest{}, false, false},
+		{"debug a paused job", &batch.RunMode{Pause: &batch.PauseMode{Enabled: true}}, debugAction, debugRequest, false, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := &newJob("train", 1).Spec.TrainingJobSpec
+			spec.RunMode = tc.start.DeepCopy()
+			tc.action.apply(spec, tc.request)
+			mode := spec.RunMode
+			gotPause := mode != nil && mode.Pause != nil && mode.Pause.Enabled
+			gotDebug := mode != nil && mode.Debug != nil && mode.Debug.Enabled
+			if gotPause != tc.wantPause || gotDebug != tc.wantDebug {
+				t.Errorf("pause %v debug %v, want pause %v debug %v", gotPause, gotDebug, tc.wantPause, tc.wantDebug)
+			}
+			if tc.wantDebug && mode.Debug.ReplicaSpecs[0].Command[0] != "bash" {
+				t.Errorf("debug replicaSpecs not taken from the request: %+v", mode.Debug.ReplicaSpecs)
+			}
+		})
+	}
+
+	t.Run("resume keeps resumeSpecs", func(t *testing.T) {
+		spec := &newJob("train", 1).Spec.TrainingJobSpec
+		spec.RunMode = &batch.RunMode{Pause: &batch.PauseMode{Enabled: true, ResumeSpecs: []batch.ResumeSpec{{Type: "worker"}}}}
+		resumeAction.apply(spec, &batch.ResumeRequest{})
+		if len(spec.RunMode.Pause.ResumeSpecs) != 1 {
+			t.Errorf("resume dropped the immutable resumeSpecs")
+		}
+	})
+}
+
+func TestTableRows(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	convertor := tableConvertor{now: func() time.Time { return now }}
+
+	running := newJob("running", 3)
+	running.CreationTimestamp = metav1.NewTime(now.Add(-2 * time.Hour))
+	running.Status = batch.TrainingJobStatus{
+		Phase:        batch.JobRunning,
+		Aggregate:    batch.Aggregate{Running: 3, Pending: 1},
+		BackoffCount: 2,
+		StartTime:    &metav1.Time{Time: now.Add(-90 * time.Minute)},
+	}
+	finished := newJob("finished", 1)
+	finished.CreationTimestamp = metav1.NewTime(now.Add(-3 * time.Hour))
+	finished.Spec.RunMode = &batch.RunMode{Debug: &batch.DebugMode{Enabled: true}}
+	finished.Status = batch.TrainingJobStatus{
+		Phase:          batch.JobSucceeded,
+		Aggregate:      batch.Aggregate{Succeeded: 2},
+		StartTime:      &metav1.Time{Time: now.Add(-3 * time.Hour)},
+		CompletionTime: &metav1.Time{Time: now.Add(-150 * time.Minute)},
+	}
+	fresh := newJob("fresh", 1)
+	fresh.Spec.RunMode = &batch.RunMode{Pause: &batch.PauseMode{Enabled: true}}
+	fresh.CreationTimestamp = metav1.NewTime(now.Add(-5 * time.Second))
+
+	list := &batch.PyTorchTrainingJobList{
+		ListMeta: metav1.ListMeta{ResourceVersion: "42"},
+		Items:    []batch.PyTorchTrainingJob{*running, *finished, *fresh},
+	}
+	table, err := convertor.ConvertToTable(context.Background(), list, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(table.ColumnDefinitions) != 8 || table.ResourceVersion != "42" {
+		t.Errorf("%d columns, resourceVersion %q; want 8 and 42", len(table.ColumnDefinitions), table.ResourceVersion)
+	}
+	want := [][]any{
+		{"running", "Running", "3/4", int64(2), "120m", "Immediate", "master:1,worker:3", "90m"},
+		{"finished", "Succeeded", "2/2", int64(0), "3h", "Debug", "master:1,worker:1", "30m"},
+		{"fresh", "Pending", "0/2", int64(0), "5s", "Pause", "master:1,worker:1", ""},
+	}
+	for i, row := range table.Rows {
+		for j, cell := range row.Cells {
+			if cell != want[i][j] {
+				t.Errorf("row %d column %s = %#v, want %#v", i, tableColumns[j].Name, cell, want[i][j])
+			}
+		}
+	}
+
+	noHeaders, err := convertor.ConvertToTable(context.Background(), running, &metav1.TableOptions{NoHeaders: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(noHeaders.ColumnDefinitions) != 0 || len(noHeaders.Rows) != 1 {
+		t.Errorf("with NoHeaders: %d columns, %d rows; want 0 and 1", len(noHeaders.ColumnDefinitions), len(noHeaders.Rows))
+	}
+}
+
+func TestSelectableFields(t *testing.T) {
+	job := newJob("train", 1)
+	job.Status.Phase = batch.JobPaused
+	labels, fields, err := GetAttrs(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fields["metadata.name"] != "train" || fields["metadata.namespace"] != "ns" || fields["status.phase"] != "Paused" {
+		t.Errorf("fields = %v", fields)
+	}
+	if len(labels) != 0 {
+		t.Errorf("labels = %v, want none", labels)
+	}
+	if _, _, err := GetAttrs(&batch.PauseRequest{}); err == nil {
+		t.Errorf("GetAttrs of a non-job succeeded")
+	}
+}
