@@ -34,6 +34,13 @@ usage() {
   sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
 }
 
+# Keep the original stderr on fd 3: a signal can arrive while a function runs
+# with its output redirected to /dev/null, and the trap runs in that context.
+exec 3>&2
+restore_output() {
+  exec 1>&3 2>&3
+}
+
 foreground=0
 for arg in "$@"; do
   case "${arg}" in
@@ -82,14 +89,18 @@ log "starting the local control plane in ${LOCAL_DIR#"${REPO_ROOT}/"} ($(
 ready=0
 on_exit() {
   local rc=$?
+  restore_output
   if ((ready == 0 && rc != 0)); then
     log "start-up failed; stopping what was started (logs stay in ${LOCAL_LOG_DIR#"${REPO_ROOT}/"})"
     stop_all || true
   fi
 }
 on_signal() {
-  trap - INT TERM EXIT
-  echo >&2
+  # Finish stopping even if more signals arrive or stderr went away.
+  trap '' INT TERM PIPE
+  trap - EXIT
+  restore_output
+  echo >&2 2>/dev/null || true
   log "signal received; stopping the local control plane"
   stop_all || true
   exit 0

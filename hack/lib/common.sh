@@ -19,8 +19,10 @@ ETCD_VERSION="v3.7.0"
 KWOK_VERSION="v0.8.0"
 
 # log prints a timestamped progress line on stderr.
+# It never fails: a closed stderr (say, a pipe whose reader died on Ctrl-C)
+# must not abort a script that is stopping processes.
 log() {
-  printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2
+  printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2 2>/dev/null || true
 }
 
 # die prints an error and exits non-zero.

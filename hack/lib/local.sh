@@ -353,7 +353,8 @@ start_component() {
     printf '%q ' "${bin}" "${ARGS[@]}"
     printf '\n'
   } >>"${log}"
-  setsid "${bin}" "${ARGS[@]}" </dev/null >>"${log}" 2>&1 &
+  # fd 3 may hold the caller's saved stderr (local-up.sh): not for the component.
+  setsid "${bin}" "${ARGS[@]}" </dev/null >>"${log}" 2>&1 3>&- &
   pid=$!
   echo "${pid}" >"$(pid_file "${name}")"
   log "started ${name} (pid ${pid}, log ${log#"${REPO_ROOT}/"})"

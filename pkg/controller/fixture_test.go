@@ -225,6 +225,19 @@ type fixture struct {
 func newFixture(t testing.TB, objs ...runtime.Object) *fixture {
 	t.Helper()
 	logger, ctx := ktesting.NewTestContext(t)
+	return newFixtureWithContext(t, ctx, logger, record.NewFakeRecorder(1000), objs...)
+}
+
+// newQuietFixture logs through klog at its default verbosity and drops
+// events: for benchmarks.
+func newQuietFixture(t testing.TB, objs ...runtime.Object) *fixture {
+	t.Helper()
+	logger := klog.Background()
+	return newFixtureWithContext(t, klog.NewContext(context.Background(), logger), logger, &record.FakeRecorder{}, objs...)
+}
+
+func newFixtureWithContext(t testing.TB, ctx context.Context, logger klog.Logger, recorder *record.FakeRecorder, objs ...runtime.Object) *fixture {
+	t.Helper()
 	var kubeObjs, jobObjs []runtime.Object
 	for _, o := range objs {
 		if _, ok := o.(v1beta1.TrainingJob); ok {
@@ -240,8 +253,17 @@ func newFixture(t testing.TB, objs ...runtime.Object) *fixture {
 		kubeClient: kubefake.NewClientset(kubeObjs...),
 		jobClient:  jobfake.NewClientset(jobObjs...),
 		clock:      clocktesting.NewFakeClock(testStart),
-		recorder:   record.NewFakeRecorder(1000),
+		recorder:   recorder,
 	}
+	// The apiserver gives every object a UID; the fake does not.
+	uids := 0
+	f.kubeClient.PrependReactor("create", "*", func(a core.Action) (bool, runtime.Object, error) {
+		if m, ok := a.(core.CreateAction).GetObject().(metav1.Object); ok && m.GetUID() == "" {
+			uids++
+			m.SetUID(types.UID(fmt.Sprintf("uid-%s-%d", m.GetName(), uids)))
+		}
+		return false, nil, nil
+	})
 	f.kubeInformers = NewKubeInformerFactory(f.kubeClient, 0)
 	f.jobInformers = jobinformers.NewSharedInformerFactory(f.jobClient, 0)
 	c, err := New(ctx, f.kubeClient, f.jobClient, f.kubeInformers, f.jobInformers,
@@ -641,4 +663,49 @@ func (f *fixture) start(job v1beta1.TrainingJob) {
 		f.t.Fatalf("job did not start: phase %q", st.Phase)
 	}
 	f.events()
+}
+
+var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
+
+// gracefulDeletes makes pod deletes behave like a kubelet's graceful
+// termination: the pod gets a deletionTimestamp and stays until the test
+// removes it (removePod).
+func (f *fixture) gracefulDeletes() {
+	f.kubeClient.PrependReactor("delete", "pods", func(a core.Action) (bool, runtime.Object, error) {
+		d := a.(core.DeleteAction)
+		obj, err := f.kubeClient.Tracker().Get(podsGVR, d.GetNamespace(), d.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		p := obj.(*corev1.Pod).DeepCopy()
+		if p.DeletionTimestamp == nil {
+			now := metav1.NewTime(f.clock.Now())
+			p.DeletionTimestamp = &now
+			p.ResourceVersion += "-deleting"
+			if err := f.kubeClient.Tracker().Update(podsGVR, p, p.Namespace); err != nil {
+				return true, nil, err
+			}
+		}
+		return true, nil, nil
+	})
+}
+
+// removePod finishes a graceful deletion.
+func (f *fixture) removePod(name string) {
+	f.t.Helper()
+	if err := f.kubeClient.Tracker().Delete(podsGVR, "ns", name); err != nil {
+		f.t.Fatalf("removing pod %s: %v", name, err)
+	}
+	f.observe()
+}
+
+// failNext makes the next calls of a verb on a resource fail.
+func (f *fixture) failNext(verb, resource string, times int, err error) {
+	f.kubeClient.PrependReactor(verb, resource, func(core.Action) (bool, runtime.Object, error) {
+		if times <= 0 {
+			return false, nil, nil
+		}
+		times--
+		return true, nil, err
+	})
 }

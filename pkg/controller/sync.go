@@ -392,7 +392,7 @@ func (r *reconciler) observe(s *slot, debug bool) {
 		// On its way out; its name is free once it is gone.
 		return
 	}
-	if s.prev != nil && s.prev.Phase == v1beta1.ReplicaDeleted && s.prev.UID == p.UID {
+	if s.prev != nil && s.prev.Phase == v1beta1.ReplicaDeleted && p.UID != "" && s.prev.UID == p.UID {
 		// A replacement recorded in the status whose delete has not taken
 		// effect yet: it is already counted, just delete again.
 		s.replacing, s.phase = true, v1beta1.ReplicaDeleted
