@@ -46,12 +46,12 @@ func StartEmbeddedEtcd(dir string) (*EmbeddedEtcd, error) {
 	if err != nil {
 		return nil, err
 	}
+	clientSocket, peerSocket := filepath.Join(dir, "client.sock"), filepath.Join(dir, "peer.sock")
+	if len(clientSocket) > maxSocketPath {
+		return nil, fmt.Errorf("embedded etcd directory %s is too long for a unix socket path; choose a shorter --embedded-etcd-dir", dir)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating embedded etcd directory: %w", err)
-	}
-	clientSocket, peerSocket := filepath.Join(dir, "client.sock"), filepath.Join(dir, "peer.sock")
-	if len(peerSocket) > maxSocketPath {
-		return nil, fmt.Errorf("embedded etcd directory %s is too long for a unix socket path; choose a shorter --embedded-etcd-dir", dir)
 	}
 	// Sockets left by a process that was killed would make the listen fail.
 	for _, socket := range []string{clientSocket, peerSocket} {

@@ -1,0 +1,63 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package apiserver
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func TestOptionsEmbeddedEtcd(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"embedded etcd by default", nil, ""},
+		{"external etcd", []string{"--etcd-servers=https://etcd-0:2379", "--embedded-etcd-dir="}, ""},
+		{"no etcd at all", []string{"--embedded-etcd-dir="}, "--embedded-etcd-dir must be set"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewOptions()
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Validate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("Validate: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("Validate: %v, want an error containing %q", err, tc.wantErr)
+			}
+			if got := o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList; o.usesEmbeddedEtcd() && len(got) != 0 {
+				t.Errorf("Validate changed the server list to %v", got)
+			}
+		})
+	}
+}
+
+func TestEmbeddedEtcdRejectsLongDirectory(t *testing.T) {
+	_, err := StartEmbeddedEtcd("/tmp/" + strings.Repeat("d", 120))
+	if err == nil || !strings.Contains(err.Error(), "too long") {
+		t.Errorf("StartEmbeddedEtcd with a long directory: %v, want a too-long error", err)
+	}
+}
