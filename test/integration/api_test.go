@@ -452,3 +452,17 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestHealthChecksIncludeEtcd checks that readiness reflects the storage.
+func TestHealthChecksIncludeEtcd(t *testing.T) {
+	s := framework.StartTestServer(t, "")
+	for _, path := range []string{"/readyz", "/livez", "/healthz"} {
+		raw, err := restClient(t, s).Get().AbsPath(path).Param("verbose", "true").DoRaw(context.Background())
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		if !strings.Contains(string(raw), "[+]etcd ok") {
+			t.Errorf("GET %s does not report etcd:\n%s", path, raw)
+		}
+	}
+}
