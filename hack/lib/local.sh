@@ -201,6 +201,9 @@ component_args() {
         --proxy-client-cert-file="${pki}/front-proxy-client.crt"
         --proxy-client-key-file="${pki}/front-proxy-client.key"
         --enable-aggregator-routing=false
+        # On SIGTERM, drain short requests and close watches and proxied
+        # (aggregated) connections after 2s instead of waiting up to 60s.
+        --shutdown-send-retry-after=true
       )
       # Word splitting of the extra arguments is intended.
       # shellcheck disable=SC2206
@@ -329,14 +332,19 @@ local_processes() {
   done < <(find /proc -mindepth 2 -maxdepth 2 -name exe -lname "${BIN_DIR}/*" 2>/dev/null)
 }
 
-# stray_pids NAME prints pids of processes running component NAME of this checkout.
+# stray_pids NAME prints pids of processes running component NAME of this
+# checkout. Uses the snapshot in LOCAL_PROCESSES when set (scanning /proc takes
+# about a second on a busy machine), else scans.
 stray_pids() {
-  local name pid
+  local name pid snapshot="${LOCAL_PROCESSES:-}"
+  if [[ -z "${LOCAL_PROCESSES+set}" ]]; then
+    snapshot="$(local_processes)"
+  fi
   while read -r name pid; do
     if [[ "${name}" == "$1" ]]; then
       echo "${pid}"
     fi
-  done < <(local_processes)
+  done <<<"${snapshot}"
 }
 
 # start_component NAME: starts it in the background, in its own session so a
@@ -362,17 +370,18 @@ start_component() {
 
 # stop_pid NAME PID TIMEOUT: SIGTERM, then SIGKILL after TIMEOUT seconds.
 stop_pid() {
-  local name="$1" pid="$2" timeout="$3" waited=0
+  local name="$1" pid="$2" timeout="$3" deadline
+  deadline=$((SECONDS + timeout))
   kill -TERM "${pid}" 2>/dev/null || true
   while pid_alive "${pid}"; do
-    if ((waited >= timeout * 10)); then
-      log "${name} (pid ${pid}) did not exit within ${timeout}s; killing it"
+    if ((SECONDS >= deadline)); then
+      log "${name} (pid ${pid}) did not exit within ${timeout}s of SIGTERM; sending SIGKILL"
       kill -KILL "${pid}" 2>/dev/null || true
-      sleep 0.2
+      deadline=$((SECONDS + 5))
+      while pid_alive "${pid}" && ((SECONDS < deadline)); do sleep 0.1; done
       break
     fi
     sleep 0.1
-    waited=$((waited + 1))
   done
   # Reap it when it is our child (foreground mode); harmless otherwise.
   wait "${pid}" 2>/dev/null || true
@@ -381,9 +390,12 @@ stop_pid() {
 # stop_component NAME: stops the process from the pid file and any stray
 # process of the same component of this checkout.
 stop_component() {
-  local name="$1" pid timeout=15 found=0
+  # Seconds between SIGTERM and SIGKILL. An aggregated apiserver built on
+  # k8s.io/apiserver waits up to its request timeout (60s) for long-running
+  # requests, such as the watches kube-apiserver proxies to it, before exiting.
+  local name="$1" pid timeout=10 found=0
   case "${name}" in
-    kube-apiserver | training-apiserver) timeout=30 ;;
+    kube-apiserver) timeout=20 ;;
   esac
   if pid="$(component_pid "${name}")"; then
     log "stopping ${name} (pid ${pid})"
@@ -391,6 +403,7 @@ stop_component() {
     found=1
   fi
   for pid in $(stray_pids "${name}"); do
+    pid_is_component "${pid}" "${name}" || continue
     log "stopping stray ${name} (pid ${pid}) left from an earlier run"
     stop_pid "${name}" "${pid}" "${timeout}"
     found=1
@@ -403,7 +416,8 @@ stop_component() {
 
 # stop_all: every component, in reverse start order. Prints whether anything ran.
 stop_all() {
-  local i stopped=0
+  local i stopped=0 LOCAL_PROCESSES
+  LOCAL_PROCESSES="$(local_processes)"
   for ((i = ${#LOCAL_COMPONENTS[@]} - 1; i >= 0; i--)); do
     if stop_component "${LOCAL_COMPONENTS[i]}"; then
       stopped=1
