@@ -1,0 +1,132 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package validation
+
+import (
+	"os"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
+// fuzzSeeds are request bodies beyond the examples: both encodings, the
+// accepted alternative spellings, and values at and past the limits.
+var fuzzSeeds = []string{
+	`{"apiVersion":"batch.tensorstack.dev/v1beta1","kind":"TensorFlowTrainingJob","metadata":{"name":"a","namespace":"n"},
+	  "spec":{"replicaSpecs":[{"type":"Chief","template":{"spec":{"containers":[{"name":"tensorflow","image":"i"}]}}},
+	  {"type":"PS","replicas":2,"template":{"spec":{"containers":[{"name":"tensorflow","image":"i","ports":[{"name":"tfjob-port","containerPort":2222}]}]}}}],
+	  "runPolicy":{"cleanUpPolicy":"all","backoffLimit":0},"runMode":{"debug":{"enable":true,"replicaSpecs":[{"type":"Chief"}]}}}}`,
+	`{"apiVersion":"batch.tensorstack.dev/v1beta1","kind":"PyTorchTrainingJob","metadata":{"name":"b","namespace":"n"},
+	  "spec":{"replicaSpecs":[{"type":"node","replicas":4,"restartPolicy":"ExitCode","template":{"spec":{"containers":[{"name":"pytorch","image":"i",
+	  "resources":{"limits":{"nvidia.com/gpu":"8"},"requests":{"cpu":"-1"}}}]}}}],
+	  "torchrunConfig":{"enabled":true,"procPerNode":"gpu","rdzvBackend":"C10D","extraOptions":[""]},
+	  "elastic":{"enabled":true,"minReplicas":3,"maxReplicas":2,"expectedReplicas":9}}}`,
+	`{"apiVersion":"batch.tensorstack.dev/v1beta1","kind":"PyTorchTrainingJob","metadata":{"name":"c","namespace":"n"},
+	  "spec":{"replicaSpecs":[{"type":"Master","replicas":-1},{"type":"","replicas":2147483647}],
+	  "runMode":{"pause":{"enable":true,"resumeSpecs":[{"type":"worker"},{"type":"worker"}]},"debug":{"enabled":true}},
+	  "scheduler":{"t9kScheduler":{"queue":"","priority":-2147483648}},
+	  "tensorboardSpec":{"image":" ","trainingLogFilesets":["t9k://pvc/","t9k://pvc/x/../..","t9k://pvc//"],"resources":{"limits":{"memory":"1Ki"},"requests":{"memory":"1Mi"}}}},
+	  "status":{"phase":"Succeeded","conditions":[{"type":"Completed"}],"aggregate":{"failed":-1}}}`,
+	`{"apiVersion":"batch.tensorstack.dev/v1beta1","kind":"DebugRequest","replicaSpecs":[{"type":"Worker"},{"type":"worker"},{}]}`,
+	"apiVersion: batch.tensorstack.dev/v1beta1\nkind: TensorFlowTrainingJob\nmetadata:\n  name: yaml-job\nspec:\n  replicaSpecs:\n  - type: worker\n    template:\n      spec:\n        containers: []\n",
+	// No apiVersion and kind: the fuzz function decodes these as each kind in turn.
+	`{"metadata":{"name":"d"},"spec":{"replicaSpecs":[{"type":"worker","replicas":0}],"runPolicy":{"activeDeadlineSeconds":0,"ttlSecondsAfterFinished":-1}}}`,
+	"spec:\n  replicaSpecs:\n  - type: master\n    template: {spec: {containers: [{name: x, image: img, env: [{name: 'A=B', valueFrom: {}}]}]}}\n",
+	`{}`,
+	``,
+}
+
+// FuzzDecodeDefaultValidate feeds arbitrary bytes through the steps the API
+// server takes with a request body (decode as JSON or YAML, default, convert
+// to the internal version, canonicalize) and through every validation
+// function. Whatever the input, none of it may panic.
+func FuzzDecodeDefaultValidate(f *testing.F) {
+	for _, file := range exampleFiles(f) {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	for _, seed := range fuzzSeeds {
+		f.Add([]byte(seed))
+	}
+
+	deserializer := testCodecs.UniversalDeserializer()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		// As the body says, then as each kind for a body without a type.
+		if obj, _, err := deserializer.Decode(data, nil, nil); err == nil {
+			exercise(t, obj)
+		}
+		for _, into := range []runtime.Object{&v1beta1.TensorFlowTrainingJob{}, &v1beta1.PyTorchTrainingJob{}, &v1beta1.DebugRequest{}} {
+			gvk := v1beta1.SchemeGroupVersion.WithKind(kindOf(into))
+			if obj, _, err := deserializer.Decode(data, &gvk, into); err == nil {
+				exercise(t, obj)
+			}
+		}
+	})
+}
+
+func kindOf(obj runtime.Object) string {
+	switch obj.(type) {
+	case *v1beta1.TensorFlowTrainingJob:
+		return "TensorFlowTrainingJob"
+	case *v1beta1.PyTorchTrainingJob:
+		return "PyTorchTrainingJob"
+	default:
+		return "DebugRequest"
+	}
+}
+
+// exercise runs a decoded object through defaulting, conversion,
+// canonicalization and each validation that applies to it: create, update
+// against itself and against an empty object, and status update.
+func exercise(t *testing.T, versioned runtime.Object) {
+	switch versioned.(type) {
+	case *v1beta1.TensorFlowTrainingJob, *v1beta1.PyTorchTrainingJob, *v1beta1.DebugRequest:
+	default:
+		return // some other kind of the scheme, such as meta.k8s.io options
+	}
+	obj, err := toInternal(versioned)
+	if err != nil {
+		t.Fatalf("a decoded %T did not convert: %v", versioned, err)
+	}
+	if _, err := validateCreate(obj); err != nil {
+		t.Fatal(err)
+	}
+	switch job := obj.(type) {
+	case *batch.TensorFlowTrainingJob:
+		empty := &batch.TensorFlowTrainingJob{}
+		ValidateTensorFlowTrainingJobUpdate(job, job.DeepCopy())
+		ValidateTensorFlowTrainingJobUpdate(job, empty)
+		ValidateTensorFlowTrainingJobUpdate(empty, job)
+		ValidateTrainingJobStatusUpdate(job, job.DeepCopy())
+		ValidateTrainingJobStatusUpdate(job, empty)
+		ValidateTrainingJobStatusUpdate(empty, job)
+	case *batch.PyTorchTrainingJob:
+		empty := &batch.PyTorchTrainingJob{}
+		ValidatePyTorchTrainingJobUpdate(job, job.DeepCopy())
+		ValidatePyTorchTrainingJobUpdate(job, empty)
+		ValidatePyTorchTrainingJobUpdate(empty, job)
+		ValidateTrainingJobStatusUpdate(job, job.DeepCopy())
+		ValidateTrainingJobStatusUpdate(job, empty)
+		ValidateTrainingJobStatusUpdate(empty, job)
+	}
+}
