@@ -69,7 +69,7 @@ type Controller struct {
 	kubeClient kubernetes.Interface
 	kinds      map[string]*kindHandler
 
-	podLister        corelisters.PodLister
+	podIndexer       cache.Indexer
 	serviceLister    corelisters.ServiceLister
 	deploymentLister appslisters.DeploymentLister
 	synced           []cache.InformerSynced
@@ -153,7 +153,12 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, jobClient version
 	}); err != nil {
 		return nil, fmt.Errorf("watching pods: %w", err)
 	}
-	c.podLister = pods.Lister()
+	// Pods by the job their labels name, so that a reconcile looks at its
+	// own pods only and not at every labelled pod of the namespace.
+	if err := pods.Informer().AddIndexers(cache.Indexers{podJobIndex: podJobIndexFunc}); err != nil {
+		return nil, fmt.Errorf("indexing pods: %w", err)
+	}
+	c.podIndexer = pods.Informer().GetIndexer()
 
 	dependents := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.enqueueOwner(logger, obj) },
@@ -263,6 +268,27 @@ func (c *Controller) forgetJob(logger klog.Logger, kind string, obj any) {
 	key := jobKey{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName()}
 	c.expectations.DeleteExpectations(key.String())
 	c.enqueue(key)
+}
+
+// podJobIndex indexes pods by <namespace>/<job kind>/<job name>, from their
+// labels.
+const podJobIndex = "job"
+
+func podJobIndexFunc(obj any) ([]string, error) {
+	m, err := metaOf(obj)
+	if err != nil {
+		return nil, nil
+	}
+	l := m.GetLabels()
+	name, kind := l[v1beta1.LabelJobName], l[v1beta1.LabelJobKind]
+	if name == "" || kind == "" {
+		return nil, nil
+	}
+	return []string{podJobIndexKey(m.GetNamespace(), kind, name)}, nil
+}
+
+func podJobIndexKey(namespace, kind, name string) string {
+	return namespace + "/" + kind + "/" + name
 }
 
 // metaOf returns the metadata of an informer object or of the object in a

@@ -25,7 +25,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -85,13 +84,16 @@ func (r *reconciler) adoptionPatch(obj metav1.Object) ([]byte, error) {
 // labels and a replica's name, which it adopts. Pods controlled by anything
 // else are left alone.
 func (r *reconciler) claimPods(ctx context.Context, finished bool) ([]*corev1.Pod, error) {
-	sel := labels.SelectorFromSet(r.jobLabels())
-	all, err := r.c.podLister.Pods(r.key.Namespace).List(sel)
+	all, err := r.c.podIndexer.ByIndex(podJobIndex, podJobIndexKey(r.key.Namespace, r.kind.Kind(), r.key.Name))
 	if err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	var owned, orphans []*corev1.Pod
-	for _, p := range all {
+	for _, obj := range all {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			continue
+		}
 		switch {
 		case r.controlledByJob(p):
 			owned = append(owned, p)

@@ -1,0 +1,93 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	jobfake "tensorstack.dev/training/pkg/generated/clientset/versioned/fake"
+	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
+)
+
+// The whole loop: informers, handlers, queue and workers, on fake clients,
+// and a clean stop when the context ends.
+func TestRunReconcilesThroughInformers(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	kubeClient := kubefake.NewClientset()
+	jobClient := jobfake.NewClientset()
+	kubeInformers := NewKubeInformerFactory(kubeClient, 0)
+	jobInformers := jobinformers.NewSharedInformerFactory(jobClient, 0)
+	c, err := New(ctx, kubeClient, jobClient, kubeInformers, jobInformers, Options{Recorder: record.NewFakeRecorder(100)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeInformers.Start(ctx.Done())
+	jobInformers.Start(ctx.Done())
+	stopped := make(chan struct{})
+	go func() {
+		c.Run(ctx, 2)
+		close(stopped)
+	}()
+
+	tf := newTFJob("tf").withReplicas("worker", 2).obj().(*v1beta1.TensorFlowTrainingJob)
+	pt := newPyTorchJob("pt").withReplicas("master", 1).obj().(*v1beta1.PyTorchTrainingJob)
+	// Added through the tracker: the fake clientset's Create runs the jobs
+	// through a structured-merge schema that does not know their model names.
+	for _, job := range []v1beta1.TrainingJob{tf, pt} {
+		if err := jobClient.Tracker().Add(job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		pods, err := kubeClient.CoreV1().Pods("ns").List(ctx, metav1.ListOptions{})
+		if err != nil || len(pods.Items) != 3 {
+			return false, nil
+		}
+		tfNow, err := jobClient.BatchV1beta1().TensorFlowTrainingJobs("ns").Get(ctx, "tf", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		ptNow, err := jobClient.BatchV1beta1().PyTorchTrainingJobs("ns").Get(ctx, "pt", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return tfNow.Status.Phase == v1beta1.JobPending && ptNow.Status.Phase == v1beta1.JobPending, nil
+	})
+	if err != nil {
+		t.Fatalf("the jobs were not reconciled: %v", err)
+	}
+	if !c.HasSynced() {
+		t.Errorf("HasSynced is false while running")
+	}
+	cancel()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Run did not return after the context ended")
+	}
+}

@@ -1,0 +1,212 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	core "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
+func TestFirstReconcile(t *testing.T) {
+	job := newTFJob("j").withReplicas("chief", 1).withReplicas("worker", 2).obj()
+	f := newFixture(t, job)
+	f.mustSync(job)
+	if f.statusUpdates() != 1 {
+		t.Errorf("%d status updates, want 1", f.statusUpdates())
+	}
+	events := f.events()
+	if !hasEvent(events, corev1.EventTypeNormal, ReasonSuccessfulCreate) {
+		t.Errorf("no SuccessfulCreate event: %v", events)
+	}
+	f.observe()
+	st := f.status(job)
+	assertPhase(t, st, v1beta1.JobPending)
+	assertCondition(t, st, v1beta1.ConditionInitialized, metav1.ConditionFalse, ReasonCreatingReplicas)
+	assertCondition(t, st, v1beta1.ConditionRunning, metav1.ConditionFalse, "Pending")
+	if st.ObservedGeneration != 1 || st.StartTime == nil || st.Aggregate.Creating != 3 {
+		t.Errorf("observedGeneration %d startTime %v aggregate %+v", st.ObservedGeneration, st.StartTime, st.Aggregate)
+	}
+	for _, c := range st.Conditions {
+		if c.ObservedGeneration != 1 || !c.LastTransitionTime.Time.Equal(testStart) {
+			t.Errorf("condition %s: observedGeneration %d lastTransitionTime %v", c.Type, c.ObservedGeneration, c.LastTransitionTime)
+		}
+	}
+	// Pods seen: Initialized, still Pending until every replica runs.
+	f.step(job)
+	st = f.status(job)
+	assertCondition(t, st, v1beta1.ConditionInitialized, metav1.ConditionTrue, ReasonReplicasCreated)
+	assertPhase(t, st, v1beta1.JobPending)
+	f.setPod("j-chief-0", running)
+	f.step(job)
+	assertPhase(t, f.status(job), v1beta1.JobPending)
+	f.setPod("j-worker-0", running)
+	f.setPod("j-worker-1", running)
+	f.step(job)
+	st = f.status(job)
+	assertPhase(t, st, v1beta1.JobRunning)
+	assertCondition(t, st, v1beta1.ConditionRunning, metav1.ConditionTrue, ReasonReplicasRunning)
+}
+
+func TestStatusAggregation(t *testing.T) {
+	job := newTFJob("j").withReplicas("chief", 1).withReplicas("worker", 3).withReplicas("ps", 1).
+		withRestartPolicy("worker", v1beta1.RestartPolicyOnFailure).withSidecar("worker").obj()
+	f := newFixture(t, job)
+	f.step(job)
+	f.setPod("j-chief-0", running)
+	f.setPod("j-worker-0", succeeded)
+	f.setPod("j-worker-1", func(p *corev1.Pod) { p.Status.Phase = corev1.PodUnknown })
+	f.setPod("j-worker-2", failed(137))
+	f.setPod("j-ps-0", func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending })
+	f.step(job)
+	st := f.status(job)
+
+	wantAgg := v1beta1.Aggregate{Pending: 1, Running: 1, Succeeded: 1, Unknown: 1, Deleted: 1}
+	if st.Aggregate != wantAgg {
+		t.Errorf("aggregate %+v, want %+v", st.Aggregate, wantAgg)
+	}
+	if len(st.Tasks) != 3 || st.Tasks[0].Type != "chief" || st.Tasks[1].Type != "worker" || st.Tasks[2].Type != "ps" {
+		t.Fatalf("tasks %+v", st.Tasks)
+	}
+	if st.Tasks[1].RestartCount != 1 || st.BackoffCount != 1 {
+		t.Errorf("worker restarts %d backoff %d, want 1 and 1", st.Tasks[1].RestartCount, st.BackoffCount)
+	}
+	w0 := f.pod("j-worker-0")
+	wantW0 := v1beta1.ReplicaStatus{
+		Name: "j-worker-0", UID: w0.UID, Phase: v1beta1.ReplicaSucceeded,
+		Containers: []v1beta1.ContainerStatus{{Name: "tensorflow", State: "Terminated"}, {Name: "sidecar", State: "Terminated"}},
+	}
+	if !reflect.DeepEqual(st.Tasks[1].ReplicaStatus[0], wantW0) {
+		t.Errorf("worker-0 %+v, want %+v", st.Tasks[1].ReplicaStatus[0], wantW0)
+	}
+	w2 := st.Tasks[1].ReplicaStatus[2]
+	if w2.Phase != v1beta1.ReplicaDeleted || w2.Containers[0].ExitCode != 137 || w2.Containers[0].State != "Terminated" {
+		t.Errorf("worker-2 (being replaced) %+v", w2)
+	}
+	if cs := st.Tasks[0].ReplicaStatus[0].Containers; len(cs) != 1 || cs[0].State != "Running" {
+		t.Errorf("chief containers %+v", cs)
+	}
+	if cs := st.Tasks[2].ReplicaStatus[0].Containers; len(cs) != 1 || cs[0].State != "Waiting" {
+		t.Errorf("pending ps containers %+v", cs)
+	}
+	assertCondition(t, st, v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, ReasonReplicaFailed)
+
+	// Recreated and running again: the failure condition clears, Creating is counted.
+	f.step(job)
+	wantAgg = v1beta1.Aggregate{Creating: 1, Pending: 1, Running: 1, Succeeded: 1, Unknown: 1}
+	if st := f.status(job); st.Aggregate != wantAgg {
+		t.Errorf("aggregate after recreation %+v, want %+v", st.Aggregate, wantAgg)
+	}
+	f.setAll(running)
+	f.step(job)
+	st = f.status(job)
+	assertPhase(t, st, v1beta1.JobRunning)
+	assertCondition(t, st, v1beta1.ConditionReplicaFailure, metav1.ConditionFalse, ReasonReplicasHealthy)
+}
+
+func TestNoStatusWriteWithoutChange(t *testing.T) {
+	job := newPyTorchJob("j").withReplicas("master", 1).withReplicas("worker", 2).obj()
+	f := newFixture(t, job)
+	f.start(job)
+	for range 3 {
+		f.mustSync(job)
+		if n := f.statusUpdates(); n != 0 {
+			t.Fatalf("%d status updates without any change", n)
+		}
+		if len(f.createdPods()) != 0 || len(f.deletedPodNames()) != 0 {
+			t.Fatalf("pods touched without any change")
+		}
+		f.observe()
+	}
+	// Time passing alone changes nothing either.
+	f.clock.Step(time.Hour)
+	f.mustSync(job)
+	if n := f.statusUpdates(); n != 0 {
+		t.Fatalf("%d status updates after time passed", n)
+	}
+}
+
+func TestConditionTransitionTimes(t *testing.T) {
+	job := newTFJob("j").withReplicas("worker", 1).withRestartPolicy("worker", v1beta1.RestartPolicyOnFailure).obj()
+	f := newFixture(t, job)
+	f.start(job)
+	before := *condition(f.status(job), v1beta1.ConditionRunning)
+	f.clock.Step(time.Minute)
+	// A restart changes the ReplicaFailure condition but not Running.
+	f.setPod("j-worker-0", failed(1))
+	f.step(job)
+	st := f.status(job)
+	if after := condition(st, v1beta1.ConditionRunning); !after.LastTransitionTime.Equal(&before.LastTransitionTime) {
+		t.Errorf("Running changed its transition time without a transition: %v -> %v", before.LastTransitionTime, after.LastTransitionTime)
+	}
+	rf := condition(st, v1beta1.ConditionReplicaFailure)
+	if rf == nil || !rf.LastTransitionTime.Time.Equal(testStart.Add(time.Minute)) {
+		t.Errorf("ReplicaFailure %+v", rf)
+	}
+}
+
+func TestStatusConflictIsRetried(t *testing.T) {
+	job := newTFJob("j").withReplicas("worker", 1).obj()
+	f := newFixture(t, job)
+	f.jobClient.PrependReactor("update", "tensorflowtrainingjobs", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Group: v1beta1.GroupName, Resource: "tensorflowtrainingjobs"}, "j", fmt.Errorf("stale"))
+	})
+	_, err := f.sync(job)
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("err %v, want a conflict to retry", err)
+	}
+	// Nothing was done on the strength of a status that was not written.
+	if got := f.createdPodNames(); len(got) != 0 {
+		t.Fatalf("created %v though the status write failed", got)
+	}
+}
+
+func TestDefensiveAgainstUndefaultedJobs(t *testing.T) {
+	b := newPyTorchJob("j").withReplicas("master", 1).withReplicas("worker", 2)
+	b.spec().ReplicaSpecs[1].Replicas = nil                                                   // defaults to 1
+	b.spec().RunMode = &v1beta1.RunMode{Debug: &v1beta1.DebugMode{Enable: ptr.To(true)}}      // deprecated spelling
+	b.spec().RunMode.Debug.ReplicaSpecs = []v1beta1.ReplicaDebugSpec{{Type: "worker"}}        // no command
+	b.spec().ReplicaSpecs = append(b.spec().ReplicaSpecs, b.spec().ReplicaSpecs[1])           // duplicate type
+	b.spec().ReplicaSpecs = append(b.spec().ReplicaSpecs, v1beta1.ReplicaSpec{Type: "empty"}) // no containers
+	b.spec().ReplicaSpecs = append(b.spec().ReplicaSpecs, v1beta1.ReplicaSpec{Type: "none", Replicas: ptr.To[int32](-1)})
+	job := b.raw()
+	f := newFixture(t, job)
+	f.mustSync(job)
+	got := f.createdPodNames()
+	if !equalStrings(got, []string{"j-master-0", "j-worker-0"}) {
+		t.Fatalf("created %v", got)
+	}
+	for _, p := range f.createdPods() {
+		if !equalStrings(p.Spec.Containers[0].Command, []string{"sleep", "inf"}) {
+			t.Errorf("%s: command %v, want the default debug command", p.Name, p.Spec.Containers[0].Command)
+		}
+	}
+	if !hasEvent(f.events(), corev1.EventTypeWarning, ReasonFailedCreate) {
+		t.Errorf("no FailedCreate event for the replica without containers")
+	}
+}
