@@ -593,12 +593,14 @@ generate_pki() {
 # kwok_stage_dir prints the directory of kwok's stock Stage files in the module cache.
 kwok_stage_dir() {
   local dir
-  dir="$(cd "${TOOLS_DIR}/kwok" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' sigs.k8s.io/kwok 2>/dev/null)" || true
-  if [[ -z "${dir}" || ! -d "${dir}" ]]; then
-    dir="$(go_mod_cache)/sigs.k8s.io/kwok@${KWOK_VERSION}"
+  dir="$(go_mod_cache)/sigs.k8s.io/kwok@${KWOK_VERSION}"
+  if [[ ! -d "${dir}/kustomize/stage" ]]; then
+    # Not in the cache yet (binary built elsewhere): let go download the module.
+    dir="$(cd "${TOOLS_DIR}/kwok" && GOFLAGS=-mod=mod go mod download -json sigs.k8s.io/kwok |
+      sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')" || true
   fi
-  [[ -d "${dir}/kustomize/stage" ]] ||
-    die "kwok ${KWOK_VERSION} stage files not found in the module cache (${dir}); run hack/build-test-binaries.sh"
+  [[ -n "${dir}" && -d "${dir}/kustomize/stage" ]] ||
+    die "kwok ${KWOK_VERSION} stage files not found in the Go module cache; run hack/build-test-binaries.sh"
   printf '%s/kustomize/stage\n' "${dir}"
 }
 
