@@ -298,3 +298,42 @@ func testConcurrentUpdateConflict[J jobPointer, L any](t *testing.T, k kind[J, L
 		t.Errorf("stored writer label = %q, want first", stored.GetLabels()["writer"])
 	}
 }
+
+// TestInvalidDebugRequest checks that a bad action body gets 422 naming the field.
+func TestInvalidDebugRequest(t *testing.T) {
+	s := framework.StartTestServer(t, "")
+	ctx := context.Background()
+	client := s.Client.BatchV1beta1().TensorFlowTrainingJobs("debug")
+	if _, err := client.Create(ctx, tensorflowKind(s).newJob("train"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	cases := map[string]struct {
+		specs     []v1beta1.ReplicaDebugSpec
+		wantField string
+	}{
+		"type missing":               {[]v1beta1.ReplicaDebugSpec{{}}, "replicaSpecs[0].type"},
+		"type the job does not have": {[]v1beta1.ReplicaDebugSpec{{Type: "ps"}}, "spec.runMode.debug.replicaSpecs[0].type"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := client.Debug(ctx, "train", &v1beta1.DebugRequest{ReplicaSpecs: tc.specs}, metav1.CreateOptions{})
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("debug: %v, want 422", err)
+			}
+			var fields []string
+			for _, cause := range err.(apierrors.APIStatus).Status().Details.Causes {
+				fields = append(fields, cause.Field)
+			}
+			if !contains(fields, tc.wantField) {
+				t.Errorf("error names %v, want %s", fields, tc.wantField)
+			}
+		})
+	}
+	job, err := client.Get(ctx, "train", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.Generation != 1 {
+		t.Errorf("rejected debug requests changed the job: generation %d", job.Generation)
+	}
+}

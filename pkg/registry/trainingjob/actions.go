@@ -25,26 +25,33 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"tensorstack.dev/training/pkg/apis/batch"
+	"tensorstack.dev/training/pkg/apis/batch/validation"
 )
 
 // action is a change of run mode that a POST to a job's subresource asks for.
 type action struct {
 	// verb is the action's name in messages: "pause", "resume" or "debug".
 	verb string
+	// requestKind is the kind of the request body, for error messages.
+	requestKind string
 	// newRequest returns an empty request body.
 	newRequest func() runtime.Object
+	// validate checks the request body; nil when it carries nothing to check.
+	validate func(request runtime.Object) field.ErrorList
 	// apply changes the spec as the request asks.
 	apply func(spec *batch.TrainingJobSpec, request runtime.Object)
 }
 
 var (
 	pauseAction = action{
-		verb:       "pause",
-		newRequest: func() runtime.Object { return &batch.PauseRequest{} },
+		verb:        "pause",
+		requestKind: "PauseRequest",
+		newRequest:  func() runtime.Object { return &batch.PauseRequest{} },
 		apply: func(spec *batch.TrainingJobSpec, _ runtime.Object) {
 			// A paused job has no pods, so there is nothing left to debug.
 			disableDebug(spec)
@@ -56,16 +63,21 @@ var (
 		},
 	}
 	resumeAction = action{
-		verb:       "resume",
-		newRequest: func() runtime.Object { return &batch.ResumeRequest{} },
+		verb:        "resume",
+		requestKind: "ResumeRequest",
+		newRequest:  func() runtime.Object { return &batch.ResumeRequest{} },
 		apply: func(spec *batch.TrainingJobSpec, _ runtime.Object) {
 			disableDebug(spec)
 			disablePause(spec)
 		},
 	}
 	debugAction = action{
-		verb:       "debug",
-		newRequest: func() runtime.Object { return &batch.DebugRequest{} },
+		verb:        "debug",
+		requestKind: "DebugRequest",
+		newRequest:  func() runtime.Object { return &batch.DebugRequest{} },
+		validate: func(request runtime.Object) field.ErrorList {
+			return validation.ValidateDebugRequest(request.(*batch.DebugRequest))
+		},
 		apply: func(spec *batch.TrainingJobSpec, request runtime.Object) {
 			disablePause(spec)
 			runModeOf(spec).Debug = &batch.DebugMode{
@@ -118,6 +130,11 @@ func (r *ActionREST) Destroy() {}
 func (r *ActionREST) Create(ctx context.Context, name string, request runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
 	if requestMeta, err := meta.Accessor(request); err == nil && requestMeta.GetName() != "" && requestMeta.GetName() != name {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("metadata.name %q of the %s request does not match the job %q in the URL", requestMeta.GetName(), r.action.verb, name))
+	}
+	if r.action.validate != nil {
+		if errs := r.action.validate(request); len(errs) > 0 {
+			return nil, apierrors.NewInvalid(batch.Kind(r.action.requestKind), name, errs)
+		}
 	}
 	// Admission (webhooks and policies on the subresource) judges the request.
 	if createValidation != nil {
