@@ -12,7 +12,10 @@
 #   etcd/, training-etcd/ data directories
 #   config/               generated configuration (kwok stages, scheduler, nodes, APIService)
 
-LOCAL_DIR="${OUTPUT_DIR}/local"
+# LOCAL_DIR (environment) puts a second stack beside the default one, with
+# other LOCAL_*_PORT values; a relative path is taken from the repository root.
+LOCAL_DIR="${LOCAL_DIR:-${OUTPUT_DIR}/local}"
+[[ "${LOCAL_DIR}" == /* ]] || LOCAL_DIR="${REPO_ROOT}/${LOCAL_DIR}"
 LOCAL_PKI_DIR="${LOCAL_DIR}/pki"
 LOCAL_LOG_DIR="${LOCAL_DIR}/logs"
 LOCAL_PID_DIR="${LOCAL_DIR}/pids"
