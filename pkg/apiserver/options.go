@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -50,6 +51,10 @@ type Options struct {
 	// EmbeddedEtcdDir is where the embedded etcd keeps its data when no
 	// --etcd-servers are given.
 	EmbeddedEtcdDir string
+	// ShutdownTimeout bounds how long a stopping server waits for open
+	// requests. Watches proxied by kube-apiserver never end by themselves,
+	// so without a short bound every stop would take the generic minute.
+	ShutdownTimeout time.Duration
 }
 
 // NewOptions returns the options with their defaults: objects are stored as
@@ -58,6 +63,7 @@ func NewOptions() *Options {
 	o := &Options{
 		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPathPrefix, Codecs.LegacyCodec(v1beta1.SchemeGroupVersion)),
 		EmbeddedEtcdDir:    DefaultEmbeddedEtcdDir,
+		ShutdownTimeout:    10 * time.Second,
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1beta1.SchemeGroupVersion, schema.GroupKind{Group: v1beta1.GroupName})
@@ -70,6 +76,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.EmbeddedEtcdDir, "embedded-etcd-dir", o.EmbeddedEtcdDir,
 		"Directory of the etcd started inside the server when --etcd-servers is empty. "+
 			"It listens only on unix sockets in this directory.")
+	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout,
+		"How long a stopping server waits for open requests, watches included, before it closes them.")
 }
 
 // usesEmbeddedEtcd says whether the server starts its own etcd.
@@ -128,5 +136,6 @@ func (o *Options) Config() (*Config, error) {
 		}
 		return nil, err
 	}
+	config.ShutdownTimeout = o.ShutdownTimeout
 	return &Config{GenericConfig: config, EmbeddedEtcd: embedded}, nil
 }
