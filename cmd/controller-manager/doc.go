@@ -29,8 +29,7 @@ limitations under the License.
 //	""                      pods                              get, list, watch, create, delete, patch
 //	""                      services                          get, list, watch, create, delete, patch
 //	apps                    deployments                       list, watch, create, update, delete
-//	""                      events                            create, patch, update
-//	events.k8s.io           events                            create, patch, update
+//	""                      events                            create, patch
 //	coordination.k8s.io     leases                            get, create, update
 //
 // What each is for: jobs get (a fresh read before adopting orphans), list and
@@ -40,8 +39,7 @@ limitations under the License.
 // batch.tensorstack.dev/job-name), create, delete (restarts, pause, clean-up,
 // TensorBoard removal), patch (adopting labelled orphans), get (finding out
 // who holds a name when a create says AlreadyExists). Deployments:
-// TensorBoard. Events: the event recorder creates events and patches them
-// when it aggregates repeats; events.k8s.io is listed for clusters whose
-// recorder is configured for it. Leases: leader election, in the
+// TensorBoard. Events: the event recorder (core/v1 events) creates events
+// and patches them when it aggregates repeats. Leases: leader election, in the
 // --leader-elect-namespace only (a Role is enough there).
 package main

@@ -304,8 +304,9 @@ func TestRestartWaitsForTheName(t *testing.T) {
 	for range 3 {
 		f.step(job)
 	}
-	if st := f.status(job); st.BackoffCount != 1 {
-		t.Fatalf("backoff %d while the pod terminates, want 1", st.BackoffCount)
+	if st := f.status(job); st.BackoffCount != 1 || st.Tasks[0].ReplicaStatus[0].Phase != v1beta1.ReplicaDeleted {
+		t.Fatalf("backoff %d, replica %+v while the pod terminates; want 1 and Deleted",
+			st.BackoffCount, st.Tasks[0].ReplicaStatus[0])
 	}
 	f.mustSync(job)
 	if got := f.createdPodNames(); len(got) != 0 {

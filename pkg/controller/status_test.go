@@ -210,3 +210,31 @@ func TestDefensiveAgainstUndefaultedJobs(t *testing.T) {
 		t.Errorf("no FailedCreate event for the replica without containers")
 	}
 }
+
+func TestFailedCreate(t *testing.T) {
+	job := newTFJob("j").withReplicas("worker", 3).obj()
+	f := newFixture(t, job)
+	f.failNext("create", "pods", 1, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "j-worker-0",
+		fmt.Errorf("exceeded quota")))
+	if _, err := f.sync(job); err == nil {
+		t.Fatalf("a failed create must be retried")
+	}
+	// The first failure stops the others: they would most likely fail alike.
+	if n := len(f.createdPods()); n != 1 {
+		t.Fatalf("%d creates attempted, want 1", n)
+	}
+	if !hasEvent(f.events(), corev1.EventTypeWarning, ReasonFailedCreate) {
+		t.Errorf("no FailedCreate event")
+	}
+	if !f.c.expectations.SatisfiedExpectations(keyOf(job).String()) {
+		t.Errorf("creations that were never made are still expected")
+	}
+	f.observe()
+	st := f.status(job)
+	assertCondition(t, st, v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, ReasonFailedCreate)
+	// The next attempt creates them all.
+	f.mustSync(job)
+	if got := f.createdPodNames(); !equalStrings(got, []string{"j-worker-0", "j-worker-1", "j-worker-2"}) {
+		t.Fatalf("created %v", got)
+	}
+}

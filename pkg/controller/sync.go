@@ -388,14 +388,18 @@ func (r *reconciler) observe(s *slot, debug bool) {
 		return
 	}
 	s.phase = podPhase(p)
+	// A replacement recorded in the status (the replica's entry says
+	// Deleted, with this pod's UID) is already counted.
+	recorded := s.prev != nil && s.prev.Phase == v1beta1.ReplicaDeleted && p.UID != "" && s.prev.UID == p.UID
+	if recorded {
+		s.replacing, s.phase = true, v1beta1.ReplicaDeleted
+	}
 	if p.DeletionTimestamp != nil {
 		// On its way out; its name is free once it is gone.
 		return
 	}
-	if s.prev != nil && s.prev.Phase == v1beta1.ReplicaDeleted && p.UID != "" && s.prev.UID == p.UID {
-		// A replacement recorded in the status whose delete has not taken
-		// effect yet: it is already counted, just delete again.
-		s.replacing, s.phase = true, v1beta1.ReplicaDeleted
+	if recorded {
+		// The delete has not taken effect yet: just delete again.
 		r.delete(p, "it is being replaced")
 		return
 	}
