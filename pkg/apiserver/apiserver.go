@@ -21,6 +21,7 @@ package apiserver
 
 import (
 	"context"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -37,17 +38,20 @@ type Config struct {
 	GenericConfig *genericapiserver.RecommendedConfig
 	// EmbeddedEtcd is the etcd the server owns, or nil with an external etcd.
 	EmbeddedEtcd *EmbeddedEtcd
+	// ShutdownTimeout bounds a graceful stop; zero keeps the generic default.
+	ShutdownTimeout time.Duration
 }
 
 // CompletedConfig is a Config with defaults filled in, ready for New.
 type CompletedConfig struct {
-	generic      genericapiserver.CompletedConfig
-	embeddedEtcd *EmbeddedEtcd
+	generic         genericapiserver.CompletedConfig
+	embeddedEtcd    *EmbeddedEtcd
+	shutdownTimeout time.Duration
 }
 
 // Complete fills in the defaults the generic server derives from the config.
 func (c *Config) Complete() CompletedConfig {
-	return CompletedConfig{generic: c.GenericConfig.Complete(), embeddedEtcd: c.EmbeddedEtcd}
+	return CompletedConfig{generic: c.GenericConfig.Complete(), embeddedEtcd: c.EmbeddedEtcd, shutdownTimeout: c.ShutdownTimeout}
 }
 
 // Server serves the batch.tensorstack.dev group.
@@ -61,6 +65,9 @@ func (c CompletedConfig) New() (*Server, error) {
 	generic, err := c.generic.New("training-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, err
+	}
+	if c.shutdownTimeout > 0 {
+		generic.ShutdownTimeout = c.shutdownTimeout
 	}
 
 	group := genericapiserver.NewDefaultAPIGroupInfo(batch.GroupName, Scheme, metav1.ParameterCodec, Codecs)

@@ -136,6 +136,5 @@ func (o *Options) Config() (*Config, error) {
 		}
 		return nil, err
 	}
-	config.ShutdownTimeout = o.ShutdownTimeout
-	return &Config{GenericConfig: config, EmbeddedEtcd: embedded}, nil
+	return &Config{GenericConfig: config, EmbeddedEtcd: embedded, ShutdownTimeout: o.ShutdownTimeout}, nil
 }
