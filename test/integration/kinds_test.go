@@ -74,13 +74,7 @@ func tensorflowKind(s *framework.TestServer) kind[*v1beta1.TensorFlowTrainingJob
 				}},
 			}
 		},
-		items: func(l *v1beta1.TensorFlowTrainingJobList) []*v1beta1.TensorFlowTrainingJob {
-			out := make([]*v1beta1.TensorFlowTrainingJob, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out
-		},
+		items: func(l *v1beta1.TensorFlowTrainingJobList) []*v1beta1.TensorFlowTrainingJob { return pointersTo(l.Items) },
 	}
 }
 
@@ -101,14 +95,16 @@ func pytorchKind(s *framework.TestServer) kind[*v1beta1.PyTorchTrainingJob, *v1b
 				}},
 			}
 		},
-		items: func(l *v1beta1.PyTorchTrainingJobList) []*v1beta1.PyTorchTrainingJob {
-			out := make([]*v1beta1.PyTorchTrainingJob, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out
-		},
+		items: func(l *v1beta1.PyTorchTrainingJobList) []*v1beta1.PyTorchTrainingJob { return pointersTo(l.Items) },
 	}
+}
+
+func pointersTo[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
 }
 
 func replicaSpecs(container string, types []v1beta1.ReplicaType) []v1beta1.ReplicaSpec {
