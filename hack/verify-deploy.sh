@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Checks the installation manifests of artifacts/deploy against a real
+# control plane: runs go test ./test/deploy/... with a local stack of its
+# own (hack/local-up.sh in _output/local-deploy on ports of its own, so it can
+# run beside `make run` or `make test-e2e`), and stops the stack afterwards.
+#
+# The stack differs from the default one in three ways:
+#   - kube-apiserver writes an audit log of the two ServiceAccounts of
+#     artifacts/deploy (test/deploy/testdata/kube-apiserver-audit-policy.yaml)
+#     to _output/local-deploy/logs/kube-apiserver-audit.log, and enforces
+#     OwnerReferencesPermissionEnforcement;
+#   - training-controller-manager acts as its ServiceAccount, with the RBAC
+#     of artifacts/deploy/base (test/deploy/controller-credential.sh), and
+#     with leader election on;
+#   - three fake nodes instead of ten.
+#
+# Usage: hack/verify-deploy.sh [--keep] [go test flags...]
+#   --keep   leave the stack running (stop it with
+#            LOCAL_DIR=_output/local-deploy hack/local-down.sh); a later run
+#            reuses a running stack instead of starting one
+# e.g. hack/verify-deploy.sh -run TestRender -v
+#
+# Settings: LOCAL_DIR (default _output/local-deploy) and the LOCAL_*_PORT
+# variables of hack/local-up.sh, defaulting here to 24790, 24791, 17443,
+# 17257, 17259, 17247, 19443, 19080, 19081.
+set -euo pipefail
+
+HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=hack/lib/common.sh
+source "${HACK_DIR}/lib/common.sh"
+
+export LOCAL_DIR="${LOCAL_DIR:-${OUTPUT_DIR}/local-deploy}"
+export LOCAL_ETCD_PORT="${LOCAL_ETCD_PORT:-24790}"
+export LOCAL_ETCD_PEER_PORT="${LOCAL_ETCD_PEER_PORT:-24791}"
+export LOCAL_APISERVER_PORT="${LOCAL_APISERVER_PORT:-17443}"
+export LOCAL_KCM_PORT="${LOCAL_KCM_PORT:-17257}"
+export LOCAL_SCHEDULER_PORT="${LOCAL_SCHEDULER_PORT:-17259}"
+export LOCAL_KWOK_PORT="${LOCAL_KWOK_PORT:-17247}"
+export LOCAL_TRAINING_PORT="${LOCAL_TRAINING_PORT:-19443}"
+export LOCAL_TRAINING_METRICS_PORT="${LOCAL_TRAINING_METRICS_PORT:-19080}"
+export LOCAL_TRAINING_HEALTH_PORT="${LOCAL_TRAINING_HEALTH_PORT:-19081}"
+export LOCAL_FAKE_NODES="${LOCAL_FAKE_NODES:-3}"
+
+# shellcheck source=hack/lib/local.sh
+source "${HACK_DIR}/lib/local.sh"
+
+keep=0
+go_flags=()
+for arg in "$@"; do
+  case "${arg}" in
+    --keep) keep=1 ;;
+    -h | --help)
+      sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
+      exit 0
+      ;;
+    *) go_flags+=("${arg}") ;;
+  esac
+done
+
+for c in kubectl training-apiserver training-controller-manager; do
+  [[ -x "${BIN_DIR}/${c}" ]] || die "${BIN_DIR#"${REPO_ROOT}/"}/${c} not found; run make build test-binaries"
+done
+
+DEPLOY_TEST_DIR="${OUTPUT_DIR}/deploy-test"
+mkdir -p "${DEPLOY_TEST_DIR}"
+audit_log="${LOCAL_LOG_DIR}/kube-apiserver-audit.log"
+controller_kubeconfig="${DEPLOY_TEST_DIR}/controller-manager.kubeconfig"
+
+# The serving certificate the generated-certs overlay installs. Kept when
+# it is still good.
+"${HACK_DIR}/deploy-certs.sh" 2>&1 | sed 's/^/  deploy-certs: /' >&2
+
+# The controller-manager's kubeconfig: the stack's CA (a file that
+# local-up.sh creates) and the ServiceAccount token from the plugin.
+cat >"${controller_kubeconfig}" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: https://127.0.0.1:${LOCAL_APISERVER_PORT}
+    certificate-authority: ${LOCAL_PKI_DIR}/ca.crt
+users:
+- name: training-controller-manager
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: ${REPO_ROOT}/test/deploy/controller-credential.sh
+      args: ["${BIN_DIR}/kubectl", "${LOCAL_KUBECONFIG}"]
+      interactiveMode: Never
+contexts:
+- name: local
+  context:
+    cluster: local
+    user: training-controller-manager
+current-context: local
+EOF
+chmod 600 "${controller_kubeconfig}"
+
+started=0
+stop_stack() {
+  local rc=$?
+  if ((started && !keep)); then
+    log "stopping the deploy test stack"
+    "${HACK_DIR}/local-down.sh" || log "WARNING: hack/local-down.sh failed"
+  fi
+  exit "${rc}"
+}
+trap stop_stack EXIT
+
+running="$(running_components | tr '\n' ' ')"
+if [[ -n "${running// /}" ]]; then
+  log "reusing the stack running in ${LOCAL_DIR#"${REPO_ROOT}/"} (${running% })"
+  load_settings
+else
+  export LOCAL_APISERVER_EXTRA_ARGS="--audit-policy-file=${REPO_ROOT}/test/deploy/testdata/kube-apiserver-audit-policy.yaml --audit-log-path=${audit_log} --audit-log-format=json --enable-admission-plugins=OwnerReferencesPermissionEnforcement ${LOCAL_APISERVER_EXTRA_ARGS:-}"
+  export LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS="--kubeconfig=${controller_kubeconfig} --leader-elect=true ${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS:-}"
+  started=1
+  "${HACK_DIR}/local-up.sh"
+fi
+
+export DEPLOY_REPO_ROOT="${REPO_ROOT}"
+export DEPLOY_KUBECTL="${BIN_DIR}/kubectl"
+export DEPLOY_BIN_DIR="${BIN_DIR}"
+export DEPLOY_KUBECONFIG="${LOCAL_KUBECONFIG}"
+export DEPLOY_CERTS_DIR="${OUTPUT_DIR}/deploy-certs"
+export DEPLOY_LOCAL_PKI_DIR="${LOCAL_PKI_DIR}"
+# The audit log only when this stack writes one (a reused stack may not).
+DEPLOY_AUDIT_LOG=""
+if [[ "${LOCAL_APISERVER_EXTRA_ARGS:-}" == *"--audit-log-path=${audit_log}"* &&
+  "${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS:-}" == *"--kubeconfig=${controller_kubeconfig}"* ]]; then
+  DEPLOY_AUDIT_LOG="${audit_log}"
+fi
+export DEPLOY_AUDIT_LOG
+
+cd "${REPO_ROOT}"
+log "running go test -count=1 -timeout 20m ${go_flags[*]} ./test/deploy/..."
+rc=0
+go test -count=1 -timeout 20m "${go_flags[@]}" ./test/deploy/... || rc=$?
+log "go test exited with ${rc}"
+exit "${rc}"
