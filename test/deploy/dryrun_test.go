@@ -23,7 +23,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // TestServerDryRun sends every installation to kube-apiserver with
@@ -100,4 +99,3 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
-
