@@ -1,0 +1,204 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package framework is the small toolkit of the end-to-end tests: clients of
+// the local control plane started by hack/test-e2e.sh, a kubectl runner, a
+// fresh namespace per test, job builders, and waiters that explain what they
+// saw when they give up.
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	clientset "tensorstack.dev/training/pkg/generated/clientset/versioned"
+)
+
+// Timeouts of the waiters. Pods of the simulated nodes start within a second,
+// so these are generous on purpose: a slow, busy 2-core machine must not
+// turn into flaky tests.
+const (
+	// Poll is how often waiters look again.
+	Poll = 250 * time.Millisecond
+	// Timeout bounds one wait for the controller or the apiserver.
+	Timeout = 2 * time.Minute
+	// GCTimeout bounds waits for kube-controller-manager's garbage collector
+	// and namespace controller.
+	GCTimeout = 3 * time.Minute
+	// KubectlTimeout bounds one kubectl invocation.
+	KubectlTimeout = 2 * time.Minute
+)
+
+// Env is what hack/test-e2e.sh tells the tests about the control plane.
+type Env struct {
+	Kubeconfig string // admin kubeconfig (system:masters)
+	Kubectl    string // the pinned kubectl binary
+	RepoRoot   string // the repository root
+	LocalDir   string // _output/local: env.sh, logs/, pki/
+	Restart    string // hack/local-restart.sh
+	FakeNodes  int    // number of kwok nodes
+	NodeGPUs   int    // nvidia.com/gpu per node
+}
+
+// Clients reach the control plane as the admin.
+type Clients struct {
+	Config   *rest.Config
+	Kube     kubernetes.Interface
+	Training clientset.Interface
+}
+
+var (
+	env     *Env
+	clients *Clients
+)
+
+// Enabled says whether the environment of hack/test-e2e.sh is present.
+func Enabled() bool { return os.Getenv("E2E_LOCAL_DIR") != "" }
+
+// Setup reads the environment and builds the clients; TestMain calls it once.
+func Setup() error {
+	e := &Env{
+		Kubeconfig: os.Getenv("KUBECONFIG"),
+		Kubectl:    os.Getenv("KUBECTL"),
+		RepoRoot:   os.Getenv("E2E_REPO_ROOT"),
+		LocalDir:   os.Getenv("E2E_LOCAL_DIR"),
+		Restart:    os.Getenv("E2E_RESTART"),
+	}
+	var missing []string
+	for name, v := range map[string]string{
+		"KUBECONFIG": e.Kubeconfig, "KUBECTL": e.Kubectl, "E2E_REPO_ROOT": e.RepoRoot,
+		"E2E_LOCAL_DIR": e.LocalDir, "E2E_RESTART": e.Restart,
+	} {
+		if v == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("environment variables %s are not set; run the suite through make test-e2e (hack/test-e2e.sh)",
+			strings.Join(missing, ", "))
+	}
+	var err error
+	if e.FakeNodes, err = intEnv("E2E_FAKE_NODES", 10); err != nil {
+		return err
+	}
+	if e.NodeGPUs, err = intEnv("E2E_NODE_GPUS", 64); err != nil {
+		return err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", e.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading %s: %w", e.Kubeconfig, err)
+	}
+	// Many tests poll at once; the client-side limiter must not be the
+	// bottleneck.
+	cfg.QPS, cfg.Burst = 200, 400
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	training, err := clientset.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	env = e
+	clients = &Clients{Config: cfg, Kube: kube, Training: training}
+	return nil
+}
+
+func intEnv(name string, def int) (int, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q: %w", name, v, err)
+	}
+	return n, nil
+}
+
+// Environment returns the environment read by Setup.
+func Environment() *Env { return env }
+
+// AdminClients returns the admin clients built by Setup.
+func AdminClients() *Clients { return clients }
+
+// Framework is one test's view of the cluster: the admin clients and a
+// namespace of its own that is deleted when the test ends.
+type Framework struct {
+	*Clients
+	Env       *Env
+	T         *testing.T
+	Namespace string
+}
+
+// New creates a namespace named after prefix for the test and deletes it
+// when the test ends. On failure, the namespace's jobs, pods and events are
+// logged first; E2E_KEEP_NAMESPACES=1 keeps the namespace of a failed test.
+func New(t *testing.T, prefix string) *Framework {
+	t.Helper()
+	if env == nil {
+		t.Fatal("framework.Setup was not called (TestMain)")
+	}
+	f := &Framework{Clients: clients, Env: env, T: t}
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	ns, err := f.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: "e2e-" + prefix + "-",
+			Labels:       map[string]string{"e2e.tensorstack.dev/test": "true"},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating the test namespace: %v", err)
+	}
+	f.Namespace = ns.Name
+	t.Logf("namespace %s", f.Namespace)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("state of namespace %s at the end of the failed test:\n%s", f.Namespace, f.DumpNamespace())
+			if os.Getenv("E2E_KEEP_NAMESPACES") != "" {
+				t.Logf("keeping namespace %s (E2E_KEEP_NAMESPACES)", f.Namespace)
+				return
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+		defer cancel()
+		err := f.Kube.CoreV1().Namespaces().Delete(ctx, f.Namespace, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting namespace %s: %v", f.Namespace, err)
+		}
+	})
+	return f
+}
+
+// Context returns a context bounded by Timeout that ends with the test.
+func (f *Framework) Context() context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	f.T.Cleanup(cancel)
+	return ctx
+}

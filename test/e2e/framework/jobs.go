@@ -1,0 +1,229 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package framework
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
+// Kind is a job kind of the batch.tensorstack.dev group.
+type Kind string
+
+// The two job kinds.
+const (
+	KindTF      Kind = "TensorFlowTrainingJob"
+	KindPyTorch Kind = "PyTorchTrainingJob"
+)
+
+// Resource is the kind's resource name.
+func (k Kind) Resource() string {
+	if k == KindPyTorch {
+		return v1beta1.PyTorchTrainingJobResource
+	}
+	return v1beta1.TensorFlowTrainingJobResource
+}
+
+// Short is the kind's short name for kubectl.
+func (k Kind) Short() string {
+	if k == KindPyTorch {
+		return "pj"
+	}
+	return "tj"
+}
+
+// ContainerName is the name of the kind's training container.
+func (k Kind) ContainerName() string {
+	if k == KindPyTorch {
+		return v1beta1.PyTorchContainerName
+	}
+	return v1beta1.TensorFlowContainerName
+}
+
+// JobRef names a job.
+type JobRef struct {
+	Kind      Kind
+	Namespace string
+	Name      string
+}
+
+func (r JobRef) String() string { return fmt.Sprintf("%s %s/%s", r.Kind, r.Namespace, r.Name) }
+
+// KubectlName is the job as kubectl arguments name it: tj/NAME or pj/NAME.
+func (r JobRef) KubectlName() string { return r.Kind.Short() + "/" + r.Name }
+
+// ActionPath is the path of an action subresource (pause, resume, debug).
+func (r JobRef) ActionPath(action string) string {
+	return fmt.Sprintf("/apis/%s/namespaces/%s/%s/%s/%s",
+		v1beta1.SchemeGroupVersion.String(), r.Namespace, r.Kind.Resource(), r.Name, action)
+}
+
+// Ref names a job of this test's namespace.
+func (f *Framework) Ref(k Kind, name string) JobRef {
+	return JobRef{Kind: k, Namespace: f.Namespace, Name: name}
+}
+
+// Create creates the built job in the test's namespace.
+func (f *Framework) Create(b *JobBuilder) JobRef {
+	f.T.Helper()
+	ref := f.Ref(b.Kind(), b.Name())
+	if err := f.CreateJob(f.Context(), b.Build(f.Namespace)); err != nil {
+		f.T.Fatalf("creating %s: %v", ref, err)
+	}
+	return ref
+}
+
+// CreateJob creates a job object through the clientset.
+func (c *Clients) CreateJob(ctx context.Context, job v1beta1.TrainingJob) error {
+	var err error
+	switch j := job.(type) {
+	case *v1beta1.TensorFlowTrainingJob:
+		_, err = c.Training.BatchV1beta1().TensorFlowTrainingJobs(j.Namespace).Create(ctx, j, metav1.CreateOptions{})
+	case *v1beta1.PyTorchTrainingJob:
+		_, err = c.Training.BatchV1beta1().PyTorchTrainingJobs(j.Namespace).Create(ctx, j, metav1.CreateOptions{})
+	default:
+		err = fmt.Errorf("unknown job type %T", job)
+	}
+	return err
+}
+
+// GetJob reads a job through the clientset.
+func (c *Clients) GetJob(ctx context.Context, ref JobRef) (v1beta1.TrainingJob, error) {
+	if ref.Kind == KindPyTorch {
+		return c.Training.BatchV1beta1().PyTorchTrainingJobs(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	}
+	return c.Training.BatchV1beta1().TensorFlowTrainingJobs(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+}
+
+// DeleteJob deletes a job through the clientset, in the background.
+func (c *Clients) DeleteJob(ctx context.Context, ref JobRef) error {
+	bg := metav1.DeletePropagationBackground
+	opts := metav1.DeleteOptions{PropagationPolicy: &bg}
+	if ref.Kind == KindPyTorch {
+		return c.Training.BatchV1beta1().PyTorchTrainingJobs(ref.Namespace).Delete(ctx, ref.Name, opts)
+	}
+	return c.Training.BatchV1beta1().TensorFlowTrainingJobs(ref.Namespace).Delete(ctx, ref.Name, opts)
+}
+
+// MustGetJob reads a job and fails the test if it cannot.
+func (f *Framework) MustGetJob(ref JobRef) v1beta1.TrainingJob {
+	f.T.Helper()
+	job, err := f.GetJob(f.Context(), ref)
+	if err != nil {
+		f.T.Fatalf("getting %s: %v", ref, err)
+	}
+	return job
+}
+
+// JobSelector selects what the controller created for a job.
+func JobSelector(ref JobRef) string {
+	return labels.Set{v1beta1.LabelJobName: ref.Name, v1beta1.LabelJobKind: string(ref.Kind)}.String()
+}
+
+// ListPods returns the job's pods (by the controller's labels), sorted by
+// name.
+func (c *Clients) ListPods(ctx context.Context, ref JobRef) ([]corev1.Pod, error) {
+	list, err := c.Kube.CoreV1().Pods(ref.Namespace).List(ctx, metav1.ListOptions{LabelSelector: JobSelector(ref)})
+	if err != nil {
+		return nil, err
+	}
+	pods := list.Items
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	return pods, nil
+}
+
+// Pods returns the job's pods and fails the test if it cannot list them.
+func (f *Framework) Pods(ref JobRef) []corev1.Pod {
+	f.T.Helper()
+	pods, err := f.ListPods(f.Context(), ref)
+	if err != nil {
+		f.T.Fatalf("listing pods of %s: %v", ref, err)
+	}
+	return pods
+}
+
+// ActionBody is the request body of an action subresource.
+func ActionBody(action string) string {
+	kind := map[string]string{"pause": "PauseRequest", "resume": "ResumeRequest", "debug": "DebugRequest"}[action]
+	return fmt.Sprintf(`{"kind":%q,"apiVersion":%q}`, kind, v1beta1.SchemeGroupVersion.String())
+}
+
+// Action posts an action (pause, resume, debug) with body through
+// kubectl create --raw, with extra kubectl flags such as --as.
+func (f *Framework) Action(ref JobRef, action, body string, flags ...string) KubectlResult {
+	f.T.Helper()
+	if body == "" {
+		body = ActionBody(action)
+	}
+	file := f.WriteFile(action+".json", body)
+	args := append(append([]string(nil), flags...), "create", "--raw", ref.ActionPath(action), "-f", file)
+	return f.Kubectl(args...)
+}
+
+// MustAction is Action that fails the test unless kubectl exits 0.
+func (f *Framework) MustAction(ref JobRef, action, body string) {
+	f.T.Helper()
+	if r := f.Action(ref, action, body); r.Err != nil {
+		f.T.Fatalf("%s action on %s: %s", action, ref, r)
+	}
+}
+
+// Condition returns the job's condition of type typ, or nil.
+func Condition(job v1beta1.TrainingJob, typ string) *metav1.Condition {
+	for i, c := range job.JobStatus().Conditions {
+		if c.Type == typ {
+			return &job.JobStatus().Conditions[i]
+		}
+	}
+	return nil
+}
+
+// HasCondition says whether the job has condition typ with status (and
+// reason, when reason is not empty).
+func HasCondition(job v1beta1.TrainingJob, typ string, status metav1.ConditionStatus, reason string) bool {
+	c := Condition(job, typ)
+	return c != nil && c.Status == status && (reason == "" || c.Reason == reason)
+}
+
+// EnvOf returns the value of an environment variable of a container, and
+// whether it is set.
+func EnvOf(c *corev1.Container, name string) (string, bool) {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value, true
+		}
+	}
+	return "", false
+}
+
+// TrainingContainer returns the pod's container named like the kind's
+// training container, else the first.
+func TrainingContainer(k Kind, pod *corev1.Pod) *corev1.Container {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == k.ContainerName() {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	return &pod.Spec.Containers[0]
+}
