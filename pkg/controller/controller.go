@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,8 +33,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	appslisters "k8s.io/client-go/listers/apps/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -69,10 +68,10 @@ type Controller struct {
 	kubeClient kubernetes.Interface
 	kinds      map[string]*kindHandler
 
-	podIndexer       cache.Indexer
-	serviceLister    corelisters.ServiceLister
-	deploymentLister appslisters.DeploymentLister
-	synced           []cache.InformerSynced
+	podIndexer        cache.Indexer
+	serviceIndexer    cache.Indexer
+	deploymentIndexer cache.Indexer
+	synced            []cache.InformerSynced
 
 	queue        workqueue.TypedRateLimitingInterface[jobKey]
 	expectations *Expectations
@@ -169,12 +168,12 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, jobClient version
 	if _, err := services.Informer().AddEventHandler(dependents); err != nil {
 		return nil, fmt.Errorf("watching services: %w", err)
 	}
-	c.serviceLister = services.Lister()
+	c.serviceIndexer = services.Informer().GetIndexer()
 	deployments := kubeInformers.Apps().V1().Deployments()
 	if _, err := deployments.Informer().AddEventHandler(dependents); err != nil {
 		return nil, fmt.Errorf("watching deployments: %w", err)
 	}
-	c.deploymentLister = deployments.Lister()
+	c.deploymentIndexer = deployments.Informer().GetIndexer()
 	c.synced = append(c.synced, pods.Informer().HasSynced, services.Informer().HasSynced,
 		deployments.Informer().HasSynced)
 	return c, nil
@@ -268,6 +267,26 @@ func (c *Controller) forgetJob(logger klog.Logger, kind string, obj any) {
 	key := jobKey{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName()}
 	c.expectations.DeleteExpectations(key.String())
 	c.enqueue(key)
+}
+
+// cachedService returns a Service from the cache, or nil.
+func (c *Controller) cachedService(namespace, name string) (*corev1.Service, error) {
+	obj, ok, err := c.serviceIndexer.GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return nil, err
+	}
+	svc, _ := obj.(*corev1.Service)
+	return svc, nil
+}
+
+// cachedDeployment returns a Deployment from the cache, or nil.
+func (c *Controller) cachedDeployment(namespace, name string) (*appsv1.Deployment, error) {
+	obj, ok, err := c.deploymentIndexer.GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return nil, err
+	}
+	dep, _ := obj.(*appsv1.Deployment)
+	return dep, nil
 }
 
 // podJobIndex indexes pods by <namespace>/<job kind>/<job name>, from their

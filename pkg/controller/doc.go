@@ -19,26 +19,66 @@ limitations under the License.
 // according to the restart policies, pauses, resumes and debugs jobs, runs
 // the optional TensorBoard, and reports what it sees in the job's status.
 //
-// Both kinds share one machinery (Controller and its per-job reconciler).
-// What differs between them is answered by a small Adapter per kind: the
-// order in which ranks are handed out, the environment each replica gets,
-// how the training container is started, and when the job has succeeded.
+// Both kinds share one machinery (Controller and its per-job reconciler, in
+// the shape of Kubernetes' Job controller: informers filtered to objects
+// with the job-name label, a typed rate-limited work queue keyed by kind,
+// namespace and name, expectations, adoption of labelled orphans). What
+// differs between the kinds is answered by a small Adapter per kind
+// (tensorflow.go, pytorch.go): the order in which ranks are handed out, the
+// environment each replica gets, how the training container is started, and
+// when the job has succeeded.
 //
-// Decisions this package takes where the API contract is silent are listed
-// in the comments of the functions that make them; the most visible ones:
+// Decisions taken where the API contract (api.md) is silent:
 //
-//   - A replica's address is <type>-<index>.<job>.<namespace>.svc, or, with
-//     a cluster domain configured, <type>-<index>.<job>.<namespace>.svc.<domain>.
+//   - Addresses: a replica is <type>-<index>.<job>.<namespace>.svc; with
+//     Options.ClusterDomain (flag --cluster-domain, empty by default) it is
+//     <type>-<index>.<job>.<namespace>.svc.<domain>.
 //   - TF_CONFIG's cluster lists chief, worker and ps, never evaluator (as in
-//     Kubeflow and TensorFlow's own estimator rules); the evaluator gets the
-//     same cluster and its own task.
+//     Kubeflow, and as TensorFlow's estimator and multi-worker strategies
+//     require); the evaluator gets the same cluster and its own task.
 //   - PyTorch ranks: the master replica (type master, else index 0 of the
-//     first type with replicas) has rank 0; the other types follow in list
-//     order.
-//   - The controller's environment is set in every container and init
-//     container of a replica; a user entry with the same name is replaced.
-//   - A job has been paused once its Paused condition was True; from then on
-//     pods are created with the resumeSpecs' command and args.
-//   - Success of a replica under restartPolicy Always restarts it without
-//     counting against backoffLimit; only failures use up the backoff.
+//     first type with replicas) has rank 0 wherever it is listed; the other
+//     types follow in list order.
+//   - torchrun: see pyTorchAdapter.Entrypoint for the exact command.
+//   - The environment is set in every container and init container of a
+//     replica; a template entry with the same name is replaced.
+//   - Debug pods run the debug command with no args and keep their
+//     environment; torchrun is not applied to them. Their exits are never
+//     counted, they are recreated; the active deadline still applies.
+//   - Resume: a job has been paused once its Paused condition was True (it
+//     stays, turned False with reason Resumed); from then on every pod it
+//     creates takes command and args, each where given, from the matching
+//     resumeSpec, and drops init containers where asked.
+//   - A pod carries the annotation batch.tensorstack.dev/run-mode (Immediate
+//     or Debug); when the job's mode changes, pods of the other mode are
+//     replaced. Mode changes are not restarts.
+//   - Phases: Pending until every replica's pod is Running or Succeeded,
+//     then Running, which later restarts do not undo; Resuming likewise after
+//     a pause. While pods are being deleted for a pause, the phase stays and
+//     the Paused condition is True with reason Pausing; Paused once none is
+//     left. Unknown is never set.
+//   - Restarts: failures use up backoffLimit; a success replaced under
+//     restartPolicy Always, a disruption and a debug exit do not. Every
+//     replacement counts in the type's restartCount. With ExitCode, a pod
+//     that failed without any exit code is retried.
+//   - A restart is recorded in the status before the pod is deleted: the
+//     replica's entry turns Deleted with the old pod's UID. A failure is
+//     thus counted once even if the delete fails or the cache is stale; the
+//     new pod is created under the same name once the old one is gone.
+//   - Outcome order in one reconcile: success rule, then deadline, then
+//     failures. On DeadlineExceeded, running pods are deleted whatever the
+//     clean-up policy; then the clean-up policy applies.
+//   - Status write first, actions second: nothing is created or deleted on
+//     the strength of a status that could not be written.
+//   - TensorBoard: Deployment and Service <job>-tensorboard; each PVC of
+//     trainingLogFilesets is mounted read-only once at /t9k/logs/<pvc>; one
+//     fileset gives --logdir=<dir>, several --logdir_spec=<pvc>/<path>:<dir>,...;
+//     plus --bind_all --port=6006. Its pods are labelled
+//     batch.tensorstack.dev/tensorboard=<job>, not job-name, so the job's
+//     headless Service does not select them. It keeps running after the job
+//     finished and is removed when tensorboardSpec is.
+//   - Events (reasons): SuccessfulCreate, SuccessfulDelete, SuccessfulUpdate,
+//     FailedCreate, FailedDelete, Restarting, Paused, Resumed, Succeeded,
+//     ReplicaFailed, BackoffLimitExceeded, DeadlineExceeded, TTLExpired,
+//     Adopted, NameConflict.
 package controller

@@ -37,7 +37,10 @@ type kindHandler struct {
 	gvk      schema.GroupVersionKind
 	informer cache.SharedIndexInformer
 
-	get          func(namespace, name string) (v1beta1.TrainingJob, error)
+	get func(namespace, name string) (v1beta1.TrainingJob, error)
+	// statusCopy returns a copy of a cached job whose status may be edited.
+	// Spec and metadata are shared with the cache and must not be written.
+	statusCopy   func(job v1beta1.TrainingJob) (v1beta1.TrainingJob, bool)
 	list         func() ([]v1beta1.TrainingJob, error)
 	getFresh     func(ctx context.Context, namespace, name string) (v1beta1.TrainingJob, error)
 	updateStatus func(ctx context.Context, job v1beta1.TrainingJob) (v1beta1.TrainingJob, error)
@@ -54,6 +57,15 @@ func newTensorFlowHandler(client versioned.Interface, factory jobinformers.Share
 		informer: inf.Informer(),
 		get: func(ns, name string) (v1beta1.TrainingJob, error) {
 			return lister.TensorFlowTrainingJobs(ns).Get(name)
+		},
+		statusCopy: func(job v1beta1.TrainingJob) (v1beta1.TrainingJob, bool) {
+			j, ok := job.(*v1beta1.TensorFlowTrainingJob)
+			if !ok {
+				return nil, false
+			}
+			c := *j
+			j.Status.DeepCopyInto(&c.Status)
+			return &c, true
 		},
 		list: func() ([]v1beta1.TrainingJob, error) {
 			jobs, err := lister.List(labels.Everything())
@@ -89,6 +101,15 @@ func newPyTorchHandler(client versioned.Interface, factory jobinformers.SharedIn
 		informer: inf.Informer(),
 		get: func(ns, name string) (v1beta1.TrainingJob, error) {
 			return lister.PyTorchTrainingJobs(ns).Get(name)
+		},
+		statusCopy: func(job v1beta1.TrainingJob) (v1beta1.TrainingJob, bool) {
+			j, ok := job.(*v1beta1.PyTorchTrainingJob)
+			if !ok {
+				return nil, false
+			}
+			c := *j
+			j.Status.DeepCopyInto(&c.Status)
+			return &c, true
 		},
 		list: func() ([]v1beta1.TrainingJob, error) {
 			jobs, err := lister.List(labels.Everything())

@@ -109,9 +109,11 @@ func (r *reconciler) servicePorts() []corev1.ServicePort {
 // reported and left alone.
 func (r *reconciler) ensureService(ctx context.Context) error {
 	name := r.job.GetName()
-	svc, err := r.c.serviceLister.Services(r.key.Namespace).Get(name)
+	svc, err := r.c.cachedService(r.key.Namespace, name)
 	switch {
-	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("getting service %s: %w", name, err)
+	case svc == nil:
 		created, err := r.c.kubeClient.CoreV1().Services(r.key.Namespace).Create(ctx, r.newService(), metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			// Either the cache is behind, or the name is someone else's.
@@ -131,8 +133,6 @@ func (r *reconciler) ensureService(ctx context.Context) error {
 		r.logger.V(2).Info("Created service", "service", klog.KObj(created))
 		r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created service %s", name)
 		return nil
-	case err != nil:
-		return fmt.Errorf("getting service %s: %w", name, err)
 	default:
 		return r.checkService(ctx, svc)
 	}

@@ -238,3 +238,40 @@ func TestFailedCreate(t *testing.T) {
 		t.Fatalf("created %v", got)
 	}
 }
+
+// The reconcile edits a copy of the job's status only; the informer cache,
+// whose spec it shares, must come out unchanged.
+func TestCacheIsNotMutated(t *testing.T) {
+	jobs := []v1beta1.TrainingJob{
+		newTFJob("tf").withReplicas("chief", 1).withReplicas("worker", 2).withInitContainer("worker").
+			withTensorBoard("t9k://pvc/a/x", "t9k://pvc/b").obj(),
+		newPyTorchJob("pt").withReplicas("worker", 2).withReplicas("master", 1).
+			withTorchrun(v1beta1.TorchrunConfig{Enabled: true, ExtraOptions: []string{"--x"}}).obj(),
+		newPyTorchJob("dbg").withReplicas("master", 1).withInitContainer("master").
+			debug(v1beta1.ReplicaDebugSpec{Type: "master", SkipInitContainer: true, Command: []string{"sh"}}).obj(),
+		newTFJob("rs").withReplicas("worker", 1).withInitContainer("worker").
+			paused(v1beta1.ResumeSpec{Type: "worker", SkipInitContainer: true, Command: []string{"a"}, Args: []string{"b"}}).
+			withStatus(v1beta1.TrainingJobStatus{Phase: v1beta1.JobPaused, Conditions: []metav1.Condition{{
+				Type: v1beta1.ConditionPaused, Status: metav1.ConditionTrue, Reason: ReasonPaused}}}).obj(),
+	}
+	jobs[3].CommonSpec().RunMode.Pause.Enabled = false // resuming
+	for _, job := range jobs {
+		t.Run(job.GetName(), func(t *testing.T) {
+			f := newFixture(t, job)
+			for range 3 {
+				obj, _, _ := f.indexer(job).GetByKey("ns/" + job.GetName())
+				before := obj.(v1beta1.TrainingJob).DeepCopyObject()
+				f.mustSync(job)
+				after, _, _ := f.indexer(job).GetByKey("ns/" + job.GetName())
+				if !reflect.DeepEqual(before, after) {
+					t.Fatalf("the cached job changed during the reconcile:\nbefore %+v\nafter  %+v", before, after)
+				}
+				f.observe()
+				f.setAll(running)
+			}
+			if len(f.podNames()) == 0 {
+				t.Fatalf("the scenario created no pods")
+			}
+		})
+	}
+}

@@ -75,9 +75,11 @@ func (c *Controller) syncJob(ctx context.Context, key jobKey) (requeueAfter time
 		// The garbage collector removes what the job owns.
 		return 0, nil
 	}
-	job, ok := cached.DeepCopyObject().(v1beta1.TrainingJob)
+	// Only the status is edited: copying the spec, pod templates and all, on
+	// every reconcile would cost more than the rest of a quiet reconcile.
+	job, ok := h.statusCopy(cached)
 	if !ok {
-		return 0, fmt.Errorf("%T is not a training job", cached)
+		return 0, fmt.Errorf("%T is not a %s", cached, key.Kind)
 	}
 	r := &reconciler{
 		c:        c,

@@ -197,19 +197,13 @@ func (r *reconciler) reconcileTensorBoard(ctx context.Context) error {
 	deployments := r.c.kubeClient.AppsV1().Deployments(ns)
 	services := r.c.kubeClient.CoreV1().Services(ns)
 
-	dep, err := r.c.deploymentLister.Deployments(ns).Get(name)
-	if err != nil && !apierrors.IsNotFound(err) {
+	dep, err := r.c.cachedDeployment(ns, name)
+	if err != nil {
 		return fmt.Errorf("getting deployment %s: %w", name, err)
 	}
-	if apierrors.IsNotFound(err) {
-		dep = nil
-	}
-	svc, err := r.c.serviceLister.Services(ns).Get(name)
-	if err != nil && !apierrors.IsNotFound(err) {
+	svc, err := r.c.cachedService(ns, name)
+	if err != nil {
 		return fmt.Errorf("getting service %s: %w", name, err)
-	}
-	if apierrors.IsNotFound(err) {
-		svc = nil
 	}
 
 	tb := r.spec.TensorboardSpec
