@@ -202,3 +202,11 @@ func (f *Framework) Context() context.Context {
 	f.T.Cleanup(cancel)
 	return ctx
 }
+
+// For returns the framework for a subtest: same namespace, failures reported
+// to t.
+func (f *Framework) For(t *testing.T) *Framework {
+	c := *f
+	c.T = t
+	return &c
+}

@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/util/retry"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
@@ -226,4 +227,30 @@ func TrainingContainer(k Kind, pod *corev1.Pod) *corev1.Container {
 		}
 	}
 	return &pod.Spec.Containers[0]
+}
+
+// UpdateJob reads the job, lets mutate change it and writes it back,
+// retrying on conflicts with the controller's status writes.
+func (f *Framework) UpdateJob(ref JobRef, mutate func(job v1beta1.TrainingJob)) v1beta1.TrainingJob {
+	f.T.Helper()
+	var out v1beta1.TrainingJob
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		ctx := f.Context()
+		job, err := f.GetJob(ctx, ref)
+		if err != nil {
+			return err
+		}
+		mutate(job)
+		switch j := job.(type) {
+		case *v1beta1.TensorFlowTrainingJob:
+			out, err = f.Training.BatchV1beta1().TensorFlowTrainingJobs(j.Namespace).Update(ctx, j, metav1.UpdateOptions{})
+		case *v1beta1.PyTorchTrainingJob:
+			out, err = f.Training.BatchV1beta1().PyTorchTrainingJobs(j.Namespace).Update(ctx, j, metav1.UpdateOptions{})
+		}
+		return err
+	})
+	if err != nil {
+		f.T.Fatalf("updating %s: %v", ref, err)
+	}
+	return out
 }
