@@ -91,3 +91,36 @@ func TestRunReconcilesThroughInformers(t *testing.T) {
 		t.Fatalf("Run did not return after the context ended")
 	}
 }
+
+// A deadline is met by a delayed requeue on the work queue, driven here by
+// the test's clock: the job is not looked at again before it is due.
+func TestDeadlineRequeueThroughQueue(t *testing.T) {
+	job := newTFJob("j").withReplicas("worker", 1).withDeadline(60).obj()
+	f := newFixture(t, job)
+	f.c.queue.Add(keyOf(job))
+	if !f.c.processNextItem(f.ctx) {
+		t.Fatalf("the queue shut down")
+	}
+	if n := f.c.queue.Len(); n != 0 {
+		t.Fatalf("queue length %d right after the sync, want 0", n)
+	}
+	f.clock.Step(59 * time.Second)
+	time.Sleep(10 * time.Millisecond) // give the queue's timer goroutine a chance to misbehave
+	if n := f.c.queue.Len(); n != 0 {
+		t.Fatalf("the job came back %d times before its deadline", n)
+	}
+	f.clock.Step(time.Second)
+	err := wait.PollUntilContextTimeout(f.ctx, 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return f.c.queue.Len() == 1, nil
+	})
+	if err != nil {
+		t.Fatalf("the job was not requeued at its deadline")
+	}
+	f.observe()
+	if !f.c.processNextItem(f.ctx) {
+		t.Fatalf("the queue shut down")
+	}
+	f.observe()
+	assertCondition(t, f.status(job), v1beta1.ConditionFailed, metav1.ConditionTrue, ReasonDeadlineExceeded)
+	f.c.queue.ShutDown()
+}
