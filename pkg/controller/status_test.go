@@ -275,3 +275,15 @@ func TestCacheIsNotMutated(t *testing.T) {
 		})
 	}
 }
+
+func TestTasksFollowTheSpecOrder(t *testing.T) {
+	job := newPyTorchJob("j").withReplicas("worker", 2).withReplicas("master", 1).obj()
+	f := newFixture(t, job)
+	f.step(job)
+	st := f.status(job)
+	if len(st.Tasks) != 2 || st.Tasks[0].Type != "worker" || st.Tasks[1].Type != "master" ||
+		len(st.Tasks[0].ReplicaStatus) != 2 || st.Tasks[0].ReplicaStatus[1].Name != "j-worker-1" ||
+		len(st.Tasks[1].ReplicaStatus) != 1 || st.Tasks[1].ReplicaStatus[0].Name != "j-master-0" {
+		t.Fatalf("tasks %+v, want worker then master as listed", st.Tasks)
+	}
+}

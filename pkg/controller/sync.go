@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -630,6 +631,15 @@ func (r *reconciler) fillStatus() {
 			agg.Unknown++
 		}
 	}
+	// Report the types in the order the spec lists them, even where ranks
+	// put the master first.
+	order := map[v1beta1.ReplicaType]int{}
+	for i, spec := range r.spec.ReplicaSpecs {
+		if _, seen := order[normalizeType(spec.Type)]; !seen {
+			order[normalizeType(spec.Type)] = i
+		}
+	}
+	sort.SliceStable(tasks, func(a, b int) bool { return order[tasks[a].Type] < order[tasks[b].Type] })
 	st.Tasks = tasks
 	st.Aggregate = agg
 
