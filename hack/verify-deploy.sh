@@ -115,6 +115,10 @@ if [[ -n "${running// /}" ]]; then
 else
   export LOCAL_APISERVER_EXTRA_ARGS="--audit-policy-file=${REPO_ROOT}/test/deploy/testdata/kube-apiserver-audit-policy.yaml --audit-log-path=${audit_log} --audit-log-format=json --enable-admission-plugins=OwnerReferencesPermissionEnforcement ${LOCAL_APISERVER_EXTRA_ARGS:-}"
   export LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS="--kubeconfig=${controller_kubeconfig} --leader-elect=true ${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS:-}"
+  # client-go's informers list, then watch, as against servers without
+  # streaming lists; the role's list rules are then exercised too (see
+  # TestControllerRoleIsLeastPrivilege).
+  export KUBE_FEATURE_WatchListClient=false
   started=1
   "${HACK_DIR}/local-up.sh"
 fi

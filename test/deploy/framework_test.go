@@ -134,6 +134,7 @@ func (e *testEnv) restConfig(t *testing.T) *rest.Config {
 }
 
 type clients struct {
+	config  *rest.Config
 	kube    kubernetes.Interface
 	jobs    versioned.Interface
 	dynamic dynamic.Interface
@@ -143,6 +144,7 @@ func (e *testEnv) clients(t *testing.T) *clients {
 	t.Helper()
 	cfg := e.restConfig(t)
 	return &clients{
+		config:  cfg,
 		kube:    kubernetes.NewForConfigOrDie(cfg),
 		jobs:    versioned.NewForConfigOrDie(cfg),
 		dynamic: dynamic.NewForConfigOrDie(cfg),

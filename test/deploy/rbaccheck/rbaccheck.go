@@ -112,17 +112,22 @@ func Expand(rules []rbacv1.PolicyRule, namespace string) []Permission {
 type Request struct {
 	// User is the identity the request acted as (the impersonated one, if
 	// any).
-	User        string
-	Verb        string
-	APIGroup    string
-	Resource    string
-	Subresource string
-	Namespace   string
-	Name        string
+	User string
+	// ImpersonatedBy is the identity that authenticated when User was
+	// impersonated. Such requests are not counted as the User's own.
+	ImpersonatedBy string
+	Verb           string
+	APIGroup       string
+	Resource       string
+	Subresource    string
+	Namespace      string
+	Name           string
 	// Path is the URL path, for non-resource requests.
 	Path string
 	// Code is the HTTP status of the response; 0 when none was recorded.
 	Code int32
+	// Message is the message of the response status, for failures.
+	Message string
 	// Decision is kube-apiserver's authorization decision ("allow",
 	// "forbid"), when recorded.
 	Decision string
@@ -143,10 +148,22 @@ func (r Request) FullResource() string {
 	return r.Resource
 }
 
-// Allowed says whether the request got past authorization: neither
-// kube-apiserver nor the server behind it answered 403.
+// Authorized says whether authorization let the request through: neither
+// kube-apiserver's authorizer nor that of the aggregated server behind it
+// refused it. (A 403 can also come from admission, such as a namespace
+// being deleted: that request was authorized.)
+func (r Request) Authorized() bool {
+	if r.Decision == "forbid" {
+		return false
+	}
+	// The refusal of an authorizer reads `... is forbidden: User "<name>" cannot <verb> ...`.
+	return r.Code != http.StatusForbidden || !strings.Contains(r.Message, `User "`+r.User+`" cannot `)
+}
+
+// Allowed says whether the request was authorized and not answered with 403
+// at all: the permissions it needed were used successfully.
 func (r Request) Allowed() bool {
-	return r.Decision != "forbid" && r.Code != http.StatusForbidden
+	return r.Authorized() && r.Code != http.StatusForbidden
 }
 
 func (r Request) String() string {
@@ -229,10 +246,10 @@ func requestOf(ev *auditv1.Event) Request {
 		Reason:   ev.Annotations[reasonAnnotation],
 	}
 	if ev.ImpersonatedUser != nil {
-		r.User = ev.ImpersonatedUser.Username
+		r.User, r.ImpersonatedBy = ev.ImpersonatedUser.Username, ev.User.Username
 	}
 	if ev.ResponseStatus != nil {
-		r.Code = ev.ResponseStatus.Code
+		r.Code, r.Message = ev.ResponseStatus.Code, ev.ResponseStatus.Message
 	}
 	if o := ev.ObjectRef; o != nil && o.Resource != "" {
 		r.APIGroup, r.Resource, r.Subresource = o.APIGroup, o.Resource, o.Subresource
@@ -266,7 +283,10 @@ func (p Permission) Grants(r Request) bool {
 	if !matches(p.APIGroup, r.APIGroup) || !resourceMatches(p.Resource, r) {
 		return false
 	}
-	if p.ResourceName != "" && p.ResourceName != r.Name {
+	// The audit log names the object of a create (from its body), but the
+	// authorizer sees no name in a create's URL: a rule limited to names
+	// never grants create.
+	if p.ResourceName != "" && (p.ResourceName != r.Name || r.Verb == "create") {
 		return false
 	}
 	return p.Namespace == "" || p.Namespace == r.Namespace
@@ -289,14 +309,18 @@ func resourceMatches(rule string, r Request) bool {
 	return false
 }
 
-// Unused returns the permissions that no allowed request of user used,
-// sorted.
+// own says whether the request is one user made itself: impersonated
+// requests were made by someone else on the user's behalf.
+func (r Request) own(user string) bool { return r.User == user && r.ImpersonatedBy == "" }
+
+// Unused returns the permissions that no allowed request of user (made by
+// user itself, not impersonated) used, sorted.
 func Unused(perms []Permission, reqs []Request, user string) []Permission {
 	var out []Permission
 	for _, p := range perms {
 		used := false
 		for _, r := range reqs {
-			if r.User == user && r.Allowed() && p.Grants(r) {
+			if r.own(user) && r.Allowed() && p.Grants(r) {
 				used = true
 				break
 			}
@@ -339,13 +363,13 @@ func UnusedRoleRules(role *rbacv1.Role, auditLogPath, user string) ([]Permission
 	return Unused(Expand(role.Rules, role.Namespace), reqs, user), nil
 }
 
-// Forbidden returns the requests of user that were refused by authorization,
-// each distinct request once, in the order first seen.
+// Forbidden returns the requests of user that were refused by authorization
+// (not by admission), each distinct request once, in the order first seen.
 func Forbidden(reqs []Request, user string) []Request {
 	seen := map[Request]bool{}
 	var out []Request
 	for _, r := range reqs {
-		if r.User != user || r.Allowed() || seen[r] {
+		if !r.own(user) || r.Authorized() || seen[r] {
 			continue
 		}
 		seen[r] = true
@@ -361,7 +385,7 @@ func Used(perms []Permission, reqs []Request, user string) map[Permission]int {
 	for _, p := range perms {
 		counts[p] = 0
 		for _, r := range reqs {
-			if r.User == user && r.Allowed() && p.Grants(r) {
+			if r.own(user) && r.Allowed() && p.Grants(r) {
 				counts[p]++
 			}
 		}
