@@ -430,21 +430,33 @@ func checkReplicaPods(t *testing.T, f *framework.Framework, job v1beta1.Training
 	checkService(t, f, job, ref, groups)
 }
 
-// checkService checks the job's one headless Service.
+// checkService checks the job's one headless Service. The only other
+// Service carrying the job's labels may be its TensorBoard's.
 func checkService(t *testing.T, f *framework.Framework, job v1beta1.TrainingJob, ref framework.JobRef, groups []replicaGroup) {
 	t.Helper()
 	svcs, err := f.Kube.CoreV1().Services(ref.Namespace).List(f.Context(), metav1.ListOptions{LabelSelector: framework.JobSelector(ref)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(svcs.Items) != 1 || svcs.Items[0].Name != ref.Name {
-		var names []string
-		for _, s := range svcs.Items {
-			names = append(names, s.Name)
+	var svc *corev1.Service
+	var names []string
+	for i := range svcs.Items {
+		s := &svcs.Items[i]
+		names = append(names, s.Name)
+		switch s.Name {
+		case ref.Name:
+			svc = s
+		case ref.Name + "-tensorboard":
+			if job.CommonSpec().TensorboardSpec == nil {
+				t.Errorf("service %s exists, but the job has no tensorboardSpec", s.Name)
+			}
+		default:
+			t.Errorf("service %s carries the labels of %s: the job must have one Service", s.Name, ref)
 		}
-		t.Fatalf("services of %s: %q, want exactly [%s]", ref, names, ref.Name)
 	}
-	svc := &svcs.Items[0]
+	if svc == nil {
+		t.Fatalf("services of %s: %q, no %s", ref, names, ref.Name)
+	}
 	if svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses {
 		t.Errorf("service %s: clusterIP %q publishNotReadyAddresses %v, want None and true", svc.Name, svc.Spec.ClusterIP, svc.Spec.PublishNotReadyAddresses)
 	}
