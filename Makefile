@@ -6,7 +6,7 @@ BIN := $(OUTPUT)/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 LDFLAGS := -X tensorstack.dev/training/pkg/version.gitVersion=$(VERSION)
 
-.PHONY: all build test test-unit test-integration test-e2e test-fuzz update-codegen verify-codegen lint bench \
+.PHONY: all build test test-unit test-integration test-e2e test-deploy test-fuzz update-codegen verify-codegen lint bench \
 	test-binaries run local-up local-down clean
 
 all: build
@@ -18,7 +18,7 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/training-controller-manager ./cmd/controller-manager
 
 ## test: everything CI checks: lint, generated code, unit, integration and end-to-end tests
-test: lint verify-codegen test-unit test-integration test-e2e
+test: lint verify-codegen test-unit test-integration test-e2e test-deploy
 
 test-unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/...
@@ -29,6 +29,10 @@ test-integration:
 ## test-e2e: build the pinned control plane, start it, run test/e2e, stop it
 test-e2e: build test-binaries
 	hack/test-e2e.sh
+
+## test-deploy: the installation manifests (artifacts/deploy) against a local stack of their own
+test-deploy: build test-binaries
+	hack/verify-deploy.sh
 
 ## test-fuzz: a short run of the decode/default/validate fuzzer
 test-fuzz:

@@ -98,6 +98,7 @@ EOF
 chmod 600 "${controller_kubeconfig}"
 
 started=0
+# shellcheck disable=SC2317 # invoked through the EXIT trap
 stop_stack() {
   local rc=$?
   if ((started && !keep)); then
