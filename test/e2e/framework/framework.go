@@ -22,8 +22,11 @@ package framework
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -209,4 +212,50 @@ func (f *Framework) For(t *testing.T) *Framework {
 	c := *f
 	c.T = t
 	return &c
+}
+
+// RestartComponent runs hack/local-restart.sh for a component of the local
+// control plane (with --stop or --start in args, or neither for a restart)
+// and waits for it; the script itself waits until the component is ready.
+func (f *Framework) RestartComponent(args ...string) {
+	f.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, f.Env.Restart, args...)
+	out, err := cmd.CombinedOutput()
+	f.T.Logf("%s %s took %s:\n%s", filepath.Base(f.Env.Restart), strings.Join(args, " "), time.Since(start).Round(time.Millisecond), out)
+	if err != nil {
+		f.T.Fatalf("%s %s: %v", f.Env.Restart, strings.Join(args, " "), err)
+	}
+}
+
+// WaitForAPIServiceAvailable waits until kube-apiserver reports the
+// APIService of the group Available.
+func (f *Framework) WaitForAPIServiceAvailable() {
+	f.T.Helper()
+	const name = "v1beta1.batch.tensorstack.dev"
+	f.Eventually(Timeout, "APIService "+name+" Available", func(ctx context.Context) (bool, error) {
+		data, err := f.Kube.Discovery().RESTClient().Get().AbsPath("/apis/apiregistration.k8s.io/v1/apiservices", name).DoRaw(ctx)
+		if err != nil {
+			return false, err
+		}
+		var svc struct {
+			Status struct {
+				Conditions []metav1.Condition `json:"conditions"`
+			} `json:"status"`
+		}
+		if err := json.Unmarshal(data, &svc); err != nil {
+			return false, err
+		}
+		for _, c := range svc.Status.Conditions {
+			if c.Type == "Available" {
+				if c.Status != metav1.ConditionTrue {
+					return false, fmt.Errorf("Available=%s: %s: %s", c.Status, c.Reason, c.Message)
+				}
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("no Available condition yet")
+	})
 }
