@@ -287,3 +287,25 @@ func TestTasksFollowTheSpecOrder(t *testing.T) {
 		t.Fatalf("tasks %+v, want worker then master as listed", st.Tasks)
 	}
 }
+
+// In a namespace being deleted nothing can be created; that is no error to
+// retry or to report.
+func TestTerminatingNamespace(t *testing.T) {
+	job := newTFJob("j").withReplicas("worker", 2).withTensorBoard("t9k://pvc/logs").obj()
+	f := newFixture(t, job)
+	terminating := func(resource string) error {
+		err := apierrors.NewForbidden(schema.GroupResource{Resource: resource}, "x", fmt.Errorf("namespace ns is being terminated"))
+		err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes,
+			metav1.StatusCause{Type: corev1.NamespaceTerminatingCause, Message: "namespace ns is being terminated"})
+		return err
+	}
+	for _, r := range []string{"pods", "services", "deployments"} {
+		f.failNext("create", r, 10, terminating(r))
+	}
+	if _, err := f.sync(job); err != nil {
+		t.Fatalf("sync in a terminating namespace: %v", err)
+	}
+	if hasEvent(f.events(), corev1.EventTypeWarning, ReasonFailedCreate) {
+		t.Errorf("FailedCreate reported for a terminating namespace")
+	}
+}

@@ -238,6 +238,9 @@ func (r *reconciler) reconcileTensorBoard(ctx context.Context) error {
 	switch {
 	case dep == nil:
 		created, err := deployments.Create(ctx, desired, metav1.CreateOptions{})
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return nil
+		}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			st.Reason, st.Note, st.Type = "CreateFailed", err.Error(), corev1.EventTypeWarning
 			r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating deployment %s: %v", name, err)
@@ -269,10 +272,13 @@ func (r *reconciler) reconcileTensorBoard(ctx context.Context) error {
 	}
 
 	if svc == nil {
-		if _, err := services.Create(ctx, r.newTensorBoardService(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		_, err := services.Create(ctx, r.newTensorBoardService(), metav1.CreateOptions{})
+		switch {
+		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause), apierrors.IsAlreadyExists(err):
+		case err != nil:
 			r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating service %s: %v", name, err)
 			return fmt.Errorf("creating service %s: %w", name, err)
-		} else if err == nil {
+		default:
 			r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created service %s", name)
 		}
 	}
