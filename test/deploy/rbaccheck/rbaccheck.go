@@ -30,6 +30,19 @@ limitations under the License.
 //	- level: Metadata
 //	  users: ["system:serviceaccount:tensorstack-system:training-controller-manager"]
 //	- level: None
+//
+// After a suite has driven the identity through its scenarios:
+//
+//	clusterRoles, roles, err := rbaccheck.ReadRoles("artifacts/deploy/base/rbac-controller-manager.yaml")
+//	unused, err := rbaccheck.UnusedRules(&clusterRoles[0], auditLogPath, user)
+//	unused, err = rbaccheck.UnusedRoleRules(&roles[0], auditLogPath, user)
+//	reqs, err := rbaccheck.ReadAuditLog(auditLogPath)
+//	refused := rbaccheck.Forbidden(reqs, user)
+//
+// Only requests show in an audit log: a permission that an admission plugin
+// checks on the identity's behalf (OwnerReferencesPermissionEnforcement and
+// update on .../finalizers, for one) is never "used" and must be shown
+// needed another way.
 package rbaccheck
 
 import (
@@ -45,6 +58,8 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
 
@@ -376,6 +391,52 @@ func Forbidden(reqs []Request, user string) []Request {
 		out = append(out, r)
 	}
 	return out
+}
+
+// ReadRoles reads the ClusterRoles and Roles of a YAML or JSON file of
+// Kubernetes objects (other kinds are skipped), such as
+// artifacts/deploy/base/rbac-controller-manager.yaml.
+func ReadRoles(path string) ([]rbacv1.ClusterRole, []rbacv1.Role, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() { _ = f.Close() }()
+	var (
+		clusterRoles []rbacv1.ClusterRole
+		roles        []rbacv1.Role
+	)
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				return clusterRoles, roles, nil
+			}
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		var meta metav1.TypeMeta
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if meta.APIVersion != rbacv1.SchemeGroupVersion.String() {
+			continue
+		}
+		switch meta.Kind {
+		case "ClusterRole":
+			var r rbacv1.ClusterRole
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", path, err)
+			}
+			clusterRoles = append(clusterRoles, r)
+		case "Role":
+			var r rbacv1.Role
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", path, err)
+			}
+			roles = append(roles, r)
+		}
+	}
 }
 
 // Used reports, for every permission, how many allowed requests of user it

@@ -281,3 +281,31 @@ func TestExpand(t *testing.T) {
 		}
 	}
 }
+
+// TestReadRoles reads the controller's roles from the manifests and walks
+// them against the recorded log: the leader-election Role was used in full.
+func TestReadRoles(t *testing.T) {
+	clusterRoles, roles, err := ReadRoles("../../../artifacts/deploy/base/rbac-controller-manager.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(clusterRoles) != 1 || clusterRoles[0].Name != "tensorstack:training-controller-manager" || len(clusterRoles[0].Rules) == 0 {
+		t.Fatalf("ClusterRoles: %+v", clusterRoles)
+	}
+	if len(roles) != 1 || roles[0].Namespace != "tensorstack-system" {
+		t.Fatalf("Roles: %+v", roles)
+	}
+	unused, err := UnusedRoleRules(&roles[0], recorded, controller)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(unused) != 0 {
+		t.Errorf("unused: %v", unused)
+	}
+	if _, _, err := ReadRoles("testdata/audit.log"); err != nil {
+		t.Errorf("a file of other objects: %v", err)
+	}
+	if _, _, err := ReadRoles("testdata/missing.yaml"); err == nil {
+		t.Errorf("a missing file gave no error")
+	}
+}
