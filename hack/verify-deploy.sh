@@ -12,7 +12,11 @@
 #   - training-controller-manager acts as its ServiceAccount, with the RBAC
 #     of artifacts/deploy/base (test/deploy/controller-credential.sh), and
 #     with leader election on;
-#   - three fake nodes instead of ten.
+#   - three fake nodes instead of ten;
+#   - every component runs with KUBE_FEATURE_WatchListClient=false, so
+#     informers list and then watch (restart a component of this stack with
+#     hack/local-restart.sh only with that variable set, or the controller's
+#     list rules go unused).
 #
 # Usage: hack/verify-deploy.sh [--keep] [go test flags...]
 #   --keep   leave the stack running (stop it with
