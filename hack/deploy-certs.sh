@@ -18,6 +18,8 @@
 #                         out of version control: it holds private keys)
 #   --cluster-domain D    the cluster's DNS domain (default cluster.local)
 #   --san NAME            one more DNS name or IP address (repeatable)
+#                         (both are remembered in DIR/names.env and used again
+#                         by later runs that do not give them)
 #   --days N              validity of the serving certificate (default 365)
 #   --renew               issue a new serving certificate even if the current
 #                         one is still good
@@ -45,16 +47,17 @@ CA_DAYS=3650
 RENEW_WITHIN_SECONDS=$((30 * 24 * 3600))
 
 out="${OUTPUT_DIR}/deploy-certs"
-cluster_domain="cluster.local"
+cluster_domain=""
 days=365
 renew=0
 new_ca=0
 extra_sans=()
+san_given=0
 while (($#)); do
   case "$1" in
     --out) out="${2:?--out needs a directory}"; shift 2 ;;
     --cluster-domain) cluster_domain="${2:?--cluster-domain needs a value}"; shift 2 ;;
-    --san) extra_sans+=("${2:?--san needs a value}"); shift 2 ;;
+    --san) extra_sans+=("${2:?--san needs a value}"); san_given=1; shift 2 ;;
     --days) days="${2:?--days needs a number}"; shift 2 ;;
     --renew) renew=1; shift ;;
     --new-ca) new_ca=1; shift ;;
@@ -65,6 +68,26 @@ done
 [[ "${days}" =~ ^[1-9][0-9]*$ ]] || die "--days must be a positive number, got ${days}"
 command -v openssl >/dev/null 2>&1 || die "openssl is needed on PATH"
 
+mkdir -p "${out}"
+chmod 700 "${out}"
+out="$(cd "${out}" && pwd)"
+
+# The names of the last run, unless given now.
+if [[ -f "${out}/names.env" ]]; then
+  # shellcheck source=/dev/null
+  source "${out}/names.env"
+  [[ -n "${cluster_domain}" ]] || cluster_domain="${saved_cluster_domain:-}"
+  ((san_given)) || extra_sans=("${saved_extra_sans[@]}")
+fi
+[[ -n "${cluster_domain}" ]] || cluster_domain="cluster.local"
+{
+  echo "# Written by hack/deploy-certs.sh: the names of the serving certificate."
+  printf 'saved_cluster_domain=%q\n' "${cluster_domain}"
+  printf 'saved_extra_sans=('
+  for san in "${extra_sans[@]}"; do printf '%q ' "${san}"; done
+  printf ')\n'
+} >"${out}/names.env"
+
 sans=(
   "${SERVICE}"
   "${SERVICE}.${NAMESPACE}"
@@ -72,10 +95,6 @@ sans=(
   "${SERVICE}.${NAMESPACE}.svc.${cluster_domain}"
   "${extra_sans[@]}"
 )
-
-mkdir -p "${out}"
-chmod 700 "${out}"
-out="$(cd "${out}" && pwd)"
 
 # san_list prints the subjectAltName value for openssl: DNS:a,IP:b,...
 san_list() {

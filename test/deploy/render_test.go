@@ -390,7 +390,18 @@ func checkGeneratedCerts(t *testing.T, r *rendered, caBundle string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range servingNames(defaultClusterDomain) {
+	// The cluster domain is the installer's choice (--cluster-domain); the
+	// other names are fixed.
+	names := servingNames("")[:3]
+	for _, n := range leaf.DNSNames {
+		if strings.HasPrefix(n, serviceDNSName+".") {
+			names = append(names, n)
+		}
+	}
+	if len(names) != 4 {
+		t.Errorf("the serving certificate has no name %s.<cluster domain>: %q", serviceDNSName, leaf.DNSNames)
+	}
+	for _, name := range names {
 		if _, err := leaf.Verify(x509.VerifyOptions{DNSName: name, Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
 			t.Errorf("the serving certificate does not verify for %s with the caBundle: %v", name, err)
 		}
