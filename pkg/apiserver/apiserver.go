@@ -71,6 +71,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 
 	group := genericapiserver.NewDefaultAPIGroupInfo(batch.GroupName, Scheme, metav1.ParameterCodec, Codecs)
+	group.NegotiatedSerializer = jsonOnlyCodecs{Codecs}
 	storage := map[string]rest.Storage{}
 	tensorflow, err := tensorflowtrainingjob.NewStorage(Scheme, c.generic.RESTOptionsGetter)
 	if err != nil {
