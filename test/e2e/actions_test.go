@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -196,4 +197,41 @@ func TestActionsOnFinishedJob(t *testing.T) {
 	if job := f.MustGetJob(running); pauseEnabled(job) {
 		t.Errorf("a pause with the wrong body paused the job")
 	}
+}
+
+// TestDeadlineRestartsOnResume: activeDeadlineSeconds counts from the last
+// resume, so a job paused for longer than its deadline can be resumed and
+// runs for its deadline again.
+func TestDeadlineRestartsOnResume(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t, "deadline-resume")
+	const deadline = 6
+	ref := f.Create(framework.NewTFJob("deadline").WithReplicas("worker", 1).ActiveDeadline(deadline))
+	f.WaitForRunningPods(ref, 1)
+	job := f.WaitForPhase(ref, v1beta1.JobRunning)
+	started := job.JobStatus().StartTime
+	if started == nil {
+		t.Fatalf("a running job has no startTime")
+	}
+	f.MustAction(ref, "pause", "")
+	f.WaitForPhase(ref, v1beta1.JobPaused)
+	// Stay paused until the deadline, counted from the first start, has
+	// passed with a margin.
+	f.WaitForJob(ref, "paused past the deadline", framework.Timeout, func(job v1beta1.TrainingJob) (bool, error) {
+		if p := job.JobStatus().Phase; p != v1beta1.JobPaused {
+			return false, framework.Stop("phase %s while paused", p)
+		}
+		return time.Since(started.Time) > (deadline+3)*time.Second, nil
+	})
+	resumed := time.Now()
+	f.MustAction(ref, "resume", "")
+	f.WaitForRunningPods(ref, 1)
+	f.WaitForPhase(ref, v1beta1.JobRunning)
+	job = f.WaitForPhase(ref, v1beta1.JobFailed)
+	checkFailed(t, job, "DeadlineExceeded")
+	// completionTime has second precision: allow one second.
+	if ran := job.JobStatus().CompletionTime.Sub(resumed); ran < (deadline-1)*time.Second {
+		t.Errorf("the job failed %s after it was resumed, before its deadline of %ds", ran, deadline)
+	}
+	f.WaitForNoPods(ref, framework.Timeout)
 }

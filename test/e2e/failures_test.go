@@ -24,6 +24,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -351,4 +352,44 @@ func TestTTLAfterFinished(t *testing.T) {
 		t.Errorf("the job was deleted %s after it finished, before its TTL of 2s", gone)
 	}
 	f.WaitForNoPods(ref, framework.GCTimeout)
+}
+
+// TestEvictedPodReplaced: a pod evicted through the Eviction API is replaced
+// even under restartPolicy Never and backoffLimit 0, and the replacement is
+// not counted against the backoff limit.
+func TestEvictedPodReplaced(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t, "evict")
+	ref := f.Create(framework.NewTFJob("evicted").WithReplicas("worker", 2).BackoffLimit(0))
+	pods := f.WaitForRunningPods(ref, 2)
+	f.WaitForPhase(ref, v1beta1.JobRunning)
+	before := podUIDs(pods)
+	victim := ref.Name + "-worker-1"
+	err := f.Kube.PolicyV1().Evictions(f.Namespace).Evict(f.Context(), &policyv1.Eviction{
+		ObjectMeta: metav1.ObjectMeta{Name: victim, Namespace: f.Namespace},
+	})
+	if err != nil {
+		t.Fatalf("evicting %s: %v", victim, err)
+	}
+	pods = f.WaitForPods(ref, "a replacement for the evicted pod", framework.Timeout, func(pods []corev1.Pod) (bool, error) {
+		if len(pods) != 2 {
+			return false, nil
+		}
+		for _, p := range pods {
+			if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+				return false, nil
+			}
+			if p.Name == victim && p.UID == before[victim] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if pods[0].UID != before[ref.Name+"-worker-0"] {
+		t.Errorf("worker-0 was replaced too: %v", podSummary(pods))
+	}
+	job := f.WaitForPhase(ref, v1beta1.JobRunning)
+	if n := job.JobStatus().BackoffCount; n != 0 {
+		t.Errorf("backoffCount %d after an eviction, want 0", n)
+	}
 }
