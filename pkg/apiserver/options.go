@@ -20,12 +20,14 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	apiserverconfig "k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
@@ -55,6 +57,10 @@ type Options struct {
 	// requests. Watches proxied by kube-apiserver never end by themselves,
 	// so without a short bound every stop would take the generic minute.
 	ShutdownTimeout time.Duration
+	// AnonymousAuth, when false, refuses unauthenticated requests everywhere
+	// but the health paths that need no authorization, so kubelet probes
+	// still work.
+	AnonymousAuth bool
 }
 
 // NewOptions returns the options with their defaults: objects are stored as
@@ -64,6 +70,7 @@ func NewOptions() *Options {
 		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPathPrefix, Codecs.LegacyCodec(v1beta1.SchemeGroupVersion)),
 		EmbeddedEtcdDir:    DefaultEmbeddedEtcdDir,
 		ShutdownTimeout:    10 * time.Second,
+		AnonymousAuth:      true,
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1beta1.SchemeGroupVersion, schema.GroupKind{Group: v1beta1.GroupName})
@@ -78,6 +85,30 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"It listens only on unix sockets in this directory.")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout,
 		"How long a stopping server waits for open requests, watches included, before it closes them.")
+	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth,
+		"Whether unauthenticated requests are treated as system:anonymous. When false, they are "+
+			"accepted only on the paths of --authorization-always-allow-paths (health checks).")
+}
+
+// restrictAnonymous limits anonymous requests to the paths that are
+// authorized for everyone anyway.
+func (o *Options) restrictAnonymous() {
+	authn, authz := o.RecommendedOptions.Authentication, o.RecommendedOptions.Authorization
+	if o.AnonymousAuth || authn == nil {
+		return
+	}
+	anonymous := &apiserverconfig.AnonymousAuthConfig{Enabled: true}
+	if authz != nil {
+		for _, path := range authz.AlwaysAllowPaths {
+			if !strings.Contains(path, "*") {
+				anonymous.Conditions = append(anonymous.Conditions, apiserverconfig.AnonymousAuthCondition{Path: path})
+			}
+		}
+	}
+	if len(anonymous.Conditions) == 0 {
+		anonymous.Enabled = false
+	}
+	authn.Anonymous = anonymous
 }
 
 // usesEmbeddedEtcd says whether the server starts its own etcd.
@@ -119,6 +150,7 @@ func (o *Options) Config() (*Config, error) {
 		o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = []string{embedded.ClientURL}
 	}
 
+	o.restrictAnonymous()
 	config := genericapiserver.NewRecommendedConfig(Codecs)
 	namer := openapi.NewDefinitionNamer(Scheme)
 	config.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, namer)

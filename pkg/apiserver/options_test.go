@@ -61,3 +61,27 @@ func TestEmbeddedEtcdRejectsLongDirectory(t *testing.T) {
 		t.Errorf("StartEmbeddedEtcd with a long directory: %v, want a too-long error", err)
 	}
 }
+
+func TestAnonymousAuthFalseKeepsHealthPaths(t *testing.T) {
+	o := NewOptions()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--anonymous-auth=false", "--authorization-always-allow-paths=/healthz,/readyz,/debug/*"}); err != nil {
+		t.Fatal(err)
+	}
+	o.restrictAnonymous()
+	anonymous := o.RecommendedOptions.Authentication.Anonymous
+	var paths []string
+	for _, c := range anonymous.Conditions {
+		paths = append(paths, c.Path)
+	}
+	if !anonymous.Enabled || strings.Join(paths, ",") != "/healthz,/readyz" {
+		t.Errorf("anonymous = enabled %v on %v, want enabled only on /healthz,/readyz", anonymous.Enabled, paths)
+	}
+
+	o = NewOptions()
+	o.restrictAnonymous()
+	if a := o.RecommendedOptions.Authentication.Anonymous; !a.Enabled || len(a.Conditions) != 0 {
+		t.Errorf("default anonymous = %+v, want enabled everywhere (authorization decides)", a)
+	}
+}

@@ -23,140 +23,140 @@ package v1beta1
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Aggregate) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.Aggregate"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.Aggregate"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ContainerStatus) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.ContainerStatus"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ContainerStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in DebugMode) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.DebugMode"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.DebugMode"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in DebugRequest) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.DebugRequest"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.DebugRequest"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in DependentStatus) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.DependentStatus"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.DependentStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ElasticConfig) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.ElasticConfig"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ElasticConfig"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PauseMode) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.PauseMode"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.PauseMode"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PauseRequest) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.PauseRequest"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.PauseRequest"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PyTorchTrainingJob) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.PyTorchTrainingJob"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.PyTorchTrainingJob"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PyTorchTrainingJobList) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.PyTorchTrainingJobList"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.PyTorchTrainingJobList"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PyTorchTrainingJobSpec) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.PyTorchTrainingJobSpec"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.PyTorchTrainingJobSpec"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReplicaDebugSpec) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.ReplicaDebugSpec"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ReplicaDebugSpec"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReplicaSpec) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.ReplicaSpec"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ReplicaSpec"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReplicaStatus) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.ReplicaStatus"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ReplicaStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ResumeRequest) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.ResumeRequest"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ResumeRequest"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ResumeSpec) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.ResumeSpec"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ResumeSpec"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in RunMode) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.RunMode"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.RunMode"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in RunPolicy) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.RunPolicy"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.RunPolicy"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SchedulePolicy) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.SchedulePolicy"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.SchedulePolicy"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in T9kScheduler) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.T9kScheduler"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.T9kScheduler"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in TaskStatus) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.TaskStatus"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TaskStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in TensorBoardSpec) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.TensorBoardSpec"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TensorBoardSpec"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in TensorFlowTrainingJob) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.TensorFlowTrainingJob"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TensorFlowTrainingJob"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in TensorFlowTrainingJobList) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.TensorFlowTrainingJobList"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TensorFlowTrainingJobList"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in TensorFlowTrainingJobSpec) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.TensorFlowTrainingJobSpec"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TensorFlowTrainingJobSpec"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in TorchrunConfig) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.TorchrunConfig"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TorchrunConfig"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in TrainingJobSpec) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.TrainingJobSpec"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingJobSpec"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in TrainingJobStatus) OpenAPIModelName() string {
-	return "dev.tensorstack.batch.v1beta1.TrainingJobStatus"
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingJobStatus"
 }
