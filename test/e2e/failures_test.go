@@ -199,6 +199,11 @@ func TestExitCodeRestartPolicy(t *testing.T) {
 		if n := job.JobStatus().BackoffCount; n < 1 || n >= 20 {
 			t.Errorf("backoffCount %d, want at least the one restart before the fix and below the limit", n)
 		}
+		// kubectl shows the restarts.
+		row := parseTable(t, f.MustKubectl("get", ref.KubectlName())).row(t, ref.Name)
+		if row["RESTARTS"] != fmt.Sprint(job.JobStatus().BackoffCount) || row["PHASE"] != "Succeeded" {
+			t.Errorf("kubectl get row %v, want phase Succeeded and %d restarts", row, job.JobStatus().BackoffCount)
+		}
 		pods := f.Pods(ref)
 		if len(pods) != 1 || pods[0].Annotations[framework.AnnotationExitCode] != "0" || pods[0].Status.Phase != corev1.PodSucceeded {
 			t.Errorf("pods %v, want one Succeeded pod from the updated template", podSummary(pods))
