@@ -69,7 +69,7 @@ func NewOptions() *Options {
 	o := &Options{
 		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPathPrefix, Codecs.LegacyCodec(v1beta1.SchemeGroupVersion)),
 		EmbeddedEtcdDir:    DefaultEmbeddedEtcdDir,
-		ShutdownTimeout:    10 * time.Second,
+		ShutdownTimeout:    5 * time.Second,
 		AnonymousAuth:      true,
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
