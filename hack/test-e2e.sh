@@ -18,6 +18,8 @@ HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "${HACK_DIR}/lib/common.sh"
 # shellcheck source=hack/lib/local.sh
 source "${HACK_DIR}/lib/local.sh"
+# shellcheck source=hack/lib/serviceaccounts.sh
+source "${HACK_DIR}/lib/serviceaccounts.sh"
 
 # shellcheck disable=SC2317 # invoked through the EXIT trap
 cleanup() {
@@ -28,6 +30,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Our components run as the ServiceAccounts of artifacts/deploy, so every
+# scenario also shows the installation's RBAC is enough.
+use_service_account_identities "${LOCAL_DIR}-identities"
 "${HACK_DIR}/local-up.sh"
 
 cd "${REPO_ROOT}"
@@ -52,4 +57,13 @@ log "running go test -count=1 -timeout 40m $* ./test/e2e/..."
 rc=0
 go test -count=1 -timeout 40m "$@" ./test/e2e/... || rc=$?
 log "go test exited with ${rc}"
+((rc == 0)) || exit "${rc}"
+
+# With the whole suite in the audit log: nothing the controller did was
+# refused, and every rule of its role was used (removing one breaks something).
+export DEPLOY_REPO_ROOT="${REPO_ROOT}" DEPLOY_KUBECTL="${BIN_DIR}/kubectl" DEPLOY_BIN_DIR="${BIN_DIR}"
+export DEPLOY_KUBECONFIG="${LOCAL_KUBECONFIG}" DEPLOY_LOCAL_PKI_DIR="${LOCAL_PKI_DIR}"
+export DEPLOY_CERTS_DIR="${OUTPUT_DIR}/deploy-certs" DEPLOY_AUDIT_LOG="${SERVICE_ACCOUNT_AUDIT_LOG}"
+log "walking the controller's RBAC rules over the e2e audit log"
+go test -count=1 -timeout 10m -run '^TestControllerRoleIsLeastPrivilege$' ./test/deploy/ || rc=$?
 exit "${rc}"

@@ -9,9 +9,9 @@
 #     artifacts/deploy (test/deploy/testdata/kube-apiserver-audit-policy.yaml)
 #     to _output/local-deploy/logs/kube-apiserver-audit.log, and enforces
 #     OwnerReferencesPermissionEnforcement;
-#   - training-controller-manager acts as its ServiceAccount, with the RBAC
-#     of artifacts/deploy/base (test/deploy/controller-credential.sh), and
-#     with leader election on;
+#   - training-apiserver and training-controller-manager act as their
+#     ServiceAccounts, with the RBAC of artifacts/deploy/base
+#     (hack/lib/serviceaccounts.sh), the controller with leader election on;
 #   - three fake nodes instead of ten;
 #   - every component runs with KUBE_FEATURE_WatchListClient=false, so
 #     informers list and then watch (restart a component of this stack with
@@ -47,6 +47,8 @@ export LOCAL_FAKE_NODES="${LOCAL_FAKE_NODES:-3}"
 
 # shellcheck source=hack/lib/local.sh
 source "${HACK_DIR}/lib/local.sh"
+# shellcheck source=hack/lib/serviceaccounts.sh
+source "${HACK_DIR}/lib/serviceaccounts.sh"
 
 keep=0
 go_flags=()
@@ -67,39 +69,7 @@ done
 
 DEPLOY_TEST_DIR="${OUTPUT_DIR}/deploy-test"
 mkdir -p "${DEPLOY_TEST_DIR}"
-audit_log="${LOCAL_LOG_DIR}/kube-apiserver-audit.log"
-controller_kubeconfig="${DEPLOY_TEST_DIR}/controller-manager.kubeconfig"
-
-# The serving certificate the generated-certs overlay installs. Kept when
-# it is still good.
 "${HACK_DIR}/deploy-certs.sh" 2>&1 | sed 's/^/  deploy-certs: /' >&2
-
-# The controller-manager's kubeconfig: the stack's CA (a file that
-# local-up.sh creates) and the ServiceAccount token from the plugin.
-cat >"${controller_kubeconfig}" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster:
-    server: https://127.0.0.1:${LOCAL_APISERVER_PORT}
-    certificate-authority: ${LOCAL_PKI_DIR}/ca.crt
-users:
-- name: training-controller-manager
-  user:
-    exec:
-      apiVersion: client.authentication.k8s.io/v1
-      command: ${REPO_ROOT}/test/deploy/controller-credential.sh
-      args: ["${BIN_DIR}/kubectl", "${LOCAL_KUBECONFIG}"]
-      interactiveMode: Never
-contexts:
-- name: local
-  context:
-    cluster: local
-    user: training-controller-manager
-current-context: local
-EOF
-chmod 600 "${controller_kubeconfig}"
 
 started=0
 # shellcheck disable=SC2317 # invoked through the EXIT trap
@@ -118,12 +88,9 @@ if [[ -n "${running// /}" ]]; then
   log "reusing the stack running in ${LOCAL_DIR#"${REPO_ROOT}/"} (${running% })"
   load_settings
 else
-  export LOCAL_APISERVER_EXTRA_ARGS="--audit-policy-file=${REPO_ROOT}/test/deploy/testdata/kube-apiserver-audit-policy.yaml --audit-log-path=${audit_log} --audit-log-format=json --enable-admission-plugins=OwnerReferencesPermissionEnforcement ${LOCAL_APISERVER_EXTRA_ARGS:-}"
-  export LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS="--kubeconfig=${controller_kubeconfig} --leader-elect=true ${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS:-}"
-  # client-go's informers list, then watch, as against servers without
-  # streaming lists; the role's list rules are then exercised too (see
+  # The components act as their ServiceAccounts, with an audit log (see
   # TestControllerRoleIsLeastPrivilege).
-  export KUBE_FEATURE_WatchListClient=false
+  use_service_account_identities "${DEPLOY_TEST_DIR}"
   started=1
   "${HACK_DIR}/local-up.sh"
 fi
@@ -136,9 +103,9 @@ export DEPLOY_CERTS_DIR="${OUTPUT_DIR}/deploy-certs"
 export DEPLOY_LOCAL_PKI_DIR="${LOCAL_PKI_DIR}"
 # The audit log only when this stack writes one (a reused stack may not).
 DEPLOY_AUDIT_LOG=""
-if [[ "${LOCAL_APISERVER_EXTRA_ARGS:-}" == *"--audit-log-path=${audit_log}"* &&
-  "${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS:-}" == *"--kubeconfig=${controller_kubeconfig}"* ]]; then
-  DEPLOY_AUDIT_LOG="${audit_log}"
+if [[ "${LOCAL_APISERVER_EXTRA_ARGS:-}" == *"--audit-log-path="* &&
+  "${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS:-}" == *"--kubeconfig=${DEPLOY_TEST_DIR}/"* ]]; then
+  DEPLOY_AUDIT_LOG="${LOCAL_LOG_DIR}/kube-apiserver-audit.log"
 fi
 export DEPLOY_AUDIT_LOG
 
