@@ -74,7 +74,9 @@ func tensorflowKind(s *framework.TestServer) kind[*v1beta1.TensorFlowTrainingJob
 				}},
 			}
 		},
-		items: func(l *v1beta1.TensorFlowTrainingJobList) []*v1beta1.TensorFlowTrainingJob { return pointersTo(l.Items) },
+		items: func(l *v1beta1.TensorFlowTrainingJobList) []*v1beta1.TensorFlowTrainingJob {
+			return pointersTo(l.Items)
+		},
 	}
 }
 
