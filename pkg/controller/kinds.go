@@ -49,67 +49,66 @@ type kindHandler struct {
 
 func newTensorFlowHandler(client versioned.Interface, factory jobinformers.SharedInformerFactory) *kindHandler {
 	inf := factory.Batch().V1beta1().TensorFlowTrainingJobs()
-	lister := inf.Lister()
-	api := client.BatchV1beta1()
-	return &kindHandler{
-		Adapter:  tensorFlowAdapter{},
-		gvk:      v1beta1.SchemeGroupVersion.WithKind(TensorFlowKind),
-		informer: inf.Informer(),
-		get: func(ns, name string) (v1beta1.TrainingJob, error) {
-			return lister.TensorFlowTrainingJobs(ns).Get(name)
+	return newKindHandler(tensorFlowAdapter{}, TensorFlowKind, inf.Informer(), inf.Lister(),
+		func(ns string) jobGetter[*v1beta1.TensorFlowTrainingJob] {
+			return inf.Lister().TensorFlowTrainingJobs(ns)
 		},
-		statusCopy: func(job v1beta1.TrainingJob) (v1beta1.TrainingJob, bool) {
-			j, ok := job.(*v1beta1.TensorFlowTrainingJob)
-			if !ok {
-				return nil, false
-			}
-			c := *j
-			j.Status.DeepCopyInto(&c.Status)
-			return &c, true
-		},
-		list: func() ([]v1beta1.TrainingJob, error) {
-			jobs, err := lister.List(labels.Everything())
-			out := make([]v1beta1.TrainingJob, len(jobs))
-			for i := range jobs {
-				out[i] = jobs[i]
-			}
-			return out, err
-		},
-		getFresh: func(ctx context.Context, ns, name string) (v1beta1.TrainingJob, error) {
-			return api.TensorFlowTrainingJobs(ns).Get(ctx, name, metav1.GetOptions{})
-		},
-		updateStatus: func(ctx context.Context, job v1beta1.TrainingJob) (v1beta1.TrainingJob, error) {
-			j, ok := job.(*v1beta1.TensorFlowTrainingJob)
-			if !ok {
-				return nil, fmt.Errorf("%T is not a %s", job, TensorFlowKind)
-			}
-			return api.TensorFlowTrainingJobs(j.Namespace).UpdateStatus(ctx, j, metav1.UpdateOptions{})
-		},
-		delete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
-			return api.TensorFlowTrainingJobs(ns).Delete(ctx, name, opts)
-		},
-	}
+		func(ns string) jobClient[*v1beta1.TensorFlowTrainingJob] {
+			return client.BatchV1beta1().TensorFlowTrainingJobs(ns)
+		})
 }
 
 func newPyTorchHandler(client versioned.Interface, factory jobinformers.SharedInformerFactory) *kindHandler {
 	inf := factory.Batch().V1beta1().PyTorchTrainingJobs()
-	lister := inf.Lister()
-	api := client.BatchV1beta1()
+	return newKindHandler(pyTorchAdapter{}, PyTorchKind, inf.Informer(), inf.Lister(),
+		func(ns string) jobGetter[*v1beta1.PyTorchTrainingJob] { return inf.Lister().PyTorchTrainingJobs(ns) },
+		func(ns string) jobClient[*v1beta1.PyTorchTrainingJob] {
+			return client.BatchV1beta1().PyTorchTrainingJobs(ns)
+		})
+}
+
+// jobPointer is a kind's versioned type, addressed through its pointer.
+type jobPointer[T any] interface {
+	*T
+	v1beta1.TrainingJob
+}
+
+// jobLister, jobGetter and jobClient are the parts of a kind's generated
+// lister and typed client that a kindHandler uses.
+type jobLister[P any] interface {
+	List(selector labels.Selector) ([]P, error)
+}
+
+type jobGetter[P any] interface {
+	Get(name string) (P, error)
+}
+
+type jobClient[P any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (P, error)
+	UpdateStatus(ctx context.Context, job P, opts metav1.UpdateOptions) (P, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// newKindHandler puts a kind's typed informer, lister and client behind the
+// kind-neutral kindHandler.
+func newKindHandler[T any, P jobPointer[T]](adapter Adapter, kind string, informer cache.SharedIndexInformer,
+	lister jobLister[P], namespaced func(ns string) jobGetter[P], client func(ns string) jobClient[P]) *kindHandler {
 	return &kindHandler{
-		Adapter:  pyTorchAdapter{},
-		gvk:      v1beta1.SchemeGroupVersion.WithKind(PyTorchKind),
-		informer: inf.Informer(),
+		Adapter:  adapter,
+		gvk:      v1beta1.SchemeGroupVersion.WithKind(kind),
+		informer: informer,
 		get: func(ns, name string) (v1beta1.TrainingJob, error) {
-			return lister.PyTorchTrainingJobs(ns).Get(name)
+			return namespaced(ns).Get(name)
 		},
 		statusCopy: func(job v1beta1.TrainingJob) (v1beta1.TrainingJob, bool) {
-			j, ok := job.(*v1beta1.PyTorchTrainingJob)
+			j, ok := job.(P)
 			if !ok {
 				return nil, false
 			}
-			c := *j
-			j.Status.DeepCopyInto(&c.Status)
-			return &c, true
+			c := P(new(T))
+			*c = *j
+			j.JobStatus().DeepCopyInto(c.JobStatus())
+			return c, true
 		},
 		list: func() ([]v1beta1.TrainingJob, error) {
 			jobs, err := lister.List(labels.Everything())
@@ -120,17 +119,17 @@ func newPyTorchHandler(client versioned.Interface, factory jobinformers.SharedIn
 			return out, err
 		},
 		getFresh: func(ctx context.Context, ns, name string) (v1beta1.TrainingJob, error) {
-			return api.PyTorchTrainingJobs(ns).Get(ctx, name, metav1.GetOptions{})
+			return client(ns).Get(ctx, name, metav1.GetOptions{})
 		},
 		updateStatus: func(ctx context.Context, job v1beta1.TrainingJob) (v1beta1.TrainingJob, error) {
-			j, ok := job.(*v1beta1.PyTorchTrainingJob)
+			j, ok := job.(P)
 			if !ok {
-				return nil, fmt.Errorf("%T is not a %s", job, PyTorchKind)
+				return nil, fmt.Errorf("%T is not a %s", job, kind)
 			}
-			return api.PyTorchTrainingJobs(j.Namespace).UpdateStatus(ctx, j, metav1.UpdateOptions{})
+			return client(j.GetNamespace()).UpdateStatus(ctx, j, metav1.UpdateOptions{})
 		},
 		delete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
-			return api.PyTorchTrainingJobs(ns).Delete(ctx, name, opts)
+			return client(ns).Delete(ctx, name, opts)
 		},
 	}
 }
