@@ -20,7 +20,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -214,80 +213,4 @@ func TestActionsApply(t *testing.T) {
 			t.Errorf("resume dropped the immutable resumeSpecs")
 		}
 	})
-}
-
-func TestTableRows(t *testing.T) {
-	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	convertor := tableConvertor{now: func() time.Time { return now }}
-
-	running := newJob("running", 3)
-	running.CreationTimestamp = metav1.NewTime(now.Add(-2 * time.Hour))
-	running.Status = batch.TrainingJobStatus{
-		Phase:        batch.JobRunning,
-		Aggregate:    batch.Aggregate{Running: 3, Pending: 1},
-		BackoffCount: 2,
-		StartTime:    &metav1.Time{Time: now.Add(-90 * time.Minute)},
-	}
-	finished := newJob("finished", 1)
-	finished.CreationTimestamp = metav1.NewTime(now.Add(-3 * time.Hour))
-	finished.Spec.RunMode = &batch.RunMode{Debug: &batch.DebugMode{Enabled: true}}
-	finished.Status = batch.TrainingJobStatus{
-		Phase:          batch.JobSucceeded,
-		Aggregate:      batch.Aggregate{Succeeded: 2},
-		StartTime:      &metav1.Time{Time: now.Add(-3 * time.Hour)},
-		CompletionTime: &metav1.Time{Time: now.Add(-150 * time.Minute)},
-	}
-	fresh := newJob("fresh", 1)
-	fresh.Spec.RunMode = &batch.RunMode{Pause: &batch.PauseMode{Enabled: true}}
-	fresh.CreationTimestamp = metav1.NewTime(now.Add(-5 * time.Second))
-
-	list := &batch.PyTorchTrainingJobList{
-		ListMeta: metav1.ListMeta{ResourceVersion: "42"},
-		Items:    []batch.PyTorchTrainingJob{*running, *finished, *fresh},
-	}
-	table, err := convertor.ConvertToTable(context.Background(), list, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(table.ColumnDefinitions) != 8 || table.ResourceVersion != "42" {
-		t.Errorf("%d columns, resourceVersion %q; want 8 and 42", len(table.ColumnDefinitions), table.ResourceVersion)
-	}
-	want := [][]any{
-		{"running", "Running", "3/4", int64(2), "120m", "Immediate", "master:1,worker:3", "90m"},
-		{"finished", "Succeeded", "2/2", int64(0), "3h", "Debug", "master:1,worker:1", "30m"},
-		{"fresh", "Pending", "0/2", int64(0), "5s", "Pause", "master:1,worker:1", ""},
-	}
-	for i, row := range table.Rows {
-		for j, cell := range row.Cells {
-			if cell != want[i][j] {
-				t.Errorf("row %d column %s = %#v, want %#v", i, tableColumns[j].Name, cell, want[i][j])
-			}
-		}
-	}
-
-	noHeaders, err := convertor.ConvertToTable(context.Background(), running, &metav1.TableOptions{NoHeaders: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(noHeaders.ColumnDefinitions) != 0 || len(noHeaders.Rows) != 1 {
-		t.Errorf("with NoHeaders: %d columns, %d rows; want 0 and 1", len(noHeaders.ColumnDefinitions), len(noHeaders.Rows))
-	}
-}
-
-func TestSelectableFields(t *testing.T) {
-	job := newJob("train", 1)
-	job.Status.Phase = batch.JobPaused
-	labels, fields, err := GetAttrs(job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fields["metadata.name"] != "train" || fields["metadata.namespace"] != "ns" || fields["status.phase"] != "Paused" {
-		t.Errorf("fields = %v", fields)
-	}
-	if len(labels) != 0 {
-		t.Errorf("labels = %v, want none", labels)
-	}
-	if _, _, err := GetAttrs(&batch.PauseRequest{}); err == nil {
-		t.Errorf("GetAttrs of a non-job succeeded")
-	}
 }

@@ -1,0 +1,85 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package trainingjob
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+)
+
+func TestTableRows(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	convertor := tableConvertor{now: func() time.Time { return now }}
+
+	running := newJob("running", 3)
+	running.CreationTimestamp = metav1.NewTime(now.Add(-2 * time.Hour))
+	running.Status = batch.TrainingJobStatus{
+		Phase:        batch.JobRunning,
+		Aggregate:    batch.Aggregate{Running: 3, Pending: 1},
+		BackoffCount: 2,
+		StartTime:    &metav1.Time{Time: now.Add(-90 * time.Minute)},
+	}
+	finished := newJob("finished", 1)
+	finished.CreationTimestamp = metav1.NewTime(now.Add(-3 * time.Hour))
+	finished.Spec.RunMode = &batch.RunMode{Debug: &batch.DebugMode{Enabled: true}}
+	finished.Status = batch.TrainingJobStatus{
+		Phase:          batch.JobSucceeded,
+		Aggregate:      batch.Aggregate{Succeeded: 2},
+		StartTime:      &metav1.Time{Time: now.Add(-3 * time.Hour)},
+		CompletionTime: &metav1.Time{Time: now.Add(-150 * time.Minute)},
+	}
+	fresh := newJob("fresh", 1)
+	fresh.Spec.RunMode = &batch.RunMode{Pause: &batch.PauseMode{Enabled: true}}
+	fresh.CreationTimestamp = metav1.NewTime(now.Add(-5 * time.Second))
+
+	list := &batch.PyTorchTrainingJobList{
+		ListMeta: metav1.ListMeta{ResourceVersion: "42"},
+		Items:    []batch.PyTorchTrainingJob{*running, *finished, *fresh},
+	}
+	table, err := convertor.ConvertToTable(context.Background(), list, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(table.ColumnDefinitions) != 8 || table.ResourceVersion != "42" {
+		t.Errorf("%d columns, resourceVersion %q; want 8 and 42", len(table.ColumnDefinitions), table.ResourceVersion)
+	}
+	want := [][]any{
+		{"running", "Running", "3/4", int64(2), "120m", "Immediate", "master:1,worker:3", "90m"},
+		{"finished", "Succeeded", "2/2", int64(0), "3h", "Debug", "master:1,worker:1", "30m"},
+		{"fresh", "Pending", "0/2", int64(0), "5s", "Pause", "master:1,worker:1", ""},
+	}
+	for i, row := range table.Rows {
+		for j, cell := range row.Cells {
+			if cell != want[i][j] {
+				t.Errorf("row %d column %s = %#v, want %#v", i, tableColumns[j].Name, cell, want[i][j])
+			}
+		}
+	}
+
+	noHeaders, err := convertor.ConvertToTable(context.Background(), running, &metav1.TableOptions{NoHeaders: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(noHeaders.ColumnDefinitions) != 0 || len(noHeaders.Rows) != 1 {
+		t.Errorf("with NoHeaders: %d columns, %d rows; want 0 and 1", len(noHeaders.ColumnDefinitions), len(noHeaders.Rows))
+	}
+}
