@@ -18,13 +18,16 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
@@ -335,5 +338,60 @@ func TestInvalidDebugRequest(t *testing.T) {
 	}
 	if job.Generation != 1 {
 		t.Errorf("rejected debug requests changed the job: generation %d", job.Generation)
+	}
+}
+
+// TestActionsKeepConcurrentWrites pauses and debugs a job while other
+// clients keep changing it: every action starts from the latest stored job,
+// so no write of the others is lost and no action is lost either.
+func TestActionsKeepConcurrentWrites(t *testing.T) {
+	s := framework.StartTestServer(t, "")
+	ctx := context.Background()
+	client := s.Client.BatchV1beta1().PyTorchTrainingJobs("concurrent")
+	if _, err := client.Create(ctx, pytorchKind(s).newJob("train"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+
+	const writers = 8
+	// Enough attempts that every writer eventually wins a round against the others.
+	backoff := wait.Backoff{Steps: 100, Duration: 5 * time.Millisecond, Factor: 1.1, Jitter: 1, Cap: 100 * time.Millisecond}
+	errs := make(chan error, writers+1)
+	for i := 0; i < writers; i++ {
+		go func() {
+			errs <- retry.RetryOnConflict(backoff, func() error {
+				job, err := client.Get(ctx, "train", metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				if job.Labels == nil {
+					job.Labels = map[string]string{}
+				}
+				job.Labels[fmt.Sprintf("writer-%d", i)] = "done"
+				_, err = client.Update(ctx, job, metav1.UpdateOptions{})
+				return err
+			})
+		}()
+	}
+	go func() {
+		_, err := client.Pause(ctx, "train", &v1beta1.PauseRequest{}, metav1.CreateOptions{})
+		errs <- err
+	}()
+	for i := 0; i < writers+1; i++ {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent write: %v", err)
+		}
+	}
+
+	job, err := client.Get(ctx, "train", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pauseEnabled(job) {
+		t.Errorf("the pause was lost among concurrent updates")
+	}
+	for i := 0; i < writers; i++ {
+		if job.Labels[fmt.Sprintf("writer-%d", i)] != "done" {
+			t.Errorf("label of writer %d was lost: %v", i, job.Labels)
+		}
 	}
 }
