@@ -105,39 +105,33 @@ func validateVolumes(volumes []corev1.Volume, fldPath *field.Path) (map[string]b
 	var allErrs field.ErrorList
 	names := make(map[string]bool, len(volumes))
 	for i, v := range volumes {
-		namePath := fldPath.Index(i).Child("name")
-		switch {
-		case v.Name == "":
-			allErrs = append(allErrs, field.Required(namePath, ""))
-		case names[v.Name]:
-			allErrs = append(allErrs, field.Duplicate(namePath, v.Name))
-		default:
-			for _, msg := range utilvalidation.IsDNS1123Label(v.Name) {
-				allErrs = append(allErrs, field.Invalid(namePath, v.Name, msg))
-			}
-		}
-		names[v.Name] = true
+		allErrs = append(allErrs, validateUniqueName(v.Name, names, fldPath.Index(i).Child("name"))...)
 	}
 	return names, allErrs
+}
+
+// validateUniqueName checks a name that must be a DNS-1123 label unique
+// among those in seen, and adds it to seen.
+func validateUniqueName(name string, seen map[string]bool, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	switch {
+	case name == "":
+		allErrs = append(allErrs, field.Required(fldPath, ""))
+	case seen[name]:
+		allErrs = append(allErrs, field.Duplicate(fldPath, name))
+	default:
+		for _, msg := range utilvalidation.IsDNS1123Label(name) {
+			allErrs = append(allErrs, field.Invalid(fldPath, name, msg))
+		}
+	}
+	seen[name] = true
+	return allErrs
 }
 
 // validateContainer checks one container. names holds the container names
 // seen so far in the pod and receives this one.
 func validateContainer(c *corev1.Container, volumes, names map[string]bool, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	namePath := fldPath.Child("name")
-	switch {
-	case c.Name == "":
-		allErrs = append(allErrs, field.Required(namePath, ""))
-	case names[c.Name]:
-		allErrs = append(allErrs, field.Duplicate(namePath, c.Name))
-	default:
-		for _, msg := range utilvalidation.IsDNS1123Label(c.Name) {
-			allErrs = append(allErrs, field.Invalid(namePath, c.Name, msg))
-		}
-	}
-	names[c.Name] = true
-
+	allErrs := validateUniqueName(c.Name, names, fldPath.Child("name"))
 	allErrs = append(allErrs, validateImage(c.Image, fldPath.Child("image"))...)
 	allErrs = append(allErrs, validatePorts(c.Ports, fldPath.Child("ports"))...)
 	allErrs = append(allErrs, validateEnv(c.Env, fldPath.Child("env"))...)
