@@ -141,6 +141,10 @@ if training_enabled; then
   wait_component training-apiserver
   start_component training-controller-manager
   wait_component training-controller-manager
+  # The same user roles an installation gets, so kubectl --as a user bound
+  # to view, edit or admin behaves locally as it will in a cluster.
+  log "installing the user roles of artifacts/deploy (aggregated into view, edit and admin)"
+  kubectl_local apply -f "${REPO_ROOT}/artifacts/deploy/base/rbac-users.yaml" >/dev/null
 fi
 
 wait_until "" "serviceaccount default in namespace default" "${LOCAL_TIMEOUT}" default_serviceaccount_exists

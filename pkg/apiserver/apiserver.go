@@ -21,16 +21,23 @@ package apiserver
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	openapibuilder3 "k8s.io/kube-openapi/pkg/builder3"
+	openapicommon "k8s.io/kube-openapi/pkg/common"
+	openapiutil "k8s.io/kube-openapi/pkg/util"
 
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/registry/pytorchtrainingjob"
 	"tensorstack.dev/training/pkg/registry/tensorflowtrainingjob"
+	"tensorstack.dev/training/pkg/registry/trainingjob"
 )
 
 // Config is the complete configuration of the server.
@@ -73,11 +80,21 @@ func (c CompletedConfig) New() (*Server, error) {
 	group := genericapiserver.NewDefaultAPIGroupInfo(batch.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	group.NegotiatedSerializer = jsonOnlyCodecs{Codecs}
 	storage := map[string]rest.Storage{}
-	tensorflow, err := tensorflowtrainingjob.NewStorage(Scheme, c.generic.RESTOptionsGetter)
+	typeConverter, err := jobTypeConverter(c.generic.OpenAPIV3Config)
 	if err != nil {
 		return nil, err
 	}
-	pytorch, err := pytorchtrainingjob.NewStorage(Scheme, c.generic.RESTOptionsGetter)
+	updatePath := trainingjob.UpdatePath{
+		Scheme:              Scheme,
+		Admission:           c.generic.AdmissionControl,
+		TypeConverter:       typeConverter,
+		EquivalentResources: c.generic.EquivalentResourceRegistry,
+	}
+	tensorflow, err := tensorflowtrainingjob.NewStorage(c.generic.RESTOptionsGetter, updatePath)
+	if err != nil {
+		return nil, err
+	}
+	pytorch, err := pytorchtrainingjob.NewStorage(c.generic.RESTOptionsGetter, updatePath)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +109,24 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	return &Server{GenericAPIServer: generic, embeddedEtcd: c.embeddedEtcd}, nil
+}
+
+// jobTypeConverter builds the schema of the job kinds that managedFields are
+// computed on, from the same OpenAPI definitions the server publishes, as the
+// generic server does for its handlers.
+func jobTypeConverter(config *openapicommon.OpenAPIV3Config) (managedfields.TypeConverter, error) {
+	if config == nil {
+		return nil, errors.New("the OpenAPI v3 config is needed to track managed fields")
+	}
+	names := []string{
+		openapiutil.GetCanonicalTypeName(&v1beta1.TensorFlowTrainingJob{}),
+		openapiutil.GetCanonicalTypeName(&v1beta1.PyTorchTrainingJob{}),
+	}
+	definitions, err := openapibuilder3.BuildOpenAPIDefinitionsForResources(config, names...)
+	if err != nil {
+		return nil, fmt.Errorf("building the OpenAPI models of the job kinds: %w", err)
+	}
+	return managedfields.NewTypeConverter(definitions, false)
 }
 
 // Run serves until ctx is cancelled, then shuts down gracefully and stops

@@ -17500,7 +17500,7 @@ func schema_pkg_apis_batch_v1beta1_DebugMode(ref common.ReferenceCallback) commo
 					},
 					"enable": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Enable is a deprecated spelling of enabled, accepted from older manifests; the server folds it into enabled and never returns it.",
+							Description: "Enable is a deprecated spelling of enabled, accepted from older manifests. When given it decides, true or false, over enabled; the server folds it into enabled and never returns it.",
 							Type:        []string{"boolean"},
 							Format:      "",
 						},
@@ -17511,7 +17511,9 @@ func schema_pkg_apis_batch_v1beta1_DebugMode(ref common.ReferenceCallback) commo
 								"x-kubernetes-list-map-keys": []interface{}{
 									"type",
 								},
-								"x-kubernetes-list-type": "map",
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "type",
+								"x-kubernetes-patch-strategy":  "merge",
 							},
 						},
 						SchemaProps: spec.SchemaProps{
@@ -17567,7 +17569,9 @@ func schema_pkg_apis_batch_v1beta1_DebugRequest(ref common.ReferenceCallback) co
 								"x-kubernetes-list-map-keys": []interface{}{
 									"type",
 								},
-								"x-kubernetes-list-type": "map",
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "type",
+								"x-kubernetes-patch-strategy":  "merge",
 							},
 						},
 						SchemaProps: spec.SchemaProps{
@@ -17710,7 +17714,7 @@ func schema_pkg_apis_batch_v1beta1_PauseMode(ref common.ReferenceCallback) commo
 					},
 					"enable": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Enable is a deprecated spelling of enabled, accepted from older manifests; the server folds it into enabled and never returns it.",
+							Description: "Enable is a deprecated spelling of enabled, accepted from older manifests. When given it decides, true or false, over enabled; the server folds it into enabled and never returns it.",
 							Type:        []string{"boolean"},
 							Format:      "",
 						},
@@ -17721,7 +17725,9 @@ func schema_pkg_apis_batch_v1beta1_PauseMode(ref common.ReferenceCallback) commo
 								"x-kubernetes-list-map-keys": []interface{}{
 									"type",
 								},
-								"x-kubernetes-list-type": "map",
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "type",
+								"x-kubernetes-patch-strategy":  "merge",
 							},
 						},
 						SchemaProps: spec.SchemaProps{
@@ -17892,7 +17898,9 @@ func schema_pkg_apis_batch_v1beta1_PyTorchTrainingJobSpec(ref common.ReferenceCa
 								"x-kubernetes-list-map-keys": []interface{}{
 									"type",
 								},
-								"x-kubernetes-list-type": "map",
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "type",
+								"x-kubernetes-patch-strategy":  "merge",
 							},
 						},
 						SchemaProps: spec.SchemaProps{
@@ -18536,7 +18544,9 @@ func schema_pkg_apis_batch_v1beta1_TensorFlowTrainingJobSpec(ref common.Referenc
 								"x-kubernetes-list-map-keys": []interface{}{
 									"type",
 								},
-								"x-kubernetes-list-type": "map",
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "type",
+								"x-kubernetes-patch-strategy":  "merge",
 							},
 						},
 						SchemaProps: spec.SchemaProps{
@@ -18659,7 +18669,9 @@ func schema_pkg_apis_batch_v1beta1_TrainingJobSpec(ref common.ReferenceCallback)
 								"x-kubernetes-list-map-keys": []interface{}{
 									"type",
 								},
-								"x-kubernetes-list-type": "map",
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "type",
+								"x-kubernetes-patch-strategy":  "merge",
 							},
 						},
 						SchemaProps: spec.SchemaProps{
@@ -18736,7 +18748,9 @@ func schema_pkg_apis_batch_v1beta1_TrainingJobStatus(ref common.ReferenceCallbac
 								"x-kubernetes-list-map-keys": []interface{}{
 									"type",
 								},
-								"x-kubernetes-list-type": "map",
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "type",
+								"x-kubernetes-patch-strategy":  "merge",
 							},
 						},
 						SchemaProps: spec.SchemaProps{
@@ -18757,7 +18771,9 @@ func schema_pkg_apis_batch_v1beta1_TrainingJobStatus(ref common.ReferenceCallbac
 								"x-kubernetes-list-map-keys": []interface{}{
 									"type",
 								},
-								"x-kubernetes-list-type": "map",
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "type",
+								"x-kubernetes-patch-strategy":  "merge",
 							},
 						},
 						SchemaProps: spec.SchemaProps{

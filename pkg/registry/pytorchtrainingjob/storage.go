@@ -20,6 +20,7 @@ package pytorchtrainingjob
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/generic"
 
 	"tensorstack.dev/training/pkg/apis/batch"
@@ -41,9 +42,19 @@ var Kind = &trainingjob.Kind[*batch.PyTorchTrainingJob, batch.PyTorchTrainingJob
 	Canonicalize:   batch.CanonicalizePyTorchJob,
 	Validate:       validation.ValidatePyTorchTrainingJob,
 	ValidateUpdate: validation.ValidatePyTorchTrainingJobUpdate,
+	Warnings:       warnings,
+}
+
+// warnings points out the elastic settings, which are not carried out yet.
+func warnings(job *batch.PyTorchTrainingJob) []string {
+	if job.Spec.Elastic == nil || !job.Spec.Elastic.Enabled {
+		return nil
+	}
+	return []string{trainingjob.NotActedOn(field.NewPath("spec", "elastic"),
+		"the job runs its replicas' fixed counts and is not scaled between minReplicas and maxReplicas")}
 }
 
 // NewStorage returns the REST objects of PyTorchTrainingJobs.
-func NewStorage(typer runtime.ObjectTyper, optsGetter generic.RESTOptionsGetter) (*trainingjob.Storage, error) {
-	return trainingjob.NewStorage(typer, optsGetter, Kind)
+func NewStorage(optsGetter generic.RESTOptionsGetter, updatePath trainingjob.UpdatePath) (*trainingjob.Storage, error) {
+	return trainingjob.NewStorage(optsGetter, Kind, updatePath)
 }

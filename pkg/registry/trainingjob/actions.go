@@ -110,20 +110,34 @@ func disableDebug(spec *batch.TrainingJobSpec) {
 }
 
 // ActionREST serves one action subresource (pause, resume or debug) of a job
-// kind. A POST changes the job's spec through the main store's normal update
-// path, so the strategy, validation, generation bump and dry-run all apply.
+// kind. A POST changes the job's spec on the full update path of the main
+// resource: strategy and validation, UPDATE admission of the job, managedFields
+// under the action's name, the generation bump and dry-run.
 type ActionREST struct {
 	store  *genericregistry.Store
 	action action
+	update *jobUpdate
+	// newJob returns the versioned job, which is what a POST answers with.
+	newJob func() runtime.Object
 }
 
-var _ rest.NamedCreater = &ActionREST{}
+var (
+	_ rest.NamedCreater    = &ActionREST{}
+	_ rest.StorageMetadata = &ActionREST{}
+)
 
 // New returns an empty request body.
 func (r *ActionREST) New() runtime.Object { return r.action.newRequest() }
 
 // Destroy does nothing: the main resource owns the shared storage.
 func (r *ActionREST) Destroy() {}
+
+// ProducesObject tells the OpenAPI that a POST answers with the job, not
+// with the request body it was sent.
+func (r *ActionREST) ProducesObject(string) interface{} { return r.newJob() }
+
+// ProducesMIMETypes adds nothing to the group's media types.
+func (r *ActionREST) ProducesMIMETypes(string) []string { return nil }
 
 // Create carries out the action on the named job and returns the job as
 // stored afterwards.
@@ -143,9 +157,14 @@ func (r *ActionREST) Create(ctx context.Context, name string, request runtime.Ob
 		}
 	}
 
+	updateOptions := &metav1.UpdateOptions{DryRun: options.DryRun, FieldManager: options.FieldManager}
+	manager := options.FieldManager
+	if manager == "" {
+		manager = r.action.verb
+	}
 	// The transform starts from the job as stored at the time of each
 	// attempt, so a concurrent write leads to a retry, never a lost update.
-	transform := func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
+	transform := func(ctx context.Context, _, old runtime.Object) (runtime.Object, error) {
 		job := old.DeepCopyObject().(batch.TrainingJob)
 		if phase := job.JobStatus().Phase; phase.IsFinished() {
 			return nil, apierrors.NewConflict(r.store.DefaultQualifiedResource, name,
@@ -156,10 +175,13 @@ func (r *ActionREST) Create(ctx context.Context, name string, request runtime.Ob
 			// Already in the requested mode: nothing to write.
 			return old, nil
 		}
-		return job, nil
+		changed := r.update.record(old, job, manager)
+		if err := r.update.mutate(ctx, name, changed, old, updateOptions); err != nil {
+			return nil, err
+		}
+		return changed, nil
 	}
-	updateOptions := &metav1.UpdateOptions{DryRun: options.DryRun, FieldManager: options.FieldManager}
 	job, _, err := r.store.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, transform),
-		rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, updateOptions)
+		rest.ValidateAllObjectFunc, r.update.validate(name, updateOptions), false, updateOptions)
 	return job, err
 }

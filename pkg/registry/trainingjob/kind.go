@@ -45,4 +45,7 @@ type Kind[J batch.TrainingJob, S any] struct {
 	// Validate and ValidateUpdate check a job on create and on spec update.
 	Validate       func(J) field.ErrorList
 	ValidateUpdate func(job, old J) field.ErrorList
+	// Warnings points out settings of the kind's own spec that are accepted
+	// but have no effect; nil when there are none.
+	Warnings func(J) []string
 }

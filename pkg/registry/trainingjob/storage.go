@@ -42,8 +42,9 @@ type Storage struct {
 }
 
 // NewStorage builds the storage of a job kind on the given storage backend.
-func NewStorage[J batch.TrainingJob, S any](typer runtime.ObjectTyper, optsGetter generic.RESTOptionsGetter, kind *Kind[J, S]) (*Storage, error) {
-	strategy := newJobStrategy(typer, kind)
+// Its actions change jobs through updatePath.
+func NewStorage[J batch.TrainingJob, S any](optsGetter generic.RESTOptionsGetter, kind *Kind[J, S], updatePath UpdatePath) (*Storage, error) {
+	strategy := newJobStrategy(updatePath.Scheme, kind)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return kind.New() },
 		NewListFunc:               kind.NewList,
@@ -69,13 +70,29 @@ func NewStorage[J batch.TrainingJob, S any](typer runtime.ObjectTyper, optsGette
 	statusStore.UpdateStrategy = statusStrategy
 	statusStore.ResetFieldsStrategy = statusStrategy
 
-	return &Storage{
+	storage := &Storage{
 		Job:    &REST{Store: store, shortNames: kind.ShortNames},
 		Status: &StatusREST{store: &statusStore},
-		Pause:  &ActionREST{store: store, action: pauseAction},
-		Resume: &ActionREST{store: store, action: resumeAction},
-		Debug:  &ActionREST{store: store, action: debugAction},
-	}, nil
+	}
+	versionedKind, versionedResource, err := versionedKindAndResource(updatePath.Scheme, kind.New(), kind.Resource.Resource)
+	if err != nil {
+		return nil, err
+	}
+	newJob := func() runtime.Object {
+		job, _ := updatePath.Scheme.New(versionedKind)
+		return job
+	}
+	for _, a := range []struct {
+		rest   **ActionREST
+		action action
+	}{{&storage.Pause, pauseAction}, {&storage.Resume, resumeAction}, {&storage.Debug, debugAction}} {
+		update, err := newJobUpdate(updatePath, versionedKind, versionedResource, a.action.verb, strategy.GetResetFields())
+		if err != nil {
+			return nil, err
+		}
+		*a.rest = &ActionREST{store: store, action: a.action, update: update, newJob: newJob}
+	}
+	return storage, nil
 }
 
 // Resources maps the resource and its subresources to their REST objects,

@@ -81,12 +81,18 @@ func (s jobStrategy[J, S]) ValidateUpdate(_ context.Context, obj, old runtime.Ob
 	return s.kind.ValidateUpdate(obj.(J), old.(J))
 }
 
-func (jobStrategy[J, S]) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
-	return specWarnings(obj.(J))
+func (s jobStrategy[J, S]) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
+	return s.specWarnings(obj.(J))
 }
 
-func (jobStrategy[J, S]) WarningsOnUpdate(_ context.Context, obj, _ runtime.Object) []string {
-	return specWarnings(obj.(J))
+// WarningsOnUpdate repeats the warnings only when the spec changed: a label
+// edit or a status write is no occasion to warn about the spec again.
+func (s jobStrategy[J, S]) WarningsOnUpdate(_ context.Context, obj, old runtime.Object) []string {
+	job, oldJob := obj.(J), old.(J)
+	if apiequality.Semantic.DeepEqual(s.kind.Spec(job), s.kind.Spec(oldJob)) {
+		return nil
+	}
+	return s.specWarnings(job)
 }
 
 // Canonicalize has nothing left to do: PrepareForCreate and PrepareForUpdate
@@ -98,16 +104,30 @@ func (jobStrategy[J, S]) AllowCreateOnUpdate(context.Context) bool { return fals
 func (jobStrategy[J, S]) AllowUnconditionalUpdate(context.Context) bool { return true }
 
 // specWarnings points out settings that are accepted but have no effect.
-func specWarnings(job batch.TrainingJob) []string {
+func (s jobStrategy[J, S]) specWarnings(job J) []string {
 	var warnings []string
-	for i, replica := range job.CommonSpec().ReplicaSpecs {
+	spec := job.CommonSpec()
+	for i, replica := range spec.ReplicaSpecs {
 		policy := replica.Template.Spec.RestartPolicy
 		if policy != "" && policy != "Never" {
 			path := field.NewPath("spec", "replicaSpecs").Index(i).Child("template", "spec", "restartPolicy")
 			warnings = append(warnings, fmt.Sprintf("%s: %q is ignored; pods run with Never and the job's restartPolicy decides replacements", path, policy))
 		}
 	}
+	if spec.Scheduler != nil && spec.Scheduler.T9kScheduler != nil {
+		warnings = append(warnings, NotActedOn(field.NewPath("spec", "scheduler", "t9kScheduler"),
+			"the pods are scheduled one by one, without gang scheduling or a queue"))
+	}
+	if s.kind.Warnings != nil {
+		warnings = append(warnings, s.kind.Warnings(job)...)
+	}
 	return warnings
+}
+
+// NotActedOn is the warning for a field that is stored and validated but
+// not yet carried out, so nobody relies on it unknowingly.
+func NotActedOn(path *field.Path, consequence string) string {
+	return fmt.Sprintf("%s: stored but not acted on yet: %s", path, consequence)
 }
 
 // statusStrategy is the behaviour of the status subresource: the controller

@@ -170,6 +170,31 @@ func TestWarnings(t *testing.T) {
 	if len(w) != 1 || !strings.Contains(w[0], "spec.replicaSpecs[1].template.spec.restartPolicy") {
 		t.Errorf("warnings = %v, want one naming spec.replicaSpecs[1].template.spec.restartPolicy", w)
 	}
+
+	t.Run("scheduler not acted on", func(t *testing.T) {
+		job := newJob("train", 1)
+		job.Spec.Scheduler = &batch.SchedulePolicy{T9kScheduler: &batch.T9kScheduler{Queue: "gpus"}}
+		w := strategy.WarningsOnCreate(context.Background(), job)
+		if len(w) != 1 || !strings.HasPrefix(w[0], "spec.scheduler.t9kScheduler: stored but not acted on yet") {
+			t.Errorf("warnings = %v, want one saying spec.scheduler.t9kScheduler is not acted on", w)
+		}
+	})
+
+	t.Run("update warns only when the spec changed", func(t *testing.T) {
+		old := newJob("train", 1)
+		old.Spec.ReplicaSpecs[1].Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+		relabelled := old.DeepCopy()
+		relabelled.Labels = map[string]string{"team": "vision"}
+		relabelled.Status.Phase = batch.JobRunning
+		if w := strategy.WarningsOnUpdate(context.Background(), relabelled, old); len(w) != 0 {
+			t.Errorf("warnings on a label and status change: %v", w)
+		}
+		resized := old.DeepCopy()
+		resized.Spec.ReplicaSpecs[1].Replicas = ptr.To[int32](4)
+		if w := strategy.WarningsOnUpdate(context.Background(), resized, old); len(w) != 1 {
+			t.Errorf("warnings on a spec change = %v, want the restartPolicy warning again", w)
+		}
+	})
 }
 
 func TestActionsApply(t *testing.T) {

@@ -38,7 +38,7 @@ func newCodecs(t *testing.T) serializer.CodecFactory {
 
 // TestEnableFoldsIntoEnabled decodes manifests that use the deprecated enable
 // spelling, as the API server does, and checks that it switches the mode on
-// and is never written back.
+// or off, wins over enabled when both are given, and is never written back.
 func TestEnableFoldsIntoEnabled(t *testing.T) {
 	codecs := newCodecs(t)
 	decoder := codecs.UniversalDecoder(batch.SchemeGroupVersion)
@@ -66,7 +66,7 @@ func TestEnableFoldsIntoEnabled(t *testing.T) {
 		{"neither", nil, nil, false},
 		{"enable false", &no, nil, false},
 		{"enable true, enabled false", &yes, &no, true},
-		{"enable false, enabled true", &no, &yes, true},
+		{"enable false, enabled true", &no, &yes, false},
 	}
 	for _, kind := range []string{"TensorFlowTrainingJob", "PyTorchTrainingJob"} {
 		for _, tc := range cases {

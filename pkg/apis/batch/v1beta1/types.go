@@ -121,8 +121,10 @@ type TrainingJobSpec struct {
 	// matters: ranks and the default master follow it.
 	// +listType=map
 	// +listMapKey=type
+	// +patchMergeKey=type
+	// +patchStrategy=merge
 	// +required
-	ReplicaSpecs []ReplicaSpec `json:"replicaSpecs"`
+	ReplicaSpecs []ReplicaSpec `json:"replicaSpecs" patchStrategy:"merge" patchMergeKey:"type"`
 
 	// RunMode switches the job into debug or pause mode. Absent, the job runs
 	// immediately.
@@ -253,7 +255,8 @@ type DebugMode struct {
 	Enabled bool `json:"enabled,omitempty"`
 
 	// Enable is a deprecated spelling of enabled, accepted from older
-	// manifests; the server folds it into enabled and never returns it.
+	// manifests. When given it decides, true or false, over enabled; the
+	// server folds it into enabled and never returns it.
 	// +optional
 	Enable *bool `json:"enable,omitempty"`
 
@@ -261,8 +264,10 @@ type DebugMode struct {
 	// not listed use the defaults.
 	// +listType=map
 	// +listMapKey=type
+	// +patchMergeKey=type
+	// +patchStrategy=merge
 	// +optional
-	ReplicaSpecs []ReplicaDebugSpec `json:"replicaSpecs,omitempty"`
+	ReplicaSpecs []ReplicaDebugSpec `json:"replicaSpecs,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 }
 
 // ReplicaDebugSpec says how one replica type starts in debug mode.
@@ -289,7 +294,8 @@ type PauseMode struct {
 	Enabled bool `json:"enabled,omitempty"`
 
 	// Enable is a deprecated spelling of enabled, accepted from older
-	// manifests; the server folds it into enabled and never returns it.
+	// manifests. When given it decides, true or false, over enabled; the
+	// server folds it into enabled and never returns it.
 	// +optional
 	Enable *bool `json:"enable,omitempty"`
 
@@ -297,8 +303,10 @@ type PauseMode struct {
 	// types not listed restart from their template. Fixed once the job exists.
 	// +listType=map
 	// +listMapKey=type
+	// +patchMergeKey=type
+	// +patchStrategy=merge
 	// +optional
-	ResumeSpecs []ResumeSpec `json:"resumeSpecs,omitempty"`
+	ResumeSpecs []ResumeSpec `json:"resumeSpecs,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 }
 
 // ResumeSpec says how one replica type starts again after a pause.
@@ -453,14 +461,18 @@ type TrainingJobStatus struct {
 	// Running, ReplicaFailure, Paused, Completed and Failed.
 	// +listType=map
 	// +listMapKey=type
+	// +patchMergeKey=type
+	// +patchStrategy=merge
 	// +optional
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 
 	// Tasks reports each replica type and its replicas.
 	// +listType=map
 	// +listMapKey=type
+	// +patchMergeKey=type
+	// +patchStrategy=merge
 	// +optional
-	Tasks []TaskStatus `json:"tasks,omitempty"`
+	Tasks []TaskStatus `json:"tasks,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 
 	// Aggregate counts the job's replicas by phase.
 	// +optional
@@ -619,6 +631,8 @@ type DebugRequest struct {
 	// ReplicaSpecs says how each replica type starts in debug mode.
 	// +listType=map
 	// +listMapKey=type
+	// +patchMergeKey=type
+	// +patchStrategy=merge
 	// +optional
-	ReplicaSpecs []ReplicaDebugSpec `json:"replicaSpecs,omitempty"`
+	ReplicaSpecs []ReplicaDebugSpec `json:"replicaSpecs,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 }

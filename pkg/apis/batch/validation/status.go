@@ -19,6 +19,8 @@ package validation
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -73,6 +75,42 @@ func validateStatus(status *batch.TrainingJobStatus, fldPath *field.Path) field.
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("completionTime"), end.String(),
 			fmt.Sprintf("must not be before status.startTime (%s)", start.String())))
 	}
+	return append(allErrs, validateTerminalMarkers(status, fldPath)...)
+}
+
+// validateTerminalMarkers keeps the signs of a finished job consistent with
+// its phase, because clients such as kubectl wait --for=condition=Completed
+// trust the conditions alone: Completed is True only on a finished job, with
+// the phase as its reason; Failed is True only on a failed one; and only a
+// finished job has a completionTime.
+func validateTerminalMarkers(status *batch.TrainingJobStatus, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	finished := status.Phase.IsFinished()
+	for i, c := range status.Conditions {
+		if c.Status != metav1.ConditionTrue {
+			continue
+		}
+		condPath := fldPath.Child("conditions").Index(i)
+		switch c.Type {
+		case batch.ConditionCompleted:
+			if !finished {
+				allErrs = append(allErrs, field.Invalid(condPath.Child("status"), c.Status,
+					fmt.Sprintf("Completed may be True only when status.phase is %s or %s, not %q", batch.JobSucceeded, batch.JobFailed, status.Phase)))
+			} else if c.Reason != string(status.Phase) {
+				allErrs = append(allErrs, field.Invalid(condPath.Child("reason"), c.Reason,
+					fmt.Sprintf("must be the job's phase, %q", status.Phase)))
+			}
+		case batch.ConditionFailed:
+			if status.Phase != batch.JobFailed {
+				allErrs = append(allErrs, field.Invalid(condPath.Child("status"), c.Status,
+					fmt.Sprintf("Failed may be True only when status.phase is %s, not %q", batch.JobFailed, status.Phase)))
+			}
+		}
+	}
+	if status.CompletionTime != nil && !finished {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("completionTime"), status.CompletionTime.String(),
+			fmt.Sprintf("may be set only when status.phase is %s or %s, not %q", batch.JobSucceeded, batch.JobFailed, status.Phase)))
+	}
 	return allErrs
 }
 
@@ -103,13 +141,29 @@ func validateTasks(tasks []batch.TaskStatus, fldPath *field.Path) field.ErrorLis
 }
 
 // validateStatusTransition keeps a finished job finished: once Succeeded or
-// Failed, the phase never changes again.
+// Failed, the phase never changes again, and neither do the terminal
+// conditions nor the completion time.
 func validateStatusTransition(status, old *batch.TrainingJobStatus, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
 	if old.Phase.IsFinished() && status.Phase != old.Phase {
-		return field.ErrorList{field.Invalid(fldPath.Child("phase"), string(status.Phase), fmt.Sprintf(
-			"cannot change once the job has %s: a finished job's phase is final", old.Phase))}
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("phase"), string(status.Phase), fmt.Sprintf(
+			"cannot change once the job has %s: a finished job's phase is final", old.Phase)))
 	}
-	return nil
+	for _, conditionType := range []string{batch.ConditionCompleted, batch.ConditionFailed} {
+		was := meta.FindStatusCondition(old.Conditions, conditionType)
+		if was == nil || was.Status != metav1.ConditionTrue {
+			continue
+		}
+		if now := meta.FindStatusCondition(status.Conditions, conditionType); now == nil || now.Status != was.Status || now.Reason != was.Reason {
+			allErrs = append(allErrs, field.Forbidden(fldPath.Child("conditions"), fmt.Sprintf(
+				"the %s condition (True, reason %s) cannot be removed or changed once set", conditionType, was.Reason)))
+		}
+	}
+	if old.CompletionTime != nil && (status.CompletionTime == nil || !status.CompletionTime.Equal(old.CompletionTime)) {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("completionTime"), fmt.Sprint(status.CompletionTime),
+			fmt.Sprintf("cannot change once set (was %s)", old.CompletionTime.String())))
+	}
+	return allErrs
 }
 
 func nonNegative(fldPath *field.Path, value int64) *field.Error {

@@ -167,6 +167,13 @@ func TestStatusUpdate(t *testing.T) {
 	phase := func(p batch.JobPhase) *batch.TensorFlowTrainingJob {
 		return withStatus(func(s *batch.TrainingJobStatus) { s.Phase = p })
 	}
+	succeeded := func() *batch.TensorFlowTrainingJob {
+		return withStatus(func(s *batch.TrainingJobStatus) {
+			s.Phase = batch.JobSucceeded
+			s.CompletionTime = &later
+			s.Conditions = append(s.Conditions, condition(batch.ConditionCompleted, "Succeeded"))
+		})
+	}
 
 	cases := []struct {
 		name     string
@@ -211,8 +218,43 @@ func TestStatusUpdate(t *testing.T) {
 		{"unknown TensorBoard status type", tfJob(), withStatus(func(s *batch.TrainingJobStatus) { s.Tensorboard.Type = "Error" }),
 			[]wantErr{notSupported("status.tensorboard.type")}},
 		{"completed before it started", tfJob(), withStatus(func(s *batch.TrainingJobStatus) {
+			s.Phase = batch.JobSucceeded
 			s.StartTime, s.CompletionTime = &later, &now
 		}), []wantErr{invalid("status.completionTime")}},
+		{"completion time on a running job", tfJob(), withStatus(func(s *batch.TrainingJobStatus) { s.CompletionTime = &later }),
+			[]wantErr{invalid("status.completionTime")}},
+		{"running to failed", phase(batch.JobRunning), withStatus(func(s *batch.TrainingJobStatus) {
+			s.Phase = batch.JobFailed
+			s.CompletionTime = &later
+			s.Conditions = append(s.Conditions, condition(batch.ConditionCompleted, "Failed"), condition(batch.ConditionFailed, "BackoffLimitExceeded"))
+		}), nil},
+		{"completed while running", phase(batch.JobRunning), withStatus(func(s *batch.TrainingJobStatus) {
+			s.Conditions = append(s.Conditions, condition(batch.ConditionCompleted, "Succeeded"))
+		}), []wantErr{invalid("status.conditions[2].status")}},
+		{"completed with another reason than the phase", phase(batch.JobRunning), withStatus(func(s *batch.TrainingJobStatus) {
+			s.Phase = batch.JobSucceeded
+			s.Conditions = append(s.Conditions, condition(batch.ConditionCompleted, "Failed"))
+		}), []wantErr{invalid("status.conditions[2].reason")}},
+		{"failed condition on a succeeded job", phase(batch.JobRunning), withStatus(func(s *batch.TrainingJobStatus) {
+			s.Phase = batch.JobSucceeded
+			s.Conditions = append(s.Conditions, condition(batch.ConditionCompleted, "Succeeded"), condition(batch.ConditionFailed, "DeadlineExceeded"))
+		}), []wantErr{invalid("status.conditions[3].status")}},
+		{"completed condition removed", succeeded(), withStatus(func(s *batch.TrainingJobStatus) {
+			s.Phase = batch.JobSucceeded
+			s.CompletionTime = &later
+		}), []wantErr{forbidden("status.conditions")}},
+		{"completed condition set to False", succeeded(), withStatus(func(s *batch.TrainingJobStatus) {
+			s.Phase = batch.JobSucceeded
+			s.CompletionTime = &later
+			s.Conditions = append(s.Conditions, condition(batch.ConditionCompleted, "Succeeded"))
+			s.Conditions[2].Status = metav1.ConditionFalse
+		}), []wantErr{forbidden("status.conditions")}},
+		{"completion time moved", succeeded(), withStatus(func(s *batch.TrainingJobStatus) {
+			s.Phase = batch.JobSucceeded
+			s.CompletionTime = &now
+			s.Conditions = append(s.Conditions, condition(batch.ConditionCompleted, "Succeeded"))
+		}), []wantErr{invalid("status.completionTime")}},
+		{"succeeded job reported again", succeeded(), succeeded(), nil},
 		{"metadata name changed", tfJob(), func() *batch.TensorFlowTrainingJob {
 			job := withStatus(nil)
 			job.Name = "renamed"

@@ -26,7 +26,8 @@ type DebugModeApplyConfiguration struct {
 	// Enabled switches debug mode on.
 	Enabled *bool `json:"enabled,omitempty"`
 	// Enable is a deprecated spelling of enabled, accepted from older
-	// manifests; the server folds it into enabled and never returns it.
+	// manifests. When given it decides, true or false, over enabled; the
+	// server folds it into enabled and never returns it.
 	Enable *bool `json:"enable,omitempty"`
 	// ReplicaSpecs says how each replica type is started in debug mode; types
 	// not listed use the defaults.

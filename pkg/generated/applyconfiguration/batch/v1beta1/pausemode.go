@@ -26,7 +26,8 @@ type PauseModeApplyConfiguration struct {
 	// Enabled switches pause mode on.
 	Enabled *bool `json:"enabled,omitempty"`
 	// Enable is a deprecated spelling of enabled, accepted from older
-	// manifests; the server folds it into enabled and never returns it.
+	// manifests. When given it decides, true or false, over enabled; the
+	// server folds it into enabled and never returns it.
 	Enable *bool `json:"enable,omitempty"`
 	// ResumeSpecs says how each replica type is started again on resume;
 	// types not listed restart from their template. Fixed once the job exists.
