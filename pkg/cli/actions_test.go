@@ -29,7 +29,6 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
-
 func newActionFixture(t *testing.T) *fixture {
 	paused := ptJob("paused", replicas("master", 1, "pytorch"))
 	paused.Spec.RunMode = &v1beta1.RunMode{Pause: &v1beta1.PauseMode{Enabled: true}}

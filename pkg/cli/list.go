@@ -24,7 +24,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/printers"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
@@ -79,7 +78,7 @@ func listJobs(ctx context.Context, e *env, allNamespaces bool) error {
 // writeJobList prints one line per job: NAME, KIND, PHASE, READY (replicas
 // running or succeeded, of all), RESTARTS (the backoff count) and AGE.
 func writeJobList(out io.Writer, rows []listedJob, withNamespace bool, now time.Time) error {
-	w := printers.GetNewTabWriter(out)
+	w := newTabWriter(out)
 	if withNamespace {
 		fmt.Fprint(w, "NAMESPACE\t")
 	}

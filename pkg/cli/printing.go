@@ -18,6 +18,8 @@ package cli
 
 import (
 	"fmt"
+	"io"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,4 +107,11 @@ func (o *outputFlags) printObject(obj runtime.Object, operation string, e *env) 
 		return err
 	}
 	return printer.PrintObj(obj, e.streams.Out)
+}
+
+// newTabWriter aligns columns as kubectl's tables do. Unlike kubectl's own
+// writer it forgets the widths between blocks, so that the tables of the
+// status view are each as wide as they need.
+func newTabWriter(out io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(out, 6, 4, 3, ' ', 0)
 }

@@ -69,9 +69,9 @@ TensorFlowTrainingJobs (tj) and PyTorchTrainingJobs (pj).
 A job is named KIND/NAME, where KIND is tj, pj or any resource form kubectl
 accepts (tensorflowtrainingjob, pytorchtrainingjobs.batch.tensorstack.dev,
 ...), or just NAME when only one kind has a job of that name.`,
-		Annotations:       map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl training"},
-		SilenceUsage:      true,
-		SilenceErrors:     true,
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl training"},
+		SilenceUsage:  true,
+		SilenceErrors: true,
 	}
 	root.SetIn(config.Streams.In)
 	root.SetOut(config.Streams.Out)

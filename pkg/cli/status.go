@@ -32,7 +32,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/kubernetes"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
@@ -230,7 +229,7 @@ func eventTime(event corev1.Event) time.Time {
 // writeJobStatus is the human view of one job.
 func writeJobStatus(out io.Writer, kind *jobKind, job v1beta1.TrainingJob, events []corev1.Event, now time.Time) error {
 	spec, status := job.CommonSpec(), job.JobStatus()
-	w := printers.GetNewTabWriter(out)
+	w := newTabWriter(out)
 	fmt.Fprintf(w, "Job:\t%s\n", kind.Ref(job.GetName()))
 	fmt.Fprintf(w, "Kind:\t%s\n", kind.Kind)
 	fmt.Fprintf(w, "Namespace:\t%s\n", job.GetNamespace())
@@ -246,7 +245,7 @@ func writeJobStatus(out io.Writer, kind *jobKind, job v1beta1.TrainingJob, event
 		return err
 	}
 
-	w = printers.GetNewTabWriter(out)
+	w = newTabWriter(out)
 	fmt.Fprintln(w, "Conditions:")
 	if len(status.Conditions) == 0 {
 		fmt.Fprintln(w, "  <none>")
