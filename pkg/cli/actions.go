@@ -152,15 +152,11 @@ func (o *actionOptions) run(ctx context.Context, e *env, arg string, actionFor f
 	if err := o.output.validate(); err != nil {
 		return err
 	}
-	namespace, _, err := e.Namespace()
+	c, err := e.clients()
 	if err != nil {
 		return err
 	}
-	client, err := e.TrainingClient()
-	if err != nil {
-		return err
-	}
-	found, err := findJob(ctx, client, namespace, arg)
+	found, err := c.findJob(ctx, arg)
 	if err != nil {
 		return err
 	}
@@ -173,7 +169,7 @@ func (o *actionOptions) run(ctx context.Context, e *env, arg string, actionFor f
 	if dry == dryRunClient {
 		result, err = predictAction(found, action)
 	} else {
-		result, err = action.send(ctx, found.kind.client(client, namespace), found.job.GetName(), dry.createOptions())
+		result, err = action.send(ctx, found.kind.client(c.training, c.namespace), found.job.GetName(), dry.createOptions())
 	}
 	if err != nil {
 		return fmt.Errorf("cannot %s %s: %w", action.verb, found.Ref(), err)

@@ -41,17 +41,13 @@ func completeJobArg(e *env) completionFunc {
 }
 
 func jobCompletions(cmd *cobra.Command, e *env, toComplete string) []cobra.Completion {
-	namespace, _, err := e.Namespace()
-	if err != nil {
-		return nil
-	}
-	client, err := e.TrainingClient()
+	c, err := e.clients()
 	if err != nil {
 		return nil
 	}
 	kindsOf := map[string][]*jobKind{}
 	for _, kind := range jobKinds {
-		jobs, err := kind.client(client, namespace).List(cmd.Context(), metav1.ListOptions{})
+		jobs, err := kind.client(c.training, c.namespace).List(cmd.Context(), metav1.ListOptions{})
 		if err != nil {
 			continue // complete what can be read
 		}
@@ -133,15 +129,11 @@ func completeReplicaTypes(e *env) completionFunc {
 }
 
 func completedJob(cmd *cobra.Command, e *env, arg string) (foundJob, bool) {
-	namespace, _, err := e.Namespace()
+	c, err := e.clients()
 	if err != nil {
 		return foundJob{}, false
 	}
-	client, err := e.TrainingClient()
-	if err != nil {
-		return foundJob{}, false
-	}
-	found, err := findJob(cmd.Context(), client, namespace, arg)
+	found, err := c.findJob(cmd.Context(), arg)
 	return found, err == nil
 }
 

@@ -17,6 +17,7 @@ limitations under the License.
 package cli
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
@@ -39,6 +40,36 @@ type Factory interface {
 	TrainingClient() (versioned.Interface, error)
 	// KubeClient talks to the core API: pods, their logs, events, namespaces.
 	KubeClient() (kubernetes.Interface, error)
+}
+
+// clients is what a command reaches the cluster with.
+type clients struct {
+	namespace string
+	training  versioned.Interface
+	kube      kubernetes.Interface
+}
+
+// clients returns the namespace and both clients; making a client sends no
+// request, so commands that need only one lose nothing.
+func (e *env) clients() (clients, error) {
+	namespace, _, err := e.Namespace()
+	if err != nil {
+		return clients{}, err
+	}
+	training, err := e.TrainingClient()
+	if err != nil {
+		return clients{}, err
+	}
+	kube, err := e.KubeClient()
+	if err != nil {
+		return clients{}, err
+	}
+	return clients{namespace: namespace, training: training, kube: kube}, nil
+}
+
+// findJob fetches the job arg names in the command's namespace.
+func (c clients) findJob(ctx context.Context, arg string) (foundJob, error) {
+	return findJob(ctx, c.training, c.namespace, arg)
 }
 
 // NewFactory builds clients from the kubeconfig and the flags kubectl has

@@ -36,20 +36,17 @@ type listedJob struct {
 
 // listJobs prints the jobs of both kinds, like kubectl get trainingjobs.
 func listJobs(ctx context.Context, e *env, allNamespaces bool) error {
-	namespace, _, err := e.Namespace()
+	c, err := e.clients()
 	if err != nil {
 		return err
 	}
+	namespace := c.namespace
 	if allNamespaces {
 		namespace = metav1.NamespaceAll
 	}
-	client, err := e.TrainingClient()
-	if err != nil {
-		return err
-	}
 	var rows []listedJob
 	for _, kind := range jobKinds {
-		jobs, err := kind.client(client, namespace).List(ctx, metav1.ListOptions{})
+		jobs, err := kind.client(c.training, namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return fmt.Errorf("listing %s: %w", kind.Resource, err)
 		}

@@ -30,7 +30,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
@@ -93,26 +92,18 @@ func (o *logsOptions) run(ctx context.Context, e *env, args []string) error {
 	if o.tail < -1 {
 		return fmt.Errorf("--tail %d: must be -1 (all lines) or more", o.tail)
 	}
-	namespace, _, err := e.Namespace()
+	c, err := e.clients()
 	if err != nil {
 		return err
 	}
-	client, err := e.TrainingClient()
-	if err != nil {
-		return err
-	}
-	kube, err := e.KubeClient()
-	if err != nil {
-		return err
-	}
-	found, err := findJob(ctx, client, namespace, args[0])
+	found, err := c.findJob(ctx, args[0])
 	if err != nil {
 		return err
 	}
 
 	var sources []logSource
 	if o.allReplicas {
-		sources, err = o.jobPodSources(ctx, kube, namespace, found)
+		sources, err = o.jobPodSources(ctx, c, found)
 	} else {
 		var source logSource
 		source, err = o.replicaSource(found, args[1:])
@@ -124,7 +115,7 @@ func (o *logsOptions) run(ctx context.Context, e *env, args []string) error {
 	if o.follow && len(sources) > o.maxRequests {
 		return fmt.Errorf("%s has %d pods, more than --max-log-requests=%d to follow at once; raise it", found.Ref(), len(sources), o.maxRequests)
 	}
-	return o.stream(ctx, e, kube.CoreV1().Pods(namespace), sources)
+	return o.stream(ctx, e, c.kube.CoreV1().Pods(c.namespace), sources)
 }
 
 // replicaSource is the log of the replica named (or the deciding one) in
@@ -155,17 +146,17 @@ func (o *logsOptions) replicaSource(found foundJob, replicaArg []string) (logSou
 
 // jobPodSources lists the pods the job has now, in the order of its replica
 // types and indexes.
-func (o *logsOptions) jobPodSources(ctx context.Context, kube kubernetes.Interface, namespace string, found foundJob) ([]logSource, error) {
+func (o *logsOptions) jobPodSources(ctx context.Context, c clients, found foundJob) ([]logSource, error) {
 	selector := labels.SelectorFromSet(labels.Set{
 		v1beta1.LabelJobName: found.job.GetName(),
 		v1beta1.LabelJobKind: found.kind.Kind,
 	})
-	pods, err := kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+	pods, err := c.kube.CoreV1().Pods(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
 	if err != nil {
 		return nil, fmt.Errorf("listing the pods of %s: %w", found.Ref(), err)
 	}
 	if len(pods.Items) == 0 {
-		return nil, fmt.Errorf("%s has no pods in namespace %q (phase %s)", found.Ref(), namespace, phaseOf(found.job))
+		return nil, fmt.Errorf("%s has no pods in namespace %q (phase %s)", found.Ref(), c.namespace, phaseOf(found.job))
 	}
 	typeOrder := map[string]int{}
 	for i, t := range replicaTypes(found.job.CommonSpec()) {

@@ -82,24 +82,16 @@ with -A.`,
 }
 
 func (o *statusOptions) showJob(ctx context.Context, e *env, arg string) error {
-	namespace, _, err := e.Namespace()
+	c, err := e.clients()
 	if err != nil {
 		return err
 	}
-	client, err := e.TrainingClient()
-	if err != nil {
-		return err
-	}
-	kube, err := e.KubeClient()
-	if err != nil {
-		return err
-	}
-	found, err := findJob(ctx, client, namespace, arg)
+	found, err := c.findJob(ctx, arg)
 	if err != nil {
 		return err
 	}
 	show := func(job v1beta1.TrainingJob) error {
-		events, err := jobEvents(ctx, kube, found.kind, job)
+		events, err := jobEvents(ctx, c.kube, found.kind, job)
 		if err != nil {
 			return err
 		}
@@ -111,7 +103,7 @@ func (o *statusOptions) showJob(ctx context.Context, e *env, arg string) error {
 	if !o.watch {
 		return nil
 	}
-	return watchJob(ctx, e, client, found, show)
+	return watchJob(ctx, e, c.training, found, show)
 }
 
 // watchJob shows the job on every change until it finishes, is deleted or
