@@ -11,11 +11,12 @@ LDFLAGS := -X tensorstack.dev/training/pkg/version.gitVersion=$(VERSION)
 
 all: build
 
-## build: compile the apiserver and controller-manager into _output/bin
+## build: compile the apiserver, the controller-manager and the kubectl plugin into _output/bin
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/training-apiserver ./cmd/apiserver
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/training-controller-manager ./cmd/controller-manager
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-training ./cmd/kubectl-training
 
 ## test: everything CI checks: lint, generated code, unit, integration and end-to-end tests
 test: lint verify-codegen test-unit test-integration test-e2e test-deploy
