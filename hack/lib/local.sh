@@ -56,10 +56,11 @@ LOCAL_SETTINGS=(
 
 SERVICE_CIDR="10.0.0.0/24"
 SERVICE_FIRST_IP="10.0.0.1"
-# Fake addresses kwok reports for nodes and pods. Nothing listens on them and
-# no traffic is ever sent to them.
+# Fake addresses kwok reports for pods: nothing listens on them and no
+# traffic is ever sent to them. The nodes report loopback, where kwok serves
+# the kubelet API (pod logs) that kube-apiserver proxies to.
 KWOK_POD_CIDR="10.16.0.0/12"
-KWOK_NODE_IP="10.15.0.1"
+KWOK_NODE_IP="127.0.0.1"
 
 TRAINING_NAMESPACE="tensorstack-system"
 TRAINING_SERVICE="training-apiserver"
@@ -203,6 +204,7 @@ component_args() {
         --requestheader-extra-headers-prefix=X-Remote-Extra-
         --proxy-client-cert-file="${pki}/front-proxy-client.crt"
         --proxy-client-key-file="${pki}/front-proxy-client.key"
+        --kubelet-certificate-authority="${pki}/ca.crt"
         --enable-aggregator-routing=false
         # On SIGTERM, drain short requests and close watches and proxied
         # (aggregated) connections after 2s instead of waiting up to 60s.
@@ -252,6 +254,9 @@ component_args() {
         --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake
         --cidr="${KWOK_POD_CIDR}"
         --node-ip="${KWOK_NODE_IP}"
+        --node-port="${LOCAL_KWOK_PORT}"
+        --tls-cert-file="${pki}/kwok-kubelet.crt"
+        --tls-private-key-file="${pki}/kwok-kubelet.key"
         --node-lease-duration-seconds=40
         --server-address="127.0.0.1:${LOCAL_KWOK_PORT}"
       )
@@ -548,7 +553,7 @@ wait_component() {
       ;;
     kwok)
       wait_until kwok "kwok /healthz on 127.0.0.1:${LOCAL_KWOK_PORT}" "${t}" \
-        curl -fsS --max-time 5 "http://127.0.0.1:${LOCAL_KWOK_PORT}/healthz"
+        curl -fsS --max-time 5 --cacert "${LOCAL_PKI_DIR}/ca.crt" "https://127.0.0.1:${LOCAL_KWOK_PORT}/healthz"
       ;;
     training-apiserver)
       wait_until training-apiserver "training-apiserver /readyz on 127.0.0.1:${LOCAL_TRAINING_PORT}" "${t}" \
@@ -582,6 +587,8 @@ generate_pki() {
   pki_cert "${pki}" ca admin "/O=system:masters/CN=local-admin" client
   pki_cert "${pki}" ca kube-controller-manager "/CN=system:kube-controller-manager" client
   pki_cert "${pki}" ca kube-scheduler "/CN=system:kube-scheduler" client
+  # The fake nodes' kubelet API, served by kwok on loopback.
+  pki_cert "${pki}" ca kwok-kubelet "/CN=kwok-kubelet" server 127.0.0.1 localhost
   pki_cert "${pki}" training-ca training-apiserver "/CN=${TRAINING_SERVICE}.${TRAINING_NAMESPACE}.svc" server \
     "${TRAINING_SERVICE}.${TRAINING_NAMESPACE}.svc" \
     "${TRAINING_SERVICE}.${TRAINING_NAMESPACE}.svc.cluster.local" localhost 127.0.0.1
@@ -625,7 +632,23 @@ generate_configs() {
       echo "---"
       cat "${f}"
     done
+    # Every container of every fake pod logs the lines of replica.log, so
+    # kubectl logs (and kubectl training logs) have something to show.
+    cat <<EOF
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: replica-logs
+spec:
+  logs:
+  - logsFile: ${LOCAL_CONFIG_DIR}/replica.log
+    follow: true
+EOF
   } >"${LOCAL_CONFIG_DIR}/kwok-stages.yaml"
+  # In the CRI log format kwok's kubelet API parses: time, stream, tag, line.
+  printf '2026-01-01T00:00:0%d.000000000Z stdout F fake training replica: %s\n' \
+    0 "started" 1 "step 1 loss 0.9" 2 "step 2 loss 0.5" >"${LOCAL_CONFIG_DIR}/replica.log"
 
   cat >"${LOCAL_CONFIG_DIR}/kube-scheduler.yaml" <<EOF
 apiVersion: kubescheduler.config.k8s.io/v1

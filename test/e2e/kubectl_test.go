@@ -278,6 +278,20 @@ func TestKubectlPatchAndEdit(t *testing.T) {
 	}
 }
 
+// TestKubectlPatchOneReplicaType: kubectl patch's default strategic merge
+// changes one replicaSpecs entry, found by its type, and keeps the others.
+func TestKubectlPatchOneReplicaType(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t, "patch-type")
+	ref := f.Create(framework.NewTFJob("patched").WithReplicas("chief", 1).WithReplicas("worker", 1).Paused())
+	f.MustKubectl("patch", ref.KubectlName(), "-p", `{"spec":{"replicaSpecs":[{"type":"worker","replicas":3}]}}`)
+	specs := f.MustGetJob(ref).CommonSpec().ReplicaSpecs
+	if len(specs) != 2 || specs[0].Type != v1beta1.ReplicaTypeChief || *specs[0].Replicas != 1 ||
+		specs[1].Type != v1beta1.ReplicaTypeWorker || *specs[1].Replicas != 3 || len(specs[1].Template.Spec.Containers) != 1 {
+		t.Errorf("after patching the worker entry: %+v; want chief 1 and worker 3 with its template", specs)
+	}
+}
+
 // TestKubectlWait: kubectl wait returns once the job has Completed.
 func TestKubectlWait(t *testing.T) {
 	t.Parallel()

@@ -110,7 +110,21 @@ func (f *Framework) WriteFile(name, content string) string {
 // variables (NAME=value), e.g. KUBE_EDITOR for kubectl edit.
 func (f *Framework) KubectlEnv(extraEnv []string, args ...string) KubectlResult {
 	f.T.Helper()
-	args = append([]string{"--namespace", f.Namespace}, args...)
+	return f.kubectlWithEnv(extraEnv, append([]string{"--namespace", f.Namespace}, args...)...)
+}
+
+// KubectlTraining runs `kubectl training ARGS` in the test's namespace.
+// kubectl finds the plugin as it does on a user's machine: kubectl-training
+// on PATH, here _output/bin beside the pinned kubectl. The plugin's name
+// comes first, since kubectl stops looking for it at the first flag.
+func (f *Framework) KubectlTraining(args ...string) KubectlResult {
+	f.T.Helper()
+	path := "PATH=" + filepath.Dir(env.Kubectl) + string(os.PathListSeparator) + os.Getenv("PATH")
+	return f.kubectlWithEnv([]string{path}, append([]string{"training", "--namespace", f.Namespace}, args...)...)
+}
+
+func (f *Framework) kubectlWithEnv(extraEnv []string, args ...string) KubectlResult {
+	f.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), KubectlTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, env.Kubectl, args...)
