@@ -51,6 +51,7 @@ type fixture struct {
 	training *fake.Clientset
 	kube     *kubefake.Clientset
 	logs     *logRecorder
+	stdin    string
 	out      bytes.Buffer
 	errOut   bytes.Buffer
 }
@@ -80,7 +81,7 @@ func (f *fixture) run(args ...string) error {
 	f.training.ClearActions()
 	f.kube.ClearActions()
 	root := NewRootCommand(Config{
-		Streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &f.out, ErrOut: &f.errOut},
+		Streams: genericiooptions.IOStreams{In: strings.NewReader(f.stdin), Out: &f.out, ErrOut: &f.errOut},
 		NewFactory: func(flags *genericclioptions.ConfigFlags, _ genericiooptions.IOStreams) Factory {
 			return &fakeFactory{flags: flags, training: f.training, kube: recordingKube{Interface: f.kube, logs: f.logs}}
 		},

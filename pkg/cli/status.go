@@ -252,9 +252,9 @@ func writeJobStatus(out io.Writer, kind *jobKind, job v1beta1.TrainingJob, event
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "  <none>")
 	} else {
-		fmt.Fprintln(w, "  REPLICA\tPHASE\tEXIT CODE\tPOD UID\tRESTARTS")
+		fmt.Fprintln(w, "  REPLICA\tPOD\tPHASE\tEXIT CODE\tPOD UID\tRESTARTS")
 		for _, r := range rows {
-			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%d\n", r.replica, r.phase, r.exitCodes, r.podUID, r.restarts)
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%d\n", r.replica, r.pod, r.phase, r.exitCodes, r.podUID, r.restarts)
 		}
 	}
 	fmt.Fprintln(w, "Events:")
@@ -271,8 +271,8 @@ func writeJobStatus(out io.Writer, kind *jobKind, job v1beta1.TrainingJob, event
 
 // replicaRow is one line of the replica table.
 type replicaRow struct {
-	replica, phase, exitCodes, podUID string
-	restarts                          int32
+	replica, pod, phase, exitCodes, podUID string
+	restarts                               int32
 }
 
 // replicaRows lists the replicas the spec asks for, in spec order, with
@@ -301,9 +301,10 @@ func replicaRows(spec *v1beta1.TrainingJobSpec, status *v1beta1.TrainingJobStatu
 		}
 		n := max(replicaCount(spec, t), len(task.ReplicaStatus))
 		for i := range n {
-			row := replicaRow{replica: replicaRef{Type: t, Index: i}.String(), phase: "-", exitCodes: "-", podUID: "-", restarts: task.RestartCount}
+			row := replicaRow{replica: replicaRef{Type: t, Index: i}.String(), pod: "-", phase: "-", exitCodes: "-", podUID: "-", restarts: task.RestartCount}
 			if i < len(task.ReplicaStatus) {
 				replica := task.ReplicaStatus[i]
+				row.pod = orDash(replica.Name)
 				row.phase = orDash(string(replica.Phase))
 				row.exitCodes = exitCodes(replica.Containers)
 				if replica.UID != "" {

@@ -99,11 +99,11 @@ Conditions:
   Running          True     PodsRunning   80m    -
   ReplicaFailure   False    Recovered     5m     worker-1 was replaced.
 Replicas:
-  REPLICA    PHASE       EXIT CODE               POD UID    RESTARTS
-  master-0   Running     -                       0a1b2c3d   0
-  worker-0   Succeeded   0                       11111111   2
-  worker-1   Failed      pytorch:137,sidecar:1   22222222   2
-  worker-2   -           -                       -          2
+  REPLICA    POD               PHASE       EXIT CODE               POD UID    RESTARTS
+  master-0   resnet-master-0   Running     -                       0a1b2c3d   0
+  worker-0   resnet-worker-0   Succeeded   0                       11111111   2
+  worker-1   resnet-worker-1   Failed      pytorch:137,sidecar:1   22222222   2
+  worker-2   -                 -           -                       -          2
 Events:
   TYPE     REASON             AGE               FROM                  MESSAGE
   Normal   CreatedPod         120m              training-controller   Created pod resnet-master-0
@@ -140,10 +140,10 @@ TensorBoard:   mnist-tensorboard not ready (Creating)
 Conditions:
   <none>
 Replicas:
-  REPLICA    PHASE   EXIT CODE   POD UID   RESTARTS
-  chief-0    -       -           -         0
-  worker-0   -       -           -         0
-  worker-1   -       -           -         0
+  REPLICA    POD   PHASE   EXIT CODE   POD UID   RESTARTS
+  chief-0    -     -       -           -         0
+  worker-0   -     -       -           -         0
+  worker-1   -     -       -           -         0
 Events:
   <none>
 `
