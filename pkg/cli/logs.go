@@ -28,6 +28,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -115,7 +116,12 @@ func (o *logsOptions) run(ctx context.Context, e *env, args []string) error {
 	if o.follow && len(sources) > o.maxRequests {
 		return fmt.Errorf("%s has %d pods, more than --max-log-requests=%d to follow at once; raise it", found.Ref(), len(sources), o.maxRequests)
 	}
-	return o.stream(ctx, e, c.kube.CoreV1().Pods(c.namespace), sources)
+	err = o.stream(ctx, e, c.kube.CoreV1().Pods(c.namespace), sources)
+	if apierrors.IsNotFound(err) && !o.allReplicas {
+		// A paused, pending or cleaned-up job has no pods to read.
+		return fmt.Errorf("%w (%s is %s)", err, found.Ref(), phaseOf(found.job))
+	}
+	return err
 }
 
 // replicaSource is the log of the replica named (or the deciding one) in
@@ -197,6 +203,9 @@ func (o *logsOptions) stream(ctx context.Context, e *env, pods typedcorev1.PodIn
 		}
 		logs, err := pods.GetLogs(source.pod, opts).Stream(ctx)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil // interrupted: not a failure
+			}
 			return fmt.Errorf("logs of %s: %w", source, err)
 		}
 		defer logs.Close()

@@ -17,12 +17,17 @@ limitations under the License.
 package cli
 
 import (
+	"context"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
@@ -213,5 +218,38 @@ func TestLineWriterCompletesLines(t *testing.T) {
 	}
 	if want := "[p/c] one\n[p/c] \n[p/c] two\n"; out.String() != want {
 		t.Errorf("%q; want %q", out.String(), want)
+	}
+}
+
+func TestLogsOfAMissingPodNameThePhase(t *testing.T) {
+	paused := ptJob("resnet", replicas("master", 1, "pytorch"))
+	paused.Status.Phase = v1beta1.JobPaused
+	f := newFixture(t, paused)
+	f.kube.PrependReactor("get", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		return action.GetSubresource() == "log", nil, apierrors.NewNotFound(corev1.Resource("pods"), "resnet-master-0")
+	})
+	err := f.run("logs", "resnet")
+	// The fake client wraps the server's answer in the URL it asked.
+	if !apierrors.IsNotFound(err) || !strings.HasPrefix(err.Error(), "logs of resnet-master-0/pytorch: ") ||
+		!strings.HasSuffix(err.Error(), `pods "resnet-master-0" not found (pj/resnet is Paused)`) {
+		t.Errorf("error %v; want NotFound of the pod, saying the job is Paused", err)
+	}
+}
+
+func TestLogsEndQuietlyWhenInterrupted(t *testing.T) {
+	f := newLogsFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o := &logsOptions{follow: true, tail: -1, maxRequests: 10}
+	e := &env{streams: genericiooptions.IOStreams{Out: &f.out, ErrOut: &f.errOut}}
+	pods := recordingKube{Interface: f.kube, logs: f.logs}.CoreV1().Pods("default")
+	f.kube.PrependReactor("get", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		return action.GetSubresource() == "log", nil, context.Canceled
+	})
+	if err := o.stream(ctx, e, pods, []logSource{{pod: "mnist-chief-0", container: "tensorflow"}, {pod: "mnist-ps-0", container: "server"}}); err != nil {
+		t.Errorf("interrupted: error %v; want none", err)
+	}
+	if f.errOut.Len() != 0 {
+		t.Errorf("interrupted: stderr %q", f.errOut.String())
 	}
 }
