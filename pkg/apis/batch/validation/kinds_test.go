@@ -121,7 +121,7 @@ func TestPyTorchRules(t *testing.T) {
 			[]wantErr{invalid("spec.replicaSpecs[0].replicas")}},
 		{"later type without replicas", ptJob(withReplicas(r(batch.ReplicaTypeNode, 1), r(batch.ReplicaTypeWorker, 0))), nil},
 		{"long type, hostnames fit", ptJob(withReplicas(r(long, 100))), nil},
-		{"long type, hostnames too long", ptJob(withReplicas(r(long, 1001))), []wantErr{invalid("spec.replicaSpecs[0].type")}},
+		{"long type, hostnames too long", ptJob(withReplicas(r(long, 1000))), []wantErr{invalid("spec.replicaSpecs[0].type")}},
 
 		{"torchrun defaults", ptJob(withTorchrun(func(*batch.TorchrunConfig) {})), nil},
 		{"torchrun fully set", ptJob(withTorchrun(func(tc *batch.TorchrunConfig) {

@@ -52,6 +52,8 @@ func validateTorchrunConfig(tc *batch.TorchrunConfig, fldPath *field.Path) field
 	var allErrs field.ErrorList
 	if r := tc.MaxRestarts; r != nil && *r < 0 {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("maxRestarts"), *r, "must be greater than or equal to 0"))
+	} else if r != nil {
+		allErrs = append(allErrs, validateAtMost(*r, batch.MaxTorchrunRestarts, fldPath.Child("maxRestarts"))...)
 	}
 	if p := tc.ProcPerNode; p != "" && p != procPerNodeGPU && !isPositiveDecimal(p) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("procPerNode"), p,
@@ -66,7 +68,7 @@ func validateTorchrunConfig(tc *batch.TorchrunConfig, fldPath *field.Path) field
 				"must not be empty: torchrun would take it for the training script"))
 		}
 	}
-	return allErrs
+	return append(allErrs, validateCommandBytes(tc.ExtraOptions, fldPath.Child("extraOptions"))...)
 }
 
 // isPositiveDecimal reports whether s is written only with digits and
@@ -117,6 +119,16 @@ func validateElastic(e *batch.ElasticConfig, fldPath *field.Path) field.ErrorLis
 				fmt.Sprintf("must be less than or equal to maxReplicas (%d)", *e.MaxReplicas)))
 		case *x < 1:
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("expectedReplicas"), *x, "must be at least 1"))
+		}
+	}
+	// The job may scale up to any of these, so each must fit the cap.
+	for _, bound := range []struct {
+		name  string
+		value *int32
+	}{{"minReplicas", e.MinReplicas}, {"maxReplicas", e.MaxReplicas}, {"expectedReplicas", e.ExpectedReplicas}} {
+		if bound.value != nil && *bound.value > batch.MaxTotalReplicas {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child(bound.name), *bound.value, fmt.Sprintf(
+				"must be less than or equal to %d, the most replicas a job may have", batch.MaxTotalReplicas)))
 		}
 	}
 	return allErrs

@@ -98,7 +98,7 @@ func (k *kindRules) validateReplicaSpecs(specs []batch.ReplicaSpec, fldPath *fie
 	if typesUsable && k.validateReplicaSet != nil {
 		allErrs = append(allErrs, k.validateReplicaSet(specs, fldPath)...)
 	}
-	return allErrs
+	return append(allErrs, validateReplicaLimits(specs, fldPath)...)
 }
 
 // validateReplicaType checks that a type is given and that the kind accepts it.
@@ -125,15 +125,21 @@ func validateRunPolicy(policy *batch.RunPolicy, fldPath *field.Path) field.Error
 	var allErrs field.ErrorList
 	if d := policy.ActiveDeadlineSeconds; d != nil && *d <= 0 {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("activeDeadlineSeconds"), *d, "must be greater than 0"))
+	} else if d != nil {
+		allErrs = append(allErrs, validateAtMost(*d, batch.MaxActiveDeadlineSeconds, fldPath.Child("activeDeadlineSeconds"))...)
 	}
 	if b := policy.BackoffLimit; b != nil && *b < 0 {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("backoffLimit"), *b, "must be greater than or equal to 0"))
+	} else if b != nil {
+		allErrs = append(allErrs, validateAtMost(*b, batch.MaxBackoffLimit, fldPath.Child("backoffLimit"))...)
 	}
 	if c := policy.CleanUpPolicy; c != "" && !contains(supportedCleanUpPolicies, c) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("cleanUpPolicy"), string(c), supportedCleanUpPolicies))
 	}
 	if ttl := policy.TTLSecondsAfterFinished; ttl != nil && *ttl < 0 {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("ttlSecondsAfterFinished"), *ttl, "must be greater than or equal to 0"))
+	} else if ttl != nil {
+		allErrs = append(allErrs, validateAtMost(*ttl, batch.MaxTTLSecondsAfterFinished, fldPath.Child("ttlSecondsAfterFinished"))...)
 	}
 	return allErrs
 }
@@ -150,6 +156,7 @@ func validateRunMode(mode *batch.RunMode, replicas []batch.ReplicaSpec, fldPath 
 		types := make([]batch.ReplicaType, len(debug.ReplicaSpecs))
 		for i, s := range debug.ReplicaSpecs {
 			types[i] = s.Type
+			allErrs = append(allErrs, validateCommandBytes(s.Command, fldPath.Child("debug", "replicaSpecs").Index(i).Child("command"))...)
 		}
 		allErrs = append(allErrs, validateTypeReferences(types, jobTypes, fldPath.Child("debug", "replicaSpecs"))...)
 	}
@@ -157,6 +164,9 @@ func validateRunMode(mode *batch.RunMode, replicas []batch.ReplicaSpec, fldPath 
 		types := make([]batch.ReplicaType, len(pause.ResumeSpecs))
 		for i, s := range pause.ResumeSpecs {
 			types[i] = s.Type
+			specPath := fldPath.Child("pause", "resumeSpecs").Index(i)
+			allErrs = append(allErrs, validateCommandBytes(s.Command, specPath.Child("command"))...)
+			allErrs = append(allErrs, validateCommandBytes(s.Args, specPath.Child("args"))...)
 		}
 		allErrs = append(allErrs, validateTypeReferences(types, jobTypes, fldPath.Child("pause", "resumeSpecs"))...)
 	}

@@ -40,7 +40,7 @@ type commonCase struct {
 // TestSharedSpec runs every rule of the shared spec against both kinds, so
 // the kinds are known to share them.
 func TestSharedSpec(t *testing.T) {
-	for _, tc := range commonCases() {
+	for _, tc := range append(commonCases(), limitCases()...) {
 		for _, kind := range []struct {
 			name   string
 			worker int
@@ -142,7 +142,6 @@ func commonCases() []commonCase {
 		{"restart policy lower case", func(s *batch.TrainingJobSpec) { worker(s).RestartPolicy = "never" },
 			[]wantErr{notSupported(w + ".restartPolicy")}},
 		{"template restart policy is ignored", func(s *batch.TrainingJobSpec) { workerPod(s).RestartPolicy = "Always" }, nil},
-		{"many replicas", func(s *batch.TrainingJobSpec) { worker(s).Replicas = ptr.To[int32](1000) }, nil},
 
 		// Pod template.
 		{"no containers", func(s *batch.TrainingJobSpec) { workerPod(s).Containers = nil }, []wantErr{required(pod + ".containers")}},

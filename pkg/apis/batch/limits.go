@@ -1,0 +1,95 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package batch
+
+// Limits every job keeps. Validation refuses a job beyond them with 422, and
+// the controller refuses to act on a stored job beyond them (one written
+// before a limit existed), so that neither the job's status nor the
+// controller's work grows with a number a spec merely claims. The field
+// comments in v1beta1/types.go, which kubectl explain shows, state the same
+// numbers; a test in v1beta1 keeps them in step.
+const (
+	// MaxTotalReplicas is the most replicas a job may have, summed over its
+	// replica specs. status.tasks lists every replica (pod name, UID, phase
+	// and each container's state), and etcd refuses a write over 1.5 MiB: at
+	// the longest names (a 63-character job name, 127-character pod names,
+	// four containers with 63-character names) one replica's entry is about
+	// 700 bytes, so 1000 replicas take about 680 KiB, leaving room for the
+	// spec, the metadata and the rest of the status within 1 MiB.
+	// TestStatusAtReplicaCapFitsBudget in v1beta1 checks this.
+	MaxTotalReplicas = 1000
+
+	// MaxReplicaTypes is the most replica specs a job may list. Each type has
+	// an entry in status.tasks, and a pod template in the spec, whether or
+	// not it has replicas; real jobs use a handful.
+	MaxReplicaTypes = 32
+
+	// MaxActiveDeadlineSeconds is the longest activeDeadlineSeconds: ten
+	// years of 365 days. No training run lasts that long; a larger number
+	// only ever means "no deadline", which leaving the field out says. The
+	// bound also keeps the deadline far from overflowing time arithmetic
+	// (a time.Duration holds about 292 years).
+	MaxActiveDeadlineSeconds = 10 * 365 * 24 * 60 * 60
+
+	// MaxTTLSecondsAfterFinished is the longest ttlSecondsAfterFinished: ten
+	// years, as MaxActiveDeadlineSeconds. A finished job meant to be kept is
+	// one without the field.
+	MaxTTLSecondsAfterFinished = MaxActiveDeadlineSeconds
+
+	// MaxBackoffLimit is the largest backoffLimit. A million restarts is
+	// beyond what any job uses: at the replacement backoff's ceiling of six
+	// minutes one replica needs over eleven years to spend them. Larger
+	// numbers only stand for "unlimited", which no job should ask for.
+	MaxBackoffLimit = 1_000_000
+
+	// MaxTorchrunRestarts is the largest torchrunConfig.maxRestarts, bounded
+	// like backoffLimit and for the same reason.
+	MaxTorchrunRestarts = MaxBackoffLimit
+
+	// MaxCommandBytes bounds a command or argument list the job hands to
+	// every pod of a type: a debug command, a resume command or its args,
+	// and torchrun's extraOptions. Each entry counts its length plus one, as
+	// the kernel counts an argument vector. Such a list is copied into every
+	// pod of the type (up to MaxTotalReplicas of them); 32 KiB is ample for a
+	// command line and a quarter of the 128 KiB Linux allows one argument.
+	MaxCommandBytes = 32 * 1024
+)
+
+// TotalReplicas is the number of replicas the specs ask for, an unset count
+// taken as the default of 1 and a negative one as none. The sum is an int64
+// so that counts near the int32 limit cannot overflow it.
+func TotalReplicas(specs []ReplicaSpec) int64 {
+	var total int64
+	for i := range specs {
+		n := int64(1)
+		if r := specs[i].Replicas; r != nil {
+			n = max(int64(*r), 0)
+		}
+		total += n
+	}
+	return total
+}
+
+// CommandBytes is the size of an argument list as MaxCommandBytes counts it:
+// each entry's length plus one.
+func CommandBytes(args []string) int {
+	n := 0
+	for _, a := range args {
+		n += len(a) + 1
+	}
+	return n
+}

@@ -1,0 +1,62 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package validation
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+)
+
+// validateReplicaLimits keeps a job within the replicas its status can
+// report (batch.MaxTotalReplicas) and the replica types it may list.
+// Negative counts are reported on their own field and count as none here.
+func validateReplicaLimits(specs []batch.ReplicaSpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if len(specs) > batch.MaxReplicaTypes {
+		allErrs = append(allErrs, field.TooMany(fldPath, len(specs), batch.MaxReplicaTypes))
+	}
+	if total := batch.TotalReplicas(specs); total > batch.MaxTotalReplicas {
+		allErrs = append(allErrs, field.Invalid(fldPath, total, fmt.Sprintf(
+			"the replicas of all types add up to %d, over the maximum of %d per job (the job's status lists every replica and must stay well under etcd's request size limit)",
+			total, batch.MaxTotalReplicas)))
+	}
+	return allErrs
+}
+
+// validateAtMost reports a value over an upper bound, naming the bound.
+func validateAtMost[T int32 | int64](value, limit T, fldPath *field.Path) field.ErrorList {
+	if value <= limit {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(fldPath, value, fmt.Sprintf("must be less than or equal to %d", limit))}
+}
+
+// validateCommandBytes keeps an argument list that is copied into every pod
+// of a replica type within batch.MaxCommandBytes.
+func validateCommandBytes(args []string, fldPath *field.Path) field.ErrorList {
+	n := batch.CommandBytes(args)
+	if n <= batch.MaxCommandBytes {
+		return nil
+	}
+	err := field.TooLong(fldPath, "", batch.MaxCommandBytes)
+	err.Detail = fmt.Sprintf("may not be more than %d bytes, counting each entry's length plus one; this list has %d",
+		batch.MaxCommandBytes, n)
+	return field.ErrorList{err}
+}
