@@ -36,6 +36,7 @@ import (
 	baseversion "k8s.io/component-base/version"
 	netutils "k8s.io/utils/net"
 
+	"tensorstack.dev/training/pkg/admission/jobpods"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	generatedopenapi "tensorstack.dev/training/pkg/generated/openapi"
 	"tensorstack.dev/training/pkg/version"
@@ -74,6 +75,11 @@ func NewOptions() *Options {
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1beta1.SchemeGroupVersion, schema.GroupKind{Group: v1beta1.GroupName})
+	// The plugins judging jobs by their pods run after the generic ones, on
+	// by default; --disable-admission-plugins switches them off.
+	admissionOptions := o.RecommendedOptions.Admission
+	jobpods.Register(admissionOptions.Plugins)
+	admissionOptions.RecommendedPluginOrder = append(admissionOptions.RecommendedPluginOrder, jobpods.PluginNames...)
 	return o
 }
 

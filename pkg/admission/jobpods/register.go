@@ -1,0 +1,30 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package jobpods
+
+import "k8s.io/apiserver/pkg/admission"
+
+// PluginNames are the plugins of this package, in the order they run: the
+// cheap question of the author's rights before the round trips of the dry
+// runs.
+var PluginNames = []string{AuthorizationPluginName, ValidationPluginName}
+
+// Register adds the plugins to plugins.
+func Register(plugins *admission.Plugins) {
+	plugins.Register(AuthorizationPluginName, newPodAuthorization)
+	plugins.Register(ValidationPluginName, newPodValidation)
+}
