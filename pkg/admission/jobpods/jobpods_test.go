@@ -77,7 +77,9 @@ func attributes(job, old runtime.Object, op admission.Operation, subresource str
 	return admission.NewAttributesRecord(job, old, tfKind, "vision", "mnist", tfResource, subresource, op, nil, false, alice)
 }
 
-func objectInterfaces() admission.ObjectInterfaces { return admission.NewObjectInterfacesFromScheme(scheme) }
+func objectInterfaces() admission.ObjectInterfaces {
+	return admission.NewObjectInterfacesFromScheme(scheme)
+}
 
 // recordingAuthorizer answers allow or deny and remembers what it was asked.
 type recordingAuthorizer struct {
