@@ -85,6 +85,8 @@ accepts (tensorflowtrainingjob, pytorchtrainingjobs.batch.tensorstack.dev,
 		newDebugCommand(e),
 		newLogsCommand(e),
 		newStatusCommand(e),
+		newConvertCommand(e),
+		newCreateCommand(e),
 		newVersionCommand(e),
 	)
 	return root
