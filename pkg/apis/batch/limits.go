@@ -27,10 +27,11 @@ const (
 	// replica specs. status.tasks lists every replica (pod name, UID, phase
 	// and each container's state), and etcd refuses a write over 1.5 MiB: at
 	// the longest names (a 63-character job name, 127-character pod names,
-	// four containers with 63-character names) one replica's entry is about
-	// 700 bytes, so 1000 replicas take about 680 KiB, leaving room for the
-	// spec, the metadata and the rest of the status within 1 MiB.
-	// TestStatusAtReplicaCapFitsBudget in v1beta1 checks this.
+	// four containers with 63-character names) one replica's entry takes 694
+	// bytes, so the status of 1000 replicas is about 690 KiB (under a budget
+	// of 768 KiB), and a job of a few large pod templates with it about
+	// 745 KiB, under 1 MiB. TestStoredJobAtReplicaCapFitsBudget in v1beta1
+	// checks this.
 	MaxTotalReplicas = 1000
 
 	// MaxReplicaTypes is the most replica specs a job may list. Each type has

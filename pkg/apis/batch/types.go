@@ -100,7 +100,8 @@ type PyTorchTrainingJobList struct {
 // TrainingJobSpec is the part of the spec every training job kind shares.
 type TrainingJobSpec struct {
 	// ReplicaSpecs lists the groups of replicas, one per type. The order
-	// matters: ranks and the default master follow it.
+	// matters: ranks and the default master follow it. At most
+	// MaxReplicaTypes types and MaxTotalReplicas replicas in all (limits.go).
 	ReplicaSpecs []ReplicaSpec `json:"replicaSpecs"`
 
 	// RunMode switches the job into debug or pause mode. Absent, the job runs
@@ -154,7 +155,8 @@ type ReplicaSpec struct {
 	// PyTorch: any DNS-1123 label, e.g. master, worker or node.
 	Type ReplicaType `json:"type"`
 
-	// Replicas is how many pods this group runs. Defaults to 1.
+	// Replicas is how many pods this group runs. Defaults to 1. The replicas
+	// of all types together are at most MaxTotalReplicas.
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// Template is the pod each replica runs. Its restartPolicy is ignored:

@@ -17673,21 +17673,21 @@ func schema_pkg_apis_batch_v1beta1_ElasticConfig(ref common.ReferenceCallback) c
 					},
 					"minReplicas": {
 						SchemaProps: spec.SchemaProps{
-							Description: "MinReplicas is the fewest replicas the job runs with. Immutable.",
+							Description: "MinReplicas is the fewest replicas the job runs with, at most 1000. Immutable.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
 					},
 					"maxReplicas": {
 						SchemaProps: spec.SchemaProps{
-							Description: "MaxReplicas is the most replicas the job runs with. Immutable.",
+							Description: "MaxReplicas is the most replicas the job runs with, at most 1000. Immutable.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
 					},
 					"expectedReplicas": {
 						SchemaProps: spec.SchemaProps{
-							Description: "ExpectedReplicas is the number of replicas to aim for, between minReplicas and maxReplicas.",
+							Description: "ExpectedReplicas is the number of replicas to aim for, between minReplicas and maxReplicas, at most 1000.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -17904,7 +17904,7 @@ func schema_pkg_apis_batch_v1beta1_PyTorchTrainingJobSpec(ref common.ReferenceCa
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "ReplicaSpecs lists the groups of replicas, one per type. The order matters: ranks and the default master follow it.",
+							Description: "ReplicaSpecs lists the groups of replicas, one per type. The order matters: ranks and the default master follow it. A job lists at most 32 types, and its replicas, summed over all types, are at most 1000: the status reports every replica and must stay well under etcd's request size limit.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -17990,7 +17990,7 @@ func schema_pkg_apis_batch_v1beta1_ReplicaDebugSpec(ref common.ReferenceCallback
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Command replaces the training container's command. Defaults to [\"sleep\", \"inf\"].",
+							Description: "Command replaces the training container's command. Defaults to [\"sleep\", \"inf\"]. At most 32768 bytes, each entry counting its length plus one.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -18026,7 +18026,7 @@ func schema_pkg_apis_batch_v1beta1_ReplicaSpec(ref common.ReferenceCallback) com
 					},
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Replicas is how many pods this group runs. Defaults to 1.",
+							Description: "Replicas is how many pods this group runs. Defaults to 1. The replicas of all types together are at most 1000.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -18176,7 +18176,7 @@ func schema_pkg_apis_batch_v1beta1_ResumeSpec(ref common.ReferenceCallback) comm
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Command replaces the training container's command.",
+							Description: "Command replaces the training container's command. At most 32768 bytes, each entry counting its length plus one.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -18195,7 +18195,7 @@ func schema_pkg_apis_batch_v1beta1_ResumeSpec(ref common.ReferenceCallback) comm
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Args replaces the training container's arguments.",
+							Description: "Args replaces the training container's arguments. At most 32768 bytes, each entry counting its length plus one.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -18250,14 +18250,14 @@ func schema_pkg_apis_batch_v1beta1_RunPolicy(ref common.ReferenceCallback) commo
 				Properties: map[string]spec.Schema{
 					"activeDeadlineSeconds": {
 						SchemaProps: spec.SchemaProps{
-							Description: "ActiveDeadlineSeconds is how long the job may run, counted from status.startTime, before it fails with reason DeadlineExceeded. Resuming a paused job starts the count again.",
+							Description: "ActiveDeadlineSeconds is how long the job may run, counted from status.startTime, before it fails with reason DeadlineExceeded. Resuming a paused job starts the count again. At most 315360000 (ten years); leave it unset for no deadline.",
 							Type:        []string{"integer"},
 							Format:      "int64",
 						},
 					},
 					"backoffLimit": {
 						SchemaProps: spec.SchemaProps{
-							Description: "BackoffLimit is how many pod replacements the whole job may need (all replicas together) before it fails. Defaults to 3.",
+							Description: "BackoffLimit is how many pod replacements the whole job may need (all replicas together) before it fails. Defaults to 3. At most 1000000.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -18272,7 +18272,7 @@ func schema_pkg_apis_batch_v1beta1_RunPolicy(ref common.ReferenceCallback) commo
 					},
 					"ttlSecondsAfterFinished": {
 						SchemaProps: spec.SchemaProps{
-							Description: "TTLSecondsAfterFinished, when set, deletes the job itself that many seconds after it finished.",
+							Description: "TTLSecondsAfterFinished, when set, deletes the job itself that many seconds after it finished. At most 315360000 (ten years); leave it unset to keep the job.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -18550,7 +18550,7 @@ func schema_pkg_apis_batch_v1beta1_TensorFlowTrainingJobSpec(ref common.Referenc
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "ReplicaSpecs lists the groups of replicas, one per type. The order matters: ranks and the default master follow it.",
+							Description: "ReplicaSpecs lists the groups of replicas, one per type. The order matters: ranks and the default master follow it. A job lists at most 32 types, and its replicas, summed over all types, are at most 1000: the status reports every replica and must stay well under etcd's request size limit.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -18611,7 +18611,7 @@ func schema_pkg_apis_batch_v1beta1_TorchrunConfig(ref common.ReferenceCallback) 
 					},
 					"maxRestarts": {
 						SchemaProps: spec.SchemaProps{
-							Description: "MaxRestarts is how often torchrun restarts the workers before failing. Defaults to 0.",
+							Description: "MaxRestarts is how often torchrun restarts the workers before failing. Defaults to 0. At most 1000000.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -18638,7 +18638,7 @@ func schema_pkg_apis_batch_v1beta1_TorchrunConfig(ref common.ReferenceCallback) 
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "ExtraOptions are passed to torchrun before the training arguments.",
+							Description: "ExtraOptions are passed to torchrun before the training arguments. At most 32768 bytes, each entry counting its length plus one.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -18675,7 +18675,7 @@ func schema_pkg_apis_batch_v1beta1_TrainingJobSpec(ref common.ReferenceCallback)
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "ReplicaSpecs lists the groups of replicas, one per type. The order matters: ranks and the default master follow it.",
+							Description: "ReplicaSpecs lists the groups of replicas, one per type. The order matters: ranks and the default master follow it. A job lists at most 32 types, and its replicas, summed over all types, are at most 1000: the status reports every replica and must stay well under etcd's request size limit.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{

@@ -118,7 +118,10 @@ type PyTorchTrainingJobList struct {
 // TrainingJobSpec is the part of the spec every training job kind shares.
 type TrainingJobSpec struct {
 	// ReplicaSpecs lists the groups of replicas, one per type. The order
-	// matters: ranks and the default master follow it.
+	// matters: ranks and the default master follow it. A job lists at most
+	// 32 types, and its replicas, summed over all types, are at most 1000:
+	// the status reports every replica and must stay well under etcd's
+	// request size limit.
 	// +listType=map
 	// +listMapKey=type
 	// +patchMergeKey=type
@@ -183,7 +186,8 @@ type ReplicaSpec struct {
 	// +required
 	Type ReplicaType `json:"type"`
 
-	// Replicas is how many pods this group runs. Defaults to 1.
+	// Replicas is how many pods this group runs. Defaults to 1. The replicas
+	// of all types together are at most 1000.
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 
@@ -216,12 +220,13 @@ const (
 type RunPolicy struct {
 	// ActiveDeadlineSeconds is how long the job may run, counted from
 	// status.startTime, before it fails with reason DeadlineExceeded.
-	// Resuming a paused job starts the count again.
+	// Resuming a paused job starts the count again. At most 315360000 (ten
+	// years); leave it unset for no deadline.
 	// +optional
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
 
 	// BackoffLimit is how many pod replacements the whole job may need
-	// (all replicas together) before it fails. Defaults to 3.
+	// (all replicas together) before it fails. Defaults to 3. At most 1000000.
 	// +optional
 	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
 
@@ -231,7 +236,8 @@ type RunPolicy struct {
 	CleanUpPolicy CleanUpPolicy `json:"cleanUpPolicy,omitempty"`
 
 	// TTLSecondsAfterFinished, when set, deletes the job itself that many
-	// seconds after it finished.
+	// seconds after it finished. At most 315360000 (ten years); leave it
+	// unset to keep the job.
 	// +optional
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 }
@@ -281,7 +287,8 @@ type ReplicaDebugSpec struct {
 	SkipInitContainer bool `json:"skipInitContainer,omitempty"`
 
 	// Command replaces the training container's command. Defaults to
-	// ["sleep", "inf"].
+	// ["sleep", "inf"]. At most 32768 bytes, each entry counting its length
+	// plus one.
 	// +listType=atomic
 	// +optional
 	Command []string `json:"command,omitempty"`
@@ -319,12 +326,14 @@ type ResumeSpec struct {
 	// +optional
 	SkipInitContainer bool `json:"skipInitContainer,omitempty"`
 
-	// Command replaces the training container's command.
+	// Command replaces the training container's command. At most 32768
+	// bytes, each entry counting its length plus one.
 	// +listType=atomic
 	// +optional
 	Command []string `json:"command,omitempty"`
 
-	// Args replaces the training container's arguments.
+	// Args replaces the training container's arguments. At most 32768 bytes,
+	// each entry counting its length plus one.
 	// +listType=atomic
 	// +optional
 	Args []string `json:"args,omitempty"`
@@ -382,7 +391,7 @@ type TorchrunConfig struct {
 	Enabled bool `json:"enabled,omitempty"`
 
 	// MaxRestarts is how often torchrun restarts the workers before failing.
-	// Defaults to 0.
+	// Defaults to 0. At most 1000000.
 	// +optional
 	MaxRestarts *int32 `json:"maxRestarts,omitempty"`
 
@@ -395,7 +404,8 @@ type TorchrunConfig struct {
 	// +optional
 	RdzvBackend RendezvousBackend `json:"rdzvBackend,omitempty"`
 
-	// ExtraOptions are passed to torchrun before the training arguments.
+	// ExtraOptions are passed to torchrun before the training arguments. At
+	// most 32768 bytes, each entry counting its length plus one.
 	// +listType=atomic
 	// +optional
 	ExtraOptions []string `json:"extraOptions,omitempty"`
@@ -407,16 +417,18 @@ type ElasticConfig struct {
 	// +optional
 	Enabled bool `json:"enabled,omitempty"`
 
-	// MinReplicas is the fewest replicas the job runs with. Immutable.
+	// MinReplicas is the fewest replicas the job runs with, at most 1000.
+	// Immutable.
 	// +optional
 	MinReplicas *int32 `json:"minReplicas,omitempty"`
 
-	// MaxReplicas is the most replicas the job runs with. Immutable.
+	// MaxReplicas is the most replicas the job runs with, at most 1000.
+	// Immutable.
 	// +optional
 	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
 
 	// ExpectedReplicas is the number of replicas to aim for, between
-	// minReplicas and maxReplicas.
+	// minReplicas and maxReplicas, at most 1000.
 	// +optional
 	ExpectedReplicas *int32 `json:"expectedReplicas,omitempty"`
 }

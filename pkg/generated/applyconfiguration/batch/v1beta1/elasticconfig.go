@@ -25,12 +25,14 @@ package v1beta1
 type ElasticConfigApplyConfiguration struct {
 	// Enabled marks the job as elastic.
 	Enabled *bool `json:"enabled,omitempty"`
-	// MinReplicas is the fewest replicas the job runs with. Immutable.
+	// MinReplicas is the fewest replicas the job runs with, at most 1000.
+	// Immutable.
 	MinReplicas *int32 `json:"minReplicas,omitempty"`
-	// MaxReplicas is the most replicas the job runs with. Immutable.
+	// MaxReplicas is the most replicas the job runs with, at most 1000.
+	// Immutable.
 	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
 	// ExpectedReplicas is the number of replicas to aim for, between
-	// minReplicas and maxReplicas.
+	// minReplicas and maxReplicas, at most 1000.
 	ExpectedReplicas *int32 `json:"expectedReplicas,omitempty"`
 }
 

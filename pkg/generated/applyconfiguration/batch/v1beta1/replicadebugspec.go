@@ -32,7 +32,8 @@ type ReplicaDebugSpecApplyConfiguration struct {
 	// SkipInitContainer drops the pod template's init containers.
 	SkipInitContainer *bool `json:"skipInitContainer,omitempty"`
 	// Command replaces the training container's command. Defaults to
-	// ["sleep", "inf"].
+	// ["sleep", "inf"]. At most 32768 bytes, each entry counting its length
+	// plus one.
 	Command []string `json:"command,omitempty"`
 }
 

@@ -31,7 +31,8 @@ type ReplicaSpecApplyConfiguration struct {
 	// Type names the group. TensorFlow: chief, worker, ps or evaluator.
 	// PyTorch: any DNS-1123 label, e.g. master, worker or node.
 	Type *batchv1beta1.ReplicaType `json:"type,omitempty"`
-	// Replicas is how many pods this group runs. Defaults to 1.
+	// Replicas is how many pods this group runs. Defaults to 1. The replicas
+	// of all types together are at most 1000.
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Template is the pod each replica runs. Its restartPolicy is ignored:
 	// pods are created with Never and replaced by the controller.

@@ -31,9 +31,11 @@ type ResumeSpecApplyConfiguration struct {
 	Type *batchv1beta1.ReplicaType `json:"type,omitempty"`
 	// SkipInitContainer drops the pod template's init containers.
 	SkipInitContainer *bool `json:"skipInitContainer,omitempty"`
-	// Command replaces the training container's command.
+	// Command replaces the training container's command. At most 32768
+	// bytes, each entry counting its length plus one.
 	Command []string `json:"command,omitempty"`
-	// Args replaces the training container's arguments.
+	// Args replaces the training container's arguments. At most 32768 bytes,
+	// each entry counting its length plus one.
 	Args []string `json:"args,omitempty"`
 }
 

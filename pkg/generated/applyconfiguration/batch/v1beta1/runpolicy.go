@@ -30,16 +30,18 @@ import (
 type RunPolicyApplyConfiguration struct {
 	// ActiveDeadlineSeconds is how long the job may run, counted from
 	// status.startTime, before it fails with reason DeadlineExceeded.
-	// Resuming a paused job starts the count again.
+	// Resuming a paused job starts the count again. At most 315360000 (ten
+	// years); leave it unset for no deadline.
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
 	// BackoffLimit is how many pod replacements the whole job may need
-	// (all replicas together) before it fails. Defaults to 3.
+	// (all replicas together) before it fails. Defaults to 3. At most 1000000.
 	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
 	// CleanUpPolicy says which pods are deleted when the job finishes: All,
 	// Unfinished (the default) or None. The lower-case spellings are accepted.
 	CleanUpPolicy *batchv1beta1.CleanUpPolicy `json:"cleanUpPolicy,omitempty"`
 	// TTLSecondsAfterFinished, when set, deletes the job itself that many
-	// seconds after it finished.
+	// seconds after it finished. At most 315360000 (ten years); leave it
+	// unset to keep the job.
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 }
 

@@ -30,14 +30,15 @@ type TorchrunConfigApplyConfiguration struct {
 	// Enabled starts the training container as `torchrun <options> <args>`.
 	Enabled *bool `json:"enabled,omitempty"`
 	// MaxRestarts is how often torchrun restarts the workers before failing.
-	// Defaults to 0.
+	// Defaults to 0. At most 1000000.
 	MaxRestarts *int32 `json:"maxRestarts,omitempty"`
 	// ProcPerNode is the number of worker processes per replica: a positive
 	// integer, or "gpu" for one per GPU. Defaults to "1".
 	ProcPerNode *string `json:"procPerNode,omitempty"`
 	// RdzvBackend is the rendezvous backend: c10d (the default), etcd or etcd-v2.
 	RdzvBackend *batchv1beta1.RendezvousBackend `json:"rdzvBackend,omitempty"`
-	// ExtraOptions are passed to torchrun before the training arguments.
+	// ExtraOptions are passed to torchrun before the training arguments. At
+	// most 32768 bytes, each entry counting its length plus one.
 	ExtraOptions []string `json:"extraOptions,omitempty"`
 }
 

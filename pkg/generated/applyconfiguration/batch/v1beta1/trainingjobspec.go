@@ -24,7 +24,10 @@ package v1beta1
 // TrainingJobSpec is the part of the spec every training job kind shares.
 type TrainingJobSpecApplyConfiguration struct {
 	// ReplicaSpecs lists the groups of replicas, one per type. The order
-	// matters: ranks and the default master follow it.
+	// matters: ranks and the default master follow it. A job lists at most
+	// 32 types, and its replicas, summed over all types, are at most 1000:
+	// the status reports every replica and must stay well under etcd's
+	// request size limit.
 	ReplicaSpecs []ReplicaSpecApplyConfiguration `json:"replicaSpecs,omitempty"`
 	// RunMode switches the job into debug or pause mode. Absent, the job runs
 	// immediately.
