@@ -88,14 +88,14 @@ func (c tableConvertor) row(obj runtime.Object) (metav1.TableRow, error) {
 	spec, status := job.CommonSpec(), job.JobStatus()
 	now := c.now()
 
-	var total int32
 	replicas := make([]string, 0, len(spec.ReplicaSpecs))
 	for _, r := range spec.ReplicaSpecs {
-		n := replicaCount(r)
-		total += n
-		replicas = append(replicas, fmt.Sprintf("%s:%d", r.Type, n))
+		replicas = append(replicas, fmt.Sprintf("%s:%d", r.Type, replicaCount(r)))
 	}
-	ready := status.Aggregate.Running + status.Aggregate.Succeeded
+	// Sums in int64: a job stored before the replica cap, or a status
+	// written by another client, may hold counts near the int32 limit.
+	total := batch.TotalReplicas(spec.ReplicaSpecs)
+	ready := int64(status.Aggregate.Running) + int64(status.Aggregate.Succeeded)
 	phase := string(status.Phase)
 	if phase == "" {
 		phase = string(batch.JobPending)

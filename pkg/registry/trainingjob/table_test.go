@@ -18,10 +18,12 @@ package trainingjob
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch"
 )
@@ -81,5 +83,25 @@ func TestTableRows(t *testing.T) {
 	}
 	if len(noHeaders.ColumnDefinitions) != 0 || len(noHeaders.Rows) != 1 {
 		t.Errorf("with NoHeaders: %d columns, %d rows; want 0 and 1", len(noHeaders.ColumnDefinitions), len(noHeaders.Rows))
+	}
+}
+
+// TestTableReadyDoesNotOverflow renders a job stored before the replica cap,
+// with two types of 2^31-1 replicas and a status counting as many: READY
+// must show the true sums, not int32 wrap-around such as 0/-2.
+func TestTableReadyDoesNotOverflow(t *testing.T) {
+	job := newJob("huge", math.MaxInt32)
+	job.Spec.ReplicaSpecs[0].Replicas = ptr.To[int32](math.MaxInt32)
+	job.Status.Aggregate = batch.Aggregate{Running: math.MaxInt32, Succeeded: math.MaxInt32}
+	table, err := tableConvertor{now: time.Now}.ConvertToTable(context.Background(), job, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "4294967294/4294967294"
+	if got := table.Rows[0].Cells[2]; got != want {
+		t.Errorf("READY = %v, want %s", got, want)
+	}
+	if got, want := table.Rows[0].Cells[6], "master:2147483647,worker:2147483647"; got != want {
+		t.Errorf("REPLICAS = %v, want %s", got, want)
 	}
 }
