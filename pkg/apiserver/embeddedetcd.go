@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+
+	"tensorstack.dev/training/pkg/registry/trainingjob"
 )
 
 // maxSocketPath is the longest unix socket path Linux accepts, less the
@@ -72,6 +74,8 @@ func StartEmbeddedEtcd(dir string) (*EmbeddedEtcd, error) {
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	cfg.ListenMetricsUrls = nil
 	cfg.LogLevel = "error"
+	// Said explicitly: the storage's object size limit leaves room under it.
+	cfg.MaxRequestBytes = trainingjob.EtcdMaxRequestBytes
 
 	etcd, err := embed.StartEtcd(cfg)
 	if err != nil {

@@ -167,6 +167,7 @@ func (o *Options) Config() (*Config, error) {
 	config.OpenAPIV3Config.Info.Version = version.Get()
 	config.FeatureGate = utilfeature.DefaultFeatureGate
 	config.EffectiveVersion = basecompatibility.NewEffectiveVersionFromString(baseversion.DefaultKubeBinaryVersion, "", "")
+	applyRequestLimits(&config.Config)
 
 	if err := o.RecommendedOptions.ApplyTo(config); err != nil {
 		if embedded != nil {

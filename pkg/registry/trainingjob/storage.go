@@ -22,6 +22,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -62,6 +63,11 @@ func NewStorage[J batch.TrainingJob, S any](optsGetter generic.RESTOptionsGetter
 	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: GetAttrs}); err != nil {
 		return nil, err
 	}
+	limitStoredSize(store)
+	versionedKind, versionedResource, err := versionedKindAndResource(updatePath.Scheme, kind.New(), kind.Resource.Resource)
+	if err != nil {
+		return nil, err
+	}
 
 	// The subresources share the main store's storage and differ only in the
 	// strategy that decides which part of the object a write may change.
@@ -71,12 +77,8 @@ func NewStorage[J batch.TrainingJob, S any](optsGetter generic.RESTOptionsGetter
 	statusStore.ResetFieldsStrategy = statusStrategy
 
 	storage := &Storage{
-		Job:    &REST{Store: store, shortNames: kind.ShortNames},
-		Status: &StatusREST{store: &statusStore},
-	}
-	versionedKind, versionedResource, err := versionedKindAndResource(updatePath.Scheme, kind.New(), kind.Resource.Resource)
-	if err != nil {
-		return nil, err
+		Job:    &REST{Store: store, shortNames: kind.ShortNames, kind: versionedKind.GroupKind()},
+		Status: &StatusREST{store: &statusStore, kind: versionedKind.GroupKind()},
 	}
 	newJob := func() runtime.Object {
 		job, _ := updatePath.Scheme.New(versionedKind)
@@ -111,6 +113,8 @@ func (s *Storage) Resources(resource string) map[string]rest.Storage {
 type REST struct {
 	*genericregistry.Store
 	shortNames []string
+	// kind names the job kind in errors.
+	kind schema.GroupKind
 }
 
 var (
@@ -127,6 +131,7 @@ func (r *REST) Categories() []string { return []string{v1beta1.CategoryTrainingJ
 // StatusREST is the status subresource of a job kind.
 type StatusREST struct {
 	store *genericregistry.Store
+	kind  schema.GroupKind
 }
 
 var (
@@ -148,7 +153,7 @@ func (r *StatusREST) Get(ctx context.Context, name string, options *metav1.GetOp
 
 // Update writes the job's status. It never creates a job.
 func (r *StatusREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, _ bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	return r.store.Update(ctx, name, objInfo, createValidation, updateValidation, false, options)
+	return r.store.Update(ctx, name, checkedObjectInfo{UpdatedObjectInfo: objInfo, kind: r.kind, name: name}, createValidation, updateValidation, false, options)
 }
 
 // GetResetFields names the fields a status write cannot change.
