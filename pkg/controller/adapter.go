@@ -18,11 +18,13 @@ package controller
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
@@ -42,14 +44,20 @@ type Adapter interface {
 	// RankOrder returns the replica types in the order ranks and indices
 	// across the job are handed out.
 	RankOrder(specs []v1beta1.ReplicaSpec) []v1beta1.ReplicaSpec
-	// Env returns the environment of one replica.
-	Env(t *Topology, r ReplicaID) ([]corev1.EnvVar, error)
+	// Env returns what gives each replica its environment. It is called
+	// once per reconcile, and computes what every replica shares (TF_CONFIG's
+	// cluster lists every replica) then, so that building a job's pods costs
+	// in proportion to their number, not to its square.
+	Env(t *Topology) (ReplicaEnv, error)
 	// Entrypoint may rewrite how the training container of a replica is
 	// started (torchrun). It is not called for debug pods.
 	Entrypoint(t *Topology, r ReplicaID, c *corev1.Container)
 	// Succeeded applies the kind's success rule to the replicas' phases.
 	Succeeded(t *Topology, phases ReplicaPhases) bool
 }
+
+// ReplicaEnv returns the environment of one replica.
+type ReplicaEnv func(r ReplicaID) ([]corev1.EnvVar, error)
 
 // ReplicaID names one replica: its type and its index within the type.
 type ReplicaID struct {
@@ -90,8 +98,12 @@ type Topology struct {
 	Namespace string
 	// Groups are the replica types in rank order.
 	Groups []ReplicaGroup
-	// Total is the number of replicas of the job.
+	// Total is the number of replicas of the job, exact while the job is
+	// within the limits (see limitError).
 	Total int32
+	// requested is the number of replicas the spec asks for, summed without
+	// overflow.
+	requested int64
 	// addressSuffix ends every replica address: ".<job>.<ns>.svc[.<domain>]".
 	addressSuffix string
 }
@@ -123,9 +135,25 @@ func newTopology(a Adapter, job v1beta1.TrainingJob, clusterDomain string) *Topo
 			Port:      replicaPort(a, spec),
 			FirstRank: t.Total,
 		})
-		t.Total += n
+		t.requested += int64(n)
+		t.Total = int32(min(t.requested, math.MaxInt32))
 	}
 	return t
+}
+
+// limitError says why the job is beyond the limits every job keeps, or nil.
+// Validation refuses such a job, so only one stored before the limits
+// existed can be; the controller builds nothing for it, as the pods, the
+// slots and the status of what it claims could exhaust the controller's
+// memory or etcd's request size.
+func (t *Topology) limitError() error {
+	if t.requested > batch.MaxTotalReplicas {
+		return fmt.Errorf("the job asks for %d replicas, over the maximum of %d per job", t.requested, batch.MaxTotalReplicas)
+	}
+	if n := len(t.Groups); n > batch.MaxReplicaTypes {
+		return fmt.Errorf("the job has %d replica types, over the maximum of %d per job", n, batch.MaxReplicaTypes)
+	}
+	return nil
 }
 
 // normalizeType is the stored spelling of a replica type: lower case, as

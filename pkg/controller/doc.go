@@ -70,6 +70,25 @@ limitations under the License.
 //     clean-up policy; then the clean-up policy applies.
 //   - Status write first, actions second: nothing is created or deleted on
 //     the strength of a status that could not be written.
+//   - Limits: a job beyond batch.MaxTotalReplicas or batch.MaxReplicaTypes
+//     (validation refuses one; only a job stored before the limits existed
+//     can be) is not acted on: no slots, pods or replica statuses are built
+//     for it and none of its pods is created or deleted. Its ReplicaFailure
+//     condition is True with reason TooManyReplicas, with a Warning event of
+//     that reason, and its phase is Pending if it had none; the job is not
+//     failed, so lowering its replicas lets it run (the condition then turns
+//     False, reason ReplicasWithinLimit). A legacy activeDeadlineSeconds over
+//     batch.MaxActiveDeadlineSeconds counts as that maximum.
+//   - Cost per reconcile: the environment every replica shares (TF_CONFIG's
+//     cluster, the PyTorch master's address) is computed once, and pods are
+//     built one at a time, each just before it is created, so memory follows
+//     the job's size within the cap and not what a spec claims.
+//   - A status write refused for its size (413, etcd's "request is too
+//     large", or a 422 about lengths) is reported: a Warning event
+//     StatusTooLarge and, on the status last stored, ReplicaFailure True with
+//     reason StatusTooLarge. Nothing is created or deleted until a status
+//     fits again (then the condition turns False, reason StatusStored); the
+//     job is retried with backoff.
 //   - TensorBoard: Deployment and Service <job>-tensorboard; each PVC of
 //     trainingLogFilesets is mounted read-only once at /t9k/logs/<pvc>; one
 //     fileset gives --logdir=<dir>, several --logdir_spec=<pvc>/<path>:<dir>,...;
@@ -80,5 +99,5 @@ limitations under the License.
 //   - Events (reasons): SuccessfulCreate, SuccessfulDelete, SuccessfulUpdate,
 //     FailedCreate, FailedDelete, Restarting, Paused, Resumed, Succeeded,
 //     ReplicaFailed, BackoffLimitExceeded, DeadlineExceeded, TTLExpired,
-//     Adopted, NameConflict.
+//     Adopted, NameConflict, TooManyReplicas, StatusTooLarge.
 package controller

@@ -193,7 +193,7 @@ func (r *reconciler) newPod(s *slot) (*corev1.Pod, error) {
 		r.kind.Entrypoint(r.topo, s.id, c)
 	}
 
-	env, err := r.kind.Env(r.topo, s.id)
+	env, err := r.replicaEnv()(s.id)
 	if err != nil {
 		return nil, err
 	}
@@ -204,6 +204,20 @@ func (r *reconciler) newPod(s *slot) (*corev1.Pod, error) {
 		setEnv(&pod.Spec.Containers[i], env)
 	}
 	return pod, nil
+}
+
+// replicaEnv is the adapter's environment of the job's replicas, computed
+// for the first pod a reconcile builds and kept for the others; a failure is
+// kept too, so it is not computed again for every pod.
+func (r *reconciler) replicaEnv() ReplicaEnv {
+	if r.env == nil {
+		env, err := r.kind.Env(r.topo)
+		if err != nil {
+			env = func(ReplicaID) ([]corev1.EnvVar, error) { return nil, err }
+		}
+		r.env = env
+	}
+	return r.env
 }
 
 // execute deletes and creates the pods the plan asked for.
@@ -240,25 +254,25 @@ func (r *reconciler) execute(ctx context.Context) error {
 	if len(r.creates) == 0 {
 		return errors.Join(errs...)
 	}
-	var toCreate []*corev1.Pod
-	for _, s := range r.creates {
+	// Each pod is built just before it is created and dropped after, so a
+	// reconcile holds one pod at a time, however many replicas it creates
+	// (a TensorFlow pod's TF_CONFIG grows with the job).
+	names := make([]string, len(r.creates))
+	for i, s := range r.creates {
+		names[i] = s.name
+	}
+	r.c.expectations.ExpectCreations(r.ekey, names...)
+	var createErr error
+	for i, s := range r.creates {
 		pod, err := r.newPod(s)
 		if err != nil {
 			// A spec the controller cannot build a pod from does not get
 			// better by retrying; say so and wait for the spec to change.
+			r.c.expectations.CreationObserved(r.ekey, s.name)
 			r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedCreate, "Cannot build pod %s: %v", s.name, err)
 			r.logger.Error(err, "Cannot build pod", "pod", s.name)
 			continue
 		}
-		toCreate = append(toCreate, pod)
-	}
-	names := make([]string, len(toCreate))
-	for i, p := range toCreate {
-		names[i] = p.Name
-	}
-	r.c.expectations.ExpectCreations(r.ekey, names...)
-	var createErr error
-	for i, pod := range toCreate {
 		created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
 		if err == nil {
 			podsCreated.WithLabelValues(r.key.Kind).Inc()
@@ -273,8 +287,8 @@ func (r *reconciler) execute(ctx context.Context) error {
 		}
 		// Stop here: what failed one pod (quota, admission, a terminating
 		// namespace) most likely fails the others too.
-		for _, rest := range toCreate[i+1:] {
-			r.c.expectations.CreationObserved(r.ekey, rest.Name)
+		for _, rest := range r.creates[i+1:] {
+			r.c.expectations.CreationObserved(r.ekey, rest.name)
 		}
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return errors.Join(errs...)

@@ -166,9 +166,20 @@ func TestTensorFlowPods(t *testing.T) {
 func TestTensorFlowConfigIsDeterministic(t *testing.T) {
 	job := newTFJob("j").withReplicas("worker", 2).withReplicas("ps", 2).withReplicas("chief", 1).obj()
 	topo := newTopology(tensorFlowAdapter{}, job, "")
-	first, _ := tensorFlowAdapter{}.Env(topo, ReplicaID{Type: "worker", Index: 1})
+	workerEnv := func() []corev1.EnvVar {
+		env, err := tensorFlowAdapter{}.Env(topo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vars, err := env(ReplicaID{Type: "worker", Index: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return vars
+	}
+	first := workerEnv()
 	for range 20 {
-		again, _ := tensorFlowAdapter{}.Env(topo, ReplicaID{Type: "worker", Index: 1})
+		again := workerEnv()
 		if again[0].Value != first[0].Value {
 			t.Fatalf("TF_CONFIG differs between calls:\n%s\n%s", first[0].Value, again[0].Value)
 		}

@@ -106,31 +106,44 @@ func torchrunOptions(tc *v1beta1.TorchrunConfig) torchrunSettings {
 
 // Env sets MASTER_ADDR, MASTER_PORT, WORLD_SIZE (replicas of the job), RANK
 // and PYTHONUNBUFFERED=1; with torchrun also the PET_* variables torchrun
-// reads its options from.
-func (a pyTorchAdapter) Env(t *Topology, r ReplicaID) ([]corev1.EnvVar, error) {
-	m, port := a.master(t)
-	addr := t.Address(m)
-	rank := itoa(t.Rank(r))
-	vars := []corev1.EnvVar{
-		envVar("MASTER_ADDR", addr),
-		envVar("MASTER_PORT", itoa(port)),
-		envVar("WORLD_SIZE", itoa(t.Total)),
-		envVar("RANK", rank),
-		envVar("PYTHONUNBUFFERED", "1"),
+// reads its options from. Only the ranks differ between replicas.
+func (a pyTorchAdapter) Env(t *Topology) (ReplicaEnv, error) {
+	if err := t.limitError(); err != nil {
+		return nil, err
 	}
+	m, port := a.master(t)
+	addr, portText, total := t.Address(m), itoa(port), itoa(t.Total)
+	var torchrunVars []corev1.EnvVar
 	if tc := torchrun(t); tc != nil {
 		s := torchrunOptions(tc)
-		vars = append(vars,
-			envVar("PET_NNODES", itoa(t.Total)),
-			envVar("PET_NODE_RANK", rank),
+		torchrunVars = []corev1.EnvVar{
+			envVar("PET_NNODES", total),
+			{Name: "PET_NODE_RANK"}, // the replica's rank, set below
 			envVar("PET_NPROC_PER_NODE", s.procPerNode),
 			envVar("PET_MASTER_ADDR", addr),
-			envVar("PET_MASTER_PORT", itoa(port)),
+			envVar("PET_MASTER_PORT", portText),
 			envVar("PET_RDZV_BACKEND", s.backend),
 			envVar("PET_MAX_RESTARTS", s.maxRestarts),
-		)
+		}
 	}
-	return vars, nil
+	return func(r ReplicaID) ([]corev1.EnvVar, error) {
+		rank := itoa(t.Rank(r))
+		vars := make([]corev1.EnvVar, 0, 5+len(torchrunVars))
+		vars = append(vars,
+			envVar("MASTER_ADDR", addr),
+			envVar("MASTER_PORT", portText),
+			envVar("WORLD_SIZE", total),
+			envVar("RANK", rank),
+			envVar("PYTHONUNBUFFERED", "1"),
+		)
+		for _, v := range torchrunVars {
+			if v.Name == "PET_NODE_RANK" {
+				v.Value = rank
+			}
+			vars = append(vars, v)
+		}
+		return vars, nil
+	}, nil
 }
 
 // pythonInterpreter matches python, python3, python3.12 and paths to them.

@@ -38,6 +38,14 @@ const (
 	ReasonReplicaFailed   = "ReplicaFailed"
 	ReasonReplicasHealthy = "ReplicasHealthy"
 	ReasonFailedCreate    = "FailedCreate"
+	// ReplicaFailure condition and events: a job beyond the limits on
+	// replicas (stored before they existed), and a status too large to
+	// store; each condition turns False with the second reason once its
+	// cause is gone.
+	ReasonTooManyReplicas     = "TooManyReplicas"
+	ReasonReplicasWithinLimit = "ReplicasWithinLimit"
+	ReasonStatusTooLarge      = "StatusTooLarge"
+	ReasonStatusStored        = "StatusStored"
 	// Paused condition and events.
 	ReasonPausing = "Pausing"
 	ReasonPaused  = "Paused"

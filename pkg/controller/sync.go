@@ -31,6 +31,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
@@ -114,6 +115,7 @@ type reconciler struct {
 	slots  []*slot
 	byName map[string]*slot
 	extra  []*corev1.Pod // owned pods that belong to no replica
+	env    ReplicaEnv    // built for the first pod the reconcile creates
 
 	restarts map[v1beta1.ReplicaType]int32 // replacements decided now, per type
 	failure  string                        // a replica failure seen now, for ReplicaFailure
@@ -190,6 +192,10 @@ func (r *reconciler) setCondition(typ string, status metav1.ConditionStatus, rea
 }
 
 func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
+	if err := r.topo.limitError(); err != nil {
+		return 0, r.refuseOverLimit(ctx, err)
+	}
+	r.resolveReplicaFailure(ReasonTooManyReplicas, ReasonReplicasWithinLimit, "the job is within the limits on replicas")
 	satisfied := r.c.expectations.SatisfiedExpectations(r.ekey)
 	finished := r.old.Phase.IsFinished()
 
@@ -217,12 +223,11 @@ func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
 	}
 	r.fillStatus()
 
+	r.resolveReplicaFailure(ReasonStatusTooLarge, ReasonStatusStored, "the job's status is stored again")
 	if err := r.writeStatus(ctx); err != nil {
 		return 0, err
 	}
-	for _, e := range r.events {
-		r.c.recorder.Event(r.job, e.eventType, e.reason, e.message)
-	}
+	r.flushEvents()
 
 	if r.deleteJob {
 		return 0, r.deleteExpiredJob(ctx)
@@ -242,6 +247,15 @@ func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
 	return r.requeue, errors.Join(errs...)
 }
 
+// flushEvents records the events the plan collected; called once the
+// status that explains them is written.
+func (r *reconciler) flushEvents() {
+	for _, e := range r.events {
+		r.c.recorder.Event(r.job, e.eventType, e.reason, e.message)
+	}
+	r.events = nil
+}
+
 // writeStatus sends the status to the apiserver when it changed.
 func (r *reconciler) writeStatus(ctx context.Context) error {
 	if equality.Semantic.DeepEqual(r.old, r.status) {
@@ -249,7 +263,11 @@ func (r *reconciler) writeStatus(ctx context.Context) error {
 	}
 	updated, err := r.kind.updateStatus(ctx, r.job)
 	if err != nil {
-		return fmt.Errorf("updating status of %s %s/%s: %w", r.key.Kind, r.key.Namespace, r.key.Name, err)
+		err = fmt.Errorf("updating status of %s %s/%s: %w", r.key.Kind, r.key.Namespace, r.key.Name, err)
+		if isTooLarge(err) {
+			return r.reportStatusTooLarge(ctx, err)
+		}
+		return err
 	}
 	r.logger.V(4).Info("Updated job status", "phase", r.status.Phase)
 	r.setJob(updated)
@@ -265,7 +283,10 @@ func (r *reconciler) buildSlots() {
 			prev[t.ReplicaStatus[j].Name] = &t.ReplicaStatus[j]
 		}
 	}
-	r.byName = map[string]*slot{}
+	// The topology is within batch.MaxTotalReplicas (run checks it first),
+	// so these are bounded whatever the spec says.
+	r.slots = make([]*slot, 0, r.topo.Total)
+	r.byName = make(map[string]*slot, r.topo.Total)
 	for gi := range r.topo.Groups {
 		g := &r.topo.Groups[gi]
 		for i := int32(0); i < g.Replicas; i++ {
@@ -326,7 +347,10 @@ func (r *reconciler) planActive() {
 		return
 	}
 	if ads := r.spec.RunPolicy.ActiveDeadlineSeconds; ads != nil && *ads > 0 {
-		deadline := st.StartTime.Add(time.Duration(*ads) * time.Second)
+		// A deadline stored before the bound existed could overflow the
+		// duration; no later deadline than the bound makes a difference.
+		seconds := min(*ads, batch.MaxActiveDeadlineSeconds)
+		deadline := st.StartTime.Add(time.Duration(seconds) * time.Second)
 		if !r.now.Before(deadline) {
 			r.finish(v1beta1.JobFailed, ReasonDeadlineExceeded,
 				fmt.Sprintf("the job was active longer than activeDeadlineSeconds (%ds)", *ads))

@@ -46,7 +46,8 @@ func (tensorFlowAdapter) RankOrder(specs []v1beta1.ReplicaSpec) []v1beta1.Replic
 
 // tfConfig is the TF_CONFIG document. The field order is the order
 // TensorFlow's documentation writes it in; the cluster map is written with
-// sorted keys, so equal jobs get byte-equal variables.
+// sorted keys, so equal jobs get byte-equal variables. Env writes the same
+// bytes json.Marshal makes of it, without encoding the cluster per replica.
 type tfConfig struct {
 	Cluster     map[string][]string `json:"cluster"`
 	Task        tfTask              `json:"task"`
@@ -63,12 +64,14 @@ type tfTask struct {
 // TensorFlow treats it as a side job outside the training cluster (a cluster
 // that names it is rejected by the estimator and by the multi-worker
 // strategies), which is also what Kubeflow does.
-func (a tensorFlowAdapter) Env(t *Topology, r ReplicaID) ([]corev1.EnvVar, error) {
-	cfg := tfConfig{
-		Cluster:     map[string][]string{},
-		Task:        tfTask{Type: string(r.Type), Index: r.Index},
-		Environment: "cloud",
+//
+// The cluster is encoded once; each replica's variable is that encoding
+// with the replica's task around it.
+func (a tensorFlowAdapter) Env(t *Topology) (ReplicaEnv, error) {
+	if err := t.limitError(); err != nil {
+		return nil, err
 	}
+	cluster := map[string][]string{}
 	for _, g := range t.Groups {
 		if g.Type == v1beta1.ReplicaTypeEvaluator || g.Replicas == 0 {
 			continue
@@ -77,13 +80,21 @@ func (a tensorFlowAdapter) Env(t *Topology, r ReplicaID) ([]corev1.EnvVar, error
 		for i := int32(0); i < g.Replicas; i++ {
 			addrs = append(addrs, hostPort(t.Address(ReplicaID{Type: g.Type, Index: i}), g.Port))
 		}
-		cfg.Cluster[string(g.Type)] = addrs
+		cluster[string(g.Type)] = addrs
 	}
-	data, err := json.Marshal(cfg)
+	clusterJSON, err := json.Marshal(cluster)
 	if err != nil {
-		return nil, fmt.Errorf("encoding TF_CONFIG: %w", err)
+		return nil, fmt.Errorf("encoding TF_CONFIG's cluster: %w", err)
 	}
-	return []corev1.EnvVar{envVar("TF_CONFIG", string(data))}, nil
+	prefix := `{"cluster":` + string(clusterJSON) + `,"task":`
+	const suffix = `,"environment":"cloud"}`
+	return func(r ReplicaID) ([]corev1.EnvVar, error) {
+		task, err := json.Marshal(tfTask{Type: string(r.Type), Index: r.Index})
+		if err != nil {
+			return nil, fmt.Errorf("encoding TF_CONFIG's task: %w", err)
+		}
+		return []corev1.EnvVar{envVar("TF_CONFIG", prefix+string(task)+suffix)}, nil
+	}, nil
 }
 
 func (tensorFlowAdapter) Entrypoint(*Topology, ReplicaID, *corev1.Container) {}
