@@ -23,6 +23,7 @@ import (
 	"math"
 	"runtime"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -341,5 +342,20 @@ func BenchmarkReconcileAtCap(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestLegacyDeadlineDoesNotOverflow runs a job stored before
+// activeDeadlineSeconds was bounded, with the largest int64: multiplied
+// into a duration it wrapped around and failed the job at once.
+func TestLegacyDeadlineDoesNotOverflow(t *testing.T) {
+	job := newTFJob("j").withReplicas("worker", 1).withDeadline(math.MaxInt64).obj()
+	f := newFixture(t, job)
+	requeue := f.step(job)
+	if st := f.status(job); st.Phase.IsFinished() {
+		t.Fatalf("the job finished at once: phase %s, conditions %+v", st.Phase, st.Conditions)
+	}
+	if want := time.Duration(batch.MaxActiveDeadlineSeconds) * time.Second; requeue != want {
+		t.Errorf("requeued after %v, want the bounded deadline %v", requeue, want)
 	}
 }
