@@ -6,7 +6,7 @@ BIN := $(OUTPUT)/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 LDFLAGS := -X tensorstack.dev/training/pkg/version.gitVersion=$(VERSION)
 
-.PHONY: all build test test-unit test-integration test-e2e test-deploy test-fuzz update-codegen verify-codegen lint bench \
+.PHONY: all build test test-unit test-integration test-e2e test-deploy test-fuzz update-codegen verify-codegen lint bench bench-e2e \
 	test-binaries run local-up local-down clean
 
 all: build
@@ -53,6 +53,14 @@ lint:
 ## bench: apiserver and controller benchmarks, printing ops/s
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./test/integration/... ./pkg/controller/...
+
+## bench-e2e: benchmarks on the local control plane: job creates with the pods' dry runs, then without
+bench-e2e: build test-binaries
+	@echo "== admission plugins on (the default)"
+	E2E_GO_TEST_FLAGS="-run ^$$ -bench . -benchtime 200x -count 3" hack/test-e2e.sh
+	@echo "== admission plugins TrainingJobPodAuthorization and TrainingJobPodValidation off"
+	LOCAL_TRAINING_APISERVER_EXTRA_ARGS="--disable-admission-plugins=TrainingJobPodAuthorization,TrainingJobPodValidation" \
+		E2E_GO_TEST_FLAGS="-run ^$$ -bench . -benchtime 200x -count 3" hack/test-e2e.sh
 
 ## test-binaries: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok at pinned versions
 test-binaries:

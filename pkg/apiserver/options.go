@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/admission"
 	apiserverconfig "k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -80,6 +81,16 @@ func NewOptions() *Options {
 	admissionOptions := o.RecommendedOptions.Admission
 	jobpods.Register(admissionOptions.Plugins)
 	admissionOptions.RecommendedPluginOrder = append(admissionOptions.RecommendedPluginOrder, jobpods.PluginNames...)
+	o.RecommendedOptions.ExtraAdmissionInitializers = func(c *genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
+		if c.ClientConfig == nil {
+			return nil, nil
+		}
+		initializer, err := jobpods.NewInitializer(c.ClientConfig)
+		if err != nil {
+			return nil, err
+		}
+		return []admission.PluginInitializer{initializer}, nil
+	}
 	return o
 }
 

@@ -30,7 +30,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
-	genericadmissioninitializer "k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/client-go/kubernetes"
 
@@ -55,17 +54,17 @@ type podValidation struct {
 }
 
 var (
-	_ admission.ValidationInterface                          = &podValidation{}
-	_ admission.InitializationValidator                      = &podValidation{}
-	_ genericadmissioninitializer.WantsExternalKubeClientSet = &podValidation{}
+	_ admission.ValidationInterface     = &podValidation{}
+	_ admission.InitializationValidator = &podValidation{}
+	_ wantsDryRunClient                 = &podValidation{}
 )
 
 func newPodValidation(io.Reader) (admission.Interface, error) {
 	return &podValidation{Handler: admission.NewHandler(admission.Create, admission.Update)}, nil
 }
 
-// SetExternalKubeClientSet is given the server's client of kube-apiserver.
-func (p *podValidation) SetExternalKubeClientSet(client kubernetes.Interface) { p.client = client }
+// SetDryRunClient is given the client the dry runs go through.
+func (p *podValidation) SetDryRunClient(client kubernetes.Interface) { p.client = client }
 
 func (p *podValidation) ValidateInitialization() error {
 	if p.client == nil {
