@@ -18,4 +18,12 @@ limitations under the License.
 // the strategies, the store with its status and action subresources, field
 // selectors and the kubectl table. A kind plugs in through a Kind value that
 // names its types and its kind-specific rules.
+//
+// The actions (pause, resume, debug) are POSTs that change the job's spec,
+// so they take the whole path of an update of the job (UpdatePath): the
+// strategy and its validation, UPDATE admission of the job itself with its
+// old and new object (so webhooks and policies guarding job updates see
+// them), managedFields under a manager named after the action (so a later
+// server-side apply that would undo a pause conflicts), the generation bump
+// and dry-run. Their OpenAPI answers with the job.
 package trainingjob
