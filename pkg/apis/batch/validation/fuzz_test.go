@@ -75,7 +75,8 @@ func FuzzDecodeDefaultValidate(f *testing.F) {
 		if obj, _, err := deserializer.Decode(data, nil, nil); err == nil {
 			exercise(t, obj)
 		}
-		for _, into := range []runtime.Object{&v1beta1.TensorFlowTrainingJob{}, &v1beta1.PyTorchTrainingJob{}, &v1beta1.DebugRequest{}} {
+		for _, into := range []runtime.Object{&v1beta1.TensorFlowTrainingJob{}, &v1beta1.PyTorchTrainingJob{},
+			&v1beta1.PauseRequest{}, &v1beta1.ResumeRequest{}, &v1beta1.DebugRequest{}} {
 			gvk := v1beta1.SchemeGroupVersion.WithKind(kindOf(into))
 			if obj, _, err := deserializer.Decode(data, &gvk, into); err == nil {
 				exercise(t, obj)
@@ -90,6 +91,10 @@ func kindOf(obj runtime.Object) string {
 		return "TensorFlowTrainingJob"
 	case *v1beta1.PyTorchTrainingJob:
 		return "PyTorchTrainingJob"
+	case *v1beta1.PauseRequest:
+		return "PauseRequest"
+	case *v1beta1.ResumeRequest:
+		return "ResumeRequest"
 	default:
 		return "DebugRequest"
 	}
@@ -97,36 +102,52 @@ func kindOf(obj runtime.Object) string {
 
 // exercise runs a decoded object through defaulting, conversion,
 // canonicalization and each validation that applies to it: create, update
-// against itself and against an empty object, and status update.
-func exercise(t *testing.T, versioned runtime.Object) {
+// against itself and against an empty object, and status update. It returns
+// the internal object, or nil for a kind that is no job or action body.
+func exercise(t *testing.T, versioned runtime.Object) runtime.Object {
 	switch versioned.(type) {
-	case *v1beta1.TensorFlowTrainingJob, *v1beta1.PyTorchTrainingJob, *v1beta1.DebugRequest:
+	case *v1beta1.TensorFlowTrainingJob, *v1beta1.PyTorchTrainingJob, *v1beta1.DebugRequest,
+		*v1beta1.PauseRequest, *v1beta1.ResumeRequest:
 	default:
-		return // some other kind of the scheme, such as meta.k8s.io options
+		return nil // some other kind of the scheme, such as meta.k8s.io options
 	}
 	obj, err := toInternal(versioned)
 	if err != nil {
 		t.Fatalf("a decoded %T did not convert: %v", versioned, err)
+	}
+	switch obj.(type) {
+	case *batch.PauseRequest, *batch.ResumeRequest:
+		return obj // they carry nothing to validate
 	}
 	if _, err := validateCreate(obj); err != nil {
 		t.Fatal(err)
 	}
 	switch job := obj.(type) {
 	case *batch.TensorFlowTrainingJob:
-		empty := &batch.TensorFlowTrainingJob{}
-		ValidateTensorFlowTrainingJobUpdate(job, job.DeepCopy())
-		ValidateTensorFlowTrainingJobUpdate(job, empty)
-		ValidateTensorFlowTrainingJobUpdate(empty, job)
-		ValidateTrainingJobStatusUpdate(job, job.DeepCopy())
-		ValidateTrainingJobStatusUpdate(job, empty)
-		ValidateTrainingJobStatusUpdate(empty, job)
+		exerciseUpdate(job, job.DeepCopy())
+		exerciseUpdate(job, &batch.TensorFlowTrainingJob{})
+		exerciseUpdate(&batch.TensorFlowTrainingJob{}, job)
 	case *batch.PyTorchTrainingJob:
-		empty := &batch.PyTorchTrainingJob{}
-		ValidatePyTorchTrainingJobUpdate(job, job.DeepCopy())
-		ValidatePyTorchTrainingJobUpdate(job, empty)
-		ValidatePyTorchTrainingJobUpdate(empty, job)
-		ValidateTrainingJobStatusUpdate(job, job.DeepCopy())
-		ValidateTrainingJobStatusUpdate(job, empty)
-		ValidateTrainingJobStatusUpdate(empty, job)
+		exerciseUpdate(job, job.DeepCopy())
+		exerciseUpdate(job, &batch.PyTorchTrainingJob{})
+		exerciseUpdate(&batch.PyTorchTrainingJob{}, job)
+	}
+	return obj
+}
+
+// exerciseUpdate runs the update and status update validations of job
+// replacing old; jobs of different kinds are left alone.
+func exerciseUpdate(job, old runtime.Object) {
+	switch job := job.(type) {
+	case *batch.TensorFlowTrainingJob:
+		if old, ok := old.(*batch.TensorFlowTrainingJob); ok {
+			ValidateTensorFlowTrainingJobUpdate(job, old)
+			ValidateTrainingJobStatusUpdate(job, old)
+		}
+	case *batch.PyTorchTrainingJob:
+		if old, ok := old.(*batch.PyTorchTrainingJob); ok {
+			ValidatePyTorchTrainingJobUpdate(job, old)
+			ValidateTrainingJobStatusUpdate(job, old)
+		}
 	}
 }
