@@ -46,12 +46,13 @@ const (
 )
 
 // applyRequestLimits sets the request body limit and puts its filter in
-// front of the handler chain.
+// front of the handler chain, and the check of JSON patches behind the
+// chain's authentication and authorization, in front of the API handlers.
 func applyRequestLimits(config *genericapiserver.Config) {
 	config.MaxRequestBodyBytes = MaxRequestBodyBytes
 	buildChain := config.BuildHandlerChainFunc
 	config.BuildHandlerChainFunc = func(handler http.Handler, c *genericapiserver.Config) http.Handler {
-		return withRequestBodyLimit(buildChain(handler, c), c.MaxRequestBodyBytes)
+		return withRequestBodyLimit(buildChain(withJSONPatchCheck(handler, c.MaxRequestBodyBytes), c), c.MaxRequestBodyBytes)
 	}
 }
 
@@ -91,15 +92,21 @@ func withRequestBodyLimit(handler http.Handler, limit int64) http.Handler {
 
 // writeTooLarge answers as the API handlers do for a body over the limit.
 func writeTooLarge(w http.ResponseWriter, limit int64) {
-	status := apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", limit)).Status()
+	writeStatus(w, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", limit)))
+}
+
+// writeStatus answers with the error's Status, as JSON, which every client
+// of the API accepts.
+func writeStatus(w http.ResponseWriter, statusError *apierrors.StatusError) {
+	status := statusError.Status()
 	status.Kind, status.APIVersion = "Status", "v1"
 	data, err := json.Marshal(status)
 	if err != nil {
-		http.Error(w, status.Message, http.StatusRequestEntityTooLarge)
+		http.Error(w, status.Message, int(status.Code))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusRequestEntityTooLarge)
+	w.WriteHeader(int(status.Code))
 	_, _ = w.Write(data)
 }
 

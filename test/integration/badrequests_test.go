@@ -368,6 +368,66 @@ func jobPath(namespace, name, subresource string) string {
 		v1beta1.TensorFlowTrainingJobResource, name, subresource)
 }
 
+// TestMalformedPatches sends patches that the patch libraries refuse or
+// once crashed on: each gets its 4xx, with an answer (some were 500, and a
+// JSON patch replacing the whole job without a value got no answer).
+func TestMalformedPatches(t *testing.T) {
+	s := framework.StartTestServer(t, "")
+	ctx := context.Background()
+	client := s.Client.BatchV1beta1().TensorFlowTrainingJobs("patches")
+	if _, err := client.Create(ctx, tensorflowKind(s).newJob("train", "chief", "worker"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	noValue := func(operation string) string {
+		return fmt.Sprintf(`operation 0 of the JSON patch, %s at "", has no value, which RFC 6902 requires`, operation)
+	}
+	const cannotApply = `the patch cannot be applied to TensorFlowTrainingJob "train": `
+	cases := []struct {
+		patchType   types.PatchType
+		patch       string
+		wantCode    int32
+		wantMessage string
+	}{
+		{types.JSONPatchType, `[{"op":"replace","path":""}]`, http.StatusBadRequest, noValue("replace")},
+		{types.JSONPatchType, `[{"op":"test","path":""}]`, http.StatusBadRequest, noValue("test")},
+		{types.JSONPatchType, `[{"op":"add","path":""}]`, http.StatusBadRequest, noValue("add")},
+		{types.JSONPatchType, `[{"op":"replace","path":"/spec/replicaSpecs/0/replicas","value":"x"}]`, http.StatusUnprocessableEntity, "cannot unmarshal string"},
+		{types.MergePatchType, `{"spec":{"replicaSpecs":"x"}}`, http.StatusUnprocessableEntity, "cannot unmarshal string"},
+		{types.StrategicMergePatchType, `{"$patch":"bogus"}`, http.StatusBadRequest, cannotApply + "unknown patch type: bogus"},
+		{types.StrategicMergePatchType, `{"spec":{"replicaSpecs":[{"$patch":"bogus"}]}}`, http.StatusBadRequest, cannotApply + "unknown patch type: bogus"},
+		{types.StrategicMergePatchType, `{"spec":{"replicaSpecs":[{"$patch":"delete"}]}}`, http.StatusBadRequest, cannotApply + "map: map[$patch:delete] does not contain declared merge key: type"},
+		{types.StrategicMergePatchType, `{"spec":{"$setElementOrder/replicaSpecs":1}}`, http.StatusBadRequest, cannotApply + "expected a []interface {}"},
+		{types.StrategicMergePatchType, `{"spec":{"$setElementOrder/replicaSpecs":[1]}}`, http.StatusBadRequest, cannotApply + "value for key 0 is not a map"},
+		{types.StrategicMergePatchType, `{"spec":{"replicaSpecs":[1]}}`, http.StatusBadRequest, cannotApply + "list element types are not identical"},
+		{types.StrategicMergePatchType, `{"$setElementOrder/metadata":[]}`, http.StatusBadRequest, cannotApply + "expected a []interface {}"},
+		{types.StrategicMergePatchType, `{"spec":{"bogus":1}}`, http.StatusUnprocessableEntity, `unknown field "spec.bogus"`},
+	}
+	for _, tc := range cases {
+		for _, subresource := range []string{"", "status"} {
+			var subresources []string
+			if subresource != "" {
+				subresources = []string{subresource}
+			}
+			_, err := client.Patch(ctx, "train", tc.patchType, []byte(tc.patch), metav1.PatchOptions{FieldValidation: metav1.FieldValidationStrict}, subresources...)
+			var status apierrors.APIStatus
+			if !errors.As(err, &status) {
+				t.Errorf("%s %s to %q: %v, want an API error", tc.patchType, tc.patch, subresource, err)
+				continue
+			}
+			if got := status.Status(); got.Code != tc.wantCode || !strings.Contains(got.Message, tc.wantMessage) {
+				t.Errorf("%s %s to %q: %d %q, want %d with %q", tc.patchType, tc.patch, subresource, got.Code, got.Message, tc.wantCode, tc.wantMessage)
+			}
+		}
+	}
+	job, err := client.Get(ctx, "train", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.Generation != 1 {
+		t.Errorf("refused patches changed the job: generation %d", job.Generation)
+	}
+}
+
 func hasCause(status metav1.Status, field string) bool {
 	if status.Details == nil {
 		return false

@@ -18,6 +18,7 @@ package trainingjob
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -29,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 )
 
@@ -56,13 +58,37 @@ type checkedObjectInfo struct {
 func (i checkedObjectInfo) UpdatedObject(ctx context.Context, old runtime.Object) (runtime.Object, error) {
 	obj, err := i.UpdatedObjectInfo.UpdatedObject(ctx, old)
 	if err != nil {
-		return nil, appliedConfigurationError(err, i.kind, i.name)
+		return nil, requestError(ctx, err, i.kind, i.name)
 	}
 	if err := checkResourceVersion(obj, i.kind); err != nil {
 		return nil, err
 	}
 	return obj, nil
 }
+
+// requestError makes the errors of applying a request's patch that are
+// not yet API errors 4xx: the field manager's schema error, and the patch
+// libraries' plain errors (a strategic merge patch with an unknown
+// directive, a list item without its merge key), which the server would
+// answer with 500. What fails on the stored job is the server's own error.
+func requestError(ctx context.Context, err error, kind schema.GroupKind, name string) error {
+	var apiError apierrors.APIStatus
+	if errors.As(err, &apiError) {
+		return err
+	}
+	if applied := appliedConfigurationError(err, kind, name); applied != err {
+		return applied
+	}
+	info, ok := request.RequestInfoFrom(ctx)
+	if !ok || info.Verb != "patch" || strings.Contains(err.Error(), liveObjectErrorText) {
+		return err
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("the patch cannot be applied to %s %q: %v", kind.Kind, name, err))
+}
+
+// liveObjectErrorText marks the field manager's errors about the stored
+// job, rather than the request.
+const liveObjectErrorText = "live object"
 
 // checkResourceVersion refuses a resourceVersion that no write could have
 // returned. An empty one means an unconditional update.

@@ -19,12 +19,14 @@ package trainingjob
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/endpoints/request"
 
 	"tensorstack.dev/training/pkg/apis/batch"
 )
@@ -116,5 +118,29 @@ func TestCheckedObjectInfo(t *testing.T) {
 	info := checkedObjectInfo{UpdatedObjectInfo: updatedObject{err: schemaErr}, kind: testGroupKind, name: "new"}
 	if _, err := info.UpdatedObject(ctx, nil); !apierrors.IsBadRequest(err) {
 		t.Errorf("schema error: %v, want 400", err)
+	}
+}
+
+func TestRequestError(t *testing.T) {
+	patching := request.WithRequestInfo(context.Background(), &request.RequestInfo{Verb: "patch"})
+	updating := request.WithRequestInfo(context.Background(), &request.RequestInfo{Verb: "update"})
+	libraryError := errors.New("unknown patch type: bogus in map: map[$patch:bogus]")
+	if err := requestError(patching, libraryError, testGroupKind, "train"); !apierrors.IsBadRequest(err) ||
+		err.Error() != `the patch cannot be applied to PyTorchTrainingJob "train": unknown patch type: bogus in map: map[$patch:bogus]` {
+		t.Errorf("a patch library's error: %v, want 400 naming the job", err)
+	}
+	for name, tc := range map[string]struct {
+		ctx context.Context
+		err error
+	}{
+		"an update's error":                 {updating, libraryError},
+		"a request without its info":        {context.Background(), libraryError},
+		"the stored job's error":            {patching, errors.New("failed to create typed live object (/train): broken")},
+		"an API error":                      {patching, apierrors.NewConflict(testKind.Resource, "train", libraryError)},
+		"an API error wrapped by the store": {patching, fmt.Errorf("storing: %w", apierrors.NewConflict(testKind.Resource, "train", libraryError))},
+	} {
+		if got := requestError(tc.ctx, tc.err, testGroupKind, "train"); got != tc.err {
+			t.Errorf("%s: %v became %v, want it unchanged", name, tc.err, got)
+		}
 	}
 }

@@ -27,6 +27,7 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/apiserver/patchcheck"
 )
 
 // The server's bounds on JSON patches (k8s.io/apiserver's patch handler and
@@ -112,9 +113,13 @@ func FuzzPatch(f *testing.F) {
 			if patched, err := jsonpatch.MergePatch(job.json, patch); err == nil {
 				exercisePatched(t, job, patched)
 			}
-			if operations, err := jsonpatch.DecodePatch(patch); err == nil && len(operations) <= maxJSONPatchOperations {
-				if patched, err := operations.Apply(job.json); err == nil {
-					exercisePatched(t, job, patched)
+			// The server refuses the JSON patches its library would panic
+			// on before the library sees them.
+			if patchcheck.MissingValue(patch) == nil {
+				if operations, err := jsonpatch.DecodePatch(patch); err == nil && len(operations) <= maxJSONPatchOperations {
+					if patched, err := operations.Apply(job.json); err == nil {
+						exercisePatched(t, job, patched)
+					}
 				}
 			}
 			if patched := strategicMergePatch(job, patch); patched != nil {
