@@ -25,7 +25,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
-	"tensorstack.dev/training/pkg/apiserver/patchcheck"
+	"tensorstack.dev/training/pkg/patchcheck"
 )
 
 // withJSONPatchCheck refuses, with 400, a JSON patch that the handlers'

@@ -369,8 +369,8 @@ func jobPath(namespace, name, subresource string) string {
 }
 
 // TestMalformedPatches sends patches that the patch libraries refuse or
-// once crashed on: each gets its 4xx, with an answer (some were 500, and a
-// JSON patch replacing the whole job without a value got no answer).
+// crash on: each gets its 4xx, with an answer (some were 500, and those
+// that made a library panic got no answer).
 func TestMalformedPatches(t *testing.T) {
 	s := framework.StartTestServer(t, "")
 	ctx := context.Background()
@@ -400,6 +400,8 @@ func TestMalformedPatches(t *testing.T) {
 		{types.StrategicMergePatchType, `{"spec":{"$setElementOrder/replicaSpecs":[1]}}`, http.StatusBadRequest, cannotApply + "value for key 0 is not a map"},
 		{types.StrategicMergePatchType, `{"spec":{"replicaSpecs":[1]}}`, http.StatusBadRequest, cannotApply + "list element types are not identical"},
 		{types.StrategicMergePatchType, `{"$setElementOrder/metadata":[]}`, http.StatusBadRequest, cannotApply + "expected a []interface {}"},
+		{types.StrategicMergePatchType, `{"spec":{"replicaSpecs":[{"type":{}}]}}`, http.StatusBadRequest,
+			cannotApply + "the patch library failed on the patch: runtime error: comparing uncomparable type map[string]interface {}"},
 		{types.StrategicMergePatchType, `{"spec":{"bogus":1}}`, http.StatusUnprocessableEntity, `unknown field "spec.bogus"`},
 	}
 	for _, tc := range cases {

@@ -29,9 +29,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+
+	"tensorstack.dev/training/pkg/patchcheck"
 )
 
 // typedPatchErrorPrefix starts the field manager's error for an applied
@@ -56,7 +59,23 @@ type checkedObjectInfo struct {
 }
 
 func (i checkedObjectInfo) UpdatedObject(ctx context.Context, old runtime.Object) (runtime.Object, error) {
-	obj, err := i.UpdatedObjectInfo.UpdatedObject(ctx, old)
+	var obj runtime.Object
+	update := func() (err error) {
+		obj, err = i.UpdatedObjectInfo.UpdatedObject(ctx, old)
+		return err
+	}
+	var err error
+	if isPatch(ctx) {
+		// A patch that makes a patch library panic is refused with 400
+		// rather than aborting the request without an answer.
+		err = patchcheck.Guard(update)
+		var panicked *patchcheck.PanicError
+		if errors.As(err, &panicked) {
+			utilruntime.HandleErrorWithContext(ctx, err, "Applying a patch panicked", "job", i.name, "stack", string(panicked.Stack))
+		}
+	} else {
+		err = update()
+	}
 	if err != nil {
 		return nil, requestError(ctx, err, i.kind, i.name)
 	}
@@ -79,11 +98,15 @@ func requestError(ctx context.Context, err error, kind schema.GroupKind, name st
 	if applied := appliedConfigurationError(err, kind, name); applied != err {
 		return applied
 	}
-	info, ok := request.RequestInfoFrom(ctx)
-	if !ok || info.Verb != "patch" || strings.Contains(err.Error(), liveObjectErrorText) {
+	if !isPatch(ctx) || strings.Contains(err.Error(), liveObjectErrorText) {
 		return err
 	}
 	return apierrors.NewBadRequest(fmt.Sprintf("the patch cannot be applied to %s %q: %v", kind.Kind, name, err))
+}
+
+func isPatch(ctx context.Context) bool {
+	info, ok := request.RequestInfoFrom(ctx)
+	return ok && info.Verb == "patch"
 }
 
 // liveObjectErrorText marks the field manager's errors about the stored

@@ -144,3 +144,31 @@ func TestRequestError(t *testing.T) {
 		}
 	}
 }
+
+// panickingObject is an UpdatedObjectInfo whose patch library panics.
+type panickingObject struct{ updatedObject }
+
+func (panickingObject) UpdatedObject(context.Context, runtime.Object) (runtime.Object, error) {
+	var keys map[string]any
+	keys["type"] = map[string]any{} // panics: assignment to entry in nil map
+	return nil, nil
+}
+
+func TestPatchPanicIs400(t *testing.T) {
+	patching := request.WithRequestInfo(context.Background(), &request.RequestInfo{Verb: "patch"})
+	info := checkedObjectInfo{UpdatedObjectInfo: panickingObject{}, kind: testGroupKind, name: "train"}
+	_, err := info.UpdatedObject(patching, nil)
+	if !apierrors.IsBadRequest(err) || err.Error() !=
+		`the patch cannot be applied to PyTorchTrainingJob "train": the patch library failed on the patch: assignment to entry in nil map` {
+		t.Errorf("a panicking patch: %v, want 400", err)
+	}
+
+	// Elsewhere a panic is the server's bug, for the server's recovery.
+	updating := request.WithRequestInfo(context.Background(), &request.RequestInfo{Verb: "update"})
+	defer func() {
+		if recover() == nil {
+			t.Errorf("a panic of an update was swallowed")
+		}
+	}()
+	_, _ = info.UpdatedObject(updating, nil)
+}

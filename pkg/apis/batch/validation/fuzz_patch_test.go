@@ -17,6 +17,7 @@ limitations under the License.
 package validation
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -27,7 +28,7 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
-	"tensorstack.dev/training/pkg/apiserver/patchcheck"
+	"tensorstack.dev/training/pkg/patchcheck"
 )
 
 // The server's bounds on JSON patches (k8s.io/apiserver's patch handler and
@@ -110,23 +111,54 @@ func FuzzPatch(f *testing.F) {
 	jobs := storedJobs(f)
 	f.Fuzz(func(t *testing.T, patch []byte) {
 		for _, job := range jobs {
-			if patched, err := jsonpatch.MergePatch(job.json, patch); err == nil {
+			if patched := mergePatch(job, patch); patched != nil {
 				exercisePatched(t, job, patched)
 			}
-			// The server refuses the JSON patches its library would panic
-			// on before the library sees them.
-			if patchcheck.MissingValue(patch) == nil {
-				if operations, err := jsonpatch.DecodePatch(patch); err == nil && len(operations) <= maxJSONPatchOperations {
-					if patched, err := operations.Apply(job.json); err == nil {
-						exercisePatched(t, job, patched)
-					}
-				}
+			if patched := jsonPatch(job, patch); patched != nil {
+				exercisePatched(t, job, patched)
 			}
 			if patched := strategicMergePatch(job, patch); patched != nil {
 				exerciseUpdate(exercise(t, patched), job.internal)
 			}
 		}
 	})
+}
+
+// The patch libraries run guarded, as on the server, which answers a
+// patch that makes one panic with 400. Each returns nil where the server
+// would refuse the patch.
+
+func mergePatch(job storedJob, patch []byte) []byte {
+	var patched []byte
+	if err := patchcheck.Guard(func() (err error) {
+		patched, err = jsonpatch.MergePatch(job.json, patch)
+		return err
+	}); err != nil {
+		return nil
+	}
+	return patched
+}
+
+func jsonPatch(job storedJob, patch []byte) []byte {
+	// The server refuses these before the library sees them.
+	if patchcheck.MissingValue(patch) != nil {
+		return nil
+	}
+	var patched []byte
+	if err := patchcheck.Guard(func() error {
+		operations, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return err
+		}
+		if len(operations) > maxJSONPatchOperations {
+			return fmt.Errorf("%d operations, more than the server's %d", len(operations), maxJSONPatchOperations)
+		}
+		patched, err = operations.Apply(job.json)
+		return err
+	}); err != nil {
+		return nil
+	}
+	return patched
 }
 
 // exercisePatched decodes a patched job's JSON as the job's kind, as the
@@ -159,8 +191,11 @@ func strategicMergePatch(job storedJob, patch []byte) runtime.Object {
 	if err != nil {
 		return nil
 	}
-	patchedMap, err := strategicpatch.StrategicMergeMapPatch(original, patchMap, schemaReference)
-	if err != nil {
+	var patchedMap map[string]any
+	if err := patchcheck.Guard(func() (err error) {
+		patchedMap, err = strategicpatch.StrategicMergeMapPatch(original, patchMap, schemaReference)
+		return err
+	}); err != nil {
 		return nil
 	}
 	patched, err := testScheme.New(job.kind)

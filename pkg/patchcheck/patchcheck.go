@@ -14,16 +14,45 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package patchcheck refuses the JSON patches (RFC 6902) that the patch
-// library of k8s.io/apiserver, gopkg.in/evanphx/json-patch.v4, cannot be
-// trusted with. It is a package of its own so that the server and the
-// fuzz tests of the patch path apply the same check.
+// Package patchcheck keeps patches that the patch libraries of
+// k8s.io/apiserver cannot be trusted with from crashing a request: it
+// refuses JSON patches (RFC 6902) that gopkg.in/evanphx/json-patch.v4
+// panics on, and turns any panic of applying a patch into an error. It is a
+// package of its own, with no dependencies, so that the server and the fuzz
+// tests of the patch path guard patches alike.
 package patchcheck
 
 import (
 	"encoding/json"
 	"fmt"
+	"runtime/debug"
 )
+
+// PanicError is a panic of applying a patch, as an error.
+type PanicError struct {
+	// Value is what the patch library panicked with.
+	Value any
+	// Stack is where it panicked, for the server's log.
+	Stack []byte
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("the patch library failed on the patch: %v", e.Value)
+}
+
+// Guard runs apply, and returns a panic of it as a *PanicError. The patch
+// libraries panic on some patches (k8s.io/apimachinery's strategic merge
+// patch on a merge key whose value is a map, for one); such a patch is the
+// client's mistake, and leaves nothing half done: apply only computes a new
+// object from copies.
+func Guard(apply func() error) (err error) {
+	defer func() {
+		if recovered := recover(); recovered != nil {
+			err = &PanicError{Value: recovered, Stack: debug.Stack()}
+		}
+	}()
+	return apply()
+}
 
 // MissingValue names the first add, replace or test operation of a JSON
 // patch that has no value, which RFC 6902 requires: the library panics on

@@ -16,7 +16,30 @@ limitations under the License.
 
 package patchcheck
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
+
+func TestGuard(t *testing.T) {
+	if err := Guard(func() error { return nil }); err != nil {
+		t.Errorf("no panic: %v", err)
+	}
+	own := errors.New("the patch does not apply")
+	if err := Guard(func() error { return own }); err != own {
+		t.Errorf("an error of its own became %v", err)
+	}
+	err := Guard(func() error {
+		var m map[string]int
+		m["a"] = 1 // panics: assignment to entry in nil map
+		return nil
+	})
+	var panicked *PanicError
+	if !errors.As(err, &panicked) || len(panicked.Stack) == 0 ||
+		err.Error() != "the patch library failed on the patch: assignment to entry in nil map" {
+		t.Errorf("a panic: %v, want it as a PanicError with its stack", err)
+	}
+}
 
 func TestMissingValue(t *testing.T) {
 	cases := map[string]string{
