@@ -31,6 +31,9 @@ limitations under the License.
 //	apps                    deployments                       list, watch, create, update, delete
 //	""                      events                            create, patch
 //	coordination.k8s.io     leases                            get, create, update
+//	scheduling.k8s.io       workloads                         list, watch, create, patch, delete
+//	scheduling.k8s.io       podgroups                         list, watch, create, patch, delete
+//	scheduling.x-k8s.io     podgroups                         list, watch, create, patch, delete
 //
 // What each is for: jobs get (a fresh read before adopting orphans), list and
 // watch (informer), delete (ttlSecondsAfterFinished); status update (the
@@ -41,5 +44,12 @@ limitations under the License.
 // who holds a name when a create says AlreadyExists). Deployments:
 // TensorBoard. Events: the event recorder (core/v1 events) creates events
 // and patches them when it aggregates repeats. Leases: leader election, in the
-// --leader-elect-namespace only (a Role is enough there).
+// --leader-elect-namespace only (a Role is enough there). Gang scheduling
+// (--gang-scheduler): scheduling.k8s.io workloads and podgroups with the
+// workload backend, scheduling.x-k8s.io podgroups with coscheduling; list and
+// watch (informers, by the job-name label), create (a job's group), patch (a
+// changed minimum count: a member finished for good, or the replicas
+// changed; workloads only for the latter), delete (clean-up policies All and
+// Unfinished). Which backend runs is decided from discovery, which every
+// authenticated user may read.
 package main

@@ -30,6 +30,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -114,10 +115,22 @@ func runManager(ctx context.Context, opts *options) error {
 		return fmt.Errorf("building training job client: %w", err)
 	}
 
+	ctrlOpts := controller.Options{ClusterDomain: opts.clusterDomain, CoschedulingSchedulerName: opts.coschedulingSchedulerName}
+	ctrlOpts.GangScheduler, err = controller.ResolveGangScheduler(ctx, kubeClient.Discovery(), opts.gangBackend)
+	if err != nil {
+		return fmt.Errorf("choosing the gang scheduler: %w", err)
+	}
+	logger.Info("Gang scheduling", "requested", opts.gangBackend, "backend", ctrlOpts.GangScheduler)
+	if ctrlOpts.GangScheduler == controller.GangSchedulerCoscheduling {
+		if ctrlOpts.DynamicClient, err = dynamic.NewForConfig(cfg); err != nil {
+			return fmt.Errorf("building dynamic client: %w", err)
+		}
+		ctrlOpts.DynamicInformers = controller.NewDynamicInformerFactory(ctrlOpts.DynamicClient, 0)
+	}
+
 	kubeInformers := controller.NewKubeInformerFactory(kubeClient, 0)
 	jobInformers := jobinformers.NewSharedInformerFactory(jobClient, opts.jobResync)
-	ctrl, err := controller.New(ctx, kubeClient, jobClient, kubeInformers, jobInformers,
-		controller.Options{ClusterDomain: opts.clusterDomain})
+	ctrl, err := controller.New(ctx, kubeClient, jobClient, kubeInformers, jobInformers, ctrlOpts)
 	if err != nil {
 		return err
 	}
@@ -194,9 +207,15 @@ func runManager(ctx context.Context, opts *options) error {
 	runController := func(ctx context.Context) {
 		kubeInformers.Start(ctx.Done())
 		jobInformers.Start(ctx.Done())
+		if ctrlOpts.DynamicInformers != nil {
+			ctrlOpts.DynamicInformers.Start(ctx.Done())
+		}
 		ctrl.Run(ctx, opts.concurrentSyncs)
 		kubeInformers.Shutdown()
 		jobInformers.Shutdown()
+		if ctrlOpts.DynamicInformers != nil {
+			ctrlOpts.DynamicInformers.Shutdown()
+		}
 	}
 	if !opts.leaderElect {
 		runController(ctx)

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"tensorstack.dev/training/pkg/controller"
 )
 
 func TestFlags(t *testing.T) {
@@ -45,6 +47,19 @@ func TestFlags(t *testing.T) {
 					t.Errorf("parsed %+v", o)
 				}
 			}},
+		{name: "gang scheduling by default decided from discovery", check: func(t *testing.T, o *options) {
+			if o.gangBackend != controller.GangSchedulerAuto || o.coschedulingSchedulerName != "scheduler-plugins-scheduler" {
+				t.Errorf("gang scheduler %q, coscheduling scheduler %q", o.gangBackend, o.coschedulingSchedulerName)
+			}
+		}},
+		{name: "coscheduling with its scheduler", args: []string{"--gang-scheduler=coscheduling", "--coscheduling-scheduler-name=gangs"},
+			check: func(t *testing.T, o *options) {
+				if o.gangBackend != controller.GangSchedulerCoscheduling || o.coschedulingSchedulerName != "gangs" {
+					t.Errorf("gang scheduler %q, coscheduling scheduler %q", o.gangBackend, o.coschedulingSchedulerName)
+				}
+			}},
+		{name: "unknown gang scheduler", args: []string{"--gang-scheduler=volcano"}, wantErr: true},
+		{name: "bad coscheduling scheduler name", args: []string{"--coscheduling-scheduler-name=Not A Name"}, wantErr: true},
 		{name: "no workers", args: []string{"--concurrent-syncs=0"}, wantErr: true},
 		{name: "bad cluster domain", args: []string{"--cluster-domain=Not_A_Domain"}, wantErr: true},
 		{name: "lease shorter than renew deadline", args: []string{"--leader-elect-lease-duration=5s"}, wantErr: true},
@@ -82,6 +97,7 @@ func TestRunExitCodes(t *testing.T) {
 		{[]string{"--help"}, 0},
 		{[]string{"--no-such-flag"}, 2},
 		{[]string{"--concurrent-syncs=-1"}, 2},
+		{[]string{"--gang-scheduler=yes"}, 2},
 	}
 	for _, tc := range cases {
 		if got := run(tc.args); got != tc.want {

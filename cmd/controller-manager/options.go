@@ -22,6 +22,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"tensorstack.dev/training/pkg/controller"
 )
 
 // options are the command-line flags.
@@ -41,6 +43,11 @@ type options struct {
 	metricsAddr          string
 	healthAddr           string
 	showVersion          bool
+	// gangScheduler is --gang-scheduler as given; gangBackend its parsed
+	// value, set by validate.
+	gangScheduler             string
+	gangBackend               controller.GangScheduler
+	coschedulingSchedulerName string
 }
 
 func newOptions() *options {
@@ -57,6 +64,9 @@ func newOptions() *options {
 		retryPeriod:          2 * time.Second,
 		metricsAddr:          ":8080",
 		healthAddr:           ":8081",
+
+		gangScheduler:             string(controller.GangSchedulerAuto),
+		coschedulingSchedulerName: controller.DefaultCoschedulingSchedulerName,
 	}
 }
 
@@ -87,10 +97,24 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"Address serving Prometheus metrics at /metrics; empty or 0 disables.")
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", o.healthAddr,
 		"Address serving /healthz, /livez and /readyz; empty or 0 disables.")
+	fs.StringVar(&o.gangScheduler, "gang-scheduler", o.gangScheduler,
+		"How jobs with spec.scheduler.t9kScheduler are gang-scheduled: workload (the Workload API, "+
+			"scheduling.k8s.io/v1beta1), coscheduling (scheduler-plugins' PodGroups, scheduling.x-k8s.io/v1alpha1), "+
+			"none, or auto: workload if the cluster serves it, else coscheduling if served, else none. Decided at start-up.")
+	fs.StringVar(&o.coschedulingSchedulerName, "coscheduling-scheduler-name", o.coschedulingSchedulerName,
+		"The scheduler running the Coscheduling plugin; with the coscheduling backend, every pod of a gang job is scheduled by it.")
 	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
 }
 
 func (o *options) validate() error {
+	backend, err := controller.ParseGangScheduler(o.gangScheduler)
+	if err != nil {
+		return fmt.Errorf("--gang-scheduler: %w", err)
+	}
+	o.gangBackend = backend
+	if errs := validation.IsDNS1123Subdomain(o.coschedulingSchedulerName); len(errs) > 0 {
+		return fmt.Errorf("--coscheduling-scheduler-name %q: %v", o.coschedulingSchedulerName, errs)
+	}
 	if o.concurrentSyncs < 1 {
 		return fmt.Errorf("--concurrent-syncs must be at least 1, got %d", o.concurrentSyncs)
 	}

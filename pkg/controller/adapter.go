@@ -54,6 +54,10 @@ type Adapter interface {
 	Entrypoint(t *Topology, r ReplicaID, c *corev1.Container)
 	// Succeeded applies the kind's success rule to the replicas' phases.
 	Succeeded(t *Topology, phases ReplicaPhases) bool
+	// GangMember says whether the replicas of a type belong to the job's
+	// gang, the replicas that must run at the same time for training to
+	// make progress, and are thus placed all or nothing.
+	GangMember(t v1beta1.ReplicaType) bool
 }
 
 // ReplicaEnv returns the environment of one replica.

@@ -29,6 +29,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -61,6 +63,19 @@ type Options struct {
 	Recorder record.EventRecorder
 	// ExpectationsTimeout defaults to ExpectationsTimeout.
 	ExpectationsTimeout time.Duration
+	// GangScheduler is the backend that gang-schedules the jobs asking for
+	// it (spec.scheduler.t9kScheduler): GangSchedulerWorkload,
+	// GangSchedulerCoscheduling, or GangSchedulerNone (also the zero
+	// value). GangSchedulerAuto must be resolved first (ResolveGangScheduler).
+	GangScheduler GangScheduler
+	// CoschedulingSchedulerName is the scheduler running scheduler-plugins'
+	// Coscheduling plugin. Defaults to DefaultCoschedulingSchedulerName.
+	CoschedulingSchedulerName string
+	// DynamicClient and DynamicInformers (NewDynamicInformerFactory, started
+	// by the caller) serve the coscheduling PodGroups; needed only with
+	// GangSchedulerCoscheduling.
+	DynamicClient    dynamic.Interface
+	DynamicInformers dynamicinformer.DynamicSharedInformerFactory
 }
 
 // Controller reconciles training jobs of every kind it has an adapter for.
@@ -72,6 +87,9 @@ type Controller struct {
 	serviceIndexer    cache.Indexer
 	deploymentIndexer cache.Indexer
 	synced            []cache.InformerSynced
+	// gang keeps the group objects of jobs that ask for gang scheduling;
+	// nil without a gang scheduler.
+	gang gangBackend
 
 	queue        workqueue.TypedRateLimitingInterface[jobKey]
 	expectations *Expectations
@@ -176,6 +194,9 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, jobClient version
 	c.deploymentIndexer = deployments.Informer().GetIndexer()
 	c.synced = append(c.synced, pods.Informer().HasSynced, services.Informer().HasSynced,
 		deployments.Informer().HasSynced)
+	if err := c.setUpGang(logger, kubeInformers, opts); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 

@@ -96,6 +96,70 @@ limitations under the License.
 //     batch.tensorstack.dev/tensorboard=<job>, not job-name, so the job's
 //     headless Service does not select them. It keeps running after the job
 //     finished and is removed when tensorboardSpec is.
+//   - Gang scheduling (spec.scheduler.t9kScheduler; gang.go): the backend is
+//     chosen at start-up, flag --gang-scheduler: workload, coscheduling,
+//     none, or auto (the Workload API if the cluster serves
+//     scheduling.k8s.io/v1beta1 workloads, else coscheduling if it serves
+//     scheduling.x-k8s.io/v1alpha1 podgroups, else none). The group objects
+//     are named after the job, controlled by it (garbage-collected with it),
+//     labelled like its pods and annotated with batch.tensorstack.dev/queue
+//     and batch.tensorstack.dev/priority. workload: a Workload (controllerRef
+//     the job; one PodGroupTemplate "gang": gang policy with minCount the
+//     gang's size, disruptionMode All, the priority's class) and a PodGroup
+//     (workloadRef to it, the same policy with the current minCount); members
+//     get spec.schedulingGroup.podGroupName. coscheduling: a PodGroup with
+//     spec.minMember (scheduleTimeoutSeconds left to the plugin's default);
+//     members get the label scheduling.x-k8s.io/pod-group, and every pod of
+//     the job spec.schedulerName = --coscheduling-scheduler-name (default
+//     scheduler-plugins-scheduler), over its template's.
+//   - The group is created, and seen in the cache, before any pod is: the
+//     coscheduling plugin refuses a labelled pod whose PodGroup it cannot
+//     find, and the Workload API holds it back until the PodGroup shows up.
+//   - Members are every replica but TensorFlow evaluators. An evaluator is
+//     outside TF_CONFIG's cluster and holds up no one; as a member it would
+//     count toward minCount and could be placed instead of a trainer. It is
+//     scheduled on its own (by the coscheduling scheduler with that backend).
+//   - Elastic PyTorch jobs: minCount is every replica, not
+//     elastic.minReplicas. The controller runs the spec's replicas and
+//     torchrun waits for --nnodes=<all of them> at the rendezvous; admitting
+//     fewer would start replicas that wait for peers that may never be
+//     placed. Once elastic scaling is done (--nnodes=min:max), minCount should
+//     become minReplicas; it is mutable in both backends.
+//   - minCount is the gang's size less the members that finished for good
+//     (terminated, not being replaced): both schedulers count only pods that
+//     have not terminated, so a replacement in a job whose other members had
+//     finished would otherwise wait forever. A replacement while the others
+//     run is admitted as it is: the running members and the new pod make up
+//     minCount (Workload API: PreEnqueue counts the group's pods, Permit the
+//     placed ones; coscheduling: PreFilter counts the labelled pods, Permit
+//     the bound ones plus the new one); the group is neither recreated nor
+//     resized. The Workload's template keeps the gang's size and follows
+//     changes to the replicas.
+//   - Priority (0–100) maps to PriorityClasses shipped in artifacts/deploy:
+//     1–25 tensorstack-training-p25, 26–50 -p50, 51–75 -p75, 76–100 -p100,
+//     each valued at its bound, preemptionPolicy Never (earlier in the
+//     scheduling queue, no evictions); 0 sets none. The class is set on every
+//     pod of the job, over a template's (a gang's pods share one priority),
+//     with any backend, none included; and as priorityClassName on the
+//     Workload's template and the PodGroup: the Priority admission plugin
+//     derives spec.priority from it and refuses a PodGroup that sets it. A
+//     group's class is immutable: a changed priority reaches new pods only.
+//   - Queue: recorded in the annotation only; nothing acts on it yet. An
+//     annotation, since a queue name (a DNS subdomain) may be longer than a
+//     label value.
+//   - Pause deletes the pods and keeps the group; resume creates the pods in
+//     it. A finished job's group is deleted under clean-up policies All and
+//     Unfinished (none of its pods is scheduled again) and kept under None. A
+//     group object of the job's name that the job does not control keeps the
+//     pods from being created (NameConflict event, retried); it is not
+//     adopted.
+//   - Condition GangScheduled, on a job asking for a gang while it is active
+//     and not paused: True, GangPlaced, once every member has a node; False,
+//     WaitingForGang, while some wait, with how many are placed and the
+//     scheduler's message from a waiting pod's PodScheduled=False condition
+//     (kubectl get shows the phase as "Pending (WaitingForGang)"); False,
+//     NoGangScheduler, when the controller runs without a backend and the
+//     pods are scheduled one by one.
 //   - Events (reasons): SuccessfulCreate, SuccessfulDelete, SuccessfulUpdate,
 //     FailedCreate, FailedDelete, Restarting, Paused, Resumed, Succeeded,
 //     ReplicaFailed, BackoffLimitExceeded, DeadlineExceeded, TTLExpired,

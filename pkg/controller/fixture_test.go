@@ -30,6 +30,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
@@ -220,12 +222,16 @@ type fixture struct {
 	recorder      *record.FakeRecorder
 	c             *Controller
 	logger        klog.Logger
+	// dynamicClient and dynamicInformers serve coscheduling PodGroups in a
+	// fixture with that gang backend (newGangFixture).
+	dynamicClient    *dynamicfake.FakeDynamicClient
+	dynamicInformers dynamicinformer.DynamicSharedInformerFactory
 }
 
 func newFixture(t testing.TB, objs ...runtime.Object) *fixture {
 	t.Helper()
 	logger, ctx := ktesting.NewTestContext(t)
-	return newFixtureWithContext(t, ctx, logger, record.NewFakeRecorder(1000), false, objs...)
+	return newFixtureWithContext(t, ctx, logger, record.NewFakeRecorder(1000), false, nil, objs...)
 }
 
 // newQuietFixture logs through klog at its default verbosity, drops events
@@ -235,11 +241,13 @@ func newFixture(t testing.TB, objs ...runtime.Object) *fixture {
 func newQuietFixture(t testing.TB, objs ...runtime.Object) *fixture {
 	t.Helper()
 	logger := klog.Background()
-	return newFixtureWithContext(t, klog.NewContext(context.Background(), logger), logger, &record.FakeRecorder{}, true, objs...)
+	return newFixtureWithContext(t, klog.NewContext(context.Background(), logger), logger, &record.FakeRecorder{}, true, nil, objs...)
 }
 
+// configure, when not nil, adjusts the fixture and the controller's options
+// before the controller is built.
 func newFixtureWithContext(t testing.TB, ctx context.Context, logger klog.Logger, recorder *record.FakeRecorder,
-	plainFake bool, objs ...runtime.Object) *fixture {
+	plainFake bool, configure func(f *fixture, o *Options), objs ...runtime.Object) *fixture {
 	t.Helper()
 	var kubeObjs, jobObjs []runtime.Object
 	for _, o := range objs {
@@ -261,19 +269,14 @@ func newFixtureWithContext(t testing.TB, ctx context.Context, logger klog.Logger
 	if plainFake {
 		f.kubeClient = kubefake.NewSimpleClientset(kubeObjs...) //nolint:staticcheck // see newQuietFixture
 	}
-	// The apiserver gives every object a UID; the fake does not.
-	uids := 0
-	f.kubeClient.PrependReactor("create", "*", func(a core.Action) (bool, runtime.Object, error) {
-		if m, ok := a.(core.CreateAction).GetObject().(metav1.Object); ok && m.GetUID() == "" {
-			uids++
-			m.SetUID(types.UID(fmt.Sprintf("uid-%s-%d", m.GetName(), uids)))
-		}
-		return false, nil, nil
-	})
+	assignUIDs(f.kubeClient)
 	f.kubeInformers = NewKubeInformerFactory(f.kubeClient, 0)
 	f.jobInformers = jobinformers.NewSharedInformerFactory(f.jobClient, 0)
-	c, err := New(ctx, f.kubeClient, f.jobClient, f.kubeInformers, f.jobInformers,
-		Options{Clock: f.clock, Recorder: f.recorder})
+	opts := Options{Clock: f.clock, Recorder: f.recorder}
+	if configure != nil {
+		configure(f, &opts)
+	}
+	c, err := New(ctx, f.kubeClient, f.jobClient, f.kubeInformers, f.jobInformers, opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -282,6 +285,21 @@ func newFixtureWithContext(t testing.TB, ctx context.Context, logger klog.Logger
 	f.kubeClient.ClearActions()
 	f.jobClient.ClearActions()
 	return f
+}
+
+// assignUIDs has a fake client give every object it creates a UID, as the
+// apiserver does.
+func assignUIDs(client interface {
+	PrependReactor(verb, resource string, reaction core.ReactionFunc)
+}) {
+	uids := 0
+	client.PrependReactor("create", "*", func(a core.Action) (bool, runtime.Object, error) {
+		if m, ok := a.(core.CreateAction).GetObject().(metav1.Object); ok && m.GetUID() == "" {
+			uids++
+			m.SetUID(types.UID(fmt.Sprintf("uid-%s-%d", m.GetName(), uids)))
+		}
+		return false, nil, nil
+	})
 }
 
 func keyOf(job v1beta1.TrainingJob) jobKey {
@@ -375,6 +393,7 @@ func (f *fixture) observe() {
 	f.replaceAll(f.kubeInformers.Core().V1().Services().Informer().GetIndexer(), servicesOf(svcs.Items))
 	deps, _ := f.kubeClient.AppsV1().Deployments("").List(ctx, metav1.ListOptions{})
 	f.replaceAll(f.kubeInformers.Apps().V1().Deployments().Informer().GetIndexer(), deploymentsOf(deps.Items))
+	f.observeGang()
 	// Jobs.
 	tfs, _ := f.jobClient.BatchV1beta1().TensorFlowTrainingJobs("").List(ctx, metav1.ListOptions{})
 	var tfObjs []any

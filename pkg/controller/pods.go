@@ -167,6 +167,7 @@ func (r *reconciler) newPod(s *slot) (*corev1.Pod, error) {
 	pod.Spec.Hostname = s.id.Hostname()
 	pod.Spec.Subdomain = r.job.GetName()
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	r.preparePodScheduling(pod, s.id)
 
 	c := &pod.Spec.Containers[ci]
 	switch {

@@ -195,6 +195,9 @@ func (a pyTorchAdapter) Entrypoint(t *Topology, _ ReplicaID, c *corev1.Container
 	c.Args = nil
 }
 
+// GangMember: every replica; all of them rendezvous before training starts.
+func (pyTorchAdapter) GangMember(v1beta1.ReplicaType) bool { return true }
+
 // Succeeded: with a master type, when the master succeeded; otherwise when
 // every replica succeeded.
 func (pyTorchAdapter) Succeeded(t *Topology, phases ReplicaPhases) bool {

@@ -46,6 +46,11 @@ const (
 	ReasonReplicasWithinLimit = "ReplicasWithinLimit"
 	ReasonStatusTooLarge      = "StatusTooLarge"
 	ReasonStatusStored        = "StatusStored"
+	// GangScheduled condition: the whole gang is placed, the controller runs
+	// without a gang scheduler; v1beta1.ReasonWaitingForGang while pods of
+	// the gang wait for room.
+	ReasonGangPlaced      = "GangPlaced"
+	ReasonNoGangScheduler = "NoGangScheduler"
 	// Paused condition and events.
 	ReasonPausing = "Pausing"
 	ReasonPaused  = "Paused"

@@ -116,6 +116,7 @@ type reconciler struct {
 	byName map[string]*slot
 	extra  []*corev1.Pod // owned pods that belong to no replica
 	env    ReplicaEnv    // built for the first pod the reconcile creates
+	gang   *gangGroup    // the group the pods join, when the job asks for one
 
 	restarts map[v1beta1.ReplicaType]int32 // replacements decided now, per type
 	failure  string                        // a replica failure seen now, for ReplicaFailure
@@ -222,6 +223,7 @@ func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
 		r.planActive()
 	}
 	r.fillStatus()
+	r.planGang()
 
 	r.resolveReplicaFailure(ReasonStatusTooLarge, ReasonStatusStored, "the job's status is stored again")
 	if err := r.writeStatus(ctx); err != nil {
@@ -240,6 +242,13 @@ func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
 		r.logger.V(4).Info("Waiting for the cache to catch up", "creations", c, "deletions", d)
 		r.requeueAt(r.now.Add(r.c.expectations.ttl))
 		return r.requeue, errors.Join(errs...)
+	}
+	// The group comes before the pods that join it.
+	if ready, err := r.syncGang(ctx); err != nil || !ready {
+		if err != nil {
+			errs = append(errs, err)
+		}
+		r.creates = nil
 	}
 	if err := r.execute(ctx); err != nil {
 		errs = append(errs, err)

@@ -99,6 +99,14 @@ func (a tensorFlowAdapter) Env(t *Topology) (ReplicaEnv, error) {
 
 func (tensorFlowAdapter) Entrypoint(*Topology, ReplicaID, *corev1.Container) {}
 
+// GangMember: every type but the evaluator, which is outside the training
+// cluster (see Env), reads checkpoints at its own pace and holds up no one.
+// Within the group it would count toward minCount and could be placed
+// instead of a trainer.
+func (tensorFlowAdapter) GangMember(t v1beta1.ReplicaType) bool {
+	return t != v1beta1.ReplicaTypeEvaluator
+}
+
 // Succeeded: the chief decides when there is one, else worker 0. PS and
 // evaluator replicas never decide.
 func (tensorFlowAdapter) Succeeded(t *Topology, phases ReplicaPhases) bool {

@@ -455,7 +455,16 @@ const (
 	ConditionPaused         = "Paused"
 	ConditionCompleted      = "Completed"
 	ConditionFailed         = "Failed"
+	// ConditionGangScheduled, on a job with spec.scheduler.t9kScheduler,
+	// says whether its whole gang of pods is placed; False with reason
+	// ReasonWaitingForGang while they wait for room for all of them.
+	ConditionGangScheduled = "GangScheduled"
 )
+
+// ReasonWaitingForGang is the reason of a False GangScheduled condition
+// while the job's pods wait for room for the whole gang; kubectl get shows
+// it after a Pending or Resuming phase.
+const ReasonWaitingForGang = "WaitingForGang"
 
 // TrainingJobStatus is what the controller observed of a job; both kinds
 // share it.

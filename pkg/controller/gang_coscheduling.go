@@ -1,0 +1,159 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
+// The PodGroup of scheduler-plugins' coscheduling, a CRD. It is built as
+// unstructured and served through the dynamic client: importing
+// sigs.k8s.io/scheduler-plugins would pin other versions of k8s.io/*.
+var coschedulingPodGroupGVR = schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
+
+const (
+	coschedulingPodGroupKind = "PodGroup"
+	// LabelCoschedulingPodGroup names the PodGroup a pod belongs to.
+	LabelCoschedulingPodGroup = "scheduling.x-k8s.io/pod-group"
+)
+
+// NewDynamicInformerFactory returns an informer factory for the dynamic
+// client that, like NewKubeInformerFactory, only sees objects with the
+// job-name label.
+func NewDynamicInformerFactory(client dynamic.Interface, resync time.Duration) dynamicinformer.DynamicSharedInformerFactory {
+	return dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, resync, metav1.NamespaceAll,
+		func(o *metav1.ListOptions) { o.LabelSelector = v1beta1.LabelJobName })
+}
+
+// coschedulingGang gang-schedules through scheduler-plugins' Coscheduling
+// plugin: a PodGroup per job, named after it, with spec.minMember; members
+// carry the label scheduling.x-k8s.io/pod-group and every pod of the job is
+// scheduled by the scheduler that runs the plugin. The plugin admits a pod
+// in PreFilter once minMember pods with the label exist, and in Permit once
+// minMember are placed (those already bound count); scheduleTimeoutSeconds
+// is left to the plugin's default.
+type coschedulingGang struct {
+	client        dynamic.NamespaceableResourceInterface
+	podGroups     cache.SharedIndexInformer
+	schedulerName string
+}
+
+var _ gangBackend = (*coschedulingGang)(nil)
+
+func newCoschedulingGang(client dynamic.Interface, factory dynamicinformer.DynamicSharedInformerFactory, schedulerName string) *coschedulingGang {
+	return &coschedulingGang{
+		client:        client.Resource(coschedulingPodGroupGVR),
+		podGroups:     factory.ForResource(coschedulingPodGroupGVR).Informer(),
+		schedulerName: schedulerName,
+	}
+}
+
+func (g *coschedulingGang) String() string { return "coscheduling, scheduler " + g.schedulerName }
+
+func (g *coschedulingGang) informers() []cache.SharedIndexInformer {
+	return []cache.SharedIndexInformer{g.podGroups}
+}
+
+// newPodGroup builds the job's coscheduling PodGroup.
+func (g *coschedulingGang) newPodGroup(r *reconciler, want *gangGroup) *unstructured.Unstructured {
+	m := r.gangObjectMeta(want)
+	pg := &unstructured.Unstructured{Object: map[string]any{
+		"spec": map[string]any{"minMember": int64(want.MinCount)},
+	}}
+	pg.SetAPIVersion(coschedulingPodGroupGVR.GroupVersion().String())
+	pg.SetKind(coschedulingPodGroupKind)
+	pg.SetName(m.Name)
+	pg.SetNamespace(m.Namespace)
+	pg.SetLabels(m.Labels)
+	pg.SetAnnotations(m.Annotations)
+	pg.SetOwnerReferences(m.OwnerReferences)
+	return pg
+}
+
+// minMember reads spec.minMember; -1 when it is missing or not a number.
+func minMember(pg *unstructured.Unstructured) int64 {
+	n, ok, err := unstructured.NestedInt64(pg.Object, "spec", "minMember")
+	if !ok || err != nil {
+		return -1
+	}
+	return n
+}
+
+func (g *coschedulingGang) ensure(ctx context.Context, r *reconciler, want *gangGroup) (bool, error) {
+	ns := r.key.Namespace
+	pg, err := cachedObject[*unstructured.Unstructured](g.podGroups.GetIndexer(), ns, want.Name)
+	if err != nil {
+		return false, fmt.Errorf("getting PodGroup %s: %w", want.Name, err)
+	}
+	if pg == nil {
+		_, err := g.client.Namespace(ns).Create(ctx, g.newPodGroup(r, want), metav1.CreateOptions{})
+		// The pods wait for the PodGroup to show up in the cache: the
+		// plugin refuses a labelled pod whose PodGroup it cannot find.
+		return false, r.createdGangObject("PodGroup", want.Name, want, err)
+	}
+	if err := r.checkGangObject("PodGroup", pg); err != nil {
+		return false, err
+	}
+	if pg.GetDeletionTimestamp() != nil {
+		return false, nil
+	}
+	if from := minMember(pg); from != int64(want.MinCount) {
+		patch := fmt.Sprintf(`{"spec":{"minMember":%d}}`, want.MinCount)
+		_, err := g.client.Namespace(ns).Patch(ctx, pg.GetName(), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		if err := r.resizedGangObject("PodGroup", pg.GetName(), int32(from), want.MinCount, err); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+func (g *coschedulingGang) remove(ctx context.Context, r *reconciler, why string) error {
+	ns, name := r.key.Namespace, r.job.GetName()
+	pg, err := cachedObject[*unstructured.Unstructured](g.podGroups.GetIndexer(), ns, name)
+	if err != nil {
+		return fmt.Errorf("getting PodGroup %s: %w", name, err)
+	}
+	if pg == nil {
+		return nil
+	}
+	return r.deleteGangObject(ctx, "PodGroup", pg, why, func(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+		return g.client.Namespace(ns).Delete(ctx, name, opts)
+	})
+}
+
+// preparePod labels a member with its PodGroup. Every pod of the job, a
+// TensorFlow evaluator too, goes to the coscheduling scheduler, so that one
+// scheduler places the job; a template's schedulerName gives way to it.
+func (g *coschedulingGang) preparePod(pod *corev1.Pod, group string, member bool) {
+	pod.Spec.SchedulerName = g.schedulerName
+	if member {
+		pod.Labels[LabelCoschedulingPodGroup] = group
+	}
+}

@@ -1,0 +1,635 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	jobfake "tensorstack.dev/training/pkg/generated/clientset/versioned/fake"
+	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
+)
+
+// gangBackends are the backends every backend-neutral test runs with.
+var gangBackends = []GangScheduler{GangSchedulerWorkload, GangSchedulerCoscheduling}
+
+// withGang asks for gang scheduling (spec.scheduler.t9kScheduler).
+func (b *jobBuilder) withGang(queue string, priority int32) *jobBuilder {
+	b.spec().Scheduler = &v1beta1.SchedulePolicy{T9kScheduler: &v1beta1.T9kScheduler{Queue: queue, Priority: priority}}
+	return b
+}
+
+// newGangFixture is a fixture whose controller runs with a gang backend.
+func newGangFixture(t *testing.T, backend GangScheduler, objs ...runtime.Object) *fixture {
+	t.Helper()
+	return newGangFixtureWithOptions(t, backend, nil, objs...)
+}
+
+// newGangFixtureWithOptions also lets the test adjust the controller's
+// options.
+func newGangFixtureWithOptions(t *testing.T, backend GangScheduler, configure func(o *Options), objs ...runtime.Object) *fixture {
+	t.Helper()
+	logger, ctx := ktesting.NewTestContext(t)
+	return newFixtureWithContext(t, ctx, logger, record.NewFakeRecorder(1000), false, func(f *fixture, o *Options) {
+		o.GangScheduler = backend
+		if configure != nil {
+			configure(o)
+		}
+		if backend != GangSchedulerCoscheduling {
+			return
+		}
+		f.dynamicClient = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+			map[schema.GroupVersionResource]string{coschedulingPodGroupGVR: "PodGroupList"})
+		assignUIDs(f.dynamicClient)
+		f.dynamicInformers = NewDynamicInformerFactory(f.dynamicClient, 0)
+		o.DynamicClient, o.DynamicInformers = f.dynamicClient, f.dynamicInformers
+	}, objs...)
+}
+
+// observeGang copies the group objects with the job-name label into the
+// backend's caches.
+func (f *fixture) observeGang() {
+	f.t.Helper()
+	ctx := context.Background()
+	switch g := f.c.gang.(type) {
+	case *workloadGang:
+		wls, err := f.kubeClient.SchedulingV1beta1().Workloads("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		var objs []any
+		for i := range wls.Items {
+			if _, ok := wls.Items[i].Labels[v1beta1.LabelJobName]; ok {
+				objs = append(objs, &wls.Items[i])
+			}
+		}
+		f.replaceAll(g.workloads.GetIndexer(), objs)
+		pgs, err := f.kubeClient.SchedulingV1beta1().PodGroups("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		objs = nil
+		for i := range pgs.Items {
+			if _, ok := pgs.Items[i].Labels[v1beta1.LabelJobName]; ok {
+				objs = append(objs, &pgs.Items[i])
+			}
+		}
+		f.replaceAll(g.podGroups.GetIndexer(), objs)
+	case *coschedulingGang:
+		list, err := f.dynamicClient.Resource(coschedulingPodGroupGVR).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		var objs []any
+		for i := range list.Items {
+			if _, ok := list.Items[i].GetLabels()[v1beta1.LabelJobName]; ok {
+				objs = append(objs, &list.Items[i])
+			}
+		}
+		f.replaceAll(g.podGroups.GetIndexer(), objs)
+		f.dynamicClient.ClearActions()
+	}
+}
+
+// gangActions are the calls on group objects since the last observe, as
+// "<verb> <resource>", sorted.
+func (f *fixture) gangActions() []string {
+	var actions []core.Action
+	if f.dynamicClient != nil {
+		actions = f.dynamicClient.Actions()
+	} else {
+		actions = f.kubeClient.Actions()
+	}
+	var out []string
+	for _, a := range actions {
+		if r := a.GetResource().Resource; (r == "podgroups" || r == "workloads") && a.GetVerb() != "list" && a.GetVerb() != "watch" {
+			out = append(out, a.GetVerb()+" "+r)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// podGroupMinCount reads the minimum count of the job's PodGroup in the
+// fake apiserver: spec.schedulingPolicy.gang.minCount or spec.minMember.
+func (f *fixture) podGroupMinCount(name string) (int64, bool) {
+	f.t.Helper()
+	ctx := context.Background()
+	if f.dynamicClient != nil {
+		pg, err := f.dynamicClient.Resource(coschedulingPodGroupGVR).Namespace("ns").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return 0, false
+		}
+		return minMember(pg), true
+	}
+	pg, err := f.kubeClient.SchedulingV1beta1().PodGroups("ns").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return 0, false
+	}
+	return int64(pg.Spec.SchedulingPolicy.Gang.MinCount), true
+}
+
+// workloadExists says whether the Workload API backend's Workload is there.
+func (f *fixture) workloadExists(name string) bool {
+	_, err := f.kubeClient.SchedulingV1beta1().Workloads("ns").Get(context.Background(), name, metav1.GetOptions{})
+	return err == nil
+}
+
+// inGroup says whether a pod joined the group of the backend.
+func inGroup(backend GangScheduler, p *corev1.Pod, group string) bool {
+	if backend == GangSchedulerCoscheduling {
+		return p.Labels[LabelCoschedulingPodGroup] == group
+	}
+	return p.Spec.SchedulingGroup != nil && ptr.Deref(p.Spec.SchedulingGroup.PodGroupName, "") == group
+}
+
+// jobOwner is the owner reference of a job's group objects: the job, as
+// their controller.
+func jobOwner(kind string, job v1beta1.TrainingJob) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: kind, Name: job.GetName(), UID: job.GetUID(),
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	}
+}
+
+// checkGangPods checks the created pods: the members, and only they, joined
+// the group j; every pod has the priority's class.
+func checkGangPods(t *testing.T, backend GangScheduler, created []*corev1.Pod, members, others []string, class string) {
+	t.Helper()
+	if got, want := len(created), len(members)+len(others); got != want {
+		t.Fatalf("created %d pods, want %d", got, want)
+	}
+	for _, p := range created {
+		if member := slices.Contains(members, p.Name); inGroup(backend, p, "j") != member {
+			t.Errorf("pod %s: labels %v, schedulingGroup %+v; member %v", p.Name, p.Labels, p.Spec.SchedulingGroup, member)
+		}
+		if p.Spec.PriorityClassName != class {
+			t.Errorf("pod %s: priorityClassName %q, want %q", p.Name, p.Spec.PriorityClassName, class)
+		}
+	}
+}
+
+// startGang creates the group, then the pods, and lets them run.
+func (f *fixture) startGang(job v1beta1.TrainingJob) {
+	f.t.Helper()
+	f.step(job)
+	f.step(job)
+	f.setAll(running)
+	f.step(job)
+	if st := f.status(job); st.Phase != v1beta1.JobRunning {
+		f.t.Fatalf("job did not start: phase %q, conditions %+v", st.Phase, st.Conditions)
+	}
+	f.events()
+}
+
+func TestParseGangScheduler(t *testing.T) {
+	for _, s := range []string{"auto", "workload", "coscheduling", "none"} {
+		if g, err := ParseGangScheduler(s); err != nil || string(g) != s {
+			t.Errorf("ParseGangScheduler(%q) = %q, %v", s, g, err)
+		}
+	}
+	for _, s := range []string{"", "Auto", "volcano"} {
+		if _, err := ParseGangScheduler(s); err == nil {
+			t.Errorf("ParseGangScheduler(%q) accepted", s)
+		}
+	}
+}
+
+// TestResolveGangScheduler decides auto and checks the named backends
+// against what a fake discovery serves.
+func TestResolveGangScheduler(t *testing.T) {
+	workloadAPIList := &metav1.APIResourceList{GroupVersion: "scheduling.k8s.io/v1beta1", APIResources: []metav1.APIResource{
+		{Name: "workloads", Namespaced: true, Kind: "Workload"},
+		{Name: "podgroups", Namespaced: true, Kind: "PodGroup"},
+	}}
+	podGroupsOnly := &metav1.APIResourceList{GroupVersion: "scheduling.k8s.io/v1beta1", APIResources: []metav1.APIResource{
+		{Name: "podgroups", Namespaced: true, Kind: "PodGroup"},
+	}}
+	coschedulingList := &metav1.APIResourceList{GroupVersion: "scheduling.x-k8s.io/v1alpha1", APIResources: []metav1.APIResource{
+		{Name: "podgroups", Namespaced: true, Kind: "PodGroup"},
+		{Name: "elasticquotas", Namespaced: true, Kind: "ElasticQuota"},
+	}}
+	coreList := &metav1.APIResourceList{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "pods", Namespaced: true, Kind: "Pod"}}}
+
+	cases := []struct {
+		name      string
+		served    []*metav1.APIResourceList
+		requested GangScheduler
+		want      GangScheduler
+		wantErr   bool
+	}{
+		{"auto prefers the Workload API", []*metav1.APIResourceList{coreList, workloadAPIList, coschedulingList}, GangSchedulerAuto, GangSchedulerWorkload, false},
+		{"auto takes coscheduling without the Workload API", []*metav1.APIResourceList{coreList, coschedulingList}, GangSchedulerAuto, GangSchedulerCoscheduling, false},
+		{"auto needs workloads, not just the group version", []*metav1.APIResourceList{podGroupsOnly}, GangSchedulerAuto, GangSchedulerNone, false},
+		{"auto finds neither", []*metav1.APIResourceList{coreList}, GangSchedulerAuto, GangSchedulerNone, false},
+		{"workload served", []*metav1.APIResourceList{workloadAPIList}, GangSchedulerWorkload, GangSchedulerWorkload, false},
+		{"workload not served", []*metav1.APIResourceList{coschedulingList}, GangSchedulerWorkload, "", true},
+		{"coscheduling served", []*metav1.APIResourceList{workloadAPIList, coschedulingList}, GangSchedulerCoscheduling, GangSchedulerCoscheduling, false},
+		{"coscheduling not served", []*metav1.APIResourceList{workloadAPIList}, GangSchedulerCoscheduling, "", true},
+		{"none asks nothing", nil, GangSchedulerNone, GangSchedulerNone, false},
+		{"unknown", nil, "volcano", "", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			client := kubefake.NewClientset()
+			client.Resources = tc.served
+			got, err := ResolveGangScheduler(context.Background(), client.Discovery(), tc.requested)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Fatalf("ResolveGangScheduler(%s) = %q, %v; want %q, error %v", tc.requested, got, err, tc.want, tc.wantErr)
+			}
+			if tc.requested == GangSchedulerNone && len(client.Actions()) != 0 {
+				t.Errorf("none asked discovery: %v", client.Actions())
+			}
+		})
+	}
+
+	t.Run("a discovery failure is an error, not none", func(t *testing.T) {
+		client := kubefake.NewClientset()
+		client.PrependReactor("get", "resource", func(core.Action) (bool, runtime.Object, error) {
+			return true, nil, errors.New("connection refused")
+		})
+		if got, err := ResolveGangScheduler(context.Background(), client.Discovery(), GangSchedulerAuto); err == nil {
+			t.Fatalf("ResolveGangScheduler = %q without an error", got)
+		}
+	})
+}
+
+func TestPriorityClassName(t *testing.T) {
+	for priority, want := range map[int32]string{
+		0: "", 1: PriorityClassP25, 25: PriorityClassP25, 26: PriorityClassP50, 50: PriorityClassP50,
+		51: PriorityClassP75, 75: PriorityClassP75, 76: PriorityClassP100, 100: PriorityClassP100,
+	} {
+		if got := PriorityClassName(priority); got != want {
+			t.Errorf("PriorityClassName(%d) = %q, want %q", priority, got, want)
+		}
+	}
+}
+
+// TestNewRefusesUnresolvedGangOptions: New takes a resolved backend, and
+// coscheduling needs the dynamic client.
+func TestNewRefusesUnresolvedGangOptions(t *testing.T) {
+	for _, opts := range []Options{
+		{GangScheduler: GangSchedulerAuto},
+		{GangScheduler: GangSchedulerCoscheduling},
+	} {
+		kubeClient, jobClient := kubefake.NewClientset(), jobfake.NewClientset()
+		_, err := New(context.Background(), kubeClient, jobClient, NewKubeInformerFactory(kubeClient, 0),
+			jobinformers.NewSharedInformerFactory(jobClient, 0), opts)
+		if err == nil {
+			t.Errorf("New accepted %+v", opts)
+		}
+	}
+}
+
+// TestNoGangScheduler: without a backend a job asking for a gang runs, its
+// pods scheduled one by one, and its GangScheduled condition says so.
+func TestNoGangScheduler(t *testing.T) {
+	job := newTFJob("j").withReplicas("chief", 1).withReplicas("worker", 2).withGang("gpus", 40).obj()
+	f := newFixture(t, job)
+	f.step(job)
+	if got := f.podNames(); !equalStrings(got, []string{"j-chief-0", "j-worker-0", "j-worker-1"}) {
+		t.Fatalf("pods %v, want every replica's at once", got)
+	}
+	st := f.status(job)
+	assertCondition(t, st, v1beta1.ConditionGangScheduled, metav1.ConditionFalse, ReasonNoGangScheduler)
+	if c := condition(st, v1beta1.ConditionGangScheduled); !strings.Contains(c.Message, "scheduled one by one") {
+		t.Errorf("condition message %q does not say the pods are scheduled one by one", c.Message)
+	}
+	p := f.pod("j-worker-0")
+	if p.Spec.SchedulingGroup != nil || p.Labels[LabelCoschedulingPodGroup] != "" || p.Spec.SchedulerName != "" {
+		t.Errorf("pod joined a group without a gang scheduler: %+v %v %q", p.Spec.SchedulingGroup, p.Labels, p.Spec.SchedulerName)
+	}
+	// The priority still orders the pods in the scheduler's queue.
+	if p.Spec.PriorityClassName != PriorityClassP50 {
+		t.Errorf("priorityClassName %q, want %s", p.Spec.PriorityClassName, PriorityClassP50)
+	}
+
+	// A job that asks for no gang gets no such condition.
+	plain := newTFJob("plain").withReplicas("worker", 1).obj()
+	g := newFixture(t, plain)
+	g.step(plain)
+	if c := condition(g.status(plain), v1beta1.ConditionGangScheduled); c != nil {
+		t.Errorf("a job without t9kScheduler has condition %+v", c)
+	}
+}
+
+// TestGangGroupBeforePods: the first reconcile creates the group and no
+// pod; the pods come once the group is in the cache, and a job without
+// t9kScheduler gets no group.
+func TestGangGroupBeforePods(t *testing.T) {
+	for _, backend := range gangBackends {
+		t.Run(string(backend), func(t *testing.T) {
+			job := newPyTorchJob("j").withReplicas("master", 1).withReplicas("worker", 2).withGang("gpus", 0).obj()
+			plain := newPyTorchJob("plain").withReplicas("master", 1).obj()
+			f := newGangFixture(t, backend, job, plain)
+
+			f.mustSync(job)
+			if got := f.createdPodNames(); len(got) != 0 {
+				t.Fatalf("created pods %v before the group was in the cache", got)
+			}
+			want := []string{"create podgroups"}
+			if backend == GangSchedulerWorkload {
+				want = []string{"create podgroups", "create workloads"}
+			}
+			if got := f.gangActions(); !equalStrings(got, want) {
+				t.Fatalf("group calls %v, want %v", got, want)
+			}
+			if !hasEvent(f.events(), corev1.EventTypeNormal, ReasonSuccessfulCreate) {
+				t.Errorf("no SuccessfulCreate event for the group")
+			}
+			f.observe()
+			f.mustSync(job)
+			if got := f.createdPodNames(); !equalStrings(got, []string{"j-master-0", "j-worker-0", "j-worker-1"}) {
+				t.Fatalf("created %v once the group was there", got)
+			}
+			if got := f.gangActions(); len(got) != 0 {
+				t.Errorf("group calls %v once it exists", got)
+			}
+			for _, p := range f.createdPods() {
+				if !inGroup(backend, p, "j") {
+					t.Errorf("pod %s did not join group j", p.Name)
+				}
+				if p.Spec.PriorityClassName != "" {
+					t.Errorf("pod %s has priorityClassName %q with priority 0", p.Name, p.Spec.PriorityClassName)
+				}
+			}
+			f.observe()
+
+			f.mustSync(plain)
+			if got := f.gangActions(); len(got) != 0 {
+				t.Errorf("group calls %v for a job without t9kScheduler", got)
+			}
+			if p := f.createdPods(); len(p) != 1 || inGroup(backend, p[0], "plain") || p[0].Spec.SchedulerName != "" {
+				t.Errorf("a job without t9kScheduler got pods %+v", p)
+			}
+		})
+	}
+}
+
+// TestWaitingForGang: the GangScheduled condition says the job waits for
+// room for its whole gang, with the scheduler's message, until every member
+// is placed; the evaluator is not waited for.
+func TestWaitingForGang(t *testing.T) {
+	for _, backend := range gangBackends {
+		t.Run(string(backend), func(t *testing.T) {
+			job := newTFJob("j").withReplicas("chief", 1).withReplicas("worker", 2).withReplicas("evaluator", 1).
+				withGang("gpus", 0).obj()
+			f := newGangFixture(t, backend, job)
+			f.step(job)
+			st := f.status(job)
+			assertCondition(t, st, v1beta1.ConditionGangScheduled, metav1.ConditionFalse, v1beta1.ReasonWaitingForGang)
+			if c := condition(st, v1beta1.ConditionGangScheduled); !strings.Contains(c.Message, "0 of 3 pods placed") {
+				t.Errorf("message %q, want 0 of 3 pods placed", c.Message)
+			}
+			f.step(job)
+
+			const said = "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
+			f.setPod("j-worker-1", func(p *corev1.Pod) {
+				p.Status.Conditions = []corev1.PodCondition{{
+					Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: said,
+				}}
+			})
+			f.setPod("j-chief-0", func(p *corev1.Pod) { p.Spec.NodeName = "node-1" })
+			f.step(job)
+			st = f.status(job)
+			assertPhase(t, st, v1beta1.JobPending)
+			assertCondition(t, st, v1beta1.ConditionGangScheduled, metav1.ConditionFalse, v1beta1.ReasonWaitingForGang)
+			c := condition(st, v1beta1.ConditionGangScheduled)
+			if !strings.Contains(c.Message, "1 of 3 pods placed") || !strings.HasSuffix(c.Message, "the scheduler says: "+said) {
+				t.Errorf("message %q, want 1 of 3 placed and the scheduler's message", c.Message)
+			}
+
+			// Every member placed; the evaluator still pending does not matter.
+			f.setAll(func(p *corev1.Pod) {
+				if p.Labels[v1beta1.LabelReplicaType] != "evaluator" {
+					p.Spec.NodeName = "node-1"
+					p.Status.Conditions = nil
+				}
+			})
+			f.step(job)
+			assertCondition(t, f.status(job), v1beta1.ConditionGangScheduled, metav1.ConditionTrue, ReasonGangPlaced)
+		})
+	}
+}
+
+// TestGangPauseAndResume: pausing deletes the pods and keeps the group;
+// resuming creates the pods at once in the same group.
+func TestGangPauseAndResume(t *testing.T) {
+	for _, backend := range gangBackends {
+		t.Run(string(backend), func(t *testing.T) {
+			job := newTFJob("j").withReplicas("chief", 1).withReplicas("worker", 2).withGang("gpus", 0).obj()
+			f := newGangFixture(t, backend, job)
+			f.startGang(job)
+
+			paused := f.job(job)
+			paused.CommonSpec().RunMode = &v1beta1.RunMode{Pause: &v1beta1.PauseMode{Enabled: true}}
+			f.updateJob(paused)
+			f.mustSync(paused)
+			if got := f.deletedPodNames(); len(got) != 3 {
+				t.Fatalf("deleted %v, want every pod", got)
+			}
+			if got := f.gangActions(); len(got) != 0 {
+				t.Fatalf("group calls %v on pause", got)
+			}
+			f.observe()
+			f.step(paused)
+			assertPhase(t, f.status(paused), v1beta1.JobPaused)
+			if _, ok := f.podGroupMinCount("j"); !ok {
+				t.Fatalf("the PodGroup is gone while paused")
+			}
+
+			resumed := f.job(paused)
+			resumed.CommonSpec().RunMode.Pause.Enabled = false
+			f.updateJob(resumed)
+			f.mustSync(resumed)
+			if got := f.gangActions(); len(got) != 0 {
+				t.Errorf("group calls %v on resume, want the group reused", got)
+			}
+			created := f.createdPods()
+			if len(created) != 3 {
+				t.Fatalf("created %d pods on resume, want 3 at once", len(created))
+			}
+			for _, p := range created {
+				if !inGroup(backend, p, "j") {
+					t.Errorf("pod %s did not join the group on resume", p.Name)
+				}
+			}
+			if n, _ := f.podGroupMinCount("j"); n != 3 {
+				t.Errorf("minCount %d after resume, want 3", n)
+			}
+		})
+	}
+}
+
+// TestGangCleanUp: a finished job's group goes under clean-up policies All
+// and Unfinished and stays under None.
+func TestGangCleanUp(t *testing.T) {
+	for _, backend := range gangBackends {
+		for _, tc := range []struct {
+			policy v1beta1.CleanUpPolicy
+			kept   bool
+		}{{v1beta1.CleanUpPolicyAll, false}, {v1beta1.CleanUpPolicyUnfinished, false}, {v1beta1.CleanUpPolicyNone, true}} {
+			t.Run(string(backend)+" "+string(tc.policy), func(t *testing.T) {
+				job := newTFJob("j").withReplicas("chief", 1).withReplicas("worker", 1).withGang("gpus", 0).
+					withCleanUp(tc.policy).obj()
+				f := newGangFixture(t, backend, job)
+				f.startGang(job)
+				f.setPod("j-chief-0", succeeded)
+				f.mustSync(job)
+				assertPhase(t, f.status(job), v1beta1.JobSucceeded)
+				f.observe()
+				f.mustSync(job) // clean-up happens once
+				if got := f.gangActions(); len(got) != 0 {
+					t.Errorf("group calls %v after the clean-up", got)
+				}
+				f.observe()
+				if _, ok := f.podGroupMinCount("j"); ok != tc.kept {
+					t.Errorf("PodGroup kept: %v, want %v", ok, tc.kept)
+				}
+				if backend == GangSchedulerWorkload && f.workloadExists("j") != tc.kept {
+					t.Errorf("Workload kept: %v, want %v", !tc.kept, tc.kept)
+				}
+				if !tc.kept && !hasEvent(f.events(), corev1.EventTypeNormal, ReasonSuccessfulDelete) {
+					t.Errorf("no SuccessfulDelete event for the group")
+				}
+			})
+		}
+	}
+}
+
+// TestGangReplacement: a replaced member joins the same group, which is
+// neither recreated nor resized while the others run: the running members
+// and the new pod make up minCount. Once a member has finished for good,
+// minCount drops, so that a later replacement is admitted by schedulers
+// that count only pods that have not terminated.
+func TestGangReplacement(t *testing.T) {
+	for _, backend := range gangBackends {
+		t.Run(string(backend), func(t *testing.T) {
+			job := newTFJob("j").withReplicas("chief", 1).withReplicas("worker", 2).withReplicas("ps", 1).
+				withRestartPolicy("worker", v1beta1.RestartPolicyOnFailure).withRestartPolicy("ps", v1beta1.RestartPolicyOnFailure).
+				withGang("gpus", 0).obj()
+			f := newGangFixture(t, backend, job)
+			f.startGang(job)
+
+			f.setPod("j-worker-1", failed(1))
+			f.step(job)
+			f.mustSync(job)
+			if got := f.createdPodNames(); !equalStrings(got, []string{"j-worker-1"}) {
+				t.Fatalf("created %v, want the replacement", got)
+			}
+			if p := f.createdPods()[0]; !inGroup(backend, p, "j") {
+				t.Errorf("the replacement did not join the group")
+			}
+			if got := f.gangActions(); len(got) != 0 {
+				t.Errorf("group calls %v for a replacement", got)
+			}
+			f.observe()
+			if n, _ := f.podGroupMinCount("j"); n != 4 {
+				t.Errorf("minCount %d, want 4", n)
+			}
+
+			f.setAll(running)
+			f.setPod("j-worker-0", succeeded)
+			f.mustSync(job)
+			if got := f.gangActions(); !equalStrings(got, []string{"patch podgroups"}) {
+				t.Fatalf("group calls %v once a member finished, want the PodGroup resized", got)
+			}
+			f.observe()
+			if n, _ := f.podGroupMinCount("j"); n != 3 {
+				t.Errorf("minCount %d after a member finished, want 3", n)
+			}
+			if !hasEvent(f.events(), corev1.EventTypeNormal, ReasonSuccessfulUpdate) {
+				t.Errorf("no SuccessfulUpdate event for the resize")
+			}
+			f.setPod("j-ps-0", failed(137))
+			f.step(job)
+			f.mustSync(job)
+			if got := f.createdPodNames(); !equalStrings(got, []string{"j-ps-0"}) {
+				t.Fatalf("created %v, want the ps replacement", got)
+			}
+			if got := f.gangActions(); len(got) != 0 {
+				t.Errorf("group calls %v for the ps replacement", got)
+			}
+		})
+	}
+}
+
+// TestGangNameConflict: a group object of the job's name that the job does
+// not control keeps the pods from being created.
+func TestGangNameConflict(t *testing.T) {
+	for _, backend := range gangBackends {
+		t.Run(string(backend), func(t *testing.T) {
+			job := newTFJob("j").withReplicas("worker", 2).withGang("gpus", 0).obj()
+			f := newGangFixture(t, backend, job)
+			meta := metav1.ObjectMeta{Name: "j", Namespace: "ns", Labels: map[string]string{
+				v1beta1.LabelJobName: "j", v1beta1.LabelJobKind: TensorFlowKind,
+			}}
+			if backend == GangSchedulerCoscheduling {
+				pg := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"minMember": int64(7)}}}
+				pg.SetAPIVersion("scheduling.x-k8s.io/v1alpha1")
+				pg.SetKind("PodGroup")
+				pg.SetName(meta.Name)
+				pg.SetNamespace(meta.Namespace)
+				pg.SetLabels(meta.Labels)
+				if _, err := f.dynamicClient.Resource(coschedulingPodGroupGVR).Namespace("ns").Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				for _, obj := range []runtime.Object{
+					&schedulingv1beta1.Workload{ObjectMeta: meta},
+					&schedulingv1beta1.PodGroup{ObjectMeta: meta, Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: gangPolicy(7)}},
+				} {
+					if err := f.kubeClient.Tracker().Add(obj); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			f.observe()
+			f.events()
+			if _, err := f.sync(job); err == nil {
+				t.Fatalf("no error for a group the job does not control")
+			}
+			if got := f.createdPodNames(); len(got) != 0 {
+				t.Errorf("created %v while the group's name is taken", got)
+			}
+			if !hasEvent(f.events(), corev1.EventTypeWarning, ReasonNameConflict) {
+				t.Errorf("no NameConflict event")
+			}
+			if n, _ := f.podGroupMinCount("j"); n != 7 {
+				t.Errorf("the other PodGroup was changed: minCount %d", n)
+			}
+		})
+	}
+}
