@@ -115,14 +115,20 @@ func (s jobStrategy[J, S]) specWarnings(job J) []string {
 		}
 	}
 	if spec.Scheduler != nil && spec.Scheduler.T9kScheduler != nil {
-		warnings = append(warnings, NotActedOn(field.NewPath("spec", "scheduler", "t9kScheduler"),
-			"the pods are scheduled one by one, without gang scheduling or a queue"))
+		warnings = append(warnings, fmt.Sprintf("%s: %s", field.NewPath("spec", "scheduler", "t9kScheduler"), gangSchedulingWarning))
 	}
 	if s.kind.Warnings != nil {
 		warnings = append(warnings, s.kind.Warnings(job)...)
 	}
 	return warnings
 }
+
+// gangSchedulingWarning says what spec.scheduler.t9kScheduler does: the
+// apiserver cannot know which gang scheduler, if any, the controller runs
+// with.
+const gangSchedulingWarning = "the pods are gang-scheduled (all or nothing) only when the controller runs with a " +
+	"gang scheduler (the Workload API or coscheduling); otherwise they are scheduled one by one and the job's " +
+	"GangScheduled condition says so. The queue is recorded on the pod group but not acted on yet"
 
 // NotActedOn is the warning for a field that is stored and validated but
 // not yet carried out, so nobody relies on it unknowingly.

@@ -171,12 +171,13 @@ func TestWarnings(t *testing.T) {
 		t.Errorf("warnings = %v, want one naming spec.replicaSpecs[1].template.spec.restartPolicy", w)
 	}
 
-	t.Run("scheduler not acted on", func(t *testing.T) {
+	t.Run("gang scheduling depends on the controller", func(t *testing.T) {
 		job := newJob("train", 1)
 		job.Spec.Scheduler = &batch.SchedulePolicy{T9kScheduler: &batch.T9kScheduler{Queue: "gpus"}}
 		w := strategy.WarningsOnCreate(context.Background(), job)
-		if len(w) != 1 || !strings.HasPrefix(w[0], "spec.scheduler.t9kScheduler: stored but not acted on yet") {
-			t.Errorf("warnings = %v, want one saying spec.scheduler.t9kScheduler is not acted on", w)
+		if len(w) != 1 || !strings.HasPrefix(w[0], "spec.scheduler.t9kScheduler: the pods are gang-scheduled (all or nothing) only when") ||
+			!strings.Contains(w[0], "GangScheduled condition") || !strings.Contains(w[0], "queue is recorded") {
+			t.Errorf("warnings = %v, want one saying when spec.scheduler.t9kScheduler gang-schedules the pods", w)
 		}
 	})
 

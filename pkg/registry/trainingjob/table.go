@@ -34,7 +34,7 @@ import (
 // only with -o wide.
 var tableColumns = []metav1.TableColumnDefinition{
 	{Name: "Name", Type: "string", Format: "name", Description: "Name of the job."},
-	{Name: "Phase", Type: "string", Description: "Coarse state of the job."},
+	{Name: "Phase", Type: "string", Description: "Coarse state of the job; \"Pending (WaitingForGang)\" while its pods wait for room for the whole gang."},
 	{Name: "Ready", Type: "string", Description: "Replicas running or succeeded, of all replicas."},
 	{Name: "Restarts", Type: "integer", Description: "Pod replacements used, counted against backoffLimit."},
 	{Name: "Age", Type: "string", Description: "Time since the job was created."},
@@ -100,6 +100,9 @@ func (c tableConvertor) row(obj runtime.Object) (metav1.TableRow, error) {
 	if phase == "" {
 		phase = string(batch.JobPending)
 	}
+	if waitingForGang(spec, status) {
+		phase += " (" + batch.ReasonWaitingForGang + ")"
+	}
 
 	return metav1.TableRow{
 		Object: runtime.RawExtension{Object: obj},
@@ -114,6 +117,18 @@ func (c tableConvertor) row(obj runtime.Object) (metav1.TableRow, error) {
 			runDuration(status, now),
 		},
 	}, nil
+}
+
+// waitingForGang says whether a job that has not started, or not started
+// again, waits for room for its whole gang.
+func waitingForGang(spec *batch.TrainingJobSpec, status *batch.TrainingJobStatus) bool {
+	switch status.Phase {
+	case "", batch.JobPending, batch.JobResuming:
+	default:
+		return false
+	}
+	c := meta.FindStatusCondition(status.Conditions, batch.ConditionGangScheduled)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == batch.ReasonWaitingForGang && runMode(spec) != "Pause"
 }
 
 func replicaCount(r batch.ReplicaSpec) int32 {

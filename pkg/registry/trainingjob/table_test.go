@@ -52,10 +52,32 @@ func TestTableRows(t *testing.T) {
 	fresh := newJob("fresh", 1)
 	fresh.Spec.RunMode = &batch.RunMode{Pause: &batch.PauseMode{Enabled: true}}
 	fresh.CreationTimestamp = metav1.NewTime(now.Add(-5 * time.Second))
+	waitingForGang := metav1.Condition{Type: batch.ConditionGangScheduled, Status: metav1.ConditionFalse,
+		Reason: batch.ReasonWaitingForGang, Message: "waiting for room for the whole gang: 1 of 2 pods placed"}
+	gang := newJob("gang", 1)
+	gang.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+	gang.Status = batch.TrainingJobStatus{
+		Phase: batch.JobPending, Aggregate: batch.Aggregate{Pending: 2}, Conditions: []metav1.Condition{waitingForGang},
+	}
+	resuming := newJob("resuming", 1)
+	resuming.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+	resuming.Status = batch.TrainingJobStatus{Phase: batch.JobResuming, Conditions: []metav1.Condition{waitingForGang}}
+	// A replacement waits for its gang too, but a job that ran once is shown Running.
+	restarting := newJob("restarting", 1)
+	restarting.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+	restarting.Status = batch.TrainingJobStatus{Phase: batch.JobRunning, Conditions: []metav1.Condition{waitingForGang}}
+	placed := newJob("placed", 1)
+	placed.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+	placed.Status = batch.TrainingJobStatus{Phase: batch.JobPending, Conditions: []metav1.Condition{{
+		Type: batch.ConditionGangScheduled, Status: metav1.ConditionTrue, Reason: "GangPlaced",
+	}}}
+	pausing := gang.DeepCopy()
+	pausing.Name = "pausing"
+	pausing.Spec.RunMode = &batch.RunMode{Pause: &batch.PauseMode{Enabled: true}}
 
 	list := &batch.PyTorchTrainingJobList{
 		ListMeta: metav1.ListMeta{ResourceVersion: "42"},
-		Items:    []batch.PyTorchTrainingJob{*running, *finished, *fresh},
+		Items:    []batch.PyTorchTrainingJob{*running, *finished, *fresh, *gang, *resuming, *restarting, *placed, *pausing},
 	}
 	table, err := convertor.ConvertToTable(context.Background(), list, nil)
 	if err != nil {
@@ -68,6 +90,14 @@ func TestTableRows(t *testing.T) {
 		{"running", "Running", "3/4", int64(2), "120m", "Immediate", "master:1,worker:3", "90m"},
 		{"finished", "Succeeded", "2/2", int64(0), "3h", "Debug", "master:1,worker:1", "30m"},
 		{"fresh", "Pending", "0/2", int64(0), "5s", "Pause", "master:1,worker:1", ""},
+		{"gang", "Pending (WaitingForGang)", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
+		{"resuming", "Resuming (WaitingForGang)", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
+		{"restarting", "Running", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
+		{"placed", "Pending", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
+		{"pausing", "Pending", "0/2", int64(0), "60s", "Pause", "master:1,worker:1", ""},
+	}
+	if len(table.Rows) != len(want) {
+		t.Fatalf("%d rows, want %d", len(table.Rows), len(want))
 	}
 	for i, row := range table.Rows {
 		for j, cell := range row.Cells {
