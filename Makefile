@@ -6,7 +6,7 @@ BIN := $(OUTPUT)/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 LDFLAGS := -X tensorstack.dev/training/pkg/version.gitVersion=$(VERSION)
 
-.PHONY: all build test test-unit test-integration test-e2e test-deploy test-fuzz update-codegen verify-codegen lint bench bench-e2e \
+.PHONY: all build test test-unit test-integration test-e2e test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
 	test-binaries run local-up local-down clean
 
 all: build
@@ -18,8 +18,8 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/training-controller-manager ./cmd/controller-manager
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-training ./cmd/kubectl-training
 
-## test: everything CI checks: lint, generated code, unit, integration and end-to-end tests
-test: lint verify-codegen test-unit test-integration test-e2e test-deploy
+## test: everything CI checks: lint, generated code, unit, a bounded fuzz run, integration and end-to-end tests
+test: lint verify-codegen test-unit test-fuzz-short test-integration test-e2e test-deploy
 
 test-unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/...
@@ -35,9 +35,22 @@ test-e2e: build test-binaries
 test-deploy: build test-binaries
 	hack/verify-deploy.sh
 
-## test-fuzz: a short run of the decode/default/validate fuzzer
+# The fuzz targets: the decode path of every verb (create, update, patches,
+# apply, action bodies). go test -fuzz takes one target per run.
+FUZZ_PACKAGE := ./pkg/apis/batch/validation/
+FUZZ_TARGETS := FuzzDecodeDefaultValidate FuzzPatch FuzzApply
+FUZZ_TIME ?= 2m
+
+## test-fuzz: each fuzz target for FUZZ_TIME (2m by default), one after another
 test-fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecodeDefaultValidate -fuzztime 30s ./pkg/apis/batch/validation/
+	@for target in $(FUZZ_TARGETS); do \
+		echo "fuzzing $$target for $(FUZZ_TIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZ_TIME) $(FUZZ_PACKAGE) || exit 1; \
+	done
+
+## test-fuzz-short: the bounded fuzz run of make test, 15s per target
+test-fuzz-short:
+	$(MAKE) test-fuzz FUZZ_TIME=15s
 
 update-codegen:
 	hack/update-codegen.sh
