@@ -633,3 +633,27 @@ func TestGangNameConflict(t *testing.T) {
 		})
 	}
 }
+
+// TestPreviewPodsCarryThePriorityClass: the pods the apiserver has the
+// cluster judge carry the class the controller will set, so a job whose
+// class is missing is refused when it is written; group membership depends
+// on the controller's backend, which the apiserver does not know.
+func TestPreviewPodsCarryThePriorityClass(t *testing.T) {
+	job := newTFJob("j").withReplicas("chief", 1).withReplicas("worker", 2).withGang("gpus", 90).obj()
+	job.CommonSpec().ReplicaSpecs[1].Template.Spec.PriorityClassName = "from-template"
+	previews, err := PreviewPods(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(previews) != 2 {
+		t.Fatalf("%d previews, want 2", len(previews))
+	}
+	for _, p := range previews {
+		if p.Pod.Spec.PriorityClassName != PriorityClassP100 {
+			t.Errorf("preview of %s: priorityClassName %q, want %s", p.Pod.Name, p.Pod.Spec.PriorityClassName, PriorityClassP100)
+		}
+		if p.Pod.Spec.SchedulingGroup != nil || p.Pod.Labels[LabelCoschedulingPodGroup] != "" || p.Pod.Spec.SchedulerName != "" {
+			t.Errorf("preview of %s joined a group", p.Pod.Name)
+		}
+	}
+}
