@@ -375,7 +375,8 @@ type TrainingJobStatus struct {
 	Phase JobPhase `json:"phase,omitempty"`
 
 	// Conditions are the latest observations of the job's state: Initialized,
-	// Running, ReplicaFailure, Paused, Completed and Failed.
+	// Running, ReplicaFailure, Paused, Completed and Failed; GangScheduled
+	// on a job with spec.scheduler.t9kScheduler.
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// Tasks reports each replica type and its replicas.

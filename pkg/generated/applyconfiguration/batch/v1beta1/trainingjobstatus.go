@@ -36,7 +36,8 @@ type TrainingJobStatusApplyConfiguration struct {
 	// Resuming, Succeeded, Failed or Unknown. Succeeded and Failed are final.
 	Phase *batchv1beta1.JobPhase `json:"phase,omitempty"`
 	// Conditions are the latest observations of the job's state: Initialized,
-	// Running, ReplicaFailure, Paused, Completed and Failed.
+	// Running, ReplicaFailure, Paused, Completed and Failed; GangScheduled
+	// on a job with spec.scheduler.t9kScheduler.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// Tasks reports each replica type and its replicas.
 	Tasks []TaskStatusApplyConfiguration `json:"tasks,omitempty"`
