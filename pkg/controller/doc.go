@@ -150,9 +150,10 @@ limitations under the License.
 //   - Pause deletes the pods and keeps the group; resume creates the pods in
 //     it. A finished job's group is deleted under clean-up policies All and
 //     Unfinished (none of its pods is scheduled again) and kept under None. A
-//     group object of the job's name that the job does not control keeps the
-//     pods from being created (NameConflict event, retried); it is not
-//     adopted.
+//     job whose t9kScheduler is removed loses its group and its GangScheduled
+//     condition; pods created after join no group. A group object of the
+//     job's name that the job does not control keeps the pods from being
+//     created (NameConflict event, retried); it is not adopted.
 //   - Condition GangScheduled, on a job asking for a gang while it is active
 //     and not paused: True, GangPlaced, once every member has a node; False,
 //     WaitingForGang, while some wait, with how many are placed and the

@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
@@ -302,9 +303,13 @@ func (r *reconciler) desiredGang() *gangGroup {
 
 // planGang reports, for a job that asks for a gang and is neither paused
 // nor finished, whether its whole gang is placed: the GangScheduled
-// condition.
+// condition. A job that no longer asks for a gang loses the condition.
 func (r *reconciler) planGang() {
-	if t9kScheduler(r.spec) == nil || r.status.Phase.IsFinished() || pauseEnabled(r.spec) {
+	if t9kScheduler(r.spec) == nil {
+		meta.RemoveStatusCondition(&r.status.Conditions, v1beta1.ConditionGangScheduled)
+		return
+	}
+	if r.status.Phase.IsFinished() || pauseEnabled(r.spec) {
 		return
 	}
 	if r.c.gang == nil {
@@ -364,8 +369,9 @@ func schedulerMessage(p *corev1.Pod) string {
 // syncGang keeps the group objects before the pods are acted on: for an
 // active job that asks for a gang, the group exists first; a finished job's
 // group goes with its pods under clean-up policies All and Unfinished and
-// stays under None; a paused job keeps its group for the resume. It returns
-// whether pods may be created now.
+// stays under None; a paused job keeps its group for the resume; a job that
+// no longer asks for a gang loses it. It returns whether pods may be
+// created now.
 func (r *reconciler) syncGang(ctx context.Context) (bool, error) {
 	backend := r.c.gang
 	if backend == nil {
@@ -376,6 +382,9 @@ func (r *reconciler) syncGang(ctx context.Context) (bool, error) {
 			return false, backend.remove(ctx, r, fmt.Sprintf("the job finished (clean-up policy %s)", policy))
 		}
 		return false, nil
+	}
+	if t9kScheduler(r.spec) == nil {
+		return true, backend.remove(ctx, r, "the job no longer asks for gang scheduling")
 	}
 	if r.gang == nil {
 		return true, nil

@@ -657,3 +657,35 @@ func TestPreviewPodsCarryThePriorityClass(t *testing.T) {
 		}
 	}
 }
+
+// TestGangNoLongerAsked: a job whose t9kScheduler is removed loses its
+// group and its GangScheduled condition; its new pods join no group.
+func TestGangNoLongerAsked(t *testing.T) {
+	for _, backend := range gangBackends {
+		t.Run(string(backend), func(t *testing.T) {
+			job := newTFJob("j").withReplicas("worker", 2).withRestartPolicy("worker", v1beta1.RestartPolicyOnFailure).
+				withGang("gpus", 0).obj()
+			f := newGangFixture(t, backend, job)
+			f.startGang(job)
+			plain := f.job(job)
+			plain.CommonSpec().Scheduler = nil
+			f.updateJob(plain)
+			f.setPod("j-worker-1", failed(1))
+			f.step(plain)
+			f.mustSync(plain)
+			if p := f.createdPods(); len(p) != 1 || inGroup(backend, p[0], "j") {
+				t.Errorf("created %+v, want one pod outside any group", p)
+			}
+			f.observe()
+			if _, ok := f.podGroupMinCount("j"); ok {
+				t.Errorf("the PodGroup is still there")
+			}
+			if backend == GangSchedulerWorkload && f.workloadExists("j") {
+				t.Errorf("the Workload is still there")
+			}
+			if c := condition(f.status(plain), v1beta1.ConditionGangScheduled); c != nil {
+				t.Errorf("condition %+v stays", c)
+			}
+		})
+	}
+}

@@ -244,10 +244,11 @@ func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
 		return r.requeue, errors.Join(errs...)
 	}
 	// The group comes before the pods that join it.
-	if ready, err := r.syncGang(ctx); err != nil || !ready {
-		if err != nil {
-			errs = append(errs, err)
-		}
+	ready, err := r.syncGang(ctx)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if !ready {
 		r.creates = nil
 	}
 	if err := r.execute(ctx); err != nil {
