@@ -4,6 +4,9 @@
 #   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl  (k8s.io/kubernetes)
 #   etcd, etcdctl                                                      (go.etcd.io/etcd)
 #   kwok                                                               (sigs.k8s.io/kwok)
+#   kube-scheduler-plugins  a second scheduler with the coscheduling plugin
+#                           (sigs.k8s.io/scheduler-plugins cmd/scheduler; not built
+#                           with LOCAL_SCHEDULER_PLUGINS=0)
 # Each binary is built from a small tools module under hack/tools/ and skipped
 # when _output/bin/.<name>.version says it is already built from the same
 # pinned inputs. One compile at a time: a kube binary needs about 3 GB of memory.
@@ -73,7 +76,7 @@ build_one() {
 }
 
 total_start=${SECONDS}
-log "building test binaries into ${BIN_DIR#"${REPO_ROOT}/"} (kubernetes ${KUBE_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION})"
+log "building test binaries into ${BIN_DIR#"${REPO_ROOT}/"} (kubernetes ${KUBE_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}, scheduler-plugins ${SCHEDULER_PLUGINS_VERSION})"
 
 build_one etcd "${ETCD_VERSION}" "${TOOLS_DIR}/etcd" go.etcd.io/etcd/server/v3
 build_one etcdctl "${ETCD_VERSION}" "${TOOLS_DIR}/etcd" go.etcd.io/etcd/etcdctl/v3
@@ -82,5 +85,12 @@ ldflags="$(kube_ldflags)"
 for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
   build_one "${cmd}" "${KUBE_VERSION}" "${TOOLS_DIR}/kube" "k8s.io/kubernetes/cmd/${cmd}" "${ldflags}"
 done
+# scheduler-plugins' own release builds set only this version variable.
+if [[ "${LOCAL_SCHEDULER_PLUGINS:-1}" == "0" ]]; then
+  log "kube-scheduler-plugins: not built (LOCAL_SCHEDULER_PLUGINS=0)"
+else
+  build_one kube-scheduler-plugins "${SCHEDULER_PLUGINS_VERSION}" "${TOOLS_DIR}/scheduler-plugins" \
+    sigs.k8s.io/scheduler-plugins/cmd/scheduler "-X k8s.io/component-base/version.gitVersion=${SCHEDULER_PLUGINS_VERSION}"
+fi
 
 log "done in $((SECONDS - total_start))s: ${built} built, ${skipped} already up to date"

@@ -9,7 +9,7 @@
 #   --stop       stop it only
 #   --start      start it (must not be running), wait until ready
 # COMPONENT: training-apiserver, training-controller-manager, kwok,
-#   kube-scheduler, kube-controller-manager, kube-apiserver, etcd
+#   scheduler-plugins, kube-scheduler, kube-controller-manager, kube-apiserver, etcd
 set -euo pipefail
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -19,7 +19,7 @@ source "${HACK_DIR}/lib/common.sh"
 source "${HACK_DIR}/lib/local.sh"
 
 usage() {
-  die "usage: $0 [--stop|--start] training-apiserver|training-controller-manager|kwok|kube-scheduler|kube-controller-manager|kube-apiserver|etcd"
+  die "usage: $0 [--stop|--start] training-apiserver|training-controller-manager|kwok|scheduler-plugins|kube-scheduler|kube-controller-manager|kube-apiserver|etcd"
 }
 
 mode=restart
@@ -36,6 +36,9 @@ name="$1"
 load_settings
 if [[ "${name}" == training-* ]] && ! training_enabled; then
   die "${name} is not part of this stack (it was started with LOCAL_SKIP_TRAINING=${LOCAL_SKIP_TRAINING})"
+fi
+if [[ "${name}" == scheduler-plugins ]] && ! scheduler_plugins_enabled; then
+  die "${name} is not part of this stack (it was started with LOCAL_SCHEDULER_PLUGINS=${LOCAL_SCHEDULER_PLUGINS})"
 fi
 
 if [[ "${mode}" != start ]]; then

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Starts a complete control plane on 127.0.0.1 from the binaries in _output/bin:
-#   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok with
-#   fake GPU nodes, and TensorStack's training-apiserver (registered as the
-#   aggregated API batch.tensorstack.dev/v1beta1) and training-controller-manager.
+#   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, a second
+#   scheduler (scheduler-plugins, coscheduling), kwok with fake GPU nodes, and
+#   TensorStack's training-apiserver (registered as the aggregated API
+#   batch.tensorstack.dev/v1beta1) and training-controller-manager.
 #
 # Usage: hack/local-up.sh [--foreground]
 #   without --foreground  start everything in the background and return once all
@@ -13,10 +14,21 @@
 # State, logs and the admin kubeconfig are under _output/local (wiped at each
 # start). Settings (environment, defaults in hack/lib/local.sh):
 #   LOCAL_ETCD_PORT=23790 LOCAL_ETCD_PEER_PORT=23791 LOCAL_APISERVER_PORT=16443
-#   LOCAL_KCM_PORT=16257 LOCAL_SCHEDULER_PORT=16259 LOCAL_KWOK_PORT=16247
+#   LOCAL_KCM_PORT=16257 LOCAL_SCHEDULER_PORT=16259 LOCAL_SCHEDULER_PLUGINS_PORT=16261
+#   LOCAL_KWOK_PORT=16247
 #   LOCAL_TRAINING_PORT=18443 LOCAL_TRAINING_METRICS_PORT=18080 LOCAL_TRAINING_HEALTH_PORT=18081
 #   LOCAL_FAKE_NODES=10 LOCAL_NODE_CPU=1000 LOCAL_NODE_MEMORY=4Ti LOCAL_NODE_PODS=500 LOCAL_NODE_GPUS=64
 #   LOCAL_SKIP_TRAINING=1     do not start training-apiserver / training-controller-manager
+#   LOCAL_GANG_WORKLOAD=0     no Workload API: without it kube-apiserver, kube-controller-manager
+#                             and kube-scheduler run with --feature-gates=GenericWorkload=true
+#                             (and kube-apiserver --runtime-config=scheduling.k8s.io/v1beta1=true):
+#                             Workload and PodGroup of scheduling.k8s.io/v1beta1 are served and
+#                             kube-scheduler gang-schedules pods with spec.schedulingGroup
+#   LOCAL_SCHEDULER_PLUGINS=0 no second scheduler: without it scheduler-plugins' coscheduling
+#                             runs as schedulerName scheduler-plugins-scheduler, with the
+#                             PodGroup CRD scheduling.x-k8s.io/v1alpha1 installed (pods join a
+#                             group with the label scheduling.x-k8s.io/pod-group=<name>);
+#                             hack/build-test-binaries.sh then skips its build too
 #   LOCAL_TIMEOUT=120         seconds to wait for each component
 #   LOCAL_APISERVER_EXTRA_ARGS, LOCAL_TRAINING_APISERVER_EXTRA_ARGS,
 #   LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS   extra flags (space separated)
@@ -65,6 +77,9 @@ done
 if ((${#missing[@]})); then
   die "missing in ${BIN_DIR#"${REPO_ROOT}/"}: ${missing[*]}; run hack/build-test-binaries.sh (make test-binaries)"
 fi
+if scheduler_plugins_enabled && [[ ! -x "$(component_binary scheduler-plugins)" ]]; then
+  die "$(component_binary scheduler-plugins) not found; run hack/build-test-binaries.sh (make test-binaries), or start without it: LOCAL_SCHEDULER_PLUGINS=0 $0"
+fi
 if training_enabled; then
   for c in training-apiserver training-controller-manager; do
     [[ -x "${BIN_DIR}/${c}" ]] ||
@@ -84,7 +99,11 @@ check_ports_free "${components[@]}"
 start_time=${SECONDS}
 log "starting the local control plane in ${LOCAL_DIR#"${REPO_ROOT}/"} ($(
   if training_enabled; then echo "with"; else echo "without"; fi
-) training components)"
+) training components; gang scheduling: Workload API $(
+  if gang_workload_enabled; then echo "on"; else echo "off"; fi
+), scheduler-plugins $(
+  if scheduler_plugins_enabled; then echo "on"; else echo "off"; fi
+))"
 
 ready=0
 on_exit() {
@@ -123,10 +142,20 @@ wait_component etcd
 start_component kube-apiserver
 wait_component kube-apiserver
 
+if scheduler_plugins_enabled; then
+  install_scheduler_plugins
+fi
+
 start_component kube-controller-manager
 start_component kube-scheduler
+if scheduler_plugins_enabled; then
+  start_component scheduler-plugins
+fi
 wait_component kube-controller-manager
 wait_component kube-scheduler
+if scheduler_plugins_enabled; then
+  wait_component scheduler-plugins
+fi
 
 start_component kwok
 wait_component kwok

@@ -17,6 +17,8 @@ TOOLS_DIR="${REPO_ROOT}/hack/tools"
 KUBE_VERSION="v1.37.1"
 ETCD_VERSION="v3.7.0"
 KWOK_VERSION="v0.8.0"
+# sigs.k8s.io/scheduler-plugins: the second scheduler (coscheduling) of the local stack.
+SCHEDULER_PLUGINS_VERSION="v0.32.7"
 
 # log prints a timestamped progress line on stderr.
 # It never fails: a closed stderr (say, a pipe whose reader died on Ctrl-C)

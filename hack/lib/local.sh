@@ -10,7 +10,7 @@
 #   logs/<component>.log  output of each component
 #   pids/<component>.pid  process ids
 #   etcd/, training-etcd/ data directories
-#   config/               generated configuration (kwok stages, scheduler, nodes, APIService)
+#   config/               generated configuration (kwok stages, schedulers, nodes, APIService)
 
 # LOCAL_DIR (environment) puts a second stack beside the default one, with
 # other LOCAL_*_PORT values; a relative path is taken from the repository root.
@@ -28,9 +28,10 @@ LOCAL_HACK_DIR="${REPO_ROOT}/hack/local"
 # was started with are saved in _output/local/env.sh for local-restart.sh.
 LOCAL_SETTINGS=(
   LOCAL_ETCD_PORT LOCAL_ETCD_PEER_PORT LOCAL_APISERVER_PORT LOCAL_KCM_PORT
-  LOCAL_SCHEDULER_PORT LOCAL_KWOK_PORT LOCAL_TRAINING_PORT LOCAL_TRAINING_METRICS_PORT
-  LOCAL_TRAINING_HEALTH_PORT LOCAL_FAKE_NODES LOCAL_NODE_CPU LOCAL_NODE_MEMORY
-  LOCAL_NODE_PODS LOCAL_NODE_GPUS LOCAL_SKIP_TRAINING LOCAL_TIMEOUT
+  LOCAL_SCHEDULER_PORT LOCAL_SCHEDULER_PLUGINS_PORT LOCAL_KWOK_PORT LOCAL_TRAINING_PORT
+  LOCAL_TRAINING_METRICS_PORT LOCAL_TRAINING_HEALTH_PORT LOCAL_FAKE_NODES LOCAL_NODE_CPU
+  LOCAL_NODE_MEMORY LOCAL_NODE_PODS LOCAL_NODE_GPUS LOCAL_SKIP_TRAINING LOCAL_GANG_WORKLOAD
+  LOCAL_SCHEDULER_PLUGINS LOCAL_TIMEOUT
   LOCAL_APISERVER_EXTRA_ARGS LOCAL_TRAINING_APISERVER_EXTRA_ARGS
   LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS
 )
@@ -39,6 +40,7 @@ LOCAL_SETTINGS=(
 : "${LOCAL_APISERVER_PORT:=16443}"
 : "${LOCAL_KCM_PORT:=16257}"
 : "${LOCAL_SCHEDULER_PORT:=16259}"
+: "${LOCAL_SCHEDULER_PLUGINS_PORT:=16261}"
 : "${LOCAL_KWOK_PORT:=16247}"
 : "${LOCAL_TRAINING_PORT:=18443}"
 : "${LOCAL_TRAINING_METRICS_PORT:=18080}"
@@ -49,6 +51,16 @@ LOCAL_SETTINGS=(
 : "${LOCAL_NODE_PODS:=500}"
 : "${LOCAL_NODE_GPUS:=64}"
 : "${LOCAL_SKIP_TRAINING:=}"
+# Gang scheduling, both on by default (0 turns one off):
+#   LOCAL_GANG_WORKLOAD      Kubernetes' own Workload API (scheduling.k8s.io/v1beta1
+#                            Workload and PodGroup) and kube-scheduler's GangScheduling
+#                            plugin: feature gate GenericWorkload on kube-apiserver,
+#                            kube-controller-manager and kube-scheduler
+#   LOCAL_SCHEDULER_PLUGINS  a second scheduler, scheduler-plugins' coscheduling
+#                            (schedulerName scheduler-plugins-scheduler), and its
+#                            PodGroup CRD scheduling.x-k8s.io/v1alpha1
+: "${LOCAL_GANG_WORKLOAD:=1}"
+: "${LOCAL_SCHEDULER_PLUGINS:=1}"
 : "${LOCAL_TIMEOUT:=120}"
 : "${LOCAL_APISERVER_EXTRA_ARGS:=}"
 : "${LOCAL_TRAINING_APISERVER_EXTRA_ARGS:=}"
@@ -66,9 +78,15 @@ TRAINING_NAMESPACE="tensorstack-system"
 TRAINING_SERVICE="training-apiserver"
 TRAINING_APISERVICE="v1beta1.batch.tensorstack.dev"
 
+# The second scheduler: pods with this spec.schedulerName are its, the others
+# kube-scheduler's (default-scheduler). It acts as this user (client certificate),
+# bound in hack/local/scheduler-plugins-rbac.yaml.
+SCHEDULER_PLUGINS_NAME="scheduler-plugins-scheduler"
+SCHEDULER_PLUGINS_CRD="podgroups.scheduling.x-k8s.io"
+
 # Start order. Stop order is the reverse.
 LOCAL_COMPONENTS=(
-  etcd kube-apiserver kube-controller-manager kube-scheduler kwok
+  etcd kube-apiserver kube-controller-manager kube-scheduler scheduler-plugins kwok
   training-apiserver training-controller-manager
 )
 
@@ -99,11 +117,24 @@ training_enabled() {
   [[ -z "${LOCAL_SKIP_TRAINING}" || "${LOCAL_SKIP_TRAINING}" == "0" ]]
 }
 
+# gang_workload_enabled: the Workload API and kube-scheduler's gang scheduling.
+gang_workload_enabled() {
+  [[ "${LOCAL_GANG_WORKLOAD}" != "0" ]]
+}
+
+# scheduler_plugins_enabled: the second scheduler (coscheduling) and its CRD.
+scheduler_plugins_enabled() {
+  [[ "${LOCAL_SCHEDULER_PLUGINS}" != "0" ]]
+}
+
 # active_components prints the components this stack runs, in start order.
 active_components() {
   local c
   for c in "${LOCAL_COMPONENTS[@]}"; do
     if [[ "${c}" == training-* ]] && ! training_enabled; then
+      continue
+    fi
+    if [[ "${c}" == scheduler-plugins ]] && ! scheduler_plugins_enabled; then
       continue
     fi
     echo "${c}"
@@ -112,7 +143,18 @@ active_components() {
 
 # component_binary NAME prints the executable of a component.
 component_binary() {
-  printf '%s/%s\n' "${BIN_DIR}" "$1"
+  case "$1" in
+    scheduler-plugins) printf '%s/kube-scheduler-plugins\n' "${BIN_DIR}" ;;
+    *) printf '%s/%s\n' "${BIN_DIR}" "$1" ;;
+  esac
+}
+
+# binary_component FILE prints the component an executable in BIN_DIR runs as.
+binary_component() {
+  case "$1" in
+    kube-scheduler-plugins) echo scheduler-plugins ;;
+    *) echo "$1" ;;
+  esac
 }
 
 # component_ports NAME prints "SETTING PORT" lines for every port it listens on.
@@ -125,6 +167,7 @@ component_ports() {
     kube-apiserver) echo "LOCAL_APISERVER_PORT ${LOCAL_APISERVER_PORT}" ;;
     kube-controller-manager) echo "LOCAL_KCM_PORT ${LOCAL_KCM_PORT}" ;;
     kube-scheduler) echo "LOCAL_SCHEDULER_PORT ${LOCAL_SCHEDULER_PORT}" ;;
+    scheduler-plugins) echo "LOCAL_SCHEDULER_PLUGINS_PORT ${LOCAL_SCHEDULER_PLUGINS_PORT}" ;;
     kwok) echo "LOCAL_KWOK_PORT ${LOCAL_KWOK_PORT}" ;;
     training-apiserver) echo "LOCAL_TRAINING_PORT ${LOCAL_TRAINING_PORT}" ;;
     training-controller-manager)
@@ -210,6 +253,9 @@ component_args() {
         # (aggregated) connections after 2s instead of waiting up to 60s.
         --shutdown-send-retry-after=true
       )
+      if gang_workload_enabled; then
+        ARGS+=(--feature-gates=GenericWorkload=true --runtime-config=scheduling.k8s.io/v1beta1=true)
+      fi
       # Word splitting of the extra arguments is intended.
       # shellcheck disable=SC2206
       ARGS+=(${LOCAL_APISERVER_EXTRA_ARGS})
@@ -233,6 +279,9 @@ component_args() {
         --kube-api-qps=200
         --kube-api-burst=400
       )
+      if gang_workload_enabled; then
+        ARGS+=(--feature-gates=GenericWorkload=true)
+      fi
       ;;
     kube-scheduler)
       local kc="${pki}/kube-scheduler.kubeconfig"
@@ -243,6 +292,22 @@ component_args() {
         --bind-address=127.0.0.1
         --secure-port="${LOCAL_SCHEDULER_PORT}"
         --cert-dir="${LOCAL_DIR}/kube-scheduler"
+        --leader-elect=false
+      )
+      if gang_workload_enabled; then
+        # Also enables the GangScheduling plugin in the default profile.
+        ARGS+=(--feature-gates=GenericWorkload=true)
+      fi
+      ;;
+    scheduler-plugins)
+      local kc="${pki}/scheduler-plugins.kubeconfig"
+      ARGS=(
+        --config="${LOCAL_CONFIG_DIR}/scheduler-plugins.yaml"
+        --authentication-kubeconfig="${kc}"
+        --authorization-kubeconfig="${kc}"
+        --bind-address=127.0.0.1
+        --secure-port="${LOCAL_SCHEDULER_PLUGINS_PORT}"
+        --cert-dir="${LOCAL_DIR}/scheduler-plugins"
         --leader-elect=false
       )
       ;;
@@ -333,7 +398,7 @@ local_processes() {
     pid="${pid%/exe}"
     exe="$(readlink "${link}" 2>/dev/null)" || continue
     exe="${exe% (deleted)}"
-    name="${exe#"${BIN_DIR}/"}"
+    name="$(binary_component "${exe#"${BIN_DIR}/"}")"
     if [[ " ${LOCAL_COMPONENTS[*]} " == *" ${name} "* ]] && pid_is_component "${pid}" "${name}"; then
       echo "${name} ${pid}"
     fi
@@ -551,6 +616,10 @@ wait_component() {
       wait_until kube-scheduler "kube-scheduler /readyz on 127.0.0.1:${LOCAL_SCHEDULER_PORT}" "${t}" \
         https_insecure_ok "https://127.0.0.1:${LOCAL_SCHEDULER_PORT}/readyz"
       ;;
+    scheduler-plugins)
+      wait_until scheduler-plugins "scheduler-plugins /readyz on 127.0.0.1:${LOCAL_SCHEDULER_PLUGINS_PORT}" "${t}" \
+        https_insecure_ok "https://127.0.0.1:${LOCAL_SCHEDULER_PLUGINS_PORT}/readyz"
+      ;;
     kwok)
       wait_until kwok "kwok /healthz on 127.0.0.1:${LOCAL_KWOK_PORT}" "${t}" \
         curl -fsS --max-time 5 --cacert "${LOCAL_PKI_DIR}/ca.crt" "https://127.0.0.1:${LOCAL_KWOK_PORT}/healthz"
@@ -598,6 +667,11 @@ generate_pki() {
     "${pki}/kube-controller-manager.crt" "${pki}/kube-controller-manager.key" system:kube-controller-manager
   write_kubeconfig "${pki}/kube-scheduler.kubeconfig" "${server}" "${pki}/ca.crt" \
     "${pki}/kube-scheduler.crt" "${pki}/kube-scheduler.key" system:kube-scheduler
+  if scheduler_plugins_enabled; then
+    pki_cert "${pki}" ca scheduler-plugins "/CN=${SCHEDULER_PLUGINS_NAME}" client
+    write_kubeconfig "${pki}/scheduler-plugins.kubeconfig" "${server}" "${pki}/ca.crt" \
+      "${pki}/scheduler-plugins.crt" "${pki}/scheduler-plugins.key" "${SCHEDULER_PLUGINS_NAME}"
+  fi
 }
 
 # kwok_stage_dir prints the directory of kwok's stock Stage files in the module cache.
@@ -614,7 +688,40 @@ kwok_stage_dir() {
   printf '%s/kustomize/stage\n' "${dir}"
 }
 
-# generate_configs: kwok stages, scheduler configuration, fake nodes.
+# scheduler_plugins_dir prints the directory of the scheduler-plugins module
+# (its CRD manifests) in the module cache.
+scheduler_plugins_dir() {
+  local dir
+  dir="$(go_mod_cache)/sigs.k8s.io/scheduler-plugins@${SCHEDULER_PLUGINS_VERSION}"
+  if [[ ! -d "${dir}/config/crd" ]]; then
+    # Not in the cache yet (binary built elsewhere): let go download the module.
+    dir="$(cd "${TOOLS_DIR}/scheduler-plugins" && GOFLAGS=-mod=mod go mod download -json sigs.k8s.io/scheduler-plugins |
+      sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')" || true
+  fi
+  [[ -n "${dir}" && -d "${dir}/config/crd" ]] ||
+    die "scheduler-plugins ${SCHEDULER_PLUGINS_VERSION} not found in the Go module cache; run hack/build-test-binaries.sh"
+  printf '%s\n' "${dir}"
+}
+
+scheduler_plugins_crd_established() {
+  [[ "$(kubectl_local get crd "${SCHEDULER_PLUGINS_CRD}" \
+    -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" == "True" ]]
+}
+
+# install_scheduler_plugins: the PodGroup CRD (scheduling.x-k8s.io/v1alpha1,
+# the only one the coscheduling plugin reads) from the module, and the second
+# scheduler's RBAC; waits until the CRD is served. Call it before the
+# scheduler starts.
+install_scheduler_plugins() {
+  local crd
+  crd="$(scheduler_plugins_dir)/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml"
+  [[ -f "${crd}" ]] || die "${crd} is missing"
+  log "installing CRD ${SCHEDULER_PLUGINS_CRD} (scheduler-plugins ${SCHEDULER_PLUGINS_VERSION}) and the RBAC of ${SCHEDULER_PLUGINS_NAME}"
+  kubectl_local apply -f "${crd}" -f "${LOCAL_HACK_DIR}/scheduler-plugins-rbac.yaml" >/dev/null
+  wait_until "" "CRD ${SCHEDULER_PLUGINS_CRD} Established" "${LOCAL_TIMEOUT}" scheduler_plugins_crd_established
+}
+
+# generate_configs: kwok stages, scheduler configurations, fake nodes.
 generate_configs() {
   local stages f i
   mkdir -p "${LOCAL_CONFIG_DIR}"
@@ -660,6 +767,38 @@ clientConnection:
 leaderElection:
   leaderElect: false
 EOF
+
+  # One profile under its own name, so it never takes kube-scheduler's pods;
+  # coscheduling as in the module's manifests/coscheduling/scheduler-config.yaml
+  # (it also sorts the queue, keeping a group's pods together).
+  if scheduler_plugins_enabled; then
+    cat >"${LOCAL_CONFIG_DIR}/scheduler-plugins.yaml" <<EOF
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: ${LOCAL_PKI_DIR}/scheduler-plugins.kubeconfig
+  qps: 200
+  burst: 400
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: ${SCHEDULER_PLUGINS_NAME}
+  plugins:
+    multiPoint:
+      enabled:
+      - name: Coscheduling
+    queueSort:
+      enabled:
+      - name: Coscheduling
+      disabled:
+      - name: "*"
+  pluginConfig:
+  - name: Coscheduling
+    args:
+      # Seconds a group's placed pods wait at Permit for the rest (default 60).
+      permitWaitingTimeSeconds: 10
+EOF
+  fi
 
   {
     for ((i = 0; i < LOCAL_FAKE_NODES; i++)); do
