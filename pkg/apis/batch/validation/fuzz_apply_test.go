@@ -67,7 +67,7 @@ func FuzzApply(f *testing.F) {
 				if err := patchcheck.Guard(func() (err error) {
 					obj, err = target.fieldManager.Apply(live.DeepCopyObject(), applied.DeepCopy(), "fuzz", true)
 					return err
-				}); err != nil {
+				}); err != nil || obj == nil {
 					continue
 				}
 				versioned, err := testScheme.ConvertToVersion(obj, v1beta1.SchemeGroupVersion)
