@@ -47,9 +47,10 @@ const typedPatchErrorPrefix = "failed to create typed patch object"
 const notInSchemaSuffix = ": field not declared in schema"
 
 // checkedObjectInfo computes the updated job as the request asks, and turns
-// the mistakes of a request that show only there into 4xx: an applied
-// configuration that does not fit the schema, and a resourceVersion that is
-// not a number, which the store would otherwise fail to parse with a 500.
+// the mistakes of a request that show only there into 4xx: a patch that the
+// patch libraries fail or panic on, an applied configuration that does not
+// fit the schema, and a resourceVersion that is not a number, which the
+// store would otherwise fail to parse with a 500.
 type checkedObjectInfo struct {
 	rest.UpdatedObjectInfo
 	kind schema.GroupKind
