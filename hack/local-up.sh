@@ -174,6 +174,8 @@ if training_enabled; then
   # to view, edit or admin behaves locally as it will in a cluster.
   log "installing the user roles of artifacts/deploy (aggregated into view, edit and admin)"
   kubectl_local apply -f "${REPO_ROOT}/artifacts/deploy/base/rbac-users.yaml" >/dev/null
+  # The PriorityClasses that t9kScheduler.priority maps to, as installed.
+  kubectl_local apply -f "${REPO_ROOT}/artifacts/deploy/base/priorityclasses.yaml" >/dev/null
 fi
 
 wait_until "" "serviceaccount default in namespace default" "${LOCAL_TIMEOUT}" default_serviceaccount_exists

@@ -21,6 +21,13 @@ source "${HACK_DIR}/lib/local.sh"
 # shellcheck source=hack/lib/serviceaccounts.sh
 source "${HACK_DIR}/lib/serviceaccounts.sh"
 
+# A stack someone else started is theirs: refuse before the trap below
+# would stop it.
+running="$(running_components | tr '\n' ' ')"
+if [[ -n "${running// /}" ]]; then
+  die "a local control plane is already running (${running% }); stop it first with hack/local-down.sh (make local-down)"
+fi
+
 # shellcheck disable=SC2317 # invoked through the EXIT trap
 cleanup() {
   local rc=$?
@@ -53,11 +60,34 @@ export E2E_NODE_GPUS="${LOCAL_NODE_GPUS}"
 # Word splitting of the extra flags is intended.
 # shellcheck disable=SC2086
 set -- ${E2E_GO_TEST_FLAGS:-}
-log "running go test -count=1 -timeout 40m $* ./test/e2e/..."
+# The controller's --gang-scheduler=auto picks the Workload API when the
+# stack serves it, else coscheduling; the gang tests check the backend's
+# objects.
+export E2E_GANG_BACKEND=none
+if gang_workload_enabled; then
+  E2E_GANG_BACKEND=workload
+elif scheduler_plugins_enabled; then
+  E2E_GANG_BACKEND=coscheduling
+fi
+log "running go test -count=1 -timeout 40m $* ./test/e2e/... (gang scheduling backend: ${E2E_GANG_BACKEND})"
 rc=0
 go test -count=1 -timeout 40m "$@" ./test/e2e/... || rc=$?
 log "go test exited with ${rc}"
 ((rc == 0)) || exit "${rc}"
+
+# The gang tests once more with the other backend, coscheduling: the
+# controller restarted with it, as a cluster running only scheduler-plugins
+# would have it.
+if [[ "${E2E_GANG_BACKEND}" == workload && -z "${E2E_GO_TEST_FLAGS:-}" ]] && scheduler_plugins_enabled; then
+  LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS+=" --gang-scheduler=coscheduling"
+  save_settings
+  "${HACK_DIR}/local-restart.sh" training-controller-manager
+  export E2E_GANG_BACKEND=coscheduling
+  log "running the gang tests again with the coscheduling backend"
+  go test -count=1 -timeout 10m -run '^TestGang' ./test/e2e/... || rc=$?
+  log "go test exited with ${rc}"
+  ((rc == 0)) || exit "${rc}"
+fi
 
 # With the whole suite in the audit log: nothing the controller did was
 # refused, and every rule of its role was used (removing one breaks something).

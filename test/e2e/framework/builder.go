@@ -21,6 +21,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -58,6 +59,9 @@ type JobBuilder struct {
 	exit    *int32
 	runFor  string
 	perType map[string]*replicaOptions
+	sched   *v1beta1.SchedulePolicy
+	pool    *NodePool
+	gpus    int64
 }
 
 type replicaOptions struct {
@@ -222,6 +226,24 @@ func (b *JobBuilder) Label(k, v string) *JobBuilder {
 	return b
 }
 
+// Gang asks for the job to be gang-scheduled in queue (spec.scheduler.t9kScheduler).
+func (b *JobBuilder) Gang(queue string, priority int32) *JobBuilder {
+	b.sched = &v1beta1.SchedulePolicy{T9kScheduler: &v1beta1.T9kScheduler{Queue: queue, Priority: priority}}
+	return b
+}
+
+// GPUs makes every replica's training container ask for n nvidia.com/gpu.
+func (b *JobBuilder) GPUs(n int64) *JobBuilder {
+	b.gpus = n
+	return b
+}
+
+// OnPool places every replica on the nodes of pool only.
+func (b *JobBuilder) OnPool(pool *NodePool) *JobBuilder {
+	b.pool = pool
+	return b
+}
+
 // Kind is the kind the builder builds.
 func (b *JobBuilder) Kind() Kind { return b.kind }
 
@@ -229,9 +251,17 @@ func (b *JobBuilder) Kind() Kind { return b.kind }
 func (b *JobBuilder) Name() string { return b.name }
 
 func (b *JobBuilder) common() v1beta1.TrainingJobSpec {
-	spec := v1beta1.TrainingJobSpec{RunPolicy: b.policy, RunMode: b.mode, TensorboardSpec: b.tb}
+	spec := v1beta1.TrainingJobSpec{RunPolicy: b.policy, RunMode: b.mode, TensorboardSpec: b.tb, Scheduler: b.sched}
 	for _, s := range b.specs {
 		s = *s.DeepCopy()
+		if b.gpus > 0 {
+			gpus := corev1.ResourceList{ResourceGPU: *resource.NewQuantity(b.gpus, resource.DecimalSI)}
+			s.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: gpus, Limits: gpus}
+		}
+		if b.pool != nil {
+			s.Template.Spec.NodeSelector = b.pool.Selector()
+			s.Template.Spec.Tolerations = []corev1.Toleration{b.pool.Toleration()}
+		}
 		o := b.perType[string(s.Type)]
 		if o == nil {
 			o = &replicaOptions{}
