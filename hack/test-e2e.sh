@@ -78,7 +78,9 @@ log "go test exited with ${rc}"
 # The gang tests once more with the other backend, coscheduling: the
 # controller restarted with it, as a cluster running only scheduler-plugins
 # would have it.
+gang_backends="${E2E_GANG_BACKEND/none/}"
 if [[ "${E2E_GANG_BACKEND}" == workload && -z "${E2E_GO_TEST_FLAGS:-}" ]] && scheduler_plugins_enabled; then
+  gang_backends="workload coscheduling"
   LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS+=" --gang-scheduler=coscheduling"
   save_settings
   "${HACK_DIR}/local-restart.sh" training-controller-manager
@@ -94,6 +96,7 @@ fi
 export DEPLOY_REPO_ROOT="${REPO_ROOT}" DEPLOY_KUBECTL="${BIN_DIR}/kubectl" DEPLOY_BIN_DIR="${BIN_DIR}"
 export DEPLOY_KUBECONFIG="${LOCAL_KUBECONFIG}" DEPLOY_LOCAL_PKI_DIR="${LOCAL_PKI_DIR}"
 export DEPLOY_CERTS_DIR="${OUTPUT_DIR}/deploy-certs" DEPLOY_AUDIT_LOG="${SERVICE_ACCOUNT_AUDIT_LOG}"
+export DEPLOY_GANG_BACKENDS="${gang_backends}"
 log "walking the controller's RBAC rules over the e2e audit log"
 go test -count=1 -timeout 10m -run '^TestControllerRoleIsLeastPrivilege$' ./test/deploy/ || rc=$?
 exit "${rc}"

@@ -109,6 +109,17 @@ if [[ "${LOCAL_APISERVER_EXTRA_ARGS:-}" == *"--audit-log-path="* &&
   DEPLOY_AUDIT_LOG="${LOCAL_LOG_DIR}/kube-apiserver-audit.log"
 fi
 export DEPLOY_AUDIT_LOG
+# The gang scheduling backend the controller's --gang-scheduler=auto picks on
+# this stack; its rules are the ones the scenarios use.
+DEPLOY_GANG_BACKENDS=""
+if [[ "${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS:-}" == *"--gang-scheduler=coscheduling"* ]]; then
+  DEPLOY_GANG_BACKENDS=coscheduling
+elif gang_workload_enabled; then
+  DEPLOY_GANG_BACKENDS=workload
+elif scheduler_plugins_enabled; then
+  DEPLOY_GANG_BACKENDS=coscheduling
+fi
+export DEPLOY_GANG_BACKENDS
 
 cd "${REPO_ROOT}"
 log "running go test -count=1 -timeout 20m ${go_flags[*]} ./test/deploy/..."
