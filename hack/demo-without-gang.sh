@@ -2,10 +2,12 @@
 # Shows the problem gang scheduling solves, on a running local stack
 # (make local-up): two TensorFlow jobs of six one-GPU pods each, on two fake
 # nodes with four GPUs each (eight in all). Without spec.scheduler.t9kScheduler
-# the pods are placed one by one, and the two jobs split the GPUs: neither has
-# all six pods, and real synchronous training would wait forever. With
-# GANG=1 the same jobs ask for gang scheduling: one gets all six, the other
-# none. Prints the placed pods per job, then deletes what it created.
+# the pods are placed one by one and the jobs split the GPUs: the second job
+# holds the two GPUs left with pods that cannot train without their peers
+# (a run here: 6 and 2 placed; when both start together, 4 and 4, and real
+# synchronous training then waits forever). With GANG=1 the same jobs ask
+# for gang scheduling: one gets all six, the other none. Prints the placed
+# pods per job, then deletes what it created.
 #
 # Usage: hack/demo-without-gang.sh            (no gang scheduling)
 #        GANG=1 hack/demo-without-gang.sh     (the same with t9kScheduler)
@@ -19,8 +21,10 @@ source "${HACK_DIR}/lib/local.sh"
 
 [[ -f "${LOCAL_ENV_FILE}" ]] || die "no local control plane; start one with make local-up"
 load_settings
-NS="demo-gang"
-POOL="demo-gang"
+mode=off
+[[ "${GANG:-0}" == 1 ]] && mode=on
+NS="demo-gang-${mode}"
+POOL="demo-gang-${mode}"
 
 cleanup() {
   kubectl_local delete namespace "${NS}" --ignore-not-found --wait=false >/dev/null || true
@@ -50,14 +54,14 @@ if [[ "${GANG:-0}" == 1 ]]; then
   scheduler='  scheduler: {t9kScheduler: {queue: default}}'
 fi
 template='
-      template:
-        spec:
-          nodeSelector: {e2e.tensorstack.dev/pool: '"${POOL}"'}
-          tolerations: [{key: e2e.tensorstack.dev/pool, value: '"${POOL}"', effect: NoSchedule}]
-          containers:
-          - name: tensorflow
-            image: busybox
-            resources: {limits: {nvidia.com/gpu: 1}}'
+    template:
+      spec:
+        nodeSelector: {e2e.tensorstack.dev/pool: '"${POOL}"'}
+        tolerations: [{key: e2e.tensorstack.dev/pool, value: '"${POOL}"', effect: NoSchedule}]
+        containers:
+        - name: tensorflow
+          image: busybox
+          resources: {limits: {nvidia.com/gpu: 1}}'
 for job in job-a job-b; do
   kubectl_local -n "${NS}" apply -f - >/dev/null <<EOF
 apiVersion: batch.tensorstack.dev/v1beta1
@@ -73,7 +77,7 @@ ${scheduler}
 EOF
 done
 
-log "two jobs of 6 one-GPU pods on 8 GPUs, $([[ "${GANG:-0}" == 1 ]] && echo with || echo without) gang scheduling; waiting 15 s"
+log "two jobs of 6 one-GPU pods on 8 GPUs, gang scheduling ${mode}; waiting 15 s"
 sleep 15
 for job in job-a job-b; do
   placed="$(kubectl_local -n "${NS}" get pods -l "batch.tensorstack.dev/job-name=${job}" \
