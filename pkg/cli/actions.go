@@ -24,7 +24,10 @@ import (
 	"github.com/spf13/cobra"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
+	"tensorstack.dev/training/pkg/apis/batch"
+	"tensorstack.dev/training/pkg/apis/batch/install"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
@@ -36,8 +39,9 @@ type jobAction struct {
 	done string
 	// send posts the action for the named job.
 	send func(ctx context.Context, client jobClient, name string, opts metav1.CreateOptions) (v1beta1.TrainingJob, error)
-	// predict changes a spec as the server does, for --dry-run=client.
-	predict func(spec *v1beta1.TrainingJobSpec)
+	// predict changes a spec as the server does, for --dry-run=client,
+	// with the server's own rules, which work on the internal version.
+	predict func(spec *batch.TrainingJobSpec)
 }
 
 var pauseAction = jobAction{
@@ -46,15 +50,7 @@ var pauseAction = jobAction{
 	send: func(ctx context.Context, client jobClient, name string, opts metav1.CreateOptions) (v1beta1.TrainingJob, error) {
 		return client.Pause(ctx, name, opts)
 	},
-	predict: func(spec *v1beta1.TrainingJobSpec) {
-		// A paused job has no pods, so there is nothing left to debug.
-		disableDebug(spec)
-		mode := runModeOf(spec)
-		if mode.Pause == nil {
-			mode.Pause = &v1beta1.PauseMode{}
-		}
-		mode.Pause.Enabled = true
-	},
+	predict: batch.Pause,
 }
 
 var resumeAction = jobAction{
@@ -63,10 +59,7 @@ var resumeAction = jobAction{
 	send: func(ctx context.Context, client jobClient, name string, opts metav1.CreateOptions) (v1beta1.TrainingJob, error) {
 		return client.Resume(ctx, name, opts)
 	},
-	predict: func(spec *v1beta1.TrainingJobSpec) {
-		disableDebug(spec)
-		disablePause(spec)
-	},
+	predict: batch.Resume,
 }
 
 // debugAction switches a job into debug mode as the request says.
@@ -77,31 +70,15 @@ func debugAction(request *v1beta1.DebugRequest) jobAction {
 		send: func(ctx context.Context, client jobClient, name string, opts metav1.CreateOptions) (v1beta1.TrainingJob, error) {
 			return client.Debug(ctx, name, request, opts)
 		},
-		predict: func(spec *v1beta1.TrainingJobSpec) {
-			disablePause(spec)
-			runModeOf(spec).Debug = &v1beta1.DebugMode{Enabled: true, ReplicaSpecs: request.ReplicaSpecs}
+		predict: func(spec *batch.TrainingJobSpec) {
+			var internal batch.DebugRequest
+			if err := internalScheme.Convert(request, &internal, nil); err != nil {
+				// Conversion of plain fields cannot fail; the server would
+				// say so if it did.
+				return
+			}
+			batch.Debug(spec, internal.ReplicaSpecs)
 		},
-	}
-}
-
-func runModeOf(spec *v1beta1.TrainingJobSpec) *v1beta1.RunMode {
-	if spec.RunMode == nil {
-		spec.RunMode = &v1beta1.RunMode{}
-	}
-	return spec.RunMode
-}
-
-// disablePause and disableDebug switch a mode off but keep its settings, as
-// the server does: resumeSpecs cannot change while the job exists.
-func disablePause(spec *v1beta1.TrainingJobSpec) {
-	if spec.RunMode != nil && spec.RunMode.Pause != nil {
-		spec.RunMode.Pause.Enabled = false
-	}
-}
-
-func disableDebug(spec *v1beta1.TrainingJobSpec) {
-	if spec.RunMode != nil && spec.RunMode.Debug != nil {
-		spec.RunMode.Debug.Enabled = false
 	}
 }
 
@@ -187,10 +164,29 @@ func predictAction(found foundJob, action jobAction) (v1beta1.TrainingJob, error
 	if phase := found.job.JobStatus().Phase; phase.IsFinished() {
 		return nil, fmt.Errorf("the job has %s", phase)
 	}
-	job := found.job.DeepCopyObject().(v1beta1.TrainingJob)
+	internal, err := internalScheme.ConvertToVersion(found.job.DeepCopyObject(), batch.SchemeGroupVersion)
+	if err != nil {
+		return nil, err
+	}
+	job, ok := internal.(batch.TrainingJob)
+	if !ok {
+		return nil, fmt.Errorf("%T is not a training job", internal)
+	}
 	action.predict(job.CommonSpec())
-	return job, nil
+	versioned, err := internalScheme.ConvertToVersion(internal, v1beta1.SchemeGroupVersion)
+	if err != nil {
+		return nil, err
+	}
+	return versioned.(v1beta1.TrainingJob), nil
 }
+
+// internalScheme converts jobs to and from the internal version, where the
+// actions' rules live (batch.Pause, batch.Resume, batch.Debug).
+var internalScheme = func() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	install.Install(scheme)
+	return scheme
+}()
 
 // debugOptions are the flags of debug beyond those of every action.
 type debugOptions struct {

@@ -110,6 +110,16 @@ func TestActionsDryRunClient(t *testing.T) {
 		t.Errorf("printed runMode %+v; want pause enabled", job.Spec.RunMode)
 	}
 
+	out = f.mustRun("debug", "tj/mnist", "--dry-run=client", "--replica", "worker", "--command", "sleep", "--command", "60", "-o", "yaml")
+	var debugged v1beta1.TensorFlowTrainingJob
+	if err := yaml.UnmarshalStrict([]byte(out), &debugged); err != nil {
+		t.Fatalf("output is not a TensorFlowTrainingJob: %v\n%s", err, out)
+	}
+	if mode := debugged.Spec.RunMode; mode == nil || mode.Debug == nil || !mode.Debug.Enabled || len(mode.Debug.ReplicaSpecs) != 1 ||
+		mode.Debug.ReplicaSpecs[0].Type != "worker" || strings.Join(mode.Debug.ReplicaSpecs[0].Command, " ") != "sleep 60" {
+		t.Errorf("printed runMode %+v; want debug enabled for worker with sleep 60", debugged.Spec.RunMode)
+	}
+
 	out = f.mustRun("debug", "tj/mnist", "--dry-run", "--replica", "worker")
 	if want := "tensorflowtrainingjob.batch.tensorstack.dev/mnist debug enabled (dry run)\n"; out != want {
 		t.Errorf("bare --dry-run: output %q; want %q", out, want)

@@ -52,24 +52,13 @@ var (
 		verb:        "pause",
 		requestKind: "PauseRequest",
 		newRequest:  func() runtime.Object { return &batch.PauseRequest{} },
-		apply: func(spec *batch.TrainingJobSpec, _ runtime.Object) {
-			// A paused job has no pods, so there is nothing left to debug.
-			disableDebug(spec)
-			mode := runModeOf(spec)
-			if mode.Pause == nil {
-				mode.Pause = &batch.PauseMode{}
-			}
-			mode.Pause.Enabled = true
-		},
+		apply:       func(spec *batch.TrainingJobSpec, _ runtime.Object) { batch.Pause(spec) },
 	}
 	resumeAction = action{
 		verb:        "resume",
 		requestKind: "ResumeRequest",
 		newRequest:  func() runtime.Object { return &batch.ResumeRequest{} },
-		apply: func(spec *batch.TrainingJobSpec, _ runtime.Object) {
-			disableDebug(spec)
-			disablePause(spec)
-		},
+		apply:       func(spec *batch.TrainingJobSpec, _ runtime.Object) { batch.Resume(spec) },
 	}
 	debugAction = action{
 		verb:        "debug",
@@ -79,35 +68,10 @@ var (
 			return validation.ValidateDebugRequest(request.(*batch.DebugRequest))
 		},
 		apply: func(spec *batch.TrainingJobSpec, request runtime.Object) {
-			disablePause(spec)
-			runModeOf(spec).Debug = &batch.DebugMode{
-				Enabled:      true,
-				ReplicaSpecs: request.(*batch.DebugRequest).ReplicaSpecs,
-			}
+			batch.Debug(spec, request.(*batch.DebugRequest).ReplicaSpecs)
 		},
 	}
 )
-
-func runModeOf(spec *batch.TrainingJobSpec) *batch.RunMode {
-	if spec.RunMode == nil {
-		spec.RunMode = &batch.RunMode{}
-	}
-	return spec.RunMode
-}
-
-// disablePause and disableDebug switch a mode off but keep its settings:
-// resumeSpecs cannot change while the job exists.
-func disablePause(spec *batch.TrainingJobSpec) {
-	if spec.RunMode != nil && spec.RunMode.Pause != nil {
-		spec.RunMode.Pause.Enabled = false
-	}
-}
-
-func disableDebug(spec *batch.TrainingJobSpec) {
-	if spec.RunMode != nil && spec.RunMode.Debug != nil {
-		spec.RunMode.Debug.Enabled = false
-	}
-}
 
 // ActionREST serves one action subresource (pause, resume or debug) of a job
 // kind. A POST changes the job's spec on the full update path of the main
