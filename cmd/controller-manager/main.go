@@ -232,53 +232,12 @@ func runManager(ctx context.Context, opts *options) error {
 	if err != nil {
 		return fmt.Errorf("creating the leader election lock: %w", err)
 	}
-	done := make(chan struct{})
-	var started atomic.Bool
-	lostLeadership := atomic.Bool{}
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   opts.leaseDuration,
-		RenewDeadline:   opts.renewDeadline,
-		RetryPeriod:     opts.retryPeriod,
-		ReleaseOnCancel: true,
-		Name:            opts.leaderElectID,
-		WatchDog:        watchdog,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				started.Store(true)
-				leading.Store(true)
-				defer close(done)
-				logger.Info("Became the leader", "identity", identity)
-				runController(ctx)
-			},
-			OnStoppedLeading: func() {
-				leading.Store(false)
-				if ctx.Err() == nil {
-					lostLeadership.Store(true)
-				}
-			},
-			OnNewLeader: func(id string) {
-				if id != identity {
-					logger.Info("Another instance leads", "leader", id)
-				}
-			},
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("configuring leader election: %w", err)
+	election := leaderElection{
+		lock: lock, name: opts.leaderElectID, watchdog: watchdog, leading: &leading,
+		leaseDuration: opts.leaseDuration, renewDeadline: opts.renewDeadline, retryPeriod: opts.retryPeriod,
 	}
-	elector.Run(ctx)
-	if started.Load() {
-		// Let the workers finish what they are doing.
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			logger.Info("Workers did not stop within 30s")
-		}
-	}
-	if lostLeadership.Load() {
-		// Another instance may be acting already: stop rather than race it.
-		return errors.New("lost leadership")
+	if err := election.run(ctx, logger, runController); err != nil {
+		return fmt.Errorf("leader election: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,145 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+)
+
+// errLostLeadership ends a controller-manager that stopped leading while it
+// was meant to run: another instance may be acting already.
+var errLostLeadership = errors.New("lost leadership")
+
+// workersStopTimeout bounds the wait for the workers once they were told
+// to stop.
+const workersStopTimeout = 30 * time.Second
+
+// leaderElection runs the controller only while this instance holds the
+// lease.
+type leaderElection struct {
+	lock                                      resourcelock.Interface
+	name                                      string
+	leaseDuration, renewDeadline, retryPeriod time.Duration
+	watchdog                                  *leaderelection.HealthzAdaptor
+	// leading reports to the health checks whether this instance leads.
+	leading *atomic.Bool
+}
+
+// run campaigns for the lease and runs work while it is held, until ctx
+// ends. The workers stop the moment this instance reads another holder in
+// the lease, not only once its own renewal deadline has passed: a leader
+// frozen past its lease (a long GC pause, a stopped VM) finds the new holder
+// at its first renewal attempt after it wakes (its update conflicts, and it
+// reads the lease), and must not act beside it for the rest of its
+// deadline. client-go reports the new leader (OnNewLeader) only after that
+// deadline.
+func (le leaderElection) run(ctx context.Context, logger klog.Logger, work func(context.Context)) error {
+	identity := le.lock.Identity()
+	done := make(chan struct{})
+	var started, lost atomic.Bool
+	var stopMu sync.Mutex
+	var stopWork context.CancelFunc
+	stop := func() {
+		stopMu.Lock()
+		defer stopMu.Unlock()
+		if stopWork != nil {
+			stopWork()
+		}
+	}
+	lock := observingLock{Interface: le.lock, otherHolder: func(holder string) {
+		if le.leading.Load() {
+			logger.Info("Another instance holds the lease: stopping the workers now", "leader", holder)
+			le.leading.Store(false)
+			lost.Store(true)
+			stop()
+		}
+	}}
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   le.leaseDuration,
+		RenewDeadline:   le.renewDeadline,
+		RetryPeriod:     le.retryPeriod,
+		ReleaseOnCancel: true,
+		Name:            le.name,
+		WatchDog:        le.watchdog,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				defer close(done)
+				workCtx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				stopMu.Lock()
+				stopWork = cancel
+				stopMu.Unlock()
+				started.Store(true)
+				le.leading.Store(true)
+				logger.Info("Became the leader", "identity", identity)
+				work(workCtx)
+			},
+			OnStoppedLeading: func() {
+				le.leading.Store(false)
+				stop()
+				if ctx.Err() == nil {
+					lost.Store(true)
+				}
+			},
+			OnNewLeader: func(id string) {
+				if id != identity {
+					logger.Info("Another instance leads", "leader", id)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	elector.Run(ctx)
+	if started.Load() {
+		// Let the workers finish what they are doing.
+		select {
+		case <-done:
+		case <-time.After(workersStopTimeout):
+			logger.Info("Workers did not stop in time", "timeout", workersStopTimeout)
+		}
+	}
+	if lost.Load() {
+		return errLostLeadership
+	}
+	return nil
+}
+
+// observingLock tells otherHolder whenever the lease, as read, is held by
+// another instance.
+type observingLock struct {
+	resourcelock.Interface
+	otherHolder func(holder string)
+}
+
+func (l observingLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	record, raw, err := l.Interface.Get(ctx)
+	if err == nil && record != nil && record.HolderIdentity != "" && record.HolderIdentity != l.Identity() {
+		l.otherHolder(record.HolderIdentity)
+	}
+	return record, raw, err
+}
