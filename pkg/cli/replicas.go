@@ -35,7 +35,7 @@ type replicaRef struct {
 func (r replicaRef) String() string { return fmt.Sprintf("%s-%d", r.Type, r.Index) }
 
 // PodName is the replica's pod: <job>-<type>-<index>.
-func (r replicaRef) PodName(job string) string { return job + "-" + r.String() }
+func (r replicaRef) PodName(job string) string { return v1beta1.PodName(job, r.Type, int32(r.Index)) }
 
 // parseReplica reads TYPE-INDEX. The index follows the last dash because
 // PyTorch replica types may contain dashes themselves.
@@ -64,15 +64,10 @@ func replicaSpec(spec *v1beta1.TrainingJobSpec, t v1beta1.ReplicaType) *v1beta1.
 // replicaCount is how many replicas of a type the job runs; 0 when it has no
 // such type.
 func replicaCount(spec *v1beta1.TrainingJobSpec, t v1beta1.ReplicaType) int {
-	r := replicaSpec(spec, t)
-	switch {
-	case r == nil:
-		return 0
-	case r.Replicas == nil:
-		return 1 // the API's default
-	default:
-		return int(*r.Replicas)
+	if r := replicaSpec(spec, t); r != nil {
+		return int(v1beta1.ReplicasOf(r))
 	}
+	return 0
 }
 
 // firstReplica is index 0 of the first listed type that has replicas.
@@ -124,13 +119,8 @@ func replicaTypes(spec *v1beta1.TrainingJobSpec) []string {
 // trainingContainer picks the container whose logs matter: the one named
 // after the kind's framework, else the first.
 func trainingContainer(kind *jobKind, containers []corev1.Container) string {
-	for _, c := range containers {
-		if c.Name == kind.TrainingContainer {
-			return c.Name
-		}
+	if i := v1beta1.TrainingContainer(containers, kind.TrainingContainer); i >= 0 {
+		return containers[i].Name
 	}
-	if len(containers) == 0 {
-		return ""
-	}
-	return containers[0].Name
+	return ""
 }

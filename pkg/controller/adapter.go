@@ -128,10 +128,7 @@ func newTopology(a Adapter, job v1beta1.TrainingJob, clusterDomain string) *Topo
 			continue
 		}
 		seen[typ] = true
-		n := int32(1)
-		if spec.Replicas != nil {
-			n = max(*spec.Replicas, 0)
-		}
+		n := max(v1beta1.ReplicasOf(spec), 0)
 		t.Groups = append(t.Groups, ReplicaGroup{
 			Spec:      spec,
 			Type:      typ,
@@ -191,21 +188,13 @@ func (t *Topology) Rank(r ReplicaID) int32 {
 
 // PodName is the name of a replica's pod, <job>-<type>-<index>.
 func PodName(job string, r ReplicaID) string {
-	return job + "-" + r.Hostname()
+	return v1beta1.PodName(job, r.Type, r.Index)
 }
 
 // trainingContainer returns the index of the training container in a pod
 // spec, or -1 when there are no containers.
 func trainingContainer(a Adapter, spec *corev1.PodSpec) int {
-	for i := range spec.Containers {
-		if spec.Containers[i].Name == a.TrainingContainerName() {
-			return i
-		}
-	}
-	if len(spec.Containers) > 0 {
-		return 0
-	}
-	return -1
+	return v1beta1.TrainingContainer(spec.Containers, a.TrainingContainerName())
 }
 
 // replicaPort is the port a replica type listens on: the training

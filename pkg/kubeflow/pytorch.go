@@ -169,7 +169,7 @@ func procPerNodeOf(value string, replicas []v1beta1.ReplicaSpec) (string, bool) 
 // requestsGPU reports whether a pod's training container asks for a GPU, of
 // any vendor (nvidia.com/gpu, amd.com/gpu).
 func requestsGPU(pod *corev1.PodSpec) bool {
-	c := trainingContainer(pod, v1beta1.PyTorchContainerName)
+	c := v1beta1.TrainingContainer(pod.Containers, v1beta1.PyTorchContainerName)
 	if c < 0 {
 		return false
 	}

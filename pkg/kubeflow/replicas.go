@@ -197,21 +197,6 @@ func decodePodTemplate(path *field.Path, value interface{}) (corev1.PodTemplateS
 	return template, nil
 }
 
-// trainingContainer is the index of the container that runs the training
-// program, by our rule and Kubeflow's alike: the one named name, else the
-// first. It is -1 when the pod has no container.
-func trainingContainer(pod *corev1.PodSpec, name string) int {
-	for i := range pod.Containers {
-		if pod.Containers[i].Name == name {
-			return i
-		}
-	}
-	if len(pod.Containers) == 0 {
-		return -1
-	}
-	return 0
-}
-
 func joinQuoted[T ~string](list []T) string {
 	quoted := make([]string, len(list))
 	for i, x := range list {

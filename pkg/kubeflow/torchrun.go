@@ -154,7 +154,7 @@ func startTorchrun(replicas []v1beta1.ReplicaSpec, paths []*field.Path, w *warni
 	for i := range replicas {
 		pod := &replicas[i].Template.Spec
 		commandPaths[i] = paths[i].Child("template", "spec", "containers")
-		c := trainingContainer(pod, v1beta1.PyTorchContainerName)
+		c := v1beta1.TrainingContainer(pod.Containers, v1beta1.PyTorchContainerName)
 		if c < 0 {
 			continue
 		}

@@ -16,6 +16,12 @@ limitations under the License.
 
 package v1beta1
 
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
 // Labels the controller puts on every object it creates for a job.
 const (
 	LabelJobName      = GroupName + "/job-name"
@@ -44,3 +50,32 @@ const (
 // interrupts and kills (SIGINT, SIGKILL, SIGUSR2, SIGTERM) that say more
 // about the pod's environment than about the training program.
 var RetryableExitCodes = map[int32]bool{130: true, 137: true, 138: true, 143: true}
+
+// PodName is the name of a replica's pod: <job>-<type>-<index>.
+func PodName(job string, replicaType ReplicaType, index int32) string {
+	return job + "-" + string(replicaType) + "-" + strconv.FormatInt(int64(index), 10)
+}
+
+// TrainingContainer is the index in containers of the container that runs
+// the training program: the one named name (TensorFlowContainerName or
+// PyTorchContainerName), else the first; -1 when there are none.
+func TrainingContainer(containers []corev1.Container, name string) int {
+	for i := range containers {
+		if containers[i].Name == name {
+			return i
+		}
+	}
+	if len(containers) == 0 {
+		return -1
+	}
+	return 0
+}
+
+// ReplicasOf is how many replicas a replica type asks for; an unset count
+// means 1, as defaulting sets it.
+func ReplicasOf(spec *ReplicaSpec) int32 {
+	if spec.Replicas == nil {
+		return 1
+	}
+	return *spec.Replicas
+}
