@@ -1,0 +1,126 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
+func (r *reconciler) finish(phase v1beta1.JobPhase, reason, message string) {
+	st := r.status
+	st.Phase = phase
+	if st.CompletionTime == nil {
+		st.CompletionTime = r.metaNow()
+	}
+	if phase == v1beta1.JobSucceeded {
+		r.setCondition(v1beta1.ConditionCompleted, metav1.ConditionTrue, ReasonSucceeded, message)
+		r.event(corev1.EventTypeNormal, ReasonSucceeded, "Succeeded: %s", message)
+	} else {
+		r.setCondition(v1beta1.ConditionCompleted, metav1.ConditionTrue, ReasonFailed, message)
+		r.setCondition(v1beta1.ConditionFailed, metav1.ConditionTrue, reason, message)
+		r.event(corev1.EventTypeWarning, reason, "Failed: %s", message)
+		if r.failure != "" {
+			r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, ReasonReplicaFailed, r.failure)
+		}
+	}
+	r.creates = nil
+	// Replacements decided in this reconcile stay recorded, but nothing is
+	// replaced any more: clean-up decides which pods go.
+	r.deletes = nil
+	r.planFinished()
+}
+
+// planFinished applies the clean-up policy and the TTL to a finished job.
+// A job that ran out of time has its running pods stopped whatever the
+// policy.
+func (r *reconciler) planFinished() {
+	st := r.status
+	policy := cleanUpPolicy(r.spec)
+	stopRunning := false
+	if c := meta.FindStatusCondition(st.Conditions, v1beta1.ConditionFailed); c != nil &&
+		c.Status == metav1.ConditionTrue && c.Reason == ReasonDeadlineExceeded {
+		stopRunning = true
+	}
+	remove := func(p *corev1.Pod) bool {
+		if p.DeletionTimestamp != nil {
+			return false
+		}
+		if policy == v1beta1.CleanUpPolicyAll {
+			return true
+		}
+		return !isTerminated(p) && (policy == v1beta1.CleanUpPolicyUnfinished || stopRunning)
+	}
+	for _, s := range r.slots {
+		if s.pod == nil {
+			s.phase = v1beta1.ReplicaDeleted
+			continue
+		}
+		s.phase = podPhase(s.pod)
+		if remove(s.pod) {
+			r.delete(s.pod, fmt.Sprintf("the job finished (clean-up policy %s)", policy))
+		}
+	}
+	for _, p := range r.extra {
+		if p.DeletionTimestamp == nil {
+			r.delete(p, "it belongs to no replica of the job")
+		}
+	}
+	if meta.FindStatusCondition(st.Conditions, v1beta1.ConditionRunning) != nil {
+		r.setCondition(v1beta1.ConditionRunning, metav1.ConditionFalse, string(st.Phase), "the job finished")
+	}
+
+	if ttl := r.spec.RunPolicy.TTLSecondsAfterFinished; ttl != nil {
+		done := r.now
+		if st.CompletionTime != nil {
+			done = st.CompletionTime.Time
+		}
+		expiry := done.Add(time.Duration(max(*ttl, 0)) * time.Second)
+		if r.now.Before(expiry) {
+			r.requeueAt(expiry)
+		} else {
+			r.deleteJob = true
+		}
+	}
+}
+
+// fillStatus derives tasks, counts and the Running condition from the
+// planned replicas.
+func (r *reconciler) deleteExpiredJob(ctx context.Context) error {
+	uid := r.job.GetUID()
+	policy := metav1.DeletePropagationBackground
+	err := r.kind.delete(ctx, r.key.Namespace, r.key.Name, metav1.DeleteOptions{
+		Preconditions:     &metav1.Preconditions{UID: &uid},
+		PropagationPolicy: &policy,
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting job after its TTL: %w", err)
+	}
+	if err == nil {
+		r.logger.V(2).Info("Deleted job after its TTL")
+		r.c.recorder.Event(r.job, corev1.EventTypeNormal, ReasonTTLExpired, "Deleted the job: ttlSecondsAfterFinished passed")
+	}
+	return nil
+}

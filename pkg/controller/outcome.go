@@ -1,0 +1,127 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
+func (r *reconciler) planActive() {
+	st := r.status
+	for _, p := range r.extra {
+		if p.DeletionTimestamp == nil {
+			r.delete(p, "it belongs to no replica of the job")
+		}
+	}
+	if pauseEnabled(r.spec) {
+		r.planPause()
+		return
+	}
+
+	// Resume: a job that was paused starts again with a fresh deadline.
+	if c := meta.FindStatusCondition(st.Conditions, v1beta1.ConditionPaused); c != nil && c.Status == metav1.ConditionTrue {
+		r.setCondition(v1beta1.ConditionPaused, metav1.ConditionFalse, ReasonResumed, "the job was resumed")
+	}
+	if st.Phase == v1beta1.JobPaused {
+		st.Phase = v1beta1.JobResuming
+		st.StartTime = r.metaNow()
+		r.event(corev1.EventTypeNormal, ReasonResumed, "Resuming: creating the job's pods again")
+	}
+	if st.StartTime == nil {
+		st.StartTime = r.metaNow()
+	}
+
+	debug := debugEnabled(r.spec)
+	for _, s := range r.slots {
+		r.observe(s, debug)
+	}
+
+	// Outcome rules, in order: success, deadline, failures.
+	if !debug && r.topo.Total > 0 && r.kind.Succeeded(r.topo, r) {
+		r.finish(v1beta1.JobSucceeded, ReasonSucceeded, "the job succeeded")
+		return
+	}
+	if ads := r.spec.RunPolicy.ActiveDeadlineSeconds; ads != nil && *ads > 0 {
+		// A deadline stored before the bound existed could overflow the
+		// duration; no later deadline than the bound makes a difference.
+		seconds := min(*ads, batch.MaxActiveDeadlineSeconds)
+		deadline := st.StartTime.Add(time.Duration(seconds) * time.Second)
+		if !r.now.Before(deadline) {
+			r.finish(v1beta1.JobFailed, ReasonDeadlineExceeded,
+				fmt.Sprintf("the job was active longer than activeDeadlineSeconds (%ds)", *ads))
+			return
+		}
+		r.requeueAt(deadline)
+	}
+	for _, s := range r.slots {
+		if reason, message := r.handleTerminated(s, debug); reason != "" {
+			r.failure = message
+			r.finish(v1beta1.JobFailed, reason, message)
+			return
+		}
+	}
+
+	started := r.topo.Total > 0
+	created := true
+	for _, s := range r.slots {
+		if s.pod == nil {
+			r.creates = append(r.creates, s)
+			created = false
+		}
+		if s.phase != v1beta1.ReplicaRunning && s.phase != v1beta1.ReplicaSucceeded {
+			started = false
+		}
+	}
+	switch st.Phase {
+	case v1beta1.JobRunning:
+	case v1beta1.JobResuming:
+		if started {
+			st.Phase = v1beta1.JobRunning
+		}
+	default:
+		if started {
+			st.Phase = v1beta1.JobRunning
+		} else {
+			st.Phase = v1beta1.JobPending
+		}
+	}
+
+	if c := meta.FindStatusCondition(st.Conditions, v1beta1.ConditionInitialized); c == nil || c.Status != metav1.ConditionTrue {
+		if created {
+			r.setCondition(v1beta1.ConditionInitialized, metav1.ConditionTrue, ReasonReplicasCreated, "every replica has its pod")
+		} else {
+			r.setCondition(v1beta1.ConditionInitialized, metav1.ConditionFalse, ReasonCreatingReplicas, "creating the replicas' pods")
+		}
+	}
+	if r.failure != "" {
+		r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, ReasonReplicaFailed, r.failure)
+	} else if c := meta.FindStatusCondition(st.Conditions, v1beta1.ConditionReplicaFailure); c != nil &&
+		c.Status == metav1.ConditionTrue && started {
+		r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionFalse, ReasonReplicasHealthy, "every replica is running")
+	}
+}
+
+// observe notes what a replica's pod is doing and finishes replacements
+// decided earlier.

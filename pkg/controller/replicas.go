@@ -1,0 +1,93 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
+func (r *reconciler) buildSlots() {
+	prev := map[string]*v1beta1.ReplicaStatus{}
+	for i := range r.old.Tasks {
+		t := &r.old.Tasks[i]
+		for j := range t.ReplicaStatus {
+			prev[t.ReplicaStatus[j].Name] = &t.ReplicaStatus[j]
+		}
+	}
+	// The topology is within batch.MaxTotalReplicas (run checks it first),
+	// so these are bounded whatever the spec says.
+	r.slots = make([]*slot, 0, r.topo.Total)
+	r.byName = make(map[string]*slot, r.topo.Total)
+	for gi := range r.topo.Groups {
+		g := &r.topo.Groups[gi]
+		for i := int32(0); i < g.Replicas; i++ {
+			id := ReplicaID{Type: g.Type, Index: i}
+			s := &slot{id: id, group: g, name: PodName(r.job.GetName(), id)}
+			s.prev = prev[s.name]
+			r.slots = append(r.slots, s)
+			r.byName[s.name] = s
+		}
+	}
+}
+
+// assign puts the claimed pods into their slots.
+func (r *reconciler) assign(pods []*corev1.Pod) {
+	for _, p := range pods {
+		if s := r.byName[p.Name]; s != nil {
+			s.pod = p
+		} else {
+			r.extra = append(r.extra, p)
+		}
+	}
+}
+
+// planActive plans a job that has not finished.
+func podPhase(p *corev1.Pod) v1beta1.ReplicaPhase {
+	switch p.Status.Phase {
+	case corev1.PodPending, "":
+		return v1beta1.ReplicaPending
+	case corev1.PodRunning:
+		return v1beta1.ReplicaRunning
+	case corev1.PodSucceeded:
+		return v1beta1.ReplicaSucceeded
+	case corev1.PodFailed:
+		return v1beta1.ReplicaFailed
+	default:
+		return v1beta1.ReplicaUnknown
+	}
+}
+
+// Succeeded and AllSucceeded let the adapters' success rules read the
+// replicas (ReplicaPhases).
+func (r *reconciler) Succeeded(id ReplicaID) bool {
+	s := r.byName[PodName(r.job.GetName(), id)]
+	return s != nil && s.pod != nil && !s.replacing && s.pod.Status.Phase == corev1.PodSucceeded
+}
+
+func (r *reconciler) AllSucceeded() bool {
+	for _, s := range r.slots {
+		if s.pod == nil || s.replacing || s.pod.Status.Phase != corev1.PodSucceeded {
+			return false
+		}
+	}
+	return true
+}
+
+// hasBeenPaused says whether the job was paused at some point: its Paused
+// condition was True, and is still, or was turned False by a resume.

@@ -1,0 +1,137 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
+func (r *reconciler) fillStatus() {
+	st := r.status
+	st.ObservedGeneration = r.job.GetGeneration()
+	prevTasks := map[v1beta1.ReplicaType]int32{}
+	for _, t := range r.old.Tasks {
+		prevTasks[normalizeType(t.Type)] = t.RestartCount
+	}
+	tasks := make([]v1beta1.TaskStatus, 0, len(r.topo.Groups))
+	for gi := range r.topo.Groups {
+		g := &r.topo.Groups[gi]
+		tasks = append(tasks, v1beta1.TaskStatus{
+			Type:         g.Type,
+			RestartCount: prevTasks[g.Type] + r.restarts[g.Type],
+		})
+	}
+	var agg v1beta1.Aggregate
+	i := 0
+	for _, s := range r.slots {
+		for tasks[i].Type != s.id.Type {
+			i++
+		}
+		rs := r.replicaStatus(s)
+		tasks[i].ReplicaStatus = append(tasks[i].ReplicaStatus, rs)
+		switch rs.Phase {
+		case v1beta1.ReplicaCreating:
+			agg.Creating++
+		case v1beta1.ReplicaPending:
+			agg.Pending++
+		case v1beta1.ReplicaRunning:
+			agg.Running++
+		case v1beta1.ReplicaSucceeded:
+			agg.Succeeded++
+		case v1beta1.ReplicaFailed:
+			agg.Failed++
+		case v1beta1.ReplicaDeleted:
+			agg.Deleted++
+		default:
+			agg.Unknown++
+		}
+	}
+	// Report the types in the order the spec lists them, even where ranks
+	// put the master first.
+	order := map[v1beta1.ReplicaType]int{}
+	for i, spec := range r.spec.ReplicaSpecs {
+		if _, seen := order[normalizeType(spec.Type)]; !seen {
+			order[normalizeType(spec.Type)] = i
+		}
+	}
+	sort.SliceStable(tasks, func(a, b int) bool { return order[tasks[a].Type] < order[tasks[b].Type] })
+	st.Tasks = tasks
+	st.Aggregate = agg
+
+	if st.Phase.IsFinished() {
+		return
+	}
+	if st.Phase == v1beta1.JobRunning {
+		r.setCondition(v1beta1.ConditionRunning, metav1.ConditionTrue, ReasonReplicasRunning, "the job's replicas are running")
+	} else if st.Phase != "" {
+		r.setCondition(v1beta1.ConditionRunning, metav1.ConditionFalse, string(st.Phase), runningMessage(st.Phase))
+	}
+}
+
+func runningMessage(p v1beta1.JobPhase) string {
+	switch p {
+	case v1beta1.JobPending:
+		return "waiting for every replica to start"
+	case v1beta1.JobResuming:
+		return "waiting for every replica to start again"
+	case v1beta1.JobPaused:
+		return "the job is paused"
+	default:
+		return "the job is " + strings.ToLower(string(p))
+	}
+}
+
+func (r *reconciler) replicaStatus(s *slot) v1beta1.ReplicaStatus {
+	rs := v1beta1.ReplicaStatus{Name: s.name, Phase: s.phase}
+	switch {
+	case s.pod != nil:
+		rs.UID = s.pod.UID
+		rs.Containers = containerStatuses(s.pod)
+	case s.phase == v1beta1.ReplicaDeleted && s.prev != nil && s.prev.UID != "":
+		// Keep what the last pod reported, exit codes included.
+		rs.UID = s.prev.UID
+		rs.Containers = s.prev.Containers
+	}
+	return rs
+}
+
+// containerStatuses reports a pod's containers in the order of its spec.
+func containerStatuses(p *corev1.Pod) []v1beta1.ContainerStatus {
+	out := make([]v1beta1.ContainerStatus, 0, len(p.Spec.Containers))
+	for _, c := range p.Spec.Containers {
+		cs := v1beta1.ContainerStatus{Name: c.Name, State: "Waiting"}
+		for _, s := range p.Status.ContainerStatuses {
+			if s.Name != c.Name {
+				continue
+			}
+			switch {
+			case s.State.Terminated != nil:
+				cs.State, cs.ExitCode = "Terminated", s.State.Terminated.ExitCode
+			case s.State.Running != nil:
+				cs.State = "Running"
+			}
+		}
+		out = append(out, cs)
+	}
+	return out
+}
