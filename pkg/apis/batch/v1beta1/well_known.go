@@ -79,3 +79,9 @@ func ReplicasOf(spec *ReplicaSpec) int32 {
 	}
 	return *spec.Replicas
 }
+
+// ReplicaOutcomeFinalizer is the finalizer the controller puts on every
+// replica pod. It keeps the pod until the job's status holds the pod's
+// outcome, so an outcome is never lost to a pod deleted or garbage-collected
+// before the controller saw it.
+const ReplicaOutcomeFinalizer = GroupName + "/replica-outcome"
