@@ -68,6 +68,29 @@ const (
 	// pod of the type (up to MaxTotalReplicas of them); 32 KiB is ample for a
 	// command line and a quarter of the 128 KiB Linux allows one argument.
 	MaxCommandBytes = 32 * 1024
+
+	// MaxFailurePolicyRules is the most rules runPolicy.failurePolicy may
+	// hold. The controller tries them in order for every failed pod; real
+	// policies need a handful. Kubernetes caps a Job's podFailurePolicy
+	// rules at the same number.
+	MaxFailurePolicyRules = 20
+
+	// MaxFailurePolicyExitCodes is the most values a rule's onExitCodes may
+	// list: every exit code a process can report, 1 to 255 (0 is a success).
+	MaxFailurePolicyExitCodes = 255
+
+	// MaxFailurePolicyPodConditions is the most entries a rule's
+	// onPodConditions may list, as in a Kubernetes podFailurePolicy rule.
+	MaxFailurePolicyPodConditions = 20
+
+	// MaxFailurePolicyReasons is the most entries a rule's onReasons may
+	// list; termination reasons are a short, known set.
+	MaxFailurePolicyReasons = 20
+
+	// MaxFailurePolicyReasonLength is the longest entry of onReasons:
+	// termination and eviction reasons are CamelCase words such as
+	// OOMKilled, ContainerCannotRun or Evicted.
+	MaxFailurePolicyReasonLength = 128
 )
 
 // TotalReplicas is the number of replicas the specs ask for, an unset count

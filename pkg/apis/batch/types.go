@@ -199,7 +199,124 @@ type RunPolicy struct {
 	// TTLSecondsAfterFinished, when set, deletes the job itself that many
 	// seconds after it finished.
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+
+	// FailurePolicy adds rules, tried in order before the replicas' restart
+	// policies, that decide what a failed pod does to the job.
+	FailurePolicy *FailurePolicy `json:"failurePolicy,omitempty"`
+
+	// SuccessPolicy says which replicas decide that the job succeeded:
+	// Default (the kind's own rule), AllWorkers or AnyWorker. Empty means
+	// Default. AllWorkers and AnyWorker need a replica type named worker.
+	SuccessPolicy SuccessPolicy `json:"successPolicy,omitempty"`
 }
+
+// FailurePolicy holds the rules that decide what a failed pod does to the
+// job. The first rule that matches decides; when none does, the replica's
+// restartPolicy does, as it does without a failure policy.
+type FailurePolicy struct {
+	// Rules are tried in order; the first that matches a failed pod decides.
+	// At most MaxFailurePolicyRules (limits.go).
+	Rules []FailurePolicyRule `json:"rules,omitempty"`
+}
+
+// FailurePolicyAction is what a matching rule does.
+type FailurePolicyAction string
+
+const (
+	// FailurePolicyActionRestartReplica replaces the failed pod and counts
+	// the replacement against backoffLimit.
+	FailurePolicyActionRestartReplica FailurePolicyAction = "RestartReplica"
+	// FailurePolicyActionRestartJob deletes every pod of the job and creates
+	// them all again, counted once against backoffLimit.
+	FailurePolicyActionRestartJob FailurePolicyAction = "RestartJob"
+	// FailurePolicyActionFailJob fails the job at once.
+	FailurePolicyActionFailJob FailurePolicyAction = "FailJob"
+	// FailurePolicyActionIgnore replaces the failed pod without counting it
+	// against backoffLimit.
+	FailurePolicyActionIgnore FailurePolicyAction = "Ignore"
+)
+
+// FailurePolicyRule matches a failed pod when every part it sets matches.
+// A rule with no part set matches every failed pod.
+type FailurePolicyRule struct {
+	// Action is what the job does when the rule matches: RestartReplica,
+	// RestartJob, FailJob or Ignore.
+	Action FailurePolicyAction `json:"action"`
+
+	// ReplicaTypes limits the rule to pods of these replica types, each a
+	// type listed in replicaSpecs; empty, the rule applies to every type.
+	ReplicaTypes []ReplicaType `json:"replicaTypes,omitempty"`
+
+	// OnExitCodes matches on the exit codes of the pod's terminated
+	// containers.
+	OnExitCodes *FailurePolicyOnExitCodes `json:"onExitCodes,omitempty"`
+
+	// OnPodConditions matches when the pod has any of these conditions, for
+	// example DisruptionTarget for pods lost to eviction or preemption. At
+	// most MaxFailurePolicyPodConditions.
+	OnPodConditions []FailurePolicyOnPodCondition `json:"onPodConditions,omitempty"`
+
+	// OnReasons matches when a container of the pod terminated with one of
+	// these reasons (OOMKilled, Error, ContainerCannotRun, ...), or the pod
+	// itself failed with one (Evicted, DeadlineExceeded, ...). At most
+	// MaxFailurePolicyReasons, each at most MaxFailurePolicyReasonLength
+	// characters.
+	OnReasons []string `json:"onReasons,omitempty"`
+}
+
+// FailurePolicyOnExitCodesOperator says how exit codes are compared with the
+// rule's values.
+type FailurePolicyOnExitCodesOperator string
+
+const (
+	// FailurePolicyOnExitCodesOpIn matches when a container exited with a
+	// code in values.
+	FailurePolicyOnExitCodesOpIn FailurePolicyOnExitCodesOperator = "In"
+	// FailurePolicyOnExitCodesOpNotIn matches when a container exited with a
+	// non-zero code not in values.
+	FailurePolicyOnExitCodesOpNotIn FailurePolicyOnExitCodesOperator = "NotIn"
+)
+
+// FailurePolicyOnExitCodes matches a failed pod by its containers' exit
+// codes. Containers that exited 0 are never compared.
+type FailurePolicyOnExitCodes struct {
+	// ContainerName limits the comparison to one container or init
+	// container, which the pod template of at least one of the rule's
+	// replica types (of any type, when the rule names none) must have;
+	// unset compares every container of the pod.
+	ContainerName *string `json:"containerName,omitempty"`
+
+	// Operator is In or NotIn.
+	Operator FailurePolicyOnExitCodesOperator `json:"operator"`
+
+	// Values are the exit codes compared: at least one and at most
+	// MaxFailurePolicyExitCodes, without duplicates; 0 is not allowed with In.
+	Values []int32 `json:"values"`
+}
+
+// FailurePolicyOnPodCondition matches a pod condition by type and status.
+type FailurePolicyOnPodCondition struct {
+	// Type is the pod condition type, for example DisruptionTarget.
+	Type corev1.PodConditionType `json:"type"`
+
+	// Status is the status the condition must have; defaults to True.
+	Status corev1.ConditionStatus `json:"status,omitempty"`
+}
+
+// SuccessPolicy says which replicas decide that a job succeeded.
+type SuccessPolicy string
+
+const (
+	// SuccessPolicyDefault applies the kind's own rule: a TensorFlow job
+	// succeeds with its chief (else worker 0), a PyTorch job with its master
+	// (else with every pod). An empty successPolicy means the same.
+	SuccessPolicyDefault SuccessPolicy = "Default"
+	// SuccessPolicyAllWorkers waits for every worker replica to succeed,
+	// for jobs whose chief or master exits before the workers are done.
+	SuccessPolicyAllWorkers SuccessPolicy = "AllWorkers"
+	// SuccessPolicyAnyWorker succeeds as soon as one worker replica has.
+	SuccessPolicyAnyWorker SuccessPolicy = "AnyWorker"
+)
 
 // RunMode holds the optional modes a job can be switched into.
 type RunMode struct {
@@ -438,6 +555,19 @@ type ReplicaStatus struct {
 
 	// Containers reports the pod's containers.
 	Containers []ContainerStatus `json:"containers,omitempty"`
+
+	// Reason says why the replica is in its phase, for example BackOff while
+	// it waits to be started again.
+	Reason string `json:"reason,omitempty"`
+
+	// RestartAt is when the replica's next pod is created, while it waits
+	// out the restart backoff after its pod exited.
+	RestartAt *metav1.Time `json:"restartAt,omitempty"`
+
+	// RestartCount is how many times in a row the replica was started again
+	// after its pod exited; the restart delay doubles with each. It returns
+	// to 0 once a pod of the replica has run for 10 minutes.
+	RestartCount int32 `json:"restartCount,omitempty"`
 }
 
 // ContainerStatus reports one container of a replica.

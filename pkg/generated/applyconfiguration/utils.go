@@ -42,6 +42,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.DependentStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ElasticConfig"):
 		return &batchv1beta1.ElasticConfigApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("FailurePolicy"):
+		return &batchv1beta1.FailurePolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("FailurePolicyOnExitCodes"):
+		return &batchv1beta1.FailurePolicyOnExitCodesApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("FailurePolicyOnPodCondition"):
+		return &batchv1beta1.FailurePolicyOnPodConditionApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("FailurePolicyRule"):
+		return &batchv1beta1.FailurePolicyRuleApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("PauseMode"):
 		return &batchv1beta1.PauseModeApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("PyTorchTrainingJob"):

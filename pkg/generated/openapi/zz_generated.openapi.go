@@ -343,6 +343,10 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.DebugRequest{}.OpenAPIModelName():                  schema_pkg_apis_batch_v1beta1_DebugRequest(ref),
 		v1beta1.DependentStatus{}.OpenAPIModelName():               schema_pkg_apis_batch_v1beta1_DependentStatus(ref),
 		v1beta1.ElasticConfig{}.OpenAPIModelName():                 schema_pkg_apis_batch_v1beta1_ElasticConfig(ref),
+		v1beta1.FailurePolicy{}.OpenAPIModelName():                 schema_pkg_apis_batch_v1beta1_FailurePolicy(ref),
+		v1beta1.FailurePolicyOnExitCodes{}.OpenAPIModelName():      schema_pkg_apis_batch_v1beta1_FailurePolicyOnExitCodes(ref),
+		v1beta1.FailurePolicyOnPodCondition{}.OpenAPIModelName():   schema_pkg_apis_batch_v1beta1_FailurePolicyOnPodCondition(ref),
+		v1beta1.FailurePolicyRule{}.OpenAPIModelName():             schema_pkg_apis_batch_v1beta1_FailurePolicyRule(ref),
 		v1beta1.PauseMode{}.OpenAPIModelName():                     schema_pkg_apis_batch_v1beta1_PauseMode(ref),
 		v1beta1.PauseRequest{}.OpenAPIModelName():                  schema_pkg_apis_batch_v1beta1_PauseRequest(ref),
 		v1beta1.PyTorchTrainingJob{}.OpenAPIModelName():            schema_pkg_apis_batch_v1beta1_PyTorchTrainingJob(ref),
@@ -17698,6 +17702,204 @@ func schema_pkg_apis_batch_v1beta1_ElasticConfig(ref common.ReferenceCallback) c
 	}
 }
 
+func schema_pkg_apis_batch_v1beta1_FailurePolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FailurePolicy holds the rules that decide what a failed pod does to the job. The first rule that matches decides; when none does, the replica's restartPolicy does, as it does without a failure policy.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"rules": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Rules are tried in order; the first that matches a failed pod decides. At most 20.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.FailurePolicyRule{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.FailurePolicyRule{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_FailurePolicyOnExitCodes(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FailurePolicyOnExitCodes matches a failed pod by its containers' exit codes. Containers that exited 0 are never compared.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"containerName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ContainerName limits the comparison to one container or init container, which the pod template of at least one of the rule's replica types (of any type, when the rule names none) must have; unset compares every container of the pod.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"operator": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Operator is In or NotIn.\n\nPossible enum values:\n - `\"In\"` matches when a container exited with a code in values.\n - `\"NotIn\"` matches when a container exited with a non-zero code not in values.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"In", "NotIn"},
+						},
+					},
+					"values": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Values are the exit codes compared: at least one and at most 255, without duplicates; 0 is not allowed with In.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"integer"},
+										Format: "int32",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"operator", "values"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_FailurePolicyOnPodCondition(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FailurePolicyOnPodCondition matches a pod condition by type and status.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is the pod condition type, for example DisruptionTarget.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is the status the condition must have; defaults to True.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"type"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_FailurePolicyRule(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FailurePolicyRule matches a failed pod when every part it sets matches. A rule with no part set matches every failed pod.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"action": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Action is what the job does when the rule matches: RestartReplica, RestartJob, FailJob or Ignore.\n\nPossible enum values:\n - `\"FailJob\"` fails the job at once.\n - `\"Ignore\"` replaces the failed pod without counting it against backoffLimit.\n - `\"RestartJob\"` deletes every pod of the job and creates them all again, counted once against backoffLimit.\n - `\"RestartReplica\"` replaces the failed pod and counts the replacement against backoffLimit.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"FailJob", "Ignore", "RestartJob", "RestartReplica"},
+						},
+					},
+					"replicaTypes": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ReplicaTypes limits the rule to pods of these replica types, each a type listed in replicaSpecs; empty, the rule applies to every type.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"onExitCodes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "OnExitCodes matches on the exit codes of the pod's terminated containers.",
+							Ref:         ref(v1beta1.FailurePolicyOnExitCodes{}.OpenAPIModelName()),
+						},
+					},
+					"onPodConditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "OnPodConditions matches when the pod has any of these conditions, for example DisruptionTarget for pods lost to eviction or preemption. At most 20.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.FailurePolicyOnPodCondition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"onReasons": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "OnReasons matches when a container of the pod terminated with one of these reasons (OOMKilled, Error, ContainerCannotRun, ...), or the pod itself failed with one (Evicted, DeadlineExceeded, ...). At most 20, each at most 128 characters.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"action"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.FailurePolicyOnExitCodes{}.OpenAPIModelName(), v1beta1.FailurePolicyOnPodCondition{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_batch_v1beta1_PauseMode(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -18103,12 +18305,32 @@ func schema_pkg_apis_batch_v1beta1_ReplicaStatus(ref common.ReferenceCallback) c
 							},
 						},
 					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason says why the replica is in its phase, for example BackOff while it waits to be started again.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"restartAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RestartAt is when the replica's next pod is created, while it waits out the restart backoff after its pod exited.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"restartCount": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RestartCount is how many times in a row the replica was started again after its pod exited; the restart delay doubles with each. It returns to 0 once a pod of the replica has run for 10 minutes.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
 				},
 				Required: []string{"name"},
 			},
 		},
 		Dependencies: []string{
-			v1beta1.ContainerStatus{}.OpenAPIModelName()},
+			metav1.Time{}.OpenAPIModelName(), v1beta1.ContainerStatus{}.OpenAPIModelName()},
 	}
 }
 
@@ -18277,9 +18499,25 @@ func schema_pkg_apis_batch_v1beta1_RunPolicy(ref common.ReferenceCallback) commo
 							Format:      "int32",
 						},
 					},
+					"failurePolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FailurePolicy adds rules, tried in order before the replicas' restart policies, that decide what a failed pod does to the job.",
+							Ref:         ref(v1beta1.FailurePolicy{}.OpenAPIModelName()),
+						},
+					},
+					"successPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SuccessPolicy says which replicas decide that the job succeeded: Default (the kind's own rule), AllWorkers or AnyWorker. Unset means Default. AllWorkers and AnyWorker need a replica type named worker.\n\nPossible enum values:\n - `\"AllWorkers\"` waits for every worker replica to succeed, for jobs whose chief or master exits before the workers are done.\n - `\"AnyWorker\"` succeeds as soon as one worker replica has.\n - `\"Default\"` applies the kind's own rule: a TensorFlow job succeeds with its chief (else worker 0), a PyTorch job with its master (else with every pod).",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"AllWorkers", "AnyWorker", "Default"},
+						},
+					},
 				},
 			},
 		},
+		Dependencies: []string{
+			v1beta1.FailurePolicy{}.OpenAPIModelName()},
 	}
 }
 

@@ -71,6 +71,12 @@ func internalFuncs() []interface{} {
 				d.Command = append([]string(nil), v1beta1.DefaultDebugCommand...)
 			}
 		},
+		func(p *batch.FailurePolicyOnPodCondition, c randfill.Continue) {
+			c.FillNoCustom(p)
+			if p.Status == "" {
+				p.Status = oneOf(c, corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown)
+			}
+		},
 		func(t *batch.TorchrunConfig, c randfill.Continue) {
 			c.FillNoCustom(t)
 			if t.MaxRestarts == nil {
@@ -102,6 +108,10 @@ func v1beta1Funcs() []interface{} {
 		func(d *v1beta1.ReplicaDebugSpec, c randfill.Continue) {
 			c.FillNoCustom(d)
 			v1beta1.SetDefaults_ReplicaDebugSpec(d)
+		},
+		func(p *v1beta1.FailurePolicyOnPodCondition, c randfill.Continue) {
+			c.FillNoCustom(p)
+			v1beta1.SetDefaults_FailurePolicyOnPodCondition(p)
 		},
 		func(t *v1beta1.TorchrunConfig, c randfill.Continue) {
 			c.FillNoCustom(t)

@@ -17,6 +17,7 @@ limitations under the License.
 package v1beta1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 )
@@ -51,6 +52,18 @@ func SetDefaults_RunPolicy(obj *RunPolicy) {
 	}
 	if obj.CleanUpPolicy == "" {
 		obj.CleanUpPolicy = CleanUpPolicyUnfinished
+	}
+}
+
+// SetDefaults_FailurePolicyOnPodCondition fills the condition status a rule
+// matches: True, the status of a condition that happened (a pod lost to a
+// disruption has DisruptionTarget True).
+//
+// RunPolicy.SuccessPolicy has no default: unset means Default, and stays
+// unset, so that jobs written before the field existed read back unchanged.
+func SetDefaults_FailurePolicyOnPodCondition(obj *FailurePolicyOnPodCondition) {
+	if obj.Status == "" {
+		obj.Status = corev1.ConditionTrue
 	}
 }
 

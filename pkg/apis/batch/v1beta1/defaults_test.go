@@ -148,3 +148,34 @@ func TestSchemeDefaults(t *testing.T) {
 		t.Errorf("run policy not defaulted")
 	}
 }
+
+// TestFailurePolicyDefaults checks that a rule's pod condition matches a
+// True condition unless it says otherwise, and that successPolicy stays
+// unset (meaning Default) for both kinds.
+func TestFailurePolicyDefaults(t *testing.T) {
+	policy := func(statuses ...corev1.ConditionStatus) *FailurePolicy {
+		rule := FailurePolicyRule{Action: FailurePolicyActionIgnore}
+		for _, s := range statuses {
+			rule.OnPodConditions = append(rule.OnPodConditions, FailurePolicyOnPodCondition{Type: corev1.DisruptionTarget, Status: s})
+		}
+		return &FailurePolicy{Rules: []FailurePolicyRule{rule, {Action: FailurePolicyActionFailJob}}}
+	}
+	spec := TrainingJobSpec{
+		ReplicaSpecs: []ReplicaSpec{{Type: ReplicaTypeWorker}},
+		RunPolicy:    RunPolicy{FailurePolicy: policy("", corev1.ConditionFalse, corev1.ConditionUnknown)},
+	}
+	want := policy(corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown)
+
+	tf := &TensorFlowTrainingJob{Spec: TensorFlowTrainingJobSpec{TrainingJobSpec: *spec.DeepCopy()}}
+	SetObjectDefaults_TensorFlowTrainingJob(tf)
+	pt := &PyTorchTrainingJob{Spec: PyTorchTrainingJobSpec{TrainingJobSpec: *spec.DeepCopy()}}
+	SetObjectDefaults_PyTorchTrainingJob(pt)
+	for kind, got := range map[string]*TrainingJobSpec{"TensorFlow": &tf.Spec.TrainingJobSpec, "PyTorch": &pt.Spec.TrainingJobSpec} {
+		if diff := cmp.Diff(want, got.RunPolicy.FailurePolicy); diff != "" {
+			t.Errorf("%s: failurePolicy differs (-want +got):\n%s", kind, diff)
+		}
+		if got.RunPolicy.SuccessPolicy != "" {
+			t.Errorf("%s: successPolicy = %q, want it left unset (Default)", kind, got.RunPolicy.SuccessPolicy)
+		}
+	}
+}

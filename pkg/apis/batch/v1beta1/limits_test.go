@@ -260,6 +260,10 @@ func TestExplainStatesLimits(t *testing.T) {
 		{v1beta1.ElasticConfig{}.OpenAPIModelName(), "minReplicas", []int{batch.MaxTotalReplicas}},
 		{v1beta1.ElasticConfig{}.OpenAPIModelName(), "maxReplicas", []int{batch.MaxTotalReplicas}},
 		{v1beta1.ElasticConfig{}.OpenAPIModelName(), "expectedReplicas", []int{batch.MaxTotalReplicas}},
+		{v1beta1.FailurePolicy{}.OpenAPIModelName(), "rules", []int{batch.MaxFailurePolicyRules}},
+		{v1beta1.FailurePolicyOnExitCodes{}.OpenAPIModelName(), "values", []int{batch.MaxFailurePolicyExitCodes}},
+		{v1beta1.FailurePolicyRule{}.OpenAPIModelName(), "onPodConditions", []int{batch.MaxFailurePolicyPodConditions}},
+		{v1beta1.FailurePolicyRule{}.OpenAPIModelName(), "onReasons", []int{batch.MaxFailurePolicyReasons, batch.MaxFailurePolicyReasonLength}},
 	}
 	for _, tc := range cases {
 		definition, ok := definitions[tc.model]

@@ -247,7 +247,8 @@ type RunPolicy struct {
 	FailurePolicy *FailurePolicy `json:"failurePolicy,omitempty"`
 
 	// SuccessPolicy says which replicas decide that the job succeeded:
-	// Default (the kind's own rule), AllWorkers or AnyWorker.
+	// Default (the kind's own rule), AllWorkers or AnyWorker. Unset means
+	// Default. AllWorkers and AnyWorker need a replica type named worker.
 	// +optional
 	SuccessPolicy SuccessPolicy `json:"successPolicy,omitempty"`
 }
@@ -288,7 +289,8 @@ type FailurePolicyRule struct {
 	// RestartJob, FailJob or Ignore.
 	Action FailurePolicyAction `json:"action"`
 
-	// ReplicaTypes limits the rule to pods of these replica types.
+	// ReplicaTypes limits the rule to pods of these replica types, each a
+	// type listed in replicaSpecs; empty, the rule applies to every type.
 	// +listType=set
 	// +optional
 	ReplicaTypes []ReplicaType `json:"replicaTypes,omitempty"`
@@ -299,14 +301,16 @@ type FailurePolicyRule struct {
 	OnExitCodes *FailurePolicyOnExitCodes `json:"onExitCodes,omitempty"`
 
 	// OnPodConditions matches when the pod has any of these conditions, for
-	// example DisruptionTarget for pods lost to eviction or preemption.
+	// example DisruptionTarget for pods lost to eviction or preemption. At
+	// most 20.
 	// +listType=atomic
 	// +optional
 	OnPodConditions []FailurePolicyOnPodCondition `json:"onPodConditions,omitempty"`
 
 	// OnReasons matches when a container of the pod terminated with one of
 	// these reasons (OOMKilled, Error, ContainerCannotRun, ...), or the pod
-	// itself failed with one (Evicted, DeadlineExceeded, ...).
+	// itself failed with one (Evicted, DeadlineExceeded, ...). At most 20,
+	// each at most 128 characters.
 	// +listType=set
 	// +optional
 	OnReasons []string `json:"onReasons,omitempty"`
@@ -329,8 +333,10 @@ const (
 // FailurePolicyOnExitCodes matches a failed pod by its containers' exit
 // codes. Containers that exited 0 are never compared.
 type FailurePolicyOnExitCodes struct {
-	// ContainerName limits the comparison to one container; unset compares
-	// every container of the pod.
+	// ContainerName limits the comparison to one container or init
+	// container, which the pod template of at least one of the rule's
+	// replica types (of any type, when the rule names none) must have;
+	// unset compares every container of the pod.
 	// +optional
 	ContainerName *string `json:"containerName,omitempty"`
 

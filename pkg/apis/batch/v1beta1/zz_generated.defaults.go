@@ -236,6 +236,15 @@ func SetObjectDefaults_PyTorchTrainingJob(in *PyTorchTrainingJob) {
 		}
 	}
 	SetDefaults_RunPolicy(&in.Spec.TrainingJobSpec.RunPolicy)
+	if in.Spec.TrainingJobSpec.RunPolicy.FailurePolicy != nil {
+		for i := range in.Spec.TrainingJobSpec.RunPolicy.FailurePolicy.Rules {
+			a := &in.Spec.TrainingJobSpec.RunPolicy.FailurePolicy.Rules[i]
+			for j := range a.OnPodConditions {
+				b := &a.OnPodConditions[j]
+				SetDefaults_FailurePolicyOnPodCondition(b)
+			}
+		}
+	}
 	if in.Spec.TorchrunConfig != nil {
 		SetDefaults_TorchrunConfig(in.Spec.TorchrunConfig)
 	}
@@ -439,6 +448,15 @@ func SetObjectDefaults_TensorFlowTrainingJob(in *TensorFlowTrainingJob) {
 		}
 	}
 	SetDefaults_RunPolicy(&in.Spec.TrainingJobSpec.RunPolicy)
+	if in.Spec.TrainingJobSpec.RunPolicy.FailurePolicy != nil {
+		for i := range in.Spec.TrainingJobSpec.RunPolicy.FailurePolicy.Rules {
+			a := &in.Spec.TrainingJobSpec.RunPolicy.FailurePolicy.Rules[i]
+			for j := range a.OnPodConditions {
+				b := &a.OnPodConditions[j]
+				SetDefaults_FailurePolicyOnPodCondition(b)
+			}
+		}
+	}
 }
 
 func SetObjectDefaults_TensorFlowTrainingJobList(in *TensorFlowTrainingJobList) {

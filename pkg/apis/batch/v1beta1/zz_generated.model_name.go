@@ -52,6 +52,26 @@ func (in ElasticConfig) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FailurePolicy) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.FailurePolicy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FailurePolicyOnExitCodes) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.FailurePolicyOnExitCodes"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FailurePolicyOnPodCondition) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.FailurePolicyOnPodCondition"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FailurePolicyRule) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.FailurePolicyRule"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PauseMode) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.PauseMode"
 }

@@ -139,6 +139,69 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: minReplicas
       type:
         scalar: numeric
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.FailurePolicy
+  map:
+    fields:
+    - name: rules
+      type:
+        list:
+          elementType:
+            namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.FailurePolicyRule
+          elementRelationship: atomic
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.FailurePolicyOnExitCodes
+  map:
+    fields:
+    - name: containerName
+      type:
+        scalar: string
+    - name: operator
+      type:
+        scalar: string
+      default: ""
+    - name: values
+      type:
+        list:
+          elementType:
+            scalar: numeric
+          elementRelationship: associative
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.FailurePolicyOnPodCondition
+  map:
+    fields:
+    - name: status
+      type:
+        scalar: string
+    - name: type
+      type:
+        scalar: string
+      default: ""
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.FailurePolicyRule
+  map:
+    fields:
+    - name: action
+      type:
+        scalar: string
+      default: ""
+    - name: onExitCodes
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.FailurePolicyOnExitCodes
+    - name: onPodConditions
+      type:
+        list:
+          elementType:
+            namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.FailurePolicyOnPodCondition
+          elementRelationship: atomic
+    - name: onReasons
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
+    - name: replicaTypes
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.PauseMode
   map:
     fields:
@@ -256,6 +319,15 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: phase
       type:
         scalar: string
+    - name: reason
+      type:
+        scalar: string
+    - name: restartAt
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: restartCount
+      type:
+        scalar: numeric
     - name: uid
       type:
         scalar: string
@@ -300,6 +372,12 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: numeric
     - name: cleanUpPolicy
+      type:
+        scalar: string
+    - name: failurePolicy
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.FailurePolicy
+    - name: successPolicy
       type:
         scalar: string
     - name: ttlSecondsAfterFinished

@@ -19,6 +19,7 @@ limitations under the License.
 package v1beta1
 
 import (
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
 	batchv1beta1 "tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
@@ -36,6 +37,16 @@ type ReplicaStatusApplyConfiguration struct {
 	Phase *batchv1beta1.ReplicaPhase `json:"phase,omitempty"`
 	// Containers reports the pod's containers.
 	Containers []ContainerStatusApplyConfiguration `json:"containers,omitempty"`
+	// Reason says why the replica is in its phase, for example BackOff while
+	// it waits to be started again.
+	Reason *string `json:"reason,omitempty"`
+	// RestartAt is when the replica's next pod is created, while it waits
+	// out the restart backoff after its pod exited.
+	RestartAt *v1.Time `json:"restartAt,omitempty"`
+	// RestartCount is how many times in a row the replica was started again
+	// after its pod exited; the restart delay doubles with each. It returns
+	// to 0 once a pod of the replica has run for 10 minutes.
+	RestartCount *int32 `json:"restartCount,omitempty"`
 }
 
 // ReplicaStatusApplyConfiguration constructs a declarative configuration of the ReplicaStatus type for use with
@@ -78,5 +89,29 @@ func (b *ReplicaStatusApplyConfiguration) WithContainers(values ...*ContainerSta
 		}
 		b.Containers = append(b.Containers, *values[i])
 	}
+	return b
+}
+
+// WithReason sets the Reason field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Reason field is set to the value of the last call.
+func (b *ReplicaStatusApplyConfiguration) WithReason(value string) *ReplicaStatusApplyConfiguration {
+	b.Reason = &value
+	return b
+}
+
+// WithRestartAt sets the RestartAt field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RestartAt field is set to the value of the last call.
+func (b *ReplicaStatusApplyConfiguration) WithRestartAt(value v1.Time) *ReplicaStatusApplyConfiguration {
+	b.RestartAt = &value
+	return b
+}
+
+// WithRestartCount sets the RestartCount field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RestartCount field is set to the value of the last call.
+func (b *ReplicaStatusApplyConfiguration) WithRestartCount(value int32) *ReplicaStatusApplyConfiguration {
+	b.RestartCount = &value
 	return b
 }

@@ -43,6 +43,13 @@ type RunPolicyApplyConfiguration struct {
 	// seconds after it finished. At most 315360000 (ten years); leave it
 	// unset to keep the job.
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+	// FailurePolicy adds rules, tried in order before the replicas' restart
+	// policies, that decide what a failed pod does to the job.
+	FailurePolicy *FailurePolicyApplyConfiguration `json:"failurePolicy,omitempty"`
+	// SuccessPolicy says which replicas decide that the job succeeded:
+	// Default (the kind's own rule), AllWorkers or AnyWorker. Unset means
+	// Default. AllWorkers and AnyWorker need a replica type named worker.
+	SuccessPolicy *batchv1beta1.SuccessPolicy `json:"successPolicy,omitempty"`
 }
 
 // RunPolicyApplyConfiguration constructs a declarative configuration of the RunPolicy type for use with
@@ -80,5 +87,21 @@ func (b *RunPolicyApplyConfiguration) WithCleanUpPolicy(value batchv1beta1.Clean
 // If called multiple times, the TTLSecondsAfterFinished field is set to the value of the last call.
 func (b *RunPolicyApplyConfiguration) WithTTLSecondsAfterFinished(value int32) *RunPolicyApplyConfiguration {
 	b.TTLSecondsAfterFinished = &value
+	return b
+}
+
+// WithFailurePolicy sets the FailurePolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the FailurePolicy field is set to the value of the last call.
+func (b *RunPolicyApplyConfiguration) WithFailurePolicy(value *FailurePolicyApplyConfiguration) *RunPolicyApplyConfiguration {
+	b.FailurePolicy = value
+	return b
+}
+
+// WithSuccessPolicy sets the SuccessPolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SuccessPolicy field is set to the value of the last call.
+func (b *RunPolicyApplyConfiguration) WithSuccessPolicy(value batchv1beta1.SuccessPolicy) *RunPolicyApplyConfiguration {
+	b.SuccessPolicy = &value
 	return b
 }
