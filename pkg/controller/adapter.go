@@ -110,6 +110,7 @@ type Topology struct {
 	requested int64
 	// addressSuffix ends every replica address: ".<job>.<ns>.svc[.<domain>]".
 	addressSuffix string
+	shape         string
 }
 
 func newTopology(a Adapter, job v1beta1.TrainingJob, clusterDomain string) *Topology {
@@ -140,6 +141,24 @@ func newTopology(a Adapter, job v1beta1.TrainingJob, clusterDomain string) *Topo
 		t.Total = int32(min(t.requested, math.MaxInt32))
 	}
 	return t
+}
+
+// Shape is the job's replica counts in rank order ("chief:1,worker:3"),
+// what every replica was told about the cluster.
+func (t *Topology) Shape() string {
+	if t.shape == "" {
+		var b strings.Builder
+		for i, g := range t.Groups {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(string(g.Type))
+			b.WriteByte(':')
+			b.WriteString(itoa(g.Replicas))
+		}
+		t.shape = b.String()
+	}
+	return t.shape
 }
 
 // limitError says why the job is beyond the limits every job keeps, or nil.

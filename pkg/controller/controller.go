@@ -63,6 +63,10 @@ type Options struct {
 	Recorder record.EventRecorder
 	// ExpectationsTimeout defaults to ExpectationsTimeout.
 	ExpectationsTimeout time.Duration
+	// RestartBackoff is the delay before a replica whose pod exited is
+	// started again; zero fields take the defaults
+	// (DefaultRestartBackoffBase, ...Max, ...Reset).
+	RestartBackoff RestartBackoff
 	// GangScheduler is the backend that gang-schedules the jobs asking for
 	// it (spec.scheduler.t9kScheduler): GangSchedulerWorkload,
 	// GangSchedulerCoscheduling, or GangSchedulerNone (also the zero
@@ -96,6 +100,7 @@ type Controller struct {
 	recorder     record.EventRecorder
 	broadcaster  record.EventBroadcaster
 	clock        clock.WithTicker
+	backoff      RestartBackoff
 
 	clusterDomain string
 }
@@ -138,6 +143,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, jobClient version
 		expectations:  NewExpectations(opts.Clock, opts.ExpectationsTimeout),
 		recorder:      opts.Recorder,
 		clock:         opts.Clock,
+		backoff:       opts.RestartBackoff.withDefaults(),
 		clusterDomain: opts.ClusterDomain,
 	}
 	if c.recorder == nil {
@@ -379,6 +385,27 @@ func (c *Controller) labelKey(obj metav1.Object) (jobKey, bool) {
 	return jobKey{Kind: kind, Namespace: obj.GetNamespace(), Name: name}, true
 }
 
+// enqueueFinalizerOwner queues the job a pod's controller reference names
+// when that job is not in the cache (deleted, or another of the same name),
+// so that its reconcile takes the outcome finalizer off the pod.
+func (c *Controller) enqueueFinalizerOwner(pod *corev1.Pod) {
+	if !hasOutcomeFinalizer(pod) {
+		return
+	}
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil {
+		if key, ok := c.labelKey(pod); ok {
+			c.enqueue(key)
+		} else if l := pod.Labels; c.kinds[l[v1beta1.LabelJobKind]] != nil && l[v1beta1.LabelJobName] != "" {
+			c.enqueue(jobKey{Kind: l[v1beta1.LabelJobKind], Namespace: pod.Namespace, Name: l[v1beta1.LabelJobName]})
+		}
+		return
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err == nil && gv.Group == v1beta1.GroupName && c.kinds[ref.Kind] != nil {
+		c.enqueue(jobKey{Kind: ref.Kind, Namespace: pod.Namespace, Name: ref.Name})
+	}
+}
+
 func (c *Controller) addPod(logger klog.Logger, obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -387,6 +414,9 @@ func (c *Controller) addPod(logger klog.Logger, obj any) {
 	if pod.DeletionTimestamp != nil {
 		// A restarted controller sees pods already on their way out.
 		c.deletePod(logger, pod)
+		if _, ok := c.ownerKey(pod); !ok {
+			c.enqueueFinalizerOwner(pod)
+		}
 		return
 	}
 	if key, ok := c.ownerKey(pod); ok {
@@ -395,11 +425,7 @@ func (c *Controller) addPod(logger klog.Logger, obj any) {
 		c.enqueue(key)
 		return
 	}
-	if metav1.GetControllerOfNoCopy(pod) == nil {
-		if key, ok := c.labelKey(pod); ok {
-			c.enqueue(key)
-		}
-	}
+	c.enqueueUnowned(pod)
 }
 
 func (c *Controller) updatePod(logger klog.Logger, old, cur any) {
@@ -423,8 +449,19 @@ func (c *Controller) updatePod(logger klog.Logger, old, cur any) {
 		c.enqueue(curKey)
 		return
 	}
-	if metav1.GetControllerOfNoCopy(curPod) == nil {
-		if key, ok := c.labelKey(curPod); ok {
+	c.enqueueUnowned(curPod)
+}
+
+// enqueueUnowned queues the job a pod without a known owner matters to: the
+// job whose labels an orphan carries (it may adopt it), or the job that
+// must take the outcome finalizer off it.
+func (c *Controller) enqueueUnowned(pod *corev1.Pod) {
+	if hasOutcomeFinalizer(pod) {
+		c.enqueueFinalizerOwner(pod)
+		return
+	}
+	if metav1.GetControllerOfNoCopy(pod) == nil {
+		if key, ok := c.labelKey(pod); ok {
 			c.enqueue(key)
 		}
 	}

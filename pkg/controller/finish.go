@@ -29,6 +29,7 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
+// finish makes the job terminal and plans its clean-up.
 func (r *reconciler) finish(phase v1beta1.JobPhase, reason, message string) {
 	st := r.status
 	st.Phase = phase

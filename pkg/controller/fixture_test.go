@@ -226,6 +226,10 @@ type fixture struct {
 	// fixture with that gang backend (newGangFixture).
 	dynamicClient    *dynamicfake.FakeDynamicClient
 	dynamicInformers dynamicinformer.DynamicSharedInformerFactory
+	// graceful: deleted pods stay until the test lets the kubelet finish
+	// (removePod); kubeletDone holds the pods it finished.
+	graceful    bool
+	kubeletDone map[string]bool
 }
 
 func newFixture(t testing.TB, objs ...runtime.Object) *fixture {
@@ -270,6 +274,7 @@ func newFixtureWithContext(t testing.TB, ctx context.Context, logger klog.Logger
 		f.kubeClient = kubefake.NewSimpleClientset(kubeObjs...) //nolint:staticcheck // see newQuietFixture
 	}
 	assignUIDs(f.kubeClient)
+	f.finalizingDeletes()
 	f.kubeInformers = NewKubeInformerFactory(f.kubeClient, 0)
 	f.jobInformers = jobinformers.NewSharedInformerFactory(f.jobClient, 0)
 	opts := Options{Clock: f.clock, Recorder: f.recorder}
@@ -362,6 +367,7 @@ func (f *fixture) observe() {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	pods = f.removeFinalized(pods.(*corev1.PodList))
 	podIndexer := f.kubeInformers.Core().V1().Pods().Informer().GetIndexer()
 	live := map[string]bool{}
 	for _, o := range pods.(*corev1.PodList).Items {
@@ -702,10 +708,12 @@ func (f *fixture) start(job v1beta1.TrainingJob) {
 
 var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
 
-// gracefulDeletes makes pod deletes behave like a kubelet's graceful
-// termination: the pod gets a deletionTimestamp and stays until the test
-// removes it (removePod).
-func (f *fixture) gracefulDeletes() {
+// finalizingDeletes makes pod deletes honour finalizers as the apiserver
+// does: a pod with finalizers, or under gracefulDeletes, gets a
+// deletionTimestamp and stays; removeFinalized removes it once its
+// finalizers are gone (and, under gracefulDeletes, its kubelet finished).
+func (f *fixture) finalizingDeletes() {
+	f.kubeletDone = map[string]bool{}
 	f.kubeClient.PrependReactor("delete", "pods", func(a core.Action) (bool, runtime.Object, error) {
 		d := a.(core.DeleteAction)
 		obj, err := f.kubeClient.Tracker().Get(podsGVR, d.GetNamespace(), d.GetName())
@@ -713,6 +721,12 @@ func (f *fixture) gracefulDeletes() {
 			return true, nil, err
 		}
 		p := obj.(*corev1.Pod).DeepCopy()
+		if pre := d.GetDeleteOptions().Preconditions; pre != nil && pre.UID != nil && *pre.UID != p.UID {
+			return true, nil, apierrors.NewConflict(podsGVR.GroupResource(), p.Name, fmt.Errorf("UID precondition failed"))
+		}
+		if len(p.Finalizers) == 0 && !f.graceful {
+			return false, nil, nil
+		}
 		if p.DeletionTimestamp == nil {
 			now := metav1.NewTime(f.clock.Now())
 			p.DeletionTimestamp = &now
@@ -725,12 +739,38 @@ func (f *fixture) gracefulDeletes() {
 	})
 }
 
-// removePod finishes a graceful deletion.
+// removeFinalized removes the deleted pods nothing holds any more, and
+// returns the rest.
+func (f *fixture) removeFinalized(list *corev1.PodList) *corev1.PodList {
+	out := &corev1.PodList{}
+	for _, p := range list.Items {
+		if p.DeletionTimestamp != nil && len(p.Finalizers) == 0 && (!f.graceful || f.kubeletDone[p.Name]) {
+			if err := f.kubeClient.Tracker().Delete(podsGVR, p.Namespace, p.Name); err != nil {
+				f.t.Fatalf("removing pod %s: %v", p.Name, err)
+			}
+			delete(f.kubeletDone, p.Name)
+			continue
+		}
+		out.Items = append(out.Items, p)
+	}
+	return out
+}
+
+// gracefulDeletes makes pod deletes behave like a kubelet's graceful
+// termination: the pod gets a deletionTimestamp and stays until the test
+// lets the kubelet finish (removePod).
+func (f *fixture) gracefulDeletes() {
+	f.graceful = true
+}
+
+// removePod finishes a graceful deletion: the pod goes once no finalizer
+// holds it.
 func (f *fixture) removePod(name string) {
 	f.t.Helper()
-	if err := f.kubeClient.Tracker().Delete(podsGVR, "ns", name); err != nil {
-		f.t.Fatalf("removing pod %s: %v", name, err)
+	if f.pod(name) == nil {
+		f.t.Fatalf("removing pod %s: not found", name)
 	}
+	f.kubeletDone[name] = true
 	f.observe()
 }
 

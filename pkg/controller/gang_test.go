@@ -545,6 +545,7 @@ func TestGangReplacement(t *testing.T) {
 
 			f.setPod("j-worker-1", failed(1))
 			f.step(job)
+			f.clock.Step(DefaultRestartBackoffBase)
 			f.mustSync(job)
 			if got := f.createdPodNames(); !equalStrings(got, []string{"j-worker-1"}) {
 				t.Fatalf("created %v, want the replacement", got)
@@ -575,6 +576,7 @@ func TestGangReplacement(t *testing.T) {
 			}
 			f.setPod("j-ps-0", failed(137))
 			f.step(job)
+			f.clock.Step(DefaultRestartBackoffBase)
 			f.mustSync(job)
 			if got := f.createdPodNames(); !equalStrings(got, []string{"j-ps-0"}) {
 				t.Fatalf("created %v, want the ps replacement", got)
@@ -672,6 +674,7 @@ func TestGangNoLongerAsked(t *testing.T) {
 			f.updateJob(plain)
 			f.setPod("j-worker-1", failed(1))
 			f.step(plain)
+			f.clock.Step(DefaultRestartBackoffBase)
 			f.mustSync(plain)
 			if p := f.createdPods(); len(p) != 1 || inGroup(backend, p[0], "j") {
 				t.Errorf("created %+v, want one pod outside any group", p)

@@ -288,6 +288,16 @@ func TestDebugMode(t *testing.T) {
 	if st.BackoffCount != 0 {
 		t.Errorf("backoff %d, want 0", st.BackoffCount)
 	}
+	// Exited debug pods are backed off like any other exit.
+	f.mustSync(job)
+	if created := f.createdPods(); len(created) != 0 {
+		t.Fatalf("recreated %v before the restart backoff passed", names(created))
+	}
+	if rs := st.Tasks[0].ReplicaStatus[0]; rs.Reason != ReasonBackOff || rs.RestartAt == nil ||
+		!rs.RestartAt.Time.Equal(testStart.Add(DefaultRestartBackoffBase)) {
+		t.Errorf("chief status %+v, want BackOff until %v", rs, testStart.Add(DefaultRestartBackoffBase))
+	}
+	f.clock.Step(DefaultRestartBackoffBase)
 	f.mustSync(job)
 	created := f.createdPods()
 	if len(created) != 2 || created[0].Annotations[AnnotationRunMode] != RunModeDebug {
@@ -348,7 +358,18 @@ func TestScaleDownDeletesExtraPods(t *testing.T) {
 	*smaller.CommonSpec().ReplicaSpecs[0].Replicas = 1
 	f.updateJob(smaller)
 	f.mustSync(smaller)
-	if got := f.deletedPodNames(); !equalStrings(got, []string{"j-worker-1", "j-worker-2"}) {
+	// The pods beyond the count go, and the one kept was told of three
+	// workers: it is built again for one, at once and without a restart.
+	if got := f.deletedPodNames(); !equalStrings(got, []string{"j-worker-0", "j-worker-1", "j-worker-2"}) {
 		t.Fatalf("deleted %v", got)
+	}
+	f.observe()
+	if st := f.status(smaller); st.BackoffCount != 0 {
+		t.Errorf("backoff %d, want 0", st.BackoffCount)
+	}
+	f.mustSync(smaller)
+	created := f.createdPods()
+	if len(created) != 1 || created[0].Annotations[AnnotationTopology] != "worker:1" {
+		t.Fatalf("created %v, want j-worker-0 for one worker", names(created))
 	}
 }

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -28,6 +27,7 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
+// planActive plans a job that has not finished.
 func (r *reconciler) planActive() {
 	st := r.status
 	for _, p := range r.extra {
@@ -40,18 +40,7 @@ func (r *reconciler) planActive() {
 		return
 	}
 
-	// Resume: a job that was paused starts again with a fresh deadline.
-	if c := meta.FindStatusCondition(st.Conditions, v1beta1.ConditionPaused); c != nil && c.Status == metav1.ConditionTrue {
-		r.setCondition(v1beta1.ConditionPaused, metav1.ConditionFalse, ReasonResumed, "the job was resumed")
-	}
-	if st.Phase == v1beta1.JobPaused {
-		st.Phase = v1beta1.JobResuming
-		st.StartTime = r.metaNow()
-		r.event(corev1.EventTypeNormal, ReasonResumed, "Resuming: creating the job's pods again")
-	}
-	if st.StartTime == nil {
-		st.StartTime = r.metaNow()
-	}
+	r.resume()
 
 	debug := debugEnabled(r.spec)
 	for _, s := range r.slots {
@@ -59,7 +48,7 @@ func (r *reconciler) planActive() {
 	}
 
 	// Outcome rules, in order: success, deadline, failures.
-	if !debug && r.topo.Total > 0 && r.kind.Succeeded(r.topo, r) {
+	if !debug && r.topo.Total > 0 && r.succeeded() {
 		r.finish(v1beta1.JobSucceeded, ReasonSucceeded, "the job succeeded")
 		return
 	}
@@ -76,7 +65,7 @@ func (r *reconciler) planActive() {
 		r.requeueAt(deadline)
 	}
 	for _, s := range r.slots {
-		if reason, message := r.handleTerminated(s, debug); reason != "" {
+		if reason, message := r.handleExit(s, debug); reason != "" {
 			r.failure = message
 			r.finish(v1beta1.JobFailed, reason, message)
 			return
@@ -86,8 +75,10 @@ func (r *reconciler) planActive() {
 	started := r.topo.Total > 0
 	created := true
 	for _, s := range r.slots {
-		if s.pod == nil {
+		if s.pod == nil && s.phase == v1beta1.ReplicaCreating {
 			r.creates = append(r.creates, s)
+		}
+		if s.pod == nil && !s.succeeded() {
 			created = false
 		}
 		if s.phase != v1beta1.ReplicaRunning && s.phase != v1beta1.ReplicaSucceeded {
@@ -123,5 +114,23 @@ func (r *reconciler) planActive() {
 	}
 }
 
-// observe notes what a replica's pod is doing and finishes replacements
-// decided earlier.
+// succeeded applies the job's success policy to its replicas.
+func (r *reconciler) succeeded() bool {
+	switch r.spec.RunPolicy.SuccessPolicy {
+	case v1beta1.SuccessPolicyAllWorkers, v1beta1.SuccessPolicyAnyWorker:
+		workers := r.topo.Group(v1beta1.ReplicaType("worker"))
+		if workers == nil || workers.Replicas == 0 {
+			// Validation asks for workers; without any, nothing decides.
+			return false
+		}
+		any := r.spec.RunPolicy.SuccessPolicy == v1beta1.SuccessPolicyAnyWorker
+		for i := int32(0); i < workers.Replicas; i++ {
+			if r.Succeeded(ReplicaID{Type: workers.Type, Index: i}) == any {
+				return any
+			}
+		}
+		return !any
+	default:
+		return r.kind.Succeeded(r.topo, r)
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
+// planPause deletes every pod; the job is Paused once none is left.
 func (r *reconciler) planPause() {
 	remaining := len(r.extra)
 	for _, s := range r.slots {
@@ -34,7 +35,9 @@ func (r *reconciler) planPause() {
 			continue
 		}
 		remaining++
-		s.phase = podPhase(s.pod)
+		// Recorded as Deleted, with the pod's UID, so that a resume before
+		// the pod is gone sees a replacement, not a vanished replica.
+		s.phase = v1beta1.ReplicaDeleted
 		if s.pod.DeletionTimestamp == nil {
 			r.delete(s.pod, "the job is paused")
 		}
@@ -51,8 +54,25 @@ func (r *reconciler) planPause() {
 	}
 }
 
-// finish makes the job terminal and plans its clean-up.
+// hasBeenPaused says whether the job was paused at some point: its Paused
+// condition was True, and is still, or was turned False by a resume.
 func (r *reconciler) hasBeenPaused() bool {
 	c := meta.FindStatusCondition(r.status.Conditions, v1beta1.ConditionPaused)
 	return c != nil && (c.Status == metav1.ConditionTrue || c.Reason == ReasonResumed)
+}
+
+// resume starts a job again that was paused, with a fresh deadline.
+func (r *reconciler) resume() {
+	st := r.status
+	if c := meta.FindStatusCondition(st.Conditions, v1beta1.ConditionPaused); c != nil && c.Status == metav1.ConditionTrue {
+		r.setCondition(v1beta1.ConditionPaused, metav1.ConditionFalse, ReasonResumed, "the job was resumed")
+	}
+	if st.Phase == v1beta1.JobPaused {
+		st.Phase = v1beta1.JobResuming
+		st.StartTime = r.metaNow()
+		r.event(corev1.EventTypeNormal, ReasonResumed, "Resuming: creating the job's pods again")
+	}
+	if st.StartTime == nil {
+		st.StartTime = r.metaNow()
+	}
 }

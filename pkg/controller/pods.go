@@ -99,6 +99,8 @@ func (r *reconciler) claimPods(ctx context.Context, finished bool) ([]*corev1.Po
 			owned = append(owned, p)
 		case !finished && r.adoptable(p) && r.byName[p.Name] != nil:
 			orphans = append(orphans, p)
+		case hasOutcomeFinalizer(p) && r.staleOwner(p):
+			r.stale = append(r.stale, p)
 		}
 	}
 	if len(orphans) == 0 {
@@ -164,6 +166,8 @@ func (r *reconciler) newPod(s *slot) (*corev1.Pod, error) {
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[AnnotationRunMode] = runMode(debug)
+	pod.Annotations[AnnotationTopology] = r.topo.Shape()
+	pod.Finalizers = append(pod.Finalizers, v1beta1.ReplicaOutcomeFinalizer)
 	pod.Spec.Hostname = s.id.Hostname()
 	pod.Spec.Subdomain = r.job.GetName()
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever

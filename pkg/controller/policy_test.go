@@ -152,7 +152,15 @@ func TestRestartPolicies(t *testing.T) {
 				if !hasEvent(events, corev1.EventTypeWarning, ReasonRestarting) && !hasEvent(events, corev1.EventTypeNormal, ReasonRestarting) {
 					t.Errorf("no Restarting event: %v", events)
 				}
-				// The pod is gone: the same name is created again.
+				// The pod is gone: the same name is created again, once
+				// the backoff passed unless the exit was a disruption.
+				{
+					f.mustSync(job)
+					if got := f.createdPodNames(); len(got) != 0 {
+						t.Fatalf("recreated %v before the backoff passed", got)
+					}
+					f.clock.Step(DefaultRestartBackoffBase)
+				}
 				f.mustSync(job)
 				if got := f.createdPodNames(); !equalStrings(got, []string{"j-worker-1"}) {
 					t.Fatalf("recreated %v, want [j-worker-1]", got)
@@ -220,6 +228,7 @@ func TestBackoffLimit(t *testing.T) {
 		for i, pod := range []string{"j-worker-1", "j-ps-0"} {
 			f.setPod(pod, failed(1))
 			f.step(job) // delete
+			f.clock.Step(DefaultRestartBackoffBase)
 			f.step(job) // recreate
 			f.setPod(pod, running)
 			f.step(job)
@@ -314,6 +323,7 @@ func TestRestartWaitsForTheName(t *testing.T) {
 	}
 	f.observe()
 	f.removePod("j-worker-0")
+	f.clock.Step(DefaultRestartBackoffBase)
 	f.mustSync(job)
 	if got := f.createdPodNames(); !equalStrings(got, []string{"j-worker-0"}) {
 		t.Fatalf("created %v once the name was free", got)

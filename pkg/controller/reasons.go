@@ -27,6 +27,12 @@ const (
 	RunModeDebug      = "Debug"
 )
 
+// AnnotationTopology on a replica pod records the job's replica counts the
+// pod was built for (Topology.Shape). Pods built for other counts disagree
+// with the rest about the cluster (TF_CONFIG, WORLD_SIZE), so they are
+// replaced.
+const AnnotationTopology = v1beta1.GroupName + "/topology"
+
 // Reasons of the job's conditions and events.
 const (
 	// Initialized condition.
@@ -60,12 +66,18 @@ const (
 	ReasonFailed               = "Failed"
 	ReasonDeadlineExceeded     = "DeadlineExceeded"
 	ReasonBackoffLimitExceeded = "BackoffLimitExceeded"
+	// ReasonPodFailurePolicy: a failurePolicy rule with action FailJob
+	// matched, named as Kubernetes' Job names it.
+	ReasonPodFailurePolicy = "PodFailurePolicy"
+	// Replica status: waiting out the restart backoff.
+	ReasonBackOff = "BackOff"
 	// Events only.
 	ReasonSuccessfulCreate = "SuccessfulCreate"
 	ReasonSuccessfulDelete = "SuccessfulDelete"
 	ReasonSuccessfulUpdate = "SuccessfulUpdate"
 	ReasonFailedDelete     = "FailedDelete"
 	ReasonRestarting       = "Restarting"
+	ReasonRestartingJob    = "RestartingJob"
 	ReasonTTLExpired       = "TTLExpired"
 	ReasonNameConflict     = "NameConflict"
 	ReasonAdopted          = "Adopted"

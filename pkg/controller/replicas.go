@@ -22,6 +22,7 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
+// buildSlots lays out the replicas the spec asks for.
 func (r *reconciler) buildSlots() {
 	prev := map[string]*v1beta1.ReplicaStatus{}
 	for i := range r.old.Tasks {
@@ -40,6 +41,9 @@ func (r *reconciler) buildSlots() {
 			id := ReplicaID{Type: g.Type, Index: i}
 			s := &slot{id: id, group: g, name: PodName(r.job.GetName(), id)}
 			s.prev = prev[s.name]
+			if s.prev != nil {
+				s.restartCount = s.prev.RestartCount
+			}
 			r.slots = append(r.slots, s)
 			r.byName[s.name] = s
 		}
@@ -74,20 +78,22 @@ func podPhase(p *corev1.Pod) v1beta1.ReplicaPhase {
 }
 
 // Succeeded and AllSucceeded let the adapters' success rules read the
-// replicas (ReplicaPhases).
+// replicas (ReplicaPhases). A replica whose success the status recorded has
+// succeeded even when its pod is gone.
 func (r *reconciler) Succeeded(id ReplicaID) bool {
 	s := r.byName[PodName(r.job.GetName(), id)]
-	return s != nil && s.pod != nil && !s.replacing && s.pod.Status.Phase == corev1.PodSucceeded
+	return s != nil && s.succeeded()
 }
 
 func (r *reconciler) AllSucceeded() bool {
 	for _, s := range r.slots {
-		if s.pod == nil || s.replacing || s.pod.Status.Phase != corev1.PodSucceeded {
+		if !s.succeeded() {
 			return false
 		}
 	}
 	return true
 }
 
-// hasBeenPaused says whether the job was paused at some point: its Paused
-// condition was True, and is still, or was turned False by a resume.
+func (s *slot) succeeded() bool {
+	return !s.replacing && s.phase == v1beta1.ReplicaSucceeded
+}

@@ -18,16 +18,54 @@ package controller
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
+// observe notes what a replica's pod is doing, finishes replacements decided
+// earlier, and notes an exit that needs a decision (s.exit).
+//
+// A replica's outcome survives its pod: the status records it, and the pod
+// keeps the ReplicaOutcomeFinalizer until it does. So a replica without a
+// pod is judged by what the status recorded:
+//   - Deleted: it is being replaced; it is created again once its restart
+//     backoff has passed;
+//   - Succeeded: it is done and is not run again (unless it restarts on
+//     success: Always, or debug mode);
+//   - Pending, Running, Unknown or Failed, with a pod UID: its pod vanished
+//     before its outcome was recorded (deleted with its finalizer stripped,
+//     or by a controller that did not yet track outcomes). It counts as a
+//     failure with an unknown exit code, under the replica's policies: a pod
+//     that vanished cannot be shown to have succeeded, and treating it as
+//     failed keeps backoffLimit and Never meaningful.
 func (r *reconciler) observe(s *slot, debug bool) {
 	p := s.pod
 	if p == nil {
 		s.phase = v1beta1.ReplicaCreating
+		if s.prev == nil {
+			return
+		}
+		switch s.prev.Phase {
+		case v1beta1.ReplicaDeleted:
+			if at := s.prev.RestartAt; at != nil && r.now.Before(at.Time) {
+				s.phase, s.restartAt, s.reason = v1beta1.ReplicaDeleted, at, ReasonBackOff
+				r.requeueAt(at.Time)
+			}
+		case v1beta1.ReplicaSucceeded:
+			s.phase = v1beta1.ReplicaSucceeded
+			if debug || restartsOnSuccess(s.group.Spec.RestartPolicy) {
+				s.exit = &replicaExit{containers: s.prev.Containers, succeeded: true, how: "succeeded"}
+			}
+		case v1beta1.ReplicaPending, v1beta1.ReplicaRunning, v1beta1.ReplicaUnknown, v1beta1.ReplicaFailed:
+			if s.prev.UID != "" {
+				s.phase = v1beta1.ReplicaFailed
+				s.exit = &replicaExit{containers: s.prev.Containers, how: "vanished before its outcome was recorded"}
+			}
+		}
 		return
 	}
 	s.phase = podPhase(p)
@@ -36,65 +74,207 @@ func (r *reconciler) observe(s *slot, debug bool) {
 	recorded := s.prev != nil && s.prev.Phase == v1beta1.ReplicaDeleted && p.UID != "" && s.prev.UID == p.UID
 	if recorded {
 		s.replacing, s.phase = true, v1beta1.ReplicaDeleted
-	}
-	if p.DeletionTimestamp != nil {
-		// On its way out; its name is free once it is gone.
+		s.restartAt, s.reason = s.prev.RestartAt, s.prev.Reason
+		if p.DeletionTimestamp == nil {
+			// The delete has not taken effect yet: just delete again.
+			r.delete(p, "it is being replaced")
+		}
 		return
 	}
-	if recorded {
-		// The delete has not taken effect yet: just delete again.
-		r.delete(p, "it is being replaced")
+	if p.Status.Phase == corev1.PodRunning && p.Status.StartTime != nil &&
+		r.now.Sub(p.Status.StartTime.Time) >= r.c.backoff.Reset {
+		// A replica that has run cleanly for a while starts its delays anew.
+		s.restartCount = 0
+	}
+	switch {
+	case p.Status.Phase == corev1.PodSucceeded:
+		if debug || restartsOnSuccess(s.group.Spec.RestartPolicy) {
+			s.exit = &replicaExit{pod: p, succeeded: true, how: "succeeded"}
+		}
+		return
+	case p.Status.Phase == corev1.PodFailed:
+		s.exit = r.failedExit(p, "failed")
+		return
+	case p.DeletionTimestamp != nil:
+		// Deleted by someone else while it ran: it will not run on, and
+		// what it would have done is unknown.
+		s.phase = v1beta1.ReplicaFailed
+		s.exit = &replicaExit{pod: p, how: "was deleted while it ran"}
 		return
 	}
 	if want := runMode(debug); p.Annotations[AnnotationRunMode] != "" && p.Annotations[AnnotationRunMode] != want {
-		s.replacing, s.phase = true, v1beta1.ReplicaDeleted
-		r.delete(p, fmt.Sprintf("the job's run mode changed to %s", want))
+		r.discard(s, fmt.Sprintf("the job's run mode changed to %s", want))
+		return
+	}
+	if want := r.topo.Shape(); p.Annotations[AnnotationTopology] != "" && p.Annotations[AnnotationTopology] != want {
+		r.discard(s, fmt.Sprintf("the job's replicas changed to %s", want))
 	}
 }
 
-// handleTerminated applies the restart policy to a replica whose pod has
-// terminated. It returns the reason and message of a job failure, if the
-// replica fails the job.
-func (r *reconciler) handleTerminated(s *slot, debug bool) (reason, message string) {
-	p := s.pod
-	if p == nil || s.replacing || p.DeletionTimestamp != nil {
+// failedExit describes a failed pod.
+func (r *reconciler) failedExit(p *corev1.Pod, verb string) *replicaExit {
+	code, known := exitCode(r.kind, p)
+	how := verb
+	if known {
+		how = fmt.Sprintf("%s with exit code %d", verb, code)
+	}
+	return &replicaExit{pod: p, code: code, known: known, how: how}
+}
+
+// discard replaces a pod the job no longer wants as it is (another run mode
+// or another topology): at once, without counting it.
+func (r *reconciler) discard(s *slot, why string) {
+	s.replacing, s.phase = true, v1beta1.ReplicaDeleted
+	s.restartAt, s.reason = nil, ""
+	r.delete(s.pod, why)
+}
+
+// handleExit decides what a replica's exit means for the job. It returns
+// the reason and message of a job failure, if the exit fails the job.
+//
+// In order: a debug pod is started again; a success restarts the replica
+// only under Always; a failure goes to the first matching rule of
+// spec.runPolicy.failurePolicy, else, for a disruption, to a prompt
+// replacement that is not counted, else to the replica's restartPolicy.
+func (r *reconciler) handleExit(s *slot, debug bool) (reason, message string) {
+	ex := s.exit
+	if ex == nil || s.replacing {
 		return "", ""
 	}
-	policy := s.group.Spec.RestartPolicy
 	host := s.id.Hostname()
-	switch p.Status.Phase {
-	case corev1.PodSucceeded:
-		switch {
-		case debug:
-			r.replace(s, corev1.EventTypeNormal, "debug replica %s exited; starting it again", host)
-		case restartsOnSuccess(policy):
-			r.replace(s, corev1.EventTypeNormal, "replica %s succeeded; restarting it (restart policy Always)", host)
+	switch {
+	case debug:
+		r.restartReplica(s, false, corev1.EventTypeNormal, "debug replica %s %s; starting it again", host, ex.how)
+		return "", ""
+	case ex.succeeded:
+		r.restartReplica(s, false, corev1.EventTypeNormal, "replica %s succeeded; restarting it (restart policy Always)", host)
+		return "", ""
+	}
+	disrupted := ex.pod != nil && isDisrupted(ex.pod)
+	if rule, i := matchFailurePolicy(r.spec.RunPolicy.FailurePolicy, s.id.Type, ex); rule != nil {
+		return r.applyRule(s, rule, i, disrupted)
+	}
+	policy := s.group.Spec.RestartPolicy
+	switch {
+	case disrupted:
+		r.restartReplica(s, true, corev1.EventTypeWarning, "replica %s was disrupted (%s); replacing it without using the backoff",
+			host, disruptionReason(ex.pod))
+	case !restartsOnFailure(policy, ex.code, ex.known):
+		return ReasonReplicaFailed, fmt.Sprintf("replica %s %s (restart policy %s)", host, ex.how, restartPolicyName(policy))
+	default:
+		return r.countedRestart(s, fmt.Sprintf("restart policy %s", restartPolicyName(policy)))
+	}
+	return "", ""
+}
+
+// applyRule carries out the action of the failure policy rule that matched.
+func (r *reconciler) applyRule(s *slot, rule *v1beta1.FailurePolicyRule, index int, disrupted bool) (reason, message string) {
+	host, how := s.id.Hostname(), s.exit.how
+	which := fmt.Sprintf("failurePolicy rule %d, action %s", index, rule.Action)
+	switch rule.Action {
+	case v1beta1.FailurePolicyActionFailJob:
+		return ReasonPodFailurePolicy, fmt.Sprintf("replica %s %s (%s)", host, how, which)
+	case v1beta1.FailurePolicyActionIgnore:
+		r.restartReplica(s, disrupted, corev1.EventTypeNormal, "replica %s %s; replacing it without counting it (%s)", host, how, which)
+		return "", ""
+	case v1beta1.FailurePolicyActionRestartJob:
+		return r.restartJob(s, which)
+	default: // RestartReplica
+		return r.countedRestart(s, which)
+	}
+}
+
+// countedRestart replaces a failed replica, using up one of the job's
+// restarts, or fails the job when none is left.
+func (r *reconciler) countedRestart(s *slot, why string) (reason, message string) {
+	host, how := s.id.Hostname(), s.exit.how
+	limit := backoffLimit(r.spec)
+	if r.status.BackoffCount >= limit {
+		return ReasonBackoffLimitExceeded, fmt.Sprintf("replica %s %s and the job has used all %d of its restarts", host, how, limit)
+	}
+	r.status.BackoffCount++
+	r.failure = fmt.Sprintf("replica %s %s", host, how)
+	r.restartReplica(s, false, corev1.EventTypeWarning, "replica %s %s; restarting it (%s; restart %d of %d)",
+		host, how, why, r.status.BackoffCount, limit)
+	return "", ""
+}
+
+// restartJob deletes every pod of the job and creates them all again once
+// the failed replica's backoff has passed; it uses up one restart, however
+// many replicas failed at once.
+func (r *reconciler) restartJob(s *slot, why string) (reason, message string) {
+	host, how := s.id.Hostname(), s.exit.how
+	if !r.restartingJob {
+		limit := backoffLimit(r.spec)
+		if r.status.BackoffCount >= limit {
+			return ReasonBackoffLimitExceeded, fmt.Sprintf("replica %s %s and the job has used all %d of its restarts", host, how, limit)
 		}
-	case corev1.PodFailed:
-		code, known := exitCode(r.kind, p)
-		what := "failed"
-		if known {
-			what = fmt.Sprintf("failed with exit code %d", code)
+		r.status.BackoffCount++
+		r.restartingJob = true
+		r.failure = fmt.Sprintf("replica %s %s", host, how)
+		r.event(corev1.EventTypeWarning, ReasonRestartingJob, "replica %s %s; restarting every replica of the job (%s; restart %d of %d)",
+			host, how, why, r.status.BackoffCount, limit)
+	}
+	r.restartReplica(s, false, "", "")
+	at := s.restartAt
+	for _, other := range r.slots {
+		if other == s {
+			continue
 		}
-		switch {
-		case debug:
-			r.replace(s, corev1.EventTypeNormal, "debug replica %s %s; starting it again", host, what)
-		case isDisrupted(p):
-			r.replace(s, corev1.EventTypeWarning, "replica %s was disrupted (%s); replacing it without using the backoff",
-				host, disruptionReason(p))
-		case !restartsOnFailure(policy, code, known):
-			return ReasonReplicaFailed, fmt.Sprintf("replica %s %s (restart policy %s)", host, what, restartPolicyName(policy))
-		case r.status.BackoffCount >= backoffLimit(r.spec):
-			return ReasonBackoffLimitExceeded, fmt.Sprintf("replica %s %s and the job has used all %d of its restarts",
-				host, what, backoffLimit(r.spec))
-		default:
-			r.status.BackoffCount++
-			r.failure = fmt.Sprintf("replica %s %s", host, what)
-			r.replace(s, corev1.EventTypeWarning, "replica %s %s; restarting it (restart %d of %d)",
-				host, what, r.status.BackoffCount, backoffLimit(r.spec))
+		if !other.replacing {
+			other.replacing, other.phase = true, v1beta1.ReplicaDeleted
+			r.restarts[other.id.Type]++
+			if other.pod != nil && other.pod.DeletionTimestamp == nil {
+				r.delete(other.pod, "the whole job is being restarted")
+			}
+		}
+		if at != nil && (other.restartAt == nil || other.restartAt.Before(at)) {
+			other.restartAt, other.reason = at, ReasonBackOff
 		}
 	}
 	return "", ""
+}
+
+// restartReplica deletes a replica's pod so that a new one is created under
+// the same name once the old one is gone and, unless prompt, the restart
+// backoff has passed, counted from the exit. An empty eventType records no
+// event (the caller did).
+func (r *reconciler) restartReplica(s *slot, prompt bool, eventType, format string, args ...any) {
+	s.replacing, s.phase = true, v1beta1.ReplicaDeleted
+	s.restartAt, s.reason = nil, ""
+	r.restarts[s.id.Type]++
+	when := "now"
+	if !prompt {
+		exited := r.now
+		var ran time.Duration
+		if p := s.exit.pod; p != nil {
+			if t, ok := exitTime(p); ok && t.Before(r.now) {
+				exited = t
+			}
+			ran = runTime(p, exited)
+		}
+		if ran >= r.c.backoff.Reset {
+			s.restartCount = 0
+		}
+		s.restartCount++
+		at := exited.Add(r.c.backoff.Delay(s.restartCount))
+		if at.After(r.now) {
+			t := metav1.NewTime(at).Rfc3339Copy()
+			if t.Time.Before(at) {
+				// Rounded down to the second: wait for the second after.
+				t = metav1.NewTime(t.Add(time.Second))
+			}
+			s.restartAt, s.reason = &t, ReasonBackOff
+			r.requeueAt(t.Time)
+			when = "at " + t.UTC().Format(time.RFC3339)
+		}
+	}
+	if eventType != "" {
+		r.event(eventType, ReasonRestarting, "%s; the new pod starts %s", fmt.Sprintf(format, args...), when)
+	}
+	if p := s.pod; p != nil && p.DeletionTimestamp == nil {
+		r.delete(p, "it is being replaced")
+	}
 }
 
 func restartPolicyName(p v1beta1.RestartPolicy) string {
@@ -116,21 +296,9 @@ func disruptionReason(p *corev1.Pod) string {
 	return string(corev1.DisruptionTarget)
 }
 
-// replace deletes a replica's pod so that a new one is created under the
-// same name once the old one is gone.
-func (r *reconciler) replace(s *slot, eventType, format string, args ...any) {
-	s.replacing, s.phase = true, v1beta1.ReplicaDeleted
-	r.restarts[s.id.Type]++
-	r.event(eventType, ReasonRestarting, format, args...)
-	r.delete(s.pod, "it is being replaced")
-}
-
-// planPause deletes every pod; the job is Paused once none is left.
 func runMode(debug bool) string {
 	if debug {
 		return RunModeDebug
 	}
 	return RunModeImmediate
 }
-
-// deleteExpiredJob deletes a job whose TTL after finishing ran out.

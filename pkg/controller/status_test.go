@@ -117,6 +117,7 @@ func TestStatusAggregation(t *testing.T) {
 	assertCondition(t, st, v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, ReasonReplicaFailed)
 
 	// Recreated and running again: the failure condition clears, Creating is counted.
+	f.clock.Step(DefaultRestartBackoffBase)
 	f.step(job)
 	wantAgg = v1beta1.Aggregate{Creating: 1, Pending: 1, Running: 1, Succeeded: 1, Unknown: 1}
 	if st := f.status(job); st.Aggregate != wantAgg {

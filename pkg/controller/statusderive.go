@@ -26,6 +26,8 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
+// fillStatus derives tasks, counts and the Running condition from the
+// planned replicas.
 func (r *reconciler) fillStatus() {
 	st := r.status
 	st.ObservedGeneration = r.job.GetGeneration()
@@ -102,13 +104,19 @@ func runningMessage(p v1beta1.JobPhase) string {
 }
 
 func (r *reconciler) replicaStatus(s *slot) v1beta1.ReplicaStatus {
-	rs := v1beta1.ReplicaStatus{Name: s.name, Phase: s.phase}
+	rs := v1beta1.ReplicaStatus{
+		Name:         s.name,
+		Phase:        s.phase,
+		Reason:       s.reason,
+		RestartAt:    s.restartAt,
+		RestartCount: s.restartCount,
+	}
 	switch {
 	case s.pod != nil:
 		rs.UID = s.pod.UID
 		rs.Containers = containerStatuses(s.pod)
-	case s.phase == v1beta1.ReplicaDeleted && s.prev != nil && s.prev.UID != "":
-		// Keep what the last pod reported, exit codes included.
+	case s.phase != v1beta1.ReplicaCreating && s.prev != nil && s.prev.UID != "":
+		// The pod is gone: keep what it last reported, exit codes included.
 		rs.UID = s.prev.UID
 		rs.Containers = s.prev.Containers
 	}

@@ -65,14 +65,16 @@ func (c *Controller) syncJob(ctx context.Context, key jobKey) (requeueAfter time
 	cached, err := h.get(key.Namespace, key.Name)
 	if apierrors.IsNotFound(err) {
 		c.expectations.DeleteExpectations(key.String())
-		return 0, nil
+		// Its pods are orphans on their way out; no outcome is needed.
+		return 0, c.releaseAll(ctx, logger, key, "")
 	}
 	if err != nil {
 		return 0, err
 	}
 	if cached.GetDeletionTimestamp() != nil {
-		// The garbage collector removes what the job owns.
-		return 0, nil
+		// The garbage collector removes what the job owns; the finalizers
+		// must not hold it up.
+		return 0, c.releaseAll(ctx, logger, key, cached.GetUID())
 	}
 	// Only the status is edited: copying the spec, pod templates and all, on
 	// every reconcile would cost more than the rest of a quiet reconcile.
@@ -112,11 +114,13 @@ type reconciler struct {
 	slots  []*slot
 	byName map[string]*slot
 	extra  []*corev1.Pod // owned pods that belong to no replica
+	stale  []*corev1.Pod // pods of an earlier job of the same name
 	env    ReplicaEnv    // built for the first pod the reconcile creates
 	gang   *gangGroup    // the group the pods join, when the job asks for one
 
-	restarts map[v1beta1.ReplicaType]int32 // replacements decided now, per type
-	failure  string                        // a replica failure seen now, for ReplicaFailure
+	restarts      map[v1beta1.ReplicaType]int32 // replacements decided now, per type
+	restartingJob bool                          // a RestartJob decided now
+	failure       string                        // a replica failure seen now, for ReplicaFailure
 
 	creates   []*slot
 	deletes   []deletion
@@ -135,6 +139,12 @@ type slot struct {
 	phase v1beta1.ReplicaPhase
 	// replacing: the pod is being deleted to be created anew.
 	replacing bool
+	// exit is how the replica's pod ended, while that awaits a decision.
+	exit *replicaExit
+	// The restart bookkeeping the replica's status carries.
+	restartCount int32
+	restartAt    *metav1.Time
+	reason       string
 }
 
 type deletion struct {
@@ -227,6 +237,10 @@ func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	r.flushEvents()
+	// The status holds the outcomes now: the pods may go.
+	if err := r.releaseRecorded(ctx); err != nil {
+		errs = append(errs, err)
+	}
 
 	if r.deleteJob {
 		return 0, r.deleteExpiredJob(ctx)
@@ -280,5 +294,3 @@ func (r *reconciler) writeStatus(ctx context.Context) error {
 	r.setJob(updated)
 	return nil
 }
-
-// buildSlots lays out the replicas the spec asks for.

@@ -1,0 +1,143 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
+// replicaExit is what the controller knows about how a replica's pod ended.
+type replicaExit struct {
+	// pod is the pod that ended; nil when it vanished and only the status
+	// recorded it.
+	pod *corev1.Pod
+	// containers are the containers as last recorded, for a vanished pod.
+	containers []v1beta1.ContainerStatus
+	succeeded  bool
+	// code is the training container's exit code, when known.
+	code  int32
+	known bool
+	// how says how it ended, for events and conditions.
+	how string
+}
+
+// matchFailurePolicy returns the first rule of the job's failure policy that
+// matches a failed pod of a replica type, and its index; -1 when none does.
+func matchFailurePolicy(policy *v1beta1.FailurePolicy, typ v1beta1.ReplicaType, ex *replicaExit) (*v1beta1.FailurePolicyRule, int) {
+	if policy == nil {
+		return nil, -1
+	}
+	for i := range policy.Rules {
+		if ruleMatches(&policy.Rules[i], typ, ex) {
+			return &policy.Rules[i], i
+		}
+	}
+	return nil, -1
+}
+
+// ruleMatches says whether every part the rule sets matches.
+func ruleMatches(rule *v1beta1.FailurePolicyRule, typ v1beta1.ReplicaType, ex *replicaExit) bool {
+	if len(rule.ReplicaTypes) > 0 && !slices.ContainsFunc(rule.ReplicaTypes, func(t v1beta1.ReplicaType) bool {
+		return normalizeType(t) == typ
+	}) {
+		return false
+	}
+	if rule.OnExitCodes != nil && !exitCodesMatch(rule.OnExitCodes, ex) {
+		return false
+	}
+	if len(rule.OnPodConditions) > 0 && !podConditionsMatch(rule.OnPodConditions, ex.pod) {
+		return false
+	}
+	if len(rule.OnReasons) > 0 && !reasonsMatch(rule.OnReasons, ex.pod) {
+		return false
+	}
+	return true
+}
+
+// exitCodesMatch compares the non-zero exit codes of the terminated
+// containers (all, or the one named) with the rule's values.
+func exitCodesMatch(req *v1beta1.FailurePolicyOnExitCodes, ex *replicaExit) bool {
+	check := func(name string, code int32) bool {
+		if code == 0 || (req.ContainerName != nil && *req.ContainerName != name) {
+			return false
+		}
+		in := slices.Contains(req.Values, code)
+		if req.Operator == v1beta1.FailurePolicyOnExitCodesOpNotIn {
+			return !in
+		}
+		return in
+	}
+	if ex.pod == nil {
+		for _, c := range ex.containers {
+			if c.State == "Terminated" && check(c.Name, c.ExitCode) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, statuses := range [][]corev1.ContainerStatus{ex.pod.Status.InitContainerStatuses, ex.pod.Status.ContainerStatuses} {
+		for _, cs := range statuses {
+			if t := cs.State.Terminated; t != nil && check(cs.Name, t.ExitCode) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// podConditionsMatch says whether the pod has one of the conditions; a
+// pattern without a status asks for True.
+func podConditionsMatch(patterns []v1beta1.FailurePolicyOnPodCondition, pod *corev1.Pod) bool {
+	if pod == nil {
+		return false
+	}
+	for _, want := range patterns {
+		status := want.Status
+		if status == "" {
+			status = corev1.ConditionTrue
+		}
+		for _, c := range pod.Status.Conditions {
+			if c.Type == want.Type && c.Status == status {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// reasonsMatch says whether a container terminated, or the pod failed, with
+// one of the reasons.
+func reasonsMatch(reasons []string, pod *corev1.Pod) bool {
+	if pod == nil {
+		return false
+	}
+	if pod.Status.Reason != "" && slices.Contains(reasons, pod.Status.Reason) {
+		return true
+	}
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, cs := range statuses {
+			if t := cs.State.Terminated; t != nil && t.Reason != "" && slices.Contains(reasons, t.Reason) {
+				return true
+			}
+		}
+	}
+	return false
+}
