@@ -115,7 +115,11 @@ func runManager(ctx context.Context, opts *options) error {
 		return fmt.Errorf("building training job client: %w", err)
 	}
 
-	ctrlOpts := controller.Options{ClusterDomain: opts.clusterDomain, CoschedulingSchedulerName: opts.coschedulingSchedulerName}
+	ctrlOpts := controller.Options{
+		ClusterDomain:             opts.clusterDomain,
+		CoschedulingSchedulerName: opts.coschedulingSchedulerName,
+		RestartBackoff:            controller.RestartBackoff{Base: opts.restartBackoffBase, Max: opts.restartBackoffMax},
+	}
 	ctrlOpts.GangScheduler, err = controller.ResolveGangScheduler(ctx, kubeClient.Discovery(), opts.gangBackend)
 	if err != nil {
 		return fmt.Errorf("choosing the gang scheduler: %w", err)

@@ -33,6 +33,8 @@ type options struct {
 	kubeAPIBurst         int
 	concurrentSyncs      int
 	jobResync            time.Duration
+	restartBackoffBase   time.Duration
+	restartBackoffMax    time.Duration
 	clusterDomain        string
 	leaderElect          bool
 	leaderElectNamespace string
@@ -56,6 +58,8 @@ func newOptions() *options {
 		kubeAPIBurst:         100,
 		concurrentSyncs:      5,
 		jobResync:            10 * time.Minute,
+		restartBackoffBase:   controller.DefaultRestartBackoffBase,
+		restartBackoffMax:    controller.DefaultRestartBackoffMax,
 		leaderElect:          true,
 		leaderElectNamespace: "tensorstack-system",
 		leaderElectID:        "training-controller-manager",
@@ -79,6 +83,10 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"Number of jobs reconciled at the same time.")
 	fs.DurationVar(&o.jobResync, "job-resync-period", o.jobResync,
 		"How often every job is reconciled even without a change (0 disables).")
+	fs.DurationVar(&o.restartBackoffBase, "restart-backoff-base", o.restartBackoffBase,
+		"Delay before a replica whose pod exited is started again; it doubles with each restart in a row.")
+	fs.DurationVar(&o.restartBackoffMax, "restart-backoff-max", o.restartBackoffMax,
+		"Longest delay before a replica whose pod exited is started again.")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", o.clusterDomain,
 		"DNS domain of the cluster (e.g. cluster.local). When set, replica addresses are fully qualified: "+
 			"<type>-<i>.<job>.<namespace>.svc.<domain>. Empty gives <type>-<i>.<job>.<namespace>.svc.")
@@ -114,6 +122,10 @@ func (o *options) validate() error {
 	o.gangBackend = backend
 	if errs := validation.IsDNS1123Subdomain(o.coschedulingSchedulerName); len(errs) > 0 {
 		return fmt.Errorf("--coscheduling-scheduler-name %q: %v", o.coschedulingSchedulerName, errs)
+	}
+	if o.restartBackoffBase <= 0 || o.restartBackoffMax < o.restartBackoffBase {
+		return fmt.Errorf("--restart-backoff-base (%v) must be positive and at most --restart-backoff-max (%v)",
+			o.restartBackoffBase, o.restartBackoffMax)
 	}
 	if o.concurrentSyncs < 1 {
 		return fmt.Errorf("--concurrent-syncs must be at least 1, got %d", o.concurrentSyncs)

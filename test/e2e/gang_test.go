@@ -169,7 +169,8 @@ func TestGangPauseResumeAndRestart(t *testing.T) {
 	needsGangBackend(t)
 	f := framework.New(t, "gang-pause")
 	pool := f.NewNodePool(1, 8)
-	ref := f.Create(gangJob("pausable", 4, pool))
+	// A deleted pod counts as a failure of its replica: OnFailure restarts it.
+	ref := f.Create(gangJob("pausable", 4, pool).WithRestartPolicy("worker", v1beta1.RestartPolicyOnFailure))
 	f.WaitForRunningPods(ref, 4)
 	group := gangGroupUID(f, ref.Name)
 	if group == "" {
