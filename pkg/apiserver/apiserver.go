@@ -47,6 +47,9 @@ type Config struct {
 	EmbeddedEtcd *EmbeddedEtcd
 	// ShutdownTimeout bounds a graceful stop; zero keeps the generic default.
 	ShutdownTimeout time.Duration
+	// authnSources, when set, holds API requests back until the CA bundles
+	// of delegated authentication are loaded.
+	authnSources *authnSources
 }
 
 // CompletedConfig is a Config with defaults filled in, ready for New.
@@ -54,11 +57,17 @@ type CompletedConfig struct {
 	generic         genericapiserver.CompletedConfig
 	embeddedEtcd    *EmbeddedEtcd
 	shutdownTimeout time.Duration
+	authnSources    *authnSources
 }
 
 // Complete fills in the defaults the generic server derives from the config.
 func (c *Config) Complete() CompletedConfig {
-	return CompletedConfig{generic: c.GenericConfig.Complete(), embeddedEtcd: c.EmbeddedEtcd, shutdownTimeout: c.ShutdownTimeout}
+	return CompletedConfig{
+		generic:         c.GenericConfig.Complete(),
+		embeddedEtcd:    c.EmbeddedEtcd,
+		shutdownTimeout: c.ShutdownTimeout,
+		authnSources:    c.authnSources,
+	}
 }
 
 // Server serves the batch.tensorstack.dev group.
@@ -75,6 +84,11 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 	if c.shutdownTimeout > 0 {
 		generic.ShutdownTimeout = c.shutdownTimeout
+	}
+	if c.authnSources != nil {
+		if err := c.authnSources.start(generic); err != nil {
+			return nil, err
+		}
 	}
 
 	group := genericapiserver.NewDefaultAPIGroupInfo(batch.GroupName, Scheme, metav1.ParameterCodec, Codecs)

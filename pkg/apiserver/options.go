@@ -168,6 +168,13 @@ func (o *Options) Config() (*Config, error) {
 	}
 
 	o.restrictAnonymous()
+	authn, err := prepareAuthnSources(o.RecommendedOptions.Authentication)
+	if err != nil {
+		if embedded != nil {
+			embedded.Close()
+		}
+		return nil, err
+	}
 	config := genericapiserver.NewRecommendedConfig(Codecs)
 	namer := openapi.NewDefinitionNamer(Scheme)
 	config.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, namer)
@@ -186,5 +193,10 @@ func (o *Options) Config() (*Config, error) {
 		}
 		return nil, err
 	}
-	return &Config{GenericConfig: config, EmbeddedEtcd: embedded, ShutdownTimeout: o.ShutdownTimeout}, nil
+	if !authn.complete(&config.Config) {
+		authn = nil
+	} else {
+		authn.install(&config.Config)
+	}
+	return &Config{GenericConfig: config, EmbeddedEtcd: embedded, ShutdownTimeout: o.ShutdownTimeout, authnSources: authn}, nil
 }
