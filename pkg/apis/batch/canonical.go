@@ -67,6 +67,13 @@ func canonicalizeSpec(spec *TrainingJobSpec, typeAliases map[ReplicaType]Replica
 	if c, ok := cleanUpPolicyAliases[spec.RunPolicy.CleanUpPolicy]; ok {
 		spec.RunPolicy.CleanUpPolicy = c
 	}
+	if fp := spec.RunPolicy.FailurePolicy; fp != nil {
+		for i := range fp.Rules {
+			for j := range fp.Rules[i].ReplicaTypes {
+				canonical(&fp.Rules[i].ReplicaTypes[j])
+			}
+		}
+	}
 	if mode := spec.RunMode; mode != nil {
 		if mode.Debug != nil {
 			for i := range mode.Debug.ReplicaSpecs {

@@ -23,16 +23,21 @@ import (
 )
 
 // specWithTypes builds a spec that uses the type in every place a replica
-// type appears: the replica specs, debug mode and resume specs.
+// type appears: the replica specs, debug mode, resume specs and the failure
+// policy's rules.
 func specWithTypes(cleanUp CleanUpPolicy, types ...ReplicaType) TrainingJobSpec {
 	spec := TrainingJobSpec{
-		RunPolicy: RunPolicy{CleanUpPolicy: cleanUp},
-		RunMode:   &RunMode{Debug: &DebugMode{}, Pause: &PauseMode{}},
+		RunPolicy: RunPolicy{CleanUpPolicy: cleanUp, FailurePolicy: &FailurePolicy{Rules: []FailurePolicyRule{
+			{Action: FailurePolicyActionIgnore}, {Action: FailurePolicyActionFailJob},
+		}}},
+		RunMode: &RunMode{Debug: &DebugMode{}, Pause: &PauseMode{}},
 	}
 	for _, t := range types {
 		spec.ReplicaSpecs = append(spec.ReplicaSpecs, ReplicaSpec{Type: t})
 		spec.RunMode.Debug.ReplicaSpecs = append(spec.RunMode.Debug.ReplicaSpecs, ReplicaDebugSpec{Type: t})
 		spec.RunMode.Pause.ResumeSpecs = append(spec.RunMode.Pause.ResumeSpecs, ResumeSpec{Type: t})
+		rule := &spec.RunPolicy.FailurePolicy.Rules[1]
+		rule.ReplicaTypes = append(rule.ReplicaTypes, t)
 	}
 	return spec
 }

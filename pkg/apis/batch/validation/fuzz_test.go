@@ -44,6 +44,14 @@ var fuzzSeeds = []string{
 	  "scheduler":{"t9kScheduler":{"queue":"","priority":-2147483648}},
 	  "tensorboardSpec":{"image":" ","trainingLogFilesets":["t9k://pvc/","t9k://pvc/x/../..","t9k://pvc//"],"resources":{"limits":{"memory":"1Ki"},"requests":{"memory":"1Mi"}}}},
 	  "status":{"phase":"Succeeded","conditions":[{"type":"Completed"}],"aggregate":{"failed":-1}}}`,
+	`{"apiVersion":"batch.tensorstack.dev/v1beta1","kind":"TensorFlowTrainingJob","metadata":{"name":"e","namespace":"n"},
+	  "spec":{"replicaSpecs":[{"type":"Master","template":{"spec":{"containers":[{"name":"tensorflow","image":"i"}]}}},
+	  {"type":"Worker","replicas":2,"template":{"spec":{"initContainers":[{"name":"setup","image":"i"}],"containers":[{"name":"tensorflow","image":"i"}]}}}],
+	  "runPolicy":{"successPolicy":"AllWorkers","failurePolicy":{"rules":[
+	  {"action":"RestartJob","replicaTypes":["Worker","Chief","chief",""],"onExitCodes":{"containerName":"setup","operator":"In","values":[0,137,137,-1,256]}},
+	  {"action":"","onPodConditions":[{"type":"DisruptionTarget"},{"type":"","status":"Maybe"}],"onReasons":["OOMKilled","",""]},
+	  {"onExitCodes":{"containerName":"","operator":"","values":[]}}]}}},
+	  "status":{"phase":"Running","tasks":[{"type":"worker","replicaStatus":[{"name":"e-worker-0","uid":"u","restartAt":"2026-01-01T00:00:00Z","restartCount":-1,"reason":"BackOff"}]}]}}`,
 	`{"apiVersion":"batch.tensorstack.dev/v1beta1","kind":"DebugRequest","replicaSpecs":[{"type":"Worker"},{"type":"worker"},{}]}`,
 	"apiVersion: batch.tensorstack.dev/v1beta1\nkind: TensorFlowTrainingJob\nmetadata:\n  name: yaml-job\nspec:\n  replicaSpecs:\n  - type: worker\n    template:\n      spec:\n        containers: []\n",
 	// No apiVersion and kind: the fuzz function decodes these as each kind in turn.

@@ -46,6 +46,7 @@ func duplicate(f string) wantErr    { return wantErr{field.ErrorTypeDuplicate, f
 func forbidden(f string) wantErr    { return wantErr{field.ErrorTypeForbidden, f} }
 func notFound(f string) wantErr     { return wantErr{field.ErrorTypeNotFound, f} }
 func tooLong(f string) wantErr      { return wantErr{field.ErrorTypeTooLong, f} }
+func tooMany(f string) wantErr      { return wantErr{field.ErrorTypeTooMany, f} }
 
 // expectErrors fails the test unless got holds exactly the wanted errors, by
 // type and field path, in any order.

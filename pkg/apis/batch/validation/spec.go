@@ -46,6 +46,7 @@ const (
 func (k *kindRules) validateSpec(spec *batch.TrainingJobSpec, fldPath *field.Path) field.ErrorList {
 	allErrs := k.validateReplicaSpecs(spec.ReplicaSpecs, fldPath.Child("replicaSpecs"))
 	allErrs = append(allErrs, validateRunPolicy(&spec.RunPolicy, fldPath.Child("runPolicy"))...)
+	allErrs = append(allErrs, validatePolicies(&spec.RunPolicy, spec.ReplicaSpecs, fldPath.Child("runPolicy"))...)
 	if spec.RunMode != nil {
 		allErrs = append(allErrs, validateRunMode(spec.RunMode, spec.ReplicaSpecs, fldPath.Child("runMode"))...)
 	}
