@@ -162,8 +162,10 @@ func testStatusSubresource[J jobPointer, L any](t *testing.T, k kind[J, L]) {
 		t.Errorf("generation after status update = %d, want 1", afterStatus.GetGeneration())
 	}
 
+	// The job is Running now, so the spec change is one a running job
+	// accepts (its replica counts and templates are fixed until it is paused).
 	afterStatus.JobStatus().Phase = v1beta1.JobFailed
-	lastReplicaSpec(afterStatus).Replicas = ptr.To[int32](3)
+	afterStatus.CommonSpec().RunPolicy.BackoffLimit = ptr.To[int32](7)
 	afterSpec, err := client.Update(ctx, afterStatus, metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatalf("update: %v", err)
@@ -171,8 +173,8 @@ func testStatusSubresource[J jobPointer, L any](t *testing.T, k kind[J, L]) {
 	if afterSpec.JobStatus().Phase != v1beta1.JobRunning {
 		t.Errorf("phase after spec update = %q, want the status kept at Running", afterSpec.JobStatus().Phase)
 	}
-	if n := *lastReplicaSpec(afterSpec).Replicas; n != 3 {
-		t.Errorf("replicas after spec update = %d, want 3", n)
+	if n := *afterSpec.CommonSpec().RunPolicy.BackoffLimit; n != 7 || afterSpec.GetGeneration() != 2 {
+		t.Errorf("backoffLimit after spec update = %d, generation %d; want 7 and 2", n, afterSpec.GetGeneration())
 	}
 }
 

@@ -45,6 +45,13 @@ func Debug(spec *TrainingJobSpec, replicaSpecs []ReplicaDebugSpec) {
 	runModeOf(spec).Debug = &DebugMode{Enabled: true, ReplicaSpecs: replicaSpecs}
 }
 
+// PauseEnabled says whether the spec asks for the job to be paused. The
+// deprecated v1beta1 spelling enable is folded into enabled when a job is
+// converted to the internal version, so enabled is all there is to read.
+func PauseEnabled(spec *TrainingJobSpec) bool {
+	return spec.RunMode != nil && spec.RunMode.Pause != nil && spec.RunMode.Pause.Enabled
+}
+
 func runModeOf(spec *TrainingJobSpec) *RunMode {
 	if spec.RunMode == nil {
 		spec.RunMode = &RunMode{}

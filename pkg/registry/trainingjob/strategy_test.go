@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch"
@@ -239,4 +240,67 @@ func TestActionsApply(t *testing.T) {
 			t.Errorf("resume dropped the immutable resumeSpecs")
 		}
 	})
+}
+
+// TestUpdateTopologyOfRunningJob goes through the strategy the way the
+// server does: a client's body carries no status, PrepareForUpdate puts the
+// stored one in, and ValidateUpdate judges the change against the stored
+// job, whose status shows a running pod.
+func TestUpdateTopologyOfRunningJob(t *testing.T) {
+	strategy := newJobStrategy(nil, testKind)
+	ctx := context.Background()
+	stored := func(mods ...func(*batch.PyTorchTrainingJob)) *batch.PyTorchTrainingJob {
+		old := newJob("train", 2)
+		old.Status = batch.TrainingJobStatus{Phase: batch.JobRunning, Tasks: []batch.TaskStatus{{Type: "worker",
+			ReplicaStatus: []batch.ReplicaStatus{{Name: "train-worker-0", UID: "0a1b2c3d-0000-4000-8000-000000000001", Phase: batch.ReplicaRunning}}}}}
+		for _, mod := range mods {
+			mod(old)
+		}
+		return old
+	}
+	resize := func(old *batch.PyTorchTrainingJob, mods ...func(*batch.PyTorchTrainingJob)) field.ErrorList {
+		job := old.DeepCopy()
+		job.Status = batch.TrainingJobStatus{}
+		job.Spec.ReplicaSpecs[1].Replicas = ptr.To[int32](4)
+		for _, mod := range mods {
+			mod(job)
+		}
+		strategy.PrepareForUpdate(ctx, job, old)
+		return strategy.ValidateUpdate(ctx, job, old)
+	}
+	pause := func(j *batch.PyTorchTrainingJob) { batch.Pause(&j.Spec.TrainingJobSpec) }
+
+	errs := resize(stored())
+	if len(errs) != 1 || errs[0].Type != field.ErrorTypeForbidden || errs[0].Field != "spec.replicaSpecs[1].replicas" ||
+		!strings.Contains(errs[0].Detail, "kubectl training pause") {
+		t.Errorf("resizing a running job: errors %v, want one Forbidden on spec.replicaSpecs[1].replicas saying to pause first", errs)
+	}
+	if errs := resize(stored(pause)); len(errs) != 0 {
+		t.Errorf("resizing a paused job was refused: %v", errs)
+	}
+	if errs := resize(stored(), pause); len(errs) != 0 {
+		t.Errorf("pausing and resizing in one update was refused: %v", errs)
+	}
+	if errs := resize(stored(func(j *batch.PyTorchTrainingJob) { j.Status = batch.TrainingJobStatus{Phase: batch.JobPending} })); len(errs) != 0 {
+		t.Errorf("resizing a pending job without pods was refused: %v", errs)
+	}
+
+	// The pause action changes only the run mode, and is accepted.
+	old := stored()
+	job := old.DeepCopy()
+	pauseAction.apply(&job.Spec.TrainingJobSpec, &batch.PauseRequest{})
+	strategy.PrepareForUpdate(ctx, job, old)
+	if errs := strategy.ValidateUpdate(ctx, job, old); len(errs) != 0 {
+		t.Errorf("pausing a running job was refused: %v", errs)
+	}
+
+	// A status write that carries a changed spec keeps the stored spec.
+	status := statusStrategy[*batch.PyTorchTrainingJob, batch.PyTorchTrainingJobSpec]{strategy}
+	job = old.DeepCopy()
+	job.Spec.ReplicaSpecs[1].Replicas = ptr.To[int32](4)
+	job.Status.Aggregate.Running = 1
+	status.PrepareForUpdate(ctx, job, old)
+	if errs := status.ValidateUpdate(ctx, job, old); len(errs) != 0 {
+		t.Errorf("status update of a running job was refused: %v", errs)
+	}
 }

@@ -115,7 +115,8 @@ func validateTerminalMarkers(status *batch.TrainingJobStatus, fldPath *field.Pat
 }
 
 // validateTasks checks the per-type reports: one per type, with counts that
-// cannot be negative and known replica phases.
+// cannot be negative (the type's and each replica's restarts) and known
+// replica phases.
 func validateTasks(tasks []batch.TaskStatus, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	seen := make(map[batch.ReplicaType]bool, len(tasks))
@@ -132,8 +133,12 @@ func validateTasks(tasks []batch.TaskStatus, fldPath *field.Path) field.ErrorLis
 			allErrs = append(allErrs, nonNegative(taskPath.Child("restartCount"), int64(task.RestartCount)))
 		}
 		for j, replica := range task.ReplicaStatus {
+			replicaPath := taskPath.Child("replicaStatus").Index(j)
 			if p := replica.Phase; p != "" && !contains(supportedReplicaPhases, p) {
-				allErrs = append(allErrs, field.NotSupported(taskPath.Child("replicaStatus").Index(j).Child("phase"), string(p), supportedReplicaPhases))
+				allErrs = append(allErrs, field.NotSupported(replicaPath.Child("phase"), string(p), supportedReplicaPhases))
+			}
+			if replica.RestartCount < 0 {
+				allErrs = append(allErrs, nonNegative(replicaPath.Child("restartCount"), int64(replica.RestartCount)))
 			}
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"strings"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -27,13 +28,15 @@ import (
 )
 
 // validateSpecUpdate checks the parts of the shared spec that are fixed once
-// the job exists.
+// the job exists, and those that may change only while the job has no pods.
+// oldStatus is the stored job's status: a spec update never changes it.
 //
 // The replica types and their order are fixed because pod names, hostnames,
 // ranks and the cluster layout every replica was given are built from them.
-// The replica counts and pod templates may change: they shape the pods
-// created from then on. The resume settings are fixed as the API promises.
-func validateSpecUpdate(spec, old *batch.TrainingJobSpec, fldPath *field.Path) field.ErrorList {
+// The replica counts and pod templates shape the pods; they may change only
+// while no pod built from them runs (validateTopologyUpdate). The resume
+// settings are fixed as the API promises.
+func validateSpecUpdate(spec, old *batch.TrainingJobSpec, oldStatus *batch.TrainingJobStatus, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	replicasPath := fldPath.Child("replicaSpecs")
 	if len(spec.ReplicaSpecs) != len(old.ReplicaSpecs) {
@@ -46,10 +49,89 @@ func validateSpecUpdate(spec, old *batch.TrainingJobSpec, fldPath *field.Path) f
 					"cannot change once the job exists (it was %q): replica types and their order are fixed", was)))
 			}
 		}
+		allErrs = append(allErrs, validateTopologyUpdate(spec, old, oldStatus, replicasPath)...)
 	}
 	allErrs = append(allErrs, apivalidation.ValidateImmutableField(resumeSpecsOf(spec), resumeSpecsOf(old),
 		fldPath.Child("runMode", "pause", "resumeSpecs"))...)
 	return allErrs
+}
+
+// validateTopologyUpdate refuses a change of a replica count or a pod
+// template (spec.replicaSpecs[i].replicas, spec.replicaSpecs[i].template)
+// while the job has, or may have, pods built from the old ones: replicas
+// learn the cluster's layout (TF_CONFIG, WORLD_SIZE, ranks) when they start,
+// so a job resized or re-templated under running pods would run with pods
+// that disagree about it. Such a change is allowed when
+//
+//   - the stored job is paused: its spec.runMode.pause.enabled is true (the
+//     deprecated enable was folded into it on conversion), or its
+//     status.phase is Paused. A paused job has no pods, and resume rebuilds
+//     every pod from the spec as it is then;
+//   - the same update pauses the job: pausing deletes every pod and resume
+//     rebuilds them all, so pausing and resizing in one write is the same as
+//     doing it in two;
+//   - no pod of the job exists yet: status.phase is empty or Pending and no
+//     status.tasks[].replicaStatus[] entry has a uid.
+//
+// A finished job (Succeeded or Failed) refuses the change in any case: it
+// never runs again. Elastic PyTorch jobs get no exception yet. An unset
+// replica count is 1, so writing the 1 it stands for changes nothing.
+// Indexes whose type changed are left out: that is reported on its own.
+func validateTopologyUpdate(spec, old *batch.TrainingJobSpec, oldStatus *batch.TrainingJobStatus, fldPath *field.Path) field.ErrorList {
+	refusal := topologyChangeRefusal(spec, old, oldStatus)
+	if refusal == "" {
+		return nil
+	}
+	var allErrs field.ErrorList
+	for i := range spec.ReplicaSpecs {
+		now, was := &spec.ReplicaSpecs[i], &old.ReplicaSpecs[i]
+		if now.Type != was.Type {
+			continue
+		}
+		if replicaCount(now) != replicaCount(was) {
+			allErrs = append(allErrs, field.Forbidden(fldPath.Index(i).Child("replicas"), fmt.Sprintf(
+				"cannot change from %d to %d: %s", replicaCount(was), replicaCount(now), refusal)))
+		}
+		if !apiequality.Semantic.DeepEqual(now.Template, was.Template) {
+			allErrs = append(allErrs, field.Forbidden(fldPath.Index(i).Child("template"), fmt.Sprintf(
+				"cannot change: %s", refusal)))
+		}
+	}
+	return allErrs
+}
+
+// topologyChangeRefusal is why replica counts and pod templates cannot
+// change in this update, or "" when they can (see validateTopologyUpdate).
+func topologyChangeRefusal(spec, old *batch.TrainingJobSpec, oldStatus *batch.TrainingJobStatus) string {
+	phase := oldStatus.Phase
+	switch {
+	case phase.IsFinished():
+		return fmt.Sprintf("the job has finished (status.phase is %s) and never runs again", phase)
+	case batch.PauseEnabled(old) || phase == batch.JobPaused || batch.PauseEnabled(spec):
+		return ""
+	case (phase == "" || phase == batch.JobPending) && !hasPods(oldStatus):
+		return ""
+	}
+	shown := string(phase)
+	if shown == "" {
+		shown = "not yet reported"
+	}
+	return fmt.Sprintf("the job has pods (status.phase is %s), and replica counts and pod templates may change only "+
+		"while the job is paused or before any of its pods exists; pause the job first (kubectl training pause <job>, "+
+		"or set spec.runMode.pause.enabled in the same update), then resume it: resume rebuilds every pod from the spec", shown)
+}
+
+// hasPods says whether the status reports a pod of the job: a replica with
+// the uid of its current pod.
+func hasPods(status *batch.TrainingJobStatus) bool {
+	for _, task := range status.Tasks {
+		for _, replica := range task.ReplicaStatus {
+			if replica.UID != "" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func resumeSpecsOf(spec *batch.TrainingJobSpec) []batch.ResumeSpec {

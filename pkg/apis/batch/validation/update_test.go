@@ -23,6 +23,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch"
@@ -209,6 +210,14 @@ func TestStatusUpdate(t *testing.T) {
 		}), []wantErr{invalid("status.aggregate.failed"), invalid("status.aggregate.deleted")}},
 		{"negative restart count", tfJob(), withStatus(func(s *batch.TrainingJobStatus) { s.Tasks[0].RestartCount = -1 }),
 			[]wantErr{invalid("status.tasks[0].restartCount")}},
+		{"negative replica restart count", tfJob(), withStatus(func(s *batch.TrainingJobStatus) {
+			s.Tasks[0].ReplicaStatus[1].RestartCount = -1
+			s.Tasks[0].ReplicaStatus[0].RestartCount = 3
+		}), []wantErr{invalid("status.tasks[0].replicaStatus[1].restartCount")}},
+		{"replica waiting to restart", tfJob(), withStatus(func(s *batch.TrainingJobStatus) {
+			r := &s.Tasks[0].ReplicaStatus[1]
+			r.Phase, r.Reason, r.RestartAt, r.RestartCount = batch.ReplicaFailed, "BackOff", &later, 2
+		}), nil},
 		{"task type missing", tfJob(), withStatus(func(s *batch.TrainingJobStatus) { s.Tasks[0].Type = "" }),
 			[]wantErr{required("status.tasks[0].type")}},
 		{"task twice", tfJob(), withStatus(func(s *batch.TrainingJobStatus) { s.Tasks = append(s.Tasks, s.Tasks[0]) }),
@@ -273,5 +282,114 @@ func TestStatusUpdate(t *testing.T) {
 		old.Status.Phase = batch.JobSucceeded
 		job.Status.Phase = batch.JobResuming
 		expectErrors(t, ValidateTrainingJobStatusUpdate(job, old), invalid("status.phase"))
+	})
+}
+
+// TestTopologyUpdate checks when replica counts and pod templates may change:
+// while the job is paused or before any of its pods exists, and in the update
+// that pauses it; never once it finished.
+func TestTopologyUpdate(t *testing.T) {
+	const (
+		workers  = "spec.replicaSpecs[2].replicas"
+		template = "spec.replicaSpecs[2].template"
+	)
+	// status sets the stored job's phase and, with pods, a worker with a pod.
+	status := func(phase batch.JobPhase, pods bool) func(*batch.TensorFlowTrainingJob) {
+		return func(j *batch.TensorFlowTrainingJob) {
+			j.Status.Phase = phase
+			replica := batch.ReplicaStatus{Name: "mnist-worker-0", Phase: batch.ReplicaCreating}
+			if pods {
+				replica.UID, replica.Phase = "5f0c3a4e-0000-4000-8000-000000000001", batch.ReplicaRunning
+			}
+			j.Status.Tasks = []batch.TaskStatus{{Type: batch.ReplicaTypeWorker, ReplicaStatus: []batch.ReplicaStatus{replica}}}
+		}
+	}
+	paused := func(j *batch.TensorFlowTrainingJob) { batch.Pause(&j.Spec.TrainingJobSpec) }
+	resumed := func(j *batch.TensorFlowTrainingJob) { batch.Resume(&j.Spec.TrainingJobSpec) }
+	debugged := func(j *batch.TensorFlowTrainingJob) { batch.Debug(&j.Spec.TrainingJobSpec, nil) }
+	moreWorkers := func(j *batch.TensorFlowTrainingJob) { j.Spec.ReplicaSpecs[2].Replicas = ptr.To[int32](4) }
+	newImage := func(j *batch.TensorFlowTrainingJob) {
+		j.Spec.ReplicaSpecs[2].Template.Spec.Containers[0].Image = "docker.io/library/train:2"
+	}
+	running := status(batch.JobRunning, true)
+
+	cases := []struct {
+		name     string
+		old, job *batch.TensorFlowTrainingJob
+		want     []wantErr
+	}{
+		{"new job without a status", tfJob(), tfJob(moreWorkers, newImage), nil},
+		{"pending without pods", tfJob(status(batch.JobPending, false)), tfJob(moreWorkers, newImage), nil},
+		{"pending with a pod", tfJob(status(batch.JobPending, true)), tfJob(moreWorkers),
+			[]wantErr{forbidden(workers)}},
+		{"no phase yet but a pod", tfJob(status("", true)), tfJob(newImage), []wantErr{forbidden(template)}},
+		{"running: replicas", tfJob(running), tfJob(moreWorkers), []wantErr{forbidden(workers)}},
+		{"running: template", tfJob(running), tfJob(newImage), []wantErr{forbidden(template)}},
+		{"running: both, on two types", tfJob(running), tfJob(moreWorkers, newImage, func(j *batch.TensorFlowTrainingJob) {
+			j.Spec.ReplicaSpecs[1].Replicas = ptr.To[int32](2)
+		}), []wantErr{forbidden(workers), forbidden(template), forbidden("spec.replicaSpecs[1].replicas")}},
+		{"running without pods reported", tfJob(status(batch.JobRunning, false)), tfJob(moreWorkers), []wantErr{forbidden(workers)}},
+		{"resuming", tfJob(status(batch.JobResuming, false)), tfJob(moreWorkers), []wantErr{forbidden(workers)}},
+		{"unknown", tfJob(status(batch.JobUnknown, false)), tfJob(moreWorkers), []wantErr{forbidden(workers)}},
+		{"running: other fields may change", tfJob(running), tfJob(func(j *batch.TensorFlowTrainingJob) {
+			j.Spec.ReplicaSpecs[2].RestartPolicy = batch.RestartPolicyOnFailure
+			j.Spec.RunPolicy.BackoffLimit = ptr.To[int32](10)
+			j.Spec.RunPolicy.SuccessPolicy = batch.SuccessPolicyAllWorkers
+			j.Labels = map[string]string{"team": "vision"}
+		}), nil},
+		{"running: an unset count written as 1", tfJob(running, func(j *batch.TensorFlowTrainingJob) { j.Spec.ReplicaSpecs[0].Replicas = nil }),
+			tfJob(running), nil},
+		{"running: 1 written as unset", tfJob(running), tfJob(func(j *batch.TensorFlowTrainingJob) { j.Spec.ReplicaSpecs[0].Replicas = nil }), nil},
+		{"paused by the spec", tfJob(running, paused), tfJob(paused, moreWorkers, newImage), nil},
+		{"paused by the spec with the deprecated enable", tfJob(running, func(j *batch.TensorFlowTrainingJob) {
+			// enable was folded into enabled when the stored job was converted.
+			j.Spec.RunMode = &batch.RunMode{Pause: &batch.PauseMode{Enabled: true}}
+		}), tfJob(paused, moreWorkers), nil},
+		{"pause mode present but off", tfJob(running, paused, resumed), tfJob(paused, resumed, moreWorkers), []wantErr{forbidden(workers)}},
+		{"phase Paused", tfJob(status(batch.JobPaused, false)), tfJob(moreWorkers, newImage), nil},
+		{"resumed and resized at once", tfJob(running, paused), tfJob(paused, resumed, moreWorkers), nil},
+		{"paused and resized at once", tfJob(running), tfJob(paused, moreWorkers, newImage), nil},
+		{"debugged and resized at once", tfJob(running), tfJob(debugged, moreWorkers), []wantErr{forbidden(workers)}},
+		{"succeeded", tfJob(status(batch.JobSucceeded, true)), tfJob(moreWorkers), []wantErr{forbidden(workers)}},
+		{"failed, even paused", tfJob(status(batch.JobFailed, false), paused), tfJob(paused, newImage), []wantErr{forbidden(template)}},
+		{"failed: other fields may change", tfJob(status(batch.JobFailed, true)), tfJob(func(j *batch.TensorFlowTrainingJob) {
+			j.Spec.RunPolicy.TTLSecondsAfterFinished = ptr.To[int32](60)
+		}), nil},
+		{"type renamed is reported on the type only", tfJob(running), tfJob(moreWorkers, func(j *batch.TensorFlowTrainingJob) {
+			j.Spec.ReplicaSpecs[1].Type, j.Spec.ReplicaSpecs[2].Type = batch.ReplicaTypeEvaluator, batch.ReplicaTypePS
+		}), []wantErr{invalid("spec.replicaSpecs[1].type"), invalid("spec.replicaSpecs[2].type")}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// A spec update keeps the stored status (the strategy copies it).
+			tc.job.Status = tc.old.Status
+			errs := ValidateTensorFlowTrainingJobUpdate(tc.job, tc.old)
+			expectErrors(t, errs, tc.want...)
+			for _, err := range errs {
+				if err.Type != field.ErrorTypeForbidden {
+					continue
+				}
+				want := "pause the job first (kubectl training pause"
+				if tc.old.Status.Phase.IsFinished() {
+					want = "the job has finished"
+				}
+				if !strings.Contains(err.Detail, want) {
+					t.Errorf("%s: the message %q does not say %q", err.Field, err.Detail, want)
+				}
+			}
+		})
+	}
+
+	t.Run("PyTorch", func(t *testing.T) {
+		old := ptJob(func(j *batch.PyTorchTrainingJob) {
+			j.Status.Phase = batch.JobRunning
+			j.Spec.Elastic = &batch.ElasticConfig{Enabled: true, MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](4)}
+		})
+		job := old.DeepCopy()
+		job.Spec.ReplicaSpecs[1].Replicas = ptr.To[int32](3)
+		// Elastic jobs get no exception yet.
+		expectErrors(t, ValidatePyTorchTrainingJobUpdate(job, old), forbidden("spec.replicaSpecs[1].replicas"))
+		batch.Pause(&job.Spec.TrainingJobSpec)
+		expectErrors(t, ValidatePyTorchTrainingJobUpdate(job, old))
 	})
 }

@@ -48,8 +48,10 @@ func ValidateTensorFlowTrainingJob(job *batch.TensorFlowTrainingJob) field.Error
 }
 
 // ValidateTensorFlowTrainingJobUpdate checks a change of a TensorFlowTrainingJob's spec and metadata.
+// old is the stored job, status included: whether its replica counts and pod
+// templates may change depends on whether it has pods.
 func ValidateTensorFlowTrainingJobUpdate(job, old *batch.TensorFlowTrainingJob) field.ErrorList {
-	return validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &tensorFlowRules)
+	return validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status, &tensorFlowRules)
 }
 
 // ValidatePyTorchTrainingJob checks a PyTorchTrainingJob being created.
@@ -59,8 +61,9 @@ func ValidatePyTorchTrainingJob(job *batch.PyTorchTrainingJob) field.ErrorList {
 }
 
 // ValidatePyTorchTrainingJobUpdate checks a change of a PyTorchTrainingJob's spec and metadata.
+// old is the stored job, status included, as for ValidateTensorFlowTrainingJobUpdate.
 func ValidatePyTorchTrainingJobUpdate(job, old *batch.PyTorchTrainingJob) field.ErrorList {
-	allErrs := validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &pyTorchRules)
+	allErrs := validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status, &pyTorchRules)
 	allErrs = append(allErrs, validatePyTorchExtras(&job.Spec, specPath)...)
 	return append(allErrs, validateElasticUpdate(job.Spec.Elastic, old.Spec.Elastic, specPath.Child("elastic"))...)
 }
@@ -108,12 +111,13 @@ func validateJobCreate(meta *metav1.ObjectMeta, spec *batch.TrainingJobSpec, rul
 }
 
 // validateJobUpdate checks a changed job: the metadata change, the new spec
-// as a whole, and the parts of the spec that are fixed once the job exists.
-func validateJobUpdate(meta, oldMeta *metav1.ObjectMeta, spec, oldSpec *batch.TrainingJobSpec, rules *kindRules) field.ErrorList {
+// as a whole, and the parts of the spec that are fixed once the job exists or
+// while it has pods, which oldStatus, the stored job's status, tells.
+func validateJobUpdate(meta, oldMeta *metav1.ObjectMeta, spec, oldSpec *batch.TrainingJobSpec, oldStatus *batch.TrainingJobStatus, rules *kindRules) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMetaUpdate(meta, oldMeta, metadataPath)
 	// The name cannot change, but the spec decides which names are derived
 	// from it: adding a TensorBoard to a job with a long name is refused here.
 	allErrs = append(allErrs, validateDerivedNames(meta.Name, spec, metadataPath.Child("name"))...)
 	allErrs = append(allErrs, rules.validateSpec(spec, specPath)...)
-	return append(allErrs, validateSpecUpdate(spec, oldSpec, specPath)...)
+	return append(allErrs, validateSpecUpdate(spec, oldSpec, oldStatus, specPath)...)
 }
