@@ -248,7 +248,7 @@ func writeJobStatus(out io.Writer, kind *jobKind, job v1beta1.TrainingJob, event
 		}
 	}
 	fmt.Fprintln(w, "Replicas:")
-	rows := replicaRows(spec, status)
+	rows := replicaRows(spec, status, now)
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "  <none>")
 	} else {
@@ -278,7 +278,7 @@ type replicaRow struct {
 // replicaRows lists the replicas the spec asks for, in spec order, with
 // what the status reports of each; replicas the status still reports beyond
 // the spec (a scaled-down paused job) follow.
-func replicaRows(spec *v1beta1.TrainingJobSpec, status *v1beta1.TrainingJobStatus) []replicaRow {
+func replicaRows(spec *v1beta1.TrainingJobSpec, status *v1beta1.TrainingJobStatus, now time.Time) []replicaRow {
 	tasks := map[v1beta1.ReplicaType]*v1beta1.TaskStatus{}
 	for i := range status.Tasks {
 		tasks[status.Tasks[i].Type] = &status.Tasks[i]
@@ -305,7 +305,7 @@ func replicaRows(spec *v1beta1.TrainingJobSpec, status *v1beta1.TrainingJobStatu
 			if i < len(task.ReplicaStatus) {
 				replica := task.ReplicaStatus[i]
 				row.pod = orDash(replica.Name)
-				row.phase = orDash(string(replica.Phase))
+				row.phase = replicaPhase(replica, now)
 				row.exitCodes = exitCodes(replica.Containers)
 				if replica.UID != "" {
 					row.podUID = string(replica.UID)[:min(8, len(replica.UID))]
@@ -315,6 +315,20 @@ func replicaRows(spec *v1beta1.TrainingJobSpec, status *v1beta1.TrainingJobStatu
 		}
 	}
 	return rows
+}
+
+// replicaPhase is the replica's phase, with its reason and, while it waits
+// out the restart backoff, how long until its next pod: "Deleted (BackOff,
+// restarts in 15s)".
+func replicaPhase(replica v1beta1.ReplicaStatus, now time.Time) string {
+	phase := orDash(string(replica.Phase))
+	if replica.Reason == "" {
+		return phase
+	}
+	if at := replica.RestartAt; at != nil && at.After(now) {
+		return fmt.Sprintf("%s (%s, restarts in %s)", phase, replica.Reason, duration.HumanDuration(at.Sub(now)))
+	}
+	return fmt.Sprintf("%s (%s)", phase, replica.Reason)
 }
 
 // exitCodes shows the exit codes of a replica's terminated containers: just

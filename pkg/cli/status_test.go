@@ -57,7 +57,8 @@ func runningPyTorchJob() *v1beta1.PyTorchTrainingJob {
 			{Type: "worker", RestartCount: 2, ReplicaStatus: []v1beta1.ReplicaStatus{
 				{Name: "resnet-worker-0", UID: "11111111-2222", Phase: v1beta1.ReplicaSucceeded,
 					Containers: []v1beta1.ContainerStatus{{Name: "pytorch", State: "Terminated"}}},
-				{Name: "resnet-worker-1", UID: "22222222-3333", Phase: v1beta1.ReplicaFailed,
+				{Name: "resnet-worker-1", UID: "22222222-3333", Phase: v1beta1.ReplicaDeleted,
+					Reason: "BackOff", RestartAt: ptr.To(ago(-15 * time.Second)), RestartCount: 1,
 					Containers: []v1beta1.ContainerStatus{{Name: "pytorch", State: "Terminated", ExitCode: 137}, {Name: "sidecar", State: "Terminated", ExitCode: 1}}},
 			}},
 		},
@@ -99,11 +100,11 @@ Conditions:
   Running          True     PodsRunning   80m    -
   ReplicaFailure   False    Recovered     5m     worker-1 was replaced.
 Replicas:
-  REPLICA    POD               PHASE       EXIT CODE               POD UID    RESTARTS
-  master-0   resnet-master-0   Running     -                       0a1b2c3d   0
-  worker-0   resnet-worker-0   Succeeded   0                       11111111   2
-  worker-1   resnet-worker-1   Failed      pytorch:137,sidecar:1   22222222   2
-  worker-2   -                 -           -                       -          2
+  REPLICA    POD               PHASE                                EXIT CODE               POD UID    RESTARTS
+  master-0   resnet-master-0   Running                              -                       0a1b2c3d   0
+  worker-0   resnet-worker-0   Succeeded                            0                       11111111   2
+  worker-1   resnet-worker-1   Deleted (BackOff, restarts in 15s)   pytorch:137,sidecar:1   22222222   2
+  worker-2   -                 -                                    -                       -          2
 Events:
   TYPE     REASON             AGE               FROM                  MESSAGE
   Normal   CreatedPod         120m              training-controller   Created pod resnet-master-0
