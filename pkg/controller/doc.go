@@ -57,10 +57,51 @@ limitations under the License.
 //     a pause. While pods are being deleted for a pause, the phase stays and
 //     the Paused condition is True with reason Pausing; Paused once none is
 //     left. Unknown is never set.
+//   - A pod carries the annotation batch.tensorstack.dev/topology, the
+//     replica counts it was built for ("chief:1,worker:3"); pods built for
+//     other counts are replaced at once, without counting a restart, so no
+//     two pods of a job disagree about the cluster. The apiserver lets the
+//     counts change only while the job is paused or has no pods, so this
+//     only catches a resume that came before the pause took effect.
 //   - Restarts: failures use up backoffLimit; a success replaced under
-//     restartPolicy Always, a disruption and a debug exit do not. Every
-//     replacement counts in the type's restartCount. With ExitCode, a pod
-//     that failed without any exit code is retried.
+//     restartPolicy Always, a disruption, an Ignore rule and a debug exit do
+//     not. Every replacement counts in the type's restartCount. With
+//     ExitCode, a pod that failed without any exit code is retried.
+//   - Failure policy (failurepolicy.go): for a failed pod outside debug
+//     mode, the first matching rule of spec.runPolicy.failurePolicy decides
+//     (FailJob fails the job with reason PodFailurePolicy; RestartJob
+//     replaces every pod, counted once however many replicas failed in that
+//     reconcile, all created together after the failed replica's backoff);
+//     without a match, a disruption is replaced promptly and otherwise the
+//     replica's restartPolicy decides. Rules see the pod's containers,
+//     init containers included, its conditions and reasons; for a pod that
+//     vanished they see only the exit codes the status recorded.
+//   - Restart backoff (backoff.go): a replica whose pod exited (failure,
+//     success under Always, debug exit) is created again only after a delay
+//     counted from the exit (the latest container finishedAt, else the
+//     deletion time, else now): --restart-backoff-base (10 s) doubled for
+//     each restart of that replica in a row, at most --restart-backoff-max
+//     (6 min). The count is the replica's status restartCount; it starts
+//     again when a pod of the replica had run for 10 minutes. Disruptions
+//     are replaced at once. While it waits, the replica's status is Deleted
+//     with reason BackOff and restartAt, and the job is requeued for that
+//     time, not polled. Restarting events say when the new pod starts.
+//   - Outcomes (finalizer.go): every replica pod carries the finalizer
+//     batch.tensorstack.dev/replica-outcome, removed once the stored status
+//     records the pod's UID with a final phase (Succeeded, Failed, or
+//     Deleted for a pod being replaced or paused), and from every pod of a
+//     finished job, a job being deleted, or a job that is gone. A replica
+//     recorded Succeeded is not run again when its pod disappears (except
+//     under Always or in debug mode). A pod deleted by someone else while it
+//     runs, or one that vanished with its outcome unrecorded (its finalizer
+//     stripped, or created before the finalizer existed), counts as a
+//     failure with an unknown exit code under the replica's policies: what
+//     it would have done cannot be known, and counting it keeps backoffLimit
+//     and Never meaningful; an eviction through the Eviction API carries
+//     DisruptionTarget and is therefore a disruption, not a failure.
+//   - Success policy: Default applies the kind's rule; AllWorkers succeeds
+//     once every worker replica has, AnyWorker once one has. Replicas of
+//     other types left running are then cleaned up by cleanUpPolicy.
 //   - A restart is recorded in the status before the pod is deleted: the
 //     replica's entry turns Deleted with the old pod's UID. A failure is
 //     thus counted once even if the delete fails or the cache is stale; the
