@@ -190,10 +190,14 @@ func TestExitCodeRestartPolicy(t *testing.T) {
 			}
 			return job.JobStatus().BackoffCount >= 1, nil
 		})
-		// Pods created from now on exit 0.
+		// The template of a job with pods changes only with a pause (in the
+		// same update); after the resume, pods exit 0.
 		f.UpdateJob(ref, func(job v1beta1.TrainingJob) {
 			job.CommonSpec().ReplicaSpecs[0].Template.Annotations[framework.AnnotationExitCode] = "0"
+			job.CommonSpec().RunMode = &v1beta1.RunMode{Pause: &v1beta1.PauseMode{Enabled: true}}
 		})
+		f.WaitForPhase(ref, v1beta1.JobPaused)
+		f.MustAction(ref, "resume", "")
 		job := f.WaitForPhase(ref, v1beta1.JobSucceeded)
 		checkSucceeded(t, job)
 		if n := job.JobStatus().BackoffCount; n < 1 || n >= 20 {

@@ -91,6 +91,11 @@ const (
 	// termination and eviction reasons are CamelCase words such as
 	// OOMKilled, ContainerCannotRun or Evicted.
 	MaxFailurePolicyReasonLength = 128
+
+	// MaxReplicaStatusReasonLength is the longest reason of a replica's
+	// status entry: the controller writes short CamelCase words (BackOff),
+	// and a job at the replica cap carries a thousand of them.
+	MaxReplicaStatusReasonLength = 32
 )
 
 // TotalReplicas is the number of replicas the specs ask for, an unset count

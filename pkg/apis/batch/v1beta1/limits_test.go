@@ -19,6 +19,7 @@ package v1beta1_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,7 +46,7 @@ import (
 // write that fails for size).
 const (
 	storedObjectBudget = 1 << 20
-	statusBudget       = 768 << 10
+	statusBudget       = 832 << 10
 	// largeJobTypes is how many replica types with large templates the
 	// whole-job check carries (say master, worker, ps and a data loader).
 	largeJobTypes = 4
@@ -171,7 +172,8 @@ func worstCaseJob(t *testing.T, replicaTypes int) *v1beta1.PyTorchTrainingJob {
 		for i := range *r.Replicas {
 			n++
 			rs := v1beta1.ReplicaStatus{
-				Name: jobName + "-" + string(r.Type) + "-" + strconv.Itoa(int(i)), UID: uid(n), Phase: v1beta1.ReplicaSucceeded,
+				Name: jobName + "-" + string(r.Type) + "-" + strconv.Itoa(int(i)), UID: uid(n), Phase: v1beta1.ReplicaDeleted,
+				Reason: strings.Repeat("r", batch.MaxReplicaStatusReasonLength), RestartAt: &now, RestartCount: math.MaxInt32,
 			}
 			for c := range containersPerReplica {
 				rs.Containers = append(rs.Containers, v1beta1.ContainerStatus{

@@ -140,6 +140,9 @@ func validateTasks(tasks []batch.TaskStatus, fldPath *field.Path) field.ErrorLis
 			if replica.RestartCount < 0 {
 				allErrs = append(allErrs, nonNegative(replicaPath.Child("restartCount"), int64(replica.RestartCount)))
 			}
+			if len(replica.Reason) > batch.MaxReplicaStatusReasonLength {
+				allErrs = append(allErrs, field.TooLong(replicaPath.Child("reason"), "", batch.MaxReplicaStatusReasonLength))
+			}
 		}
 	}
 	return allErrs

@@ -218,6 +218,9 @@ func TestStatusUpdate(t *testing.T) {
 			r := &s.Tasks[0].ReplicaStatus[1]
 			r.Phase, r.Reason, r.RestartAt, r.RestartCount = batch.ReplicaFailed, "BackOff", &later, 2
 		}), nil},
+		{"replica reason too long", tfJob(), withStatus(func(s *batch.TrainingJobStatus) {
+			s.Tasks[0].ReplicaStatus[1].Reason = strings.Repeat("R", batch.MaxReplicaStatusReasonLength+1)
+		}), []wantErr{tooLong("status.tasks[0].replicaStatus[1].reason")}},
 		{"task type missing", tfJob(), withStatus(func(s *batch.TrainingJobStatus) { s.Tasks[0].Type = "" }),
 			[]wantErr{required("status.tasks[0].type")}},
 		{"task twice", tfJob(), withStatus(func(s *batch.TrainingJobStatus) { s.Tasks = append(s.Tasks, s.Tasks[0]) }),
