@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,6 +166,11 @@ func TestDeletedSucceededWorkerNotRerun(t *testing.T) {
 		st := job.JobStatus()
 		return len(st.Tasks) == 2 && st.Tasks[1].ReplicaStatus[0].Phase == v1beta1.ReplicaSucceeded, nil
 	})
+	// A running job keeps its topology: resizing it is refused until paused.
+	r := f.KubectlNS("patch", ref.KubectlName(), "-p", `{"spec":{"replicaSpecs":[{"type":"worker","replicas":3}]}}`)
+	if r.Err == nil || !strings.Contains(r.Stderr, "spec.replicaSpecs[1].replicas") || !strings.Contains(r.Stderr, "pause the job first") {
+		t.Errorf("resizing a running job was not refused with the field and what to do: %s", r)
+	}
 	if err := f.Kube.CoreV1().Pods(f.Namespace).Delete(f.Context(), "done-worker-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
