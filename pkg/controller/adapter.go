@@ -71,7 +71,7 @@ type ReplicaID struct {
 
 // Hostname is the replica's hostname, <type>-<index>.
 func (r ReplicaID) Hostname() string {
-	return string(r.Type) + "-" + strconv.Itoa(int(r.Index))
+	return batch.Hostname(string(r.Type), r.Index)
 }
 
 // ReplicaPhases tells the success rules what each replica did.

@@ -22,6 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
@@ -36,7 +37,7 @@ var _ Adapter = pyTorchAdapter{}
 
 func (pyTorchAdapter) Kind() string                  { return PyTorchKind }
 func (pyTorchAdapter) TrainingContainerName() string { return v1beta1.PyTorchContainerName }
-func (pyTorchAdapter) PortNames() []string           { return []string{"pytorch", "pytorchjob-port"} }
+func (pyTorchAdapter) PortNames() []string           { return batch.PyTorchPortNames() }
 func (pyTorchAdapter) DefaultPort() int32            { return v1beta1.PyTorchDefaultPort }
 
 // RankOrder puts the master type first and keeps the list order otherwise.

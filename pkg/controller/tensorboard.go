@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
@@ -49,7 +50,6 @@ const (
 	// per PVC.
 	tensorBoardLogRoot = "/t9k/logs"
 	tensorBoardName    = "tensorboard"
-	filesetPrefix      = "t9k://pvc/"
 )
 
 // Actions recorded in status.tensorboard.action.
@@ -58,19 +58,18 @@ const (
 	tensorBoardActionUpdate = "Update"
 )
 
-// TensorBoardName is the name of a job's TensorBoard Deployment and Service.
-func TensorBoardName(job string) string { return job + "-tensorboard" }
+// TensorBoardName is the name of a job's TensorBoard Deployment and Service,
+// <job>-tensorboard.
+func TensorBoardName(job string) string { return batch.TensorBoardName(job) }
 
 // parseFileset splits t9k://pvc/<pvc>/<path> into the PVC and a clean
-// absolute path inside it.
+// absolute path inside it. It asks no more of the location than that it can
+// be split: a job stored before validation asked for more still gets its
+// TensorBoard.
 func parseFileset(s string) (pvc, dir string, err error) {
-	rest, ok := strings.CutPrefix(s, filesetPrefix)
-	if !ok {
-		return "", "", fmt.Errorf("training log fileset %q does not start with %s", s, filesetPrefix)
-	}
-	pvc, dir, _ = strings.Cut(rest, "/")
-	if pvc == "" {
-		return "", "", fmt.Errorf("training log fileset %q names no PVC", s)
+	pvc, dir, err = batch.ParseFileset(s)
+	if err != nil {
+		return "", "", fmt.Errorf("training log fileset %q: %w", s, err)
 	}
 	return pvc, path.Clean("/" + dir), nil
 }

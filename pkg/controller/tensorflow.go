@@ -22,6 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
@@ -35,7 +36,7 @@ var _ Adapter = tensorFlowAdapter{}
 
 func (tensorFlowAdapter) Kind() string                  { return TensorFlowKind }
 func (tensorFlowAdapter) TrainingContainerName() string { return v1beta1.TensorFlowContainerName }
-func (tensorFlowAdapter) PortNames() []string           { return []string{"tensorflow", "tfjob-port"} }
+func (tensorFlowAdapter) PortNames() []string           { return batch.TensorFlowPortNames() }
 func (tensorFlowAdapter) DefaultPort() int32            { return v1beta1.TensorFlowDefaultPort }
 
 // RankOrder keeps the list order: TensorFlow has no global rank, and indices

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
@@ -99,10 +100,7 @@ func elasticRange(policy *object, replicas []v1beta1.ReplicaSpec) (*v1beta1.Elas
 		workers := -1
 		for _, r := range replicas {
 			if r.Type == v1beta1.ReplicaTypeWorker {
-				workers = 1
-				if r.Replicas != nil {
-					workers = int(*r.Replicas)
-				}
+				workers = int(v1beta1.ReplicasOf(&r))
 			}
 		}
 		if workers < 0 {
@@ -158,8 +156,8 @@ func convertRendezvous(policy *object, jobName string, torchrun torchrunTarget, 
 		torchrun.set(portPath, func(*v1beta1.TorchrunConfig) {})
 		return nil
 	default:
-		why = "a rendezvous endpoint needs both rdzvHost and rdzvPort; ours holds the rendezvous on the master replica (MASTER_ADDR), " +
-			"on its port named pytorch or pytorchjob-port, else 23456"
+		why = fmt.Sprintf("a rendezvous endpoint needs both rdzvHost and rdzvPort; ours holds the rendezvous on the master replica (MASTER_ADDR), "+
+			"on its port named %s, else %d", strings.Join(batch.PyTorchPortNames(), " or "), batch.PyTorchDefaultPort)
 	}
 	if hasHost {
 		w.notCarriedOver(hostPath, why)

@@ -104,11 +104,7 @@ const (
 func TotalReplicas(specs []ReplicaSpec) int64 {
 	var total int64
 	for i := range specs {
-		n := int64(1)
-		if r := specs[i].Replicas; r != nil {
-			n = max(int64(*r), 0)
-		}
-		total += n
+		total += max(int64(ReplicasOf(&specs[i])), 0)
 	}
 	return total
 }

@@ -90,7 +90,7 @@ func (c tableConvertor) row(obj runtime.Object) (metav1.TableRow, error) {
 
 	replicas := make([]string, 0, len(spec.ReplicaSpecs))
 	for _, r := range spec.ReplicaSpecs {
-		replicas = append(replicas, fmt.Sprintf("%s:%d", r.Type, replicaCount(r)))
+		replicas = append(replicas, fmt.Sprintf("%s:%d", r.Type, batch.ReplicasOf(&r)))
 	}
 	// Sums in int64: a job stored before the replica cap, or a status
 	// written by another client, may hold counts near the int32 limit.
@@ -129,13 +129,6 @@ func waitingForGang(spec *batch.TrainingJobSpec, status *batch.TrainingJobStatus
 	}
 	c := meta.FindStatusCondition(status.Conditions, batch.ConditionGangScheduled)
 	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == batch.ReasonWaitingForGang && runMode(spec) != "Pause"
-}
-
-func replicaCount(r batch.ReplicaSpec) int32 {
-	if r.Replicas == nil {
-		return 1
-	}
-	return *r.Replicas
 }
 
 func runMode(spec *batch.TrainingJobSpec) string {

@@ -20,6 +20,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+
+	"tensorstack.dev/training/pkg/apis/batch"
 )
 
 // Default values of optional fields.
@@ -38,7 +40,7 @@ func addDefaultingFuncs(scheme *runtime.Scheme) error {
 // SetDefaults_ReplicaSpec fills the replica count and restart policy.
 func SetDefaults_ReplicaSpec(obj *ReplicaSpec) {
 	if obj.Replicas == nil {
-		obj.Replicas = ptr.To[int32](1)
+		obj.Replicas = ptr.To(batch.DefaultReplicas)
 	}
 	if obj.RestartPolicy == "" {
 		obj.RestartPolicy = RestartPolicyNever

@@ -17,9 +17,9 @@ limitations under the License.
 package v1beta1
 
 import (
-	"strconv"
-
 	corev1 "k8s.io/api/core/v1"
+
+	"tensorstack.dev/training/pkg/apis/batch"
 )
 
 // Labels the controller puts on every object it creates for a job.
@@ -38,12 +38,13 @@ const (
 	CategoryTrainingJobs = "trainingjobs"
 )
 
-// Container names, ports and environment defaults of the training replicas.
+// Container names and default ports of the training replicas; the rules
+// themselves are in pkg/apis/batch (contract.go), which validation applies.
 const (
-	TensorFlowContainerName = "tensorflow"
-	PyTorchContainerName    = "pytorch"
-	TensorFlowDefaultPort   = 2222
-	PyTorchDefaultPort      = 23456
+	TensorFlowContainerName = batch.TensorFlowContainerName
+	PyTorchContainerName    = batch.PyTorchContainerName
+	TensorFlowDefaultPort   = batch.TensorFlowDefaultPort
+	PyTorchDefaultPort      = batch.PyTorchDefaultPort
 )
 
 // RetryableExitCodes are the exit codes the ExitCode restart policy retries:
@@ -53,31 +54,20 @@ var RetryableExitCodes = map[int32]bool{130: true, 137: true, 138: true, 143: tr
 
 // PodName is the name of a replica's pod: <job>-<type>-<index>.
 func PodName(job string, replicaType ReplicaType, index int32) string {
-	return job + "-" + string(replicaType) + "-" + strconv.FormatInt(int64(index), 10)
+	return batch.PodName(job, string(replicaType), index)
 }
 
 // TrainingContainer is the index in containers of the container that runs
 // the training program: the one named name (TensorFlowContainerName or
 // PyTorchContainerName), else the first; -1 when there are none.
 func TrainingContainer(containers []corev1.Container, name string) int {
-	for i := range containers {
-		if containers[i].Name == name {
-			return i
-		}
-	}
-	if len(containers) == 0 {
-		return -1
-	}
-	return 0
+	return batch.TrainingContainer(containers, name)
 }
 
 // ReplicasOf is how many replicas a replica type asks for; an unset count
 // means 1, as defaulting sets it.
 func ReplicasOf(spec *ReplicaSpec) int32 {
-	if spec.Replicas == nil {
-		return 1
-	}
-	return *spec.Replicas
+	return batch.ReplicasOrDefault(spec.Replicas)
 }
 
 // ReplicaOutcomeFinalizer is the finalizer the controller puts on every

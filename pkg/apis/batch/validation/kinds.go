@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"tensorstack.dev/training/pkg/apis/batch"
-	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
 // kindRules is all the shared spec validation needs to know about one job
@@ -69,8 +68,8 @@ var tensorFlowRules = kindRules{
 		batch.ReplicaTypeChief:     {0, 1, "a TensorFlow job has at most one chief"},
 		batch.ReplicaTypeEvaluator: {0, 1, "a TensorFlow job has at most one evaluator"},
 	},
-	trainingContainer:  v1beta1.TensorFlowContainerName,
-	rendezvousPorts:    []string{"tensorflow", "tfjob-port"},
+	trainingContainer:  batch.TensorFlowContainerName,
+	rendezvousPorts:    batch.TensorFlowPortNames(),
 	validateReplicaSet: validateTensorFlowReplicaSet,
 }
 
@@ -79,8 +78,8 @@ var pyTorchRules = kindRules{
 	bounds: map[batch.ReplicaType]replicaBounds{
 		batch.ReplicaTypeMaster: {1, 1, "a PyTorch job has exactly one master"},
 	},
-	trainingContainer:  v1beta1.PyTorchContainerName,
-	rendezvousPorts:    []string{"pytorch", "pytorchjob-port"},
+	trainingContainer:  batch.PyTorchContainerName,
+	rendezvousPorts:    batch.PyTorchPortNames(),
 	validateReplicaSet: validatePyTorchReplicaSet,
 }
 
@@ -89,7 +88,7 @@ var pyTorchRules = kindRules{
 // evaluator alone never finish successfully.
 func validateTensorFlowReplicaSet(specs []batch.ReplicaSpec, fldPath *field.Path) field.ErrorList {
 	for _, spec := range specs {
-		if (spec.Type == batch.ReplicaTypeChief || spec.Type == batch.ReplicaTypeWorker) && replicaCount(&spec) > 0 {
+		if (spec.Type == batch.ReplicaTypeChief || spec.Type == batch.ReplicaTypeWorker) && batch.ReplicasOf(&spec) > 0 {
 			return nil
 		}
 	}
@@ -107,19 +106,10 @@ func validatePyTorchReplicaSet(specs []batch.ReplicaSpec, fldPath *field.Path) f
 			return nil
 		}
 	}
-	if n := replicaCount(&specs[0]); n < 1 {
+	if n := batch.ReplicasOf(&specs[0]); n < 1 {
 		return field.ErrorList{field.Invalid(fldPath.Index(0).Child("replicas"), n,
 			fmt.Sprintf("must be at least 1: without a %q replica type, replica 0 of the first listed type (%q) is the rendezvous master (MASTER_ADDR)",
 				batch.ReplicaTypeMaster, specs[0].Type))}
 	}
 	return nil
-}
-
-// replicaCount is the number of replicas of a spec, taking an unset count as
-// the default of 1 that defaulting fills in.
-func replicaCount(spec *batch.ReplicaSpec) int32 {
-	if spec.Replicas == nil {
-		return 1
-	}
-	return *spec.Replicas
 }

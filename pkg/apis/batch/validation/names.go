@@ -18,17 +18,12 @@ package validation
 
 import (
 	"fmt"
-	"strconv"
 
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"tensorstack.dev/training/pkg/apis/batch"
 )
-
-// tensorBoardSuffix is appended to the job name to name the TensorBoard
-// Deployment and Service.
-const tensorBoardSuffix = "-tensorboard"
 
 // derivedName is the name of an object the controller creates for a job, and
 // the kind of name it must be.
@@ -57,7 +52,7 @@ func derivedNames(jobName string, spec *batch.TrainingJobSpec) []derivedName {
 	if spec.TensorboardSpec != nil {
 		names = append(names, derivedName{
 			what:      "the TensorBoard Deployment and Service",
-			value:     jobName + tensorBoardSuffix,
+			value:     batch.TensorBoardName(jobName),
 			maxLength: utilvalidation.DNS1035LabelMaxLength,
 			check:     utilvalidation.IsDNS1035Label,
 		})
@@ -66,26 +61,16 @@ func derivedNames(jobName string, spec *batch.TrainingJobSpec) []derivedName {
 		r := &spec.ReplicaSpecs[i]
 		// A type that is not a label is reported on its own field; judging
 		// the pod names built from it would only repeat that.
-		if n := replicaCount(r); n > 0 && len(utilvalidation.IsDNS1123Label(string(r.Type))) == 0 {
+		if n := batch.ReplicasOf(r); n > 0 && len(utilvalidation.IsDNS1123Label(string(r.Type))) == 0 {
 			names = append(names, derivedName{
 				what:      fmt.Sprintf("the pod of %s replica %d", r.Type, n-1),
-				value:     podName(jobName, r.Type, n-1),
+				value:     batch.PodName(jobName, string(r.Type), n-1),
 				maxLength: utilvalidation.DNS1123SubdomainMaxLength,
 				check:     utilvalidation.IsDNS1123Subdomain,
 			})
 		}
 	}
 	return names
-}
-
-// podName is the name of a replica's pod: <job>-<type>-<index>.
-func podName(jobName string, replicaType batch.ReplicaType, index int32) string {
-	return jobName + "-" + hostname(replicaType, index)
-}
-
-// hostname is a replica's hostname within the job's Service: <type>-<index>.
-func hostname(replicaType batch.ReplicaType, index int32) string {
-	return string(replicaType) + "-" + strconv.Itoa(int(index))
 }
 
 // validateDerivedNames reports a job name that is valid on its own but too
@@ -118,7 +103,7 @@ func validateHostnames(replicaType batch.ReplicaType, replicas int32, fldPath *f
 	if replicas == 0 {
 		return nil
 	}
-	longest := hostname(replicaType, replicas-1)
+	longest := batch.Hostname(string(replicaType), replicas-1)
 	if len(longest) <= utilvalidation.DNS1123LabelMaxLength {
 		return nil
 	}

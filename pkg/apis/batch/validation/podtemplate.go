@@ -26,6 +26,8 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"tensorstack.dev/training/pkg/apis/batch"
 )
 
 // The pod template checks below are a deliberate subset of what the
@@ -65,25 +67,10 @@ func (k *kindRules) validatePodTemplate(template *corev1.PodTemplateSpec, fldPat
 		allErrs = append(allErrs, field.Forbidden(podPath.Child("ephemeralContainers"),
 			"cannot be set in a pod template; ephemeral containers are added to running pods"))
 	}
-	if i := k.trainingContainerIndex(pod.Containers); i >= 0 {
+	if i := batch.TrainingContainer(pod.Containers, k.trainingContainer); i >= 0 {
 		allErrs = append(allErrs, k.validateRendezvousPorts(&pod.Containers[i], podPath.Child("containers").Index(i))...)
 	}
 	return allErrs
-}
-
-// trainingContainerIndex finds the container that runs the training program:
-// the one with the kind's container name, else the first. It returns -1 when
-// there is no container.
-func (k *kindRules) trainingContainerIndex(containers []corev1.Container) int {
-	for i := range containers {
-		if containers[i].Name == k.trainingContainer {
-			return i
-		}
-	}
-	if len(containers) == 0 {
-		return -1
-	}
-	return 0
 }
 
 // validateRendezvousPorts checks the training container's port that the

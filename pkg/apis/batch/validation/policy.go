@@ -250,7 +250,7 @@ func validateSuccessPolicy(policy batch.SuccessPolicy, specs []batch.ReplicaSpec
 		if specs[i].Type != batch.ReplicaTypeWorker {
 			continue
 		}
-		if replicaCount(&specs[i]) < 1 {
+		if batch.ReplicasOf(&specs[i]) < 1 {
 			return field.ErrorList{field.Invalid(fldPath, string(policy), fmt.Sprintf(
 				"%s decides by the %q replicas, and spec.replicaSpecs[%d] has none: give it at least one replica, or use %s",
 				policy, batch.ReplicaTypeWorker, i, batch.SuccessPolicyDefault))}

@@ -17,9 +17,6 @@ limitations under the License.
 package validation
 
 import (
-	"fmt"
-	"strings"
-
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -79,7 +76,7 @@ func (k *kindRules) validateReplicaSpecs(specs []batch.ReplicaSpec, fldPath *fie
 		typesUsable = typesUsable && len(typeErrs) == 0
 		allErrs = append(allErrs, typeErrs...)
 
-		replicas := replicaCount(spec)
+		replicas := batch.ReplicasOf(spec)
 		replicasPath := specPath.Child("replicas")
 		if replicas < 0 {
 			allErrs = append(allErrs, field.Invalid(replicasPath, replicas, "must be greater than or equal to 0"))
@@ -228,7 +225,7 @@ func validateTensorBoardSpec(spec *batch.TensorBoardSpec, fldPath *field.Path) f
 	}
 	seen := make(map[string]bool, len(spec.TrainingLogFilesets))
 	for i, fileset := range spec.TrainingLogFilesets {
-		errs := filesetErrors(fileset)
+		errs := batch.FilesetErrors(fileset)
 		for _, msg := range errs {
 			allErrs = append(allErrs, field.Invalid(filesetsPath.Index(i), fileset, msg))
 		}
@@ -241,42 +238,6 @@ func validateTensorBoardSpec(spec *batch.TensorBoardSpec, fldPath *field.Path) f
 		allErrs = append(allErrs, validateResources(spec.Resources, fldPath.Child("resources"))...)
 	}
 	return allErrs
-}
-
-// filesetPrefix starts every training log location: a path inside a
-// PersistentVolumeClaim of the job's namespace.
-const filesetPrefix = "t9k://pvc/"
-
-// filesetErrors describes what is wrong with a training log location, which
-// must be t9k://pvc/<pvc-name>/<path>.
-func filesetErrors(fileset string) []string {
-	const form = "must have the form t9k://pvc/<pvc-name>/<path>"
-	rest, ok := strings.CutPrefix(fileset, filesetPrefix)
-	if !ok {
-		return []string{form}
-	}
-	pvc, path, _ := strings.Cut(rest, "/")
-	var errs []string
-	if pvc == "" {
-		errs = append(errs, form+": the PVC name is missing")
-	} else {
-		for _, msg := range utilvalidation.IsDNS1123Subdomain(pvc) {
-			errs = append(errs, fmt.Sprintf("PVC name %q: %s", pvc, msg))
-		}
-	}
-	if strings.Trim(path, "/") == "" {
-		errs = append(errs, form+": the path within the PVC is missing")
-	}
-	for _, segment := range strings.Split(path, "/") {
-		if segment == ".." {
-			errs = append(errs, "the path within the PVC may not contain '..'")
-			break
-		}
-	}
-	if strings.ContainsRune(path, 0) {
-		errs = append(errs, "the path within the PVC may not contain NUL characters")
-	}
-	return errs
 }
 
 // contains reports whether list holds v.

@@ -88,9 +88,9 @@ func validateTopologyUpdate(spec, old *batch.TrainingJobSpec, oldStatus *batch.T
 		if now.Type != was.Type {
 			continue
 		}
-		if replicaCount(now) != replicaCount(was) {
+		if batch.ReplicasOf(now) != batch.ReplicasOf(was) {
 			allErrs = append(allErrs, field.Forbidden(fldPath.Index(i).Child("replicas"), fmt.Sprintf(
-				"cannot change from %d to %d: %s", replicaCount(was), replicaCount(now), refusal)))
+				"cannot change from %d to %d: %s", batch.ReplicasOf(was), batch.ReplicasOf(now), refusal)))
 		}
 		if !apiequality.Semantic.DeepEqual(now.Template, was.Template) {
 			allErrs = append(allErrs, field.Forbidden(fldPath.Index(i).Child("template"), fmt.Sprintf(
