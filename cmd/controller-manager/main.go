@@ -125,7 +125,12 @@ func runManager(ctx context.Context, opts *options) error {
 		return fmt.Errorf("choosing the gang scheduler: %w", err)
 	}
 	logger.Info("Gang scheduling", "requested", opts.gangBackend, "backend", ctrlOpts.GangScheduler)
-	if ctrlOpts.GangScheduler == controller.GangSchedulerCoscheduling {
+	ctrlOpts.Queueing, err = controller.ResolveQueueing(ctx, kubeClient.Discovery(), opts.queueingSystem)
+	if err != nil {
+		return fmt.Errorf("choosing the queueing system: %w", err)
+	}
+	logger.Info("Queueing", "requested", opts.queueingSystem, "system", ctrlOpts.Queueing)
+	if ctrlOpts.GangScheduler == controller.GangSchedulerCoscheduling || ctrlOpts.Queueing == controller.QueueingKueue {
 		if ctrlOpts.DynamicClient, err = dynamic.NewForConfig(cfg); err != nil {
 			return fmt.Errorf("building dynamic client: %w", err)
 		}

@@ -49,6 +49,9 @@ type options struct {
 	// value, set by validate.
 	gangScheduler             string
 	gangBackend               controller.GangScheduler
+	// queueing is --queueing as given; queueingSystem its parsed value.
+	queueing       string
+	queueingSystem controller.Queueing
 	coschedulingSchedulerName string
 }
 
@@ -70,6 +73,7 @@ func newOptions() *options {
 		healthAddr:           ":8081",
 
 		gangScheduler:             string(controller.GangSchedulerAuto),
+		queueing:                  string(controller.QueueingAuto),
 		coschedulingSchedulerName: controller.DefaultCoschedulingSchedulerName,
 	}
 }
@@ -105,6 +109,10 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"Address serving Prometheus metrics at /metrics; empty or 0 disables.")
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", o.healthAddr,
 		"Address serving /healthz, /livez and /readyz; empty or 0 disables.")
+	fs.StringVar(&o.queueing, "queueing", o.queueing,
+		"Queueing system that admits the jobs naming a queue (spec.scheduler.t9kScheduler.queue or the label "+
+			"kueue.x-k8s.io/queue-name): kueue, none (they run at once), or auto (kueue when the cluster serves "+
+			"kueue.x-k8s.io/v1beta1 Workloads).")
 	fs.StringVar(&o.gangScheduler, "gang-scheduler", o.gangScheduler,
 		"How jobs with spec.scheduler.t9kScheduler are gang-scheduled: workload (the Workload API, "+
 			"scheduling.k8s.io/v1beta1), coscheduling (scheduler-plugins' PodGroups, scheduling.x-k8s.io/v1alpha1), "+
@@ -120,6 +128,9 @@ func (o *options) validate() error {
 		return fmt.Errorf("--gang-scheduler: %w", err)
 	}
 	o.gangBackend = backend
+	if o.queueingSystem, err = controller.ParseQueueing(o.queueing); err != nil {
+		return fmt.Errorf("--queueing: %w", err)
+	}
 	if errs := validation.IsDNS1123Subdomain(o.coschedulingSchedulerName); len(errs) > 0 {
 		return fmt.Errorf("--coscheduling-scheduler-name %q: %v", o.coschedulingSchedulerName, errs)
 	}

@@ -75,9 +75,13 @@ type Options struct {
 	// CoschedulingSchedulerName is the scheduler running scheduler-plugins'
 	// Coscheduling plugin. Defaults to DefaultCoschedulingSchedulerName.
 	CoschedulingSchedulerName string
+	// Queueing is the queueing system that admits the jobs naming a queue:
+	// QueueingKueue, or QueueingNone (also the zero value). QueueingAuto
+	// must be resolved first (ResolveQueueing).
+	Queueing Queueing
 	// DynamicClient and DynamicInformers (NewDynamicInformerFactory, started
-	// by the caller) serve the coscheduling PodGroups; needed only with
-	// GangSchedulerCoscheduling.
+	// by the caller) serve the coscheduling PodGroups and Kueue's Workloads;
+	// needed only with GangSchedulerCoscheduling or QueueingKueue.
 	DynamicClient    dynamic.Interface
 	DynamicInformers dynamicinformer.DynamicSharedInformerFactory
 }
@@ -101,6 +105,8 @@ type Controller struct {
 	broadcaster  record.EventBroadcaster
 	clock        clock.WithTicker
 	backoff      RestartBackoff
+	// kueue queues the jobs that name a queue; nil without Kueue.
+	kueue *kueueQueue
 
 	clusterDomain string
 }
@@ -201,6 +207,9 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, jobClient version
 	c.synced = append(c.synced, pods.Informer().HasSynced, services.Informer().HasSynced,
 		deployments.Informer().HasSynced)
 	if err := c.setUpGang(logger, kubeInformers, opts); err != nil {
+		return nil, err
+	}
+	if err := c.setUpQueueing(logger, opts); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -400,6 +400,7 @@ func (f *fixture) observe() {
 	deps, _ := f.kubeClient.AppsV1().Deployments("").List(ctx, metav1.ListOptions{})
 	f.replaceAll(f.kubeInformers.Apps().V1().Deployments().Informer().GetIndexer(), deploymentsOf(deps.Items))
 	f.observeGang()
+	f.observeKueue()
 	// Jobs.
 	tfs, _ := f.jobClient.BatchV1beta1().TensorFlowTrainingJobs("").List(ctx, metav1.ListOptions{})
 	var tfObjs []any

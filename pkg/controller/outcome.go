@@ -39,6 +39,13 @@ func (r *reconciler) planActive() {
 		r.planPause()
 		return
 	}
+	if r.queue != nil {
+		if !r.queue.admitted {
+			r.planQueued()
+			return
+		}
+		r.markAdmitted()
+	}
 
 	r.resume()
 

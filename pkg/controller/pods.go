@@ -172,6 +172,9 @@ func (r *reconciler) newPod(s *slot) (*corev1.Pod, error) {
 	pod.Spec.Subdomain = r.job.GetName()
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
 	r.preparePodScheduling(pod, s.id)
+	if r.placements != nil {
+		r.placePod(pod, s.id.Type)
+	}
 
 	c := &pod.Spec.Containers[ci]
 	switch {

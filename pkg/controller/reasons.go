@@ -57,6 +57,9 @@ const (
 	// the gang wait for room.
 	ReasonGangPlaced      = "GangPlaced"
 	ReasonNoGangScheduler = "NoGangScheduler"
+	// Queued condition: a job with more replica types than Kueue's pod
+	// sets allow waits with this reason.
+	ReasonTooManyPodSets = "TooManyPodSets"
 	// Paused condition and events.
 	ReasonPausing = "Pausing"
 	ReasonPaused  = "Paused"

@@ -117,6 +117,12 @@ type reconciler struct {
 	stale  []*corev1.Pod // pods of an earlier job of the same name
 	env    ReplicaEnv    // built for the first pod the reconcile creates
 	gang   *gangGroup    // the group the pods join, when the job asks for one
+	// queue is the job's Workload, for a job queued with Kueue; nil otherwise.
+	queue *queueState
+	// queueStopped: a queued job not admitted has no pods left.
+	queueStopped bool
+	// placements are what Kueue's admission asks of each pod set's pods.
+	placements map[v1beta1.ReplicaType]*podSetPlacement
 
 	restarts      map[v1beta1.ReplicaType]int32 // replacements decided now, per type
 	restartingJob bool                          // a RestartJob decided now
@@ -213,6 +219,11 @@ func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	r.assign(pods)
+	if r.c.kueue != nil && queueName(r.job) != "" {
+		if r.queue, err = r.readQueue(); err != nil {
+			return 0, err
+		}
+	}
 
 	var errs []error
 	if !finished {
@@ -240,6 +251,17 @@ func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
 	// The status holds the outcomes now: the pods may go.
 	if err := r.releaseRecorded(ctx); err != nil {
 		errs = append(errs, err)
+	}
+	if r.queue != nil {
+		if err := r.syncQueue(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		if len(r.creates) > 0 && r.queue.admitted {
+			if err := r.readPlacements(ctx); err != nil {
+				errs = append(errs, err)
+				r.creates = nil
+			}
+		}
 	}
 
 	if r.deleteJob {

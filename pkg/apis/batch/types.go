@@ -481,6 +481,18 @@ const (
 // it after a Pending or Resuming phase.
 const ReasonWaitingForGang = "WaitingForGang"
 
+// ConditionQueued, on a job in a Kueue queue (spec.scheduler.t9kScheduler.queue
+// or the label kueue.x-k8s.io/queue-name), says whether it waits for
+// admission: True with ReasonWaitingForAdmission before it is admitted, or
+// with Kueue's eviction reason (Preempted, InactiveWorkload, ...) once it was
+// evicted; False with ReasonAdmitted while it may run. kubectl get shows the
+// reason of a True condition after the phase.
+const (
+	ConditionQueued           = "Queued"
+	ReasonWaitingForAdmission = "WaitingForAdmission"
+	ReasonAdmitted            = "Admitted"
+)
+
 // TrainingJobStatus is what the controller observed of a job; both kinds
 // share it.
 type TrainingJobStatus struct {
@@ -493,7 +505,7 @@ type TrainingJobStatus struct {
 
 	// Conditions are the latest observations of the job's state: Initialized,
 	// Running, ReplicaFailure, Paused, Completed and Failed; GangScheduled
-	// on a job with spec.scheduler.t9kScheduler.
+	// on a job with spec.scheduler.t9kScheduler; Queued on a job in a queue.
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// Tasks reports each replica type and its replicas.

@@ -18992,7 +18992,7 @@ func schema_pkg_apis_batch_v1beta1_TrainingJobStatus(ref common.ReferenceCallbac
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Conditions are the latest observations of the job's state: Initialized, Running, ReplicaFailure, Paused, Completed and Failed; GangScheduled on a job with spec.scheduler.t9kScheduler.",
+							Description: "Conditions are the latest observations of the job's state: Initialized, Running, ReplicaFailure, Paused, Completed and Failed; GangScheduled on a job with spec.scheduler.t9kScheduler; Queued on a job in a queue.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{

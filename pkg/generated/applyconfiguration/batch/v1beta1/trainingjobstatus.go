@@ -37,7 +37,7 @@ type TrainingJobStatusApplyConfiguration struct {
 	Phase *batchv1beta1.JobPhase `json:"phase,omitempty"`
 	// Conditions are the latest observations of the job's state: Initialized,
 	// Running, ReplicaFailure, Paused, Completed and Failed; GangScheduled
-	// on a job with spec.scheduler.t9kScheduler.
+	// on a job with spec.scheduler.t9kScheduler; Queued on a job in a queue.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// Tasks reports each replica type and its replicas.
 	Tasks []TaskStatusApplyConfiguration `json:"tasks,omitempty"`
