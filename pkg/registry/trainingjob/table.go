@@ -34,7 +34,7 @@ import (
 // only with -o wide.
 var tableColumns = []metav1.TableColumnDefinition{
 	{Name: "Name", Type: "string", Format: "name", Description: "Name of the job."},
-	{Name: "Phase", Type: "string", Description: "Coarse state of the job; \"Pending (WaitingForGang)\" while its pods wait for room for the whole gang."},
+	{Name: "Phase", Type: "string", Description: "Coarse state of the job; \"Pending (WaitingForGang)\" while its pods wait for room for the whole gang, \"Pending (WaitingForAdmission)\" while it waits in a Kueue queue, \"Paused (Preempted)\" and the like once Kueue evicted it."},
 	{Name: "Ready", Type: "string", Description: "Replicas running or succeeded, of all replicas."},
 	{Name: "Restarts", Type: "integer", Description: "Pod replacements used, counted against backoffLimit."},
 	{Name: "Age", Type: "string", Description: "Time since the job was created."},
@@ -100,7 +100,9 @@ func (c tableConvertor) row(obj runtime.Object) (metav1.TableRow, error) {
 	if phase == "" {
 		phase = string(batch.JobPending)
 	}
-	if waitingForGang(spec, status) {
+	if reason := queuedReason(spec, status); reason != "" {
+		phase += " (" + reason + ")"
+	} else if waitingForGang(spec, status) {
 		phase += " (" + batch.ReasonWaitingForGang + ")"
 	}
 
@@ -129,6 +131,18 @@ func waitingForGang(spec *batch.TrainingJobSpec, status *batch.TrainingJobStatus
 	}
 	c := meta.FindStatusCondition(status.Conditions, batch.ConditionGangScheduled)
 	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == batch.ReasonWaitingForGang && runMode(spec) != "Pause"
+}
+
+// queuedReason is why a job waits in its Kueue queue, or "": the reason of
+// its True Queued condition, unless the user paused it.
+func queuedReason(spec *batch.TrainingJobSpec, status *batch.TrainingJobStatus) string {
+	if status.Phase.IsFinished() || runMode(spec) == "Pause" {
+		return ""
+	}
+	if c := meta.FindStatusCondition(status.Conditions, batch.ConditionQueued); c != nil && c.Status == metav1.ConditionTrue {
+		return c.Reason
+	}
+	return ""
 }
 
 func runMode(spec *batch.TrainingJobSpec) string {

@@ -74,10 +74,26 @@ func TestTableRows(t *testing.T) {
 	pausing := gang.DeepCopy()
 	pausing.Name = "pausing"
 	pausing.Spec.RunMode = &batch.RunMode{Pause: &batch.PauseMode{Enabled: true}}
+	queued := newJob("queued", 1)
+	queued.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+	queued.Status = batch.TrainingJobStatus{Phase: batch.JobPending, Conditions: []metav1.Condition{{
+		Type: batch.ConditionQueued, Status: metav1.ConditionTrue, Reason: batch.ReasonWaitingForAdmission,
+	}}}
+	preempted := newJob("preempted", 1)
+	preempted.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+	preempted.Status = batch.TrainingJobStatus{Phase: batch.JobPaused, Conditions: []metav1.Condition{{
+		Type: batch.ConditionQueued, Status: metav1.ConditionTrue, Reason: "Preempted",
+	}}}
+	admitted := newJob("admitted", 1)
+	admitted.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+	admitted.Status = batch.TrainingJobStatus{Phase: batch.JobPending, Conditions: []metav1.Condition{{
+		Type: batch.ConditionQueued, Status: metav1.ConditionFalse, Reason: batch.ReasonAdmitted,
+	}}}
 
 	list := &batch.PyTorchTrainingJobList{
 		ListMeta: metav1.ListMeta{ResourceVersion: "42"},
-		Items:    []batch.PyTorchTrainingJob{*running, *finished, *fresh, *gang, *resuming, *restarting, *placed, *pausing},
+		Items: []batch.PyTorchTrainingJob{*running, *finished, *fresh, *gang, *resuming, *restarting, *placed, *pausing,
+			*queued, *preempted, *admitted},
 	}
 	table, err := convertor.ConvertToTable(context.Background(), list, nil)
 	if err != nil {
@@ -95,6 +111,9 @@ func TestTableRows(t *testing.T) {
 		{"restarting", "Running", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
 		{"placed", "Pending", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
 		{"pausing", "Pending", "0/2", int64(0), "60s", "Pause", "master:1,worker:1", ""},
+		{"queued", "Pending (WaitingForAdmission)", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
+		{"preempted", "Paused (Preempted)", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
+		{"admitted", "Pending", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
 	}
 	if len(table.Rows) != len(want) {
 		t.Fatalf("%d rows, want %d", len(table.Rows), len(want))
