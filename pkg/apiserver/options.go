@@ -17,6 +17,7 @@ limitations under the License.
 package apiserver
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -59,6 +60,10 @@ type Options struct {
 	// requests. Watches proxied by kube-apiserver never end by themselves,
 	// so without a short bound every stop would take the generic minute.
 	ShutdownTimeout time.Duration
+	// EtcdRequestTimeout bounds each storage call of a request, so that a
+	// request answers 504 instead of hanging while etcd does not answer.
+	// Zero leaves only the generic request timeouts.
+	EtcdRequestTimeout time.Duration
 	// AnonymousAuth, when false, refuses unauthenticated requests everywhere
 	// but the health paths that need no authorization, so kubelet probes
 	// still work.
@@ -72,6 +77,7 @@ func NewOptions() *Options {
 		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPathPrefix, Codecs.LegacyCodec(v1beta1.SchemeGroupVersion)),
 		EmbeddedEtcdDir:    DefaultEmbeddedEtcdDir,
 		ShutdownTimeout:    5 * time.Second,
+		EtcdRequestTimeout: DefaultEtcdRequestTimeout,
 		AnonymousAuth:      true,
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
@@ -102,6 +108,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"It listens only on unix sockets in this directory.")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout,
 		"How long a stopping server waits for open requests, watches included, before it closes them.")
+	fs.DurationVar(&o.EtcdRequestTimeout, "etcd-request-timeout", o.EtcdRequestTimeout,
+		"How long a request waits for each answer of etcd before it is answered 504 with Retry-After, "+
+			"so requests do not hang while etcd is unreachable. Reads the watch cache can serve do not wait for etcd. 0 disables the bound.")
 	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth,
 		"Whether unauthenticated requests are treated as system:anonymous. When false, they are "+
 			"accepted only on the paths of --authorization-always-allow-paths (health checks).")
@@ -136,6 +145,10 @@ func (o *Options) usesEmbeddedEtcd() bool {
 // Validate reports every invalid option.
 func (o *Options) Validate() error {
 	recommended := *o.RecommendedOptions
+	var errs []error
+	if o.EtcdRequestTimeout < 0 {
+		errs = append(errs, errors.New("--etcd-request-timeout must not be negative"))
+	}
 	if o.usesEmbeddedEtcd() {
 		if o.EmbeddedEtcdDir == "" {
 			return fmt.Errorf("--embedded-etcd-dir must be set when --etcd-servers is empty")
@@ -146,7 +159,7 @@ func (o *Options) Validate() error {
 		etcd.StorageConfig.Transport.ServerList = []string{"unix://" + filepath.Join(o.EmbeddedEtcdDir, "client.sock")}
 		recommended.Etcd = &etcd
 	}
-	return utilerrors.NewAggregate(recommended.Validate())
+	return utilerrors.NewAggregate(append(errs, recommended.Validate()...))
 }
 
 // Config builds the server configuration, starting the embedded etcd when no
@@ -192,6 +205,9 @@ func (o *Options) Config() (*Config, error) {
 			embedded.Close()
 		}
 		return nil, err
+	}
+	if o.EtcdRequestTimeout > 0 {
+		config.RESTOptionsGetter = boundedRESTOptionsGetter{RESTOptionsGetter: config.RESTOptionsGetter, timeout: o.EtcdRequestTimeout}
 	}
 	if !authn.complete(&config.Config) {
 		authn = nil

@@ -85,3 +85,18 @@ func TestAnonymousAuthFalseKeepsHealthPaths(t *testing.T) {
 		t.Errorf("default anonymous = %+v, want enabled everywhere (authorization decides)", a)
 	}
 }
+
+func TestEtcdRequestTimeoutFlag(t *testing.T) {
+	o := NewOptions()
+	if o.EtcdRequestTimeout != DefaultEtcdRequestTimeout {
+		t.Errorf("default --etcd-request-timeout = %v, want %v", o.EtcdRequestTimeout, DefaultEtcdRequestTimeout)
+	}
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--etcd-request-timeout=-1s"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--etcd-request-timeout") {
+		t.Errorf("Validate with a negative --etcd-request-timeout: %v", err)
+	}
+}
