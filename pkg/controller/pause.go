@@ -47,6 +47,9 @@ func (r *reconciler) planPause() {
 			fmt.Sprintf("waiting for %d pods to terminate", remaining))
 		return
 	}
+	// A queued job's Workload is inactive while paused; once the pods are
+	// gone, Kueue's quota can go back.
+	r.queueStopped = true
 	r.setCondition(v1beta1.ConditionPaused, metav1.ConditionTrue, ReasonPaused, "the job is paused: it has no pods")
 	if r.status.Phase != v1beta1.JobPaused {
 		r.status.Phase = v1beta1.JobPaused

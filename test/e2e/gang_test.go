@@ -64,6 +64,19 @@ func gangGroupUID(f *framework.Framework, job string) types.UID {
 
 // gangJob is a TensorFlow job of a chief and workers-1 workers, one GPU
 // each, on pool, gang-scheduled.
+// gangPool gives a gang test a pool of n nodes with gpus GPUs each. On a
+// stack with Kueue, the queue the gang jobs name ("default") is a
+// LocalQueue with room for any of them: Kueue admits each job as a whole,
+// then its pods are gang-scheduled.
+func gangPool(f *framework.Framework, n int, gpus int64) *framework.NodePool {
+	f.T.Helper()
+	pool := f.NewNodePool(n, gpus)
+	if f.KueueServed() {
+		f.NewKueueQueue(pool, 1000, "default")
+	}
+	return pool
+}
+
 func gangJob(name string, pods int32, pool *framework.NodePool) *framework.JobBuilder {
 	return framework.NewTFJob(name).WithReplicas("chief", 1).WithReplicas("worker", pods-1).
 		GPUs(1).OnPool(pool).Gang("default", 0)
@@ -98,7 +111,7 @@ func TestGangTwoJobsOnEightGPUs(t *testing.T) {
 	t.Parallel()
 	needsGangBackend(t)
 	f := framework.New(t, "gang-two")
-	pool := f.NewNodePool(2, 4)
+	pool := gangPool(f, 2, 4)
 	a := f.Create(gangJob("job-a", 6, pool).ExitCode(0).RunFor("15s"))
 	b := f.Create(gangJob("job-b", 6, pool).ExitCode(0).RunFor("15s"))
 
@@ -139,7 +152,7 @@ func TestGangNeverFits(t *testing.T) {
 	t.Parallel()
 	needsGangBackend(t)
 	f := framework.New(t, "gang-never")
-	pool := f.NewNodePool(2, 4)
+	pool := gangPool(f, 2, 4)
 	ref := f.Create(gangJob("too-big", 10, pool))
 	job := f.WaitForCondition(ref, v1beta1.ConditionGangScheduled, metav1.ConditionFalse, "WaitingForGang")
 	if c := framework.Condition(job, v1beta1.ConditionGangScheduled); !strings.Contains(c.Message, "0 of 10 pods placed") {
@@ -168,7 +181,7 @@ func TestGangPauseResumeAndRestart(t *testing.T) {
 	t.Parallel()
 	needsGangBackend(t)
 	f := framework.New(t, "gang-pause")
-	pool := f.NewNodePool(1, 8)
+	pool := gangPool(f, 1, 8)
 	// A deleted pod counts as a failure of its replica: OnFailure restarts it.
 	ref := f.Create(gangJob("pausable", 4, pool).WithRestartPolicy("worker", v1beta1.RestartPolicyOnFailure))
 	f.WaitForRunningPods(ref, 4)
