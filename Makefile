@@ -6,7 +6,7 @@ BIN := $(OUTPUT)/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 LDFLAGS := -X tensorstack.dev/training/pkg/version.gitVersion=$(VERSION)
 
-.PHONY: all build test test-unit test-integration test-e2e test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
+.PHONY: all build test test-unit test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
 	test-binaries run local-up local-down clean
 
 all: build
@@ -19,7 +19,7 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-training ./cmd/kubectl-training
 
 ## test: everything CI checks: lint, generated code, unit, a bounded fuzz run, integration and end-to-end tests
-test: lint verify-codegen test-unit test-fuzz-short test-integration test-e2e test-deploy
+test: lint verify-codegen test-unit test-fuzz-short test-integration test-e2e test-chaos test-deploy
 
 test-unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/...
@@ -30,6 +30,11 @@ test-integration:
 ## test-e2e: build the pinned control plane, start it, run test/e2e, stop it
 test-e2e: build test-binaries
 	hack/test-e2e.sh
+
+## test-chaos: about 120 jobs through controller-manager crashes, an apiserver restart, frozen etcds and
+## leader failovers on a local stack of its own (test/chaos/README.md); about 5 minutes
+test-chaos: build test-binaries
+	hack/test-chaos.sh
 
 ## test-deploy: the installation manifests (artifacts/deploy) against a local stack of their own
 test-deploy: build test-binaries

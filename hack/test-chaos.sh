@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# The chaos suite: starts the local control plane (hack/local-up.sh) with the
+# training-apiserver on an etcd of its own (a separate process, so the suite
+# can freeze it) and kube-apiserver writing an audit log of the writes to
+# pods, jobs and the controller's Lease; runs go test ./test/chaos/; always
+# stops the control plane, that etcd and the suite's extra
+# controller-managers again. Exits with go test's exit code.
+#
+# The test gets the environment of hack/test-e2e.sh (KUBECONFIG, KUBECTL,
+# E2E_REPO_ROOT, E2E_LOCAL_DIR, E2E_RESTART, E2E_FAKE_NODES, E2E_NODE_GPUS) and:
+#   CHAOS_DIR                _output/chaos (etcd data, audit policy, pid files
+#                            of the processes the test starts)
+#   CHAOS_TRAINING_ETCD_PID  the training-apiserver's etcd
+#   CHAOS_TRAINING_ETCD_URL  its client URL (127.0.0.1, a free port)
+#   CHAOS_AUDIT_LOG          kube-apiserver's audit log
+# Extra go test flags: CHAOS_GO_TEST_FLAGS (e.g. "-run TestChaos").
+set -euo pipefail
+
+HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=hack/lib/common.sh
+source "${HACK_DIR}/lib/common.sh"
+# shellcheck source=hack/lib/local.sh
+source "${HACK_DIR}/lib/local.sh"
+
+# A stack someone else started is theirs: refuse before the trap below
+# would stop it.
+running="$(running_components | tr '\n' ' ')"
+if [[ -n "${running// /}" ]]; then
+  die "a local control plane is already running (${running% }); stop it first with hack/local-down.sh (make local-down)"
+fi
+
+CHAOS_DIR="${OUTPUT_DIR}/chaos"
+CHAOS_PID_DIR="${CHAOS_DIR}/pids"
+etcd_pid=""
+
+# resume_and_kill PIDFILE: SIGCONT (a frozen process ignores SIGTERM until
+# resumed), then SIGKILL, the process of a pid file the test wrote, if it
+# still runs our controller-manager binary.
+resume_and_kill() {
+  local file="$1" pid exe
+  pid="$(cat "${file}" 2>/dev/null)" || return 0
+  pid_alive "${pid}" || return 0
+  exe="$(readlink "/proc/${pid}/exe" 2>/dev/null)" || return 0
+  [[ "${exe% (deleted)}" == "${BIN_DIR}/training-controller-manager" ]] || return 0
+  log "stopping ${file##*/} (pid ${pid}) left by the test"
+  kill -CONT "${pid}" 2>/dev/null || true
+  kill -KILL "${pid}" 2>/dev/null || true
+}
+
+# shellcheck disable=SC2317 # invoked through the EXIT trap
+cleanup() {
+  local rc=$? f pid
+  trap '' INT TERM
+  # Whatever the test froze runs again, so that it can be stopped.
+  for f in "${LOCAL_PID_DIR}/etcd.pid" "${LOCAL_PID_DIR}/kube-apiserver.pid"; do
+    pid="$(cat "${f}" 2>/dev/null)" || continue
+    pid_alive "${pid}" && kill -CONT "${pid}" 2>/dev/null || true
+  done
+  if [[ -n "${etcd_pid}" ]] && pid_alive "${etcd_pid}"; then
+    kill -CONT "${etcd_pid}" 2>/dev/null || true
+  fi
+  for f in "${CHAOS_PID_DIR}"/*.pid; do
+    [[ -e "${f}" ]] && resume_and_kill "${f}"
+  done
+  log "stopping the local control plane"
+  "${HACK_DIR}/local-down.sh" || log "WARNING: hack/local-down.sh failed"
+  if [[ -n "${etcd_pid}" ]] && pid_alive "${etcd_pid}"; then
+    log "stopping the training-apiserver's etcd (pid ${etcd_pid})"
+    stop_pid "training-etcd" "${etcd_pid}" 10
+  fi
+  exit "${rc}"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+rm -rf "${CHAOS_DIR}"
+mkdir -p "${CHAOS_DIR}" "${CHAOS_PID_DIR}"
+
+# The training-apiserver's own etcd: a separate process on two free loopback
+# ports, so that the suite can freeze it (the embedded one lives inside the
+# apiserver's process). --etcd-servers given, the apiserver starts no
+# embedded etcd, whatever --embedded-etcd-dir says.
+port=23890
+while port_in_use "${port}" || port_in_use "$((port + 1))"; do
+  port=$((port + 2))
+  ((port < 24000)) || die "no two free ports in 23890-24000 for the training-apiserver's etcd"
+done
+CHAOS_TRAINING_ETCD_URL="http://127.0.0.1:${port}"
+log "starting the training-apiserver's etcd on ${CHAOS_TRAINING_ETCD_URL}"
+setsid "${BIN_DIR}/etcd" \
+  --name=training \
+  --data-dir="${CHAOS_DIR}/training-etcd" \
+  --listen-client-urls="${CHAOS_TRAINING_ETCD_URL}" \
+  --advertise-client-urls="${CHAOS_TRAINING_ETCD_URL}" \
+  --listen-peer-urls="http://127.0.0.1:$((port + 1))" \
+  --initial-advertise-peer-urls="http://127.0.0.1:$((port + 1))" \
+  --initial-cluster="training=http://127.0.0.1:$((port + 1))" \
+  --unsafe-no-fsync=true \
+  --log-level=warn \
+  </dev/null >"${CHAOS_DIR}/training-etcd.log" 2>&1 &
+etcd_pid=$!
+echo "${etcd_pid}" >"${CHAOS_DIR}/training-etcd.pid"
+wait_until "" "the training-apiserver's etcd" "${LOCAL_TIMEOUT}" \
+  curl -fsS --max-time 5 "${CHAOS_TRAINING_ETCD_URL}/health"
+
+# The audit log tells which controller-manager wrote what: the suite's own
+# controller-managers act as users of their own (impersonation).
+cat >"${CHAOS_DIR}/audit-policy.yaml" <<EOF
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
+  namespaces: ["chaos"]
+  resources:
+  - group: ""
+    resources: ["pods"]
+  - group: "batch.tensorstack.dev"
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete"]
+  namespaces: ["${TRAINING_NAMESPACE}"]
+  resources:
+  - group: "coordination.k8s.io"
+    resources: ["leases"]
+- level: None
+EOF
+CHAOS_AUDIT_LOG="${LOCAL_LOG_DIR}/kube-apiserver-audit.log"
+export LOCAL_APISERVER_EXTRA_ARGS="--audit-policy-file=${CHAOS_DIR}/audit-policy.yaml --audit-log-path=${CHAOS_AUDIT_LOG} --audit-log-format=json ${LOCAL_APISERVER_EXTRA_ARGS:-}"
+export LOCAL_TRAINING_APISERVER_EXTRA_ARGS="--etcd-servers=${CHAOS_TRAINING_ETCD_URL} ${LOCAL_TRAINING_APISERVER_EXTRA_ARGS:-}"
+"${HACK_DIR}/local-up.sh"
+
+cd "${REPO_ROOT}"
+load_settings
+export KUBECONFIG="${LOCAL_KUBECONFIG}"
+export KUBECTL="${BIN_DIR}/kubectl"
+export E2E_REPO_ROOT="${REPO_ROOT}"
+export E2E_LOCAL_DIR="${LOCAL_DIR}"
+export E2E_RESTART="${HACK_DIR}/local-restart.sh"
+export E2E_FAKE_NODES="${LOCAL_FAKE_NODES}"
+export E2E_NODE_GPUS="${LOCAL_NODE_GPUS}"
+export CHAOS_DIR CHAOS_TRAINING_ETCD_URL CHAOS_AUDIT_LOG
+export CHAOS_TRAINING_ETCD_PID="${etcd_pid}"
+
+# Word splitting of the extra flags is intended.
+# shellcheck disable=SC2086
+set -- ${CHAOS_GO_TEST_FLAGS:-}
+log "running go test ./test/chaos/ -v -count=1 -timeout 15m $*"
+rc=0
+go test ./test/chaos/ -v -count=1 -timeout 15m "$@" || rc=$?
+log "go test exited with ${rc}"
+exit "${rc}"
