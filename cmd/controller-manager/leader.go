@@ -45,6 +45,8 @@ type leaderElection struct {
 	watchdog                                  *leaderelection.HealthzAdaptor
 	// leading reports to the health checks whether this instance leads.
 	leading *atomic.Bool
+	// fence, when set, learns every renewal and loss of the lease.
+	fence *writeFence
 }
 
 // run campaigns for the lease and runs work while it is held, until ctx
@@ -68,7 +70,12 @@ func (le leaderElection) run(ctx context.Context, logger klog.Logger, work func(
 			stopWork()
 		}
 	}
-	lock := observingLock{Interface: le.lock, otherHolder: func(holder string) {
+	fence := le.fence
+	if fence == nil {
+		fence = newWriteFence(le.renewDeadline)
+	}
+	lock := observingLock{Interface: le.lock, renewed: fence.renew, otherHolder: func(holder string) {
+		fence.revoke()
 		if le.leading.Load() {
 			logger.Info("Another instance holds the lease: stopping the workers now", "leader", holder)
 			le.leading.Store(false)
@@ -98,6 +105,7 @@ func (le leaderElection) run(ctx context.Context, logger klog.Logger, work func(
 				work(workCtx)
 			},
 			OnStoppedLeading: func() {
+				fence.revoke()
 				le.leading.Store(false)
 				stop()
 				if ctx.Err() == nil {
@@ -130,10 +138,29 @@ func (le leaderElection) run(ctx context.Context, logger klog.Logger, work func(
 }
 
 // observingLock tells otherHolder whenever the lease, as read, is held by
-// another instance.
+// another instance, and renewed whenever this instance wrote it.
 type observingLock struct {
 	resourcelock.Interface
 	otherHolder func(holder string)
+	renewed     func(sent time.Time)
+}
+
+func (l observingLock) Create(ctx context.Context, record resourcelock.LeaderElectionRecord) error {
+	sent := time.Now()
+	err := l.Interface.Create(ctx, record)
+	if err == nil && record.HolderIdentity == l.Identity() {
+		l.renewed(sent)
+	}
+	return err
+}
+
+func (l observingLock) Update(ctx context.Context, record resourcelock.LeaderElectionRecord) error {
+	sent := time.Now()
+	err := l.Interface.Update(ctx, record)
+	if err == nil && record.HolderIdentity == l.Identity() {
+		l.renewed(sent)
+	}
+	return err
 }
 
 func (l observingLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {

@@ -106,6 +106,15 @@ func runManager(ctx context.Context, opts *options) error {
 	}
 	cfg.QPS, cfg.Burst = opts.kubeAPIQPS, opts.kubeAPIBurst
 	cfg = rest.AddUserAgent(cfg, component+"/"+version.Get())
+	// With leader election, the controller's clients write only while the
+	// lease is surely held (fence.go); the lease itself goes through cfg.
+	leaseCfg := cfg
+	var fence *writeFence
+	if opts.leaderElect {
+		fence = newWriteFence(opts.renewDeadline)
+		cfg = rest.CopyConfig(cfg)
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return fencedTransport{fence: fence, next: rt} })
+	}
 	kubeClient, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("building kubernetes client: %w", err)
@@ -236,13 +245,17 @@ func runManager(ctx context.Context, opts *options) error {
 		return fmt.Errorf("getting hostname for the leader election identity: %w", err)
 	}
 	identity := host + "_" + string(uuid.NewUUID())
+	leaseClient, err := kubernetes.NewForConfig(leaseCfg)
+	if err != nil {
+		return fmt.Errorf("building the leader election client: %w", err)
+	}
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, opts.leaderElectNamespace, opts.leaderElectID,
-		kubeClient.CoreV1(), kubeClient.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
+		leaseClient.CoreV1(), leaseClient.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
 	if err != nil {
 		return fmt.Errorf("creating the leader election lock: %w", err)
 	}
 	election := leaderElection{
-		lock: lock, name: opts.leaderElectID, watchdog: watchdog, leading: &leading,
+		lock: lock, name: opts.leaderElectID, watchdog: watchdog, leading: &leading, fence: fence,
 		leaseDuration: opts.leaseDuration, renewDeadline: opts.renewDeadline, retryPeriod: opts.retryPeriod,
 	}
 	if err := election.run(ctx, logger, runController); err != nil {

@@ -47,11 +47,11 @@ type options struct {
 	showVersion          bool
 	// gangScheduler is --gang-scheduler as given; gangBackend its parsed
 	// value, set by validate.
-	gangScheduler             string
-	gangBackend               controller.GangScheduler
+	gangScheduler string
+	gangBackend   controller.GangScheduler
 	// queueing is --queueing as given; queueingSystem its parsed value.
-	queueing       string
-	queueingSystem controller.Queueing
+	queueing                  string
+	queueingSystem            controller.Queueing
 	coschedulingSchedulerName string
 }
 
