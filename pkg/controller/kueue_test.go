@@ -301,11 +301,20 @@ func TestKueuePause(t *testing.T) {
 			if active := workloadActive(f.workload("pj-p")); active {
 				t.Errorf("the paused job's Workload is active")
 			}
+			if admitted {
+				// Kueue evicts the inactive Workload; with the pods gone,
+				// its quota goes back.
+				f.setWorkload("pj-p", evict("InactiveWorkload"))
+			}
+			f.step(paused)
 			f.step(paused)
 			if got := f.podNames(); len(got) != 0 {
 				t.Errorf("pods %v of a paused job", got)
 			}
 			assertPhase(t, f.status(paused), v1beta1.JobPaused)
+			if wl := f.workload("pj-p"); workloadAdmission(wl) != nil {
+				t.Errorf("the paused job's Workload keeps its admission: %v", workloadAdmission(wl))
+			}
 			resumed := f.job(paused)
 			resumed.CommonSpec().RunMode = nil
 			f.updateJob(resumed)
