@@ -7,6 +7,10 @@
 #   kube-scheduler-plugins  a second scheduler with the coscheduling plugin
 #                           (sigs.k8s.io/scheduler-plugins cmd/scheduler; not built
 #                           with LOCAL_SCHEDULER_PLUGINS=0)
+#   kueue                   Kueue's manager (sigs.k8s.io/kueue cmd/kueue; not built
+#                           with LOCAL_KUEUE=0). Cold: about 2.5 min on 2 idle cores,
+#                           6 on busy ones, 1.9 GB of build cache (its k8s.io/* are
+#                           v0.34: little is shared with the other binaries)
 # Each binary is built from a small tools module under hack/tools/ and skipped
 # when _output/bin/.<name>.version says it is already built from the same
 # pinned inputs. One compile at a time: a kube binary needs about 3 GB of memory.
@@ -76,7 +80,7 @@ build_one() {
 }
 
 total_start=${SECONDS}
-log "building test binaries into ${BIN_DIR#"${REPO_ROOT}/"} (kubernetes ${KUBE_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}, scheduler-plugins ${SCHEDULER_PLUGINS_VERSION})"
+log "building test binaries into ${BIN_DIR#"${REPO_ROOT}/"} (kubernetes ${KUBE_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}, scheduler-plugins ${SCHEDULER_PLUGINS_VERSION}, kueue ${KUEUE_VERSION})"
 
 build_one etcd "${ETCD_VERSION}" "${TOOLS_DIR}/etcd" go.etcd.io/etcd/server/v3
 build_one etcdctl "${ETCD_VERSION}" "${TOOLS_DIR}/etcd" go.etcd.io/etcd/etcdctl/v3
@@ -91,6 +95,14 @@ if [[ "${LOCAL_SCHEDULER_PLUGINS:-1}" == "0" ]]; then
 else
   build_one kube-scheduler-plugins "${SCHEDULER_PLUGINS_VERSION}" "${TOOLS_DIR}/scheduler-plugins" \
     sigs.k8s.io/scheduler-plugins/cmd/scheduler "-X k8s.io/component-base/version.gitVersion=${SCHEDULER_PLUGINS_VERSION}"
+fi
+# Kueue's release builds set GitVersion, GitCommit and BuildDate; the commit is
+# not known from the module, so it keeps its placeholder.
+if [[ "${LOCAL_KUEUE:-1}" == "0" ]]; then
+  log "kueue: not built (LOCAL_KUEUE=0)"
+else
+  build_one kueue "${KUEUE_VERSION}" "${TOOLS_DIR}/kueue" sigs.k8s.io/kueue/cmd/kueue \
+    "-X sigs.k8s.io/kueue/pkg/version.GitVersion=${KUEUE_VERSION} -X sigs.k8s.io/kueue/pkg/version.BuildDate=1970-01-01T00:00:00Z"
 fi
 
 log "done in $((SECONDS - total_start))s: ${built} built, ${skipped} already up to date"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stops the local control plane started by hack/local-up.sh, in reverse start
-# order: training-controller-manager, training-apiserver, kwok, scheduler-plugins,
+# order: training-controller-manager, training-apiserver, kwok, kueue, scheduler-plugins,
 # kube-scheduler, kube-controller-manager, kube-apiserver, etcd (last, so kube-apiserver can
 # shut down cleanly). Uses the pid files in _output/local/pids and also stops
 # stray processes of this checkout left from an earlier run. State and logs in

@@ -8,7 +8,7 @@
 #   (no option)  stop it if running, start it, wait until ready
 #   --stop       stop it only
 #   --start      start it (must not be running), wait until ready
-# COMPONENT: training-apiserver, training-controller-manager, kwok,
+# COMPONENT: training-apiserver, training-controller-manager, kwok, kueue,
 #   scheduler-plugins, kube-scheduler, kube-controller-manager, kube-apiserver, etcd
 set -euo pipefail
 
@@ -19,7 +19,7 @@ source "${HACK_DIR}/lib/common.sh"
 source "${HACK_DIR}/lib/local.sh"
 
 usage() {
-  die "usage: $0 [--stop|--start] training-apiserver|training-controller-manager|kwok|scheduler-plugins|kube-scheduler|kube-controller-manager|kube-apiserver|etcd"
+  die "usage: $0 [--stop|--start] training-apiserver|training-controller-manager|kwok|kueue|scheduler-plugins|kube-scheduler|kube-controller-manager|kube-apiserver|etcd"
 }
 
 mode=restart
@@ -39,6 +39,9 @@ if [[ "${name}" == training-* ]] && ! training_enabled; then
 fi
 if [[ "${name}" == scheduler-plugins ]] && ! scheduler_plugins_enabled; then
   die "${name} is not part of this stack (it was started with LOCAL_SCHEDULER_PLUGINS=${LOCAL_SCHEDULER_PLUGINS})"
+fi
+if [[ "${name}" == kueue ]] && ! kueue_enabled; then
+  die "${name} is not part of this stack (it was started with LOCAL_KUEUE=${LOCAL_KUEUE})"
 fi
 
 if [[ "${mode}" != start ]]; then

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Starts a complete control plane on 127.0.0.1 from the binaries in _output/bin:
 #   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, a second
-#   scheduler (scheduler-plugins, coscheduling), kwok with fake GPU nodes, and
-#   TensorStack's training-apiserver (registered as the aggregated API
-#   batch.tensorstack.dev/v1beta1) and training-controller-manager.
+#   scheduler (scheduler-plugins, coscheduling), Kueue (job queueing and quota),
+#   kwok with fake GPU nodes, and TensorStack's training-apiserver (registered
+#   as the aggregated API batch.tensorstack.dev/v1beta1) and
+#   training-controller-manager.
 #
 # Usage: hack/local-up.sh [--foreground]
 #   without --foreground  start everything in the background and return once all
@@ -15,7 +16,8 @@
 # start). Settings (environment, defaults in hack/lib/local.sh):
 #   LOCAL_ETCD_PORT=23790 LOCAL_ETCD_PEER_PORT=23791 LOCAL_APISERVER_PORT=16443
 #   LOCAL_KCM_PORT=16257 LOCAL_SCHEDULER_PORT=16259 LOCAL_SCHEDULER_PLUGINS_PORT=16261
-#   LOCAL_KWOK_PORT=16247
+#   LOCAL_KWOK_PORT=16247 LOCAL_KUEUE_WEBHOOK_PORT=16263 LOCAL_KUEUE_METRICS_PORT=16264
+#   LOCAL_KUEUE_HEALTH_PORT=16265
 #   LOCAL_TRAINING_PORT=18443 LOCAL_TRAINING_METRICS_PORT=18080 LOCAL_TRAINING_HEALTH_PORT=18081
 #   LOCAL_FAKE_NODES=10 LOCAL_NODE_CPU=1000 LOCAL_NODE_MEMORY=4Ti LOCAL_NODE_PODS=500 LOCAL_NODE_GPUS=64
 #   LOCAL_SKIP_TRAINING=1     do not start training-apiserver / training-controller-manager
@@ -29,6 +31,13 @@
 #                             PodGroup CRD scheduling.x-k8s.io/v1alpha1 installed (pods join a
 #                             group with the label scheduling.x-k8s.io/pod-group=<name>);
 #                             hack/build-test-binaries.sh then skips its build too
+#   LOCAL_KUEUE=0             no Kueue: without it Kueue v0.15.0 runs (component kueue) with
+#                             its CRDs kueue.x-k8s.io, its webhooks for Kueue's kinds and
+#                             batch/v1 Jobs, TensorFlowTrainingJob and PyTorchTrainingJob as
+#                             external frameworks, and the queues of hack/local/kueue/queues.yaml
+#                             (ClusterQueue cluster-queue for all namespaces, LocalQueue
+#                             default/user-queue); hack/build-test-binaries.sh then skips its build
+#   LOCAL_KUEUE_GPU_QUOTA=8   nvidia.com/gpu nominal quota of ClusterQueue cluster-queue
 #   LOCAL_TIMEOUT=120         seconds to wait for each component
 #   LOCAL_APISERVER_EXTRA_ARGS, LOCAL_TRAINING_APISERVER_EXTRA_ARGS,
 #   LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS   extra flags (space separated)
@@ -80,6 +89,9 @@ fi
 if scheduler_plugins_enabled && [[ ! -x "$(component_binary scheduler-plugins)" ]]; then
   die "$(component_binary scheduler-plugins) not found; run hack/build-test-binaries.sh (make test-binaries), or start without it: LOCAL_SCHEDULER_PLUGINS=0 $0"
 fi
+if kueue_enabled && [[ ! -x "$(component_binary kueue)" ]]; then
+  die "$(component_binary kueue) not found; run hack/build-test-binaries.sh (make test-binaries), or start without it: LOCAL_KUEUE=0 $0"
+fi
 if training_enabled; then
   for c in training-apiserver training-controller-manager; do
     [[ -x "${BIN_DIR}/${c}" ]] ||
@@ -103,6 +115,8 @@ log "starting the local control plane in ${LOCAL_DIR#"${REPO_ROOT}/"} ($(
   if gang_workload_enabled; then echo "on"; else echo "off"; fi
 ), scheduler-plugins $(
   if scheduler_plugins_enabled; then echo "on"; else echo "off"; fi
+), kueue $(
+  if kueue_enabled; then echo "on"; else echo "off"; fi
 ))"
 
 ready=0
@@ -145,16 +159,26 @@ wait_component kube-apiserver
 if scheduler_plugins_enabled; then
   install_scheduler_plugins
 fi
+if kueue_enabled; then
+  install_kueue
+fi
 
 start_component kube-controller-manager
 start_component kube-scheduler
 if scheduler_plugins_enabled; then
   start_component scheduler-plugins
 fi
+if kueue_enabled; then
+  start_component kueue
+fi
 wait_component kube-controller-manager
 wait_component kube-scheduler
 if scheduler_plugins_enabled; then
   wait_component scheduler-plugins
+fi
+if kueue_enabled; then
+  wait_component kueue
+  install_kueue_queues
 fi
 
 start_component kwok
@@ -190,6 +214,9 @@ cat >&2 <<EOF
     ${BIN_DIR#"${REPO_ROOT}/"}/kubectl get nodes
     ${BIN_DIR#"${REPO_ROOT}/"}/kubectl get tj,pj
     ${BIN_DIR#"${REPO_ROOT}/"}/kubectl apply -f artifacts/examples/<example>.yaml
+$(if kueue_enabled; then
+  echo "    ${BIN_DIR#"${REPO_ROOT}/"}/kubectl get clusterqueues,localqueues,workloads.kueue.x-k8s.io -A   # Kueue"
+fi)
   Logs: ${LOCAL_LOG_DIR#"${REPO_ROOT}/"}/<component>.log
   Fake pods: annotate kwok.tensorstack.dev/exit-code=<n> (and kwok.tensorstack.dev/run-duration=<duration>)
   to make a pod's containers exit; see hack/local/kwok-stages/pod-exit-code.yaml.

@@ -13,6 +13,9 @@
 #     ServiceAccounts, with the RBAC of artifacts/deploy/base
 #     (hack/lib/serviceaccounts.sh), the controller with leader election on;
 #   - three fake nodes instead of ten;
+#   - no Kueue (LOCAL_KUEUE=0 unless set): the controller's role in
+#     artifacts/deploy/base is checked without the optional
+#     artifacts/deploy/components/kueue;
 #   - every component runs with KUBE_FEATURE_WatchListClient=false, so
 #     informers list and then watch (restart a component of this stack with
 #     hack/local-restart.sh only with that variable set, or the controller's
@@ -26,7 +29,8 @@
 #
 # Settings: LOCAL_DIR (default _output/local-deploy) and the LOCAL_*_PORT
 # variables of hack/local-up.sh, defaulting here to 24790, 24791, 17443,
-# 17257, 17259, 17261, 17247, 19443, 19080, 19081.
+# 17257, 17259, 17261, 17247, 19443, 19080, 19081 (and Kueue's, with
+# LOCAL_KUEUE=1: 17263, 17264, 17265).
 set -euo pipefail
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -45,6 +49,10 @@ export LOCAL_TRAINING_PORT="${LOCAL_TRAINING_PORT:-19443}"
 export LOCAL_TRAINING_METRICS_PORT="${LOCAL_TRAINING_METRICS_PORT:-19080}"
 export LOCAL_TRAINING_HEALTH_PORT="${LOCAL_TRAINING_HEALTH_PORT:-19081}"
 export LOCAL_FAKE_NODES="${LOCAL_FAKE_NODES:-3}"
+export LOCAL_KUEUE="${LOCAL_KUEUE:-0}"
+export LOCAL_KUEUE_WEBHOOK_PORT="${LOCAL_KUEUE_WEBHOOK_PORT:-17263}"
+export LOCAL_KUEUE_METRICS_PORT="${LOCAL_KUEUE_METRICS_PORT:-17264}"
+export LOCAL_KUEUE_HEALTH_PORT="${LOCAL_KUEUE_HEALTH_PORT:-17265}"
 
 # shellcheck source=hack/lib/local.sh
 source "${HACK_DIR}/lib/local.sh"

@@ -19,6 +19,8 @@ ETCD_VERSION="v3.7.0"
 KWOK_VERSION="v0.8.0"
 # sigs.k8s.io/scheduler-plugins: the second scheduler (coscheduling) of the local stack.
 SCHEDULER_PLUGINS_VERSION="v0.32.7"
+# sigs.k8s.io/kueue: job queueing and quota (ClusterQueue, LocalQueue, Workload) of the local stack.
+KUEUE_VERSION="v0.15.0"
 
 # log prints a timestamped progress line on stderr.
 # It never fails: a closed stderr (say, a pipe whose reader died on Ctrl-C)

@@ -10,7 +10,9 @@
 #   logs/<component>.log  output of each component
 #   pids/<component>.pid  process ids
 #   etcd/, training-etcd/ data directories
-#   config/               generated configuration (kwok stages, schedulers, nodes, APIService)
+#   config/               generated configuration (kwok stages, schedulers, nodes, APIService,
+#                         Kueue's configuration, CRDs, webhooks and queues)
+#   kueue/certs/          Kueue's webhook serving certificate (copied from its Secret)
 
 # LOCAL_DIR (environment) puts a second stack beside the default one, with
 # other LOCAL_*_PORT values; a relative path is taken from the repository root.
@@ -31,7 +33,8 @@ LOCAL_SETTINGS=(
   LOCAL_SCHEDULER_PORT LOCAL_SCHEDULER_PLUGINS_PORT LOCAL_KWOK_PORT LOCAL_TRAINING_PORT
   LOCAL_TRAINING_METRICS_PORT LOCAL_TRAINING_HEALTH_PORT LOCAL_FAKE_NODES LOCAL_NODE_CPU
   LOCAL_NODE_MEMORY LOCAL_NODE_PODS LOCAL_NODE_GPUS LOCAL_SKIP_TRAINING LOCAL_GANG_WORKLOAD
-  LOCAL_SCHEDULER_PLUGINS LOCAL_TIMEOUT
+  LOCAL_SCHEDULER_PLUGINS LOCAL_KUEUE LOCAL_KUEUE_WEBHOOK_PORT LOCAL_KUEUE_METRICS_PORT
+  LOCAL_KUEUE_HEALTH_PORT LOCAL_KUEUE_GPU_QUOTA LOCAL_TIMEOUT
   LOCAL_APISERVER_EXTRA_ARGS LOCAL_TRAINING_APISERVER_EXTRA_ARGS
   LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS
 )
@@ -61,6 +64,16 @@ LOCAL_SETTINGS=(
 #                            PodGroup CRD scheduling.x-k8s.io/v1alpha1
 : "${LOCAL_GANG_WORKLOAD:=1}"
 : "${LOCAL_SCHEDULER_PLUGINS:=1}"
+# Kueue (job queueing and quota), on by default (0 turns it off): component
+# kueue, its CRDs (kueue.x-k8s.io), webhooks and the example queues of
+# hack/local/kueue/queues.yaml, whose ClusterQueue cluster-queue has
+# LOCAL_KUEUE_GPU_QUOTA nvidia.com/gpu. It lists TensorFlowTrainingJob and
+# PyTorchTrainingJob as external frameworks (hack/local/kueue/kueue-config.yaml).
+: "${LOCAL_KUEUE:=1}"
+: "${LOCAL_KUEUE_WEBHOOK_PORT:=16263}"
+: "${LOCAL_KUEUE_METRICS_PORT:=16264}"
+: "${LOCAL_KUEUE_HEALTH_PORT:=16265}"
+: "${LOCAL_KUEUE_GPU_QUOTA:=8}"
 : "${LOCAL_TIMEOUT:=120}"
 : "${LOCAL_APISERVER_EXTRA_ARGS:=}"
 : "${LOCAL_TRAINING_APISERVER_EXTRA_ARGS:=}"
@@ -84,9 +97,33 @@ TRAINING_APISERVICE="v1beta1.batch.tensorstack.dev"
 SCHEDULER_PLUGINS_NAME="scheduler-plugins-scheduler"
 SCHEDULER_PLUGINS_CRD="podgroups.scheduling.x-k8s.io"
 
+# Kueue runs as this user (client certificate, group system:masters: Kueue's
+# own RBAC is not installed). Its webhooks and CRD conversion webhooks name
+# the Service KUEUE_NAMESPACE/KUEUE_WEBHOOK_SERVICE (ExternalName 127.0.0.1);
+# its certificate rotator keeps the serving certificate in KUEUE_WEBHOOK_SECRET
+# and writes its CA into the caBundle of the webhook configurations
+# kueue-mutating-webhook-configuration and kueue-validating-webhook-configuration
+# (names Kueue v0.15.0 derives from the Service's) and of the CRDs in
+# KUEUE_CONVERSION_CRDS (those it converts between v1beta1, stored, and v1beta2).
+KUEUE_USER="system:kueue"
+KUEUE_NAMESPACE="kueue-system"
+KUEUE_WEBHOOK_SERVICE="kueue-webhook-service"
+KUEUE_WEBHOOK_SECRET="kueue-webhook-server-cert"
+KUEUE_CONVERSION_CRDS=(localqueues clusterqueues workloads cohorts multikueueclusters)
+# The webhooks of Kueue's manifests that are registered: Kueue's own kinds and
+# the batch/job integration. The others (pods, deployments, statefulsets, the
+# Kubeflow, Ray, JobSet ... kinds) would send every such request in the cluster
+# to Kueue, which answers them with a no-op for a framework that is not
+# enabled, and fail them (failurePolicy Fail) while Kueue is down.
+KUEUE_WEBHOOKS=(
+  mjob.kb.io mclusterqueue.kb.io mresourceflavor.kb.io mworkload.kb.io
+  vjob.kb.io vclusterqueue.kb.io vcohort.kb.io vresourceflavor.kb.io vworkload.kb.io
+)
+KUEUE_CLUSTER_QUEUE="cluster-queue"
+
 # Start order. Stop order is the reverse.
 LOCAL_COMPONENTS=(
-  etcd kube-apiserver kube-controller-manager kube-scheduler scheduler-plugins kwok
+  etcd kube-apiserver kube-controller-manager kube-scheduler scheduler-plugins kueue kwok
   training-apiserver training-controller-manager
 )
 
@@ -127,6 +164,11 @@ scheduler_plugins_enabled() {
   [[ "${LOCAL_SCHEDULER_PLUGINS}" != "0" ]]
 }
 
+# kueue_enabled: Kueue, its CRDs, webhooks and example queues.
+kueue_enabled() {
+  [[ "${LOCAL_KUEUE}" != "0" ]]
+}
+
 # active_components prints the components this stack runs, in start order.
 active_components() {
   local c
@@ -135,6 +177,9 @@ active_components() {
       continue
     fi
     if [[ "${c}" == scheduler-plugins ]] && ! scheduler_plugins_enabled; then
+      continue
+    fi
+    if [[ "${c}" == kueue ]] && ! kueue_enabled; then
       continue
     fi
     echo "${c}"
@@ -168,6 +213,11 @@ component_ports() {
     kube-controller-manager) echo "LOCAL_KCM_PORT ${LOCAL_KCM_PORT}" ;;
     kube-scheduler) echo "LOCAL_SCHEDULER_PORT ${LOCAL_SCHEDULER_PORT}" ;;
     scheduler-plugins) echo "LOCAL_SCHEDULER_PLUGINS_PORT ${LOCAL_SCHEDULER_PLUGINS_PORT}" ;;
+    kueue)
+      echo "LOCAL_KUEUE_WEBHOOK_PORT ${LOCAL_KUEUE_WEBHOOK_PORT}"
+      echo "LOCAL_KUEUE_METRICS_PORT ${LOCAL_KUEUE_METRICS_PORT}"
+      echo "LOCAL_KUEUE_HEALTH_PORT ${LOCAL_KUEUE_HEALTH_PORT}"
+      ;;
     kwok) echo "LOCAL_KWOK_PORT ${LOCAL_KWOK_PORT}" ;;
     training-apiserver) echo "LOCAL_TRAINING_PORT ${LOCAL_TRAINING_PORT}" ;;
     training-controller-manager)
@@ -309,6 +359,13 @@ component_args() {
         --secure-port="${LOCAL_SCHEDULER_PLUGINS_PORT}"
         --cert-dir="${LOCAL_DIR}/scheduler-plugins"
         --leader-elect=false
+      )
+      ;;
+    kueue)
+      # Ports, certificates, integrations: the configuration file.
+      ARGS=(
+        --config="${LOCAL_CONFIG_DIR}/kueue.yaml"
+        --kubeconfig="${pki}/kueue.kubeconfig"
       )
       ;;
     kwok)
@@ -620,6 +677,15 @@ wait_component() {
       wait_until scheduler-plugins "scheduler-plugins /readyz on 127.0.0.1:${LOCAL_SCHEDULER_PLUGINS_PORT}" "${t}" \
         https_insecure_ok "https://127.0.0.1:${LOCAL_SCHEDULER_PLUGINS_PORT}/readyz"
       ;;
+    kueue)
+      # Kueue's certificate rotator fills its Secret; the files must then be
+      # in certDir before Kueue goes on (it waits for them, as for a mounted
+      # Secret in a pod), injects its CA and starts its webhook server.
+      wait_until kueue "Kueue's webhook certificate in ${KUEUE_NAMESPACE}/${KUEUE_WEBHOOK_SECRET}" "${t}" kueue_sync_certs
+      wait_until kueue "kueue /readyz on 127.0.0.1:${LOCAL_KUEUE_HEALTH_PORT}" "${t}" \
+        curl -fsS --max-time 5 "http://127.0.0.1:${LOCAL_KUEUE_HEALTH_PORT}/readyz"
+      wait_until kueue "Kueue's webhooks (a dry-run v1beta1 ClusterQueue through kube-apiserver)" "${t}" kueue_webhooks_answer
+      ;;
     kwok)
       wait_until kwok "kwok /healthz on 127.0.0.1:${LOCAL_KWOK_PORT}" "${t}" \
         curl -fsS --max-time 5 --cacert "${LOCAL_PKI_DIR}/ca.crt" "https://127.0.0.1:${LOCAL_KWOK_PORT}/healthz"
@@ -672,6 +738,11 @@ generate_pki() {
     write_kubeconfig "${pki}/scheduler-plugins.kubeconfig" "${server}" "${pki}/ca.crt" \
       "${pki}/scheduler-plugins.crt" "${pki}/scheduler-plugins.key" "${SCHEDULER_PLUGINS_NAME}"
   fi
+  if kueue_enabled; then
+    pki_cert "${pki}" ca kueue "/O=system:masters/CN=${KUEUE_USER}" client
+    write_kubeconfig "${pki}/kueue.kubeconfig" "${server}" "${pki}/ca.crt" \
+      "${pki}/kueue.crt" "${pki}/kueue.key" "${KUEUE_USER}"
+  fi
 }
 
 # kwok_stage_dir prints the directory of kwok's stock Stage files in the module cache.
@@ -721,7 +792,183 @@ install_scheduler_plugins() {
   wait_until "" "CRD ${SCHEDULER_PLUGINS_CRD} Established" "${LOCAL_TIMEOUT}" scheduler_plugins_crd_established
 }
 
-# generate_configs: kwok stages, scheduler configurations, fake nodes.
+# kueue_dir prints the directory of the Kueue module (CRDs, webhook manifests)
+# in the module cache.
+kueue_dir() {
+  local dir
+  dir="$(go_mod_cache)/sigs.k8s.io/kueue@${KUEUE_VERSION}"
+  if [[ ! -d "${dir}/config/components/crd/bases" ]]; then
+    # Not in the cache yet (binary built elsewhere): let go download the module.
+    dir="$(cd "${TOOLS_DIR}/kueue" && GOFLAGS=-mod=mod go mod download -json sigs.k8s.io/kueue |
+      sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')" || true
+  fi
+  [[ -n "${dir}" && -d "${dir}/config/components/crd/bases" ]] ||
+    die "kueue ${KUEUE_VERSION} not found in the Go module cache; run hack/build-test-binaries.sh"
+  printf '%s\n' "${dir}"
+}
+
+kueue_cert_dir() {
+  printf '%s/kueue/certs\n' "${LOCAL_DIR}"
+}
+
+# kueue_quantity_times QUANTITY N prints QUANTITY (a Kubernetes quantity such
+# as 1000 or 4Ti) multiplied by N when it is an integer with an optional unit,
+# else QUANTITY itself.
+kueue_quantity_times() {
+  local q="$1" n="$2"
+  if [[ "${q}" =~ ^([0-9]+)([A-Za-z]*)$ ]]; then
+    printf '%s%s\n' "$((BASH_REMATCH[1] * n))" "${BASH_REMATCH[2]}"
+  else
+    printf '%s\n' "${q}"
+  fi
+}
+
+# generate_kueue_configs: Kueue's configuration, the objects it needs before it
+# starts, its CRDs with the conversion webhook, its webhook configurations (the
+# registered subset of the module's, KUEUE_WEBHOOKS) and the example queues,
+# all into LOCAL_CONFIG_DIR.
+generate_kueue_configs() {
+  local dir bases crd name port="${LOCAL_KUEUE_WEBHOOK_PORT}" out
+  dir="$(kueue_dir)"
+  bases="${dir}/config/components/crd/bases"
+
+  sed -e "s|@HEALTH_PORT@|${LOCAL_KUEUE_HEALTH_PORT}|g" \
+    -e "s|@METRICS_PORT@|${LOCAL_KUEUE_METRICS_PORT}|g" \
+    -e "s|@WEBHOOK_PORT@|${port}|g" \
+    -e "s|@CERT_DIR@|$(kueue_cert_dir)|g" \
+    "${LOCAL_HACK_DIR}/kueue/kueue-config.yaml" >"${LOCAL_CONFIG_DIR}/kueue.yaml"
+  sed -e "s|@WEBHOOK_PORT@|${port}|g" \
+    "${LOCAL_HACK_DIR}/kueue/system.yaml" >"${LOCAL_CONFIG_DIR}/kueue-system.yaml"
+
+  # Every CRD of the module (Kueue's controllers watch most of them); those it
+  # converts between v1beta1 (stored) and v1beta2 get the conversion webhook,
+  # as Kueue's kustomization patches them (config/components/crd/patches).
+  out="${LOCAL_CONFIG_DIR}/kueue-crds.yaml"
+  : >"${out}"
+  for crd in "${bases}"/kueue.x-k8s.io_*.yaml; do
+    name="$(basename "${crd}" .yaml)"
+    name="${name#kueue.x-k8s.io_}"
+    if [[ " ${KUEUE_CONVERSION_CRDS[*]} " == *" ${name} "* ]]; then
+      [[ "$(grep -c '^spec:$' "${crd}")" == 1 ]] || die "${crd}: expected one top-level spec:"
+      sed -e "/^spec:\$/a\\
+  conversion:\\
+    strategy: Webhook\\
+    webhook:\\
+      clientConfig:\\
+        service:\\
+          namespace: ${KUEUE_NAMESPACE}\\
+          name: ${KUEUE_WEBHOOK_SERVICE}\\
+          path: /convert\\
+          port: ${port}\\
+      conversionReviewVersions:\\
+      - v1" "${crd}" >>"${out}"
+    else
+      cat "${crd}" >>"${out}"
+    fi
+  done
+  for name in "${KUEUE_CONVERSION_CRDS[@]}"; do
+    grep -q "^  name: ${name}.kueue.x-k8s.io\$" "${out}" || die "Kueue ${KUEUE_VERSION} has no CRD ${name}.kueue.x-k8s.io"
+  done
+
+  # controller-gen's manifests.yaml: a document per configuration, a webhook
+  # per "- admissionReviewVersions:" entry. Keep the entries of KUEUE_WEBHOOKS,
+  # rename the configurations as Kueue's rotator expects them, point the
+  # service at ours and its port.
+  awk -v keep=" ${KUEUE_WEBHOOKS[*]} " -v svc="${KUEUE_WEBHOOK_SERVICE}" -v ns="${KUEUE_NAMESPACE}" -v port="${port}" '
+    function flush() {
+      if (entry != "" && index(keep, " " name " ") > 0) { printf "%s", entry; kept[name] = 1 }
+      entry = ""; name = ""
+    }
+    /^---$/ { flush(); inentry = 0; print; next }
+    /^- admissionReviewVersions:$/ { flush(); inentry = 1 }
+    !inentry {
+      if ($0 ~ /^  name: (mutating|validating)-webhook-configuration$/) { sub(/name: /, "name: kueue-") }
+      print; next
+    }
+    {
+      line = $0
+      if (line ~ /^  name: /) { name = substr(line, 9) }
+      if (line == "      name: webhook-service") { line = "      name: " svc }
+      if (line == "      namespace: system") { line = "      namespace: " ns }
+      entry = entry line "\n"
+      if (line ~ /^      path: /) { entry = entry "      port: " port "\n" }
+    }
+    END {
+      flush()
+      n = split(keep, want, " ")
+      for (i = 1; i <= n; i++) if (!(want[i] in kept)) { print "missing webhook " want[i] > "/dev/stderr"; exit 1 }
+    }
+  ' "${dir}/config/components/webhook/manifests.yaml" >"${LOCAL_CONFIG_DIR}/kueue-webhooks.yaml" ||
+    die "the webhook manifests of Kueue ${KUEUE_VERSION} lack one of KUEUE_WEBHOOKS"
+
+  sed -e "s|@GPU_QUOTA@|${LOCAL_KUEUE_GPU_QUOTA}|g" \
+    -e "s|@CPU_QUOTA@|$(kueue_quantity_times "${LOCAL_NODE_CPU}" "${LOCAL_FAKE_NODES}")|g" \
+    -e "s|@MEMORY_QUOTA@|$(kueue_quantity_times "${LOCAL_NODE_MEMORY}" "${LOCAL_FAKE_NODES}")|g" \
+    "${LOCAL_HACK_DIR}/kueue/queues.yaml" >"${LOCAL_CONFIG_DIR}/kueue-queues.yaml"
+}
+
+kueue_crds_established() {
+  local n
+  n="$(kubectl_local get crd -o jsonpath='{range .items[*]}{.spec.group} {.status.conditions[?(@.type=="Established")].status}{"\n"}{end}' |
+    grep -c '^kueue.x-k8s.io True$')" || true
+  [[ "${n}" -ge "$(grep -c '^kind: CustomResourceDefinition$' "${LOCAL_CONFIG_DIR}/kueue-crds.yaml")" ]]
+}
+
+# install_kueue: Kueue's namespace, Secret and Service, its CRDs (server-side:
+# the Workload CRD is 1.4 MB, over the limit of the last-applied annotation)
+# and webhook configurations; waits until the CRDs are served. Call it before
+# Kueue starts.
+install_kueue() {
+  log "installing Kueue ${KUEUE_VERSION}: namespace ${KUEUE_NAMESPACE}, Service ${KUEUE_WEBHOOK_SERVICE} (ExternalName 127.0.0.1:${LOCAL_KUEUE_WEBHOOK_PORT}), CRDs kueue.x-k8s.io, webhook configurations"
+  kubectl_local apply -f "${LOCAL_CONFIG_DIR}/kueue-system.yaml" >/dev/null
+  kubectl_local apply --server-side --force-conflicts -f "${LOCAL_CONFIG_DIR}/kueue-crds.yaml" >/dev/null
+  kubectl_local apply --server-side --force-conflicts -f "${LOCAL_CONFIG_DIR}/kueue-webhooks.yaml" >/dev/null
+  wait_until "" "CRDs kueue.x-k8s.io Established" "${LOCAL_TIMEOUT}" kueue_crds_established
+}
+
+# kueue_sync_certs copies the serving certificate from Kueue's Secret into its
+# certDir (a kubelet's job in a pod). Fails while the Secret is still empty.
+kueue_sync_certs() {
+  local dir crt key
+  dir="$(kueue_cert_dir)"
+  crt="$(kubectl_local -n "${KUEUE_NAMESPACE}" get secret "${KUEUE_WEBHOOK_SECRET}" -o jsonpath='{.data.tls\.crt}')" || return 1
+  key="$(kubectl_local -n "${KUEUE_NAMESPACE}" get secret "${KUEUE_WEBHOOK_SECRET}" -o jsonpath='{.data.tls\.key}')" || return 1
+  [[ -n "${crt}" && -n "${key}" ]] || return 1
+  mkdir -p "${dir}"
+  chmod 700 "${dir}"
+  # The key first: the rotator waits for tls.crt.
+  base64 -d <<<"${key}" >"${dir}/tls.key.tmp" && mv -f "${dir}/tls.key.tmp" "${dir}/tls.key" || return 1
+  base64 -d <<<"${crt}" >"${dir}/tls.crt.tmp" && mv -f "${dir}/tls.crt.tmp" "${dir}/tls.crt"
+}
+
+# kueue_webhooks_answer: a v1beta1 ClusterQueue, created as a dry run, goes
+# through the conversion webhook (the admission webhooks take v1beta2) and
+# Kueue's mutating and validating webhooks.
+kueue_webhooks_answer() {
+  kubectl_local create --dry-run=server -o name -f - <<EOF
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata:
+  name: local-up-webhook-check
+spec:
+  namespaceSelector: {}
+EOF
+}
+
+kueue_cluster_queue_active() {
+  [[ "$(kubectl_local get clusterqueues.v1beta2.kueue.x-k8s.io "${KUEUE_CLUSTER_QUEUE}" \
+    -o jsonpath='{.status.conditions[?(@.type=="Active")].status}' 2>/dev/null)" == "True" ]]
+}
+
+# install_kueue_queues: the example ResourceFlavor, ClusterQueue and LocalQueue
+# (hack/local/kueue/queues.yaml); waits until the ClusterQueue is Active.
+install_kueue_queues() {
+  log "creating Kueue's ResourceFlavor default-flavor, ClusterQueue ${KUEUE_CLUSTER_QUEUE} (nvidia.com/gpu ${LOCAL_KUEUE_GPU_QUOTA}) and LocalQueue default/user-queue"
+  kubectl_local apply -f "${LOCAL_CONFIG_DIR}/kueue-queues.yaml" >/dev/null
+  wait_until kueue "ClusterQueue ${KUEUE_CLUSTER_QUEUE} Active" "${LOCAL_TIMEOUT}" kueue_cluster_queue_active
+}
+
+# generate_configs: kwok stages, scheduler configurations, fake nodes, Kueue's files.
 generate_configs() {
   local stages f i
   mkdir -p "${LOCAL_CONFIG_DIR}"
@@ -831,6 +1078,10 @@ status:
 EOF
     done
   } >"${LOCAL_CONFIG_DIR}/fake-nodes.yaml"
+
+  if kueue_enabled; then
+    generate_kueue_configs
+  fi
 
   sed -e "s|@TRAINING_PORT@|${LOCAL_TRAINING_PORT}|g" \
     -e "s|@CA_BUNDLE@|$(base64 -w0 <"${LOCAL_PKI_DIR}/training-ca.crt")|g" \

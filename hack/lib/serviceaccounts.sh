@@ -16,7 +16,13 @@ use_service_account_identities() {
   local apiserver_kc="${dir}/training-apiserver.kubeconfig"
   local controller_kc="${dir}/training-controller-manager.kubeconfig"
   write_service_account_kubeconfig "${apiserver_kc}" training-apiserver rbac-apiserver.yaml
-  write_service_account_kubeconfig "${controller_kc}" training-controller-manager rbac-controller-manager.yaml
+  # With Kueue on the stack, the controller also gets the optional RBAC of
+  # artifacts/deploy/components/kueue, as an installation next to Kueue would.
+  local controller_rbac=(rbac-controller-manager.yaml)
+  if kueue_enabled; then
+    controller_rbac+=(../components/kueue/rbac-controller-manager-kueue.yaml)
+  fi
+  write_service_account_kubeconfig "${controller_kc}" training-controller-manager "${controller_rbac[@]}"
 
   export LOCAL_APISERVER_EXTRA_ARGS="--audit-policy-file=${REPO_ROOT}/test/deploy/testdata/kube-apiserver-audit-policy.yaml --audit-log-path=${SERVICE_ACCOUNT_AUDIT_LOG} --audit-log-format=json --enable-admission-plugins=OwnerReferencesPermissionEnforcement ${LOCAL_APISERVER_EXTRA_ARGS:-}"
   export LOCAL_TRAINING_APISERVER_EXTRA_ARGS="--kubeconfig=${apiserver_kc} --authentication-kubeconfig=${apiserver_kc} --authorization-kubeconfig=${apiserver_kc} ${LOCAL_TRAINING_APISERVER_EXTRA_ARGS:-}"
@@ -26,9 +32,12 @@ use_service_account_identities() {
   export KUBE_FEATURE_WatchListClient=false
 }
 
-# write_service_account_kubeconfig FILE SERVICE_ACCOUNT RBAC_FILE
+# write_service_account_kubeconfig FILE SERVICE_ACCOUNT RBAC_FILE [RBAC_FILE...]
+# (RBAC files relative to artifacts/deploy/base)
 write_service_account_kubeconfig() {
-  local file="$1" account="$2" rbac="$3"
+  local file="$1" account="$2" rbac
+  shift 2
+  rbac="$(printf ', "%s"' "$@")"
   cat >"${file}" <<EOF
 apiVersion: v1
 kind: Config
@@ -43,7 +52,7 @@ users:
     exec:
       apiVersion: client.authentication.k8s.io/v1
       command: ${REPO_ROOT}/hack/local/serviceaccount-credential.sh
-      args: ["${BIN_DIR}/kubectl", "${LOCAL_KUBECONFIG}", "${account}", "${rbac}"]
+      args: ["${BIN_DIR}/kubectl", "${LOCAL_KUBECONFIG}", "${account}"${rbac}]
       interactiveMode: Never
 contexts:
 - name: local

@@ -12,20 +12,27 @@
 # and our components start within the same script run.
 #
 # Usage (as the exec command of a kubeconfig):
-#   serviceaccount-credential.sh KUBECTL ADMIN_KUBECONFIG SERVICE_ACCOUNT RBAC_FILE
+#   serviceaccount-credential.sh KUBECTL ADMIN_KUBECONFIG SERVICE_ACCOUNT RBAC_FILE [RBAC_FILE...]
+# RBAC files are relative to artifacts/deploy/base (an optional component's:
+# ../components/<name>/<file>).
 set -euo pipefail
 
-usage="usage: $0 KUBECTL ADMIN_KUBECONFIG SERVICE_ACCOUNT RBAC_FILE"
+usage="usage: $0 KUBECTL ADMIN_KUBECONFIG SERVICE_ACCOUNT RBAC_FILE [RBAC_FILE...]"
 kubectl="${1:?${usage}}"
 admin="${2:?${usage}}"
 account="${3:?${usage}}"
-rbac="${4:?${usage}}"
+: "${4:?${usage}}"
+shift 3
 base="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../artifacts/deploy/base" && pwd)"
 
 k() { "${kubectl}" --kubeconfig="${admin}" "$@"; }
 
+files=(-f "${base}/serviceaccounts.yaml")
+for rbac in "$@"; do
+  files+=(-f "${base}/${rbac}")
+done
 # stdout is the credential; everything else goes to stderr (the component's log).
-k apply -f "${base}/serviceaccounts.yaml" -f "${base}/${rbac}" >&2
+k apply "${files[@]}" >&2
 # jsonpath prints no final newline: read then returns 1 at end of input.
 read -r token expires < <(k create token "${account}" -n tensorstack-system \
   --duration=24h -o jsonpath='{.status.token} {.status.expirationTimestamp}') || true
