@@ -134,11 +134,18 @@ func runManager(ctx context.Context, opts *options) error {
 		return fmt.Errorf("choosing the gang scheduler: %w", err)
 	}
 	logger.Info("Gang scheduling", "requested", opts.gangBackend, "backend", ctrlOpts.GangScheduler)
-	ctrlOpts.Queueing, err = controller.ResolveQueueing(ctx, kubeClient.Discovery(), opts.queueingSystem)
+	// The access reviews are writes to the fenced clients: ask unfenced.
+	leaseClient, err := kubernetes.NewForConfig(leaseCfg)
+	if err != nil {
+		return fmt.Errorf("building the unfenced client: %w", err)
+	}
+	var why string
+	ctrlOpts.Queueing, why, err = controller.ResolveQueueing(ctx, kubeClient.Discovery(),
+		leaseClient.AuthorizationV1().SelfSubjectAccessReviews(), opts.queueingSystem)
 	if err != nil {
 		return fmt.Errorf("choosing the queueing system: %w", err)
 	}
-	logger.Info("Queueing", "requested", opts.queueingSystem, "system", ctrlOpts.Queueing)
+	logger.Info("Queueing", "requested", opts.queueingSystem, "system", ctrlOpts.Queueing, "why", why)
 	if ctrlOpts.GangScheduler == controller.GangSchedulerCoscheduling || ctrlOpts.Queueing == controller.QueueingKueue {
 		if ctrlOpts.DynamicClient, err = dynamic.NewForConfig(cfg); err != nil {
 			return fmt.Errorf("building dynamic client: %w", err)
@@ -245,10 +252,6 @@ func runManager(ctx context.Context, opts *options) error {
 		return fmt.Errorf("getting hostname for the leader election identity: %w", err)
 	}
 	identity := host + "_" + string(uuid.NewUUID())
-	leaseClient, err := kubernetes.NewForConfig(leaseCfg)
-	if err != nil {
-		return fmt.Errorf("building the leader election client: %w", err)
-	}
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, opts.leaderElectNamespace, opts.leaderElectID,
 		leaseClient.CoreV1(), leaseClient.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
 	if err != nil {

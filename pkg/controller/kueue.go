@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -126,27 +128,47 @@ const (
 )
 
 // ResolveQueueing turns QueueingAuto into Kueue or none, from what the
-// cluster serves, and checks that an explicit Kueue is served.
-func ResolveQueueing(ctx context.Context, d discovery.ServerResourcesInterfaceWithContext, requested Queueing) (Queueing, error) {
+// cluster serves and what the controller may do there, and checks both for
+// an explicit Kueue. Without the Workload permissions (the RBAC component
+// artifacts/deploy/components/kueue), auto runs the jobs unqueued rather
+// than waiting for caches it may not fill; the reason is returned.
+func ResolveQueueing(ctx context.Context, d discovery.ServerResourcesInterfaceWithContext,
+	reviews authorizationv1client.SelfSubjectAccessReviewInterface, requested Queueing) (Queueing, string, error) {
 	switch requested {
 	case QueueingNone:
-		return QueueingNone, nil
+		return QueueingNone, "", nil
 	case QueueingKueue, QueueingAuto:
-		ok, err := isServed(ctx, d, kueueWorkloadAPI)
-		if err != nil {
-			return "", err
-		}
-		switch {
-		case ok:
-			return QueueingKueue, nil
-		case requested == QueueingKueue:
-			return "", fmt.Errorf("--queueing=kueue: the cluster does not serve %s %s", kueueWorkloadAPI.groupVersion, kueueWorkloadAPI.resource)
-		default:
-			return QueueingNone, nil
-		}
 	default:
-		return "", fmt.Errorf("unknown queueing %q", requested)
+		return "", "", fmt.Errorf("unknown queueing %q", requested)
 	}
+	ok, err := isServed(ctx, d, kueueWorkloadAPI)
+	if err != nil {
+		return "", "", err
+	}
+	if !ok {
+		why := fmt.Sprintf("the cluster does not serve %s %s", kueueWorkloadAPI.groupVersion, kueueWorkloadAPI.resource)
+		if requested == QueueingKueue {
+			return "", "", fmt.Errorf("--queueing=kueue: %s", why)
+		}
+		return QueueingNone, why, nil
+	}
+	for _, verb := range []string{"list", "watch", "create", "patch"} {
+		review, err := reviews.Create(ctx, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: kueueWorkloadGVR.Group, Resource: kueueWorkloadGVR.Resource},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			return "", "", fmt.Errorf("checking access to Kueue Workloads: %w", err)
+		}
+		if !review.Status.Allowed {
+			why := fmt.Sprintf("Kueue is served, but this controller may not %s %s.%s in every namespace", verb,
+				kueueWorkloadGVR.Resource, kueueWorkloadGVR.Group)
+			if requested == QueueingKueue {
+				return "", "", fmt.Errorf("--queueing=kueue: %s", why)
+			}
+			return QueueingNone, why, nil
+		}
+	}
+	return QueueingKueue, "", nil
 }
 
 // kueueQueue talks to Kueue.

@@ -18,8 +18,10 @@ package controller
 
 import (
 	"context"
+	"strings"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -28,6 +30,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
@@ -321,6 +325,48 @@ func TestKueuePause(t *testing.T) {
 			f.step(resumed)
 			if !workloadActive(f.workload("pj-p")) {
 				t.Errorf("the resumed job's Workload is inactive")
+			}
+		})
+	}
+}
+
+func TestResolveQueueing(t *testing.T) {
+	kueueList := &metav1.APIResourceList{GroupVersion: "kueue.x-k8s.io/v1beta1", APIResources: []metav1.APIResource{
+		{Name: "workloads", Namespaced: true, Kind: "Workload"},
+	}}
+	coreList := &metav1.APIResourceList{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "pods", Namespaced: true, Kind: "Pod"}}}
+	cases := []struct {
+		name      string
+		served    []*metav1.APIResourceList
+		denied    string // a verb the controller may not use on Workloads
+		requested Queueing
+		want      Queueing
+		wantErr   bool
+	}{
+		{"auto with Kueue and access", []*metav1.APIResourceList{coreList, kueueList}, "", QueueingAuto, QueueingKueue, false},
+		{"auto without Kueue", []*metav1.APIResourceList{coreList}, "", QueueingAuto, QueueingNone, false},
+		{"auto without access runs unqueued", []*metav1.APIResourceList{kueueList}, "watch", QueueingAuto, QueueingNone, false},
+		{"kueue without access", []*metav1.APIResourceList{kueueList}, "create", QueueingKueue, "", true},
+		{"kueue not served", []*metav1.APIResourceList{coreList}, "", QueueingKueue, "", true},
+		{"none", nil, "", QueueingNone, QueueingNone, false},
+		{"unknown", nil, "", "volcano", "", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			client := kubefake.NewClientset()
+			client.Resources = tc.served
+			client.PrependReactor("create", "selfsubjectaccessreviews", func(a core.Action) (bool, runtime.Object, error) {
+				review := a.(core.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
+				attrs := review.Spec.ResourceAttributes
+				review.Status.Allowed = attrs.Verb != tc.denied && attrs.Group == "kueue.x-k8s.io" && attrs.Resource == "workloads"
+				return true, review, nil
+			})
+			got, why, err := ResolveQueueing(context.Background(), client.Discovery(), client.AuthorizationV1().SelfSubjectAccessReviews(), tc.requested)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Fatalf("ResolveQueueing(%s) = %q (%s), %v; want %q, error %v", tc.requested, got, why, err, tc.want, tc.wantErr)
+			}
+			if tc.denied != "" && !tc.wantErr && !strings.Contains(why, tc.denied) {
+				t.Errorf("the reason %q does not name the verb %s", why, tc.denied)
 			}
 		})
 	}
