@@ -258,6 +258,7 @@ func (r *reconciler) planQueued() {
 	remaining := len(r.extra)
 	for _, s := range r.slots {
 		if s.pod == nil {
+			s.phase = v1beta1.ReplicaCreating
 			if s.prev != nil && s.prev.UID != "" {
 				s.phase = v1beta1.ReplicaDeleted
 			}

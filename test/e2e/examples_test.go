@@ -292,6 +292,10 @@ func TestExamplePaused(t *testing.T) {
 func TestExampleTensorBoard(t *testing.T) {
 	t.Parallel()
 	f := framework.New(t, "ex-tb")
+	if f.KueueServed() {
+		// The example names the queue "default": with Kueue, a LocalQueue.
+		f.NewKueueQueue(nil, 1000, "default")
+	}
 	applyExample(f, "tensorboard-scheduler.yaml")
 	ref := f.Ref(framework.KindTF, "mnist-tb")
 	job := f.MustGetJob(ref)

@@ -87,9 +87,8 @@ func TestKueueQuota(t *testing.T) {
 	if pods := f.Pods(waiting); len(pods) != 0 {
 		t.Errorf("the queued job %s has pods %v", waiting.Name, podSummary(pods))
 	}
-	row := parseTable(t, f.MustKubectl("get", waiting.KubectlName())).row(t, waiting.Name)
-	if row["PHASE"] != "Pending (WaitingForAdmission)" {
-		t.Errorf("kubectl get shows phase %q for the queued job, want Pending (WaitingForAdmission)", row["PHASE"])
+	if out := f.MustKubectl("get", waiting.KubectlName(), "--no-headers"); !strings.Contains(out, "Pending (WaitingForAdmission)") {
+		t.Errorf("kubectl get shows %q for the queued job, want the phase Pending (WaitingForAdmission)", out)
 	}
 	for _, ref := range refs {
 		if ref == waiting {
@@ -138,9 +137,8 @@ func TestKueuePreemption(t *testing.T) {
 		t.Errorf("the preempted job's backoffCount is %d, want 0", n)
 	}
 	f.WaitForNoPods(low, framework.Timeout)
-	row := parseTable(t, f.MustKubectl("get", low.KubectlName())).row(t, low.Name)
-	if row["PHASE"] != "Paused (Preempted)" {
-		t.Errorf("kubectl get shows %q for the preempted job, want Paused (Preempted)", row["PHASE"])
+	if out := f.MustKubectl("get", low.KubectlName(), "--no-headers"); !strings.Contains(out, "Paused (Preempted)") {
+		t.Errorf("kubectl get shows %q for the preempted job, want the phase Paused (Preempted)", out)
 	}
 	checkSucceeded(t, f.WaitForPhase(high, v1beta1.JobSucceeded))
 	job = f.WaitForPhase(low, v1beta1.JobSucceeded)

@@ -59,7 +59,8 @@ func (f *Framework) Dynamic() dynamic.Interface {
 }
 
 // NewKueueQueue gives the test a queue of its own: a ResourceFlavor that
-// places pods on pool (its node labels and toleration), a ClusterQueue with
+// places pods on pool (its node labels and toleration; any node without a
+// pool), a ClusterQueue with
 // gpus GPUs of it that preempts lower priorities, and a LocalQueue named
 // queue in the test's namespace, whose name it returns. The cluster-scoped
 // ones are deleted when the test ends, the LocalQueue with the namespace.
@@ -68,19 +69,22 @@ func (f *Framework) NewKueueQueue(pool *NodePool, gpus int64, queue string) stri
 	d := f.Dynamic()
 	ctx := f.Context()
 	name := f.Namespace
-	labels := map[string]any{}
-	for k, v := range pool.Selector() {
-		labels[k] = v
+	flavor := map[string]any{}
+	if pool != nil {
+		labels := map[string]any{}
+		for k, v := range pool.Selector() {
+			labels[k] = v
+		}
+		tol := pool.Toleration()
+		flavor = map[string]any{"nodeLabels": labels, "tolerations": []any{map[string]any{
+			"key": tol.Key, "operator": string(tol.Operator), "value": tol.Value, "effect": string(tol.Effect)}}}
 	}
-	tol := pool.Toleration()
 	objects := []struct {
 		gvr schema.GroupVersionResource
 		obj map[string]any
 	}{
 		{kueueResourceFlavors, map[string]any{
-			"kind": "ResourceFlavor", "metadata": map[string]any{"name": name},
-			"spec": map[string]any{"nodeLabels": labels, "tolerations": []any{map[string]any{
-				"key": tol.Key, "operator": string(tol.Operator), "value": tol.Value, "effect": string(tol.Effect)}}},
+			"kind": "ResourceFlavor", "metadata": map[string]any{"name": name}, "spec": flavor,
 		}},
 		{kueueClusterQueues, map[string]any{
 			"kind": "ClusterQueue", "metadata": map[string]any{"name": name},
