@@ -30,6 +30,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -271,6 +272,25 @@ func (s *scenarios) pause(t *testing.T) {
 	})
 }
 
+// kueueLocalQueue makes, on a stack that runs Kueue, the LocalQueue a job
+// names, in the stack's ClusterQueue "cluster-queue" (hack/local/kueue):
+// the controller then queues the job with Kueue before it runs.
+func (s *scenarios) kueueLocalQueue(ctx context.Context, name string) {
+	s.t.Helper()
+	if _, err := s.c.kube.Discovery().ServerResourcesForGroupVersion("kueue.x-k8s.io/v1beta1"); err != nil {
+		return
+	}
+	lq := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
+		"metadata": map[string]any{"name": name, "namespace": s.ns},
+		"spec":     map[string]any{"clusterQueue": "cluster-queue"},
+	}}
+	gvr := schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "localqueues"}
+	if _, err := s.c.dynamic.Resource(gvr).Namespace(s.ns).Create(ctx, lq, metav1.CreateOptions{}); err != nil {
+		s.t.Fatalf("creating LocalQueue %s: %v", name, err)
+	}
+}
+
 // gang: a gang-scheduled job, resized while paused and then run to its
 // end: the controller creates its group, patches it to the new size and
 // deletes it when the job finishes.
@@ -281,6 +301,7 @@ func (s *scenarios) gang(t *testing.T) {
 	job := tfJob("tf-gang", "1h")
 	job.Spec.ReplicaSpecs[0].Replicas = ptr.To[int32](2)
 	job.Spec.Scheduler = &v1beta1.SchedulePolicy{T9kScheduler: &v1beta1.T9kScheduler{Queue: "default"}}
+	s.kueueLocalQueue(ctx, "default")
 	if _, err := jobs.Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
