@@ -107,6 +107,9 @@ type Controller struct {
 	backoff      RestartBackoff
 	// kueue queues the jobs that name a queue; nil without Kueue.
 	kueue *kueueQueue
+	// statusWrites holds reconciles back until the cache has their job's
+	// last status write.
+	statusWrites *statusWrites
 
 	clusterDomain string
 }
@@ -150,6 +153,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, jobClient version
 		recorder:      opts.Recorder,
 		clock:         opts.Clock,
 		backoff:       opts.RestartBackoff.withDefaults(),
+		statusWrites:  newStatusWrites(),
 		clusterDomain: opts.ClusterDomain,
 	}
 	if c.recorder == nil {
@@ -302,6 +306,7 @@ func (c *Controller) forgetJob(logger klog.Logger, kind string, obj any) {
 	}
 	key := jobKey{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName()}
 	c.expectations.DeleteExpectations(key.String())
+	c.statusWrites.forget(key)
 	c.enqueue(key)
 }
 

@@ -86,6 +86,7 @@ func (r *reconciler) reportStatusTooLarge(ctx context.Context, cause error) erro
 	if err != nil {
 		return errors.Join(cause, fmt.Errorf("reporting that the status is too large: %w", err))
 	}
+	r.c.statusWrites.wrote(r.key, updated.GetResourceVersion())
 	r.setJob(updated)
 	return cause
 }

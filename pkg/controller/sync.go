@@ -71,6 +71,12 @@ func (c *Controller) syncJob(ctx context.Context, key jobKey) (requeueAfter time
 	if err != nil {
 		return 0, err
 	}
+	if c.statusWrites.behind(key, cached.GetResourceVersion()) {
+		// The informer's event for the write queues the job again; the
+		// requeue is a safety net should that event be lost.
+		logger.V(4).Info("The cache is behind the last status write; waiting for it")
+		return statusWriteWait, nil
+	}
 	if cached.GetDeletionTimestamp() != nil {
 		// The garbage collector removes what the job owns; the finalizers
 		// must not hold it up.
@@ -313,6 +319,7 @@ func (r *reconciler) writeStatus(ctx context.Context) error {
 		return err
 	}
 	r.logger.V(4).Info("Updated job status", "phase", r.status.Phase)
+	r.c.statusWrites.wrote(r.key, updated.GetResourceVersion())
 	r.setJob(updated)
 	return nil
 }
