@@ -19,11 +19,13 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -235,6 +237,38 @@ func (e *etcdProcess) signal(t *testing.T, sig syscall.Signal) {
 	if err := e.cmd.Process.Signal(sig); err != nil {
 		t.Errorf("sending %v to etcd: %v", sig, err)
 	}
+	if sig == syscall.SIGSTOP {
+		e.waitStopped(t)
+	}
+}
+
+// waitStopped waits until every thread of etcd is stopped: kill returns
+// before a thread running on another core has been interrupted, and on a
+// busy machine etcd may still answer a request or two in that moment.
+func (e *etcdProcess) waitStopped(t *testing.T) {
+	t.Helper()
+	tasks := fmt.Sprintf("/proc/%d/task", e.cmd.Process.Pid)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		entries, err := os.ReadDir(tasks)
+		if err != nil {
+			t.Fatalf("reading %s: %v", tasks, err)
+		}
+		stopped := 0
+		for _, task := range entries {
+			stat, err := os.ReadFile(filepath.Join(tasks, task.Name(), "stat"))
+			// The state follows the command name in parentheses.
+			if i := strings.LastIndexByte(string(stat), ')'); err == nil && i >= 0 && i+2 < len(stat) &&
+				(stat[i+2] == 'T' || stat[i+2] == 't') {
+				stopped++
+			}
+		}
+		if stopped == len(entries) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("etcd's threads did not all stop within 5s")
 }
 
 // freeLocalAddress is a 127.0.0.1 address with a port that was free a moment
