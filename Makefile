@@ -80,7 +80,7 @@ bench-e2e: build test-binaries
 	LOCAL_TRAINING_APISERVER_EXTRA_ARGS="--disable-admission-plugins=TrainingJobPodAuthorization,TrainingJobPodValidation" \
 		E2E_GO_TEST_FLAGS="-run ^$$ -bench . -benchtime 200x -count 3" hack/test-e2e.sh
 
-## test-binaries: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok at pinned versions
+## test-binaries: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, scheduler-plugins and Kueue at pinned versions
 test-binaries:
 	hack/build-test-binaries.sh
 
