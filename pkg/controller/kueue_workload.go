@@ -75,7 +75,7 @@ func (r *reconciler) podSetCount() int {
 	return n
 }
 
-// priority is the Workload's priority and the class it came from.
+// workloadPriority is the Workload's priority and the class it came from.
 func (r *reconciler) workloadPriority(ctx context.Context) (priority int64, class string, err error) {
 	if class = r.job.GetLabels()[LabelKueuePriorityClass]; class != "" {
 		wpc, err := r.c.kueue.priorityClasses.Get(ctx, class, metav1.GetOptions{})
@@ -310,7 +310,7 @@ func (r *reconciler) planQueued() {
 	}
 }
 
-// admitted notes, on a queued job allowed to run, that it is admitted.
+// markAdmitted notes, on a queued job allowed to run, that it is admitted.
 func (r *reconciler) markAdmitted() {
 	cq, _, _ := unstructured.NestedString(r.queue.workload.Object, "status", "admission", "clusterQueue")
 	r.setCondition(v1beta1.ConditionQueued, metav1.ConditionFalse, v1beta1.ReasonAdmitted, "admitted by ClusterQueue "+cq)
