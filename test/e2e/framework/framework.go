@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -257,5 +258,26 @@ func (f *Framework) WaitForAPIServiceAvailable() {
 			}
 		}
 		return false, fmt.Errorf("no Available condition yet")
+	})
+	// kube-apiserver's aggregated discovery, which kubectl reads to find a
+	// resource or category, refreshes on its own after the APIService
+	// turned Available; until then kubectl answers "the server doesn't
+	// have a resource type".
+	f.Eventually(Timeout, "the job kinds in kube-apiserver's discovery", func(ctx context.Context) (bool, error) {
+		_, lists, err := f.Kube.Discovery().ServerGroupsAndResources()
+		if err != nil {
+			return false, nil
+		}
+		for _, list := range lists {
+			if list.GroupVersion != "batch.tensorstack.dev/v1beta1" {
+				continue
+			}
+			for _, r := range list.APIResources {
+				if r.Name == "tensorflowtrainingjobs" && slices.Contains(r.Categories, "trainingjobs") {
+					return true, nil
+				}
+			}
+		}
+		return false, nil
 	})
 }
