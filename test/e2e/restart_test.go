@@ -106,8 +106,12 @@ func TestTrainingApiserverRestart(t *testing.T) {
 	if diff := cmp.Diff(podUIDs(runningPods), podUIDs(f.Pods(running))); diff != "" {
 		t.Errorf("pods of %s changed across the restart (-before +after):\n%s", running, diff)
 	}
-	// Label and field selectors still work on the restarted server.
-	out := f.MustKubectl("get", "trainingjobs", "-l", "e2e=restart", "--field-selector", "status.phase=Running", "-o", "name")
+	// Label and field selectors still work on the restarted server. A
+	// discovery cache of its own: the shared one may have been written by
+	// another test's kubectl while the server was down, without the
+	// category trainingjobs, and kubectl keeps a category it cached.
+	out := f.MustKubectl("--cache-dir", t.TempDir(), "get", "trainingjobs", "-l", "e2e=restart",
+		"--field-selector", "status.phase=Running", "-o", "name")
 	if strings.TrimSpace(out) != "tensorflowtrainingjob.batch.tensorstack.dev/running" {
 		t.Errorf("selecting the running job after the restart printed %q", out)
 	}
