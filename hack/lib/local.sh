@@ -127,8 +127,11 @@ LOCAL_COMPONENTS=(
   training-apiserver training-controller-manager
 )
 
+# Its discovery cache is the stack's own: the scripts run kubectl before the
+# training-apiserver serves, and a cache written then would keep the
+# trainingjobs category from users' and tests' kubectl for hours.
 kubectl_local() {
-  "${BIN_DIR}/kubectl" --kubeconfig="${LOCAL_KUBECONFIG}" "$@"
+  "${BIN_DIR}/kubectl" --kubeconfig="${LOCAL_KUBECONFIG}" --cache-dir="${LOCAL_DIR}/kubectl-cache" "$@"
 }
 
 # save_settings writes the effective settings to _output/local/env.sh.
