@@ -25,7 +25,9 @@ account="${3:?${usage}}"
 shift 3
 base="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../artifacts/deploy/base" && pwd)"
 
-k() { "${kubectl}" --kubeconfig="${admin}" "$@"; }
+# The stack's own discovery cache (see kubectl_local in hack/lib/local.sh):
+# this runs before the training-apiserver serves.
+k() { "${kubectl}" --kubeconfig="${admin}" --cache-dir="$(dirname "${admin}")/kubectl-cache" "$@"; }
 
 files=(-f "${base}/serviceaccounts.yaml")
 for rbac in "$@"; do
