@@ -175,10 +175,8 @@ func TestKueueWorkloadFromJob(t *testing.T) {
 		count int64
 	}{{"master", 1}, {"worker", 3}} {
 		ps := sets[i].(map[string]any)
-		gpus, _, _ := unstructured.NestedString(ps, "template", "spec", "containers", "0", "resources", "requests", "nvidia.com/gpu")
 		containers, _, _ := unstructured.NestedSlice(ps, "template", "spec", "containers")
 		req, _, _ := unstructured.NestedString(containers[0].(map[string]any), "resources", "requests", "nvidia.com/gpu")
-		_ = gpus
 		if ps["name"] != want.name || ps["count"] != want.count || req != "1" {
 			t.Errorf("pod set %d: name %v count %v gpus %q, want %s %d 1", i, ps["name"], ps["count"], req, want.name, want.count)
 		}

@@ -255,21 +255,7 @@ func (r *reconciler) updateWorkloadStatus(ctx context.Context, wl *unstructured.
 // after an eviction.
 func (r *reconciler) planQueued() {
 	q, st := r.queue, r.status
-	remaining := len(r.extra)
-	for _, s := range r.slots {
-		if s.pod == nil {
-			s.phase = v1beta1.ReplicaCreating
-			if s.prev != nil && s.prev.UID != "" {
-				s.phase = v1beta1.ReplicaDeleted
-			}
-			continue
-		}
-		remaining++
-		s.phase = v1beta1.ReplicaDeleted
-		if s.pod.DeletionTimestamp == nil {
-			r.delete(s.pod, "the job is no longer admitted by Kueue")
-		}
-	}
+	remaining := r.stopPods("the job is no longer admitted by Kueue", v1beta1.ReplicaCreating)
 	reason, message := v1beta1.ReasonWaitingForAdmission, ""
 	switch {
 	case q.evicted != nil:

@@ -28,21 +28,7 @@ import (
 
 // planPause deletes every pod; the job is Paused once none is left.
 func (r *reconciler) planPause() {
-	remaining := len(r.extra)
-	for _, s := range r.slots {
-		if s.pod == nil {
-			s.phase = v1beta1.ReplicaDeleted
-			continue
-		}
-		remaining++
-		// Recorded as Deleted, with the pod's UID, so that a resume before
-		// the pod is gone sees a replacement, not a vanished replica.
-		s.phase = v1beta1.ReplicaDeleted
-		if s.pod.DeletionTimestamp == nil {
-			r.delete(s.pod, "the job is paused")
-		}
-	}
-	if remaining > 0 {
+	if remaining := r.stopPods("the job is paused", v1beta1.ReplicaDeleted); remaining > 0 {
 		r.setCondition(v1beta1.ConditionPaused, metav1.ConditionTrue, ReasonPausing,
 			fmt.Sprintf("waiting for %d pods to terminate", remaining))
 		return
@@ -78,4 +64,28 @@ func (r *reconciler) resume() {
 	if st.StartTime == nil {
 		st.StartTime = r.metaNow()
 	}
+}
+
+// stopPods deletes every pod of the job, for a pause or while Kueue does not
+// admit it, and returns how many are left. Each is recorded Deleted, with
+// its UID, so that a resume before the pod is gone sees a replacement, not
+// a vanished replica; a replica without a pod is Deleted when it had one,
+// else podless.
+func (r *reconciler) stopPods(why string, podless v1beta1.ReplicaPhase) int {
+	remaining := len(r.extra)
+	for _, s := range r.slots {
+		if s.pod == nil {
+			s.phase = podless
+			if s.prev != nil && s.prev.UID != "" {
+				s.phase = v1beta1.ReplicaDeleted
+			}
+			continue
+		}
+		remaining++
+		s.phase = v1beta1.ReplicaDeleted
+		if s.pod.DeletionTimestamp == nil {
+			r.delete(s.pod, why)
+		}
+	}
+	return remaining
 }
