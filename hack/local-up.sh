@@ -181,6 +181,8 @@ if kueue_enabled; then
   install_kueue_queues
 fi
 
+# Before kwok runs: its deletes must behave as a kubelet's.
+kubectl_local apply -f "${LOCAL_HACK_DIR}/kwok-pod-deletes.yaml" >/dev/null
 start_component kwok
 wait_component kwok
 log "creating ${LOCAL_FAKE_NODES} fake nodes (cpu ${LOCAL_NODE_CPU}, memory ${LOCAL_NODE_MEMORY}, pods ${LOCAL_NODE_PODS}, nvidia.com/gpu ${LOCAL_NODE_GPUS} each)"

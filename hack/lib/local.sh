@@ -97,6 +97,9 @@ TRAINING_APISERVICE="v1beta1.batch.tensorstack.dev"
 SCHEDULER_PLUGINS_NAME="scheduler-plugins-scheduler"
 SCHEDULER_PLUGINS_CRD="podgroups.scheduling.x-k8s.io"
 
+# kwok runs as this user (client certificate, group system:masters);
+# hack/local/kwok-pod-deletes.yaml names it.
+KWOK_USER="local-kwok"
 # Kueue runs as this user (client certificate, group system:masters: Kueue's
 # own RBAC is not installed). Its webhooks and CRD conversion webhooks name
 # the Service KUEUE_NAMESPACE/KUEUE_WEBHOOK_SERVICE (ExternalName 127.0.0.1);
@@ -373,7 +376,7 @@ component_args() {
       ;;
     kwok)
       ARGS=(
-        --kubeconfig="${LOCAL_KUBECONFIG}"
+        --kubeconfig="${pki}/kwok.kubeconfig"
         --config="${LOCAL_CONFIG_DIR}/kwok-stages.yaml"
         --manage-all-nodes=false
         --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake
@@ -725,8 +728,10 @@ generate_pki() {
   pki_cert "${pki}" ca admin "/O=system:masters/CN=local-admin" client
   pki_cert "${pki}" ca kube-controller-manager "/CN=system:kube-controller-manager" client
   pki_cert "${pki}" ca kube-scheduler "/CN=system:kube-scheduler" client
-  # The fake nodes' kubelet API, served by kwok on loopback.
+  # The fake nodes' kubelet API, served by kwok on loopback; kwok's own
+  # identity lets hack/local/kwok-pod-deletes.yaml single out its deletes.
   pki_cert "${pki}" ca kwok-kubelet "/CN=kwok-kubelet" server 127.0.0.1 localhost
+  pki_cert "${pki}" ca kwok "/O=system:masters/CN=${KWOK_USER}" client
   pki_cert "${pki}" training-ca training-apiserver "/CN=${TRAINING_SERVICE}.${TRAINING_NAMESPACE}.svc" server \
     "${TRAINING_SERVICE}.${TRAINING_NAMESPACE}.svc" \
     "${TRAINING_SERVICE}.${TRAINING_NAMESPACE}.svc.cluster.local" localhost 127.0.0.1
@@ -736,6 +741,8 @@ generate_pki() {
     "${pki}/kube-controller-manager.crt" "${pki}/kube-controller-manager.key" system:kube-controller-manager
   write_kubeconfig "${pki}/kube-scheduler.kubeconfig" "${server}" "${pki}/ca.crt" \
     "${pki}/kube-scheduler.crt" "${pki}/kube-scheduler.key" system:kube-scheduler
+  write_kubeconfig "${pki}/kwok.kubeconfig" "${server}" "${pki}/ca.crt" \
+    "${pki}/kwok.crt" "${pki}/kwok.key" "${KWOK_USER}"
   if scheduler_plugins_enabled; then
     pki_cert "${pki}" ca scheduler-plugins "/CN=${SCHEDULER_PLUGINS_NAME}" client
     write_kubeconfig "${pki}/scheduler-plugins.kubeconfig" "${server}" "${pki}/ca.crt" \
