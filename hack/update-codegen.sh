@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Regenerates deepcopy, conversion, defaults, OpenAPI, clientset, listers,
-# informers and apply configurations from the types in pkg/apis.
+# Regenerates deepcopy, conversion, defaults, protobuf, OpenAPI, clientset,
+# listers, informers and apply configurations from the types in pkg/apis.
+# Needs protoc (Debian: protobuf-compiler).
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -18,6 +19,94 @@ KUBE_CODEGEN_READONLY_PKGS+=(k8s.io/api/core/v1 k8s.io/apimachinery/pkg/util/int
 kube::codegen::gen_helpers \
     --boilerplate "${BOILERPLATE}" \
     "${ROOT}/pkg/apis"
+
+# gen_protobuf writes generated.proto and generated.pb.go, and the protobuf
+# struct tags, for the packages under $1 whose doc.go says
+# +k8s:protobuf-gen=package. kube_codegen.sh has no protobuf step, so this
+# drives go-to-protobuf itself.
+gen_protobuf() (
+    local in_dir="$1"
+    local pkgs=()
+    while read -r dir; do
+        pkgs+=("$(cd "${dir}" && go list -find .)")
+    done < <(
+        grep -rl --include doc.go -e '^// +k8s:protobuf-gen=package' "${in_dir}" \
+            | xargs -r -n1 dirname | LC_ALL=C sort -u
+    )
+    if [ "${#pkgs[@]}" == 0 ]; then
+        return 0
+    fi
+    if ! command -v protoc >/dev/null; then
+        echo "protoc not found: install protobuf-compiler" >&2
+        return 1
+    fi
+
+    # go-to-protobuf runs protoc-gen-gogo and goimports from PATH. goimports,
+    # when missing, is taken at the x/tools version code-generator uses.
+    export PATH="${GOBIN}:${PATH}"
+    (
+        cd "${CODEGEN_PKG}"
+        GO111MODULE=on go install \
+            k8s.io/code-generator/cmd/go-to-protobuf \
+            k8s.io/code-generator/cmd/go-to-protobuf/protoc-gen-gogo
+        if ! command -v goimports >/dev/null; then
+            GO111MODULE=on go install \
+                "golang.org/x/tools/cmd/goimports@$(go list -m -f '{{.Version}}' golang.org/x/tools)"
+        fi
+    )
+    local gogo
+    gogo=$(cd "${CODEGEN_PKG}" && go list -m -f '{{.Dir}}' github.com/gogo/protobuf)
+
+    # protoc finds a .proto by its Go import path below --output-dir. A
+    # scratch tree of symlinks lays this module and the module cache's
+    # k8s.io/api, k8s.io/apimachinery and gogoproto out that way, so nothing
+    # is written outside this repository.
+    local tree
+    tree=$(mktemp -d)
+    trap 'rm -rf "${tree}"' EXIT
+    mkdir -p "${tree}/k8s.io" "${tree}/github.com/gogo" "${tree}/$(dirname "${MODULE}")"
+    ln -s "${ROOT}" "${tree}/${MODULE}"
+    ln -s "$(go list -m -f '{{.Dir}}' k8s.io/api)" "${tree}/k8s.io/api"
+    ln -s "$(go list -m -f '{{.Dir}}' k8s.io/apimachinery)" "${tree}/k8s.io/apimachinery"
+    ln -s "${gogo}" "${tree}/github.com/gogo/protobuf"
+
+    # The packages our types refer to, all in the read-only module cache,
+    # are named with a leading "-": go-to-protobuf reads their types but
+    # neither cleans nor regenerates their protobuf files.
+    local refs=(
+        k8s.io/apimachinery/pkg/util/intstr
+        k8s.io/apimachinery/pkg/api/resource
+        k8s.io/apimachinery/pkg/runtime/schema
+        k8s.io/apimachinery/pkg/runtime
+        k8s.io/apimachinery/pkg/apis/meta/v1
+        k8s.io/api/core/v1
+    )
+    # gogo.proto imports google/protobuf/descriptor.proto; gogo's copy of it
+    # comes with the module, so protoc's own include files are not needed.
+    echo "Generating protobuf code for ${#pkgs[@]} targets"
+    go-to-protobuf \
+        --go-header-file "${BOILERPLATE}" \
+        --output-dir "${tree}" \
+        --proto-import "${gogo}/protobuf" \
+        --apimachinery-packages "$(IFS=,; echo "${refs[*]/#/-}")" \
+        --packages "$(IFS=,; echo "${pkgs[*]}")"
+
+    # protoc-gen-gogo names a message's Go type by its own camel case, which
+    # capitalizes a letter after a digit (message T9kScheduler becomes
+    # T9KScheduler). Give the generated methods back the Go type's name.
+    # go-to-protobuf cannot match such a type, so the protobuf tags of its
+    # fields are kept by hand in types.go.
+    local pkg message gogo_name
+    for pkg in "${pkgs[@]}"; do
+        while read -r message; do
+            # shellcheck disable=SC2001 # upper-casing has no expansion form
+            gogo_name=$(sed 's/\([0-9]\)\([a-z]\)/\1\u\2/g' <<< "${message}")
+            sed -i "s/\b${gogo_name}\b/${message}/g" "${tree}/${pkg}/generated.pb.go"
+        done < <(sed -n 's/^message \([A-Za-z0-9]*[0-9][a-z][A-Za-z0-9]*\) {$/\1/p' "${tree}/${pkg}/generated.proto")
+    done
+)
+
+gen_protobuf "${ROOT}/pkg/apis"
 
 kube::codegen::gen_openapi \
     --extra-pkgs k8s.io/api/core/v1 \

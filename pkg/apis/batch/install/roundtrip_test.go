@@ -35,9 +35,10 @@ import (
 )
 
 // TestRoundTripTypes fills every internal kind of the group at random and
-// checks that it survives v1beta1 and JSON unchanged.
+// checks that it survives v1beta1 and each encoding, JSON and protobuf,
+// unchanged.
 func TestRoundTripTypes(t *testing.T) {
-	roundtrip.RoundTripTestForAPIGroup(t, Install, batchfuzzer.Funcs)
+	roundtrip.RoundTripProtobufTestForAPIGroup(t, Install, batchfuzzer.Funcs)
 }
 
 // TestVersionedRoundTrip fills every v1beta1 kind of the group at random and

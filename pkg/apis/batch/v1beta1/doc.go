@@ -18,6 +18,7 @@ limitations under the License.
 // +k8s:conversion-gen=tensorstack.dev/training/pkg/apis/batch
 // +k8s:defaulter-gen=TypeMeta
 // +k8s:openapi-gen=true
+// +k8s:protobuf-gen=package
 // +k8s:openapi-model-package=dev.tensorstack.training.pkg.apis.batch.v1beta1
 // +groupName=batch.tensorstack.dev
 

@@ -35,20 +35,20 @@ type TensorFlowTrainingJob struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata.
 	// +optional
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// Spec is the desired behaviour of the job.
 	// +optional
-	Spec TensorFlowTrainingJobSpec `json:"spec,omitempty"`
+	Spec TensorFlowTrainingJobSpec `json:"spec,omitempty" protobuf:"bytes,2,opt,name=spec"`
 
 	// Status is what the controller last observed of the job.
 	// +optional
-	Status TrainingJobStatus `json:"status,omitempty"`
+	Status TrainingJobStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
 }
 
 // TensorFlowTrainingJobSpec is the desired behaviour of a TensorFlowTrainingJob.
 type TensorFlowTrainingJobSpec struct {
-	TrainingJobSpec `json:",inline"`
+	TrainingJobSpec `json:",inline" protobuf:"bytes,1,opt,name=trainingJobSpec"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -58,10 +58,10 @@ type TensorFlowTrainingJobList struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard list metadata.
 	// +optional
-	metav1.ListMeta `json:"metadata,omitempty"`
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// Items are the jobs in the list.
-	Items []TensorFlowTrainingJob `json:"items"`
+	Items []TensorFlowTrainingJob `json:"items" protobuf:"bytes,2,rep,name=items"`
 }
 
 // +genclient
@@ -76,30 +76,30 @@ type PyTorchTrainingJob struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata.
 	// +optional
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// Spec is the desired behaviour of the job.
 	// +optional
-	Spec PyTorchTrainingJobSpec `json:"spec,omitempty"`
+	Spec PyTorchTrainingJobSpec `json:"spec,omitempty" protobuf:"bytes,2,opt,name=spec"`
 
 	// Status is what the controller last observed of the job.
 	// +optional
-	Status TrainingJobStatus `json:"status,omitempty"`
+	Status TrainingJobStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
 }
 
 // PyTorchTrainingJobSpec is the desired behaviour of a PyTorchTrainingJob.
 type PyTorchTrainingJobSpec struct {
-	TrainingJobSpec `json:",inline"`
+	TrainingJobSpec `json:",inline" protobuf:"bytes,1,opt,name=trainingJobSpec"`
 
 	// TorchrunConfig, when enabled, starts the training container through
 	// torchrun, which spawns procPerNode workers on each replica.
 	// +optional
-	TorchrunConfig *TorchrunConfig `json:"torchrunConfig,omitempty"`
+	TorchrunConfig *TorchrunConfig `json:"torchrunConfig,omitempty" protobuf:"bytes,2,opt,name=torchrunConfig"`
 
 	// Elastic declares the range of replicas an elastic job may run with.
 	// It is validated and stored; scaling within the range is not yet done.
 	// +optional
-	Elastic *ElasticConfig `json:"elastic,omitempty"`
+	Elastic *ElasticConfig `json:"elastic,omitempty" protobuf:"bytes,3,opt,name=elastic"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -109,10 +109,10 @@ type PyTorchTrainingJobList struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard list metadata.
 	// +optional
-	metav1.ListMeta `json:"metadata,omitempty"`
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// Items are the jobs in the list.
-	Items []PyTorchTrainingJob `json:"items"`
+	Items []PyTorchTrainingJob `json:"items" protobuf:"bytes,2,rep,name=items"`
 }
 
 // TrainingJobSpec is the part of the spec every training job kind shares.
@@ -127,26 +127,26 @@ type TrainingJobSpec struct {
 	// +patchMergeKey=type
 	// +patchStrategy=merge
 	// +required
-	ReplicaSpecs []ReplicaSpec `json:"replicaSpecs" patchStrategy:"merge" patchMergeKey:"type"`
+	ReplicaSpecs []ReplicaSpec `json:"replicaSpecs" patchStrategy:"merge" patchMergeKey:"type" protobuf:"bytes,1,rep,name=replicaSpecs"`
 
 	// RunMode switches the job into debug or pause mode. Absent, the job runs
 	// immediately.
 	// +optional
-	RunMode *RunMode `json:"runMode,omitempty"`
+	RunMode *RunMode `json:"runMode,omitempty" protobuf:"bytes,2,opt,name=runMode"`
 
 	// RunPolicy bounds how long and how often the job may run, and what is
 	// kept when it finishes.
 	// +optional
-	RunPolicy RunPolicy `json:"runPolicy,omitempty"`
+	RunPolicy RunPolicy `json:"runPolicy,omitempty" protobuf:"bytes,3,opt,name=runPolicy"`
 
 	// Scheduler selects the scheduler that places the replicas. Absent, the
 	// cluster's default scheduler is used.
 	// +optional
-	Scheduler *SchedulePolicy `json:"scheduler,omitempty"`
+	Scheduler *SchedulePolicy `json:"scheduler,omitempty" protobuf:"bytes,4,opt,name=scheduler"`
 
 	// TensorboardSpec asks for a TensorBoard that shows the job's training logs.
 	// +optional
-	TensorboardSpec *TensorBoardSpec `json:"tensorboardSpec,omitempty"`
+	TensorboardSpec *TensorBoardSpec `json:"tensorboardSpec,omitempty" protobuf:"bytes,5,opt,name=tensorboardSpec"`
 }
 
 // ReplicaType names a group of replicas within a job.
@@ -184,22 +184,22 @@ type ReplicaSpec struct {
 	// Type names the group. TensorFlow: chief, worker, ps or evaluator.
 	// PyTorch: any DNS-1123 label, e.g. master, worker or node.
 	// +required
-	Type ReplicaType `json:"type"`
+	Type ReplicaType `json:"type" protobuf:"bytes,1,opt,name=type,casttype=ReplicaType"`
 
 	// Replicas is how many pods this group runs. Defaults to 1. The replicas
 	// of all types together are at most 1000.
 	// +optional
-	Replicas *int32 `json:"replicas,omitempty"`
+	Replicas *int32 `json:"replicas,omitempty" protobuf:"varint,2,opt,name=replicas"`
 
 	// Template is the pod each replica runs. Its restartPolicy is ignored:
 	// pods are created with Never and replaced by the controller.
 	// +required
-	Template corev1.PodTemplateSpec `json:"template"`
+	Template corev1.PodTemplateSpec `json:"template" protobuf:"bytes,3,opt,name=template"`
 
 	// RestartPolicy says when a failed pod of this group is replaced: Never
 	// (the default), OnFailure, Always or ExitCode.
 	// +optional
-	RestartPolicy RestartPolicy `json:"restartPolicy,omitempty"`
+	RestartPolicy RestartPolicy `json:"restartPolicy,omitempty" protobuf:"bytes,4,opt,name=restartPolicy,casttype=RestartPolicy"`
 }
 
 // CleanUpPolicy says which pods are deleted once the job has finished.
@@ -223,34 +223,34 @@ type RunPolicy struct {
 	// Resuming a paused job starts the count again. At most 315360000 (ten
 	// years); leave it unset for no deadline.
 	// +optional
-	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
+	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty" protobuf:"varint,1,opt,name=activeDeadlineSeconds"`
 
 	// BackoffLimit is how many pod replacements the whole job may need
 	// (all replicas together) before it fails. Defaults to 3. At most 1000000.
 	// +optional
-	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
+	BackoffLimit *int32 `json:"backoffLimit,omitempty" protobuf:"varint,2,opt,name=backoffLimit"`
 
 	// CleanUpPolicy says which pods are deleted when the job finishes: All,
 	// Unfinished (the default) or None. The lower-case spellings are accepted.
 	// +optional
-	CleanUpPolicy CleanUpPolicy `json:"cleanUpPolicy,omitempty"`
+	CleanUpPolicy CleanUpPolicy `json:"cleanUpPolicy,omitempty" protobuf:"bytes,3,opt,name=cleanUpPolicy,casttype=CleanUpPolicy"`
 
 	// TTLSecondsAfterFinished, when set, deletes the job itself that many
 	// seconds after it finished. At most 315360000 (ten years); leave it
 	// unset to keep the job.
 	// +optional
-	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty" protobuf:"varint,4,opt,name=ttlSecondsAfterFinished"`
 
 	// FailurePolicy adds rules, tried in order before the replicas' restart
 	// policies, that decide what a failed pod does to the job.
 	// +optional
-	FailurePolicy *FailurePolicy `json:"failurePolicy,omitempty"`
+	FailurePolicy *FailurePolicy `json:"failurePolicy,omitempty" protobuf:"bytes,5,opt,name=failurePolicy"`
 
 	// SuccessPolicy says which replicas decide that the job succeeded:
 	// Default (the kind's own rule), AllWorkers or AnyWorker. Unset means
 	// Default. AllWorkers and AnyWorker need a replica type named worker.
 	// +optional
-	SuccessPolicy SuccessPolicy `json:"successPolicy,omitempty"`
+	SuccessPolicy SuccessPolicy `json:"successPolicy,omitempty" protobuf:"bytes,6,opt,name=successPolicy,casttype=SuccessPolicy"`
 }
 
 // FailurePolicy holds the rules that decide what a failed pod does to the
@@ -261,7 +261,7 @@ type FailurePolicy struct {
 	// At most 20.
 	// +listType=atomic
 	// +optional
-	Rules []FailurePolicyRule `json:"rules,omitempty"`
+	Rules []FailurePolicyRule `json:"rules,omitempty" protobuf:"bytes,1,rep,name=rules"`
 }
 
 // FailurePolicyAction is what a matching rule does.
@@ -287,25 +287,25 @@ const (
 type FailurePolicyRule struct {
 	// Action is what the job does when the rule matches: RestartReplica,
 	// RestartJob, FailJob or Ignore.
-	Action FailurePolicyAction `json:"action"`
+	Action FailurePolicyAction `json:"action" protobuf:"bytes,1,opt,name=action,casttype=FailurePolicyAction"`
 
 	// ReplicaTypes limits the rule to pods of these replica types, each a
 	// type listed in replicaSpecs; empty, the rule applies to every type.
 	// +listType=set
 	// +optional
-	ReplicaTypes []ReplicaType `json:"replicaTypes,omitempty"`
+	ReplicaTypes []ReplicaType `json:"replicaTypes,omitempty" protobuf:"bytes,2,rep,name=replicaTypes,casttype=ReplicaType"`
 
 	// OnExitCodes matches on the exit codes of the pod's terminated
 	// containers.
 	// +optional
-	OnExitCodes *FailurePolicyOnExitCodes `json:"onExitCodes,omitempty"`
+	OnExitCodes *FailurePolicyOnExitCodes `json:"onExitCodes,omitempty" protobuf:"bytes,3,opt,name=onExitCodes"`
 
 	// OnPodConditions matches when the pod has any of these conditions, for
 	// example DisruptionTarget for pods lost to eviction or preemption. At
 	// most 20.
 	// +listType=atomic
 	// +optional
-	OnPodConditions []FailurePolicyOnPodCondition `json:"onPodConditions,omitempty"`
+	OnPodConditions []FailurePolicyOnPodCondition `json:"onPodConditions,omitempty" protobuf:"bytes,4,rep,name=onPodConditions"`
 
 	// OnReasons matches when a container of the pod terminated with one of
 	// these reasons (OOMKilled, Error, ContainerCannotRun, ...), or the pod
@@ -313,7 +313,7 @@ type FailurePolicyRule struct {
 	// each at most 128 characters.
 	// +listType=set
 	// +optional
-	OnReasons []string `json:"onReasons,omitempty"`
+	OnReasons []string `json:"onReasons,omitempty" protobuf:"bytes,5,rep,name=onReasons"`
 }
 
 // FailurePolicyOnExitCodesOperator says how exit codes are compared with the
@@ -338,25 +338,25 @@ type FailurePolicyOnExitCodes struct {
 	// replica types (of any type, when the rule names none) must have;
 	// unset compares every container of the pod.
 	// +optional
-	ContainerName *string `json:"containerName,omitempty"`
+	ContainerName *string `json:"containerName,omitempty" protobuf:"bytes,1,opt,name=containerName"`
 
 	// Operator is In or NotIn.
-	Operator FailurePolicyOnExitCodesOperator `json:"operator"`
+	Operator FailurePolicyOnExitCodesOperator `json:"operator" protobuf:"bytes,2,opt,name=operator,casttype=FailurePolicyOnExitCodesOperator"`
 
 	// Values are the exit codes compared: at least one and at most 255,
 	// without duplicates; 0 is not allowed with In.
 	// +listType=set
-	Values []int32 `json:"values"`
+	Values []int32 `json:"values" protobuf:"varint,3,rep,name=values"`
 }
 
 // FailurePolicyOnPodCondition matches a pod condition by type and status.
 type FailurePolicyOnPodCondition struct {
 	// Type is the pod condition type, for example DisruptionTarget.
-	Type corev1.PodConditionType `json:"type"`
+	Type corev1.PodConditionType `json:"type" protobuf:"bytes,1,opt,name=type,casttype=k8s.io/api/core/v1.PodConditionType"`
 
 	// Status is the status the condition must have; defaults to True.
 	// +optional
-	Status corev1.ConditionStatus `json:"status,omitempty"`
+	Status corev1.ConditionStatus `json:"status,omitempty" protobuf:"bytes,2,opt,name=status,casttype=k8s.io/api/core/v1.ConditionStatus"`
 }
 
 // SuccessPolicy says which replicas decide that a job succeeded.
@@ -380,24 +380,24 @@ type RunMode struct {
 	// Debug starts every replica with its training command replaced, so that
 	// users can enter the prepared environment.
 	// +optional
-	Debug *DebugMode `json:"debug,omitempty"`
+	Debug *DebugMode `json:"debug,omitempty" protobuf:"bytes,1,opt,name=debug"`
 
 	// Pause removes the job's pods while keeping the job and its Service.
 	// +optional
-	Pause *PauseMode `json:"pause,omitempty"`
+	Pause *PauseMode `json:"pause,omitempty" protobuf:"bytes,2,opt,name=pause"`
 }
 
 // DebugMode starts replicas with a debug command instead of training.
 type DebugMode struct {
 	// Enabled switches debug mode on.
 	// +optional
-	Enabled bool `json:"enabled,omitempty"`
+	Enabled bool `json:"enabled,omitempty" protobuf:"varint,1,opt,name=enabled"`
 
 	// Enable is a deprecated spelling of enabled, accepted from older
 	// manifests. When given it decides, true or false, over enabled; the
 	// server folds it into enabled and never returns it.
 	// +optional
-	Enable *bool `json:"enable,omitempty"`
+	Enable *bool `json:"enable,omitempty" protobuf:"varint,2,opt,name=enable"`
 
 	// ReplicaSpecs says how each replica type is started in debug mode; types
 	// not listed use the defaults.
@@ -406,38 +406,38 @@ type DebugMode struct {
 	// +patchMergeKey=type
 	// +patchStrategy=merge
 	// +optional
-	ReplicaSpecs []ReplicaDebugSpec `json:"replicaSpecs,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+	ReplicaSpecs []ReplicaDebugSpec `json:"replicaSpecs,omitempty" patchStrategy:"merge" patchMergeKey:"type" protobuf:"bytes,3,rep,name=replicaSpecs"`
 }
 
 // ReplicaDebugSpec says how one replica type starts in debug mode.
 type ReplicaDebugSpec struct {
 	// Type is the replica type this applies to.
 	// +required
-	Type ReplicaType `json:"type"`
+	Type ReplicaType `json:"type" protobuf:"bytes,1,opt,name=type,casttype=ReplicaType"`
 
 	// SkipInitContainer drops the pod template's init containers.
 	// +optional
-	SkipInitContainer bool `json:"skipInitContainer,omitempty"`
+	SkipInitContainer bool `json:"skipInitContainer,omitempty" protobuf:"varint,2,opt,name=skipInitContainer"`
 
 	// Command replaces the training container's command. Defaults to
 	// ["sleep", "inf"]. At most 32768 bytes, each entry counting its length
 	// plus one.
 	// +listType=atomic
 	// +optional
-	Command []string `json:"command,omitempty"`
+	Command []string `json:"command,omitempty" protobuf:"bytes,3,rep,name=command"`
 }
 
 // PauseMode removes a job's pods until it is resumed.
 type PauseMode struct {
 	// Enabled switches pause mode on.
 	// +optional
-	Enabled bool `json:"enabled,omitempty"`
+	Enabled bool `json:"enabled,omitempty" protobuf:"varint,1,opt,name=enabled"`
 
 	// Enable is a deprecated spelling of enabled, accepted from older
 	// manifests. When given it decides, true or false, over enabled; the
 	// server folds it into enabled and never returns it.
 	// +optional
-	Enable *bool `json:"enable,omitempty"`
+	Enable *bool `json:"enable,omitempty" protobuf:"varint,2,opt,name=enable"`
 
 	// ResumeSpecs says how each replica type is started again on resume;
 	// types not listed restart from their template. Fixed once the job exists.
@@ -446,65 +446,69 @@ type PauseMode struct {
 	// +patchMergeKey=type
 	// +patchStrategy=merge
 	// +optional
-	ResumeSpecs []ResumeSpec `json:"resumeSpecs,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+	ResumeSpecs []ResumeSpec `json:"resumeSpecs,omitempty" patchStrategy:"merge" patchMergeKey:"type" protobuf:"bytes,3,rep,name=resumeSpecs"`
 }
 
 // ResumeSpec says how one replica type starts again after a pause.
 type ResumeSpec struct {
 	// Type is the replica type this applies to.
 	// +required
-	Type ReplicaType `json:"type"`
+	Type ReplicaType `json:"type" protobuf:"bytes,1,opt,name=type,casttype=ReplicaType"`
 
 	// SkipInitContainer drops the pod template's init containers.
 	// +optional
-	SkipInitContainer bool `json:"skipInitContainer,omitempty"`
+	SkipInitContainer bool `json:"skipInitContainer,omitempty" protobuf:"varint,2,opt,name=skipInitContainer"`
 
 	// Command replaces the training container's command. At most 32768
 	// bytes, each entry counting its length plus one.
 	// +listType=atomic
 	// +optional
-	Command []string `json:"command,omitempty"`
+	Command []string `json:"command,omitempty" protobuf:"bytes,3,rep,name=command"`
 
 	// Args replaces the training container's arguments. At most 32768 bytes,
 	// each entry counting its length plus one.
 	// +listType=atomic
 	// +optional
-	Args []string `json:"args,omitempty"`
+	Args []string `json:"args,omitempty" protobuf:"bytes,4,rep,name=args"`
 }
 
 // SchedulePolicy selects the scheduler of a job's replicas.
 type SchedulePolicy struct {
 	// T9kScheduler places the replicas as one group in a T9k scheduler queue.
 	// +optional
-	T9kScheduler *T9kScheduler `json:"t9kScheduler,omitempty"`
+	T9kScheduler *T9kScheduler `json:"t9kScheduler,omitempty" protobuf:"bytes,1,opt,name=t9kScheduler"`
 }
 
 // T9kScheduler is the placement of a job by the T9k scheduler.
 type T9kScheduler struct {
 	// Queue is the scheduler queue the job is placed in.
 	// +required
-	Queue string `json:"queue"`
+	Queue string `json:"queue" protobuf:"bytes,1,opt,name=queue"`
 
 	// Priority orders jobs within the queue, from 0 (the default) to 100.
 	// +optional
-	Priority int32 `json:"priority,omitempty"`
+	Priority int32 `json:"priority,omitempty" protobuf:"varint,2,opt,name=priority"`
+
+	// The protobuf tags here are written by hand, a new field's too:
+	// go-to-protobuf does not recognize this type in protoc-gen-gogo's
+	// output, which names it T9KScheduler (see hack/update-codegen.sh).
 }
 
 // TensorBoardSpec describes the TensorBoard run for a job.
 type TensorBoardSpec struct {
 	// Image is the TensorBoard container image.
 	// +required
-	Image string `json:"image"`
+	Image string `json:"image" protobuf:"bytes,1,opt,name=image"`
 
 	// TrainingLogFilesets are the log directories to show, each written
 	// t9k://pvc/<pvc-name>/<path>.
 	// +listType=atomic
 	// +required
-	TrainingLogFilesets []string `json:"trainingLogFilesets"`
+	TrainingLogFilesets []string `json:"trainingLogFilesets" protobuf:"bytes,2,rep,name=trainingLogFilesets"`
 
 	// Resources are the compute resources of the TensorBoard container.
 	// +optional
-	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty" protobuf:"bytes,3,opt,name=resources"`
 }
 
 // RendezvousBackend is the torchrun rendezvous implementation.
@@ -521,49 +525,49 @@ const (
 type TorchrunConfig struct {
 	// Enabled starts the training container as `torchrun <options> <args>`.
 	// +optional
-	Enabled bool `json:"enabled,omitempty"`
+	Enabled bool `json:"enabled,omitempty" protobuf:"varint,1,opt,name=enabled"`
 
 	// MaxRestarts is how often torchrun restarts the workers before failing.
 	// Defaults to 0. At most 1000000.
 	// +optional
-	MaxRestarts *int32 `json:"maxRestarts,omitempty"`
+	MaxRestarts *int32 `json:"maxRestarts,omitempty" protobuf:"varint,2,opt,name=maxRestarts"`
 
 	// ProcPerNode is the number of worker processes per replica: a positive
 	// integer, or "gpu" for one per GPU. Defaults to "1".
 	// +optional
-	ProcPerNode string `json:"procPerNode,omitempty"`
+	ProcPerNode string `json:"procPerNode,omitempty" protobuf:"bytes,3,opt,name=procPerNode"`
 
 	// RdzvBackend is the rendezvous backend: c10d (the default), etcd or etcd-v2.
 	// +optional
-	RdzvBackend RendezvousBackend `json:"rdzvBackend,omitempty"`
+	RdzvBackend RendezvousBackend `json:"rdzvBackend,omitempty" protobuf:"bytes,4,opt,name=rdzvBackend,casttype=RendezvousBackend"`
 
 	// ExtraOptions are passed to torchrun before the training arguments. At
 	// most 32768 bytes, each entry counting its length plus one.
 	// +listType=atomic
 	// +optional
-	ExtraOptions []string `json:"extraOptions,omitempty"`
+	ExtraOptions []string `json:"extraOptions,omitempty" protobuf:"bytes,5,rep,name=extraOptions"`
 }
 
 // ElasticConfig is the range of replicas an elastic PyTorch job may run with.
 type ElasticConfig struct {
 	// Enabled marks the job as elastic.
 	// +optional
-	Enabled bool `json:"enabled,omitempty"`
+	Enabled bool `json:"enabled,omitempty" protobuf:"varint,1,opt,name=enabled"`
 
 	// MinReplicas is the fewest replicas the job runs with, at most 1000.
 	// Immutable.
 	// +optional
-	MinReplicas *int32 `json:"minReplicas,omitempty"`
+	MinReplicas *int32 `json:"minReplicas,omitempty" protobuf:"varint,2,opt,name=minReplicas"`
 
 	// MaxReplicas is the most replicas the job runs with, at most 1000.
 	// Immutable.
 	// +optional
-	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
+	MaxReplicas *int32 `json:"maxReplicas,omitempty" protobuf:"varint,3,opt,name=maxReplicas"`
 
 	// ExpectedReplicas is the number of replicas to aim for, between
 	// minReplicas and maxReplicas, at most 1000.
 	// +optional
-	ExpectedReplicas *int32 `json:"expectedReplicas,omitempty"`
+	ExpectedReplicas *int32 `json:"expectedReplicas,omitempty" protobuf:"varint,4,opt,name=expectedReplicas"`
 }
 
 // JobPhase is the coarse state of a job.
@@ -616,12 +620,12 @@ const (
 type TrainingJobStatus struct {
 	// ObservedGeneration is the metadata.generation this status describes.
 	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	ObservedGeneration int64 `json:"observedGeneration,omitempty" protobuf:"varint,1,opt,name=observedGeneration"`
 
 	// Phase is the coarse state of the job: Pending, Running, Paused,
 	// Resuming, Succeeded, Failed or Unknown. Succeeded and Failed are final.
 	// +optional
-	Phase JobPhase `json:"phase,omitempty"`
+	Phase JobPhase `json:"phase,omitempty" protobuf:"bytes,2,opt,name=phase,casttype=JobPhase"`
 
 	// Conditions are the latest observations of the job's state: Initialized,
 	// Running, ReplicaFailure, Paused, Completed and Failed; GangScheduled
@@ -631,7 +635,7 @@ type TrainingJobStatus struct {
 	// +patchMergeKey=type
 	// +patchStrategy=merge
 	// +optional
-	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type" protobuf:"bytes,3,rep,name=conditions"`
 
 	// Tasks reports each replica type and its replicas.
 	// +listType=map
@@ -639,43 +643,43 @@ type TrainingJobStatus struct {
 	// +patchMergeKey=type
 	// +patchStrategy=merge
 	// +optional
-	Tasks []TaskStatus `json:"tasks,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+	Tasks []TaskStatus `json:"tasks,omitempty" patchStrategy:"merge" patchMergeKey:"type" protobuf:"bytes,4,rep,name=tasks"`
 
 	// Aggregate counts the job's replicas by phase.
 	// +optional
-	Aggregate Aggregate `json:"aggregate,omitempty"`
+	Aggregate Aggregate `json:"aggregate,omitempty" protobuf:"bytes,5,opt,name=aggregate"`
 
 	// BackoffCount is how many pod replacements the job has used.
 	// +optional
-	BackoffCount int32 `json:"backoffCount,omitempty"`
+	BackoffCount int32 `json:"backoffCount,omitempty" protobuf:"varint,6,opt,name=backoffCount"`
 
 	// Tensorboard reports the job's TensorBoard, when one is requested.
 	// +optional
-	Tensorboard *DependentStatus `json:"tensorboard,omitempty"`
+	Tensorboard *DependentStatus `json:"tensorboard,omitempty" protobuf:"bytes,7,opt,name=tensorboard"`
 
 	// StartTime is when the job's current run started; the active deadline
 	// counts from here.
 	// +optional
-	StartTime *metav1.Time `json:"startTime,omitempty"`
+	StartTime *metav1.Time `json:"startTime,omitempty" protobuf:"bytes,8,opt,name=startTime"`
 
 	// CompletionTime is when the job finished.
 	// +optional
-	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	CompletionTime *metav1.Time `json:"completionTime,omitempty" protobuf:"bytes,9,opt,name=completionTime"`
 }
 
 // TaskStatus reports one replica type.
 type TaskStatus struct {
 	// Type is the replica type.
-	Type ReplicaType `json:"type"`
+	Type ReplicaType `json:"type" protobuf:"bytes,1,opt,name=type,casttype=ReplicaType"`
 
 	// RestartCount is how many pods of this type were replaced.
 	// +optional
-	RestartCount int32 `json:"restartCount,omitempty"`
+	RestartCount int32 `json:"restartCount,omitempty" protobuf:"varint,2,opt,name=restartCount"`
 
 	// ReplicaStatus reports each replica of this type, by index.
 	// +listType=atomic
 	// +optional
-	ReplicaStatus []ReplicaStatus `json:"replicaStatus,omitempty"`
+	ReplicaStatus []ReplicaStatus `json:"replicaStatus,omitempty" protobuf:"bytes,3,rep,name=replicaStatus"`
 }
 
 // ReplicaPhase is the state of one replica: a pod phase, or Creating before
@@ -696,61 +700,61 @@ const (
 // ReplicaStatus reports one replica.
 type ReplicaStatus struct {
 	// Name is the replica's pod name.
-	Name string `json:"name"`
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
 
 	// UID is the UID of the replica's current pod.
 	// +optional
-	UID types.UID `json:"uid,omitempty"`
+	UID types.UID `json:"uid,omitempty" protobuf:"bytes,2,opt,name=uid,casttype=k8s.io/apimachinery/pkg/types.UID"`
 
 	// Phase is the replica's state.
 	// +optional
-	Phase ReplicaPhase `json:"phase,omitempty"`
+	Phase ReplicaPhase `json:"phase,omitempty" protobuf:"bytes,3,opt,name=phase,casttype=ReplicaPhase"`
 
 	// Containers reports the pod's containers.
 	// +listType=atomic
 	// +optional
-	Containers []ContainerStatus `json:"containers,omitempty"`
+	Containers []ContainerStatus `json:"containers,omitempty" protobuf:"bytes,4,rep,name=containers"`
 
 	// Reason says why the replica is in its phase, for example BackOff while
 	// it waits to be started again.
 	// +optional
-	Reason string `json:"reason,omitempty"`
+	Reason string `json:"reason,omitempty" protobuf:"bytes,5,opt,name=reason"`
 
 	// RestartAt is when the replica's next pod is created, while it waits
 	// out the restart backoff after its pod exited.
 	// +optional
-	RestartAt *metav1.Time `json:"restartAt,omitempty"`
+	RestartAt *metav1.Time `json:"restartAt,omitempty" protobuf:"bytes,6,opt,name=restartAt"`
 
 	// RestartCount is how many times in a row the replica was started again
 	// after its pod exited; the restart delay doubles with each. It returns
 	// to 0 once a pod of the replica has run for 10 minutes.
 	// +optional
-	RestartCount int32 `json:"restartCount,omitempty"`
+	RestartCount int32 `json:"restartCount,omitempty" protobuf:"varint,7,opt,name=restartCount"`
 }
 
 // ContainerStatus reports one container of a replica.
 type ContainerStatus struct {
 	// Name is the container name.
-	Name string `json:"name"`
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
 
 	// State is Waiting, Running or Terminated.
 	// +optional
-	State string `json:"state,omitempty"`
+	State string `json:"state,omitempty" protobuf:"bytes,2,opt,name=state"`
 
 	// ExitCode is the container's exit code once it terminated.
 	// +optional
-	ExitCode int32 `json:"exitCode,omitempty"`
+	ExitCode int32 `json:"exitCode,omitempty" protobuf:"varint,3,opt,name=exitCode"`
 }
 
 // Aggregate counts a job's replicas by phase.
 type Aggregate struct {
-	Creating  int32 `json:"creating"`
-	Pending   int32 `json:"pending"`
-	Running   int32 `json:"running"`
-	Succeeded int32 `json:"succeeded"`
-	Failed    int32 `json:"failed"`
-	Unknown   int32 `json:"unknown"`
-	Deleted   int32 `json:"deleted"`
+	Creating  int32 `json:"creating" protobuf:"varint,1,opt,name=creating"`
+	Pending   int32 `json:"pending" protobuf:"varint,2,opt,name=pending"`
+	Running   int32 `json:"running" protobuf:"varint,3,opt,name=running"`
+	Succeeded int32 `json:"succeeded" protobuf:"varint,4,opt,name=succeeded"`
+	Failed    int32 `json:"failed" protobuf:"varint,5,opt,name=failed"`
+	Unknown   int32 `json:"unknown" protobuf:"varint,6,opt,name=unknown"`
+	Deleted   int32 `json:"deleted" protobuf:"varint,7,opt,name=deleted"`
 }
 
 // DependentStatus reports an object the controller runs for the job, such as
@@ -758,31 +762,31 @@ type Aggregate struct {
 type DependentStatus struct {
 	// Name identifies the dependent within the job.
 	// +optional
-	Name string `json:"name,omitempty"`
+	Name string `json:"name,omitempty" protobuf:"bytes,1,opt,name=name"`
 
 	// Dependent refers to the Kubernetes object.
 	// +optional
-	Dependent *corev1.ObjectReference `json:"dependent,omitempty"`
+	Dependent *corev1.ObjectReference `json:"dependent,omitempty" protobuf:"bytes,2,opt,name=dependent"`
 
 	// Ready says whether the dependent serves.
 	// +optional
-	Ready bool `json:"ready,omitempty"`
+	Ready bool `json:"ready,omitempty" protobuf:"varint,3,opt,name=ready"`
 
 	// Reason is a CamelCase word for the current state.
 	// +optional
-	Reason string `json:"reason,omitempty"`
+	Reason string `json:"reason,omitempty" protobuf:"bytes,4,opt,name=reason"`
 
 	// Action is what the controller last did to the dependent.
 	// +optional
-	Action string `json:"action,omitempty"`
+	Action string `json:"action,omitempty" protobuf:"bytes,5,opt,name=action"`
 
 	// Note is a human-readable explanation.
 	// +optional
-	Note string `json:"note,omitempty"`
+	Note string `json:"note,omitempty" protobuf:"bytes,6,opt,name=note"`
 
 	// Type is Normal or Warning.
 	// +optional
-	Type string `json:"type,omitempty"`
+	Type string `json:"type,omitempty" protobuf:"bytes,7,opt,name=type"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -791,7 +795,7 @@ type DependentStatus struct {
 type PauseRequest struct {
 	metav1.TypeMeta `json:",inline"`
 	// +optional
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -800,7 +804,7 @@ type PauseRequest struct {
 type ResumeRequest struct {
 	metav1.TypeMeta `json:",inline"`
 	// +optional
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -809,7 +813,7 @@ type ResumeRequest struct {
 type DebugRequest struct {
 	metav1.TypeMeta `json:",inline"`
 	// +optional
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// ReplicaSpecs says how each replica type starts in debug mode.
 	// +listType=map
@@ -817,5 +821,5 @@ type DebugRequest struct {
 	// +patchMergeKey=type
 	// +patchStrategy=merge
 	// +optional
-	ReplicaSpecs []ReplicaDebugSpec `json:"replicaSpecs,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+	ReplicaSpecs []ReplicaDebugSpec `json:"replicaSpecs,omitempty" patchStrategy:"merge" patchMergeKey:"type" protobuf:"bytes,2,rep,name=replicaSpecs"`
 }
