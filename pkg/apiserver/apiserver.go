@@ -92,7 +92,6 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 
 	group := genericapiserver.NewDefaultAPIGroupInfo(batch.GroupName, Scheme, metav1.ParameterCodec, Codecs)
-	group.NegotiatedSerializer = jsonOnlyCodecs{Codecs}
 	storage := map[string]rest.Storage{}
 	typeConverter, err := jobTypeConverter(c.generic.OpenAPIV3Config)
 	if err != nil {

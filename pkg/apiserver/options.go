@@ -26,19 +26,20 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/admission"
 	apiserverconfig "k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	basecompatibility "k8s.io/component-base/compatibility"
 	baseversion "k8s.io/component-base/version"
 	netutils "k8s.io/utils/net"
 
 	"tensorstack.dev/training/pkg/admission/jobpods"
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	generatedopenapi "tensorstack.dev/training/pkg/generated/openapi"
 	"tensorstack.dev/training/pkg/version"
@@ -71,17 +72,17 @@ type Options struct {
 }
 
 // NewOptions returns the options with their defaults: objects are stored as
-// v1beta1, the storage version of the group.
+// v1beta1, the storage version of the group, in protobuf.
 func NewOptions() *Options {
 	o := &Options{
-		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPathPrefix, Codecs.LegacyCodec(v1beta1.SchemeGroupVersion)),
+		// The storage codec follows --storage-media-type; Config sets it.
+		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPathPrefix, nil),
 		EmbeddedEtcdDir:    DefaultEmbeddedEtcdDir,
 		ShutdownTimeout:    5 * time.Second,
 		EtcdRequestTimeout: DefaultEtcdRequestTimeout,
 		AnonymousAuth:      true,
 	}
-	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
-		v1beta1.SchemeGroupVersion, schema.GroupKind{Group: v1beta1.GroupName})
+	o.RecommendedOptions.Etcd.DefaultStorageMediaType = runtime.ContentTypeProtobuf
 	// The plugins judging jobs by their pods run after the generic ones, on
 	// by default; --disable-admission-plugins switches them off.
 	admissionOptions := o.RecommendedOptions.Admission
@@ -200,6 +201,12 @@ func (o *Options) Config() (*Config, error) {
 	config.EffectiveVersion = basecompatibility.NewEffectiveVersionFromString(baseversion.DefaultKubeBinaryVersion, "", "")
 	applyRequestLimits(&config.Config)
 
+	if err := o.applyStorageCodec(); err != nil {
+		if embedded != nil {
+			embedded.Close()
+		}
+		return nil, err
+	}
 	if err := o.RecommendedOptions.ApplyTo(config); err != nil {
 		if embedded != nil {
 			embedded.Close()
@@ -215,4 +222,26 @@ func (o *Options) Config() (*Config, error) {
 		authn.install(&config.Config)
 	}
 	return &Config{GenericConfig: config, EmbeddedEtcd: embedded, ShutdownTimeout: o.ShutdownTimeout, authnSources: authn}, nil
+}
+
+// applyStorageCodec makes the storage write v1beta1 in --storage-media-type.
+// The generic server honours that flag only with a storage factory of its
+// own, not with the simple one this server uses, so the codec is built here.
+// It reads every media type whatever it writes: objects stored as JSON, as
+// they were before protobuf became the default, stay readable and are
+// rewritten in protobuf on their next update.
+func (o *Options) applyStorageCodec() error {
+	etcd := o.RecommendedOptions.Etcd
+	codec, versioner, err := serverstorage.NewStorageCodec(serverstorage.StorageCodecConfig{
+		StorageMediaType:  etcd.DefaultStorageMediaType,
+		StorageSerializer: Codecs,
+		StorageVersion:    v1beta1.SchemeGroupVersion,
+		MemoryVersion:     batch.SchemeGroupVersion,
+	})
+	if err != nil {
+		return fmt.Errorf("building the storage codec: %w", err)
+	}
+	etcd.StorageConfig.Codec = codec
+	etcd.StorageConfig.EncodeVersioner = versioner
+	return nil
 }

@@ -17,10 +17,15 @@ limitations under the License.
 package apiserver
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"tensorstack.dev/training/pkg/apis/batch"
 )
 
 func TestOptionsEmbeddedEtcd(t *testing.T) {
@@ -98,5 +103,54 @@ func TestEtcdRequestTimeoutFlag(t *testing.T) {
 	}
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--etcd-request-timeout") {
 		t.Errorf("Validate with a negative --etcd-request-timeout: %v", err)
+	}
+}
+
+// TestStorageCodec checks that jobs are written in --storage-media-type,
+// protobuf by default, and that either codec reads what the other wrote.
+func TestStorageCodec(t *testing.T) {
+	protobufMagic, jsonStart := []byte("k8s\x00"), []byte("{")
+	cases := []struct {
+		args       []string
+		wantPrefix []byte
+	}{
+		{nil, protobufMagic},
+		{[]string{"--storage-media-type=" + runtime.ContentTypeJSON}, jsonStart},
+	}
+	job := &batch.TensorFlowTrainingJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job"}}
+	stored := map[string][]byte{}
+	codecs := map[string]runtime.Codec{}
+	for _, tc := range cases {
+		o := NewOptions()
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.applyStorageCodec(); err != nil {
+			t.Fatal(err)
+		}
+		mediaType := o.RecommendedOptions.Etcd.DefaultStorageMediaType
+		codec := o.RecommendedOptions.Etcd.StorageConfig.Codec
+		data, err := runtime.Encode(codec, job)
+		if err != nil {
+			t.Fatalf("%s: encoding: %v", mediaType, err)
+		}
+		if !bytes.HasPrefix(data, tc.wantPrefix) {
+			t.Errorf("%s: stored %q, want it to start with %q", mediaType, data, tc.wantPrefix)
+		}
+		stored[mediaType], codecs[mediaType] = data, codec
+	}
+	for reader, codec := range codecs {
+		for writer, data := range stored {
+			obj, err := runtime.Decode(codec, data)
+			if err != nil {
+				t.Errorf("the %s codec cannot read %s: %v", reader, writer, err)
+				continue
+			}
+			if got, ok := obj.(*batch.TensorFlowTrainingJob); !ok || got.Name != job.Name {
+				t.Errorf("the %s codec read %s as %#v", reader, writer, obj)
+			}
+		}
 	}
 }

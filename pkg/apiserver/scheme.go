@@ -45,22 +45,3 @@ func init() {
 		&metav1.APIResourceList{},
 	)
 }
-
-// jsonOnlyCodecs offers the group's clients every encoding of Codecs except
-// protobuf: the job types have no protobuf form. A client that prefers
-// protobuf but accepts JSON, as kube-controller-manager's namespace and
-// garbage collectors do, is then answered in JSON instead of with an
-// encoding error.
-type jsonOnlyCodecs struct {
-	runtime.NegotiatedSerializer
-}
-
-func (c jsonOnlyCodecs) SupportedMediaTypes() []runtime.SerializerInfo {
-	var out []runtime.SerializerInfo
-	for _, info := range c.NegotiatedSerializer.SupportedMediaTypes() {
-		if info.MediaType != runtime.ContentTypeProtobuf {
-			out = append(out, info)
-		}
-	}
-	return out
-}

@@ -466,27 +466,3 @@ func TestHealthChecksIncludeEtcd(t *testing.T) {
 		}
 	}
 }
-
-// TestProtobufPreferringClientsGetJSON lists and deletes jobs the way
-// kube-controller-manager's namespace controller does: preferring protobuf,
-// accepting JSON. The job types have no protobuf form, so JSON must come back.
-func TestProtobufPreferringClientsGetJSON(t *testing.T) {
-	s := framework.StartTestServer(t, "")
-	ctx := context.Background()
-	if _, err := s.Client.BatchV1beta1().TensorFlowTrainingJobs("proto").Create(ctx, tensorflowKind(s).newJob("train"), metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create: %v", err)
-	}
-	const accept = "application/vnd.kubernetes.protobuf, application/json"
-	path := "/apis/batch.tensorstack.dev/v1beta1/namespaces/proto/tensorflowtrainingjobs"
-	for _, verb := range []string{"GET", "DELETE"} {
-		result := restClient(t, s).Verb(verb).AbsPath(path).SetHeader("Accept", accept).Do(ctx)
-		var contentType string
-		raw, err := result.ContentType(&contentType).Raw()
-		if err != nil {
-			t.Fatalf("%s %s: %v: %s", verb, path, err, raw)
-		}
-		if !strings.HasPrefix(contentType, "application/json") || !strings.Contains(string(raw), `"train"`) {
-			t.Errorf("%s answered %s: %.200s", verb, contentType, raw)
-		}
-	}
-}

@@ -42,8 +42,9 @@ const (
 	// than that, so a job under the limit never meets etcd's.
 	etcdTxnOverheadBytes = 64 * 1024
 	// MaxStoredObjectBytes is the largest job, encoded as it is stored
-	// (JSON, managedFields included), that a create or update may leave
-	// behind: 1,507,328 bytes. A larger one is refused with 413.
+	// (in the storage media type, managedFields included), that a create or
+	// update may leave behind: 1,507,328 bytes. A larger one is refused with
+	// 413.
 	MaxStoredObjectBytes = EtcdMaxRequestBytes - etcdTxnOverheadBytes
 )
 

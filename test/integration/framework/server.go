@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/wait"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	restclient "k8s.io/client-go/rest"
@@ -45,9 +46,10 @@ type TestServer struct {
 	// see what survives a restart.
 	EtcdDir string
 
-	tb     testing.TB
-	cancel context.CancelFunc
-	done   chan error
+	etcdURL string
+	tb      testing.TB
+	cancel  context.CancelFunc
+	done    chan error
 }
 
 // StartTestServer starts a server whose embedded etcd keeps its data in
@@ -94,7 +96,7 @@ func StartTestServerWith(tb testing.TB, etcdDir string, configure func(*apiserve
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &TestServer{EtcdDir: etcdDir, tb: tb, cancel: cancel, done: make(chan error, 1)}
+	s := &TestServer{EtcdDir: etcdDir, etcdURL: config.EmbeddedEtcd.ClientURL, tb: tb, cancel: cancel, done: make(chan error, 1)}
 	go func() { s.done <- server.Run(ctx) }()
 	tb.Cleanup(s.Stop)
 
@@ -107,6 +109,18 @@ func StartTestServerWith(tb testing.TB, etcdDir string, configure func(*apiserve
 		tb.Fatal(err)
 	}
 	return s
+}
+
+// EtcdClient connects to the server's etcd, for a test that reads or writes
+// the stored bytes themselves. The client is closed when the test ends.
+func (s *TestServer) EtcdClient() *clientv3.Client {
+	s.tb.Helper()
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{s.etcdURL}, DialTimeout: 10 * time.Second})
+	if err != nil {
+		s.tb.Fatalf("connecting to etcd: %v", err)
+	}
+	s.tb.Cleanup(func() { _ = client.Close() })
+	return client
 }
 
 // standalone turns off what needs a kube-apiserver: delegated authentication
