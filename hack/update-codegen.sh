@@ -126,8 +126,11 @@ APPLYCONFIG_EXTERNALS="k8s.io/api/core/v1.PodTemplateSpec:${CORE_APPLYCONFIGS}"
 APPLYCONFIG_EXTERNALS+=",k8s.io/api/core/v1.ResourceRequirements:${CORE_APPLYCONFIGS}"
 APPLYCONFIG_EXTERNALS+=",k8s.io/api/core/v1.ObjectReference:${CORE_APPLYCONFIGS}"
 
+# The clientset asks for protobuf, falling back to JSON, as client-go's
+# clientsets do for the built-in kinds.
 kube::codegen::gen_client \
     --with-watch \
+    --prefers-protobuf \
     --with-applyconfig \
     --applyconfig-externals "${APPLYCONFIG_EXTERNALS}" \
     --applyconfig-openapi-schema <(go run ./pkg/generated/openapi/cmd/models-schema) \

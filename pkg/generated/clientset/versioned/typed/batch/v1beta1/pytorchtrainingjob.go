@@ -73,6 +73,7 @@ func newPyTorchTrainingJobs(c *BatchV1beta1Client, namespace string) *pyTorchTra
 			namespace,
 			func() *batchv1beta1.PyTorchTrainingJob { return &batchv1beta1.PyTorchTrainingJob{} },
 			func() *batchv1beta1.PyTorchTrainingJobList { return &batchv1beta1.PyTorchTrainingJobList{} },
+			gentype.PrefersProtobuf[*batchv1beta1.PyTorchTrainingJob](),
 		),
 	}
 }
@@ -81,6 +82,7 @@ func newPyTorchTrainingJobs(c *BatchV1beta1Client, namespace string) *pyTorchTra
 func (c *pyTorchTrainingJobs) Pause(ctx context.Context, pyTorchTrainingJobName string, pauseRequest *batchv1beta1.PauseRequest, opts v1.CreateOptions) (result *batchv1beta1.PyTorchTrainingJob, err error) {
 	result = &batchv1beta1.PyTorchTrainingJob{}
 	err = c.GetClient().Post().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("pytorchtrainingjobs").
 		Name(pyTorchTrainingJobName).
@@ -96,6 +98,7 @@ func (c *pyTorchTrainingJobs) Pause(ctx context.Context, pyTorchTrainingJobName 
 func (c *pyTorchTrainingJobs) Resume(ctx context.Context, pyTorchTrainingJobName string, resumeRequest *batchv1beta1.ResumeRequest, opts v1.CreateOptions) (result *batchv1beta1.PyTorchTrainingJob, err error) {
 	result = &batchv1beta1.PyTorchTrainingJob{}
 	err = c.GetClient().Post().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("pytorchtrainingjobs").
 		Name(pyTorchTrainingJobName).
@@ -111,6 +114,7 @@ func (c *pyTorchTrainingJobs) Resume(ctx context.Context, pyTorchTrainingJobName
 func (c *pyTorchTrainingJobs) Debug(ctx context.Context, pyTorchTrainingJobName string, debugRequest *batchv1beta1.DebugRequest, opts v1.CreateOptions) (result *batchv1beta1.PyTorchTrainingJob, err error) {
 	result = &batchv1beta1.PyTorchTrainingJob{}
 	err = c.GetClient().Post().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("pytorchtrainingjobs").
 		Name(pyTorchTrainingJobName).

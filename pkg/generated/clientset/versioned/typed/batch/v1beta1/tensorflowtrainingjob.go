@@ -73,6 +73,7 @@ func newTensorFlowTrainingJobs(c *BatchV1beta1Client, namespace string) *tensorF
 			namespace,
 			func() *batchv1beta1.TensorFlowTrainingJob { return &batchv1beta1.TensorFlowTrainingJob{} },
 			func() *batchv1beta1.TensorFlowTrainingJobList { return &batchv1beta1.TensorFlowTrainingJobList{} },
+			gentype.PrefersProtobuf[*batchv1beta1.TensorFlowTrainingJob](),
 		),
 	}
 }
@@ -81,6 +82,7 @@ func newTensorFlowTrainingJobs(c *BatchV1beta1Client, namespace string) *tensorF
 func (c *tensorFlowTrainingJobs) Pause(ctx context.Context, tensorFlowTrainingJobName string, pauseRequest *batchv1beta1.PauseRequest, opts v1.CreateOptions) (result *batchv1beta1.TensorFlowTrainingJob, err error) {
 	result = &batchv1beta1.TensorFlowTrainingJob{}
 	err = c.GetClient().Post().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("tensorflowtrainingjobs").
 		Name(tensorFlowTrainingJobName).
@@ -96,6 +98,7 @@ func (c *tensorFlowTrainingJobs) Pause(ctx context.Context, tensorFlowTrainingJo
 func (c *tensorFlowTrainingJobs) Resume(ctx context.Context, tensorFlowTrainingJobName string, resumeRequest *batchv1beta1.ResumeRequest, opts v1.CreateOptions) (result *batchv1beta1.TensorFlowTrainingJob, err error) {
 	result = &batchv1beta1.TensorFlowTrainingJob{}
 	err = c.GetClient().Post().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("tensorflowtrainingjobs").
 		Name(tensorFlowTrainingJobName).
@@ -111,6 +114,7 @@ func (c *tensorFlowTrainingJobs) Resume(ctx context.Context, tensorFlowTrainingJ
 func (c *tensorFlowTrainingJobs) Debug(ctx context.Context, tensorFlowTrainingJobName string, debugRequest *batchv1beta1.DebugRequest, opts v1.CreateOptions) (result *batchv1beta1.TensorFlowTrainingJob, err error) {
 	result = &batchv1beta1.TensorFlowTrainingJob{}
 	err = c.GetClient().Post().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("tensorflowtrainingjobs").
 		Name(tensorFlowTrainingJobName).
