@@ -33,8 +33,12 @@ func TestFlags(t *testing.T) {
 		check   func(t *testing.T, o *options)
 	}{
 		{name: "defaults", check: func(t *testing.T, o *options) {
-			if o.concurrentSyncs != 5 || !o.leaderElect || o.leaderElectNamespace != "tensorstack-system" ||
+			if o.concurrentSyncs != 10 || !o.leaderElect || o.leaderElectNamespace != "tensorstack-system" ||
 				o.clusterDomain != "" || o.kubeconfig != "" {
+				t.Errorf("defaults %+v", o)
+			}
+			// Unthrottled: API Priority and Fairness decides on the server.
+			if o.kubeAPIQPS >= 0 || o.podEventBatchPeriod != controller.DefaultPodEventBatchPeriod {
 				t.Errorf("defaults %+v", o)
 			}
 		}},
@@ -61,6 +65,14 @@ func TestFlags(t *testing.T) {
 		{name: "unknown gang scheduler", args: []string{"--gang-scheduler=volcano"}, wantErr: true},
 		{name: "bad coscheduling scheduler name", args: []string{"--coscheduling-scheduler-name=Not A Name"}, wantErr: true},
 		{name: "no workers", args: []string{"--concurrent-syncs=0"}, wantErr: true},
+		{name: "a QPS limit without a burst", args: []string{"--kube-api-qps=20", "--kube-api-burst=0"}, wantErr: true},
+		{name: "negative batch period", args: []string{"--pod-event-batch-period=-1s"}, wantErr: true},
+		{name: "a QPS limit", args: []string{"--kube-api-qps=20", "--kube-api-burst=30"},
+			check: func(t *testing.T, o *options) {
+				if o.kubeAPIQPS != 20 || o.kubeAPIBurst != 30 {
+					t.Errorf("qps %v burst %d", o.kubeAPIQPS, o.kubeAPIBurst)
+				}
+			}},
 		{name: "bad cluster domain", args: []string{"--cluster-domain=Not_A_Domain"}, wantErr: true},
 		{name: "lease shorter than renew deadline", args: []string{"--leader-elect-lease-duration=5s"}, wantErr: true},
 		{name: "no lease namespace", args: []string{"--leader-elect-namespace="}, wantErr: true},

@@ -32,6 +32,7 @@ type options struct {
 	kubeAPIQPS           float32
 	kubeAPIBurst         int
 	concurrentSyncs      int
+	podEventBatchPeriod  time.Duration
 	jobResync            time.Duration
 	restartBackoffBase   time.Duration
 	restartBackoffMax    time.Duration
@@ -57,9 +58,13 @@ type options struct {
 
 func newOptions() *options {
 	return &options{
-		kubeAPIQPS:           50,
-		kubeAPIBurst:         100,
-		concurrentSyncs:      5,
+		// No client-side limit: API Priority and Fairness on the server
+		// shares it out (artifacts/deploy gives the controller its own
+		// priority level), as for current Kubernetes components.
+		kubeAPIQPS:           -1,
+		kubeAPIBurst:         0,
+		concurrentSyncs:      10,
+		podEventBatchPeriod:  controller.DefaultPodEventBatchPeriod,
 		jobResync:            10 * time.Minute,
 		restartBackoffBase:   controller.DefaultRestartBackoffBase,
 		restartBackoffMax:    controller.DefaultRestartBackoffMax,
@@ -81,10 +86,16 @@ func newOptions() *options {
 func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig,
 		"Path to a kubeconfig file. Empty uses the in-cluster configuration.")
-	fs.Float32Var(&o.kubeAPIQPS, "kube-api-qps", o.kubeAPIQPS, "Queries per second allowed to the apiserver.")
-	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", o.kubeAPIBurst, "Burst of queries allowed to the apiserver.")
+	fs.Float32Var(&o.kubeAPIQPS, "kube-api-qps", o.kubeAPIQPS,
+		"Queries per second allowed to the apiserver; negative sets no client-side limit and leaves it to "+
+			"the server's API Priority and Fairness.")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", o.kubeAPIBurst,
+		"Burst of queries allowed to the apiserver, with a positive --kube-api-qps.")
 	fs.IntVar(&o.concurrentSyncs, "concurrent-syncs", o.concurrentSyncs,
 		"Number of jobs reconciled at the same time.")
+	fs.DurationVar(&o.podEventBatchPeriod, "pod-event-batch-period", o.podEventBatchPeriod,
+		"How long changes to a job's pods are gathered before the job is reconciled, so that a burst of them "+
+			"costs one status write; 0 reconciles on every change.")
 	fs.DurationVar(&o.jobResync, "job-resync-period", o.jobResync,
 		"How often every job is reconciled even without a change (0 disables).")
 	fs.DurationVar(&o.restartBackoffBase, "restart-backoff-base", o.restartBackoffBase,
@@ -137,6 +148,12 @@ func (o *options) validate() error {
 	if o.restartBackoffBase <= 0 || o.restartBackoffMax < o.restartBackoffBase {
 		return fmt.Errorf("--restart-backoff-base (%v) must be positive and at most --restart-backoff-max (%v)",
 			o.restartBackoffBase, o.restartBackoffMax)
+	}
+	if o.kubeAPIQPS > 0 && o.kubeAPIBurst < 1 {
+		return fmt.Errorf("--kube-api-burst must be at least 1 with a positive --kube-api-qps, got %d", o.kubeAPIBurst)
+	}
+	if o.podEventBatchPeriod < 0 {
+		return fmt.Errorf("--pod-event-batch-period must not be negative, got %v", o.podEventBatchPeriod)
 	}
 	if o.concurrentSyncs < 1 {
 		return fmt.Errorf("--concurrent-syncs must be at least 1, got %d", o.concurrentSyncs)

@@ -84,7 +84,17 @@ type Options struct {
 	// needed only with GangSchedulerCoscheduling or QueueingKueue.
 	DynamicClient    dynamic.Interface
 	DynamicInformers dynamicinformer.DynamicSharedInformerFactory
+	// PodEventBatchPeriod is how long a change to a job's pods waits for
+	// more before the job is reconciled (DefaultPodEventBatchPeriod in the
+	// controller-manager); zero reconciles on every change.
+	PodEventBatchPeriod time.Duration
 }
+
+// DefaultPodEventBatchPeriod gathers the pod changes of a burst (a job's
+// pods created, scheduled and started together, or finishing together) into
+// one reconcile and one status write, as Kubernetes' Job controller does.
+// It is short next to how long a training job runs.
+const DefaultPodEventBatchPeriod = 500 * time.Millisecond
 
 // Controller reconciles training jobs of every kind it has an adapter for.
 type Controller struct {
@@ -110,6 +120,9 @@ type Controller struct {
 	// statusWrites holds reconciles back until the cache has their job's
 	// last status write.
 	statusWrites *statusWrites
+	// podEventBatch delays the reconcile a pod change asks for (see
+	// Options.PodEventBatchPeriod).
+	podEventBatch time.Duration
 
 	clusterDomain string
 }
@@ -154,6 +167,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, jobClient version
 		clock:         opts.Clock,
 		backoff:       opts.RestartBackoff.withDefaults(),
 		statusWrites:  newStatusWrites(),
+		podEventBatch: opts.PodEventBatchPeriod,
 		clusterDomain: opts.ClusterDomain,
 	}
 	if c.recorder == nil {
@@ -288,6 +302,18 @@ func (c *Controller) processNextItem(ctx context.Context) bool {
 }
 
 func (c *Controller) enqueue(key jobKey) { c.queue.Add(key) }
+
+// enqueuePodChange queues a job after a change to one of its pods, once the
+// batch period has passed. The delaying queue keeps a key once, at its
+// earliest time, so the changes within a period make a single reconcile;
+// a job already waiting to be reconciled is not delayed further.
+func (c *Controller) enqueuePodChange(key jobKey) {
+	if c.podEventBatch <= 0 {
+		c.queue.Add(key)
+		return
+	}
+	c.queue.AddAfter(key, c.podEventBatch)
+}
 
 func (c *Controller) enqueueJob(logger klog.Logger, kind string, obj any) {
 	m, err := metaOf(obj)
@@ -436,7 +462,7 @@ func (c *Controller) addPod(logger klog.Logger, obj any) {
 	if key, ok := c.ownerKey(pod); ok {
 		c.expectations.CreationObserved(key.String(), pod.Name)
 		logger.V(4).Info("Pod added", "pod", klog.KObj(pod), "job", key)
-		c.enqueue(key)
+		c.enqueuePodChange(key)
 		return
 	}
 	c.enqueueUnowned(pod)
@@ -456,11 +482,11 @@ func (c *Controller) updatePod(logger klog.Logger, old, cur any) {
 		c.expectations.DeletionObserved(curKey.String(), curPod.Name)
 	}
 	if oldKey, ok := c.ownerKey(oldPod); ok && (!curOwned || oldKey != curKey) {
-		c.enqueue(oldKey)
+		c.enqueuePodChange(oldKey)
 	}
 	if curOwned {
 		logger.V(5).Info("Pod updated", "pod", klog.KObj(curPod), "job", curKey)
-		c.enqueue(curKey)
+		c.enqueuePodChange(curKey)
 		return
 	}
 	c.enqueueUnowned(curPod)
@@ -492,7 +518,7 @@ func (c *Controller) deletePod(logger klog.Logger, obj any) {
 	if key, ok := c.ownerKey(pod); ok {
 		c.expectations.DeletionObserved(key.String(), pod.Name)
 		logger.V(4).Info("Pod deleted", "pod", klog.KObj(pod), "job", key)
-		c.enqueue(key)
+		c.enqueuePodChange(key)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -262,49 +263,9 @@ func (r *reconciler) execute(ctx context.Context) error {
 	if len(r.creates) == 0 {
 		return errors.Join(errs...)
 	}
-	// Each pod is built just before it is created and dropped after, so a
-	// reconcile holds one pod at a time, however many replicas it creates
-	// (a TensorFlow pod's TF_CONFIG grows with the job).
-	names := make([]string, len(r.creates))
-	for i, s := range r.creates {
-		names[i] = s.name
-	}
-	r.c.expectations.ExpectCreations(r.ekey, names...)
-	var createErr error
-	for i, s := range r.creates {
-		pod, err := r.newPod(s)
-		if err != nil {
-			// A spec the controller cannot build a pod from does not get
-			// better by retrying; say so and wait for the spec to change.
-			r.c.expectations.CreationObserved(r.ekey, s.name)
-			r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedCreate, "Cannot build pod %s: %v", s.name, err)
-			r.logger.Error(err, "Cannot build pod", "pod", s.name)
-			continue
-		}
-		created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
-		if err == nil {
-			podsCreated.WithLabelValues(r.key.Kind).Inc()
-			r.logger.V(2).Info("Created pod", "pod", klog.KObj(created))
-			r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created pod %s", pod.Name)
-			continue
-		}
-		r.c.expectations.CreationObserved(r.ekey, pod.Name)
-		if apierrors.IsAlreadyExists(err) {
-			errs = append(errs, r.nameTaken(ctx, pod.Name))
-			continue
-		}
-		// Stop here: what failed one pod (quota, admission, a terminating
-		// namespace) most likely fails the others too.
-		for _, rest := range r.creates[i+1:] {
-			r.c.expectations.CreationObserved(r.ekey, rest.name)
-		}
-		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-			return errors.Join(errs...)
-		}
-		r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating pod %s: %v", pod.Name, err)
-		createErr = fmt.Errorf("creating pod %s: %w", pod.Name, err)
-		errs = append(errs, createErr)
-		break
+	createErr, err := r.createPods(ctx)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if createErr != nil {
 		r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, ReasonFailedCreate, createErr.Error())
@@ -313,6 +274,100 @@ func (r *reconciler) execute(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Pods are created in batches of growing size, as Kubernetes' Job
+// controller does: one, then two, four and so on, each batch in parallel.
+// A job whose pods are all refused (quota, admission) fails one request,
+// not hundreds; a healthy one is not held back by round trips made one at a
+// time. The cap bounds how many pods (whose TF_CONFIG grows with the job)
+// are held at once.
+const (
+	createBatchInitial = 1
+	createBatchMax     = 32
+)
+
+// createPods creates the planned replicas' pods, batch by batch, and stops
+// after a batch in which the apiserver refused a pod; that refusal is
+// returned first, for the ReplicaFailure condition.
+func (r *reconciler) createPods(ctx context.Context) (refused, err error) {
+	names := make([]string, len(r.creates))
+	for i, s := range r.creates {
+		names[i] = s.name
+	}
+	r.c.expectations.ExpectCreations(r.ekey, names...)
+	r.replicaEnv() // computed once, before the batches share it
+
+	var errs []error
+	rest := r.creates
+	for size := createBatchInitial; len(rest) > 0; size = min(2*size, createBatchMax) {
+		batch := rest[:min(size, len(rest))]
+		rest = rest[len(batch):]
+		results := make([]createResult, len(batch))
+		var wg sync.WaitGroup
+		for i, s := range batch {
+			wg.Go(func() { results[i] = r.createPod(ctx, s) })
+		}
+		wg.Wait()
+		stop := false
+		for _, res := range results {
+			if res.err != nil {
+				errs = append(errs, res.err)
+				if res.refused && refused == nil {
+					refused = res.err
+				}
+			}
+			stop = stop || res.stop
+		}
+		if stop {
+			// What failed one pod (quota, admission, a terminating
+			// namespace) most likely fails the others too.
+			for _, s := range rest {
+				r.c.expectations.CreationObserved(r.ekey, s.name)
+			}
+			break
+		}
+	}
+	return refused, errors.Join(errs...)
+}
+
+// createResult is how creating one pod went: err to report; refused when
+// the apiserver refused the pod; stop when the pods not yet created should
+// wait for the next reconcile.
+type createResult struct {
+	err     error
+	refused bool
+	stop    bool
+}
+
+// createPod builds and creates one replica's pod. It is called from
+// several goroutines: it reads the reconciler and writes nothing to it.
+func (r *reconciler) createPod(ctx context.Context, s *slot) createResult {
+	pod, err := r.newPod(s)
+	if err != nil {
+		// A spec the controller cannot build a pod from does not get
+		// better by retrying; say so and wait for the spec to change.
+		r.c.expectations.CreationObserved(r.ekey, s.name)
+		r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedCreate, "Cannot build pod %s: %v", s.name, err)
+		r.logger.Error(err, "Cannot build pod", "pod", s.name)
+		return createResult{}
+	}
+	created, err := r.c.kubeClient.CoreV1().Pods(r.key.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err == nil {
+		podsCreated.WithLabelValues(r.key.Kind).Inc()
+		r.logger.V(2).Info("Created pod", "pod", klog.KObj(created))
+		r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created pod %s", pod.Name)
+		return createResult{}
+	}
+	r.c.expectations.CreationObserved(r.ekey, pod.Name)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return createResult{err: r.nameTaken(ctx, pod.Name)}
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		return createResult{stop: true}
+	}
+	r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating pod %s: %v", pod.Name, err)
+	return createResult{err: fmt.Errorf("creating pod %s: %w", pod.Name, err), refused: true, stop: true}
 }
 
 // nameTaken looks at the pod that holds a replica's name. When it is the
