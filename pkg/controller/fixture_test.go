@@ -621,11 +621,11 @@ func (f *fixture) deletedPodNames() []string {
 	return names
 }
 
-// statusUpdates counts UpdateStatus calls since the last observe.
+// statusUpdates counts status writes since the last observe.
 func (f *fixture) statusUpdates() int {
 	n := 0
 	for _, a := range f.jobClient.Actions() {
-		if a.GetVerb() == "update" && a.GetSubresource() == "status" {
+		if a.GetVerb() == "patch" && a.GetSubresource() == "status" {
 			n++
 		}
 	}

@@ -18,11 +18,11 @@ package controller
 
 import (
 	"context"
-	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
@@ -40,11 +40,12 @@ type kindHandler struct {
 	get func(namespace, name string) (v1beta1.TrainingJob, error)
 	// statusCopy returns a copy of a cached job whose status may be edited.
 	// Spec and metadata are shared with the cache and must not be written.
-	statusCopy   func(job v1beta1.TrainingJob) (v1beta1.TrainingJob, bool)
-	list         func() ([]v1beta1.TrainingJob, error)
-	getFresh     func(ctx context.Context, namespace, name string) (v1beta1.TrainingJob, error)
-	updateStatus func(ctx context.Context, job v1beta1.TrainingJob) (v1beta1.TrainingJob, error)
-	delete       func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
+	statusCopy func(job v1beta1.TrainingJob) (v1beta1.TrainingJob, bool)
+	list       func() ([]v1beta1.TrainingJob, error)
+	getFresh   func(ctx context.Context, namespace, name string) (v1beta1.TrainingJob, error)
+	// patchStatus sends a merge patch (statusPatch) to the job's status.
+	patchStatus func(ctx context.Context, job v1beta1.TrainingJob, patch []byte) (v1beta1.TrainingJob, error)
+	delete      func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
 }
 
 func newTensorFlowHandler(client versioned.Interface, factory jobinformers.SharedInformerFactory) *kindHandler {
@@ -85,7 +86,8 @@ type jobGetter[P any] interface {
 
 type jobClient[P any] interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (P, error)
-	UpdateStatus(ctx context.Context, job P, opts metav1.UpdateOptions) (P, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions,
+		subresources ...string) (P, error)
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
@@ -121,12 +123,9 @@ func newKindHandler[T any, P jobPointer[T]](adapter Adapter, kind string, inform
 		getFresh: func(ctx context.Context, ns, name string) (v1beta1.TrainingJob, error) {
 			return client(ns).Get(ctx, name, metav1.GetOptions{})
 		},
-		updateStatus: func(ctx context.Context, job v1beta1.TrainingJob) (v1beta1.TrainingJob, error) {
-			j, ok := job.(P)
-			if !ok {
-				return nil, fmt.Errorf("%T is not a %s", job, kind)
-			}
-			return client(j.GetNamespace()).UpdateStatus(ctx, j, metav1.UpdateOptions{})
+		patchStatus: func(ctx context.Context, job v1beta1.TrainingJob, patch []byte) (v1beta1.TrainingJob, error) {
+			return client(job.GetNamespace()).Patch(ctx, job.GetName(), types.MergePatchType, patch,
+				metav1.PatchOptions{}, "status")
 		},
 		delete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
 			return client(ns).Delete(ctx, name, opts)

@@ -82,7 +82,7 @@ func (r *reconciler) reportStatusTooLarge(ctx context.Context, cause error) erro
 	if equality.Semantic.DeepEqual(r.old, r.status) {
 		return cause
 	}
-	updated, err := r.kind.updateStatus(ctx, r.job)
+	updated, err := r.patchStatus(ctx)
 	if err != nil {
 		return errors.Join(cause, fmt.Errorf("reporting that the status is too large: %w", err))
 	}

@@ -128,11 +128,17 @@ func TestJobBroughtWithinLimitRuns(t *testing.T) {
 // status without replica entries (the report of the failure) is stored.
 func failStatusWrites(f *fixture, err error) (stop func()) {
 	failing := true
-	f.jobClient.PrependReactor("update", "pytorchtrainingjobs", func(a core.Action) (bool, k8sruntime.Object, error) {
+	f.jobClient.PrependReactor("patch", "pytorchtrainingjobs", func(a core.Action) (bool, k8sruntime.Object, error) {
 		if !failing || a.GetSubresource() != "status" {
 			return false, nil, nil
 		}
-		for _, task := range a.(core.UpdateAction).GetObject().(v1beta1.TrainingJob).JobStatus().Tasks {
+		var patch struct {
+			Status v1beta1.TrainingJobStatus `json:"status"`
+		}
+		if err := json.Unmarshal(a.(core.PatchAction).GetPatch(), &patch); err != nil {
+			return true, nil, err
+		}
+		for _, task := range patch.Status.Tasks {
 			if len(task.ReplicaStatus) > 0 {
 				return true, nil, err
 			}

@@ -171,10 +171,13 @@ func TestConditionTransitionTimes(t *testing.T) {
 	}
 }
 
+// A status write that fails (here a conflict, which a patch without a
+// resourceVersion meets only from a webhook or another writer) is retried,
+// and nothing is done meanwhile.
 func TestStatusConflictIsRetried(t *testing.T) {
 	job := newTFJob("j").withReplicas("worker", 1).obj()
 	f := newFixture(t, job)
-	f.jobClient.PrependReactor("update", "tensorflowtrainingjobs", func(core.Action) (bool, runtime.Object, error) {
+	f.jobClient.PrependReactor("patch", "tensorflowtrainingjobs", func(core.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewConflict(schema.GroupResource{Group: v1beta1.GroupName, Resource: "tensorflowtrainingjobs"}, "j", fmt.Errorf("stale"))
 	})
 	_, err := f.sync(job)

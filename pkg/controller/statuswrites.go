@@ -17,9 +17,15 @@ limitations under the License.
 package controller
 
 import (
+	"encoding/json"
 	"strconv"
 	"sync"
 	"time"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	"k8s.io/apimachinery/pkg/types"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
 // statusWrites remembers, per job, the resourceVersion of the last status
@@ -80,4 +86,34 @@ func (w *statusWrites) forget(key jobKey) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.rv, key)
+}
+
+// statusPatch is the JSON merge patch that turns the status old into cur:
+// only what changed, without a resourceVersion, so a status write does not
+// conflict with a change to the spec or labels made meanwhile. Only the
+// controller writes the status, and it computes cur from a cache that has
+// its own last write (statusWrites), so old is what is stored. The UID
+// keeps the patch off a job of the same name created anew: the apiserver
+// refuses to change an object's UID.
+func statusPatch(uid types.UID, old, cur *v1beta1.TrainingJobStatus) ([]byte, error) {
+	before, err := json.Marshal(old)
+	if err != nil {
+		return nil, err
+	}
+	after, err := json.Marshal(cur)
+	if err != nil {
+		return nil, err
+	}
+	diff, err := jsonpatch.CreateMergePatch(before, after)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(struct {
+		Metadata struct {
+			UID types.UID `json:"uid"`
+		} `json:"metadata"`
+		Status json.RawMessage `json:"status"`
+	}{Metadata: struct {
+		UID types.UID `json:"uid"`
+	}{UID: uid}, Status: diff})
 }

@@ -17,7 +17,12 @@ limitations under the License.
 package controller
 
 import (
+	"encoding/json"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
@@ -99,5 +104,50 @@ func TestStaleJobCacheAfterStatusWrite(t *testing.T) {
 				t.Errorf("phase %s: the scenario no longer shows what the fence guards against", phase)
 			}
 		})
+	}
+}
+
+// The patch holds what changed (a removed field as null), the UID, and no
+// resourceVersion; applied to the old status it gives the new one.
+func TestStatusPatch(t *testing.T) {
+	start := metav1.NewTime(testStart)
+	old := &v1beta1.TrainingJobStatus{
+		Phase:        v1beta1.JobRunning,
+		BackoffCount: 1,
+		StartTime:    &start,
+		Conditions:   []metav1.Condition{{Type: v1beta1.ConditionRunning, Status: metav1.ConditionTrue, Reason: "R"}},
+	}
+	cur := old.DeepCopy()
+	cur.Phase = v1beta1.JobSucceeded
+	cur.StartTime = nil
+	patch, err := statusPatch("uid-1", old, cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(patch, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"metadata": map[string]any{"uid": "uid-1"},
+		"status":   map[string]any{"phase": "Succeeded", "startTime": nil},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("patch (-want +got):\n%s", diff)
+	}
+
+	before, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": "uid-1"}, "status": old})
+	after, err := jsonpatch.MergePatch(before, patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var applied struct {
+		Status v1beta1.TrainingJobStatus `json:"status"`
+	}
+	if err := json.Unmarshal(after, &applied); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(cur, &applied.Status); diff != "" {
+		t.Errorf("old status patched (-want +got):\n%s", diff)
 	}
 }

@@ -310,7 +310,7 @@ func (r *reconciler) writeStatus(ctx context.Context) error {
 	if equality.Semantic.DeepEqual(r.old, r.status) {
 		return nil
 	}
-	updated, err := r.kind.updateStatus(ctx, r.job)
+	updated, err := r.patchStatus(ctx)
 	if err != nil {
 		err = fmt.Errorf("updating status of %s %s/%s: %w", r.key.Kind, r.key.Namespace, r.key.Name, err)
 		if isTooLarge(err) {
@@ -322,4 +322,14 @@ func (r *reconciler) writeStatus(ctx context.Context) error {
 	r.c.statusWrites.wrote(r.key, updated.GetResourceVersion())
 	r.setJob(updated)
 	return nil
+}
+
+// patchStatus stores r.status, changed from r.old, and returns the job as
+// stored.
+func (r *reconciler) patchStatus(ctx context.Context) (v1beta1.TrainingJob, error) {
+	patch, err := statusPatch(r.job.GetUID(), r.old, r.status)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the status patch: %w", err)
+	}
+	return r.kind.patchStatus(ctx, r.job, patch)
 }
