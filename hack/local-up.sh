@@ -202,6 +202,9 @@ if training_enabled; then
   kubectl_local apply -f "${REPO_ROOT}/artifacts/deploy/base/rbac-users.yaml" >/dev/null
   # The PriorityClasses that t9kScheduler.priority maps to, as installed.
   kubectl_local apply -f "${REPO_ROOT}/artifacts/deploy/base/priorityclasses.yaml" >/dev/null
+  # The controller's own API Priority and Fairness level, as installed (it
+  # matches the controller when it runs as its ServiceAccount).
+  kubectl_local apply -f "${REPO_ROOT}/artifacts/deploy/base/flowcontrol.yaml" >/dev/null
 fi
 
 wait_until "" "serviceaccount default in namespace default" "${LOCAL_TIMEOUT}" default_serviceaccount_exists
