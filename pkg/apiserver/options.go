@@ -17,6 +17,7 @@ limitations under the License.
 package apiserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -45,8 +46,10 @@ import (
 	"tensorstack.dev/training/pkg/version"
 )
 
-// etcdPathPrefix is where the group's objects live in etcd.
-const etcdPathPrefix = "/registry/batch.tensorstack.dev"
+// etcdPathPrefix is where the group's objects live in etcd: under
+// /registry/batch.tensorstack.dev/<resource>/, as kube-apiserver lays out its
+// own (the storage adds the group and resource; see etcdkeys.go).
+const etcdPathPrefix = "/registry"
 
 // DefaultEmbeddedEtcdDir keeps a local run's data with the other build output.
 const DefaultEmbeddedEtcdDir = "_output/training-etcd"
@@ -208,6 +211,14 @@ func (o *Options) Config() (*Config, error) {
 		return nil, err
 	}
 	if err := o.RecommendedOptions.ApplyTo(config); err != nil {
+		if embedded != nil {
+			embedded.Close()
+		}
+		return nil, err
+	}
+	// Before any storage reads: objects an earlier release stored under
+	// another key.
+	if err := migrateStorage(context.Background(), o.RecommendedOptions.Etcd.StorageConfig); err != nil {
 		if embedded != nil {
 			embedded.Close()
 		}
