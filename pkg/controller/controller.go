@@ -109,7 +109,11 @@ type Controller struct {
 	// nil without a gang scheduler.
 	gang gangBackend
 
-	queue        workqueue.TypedRateLimitingInterface[jobKey]
+	queue workqueue.TypedRateLimitingInterface[jobKey]
+	// urgent holds the jobs one of whose pods just ended (lanes.go); locks
+	// keeps the workers of both queues off the same job at once.
+	urgent       workqueue.TypedRateLimitingInterface[jobKey]
+	locks        *keyLocks
 	expectations *Expectations
 	recorder     record.EventRecorder
 	broadcaster  record.EventBroadcaster
@@ -162,6 +166,10 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, jobClient version
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[jobKey](),
 			workqueue.TypedRateLimitingQueueConfig[jobKey]{Name: "trainingjob", Clock: opts.Clock}),
+		urgent: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[jobKey](),
+			workqueue.TypedRateLimitingQueueConfig[jobKey]{Name: "trainingjob-urgent", Clock: opts.Clock}),
+		locks:         newKeyLocks(),
 		expectations:  NewExpectations(opts.Clock, opts.ExpectationsTimeout),
 		recorder:      opts.Recorder,
 		clock:         opts.Clock,
@@ -255,33 +263,46 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		defer c.broadcaster.Shutdown()
 	}
 
-	logger.Info("Starting controller", "controller", ControllerName, "workers", workers)
+	workers = max(workers, 1)
+	logger.Info("Starting controller", "controller", ControllerName, "workers", workers,
+		"urgentWorkers", urgentWorkers(workers))
 	defer logger.Info("Controller stopped", "controller", ControllerName)
 
+	defer c.urgent.ShutDown()
+	defer c.queue.ShutDown()
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
-		c.queue.ShutDown()
 		return
 	}
 	var wg sync.WaitGroup
-	for range max(workers, 1) {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
+	for range workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.worker(c.queue), time.Second) })
+	}
+	for range urgentWorkers(workers) {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.worker(c.urgent), time.Second) })
 	}
 	<-ctx.Done()
 	c.queue.ShutDown()
+	c.urgent.ShutDown()
 	wg.Wait()
 }
 
-func (c *Controller) worker(ctx context.Context) {
-	for c.processNextItem(ctx) {
+func (c *Controller) worker(q workqueue.TypedRateLimitingInterface[jobKey]) func(context.Context) {
+	return func(ctx context.Context) {
+		for c.processNextItem(ctx, q) {
+		}
 	}
 }
 
-func (c *Controller) processNextItem(ctx context.Context) bool {
-	key, quit := c.queue.Get()
+// processNextItem reconciles the next job of q. Retries after an error go
+// back to q; requeues for a time (deadlines, backoff) to the main queue.
+func (c *Controller) processNextItem(ctx context.Context, q workqueue.TypedRateLimitingInterface[jobKey]) bool {
+	key, quit := q.Get()
 	if quit {
 		return false
 	}
-	defer c.queue.Done(key)
+	defer q.Done(key)
+	unlock := c.locks.lock(key)
+	defer unlock()
 
 	requeueAfter, err := c.syncJob(ctx, key)
 	if err != nil {
@@ -291,10 +312,10 @@ func (c *Controller) processNextItem(ctx context.Context) bool {
 		} else {
 			utilruntime.HandleErrorWithContext(ctx, err, "Syncing job failed, requeuing", "job", key)
 		}
-		c.queue.AddRateLimited(key)
+		q.AddRateLimited(key)
 		return true
 	}
-	c.queue.Forget(key)
+	q.Forget(key)
 	if requeueAfter > 0 {
 		c.queue.AddAfter(key, requeueAfter)
 	}
@@ -304,15 +325,20 @@ func (c *Controller) processNextItem(ctx context.Context) bool {
 func (c *Controller) enqueue(key jobKey) { c.queue.Add(key) }
 
 // enqueuePodChange queues a job after a change to one of its pods, once the
-// batch period has passed. The delaying queue keeps a key once, at its
-// earliest time, so the changes within a period make a single reconcile;
-// a job already waiting to be reconciled is not delayed further.
-func (c *Controller) enqueuePodChange(key jobKey) {
+// batch period has passed: on the urgent queue when the pod ended. The
+// delaying queue keeps a key once, at its earliest time, so the changes
+// within a period make a single reconcile; a job already waiting to be
+// reconciled is not delayed further.
+func (c *Controller) enqueuePodChange(key jobKey, ended bool) {
+	q := c.queue
+	if ended {
+		q = c.urgent
+	}
 	if c.podEventBatch <= 0 {
-		c.queue.Add(key)
+		q.Add(key)
 		return
 	}
-	c.queue.AddAfter(key, c.podEventBatch)
+	q.AddAfter(key, c.podEventBatch)
 }
 
 func (c *Controller) enqueueJob(logger klog.Logger, kind string, obj any) {
@@ -462,7 +488,7 @@ func (c *Controller) addPod(logger klog.Logger, obj any) {
 	if key, ok := c.ownerKey(pod); ok {
 		c.expectations.CreationObserved(key.String(), pod.Name)
 		logger.V(4).Info("Pod added", "pod", klog.KObj(pod), "job", key)
-		c.enqueuePodChange(key)
+		c.enqueuePodChange(key, podEnded(pod))
 		return
 	}
 	c.enqueueUnowned(pod)
@@ -482,11 +508,11 @@ func (c *Controller) updatePod(logger klog.Logger, old, cur any) {
 		c.expectations.DeletionObserved(curKey.String(), curPod.Name)
 	}
 	if oldKey, ok := c.ownerKey(oldPod); ok && (!curOwned || oldKey != curKey) {
-		c.enqueuePodChange(oldKey)
+		c.enqueuePodChange(oldKey, podEnded(curPod))
 	}
 	if curOwned {
 		logger.V(5).Info("Pod updated", "pod", klog.KObj(curPod), "job", curKey)
-		c.enqueuePodChange(curKey)
+		c.enqueuePodChange(curKey, podEnded(curPod))
 		return
 	}
 	c.enqueueUnowned(curPod)
@@ -518,7 +544,7 @@ func (c *Controller) deletePod(logger klog.Logger, obj any) {
 	if key, ok := c.ownerKey(pod); ok {
 		c.expectations.DeletionObserved(key.String(), pod.Name)
 		logger.V(4).Info("Pod deleted", "pod", klog.KObj(pod), "job", key)
-		c.enqueuePodChange(key)
+		c.enqueuePodChange(key, true)
 	}
 }
 

@@ -98,7 +98,7 @@ func TestDeadlineRequeueThroughQueue(t *testing.T) {
 	job := newTFJob("j").withReplicas("worker", 1).withDeadline(60).obj()
 	f := newFixture(t, job)
 	f.c.queue.Add(keyOf(job))
-	if !f.c.processNextItem(f.ctx) {
+	if !f.c.processNextItem(f.ctx, f.c.queue) {
 		t.Fatalf("the queue shut down")
 	}
 	if n := f.c.queue.Len(); n != 0 {
@@ -117,7 +117,7 @@ func TestDeadlineRequeueThroughQueue(t *testing.T) {
 		t.Fatalf("the job was not requeued at its deadline")
 	}
 	f.observe()
-	if !f.c.processNextItem(f.ctx) {
+	if !f.c.processNextItem(f.ctx, f.c.queue) {
 		t.Fatalf("the queue shut down")
 	}
 	f.observe()

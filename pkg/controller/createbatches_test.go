@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2/ktesting"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
@@ -116,19 +117,92 @@ func TestPodChangesAreBatched(t *testing.T) {
 	}
 	f.clock.Step(499 * time.Millisecond)
 	time.Sleep(50 * time.Millisecond) // room for the queue's goroutine, were it to act early
-	if n := f.c.queue.Len(); n != 0 {
+	if n := f.c.queue.Len() + f.c.urgent.Len(); n != 0 {
 		t.Fatalf("%d keys queued before the batch period passed", n)
 	}
 	f.clock.Step(time.Millisecond)
 	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true,
-		func(context.Context) (bool, error) { return f.c.queue.Len() > 0, nil }); err != nil {
+		func(context.Context) (bool, error) { return f.c.queue.Len() > 0 && f.c.urgent.Len() > 0, nil }); err != nil {
 		t.Fatalf("the job was not queued once the batch period passed")
 	}
 	time.Sleep(50 * time.Millisecond)
-	if n := f.c.queue.Len(); n != 1 {
-		t.Fatalf("%d keys queued for three pod changes, want 1", n)
+	// Two changes of running pods make one reconcile; the pod that ended
+	// queues the job on the urgent queue.
+	if n, u := f.c.queue.Len(), f.c.urgent.Len(); n != 1 || u != 1 {
+		t.Fatalf("queued %d times on the main queue and %d on the urgent one, want 1 and 1", n, u)
 	}
-	if key, _ := f.c.queue.Get(); key != keyOf(job) {
-		t.Errorf("queued %v, want %v", key, keyOf(job))
+	for _, q := range []workqueue.TypedRateLimitingInterface[jobKey]{f.c.queue, f.c.urgent} {
+		if key, _ := q.Get(); key != keyOf(job) {
+			t.Errorf("queued %v, want %v", key, keyOf(job))
+		}
+	}
+}
+
+// A job one of whose pods ended does not wait behind jobs queued for their
+// pods' creation: the urgent queue has it, and its own workers.
+func TestEndedPodsGoToTheUrgentQueue(t *testing.T) {
+	job := newTFJob("done").withReplicas("worker", 1).obj()
+	f := newFixture(t, job)
+	f.mustSync(job)
+	f.observe()
+	for f.c.queue.Len() > 0 { // what building the fixture queued
+		key, _ := f.c.queue.Get()
+		f.c.queue.Done(key)
+	}
+	for i := range 100 {
+		f.c.queue.Add(jobKey{Kind: TensorFlowKind, Namespace: "ns", Name: fmt.Sprintf("waiting-%d", i)})
+	}
+	pod := f.pod("done-worker-0")
+	exited := pod.DeepCopy()
+	exited.ResourceVersion += "1"
+	succeeded(exited)
+	f.c.updatePod(f.logger, pod, exited)
+	if n := f.c.urgent.Len(); n != 1 {
+		t.Fatalf("urgent queue holds %d jobs, want the one whose pod ended", n)
+	}
+	f.setPod("done-worker-0", succeeded)
+	if !f.c.processNextItem(f.ctx, f.c.urgent) {
+		t.Fatalf("the urgent queue shut down")
+	}
+	f.observe()
+	if st := f.status(job); st.Phase != v1beta1.JobSucceeded {
+		t.Errorf("phase %s after the urgent reconcile, want Succeeded", st.Phase)
+	}
+	if n := f.c.queue.Len(); n != 100 {
+		t.Errorf("main queue holds %d jobs, want the 100 it had", n)
+	}
+	f.c.queue.ShutDown()
+	f.c.urgent.ShutDown()
+}
+
+// keyLocks keeps two workers off one job and lets other jobs through.
+func TestKeyLocks(t *testing.T) {
+	l := newKeyLocks()
+	a, b := jobKey{Name: "a"}, jobKey{Name: "b"}
+	unlockA := l.lock(a)
+	l.lock(b)() // another job is not held up
+	got := make(chan struct{})
+	go func() {
+		defer l.lock(a)()
+		close(got)
+	}()
+	select {
+	case <-got:
+		t.Fatalf("a second worker took the job while the first held it")
+	case <-time.After(50 * time.Millisecond):
+	}
+	unlockA()
+	select {
+	case <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the second worker never got the job")
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return len(l.held) == 0, nil
+		}); err != nil {
+		t.Errorf("%d locks kept after every worker let go", len(l.held))
 	}
 }
