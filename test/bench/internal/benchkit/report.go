@@ -62,9 +62,10 @@ func Ms(d time.Duration) string {
 // MiB formats a byte count in MiB.
 func MiB(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
 
-// Ratio formats a/b as "1.23×", or "n/a" when either is not a positive number.
+// Ratio formats a/b as "1.23×", or "n/a" when a is negative (not measured)
+// or b is not a positive number.
 func Ratio(a, b float64) string {
-	if a <= 0 || b <= 0 || math.IsNaN(a) || math.IsNaN(b) || math.IsInf(a, 0) || math.IsInf(b, 0) {
+	if a < 0 || b <= 0 || math.IsNaN(a) || math.IsNaN(b) || math.IsInf(a, 0) || math.IsInf(b, 0) {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.2f×", a/b)

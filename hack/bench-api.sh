@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The API benchmark (make bench-api): starts the local control plane,
+# installs Kubeflow's TFJob CRD next to our aggregated API, runs
+# test/bench/api against three targets and always stops the control plane
+# again. Prints a markdown table, also saved in _output/bench/api.md.
+# How to read it: docs/benchmarks.md.
+#
+#   CRD         Kubeflow's TFJob (training-operator v1.9.4), served by kube-apiserver
+#   aggregated  our TensorFlowTrainingJob through kube-apiserver (the aggregator)
+#   direct      our TensorFlowTrainingJob on the training-apiserver's own port
+#
+# Every job is chief 1 + ps 1 + worker 3, created paused (ours) or suspended
+# (TFJob), and the training-controller-manager is stopped: only the
+# benchmark writes the jobs, and no pod is made.
+#
+# Settings (environment):
+#   BENCH_JOBS=2000          jobs per target
+#   BENCH_CONCURRENCY=8      requests in flight while creating and deleting
+#   BENCH_LIST_REPEATS=5     full LISTs of each kind per target (the median is printed)
+#   LOCAL_*                  the stack's settings (hack/local-up.sh); the benchmark
+#                            defaults LOCAL_KUEUE, LOCAL_SCHEDULER_PLUGINS and
+#                            LOCAL_GANG_WORKLOAD to 0, a quiet stack
+set -euo pipefail
+
+: "${LOCAL_KUEUE:=0}"
+: "${LOCAL_SCHEDULER_PLUGINS:=0}"
+: "${LOCAL_GANG_WORKLOAD:=0}"
+export LOCAL_KUEUE LOCAL_SCHEDULER_PLUGINS LOCAL_GANG_WORKLOAD
+
+HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=hack/lib/common.sh
+source "${HACK_DIR}/lib/common.sh"
+# shellcheck source=hack/lib/local.sh
+source "${HACK_DIR}/lib/local.sh"
+# shellcheck source=hack/lib/bench.sh
+source "${HACK_DIR}/lib/bench.sh"
+
+bench_refuse_running_stack
+bench_build bench-api ./test/bench/api
+tfjob_crd >/dev/null
+
+# shellcheck disable=SC2317 # invoked through the EXIT trap
+cleanup() {
+  local rc=$?
+  trap '' INT TERM
+  log "stopping the local control plane"
+  "${HACK_DIR}/local-down.sh" || log "WARNING: hack/local-down.sh failed"
+  exit "${rc}"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+"${HACK_DIR}/local-up.sh"
+# Nothing but the benchmark writes the jobs.
+"${HACK_DIR}/local-restart.sh" --stop training-controller-manager
+install_tfjob_crd
+
+"${BENCH_BIN_DIR}/bench-api" -local-dir "${LOCAL_DIR}" -out "${BENCH_DIR}/api.md"
+log "table saved in ${BENCH_DIR#"${REPO_ROOT}/"}/api.md"

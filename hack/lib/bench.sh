@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Shared by hack/bench-api.sh and hack/bench-controller.sh: where results go,
+# building the benchmark programs, Kubeflow's training-operator module.
+# Source it after hack/lib/common.sh and hack/lib/local.sh.
+# shellcheck disable=SC2034
+
+BENCH_DIR="${OUTPUT_DIR}/bench"
+BENCH_BIN_DIR="${BENCH_DIR}/bin"
+
+# Kubeflow's training-operator: its TFJob CRD is the CRD next to which our
+# API is measured, and its controller the peer of ours.
+TRAINING_OPERATOR_MODULE="github.com/kubeflow/training-operator"
+TRAINING_OPERATOR_VERSION="v1.9.4"
+TRAINING_OPERATOR_BIN="${BIN_DIR}/training-operator.v1"
+
+# bench_refuse_running_stack: a stack someone else started is theirs; the
+# benchmarks start and stop their own.
+bench_refuse_running_stack() {
+  local running
+  running="$(running_components | tr '\n' ' ')"
+  if [[ -n "${running// /}" ]]; then
+    die "a local control plane is already running (${running% }); stop it first with hack/local-down.sh (make local-down)"
+  fi
+}
+
+# bench_build NAME PACKAGE: builds a benchmark program into BENCH_BIN_DIR,
+# before the stack starts (the build competes for the same CPUs).
+bench_build() {
+  local name="$1" pkg="$2"
+  mkdir -p "${BENCH_BIN_DIR}"
+  log "building ${pkg} into ${BENCH_BIN_DIR#"${REPO_ROOT}/"}/${name}"
+  (cd "${REPO_ROOT}" && go build -o "${BENCH_BIN_DIR}/${name}" "${pkg}")
+}
+
+# training_operator_dir prints the training-operator module's directory in the
+# Go module cache, downloading it from the module proxy when missing. The
+# module is not a dependency of ours: go.mod is left alone.
+training_operator_dir() {
+  local dir
+  dir="$(go_mod_cache)/${TRAINING_OPERATOR_MODULE}@${TRAINING_OPERATOR_VERSION}"
+  if [[ ! -f "${dir}/go.mod" ]]; then
+    dir="$(cd "${REPO_ROOT}" && go mod download -json "${TRAINING_OPERATOR_MODULE}@${TRAINING_OPERATOR_VERSION}" |
+      sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')" || true
+  fi
+  [[ -n "${dir}" && -f "${dir}/go.mod" ]] ||
+    die "${TRAINING_OPERATOR_MODULE}@${TRAINING_OPERATOR_VERSION} could not be downloaded (Go module proxy)"
+  printf '%s\n' "${dir}"
+}
+
+# tfjob_crd prints the path of Kubeflow's TFJob CRD in the module.
+tfjob_crd() {
+  local crd
+  crd="$(training_operator_dir)/manifests/base/crds/kubeflow.org_tfjobs.yaml"
+  [[ -f "${crd}" ]] || die "${crd} is missing"
+  printf '%s\n' "${crd}"
+}
+
+tfjob_crd_established() {
+  [[ "$(kubectl_local get crd tfjobs.kubeflow.org \
+    -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" == "True" ]]
+}
+
+# install_tfjob_crd: Kubeflow's TFJob CRD (server-side: it is too big for
+# the last-applied annotation), waits until it is served.
+install_tfjob_crd() {
+  log "installing Kubeflow's TFJob CRD (${TRAINING_OPERATOR_MODULE}@${TRAINING_OPERATOR_VERSION})"
+  kubectl_local apply --server-side -f "$(tfjob_crd)" >/dev/null
+  wait_until "" "CRD tfjobs.kubeflow.org Established" "${LOCAL_TIMEOUT}" tfjob_crd_established
+}
+
+# build_training_operator: go install of the peer controller into BIN_DIR,
+# skipped when the stamp says it is built at the pinned version.
+build_training_operator() {
+  local stamp="${BIN_DIR}/.training-operator.v1.version"
+  if [[ -x "${TRAINING_OPERATOR_BIN}" && "$(cat "${stamp}" 2>/dev/null)" == "${TRAINING_OPERATOR_VERSION}" ]]; then
+    return 0
+  fi
+  log "building training-operator ${TRAINING_OPERATOR_VERSION} (go install; a few minutes cold)"
+  mkdir -p "${BIN_DIR}"
+  GOBIN="${BIN_DIR}" go install "${TRAINING_OPERATOR_MODULE}/cmd/training-operator.v1@${TRAINING_OPERATOR_VERSION}"
+  echo "${TRAINING_OPERATOR_VERSION}" >"${stamp}"
+}
+
+# free_port FROM: prints the first TCP port from FROM on that nothing listens on.
+free_port() {
+  local port="$1"
+  while port_in_use "${port}"; do
+    port=$((port + 1))
+  done
+  echo "${port}"
+}
