@@ -1,0 +1,223 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+
+	"tensorstack.dev/training/test/bench/internal/benchkit"
+)
+
+func reportCommand(args []string) error {
+	fs := flag.NewFlagSet("report", flag.ExitOnError)
+	out := fs.String("out", "", "also write the table to this file")
+	peerNote := fs.String("peer-note", "", "a line printed under the table when there is no peer column (why not)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		return fmt.Errorf("usage: report OURS.json [PEER.json]")
+	}
+	var results []*Result
+	for _, f := range fs.Args() {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		r := &Result{}
+		if err := json.Unmarshal(data, r); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		results = append(results, r)
+	}
+	var b strings.Builder
+	writeReport(&b, results, *peerNote)
+	fmt.Print(b.String())
+	if *out != "" {
+		return os.WriteFile(*out, []byte(b.String()), 0o644)
+	}
+	return nil
+}
+
+func (r *Result) usage(name string) (benchkit.Usage, bool) {
+	for _, u := range r.Usage {
+		if u.Name == name {
+			return u, true
+		}
+	}
+	return benchkit.Usage{}, false
+}
+
+func (r *Result) perJob(v float64) float64 {
+	if r.Jobs == 0 {
+		return 0
+	}
+	return v / float64(r.Jobs)
+}
+
+func writeReport(w io.Writer, results []*Result, peerNote string) {
+	first := results[0]
+	fmt.Fprintf(w, "\n## bench-controller: %d jobs × %d pods (chief 1 + ps 1 + worker 3), pods exit 0 after %s\n\n",
+		first.Jobs, first.PodsPerJob, first.RunFor)
+	fmt.Fprintf(w, "Jobs created at concurrency %d; times are seconds from the first create. Machine: %d CPUs.\n",
+		first.Concurrency, runtime.NumCPU())
+	for _, r := range results {
+		fmt.Fprintf(w, "- %s: %s\n", r.Title, orNone(r.ControllerFlags))
+	}
+	fmt.Fprintln(w)
+
+	t := benchkit.Table{Header: []string{"metric"}}
+	for _, r := range results {
+		t.Header = append(t.Header, r.Title)
+	}
+	if len(results) == 2 {
+		t.Header = append(t.Header, "ours / peer")
+	}
+	type metric struct {
+		name string
+		// value returns the number and its text; ok false means n/a.
+		value func(r *Result) (float64, string, bool)
+	}
+	secs := func(f func(r *Result) float64) func(r *Result) (float64, string, bool) {
+		return func(r *Result) (float64, string, bool) { v := f(r); return v, fmt.Sprintf("%.1f", v), true }
+	}
+	perJob := func(f func(r *Result) float64) func(r *Result) (float64, string, bool) {
+		return func(r *Result) (float64, string, bool) {
+			v := r.perJob(f(r))
+			return v, fmt.Sprintf("%.2f", v), true
+		}
+	}
+	cpu := func(name string) func(r *Result) (float64, string, bool) {
+		return func(r *Result) (float64, string, bool) {
+			u, ok := r.usage(name)
+			if !ok {
+				return 0, "n/a", false
+			}
+			return u.CPUSeconds, fmt.Sprintf("%.1f", u.CPUSeconds), true
+		}
+	}
+	rss := func(name string) func(r *Result) (float64, string, bool) {
+		return func(r *Result) (float64, string, bool) {
+			u, ok := r.usage(name)
+			if !ok {
+				return 0, "n/a", false
+			}
+			s := benchkit.MiB(u.PeakRSSBytes)
+			if u.PeakSince != "run" {
+				s += " (since start)"
+			}
+			return float64(u.PeakRSSBytes), s, true
+		}
+	}
+	metrics := []metric{
+		{"jobs created (s)", secs(func(r *Result) float64 { return r.CreateSeconds })},
+		{"all pods exist (s)", func(r *Result) (float64, string, bool) {
+			return r.PodsExistSeconds, fmt.Sprintf("%.1f (%d pods)", r.PodsExistSeconds, r.PodsSeen), true
+		}},
+		{"all pods started, Running (s)", func(r *Result) (float64, string, bool) {
+			return r.PodsStartedSeconds, fmt.Sprintf("%.1f (%d pods)", r.PodsStartedSeconds, r.PodsStarted), true
+		}},
+		{"all jobs done, Succeeded (s)", func(r *Result) (float64, string, bool) {
+			s := fmt.Sprintf("%.1f (%d ok, %d failed)", r.JobsDoneSeconds, r.JobsSucceeded, r.JobsFailed)
+			if r.TimedOut {
+				s += " TIMED OUT"
+			}
+			return r.JobsDoneSeconds, s, true
+		}},
+		{"controller CPU (s)", cpu("controller")},
+		{"controller peak RSS (MiB)", rss("controller")},
+		{"training-apiserver CPU (s)", cpu("training-apiserver")},
+		{"training-apiserver peak RSS (MiB)", rss("training-apiserver")},
+		{"kube-apiserver CPU (s)", cpu("kube-apiserver")},
+		{"kube-apiserver peak RSS (MiB)", rss("kube-apiserver")},
+		{"etcd CPU (s)", cpu("etcd")},
+		{"CPU total of the above (s)", func(r *Result) (float64, string, bool) {
+			var total float64
+			for _, u := range r.Usage {
+				total += u.CPUSeconds
+			}
+			return total, fmt.Sprintf("%.1f", total), true
+		}},
+		{"status writes per job", perJob(func(r *Result) float64 { return r.StatusWrites })},
+		{"status conflicts (409) per job", perJob(func(r *Result) float64 { return r.StatusConflicts })},
+		{"other writes to the job per job", perJob(func(r *Result) float64 { return r.JobWrites })},
+		{"pods created per job", perJob(func(r *Result) float64 { return float64(r.PodsCreated) })},
+		{"pods deleted per job (during the run)", perJob(func(r *Result) float64 { return float64(r.PodsDeleted) })},
+		{"services per job", perJob(func(r *Result) float64 { return float64(r.Services) })},
+		{"configmaps per job", perJob(func(r *Result) float64 { return float64(r.ConfigMaps) })},
+		{"events per job", perJob(func(r *Result) float64 { return float64(r.Events) })},
+	}
+	for _, m := range metrics {
+		row := []string{m.name}
+		var vals []float64
+		var oks []bool
+		for _, r := range results {
+			v, s, ok := m.value(r)
+			row = append(row, s)
+			vals, oks = append(vals, v), append(oks, ok)
+		}
+		if len(results) == 2 {
+			if oks[0] && oks[1] {
+				row = append(row, benchkit.Ratio(vals[0], vals[1]))
+			} else {
+				row = append(row, "n/a")
+			}
+		}
+		t.Add(row...)
+	}
+	_ = t.Write(w)
+	fmt.Fprintln(w)
+	for _, r := range results {
+		fmt.Fprintf(w, "Events per job by component, %s: %s.\n", r.Title, eventsByComponent(r))
+		fmt.Fprintf(w, "Writes counted from %s (apiserver_request_total).\n", r.MetricsSource)
+	}
+	if len(results) == 2 {
+		fmt.Fprintln(w, "Ratios are ours / peer: below 1 means ours took less time, CPU, memory or requests.")
+	} else if peerNote != "" {
+		fmt.Fprintln(w, peerNote)
+	}
+}
+
+func eventsByComponent(r *Result) string {
+	var names []string
+	for n := range r.EventsByComponent {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %.2f", n, r.perJob(float64(r.EventsByComponent[n]))))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(shipped defaults)"
+	}
+	return s
+}

@@ -1,0 +1,619 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	clientset "tensorstack.dev/training/pkg/generated/clientset/versioned"
+	"tensorstack.dev/training/test/bench/internal/benchkit"
+)
+
+// The two controllers the benchmark knows.
+const (
+	kindOurs = "ours"
+	kindPeer = "training-operator"
+)
+
+// Result is one run's measurements, written as JSON for report.
+type Result struct {
+	Kind            string `json:"kind"`
+	Title           string `json:"title"`
+	ControllerFlags string `json:"controllerFlags"`
+	Jobs            int    `json:"jobs"`
+	PodsPerJob      int    `json:"podsPerJob"`
+	RunFor          string `json:"runFor"`
+	Concurrency     int    `json:"concurrency"`
+
+	// Seconds from the first create.
+	CreateSeconds      float64 `json:"createSeconds"`
+	PodsExistSeconds   float64 `json:"podsExistSeconds"`
+	PodsStartedSeconds float64 `json:"podsStartedSeconds"`
+	JobsDoneSeconds    float64 `json:"jobsDoneSeconds"`
+	PodsSeen           int     `json:"podsSeen"`
+	PodsStarted        int     `json:"podsStarted"`
+	JobsSucceeded      int     `json:"jobsSucceeded"`
+	JobsFailed         int     `json:"jobsFailed"`
+	TimedOut           bool    `json:"timedOut,omitempty"`
+
+	Usage []benchkit.Usage `json:"usage"`
+
+	// Requests on the jobs the serving apiserver counted
+	// (apiserver_request_total), the benchmark's own creates left out.
+	StatusWrites    float64 `json:"statusWrites"`
+	StatusConflicts float64 `json:"statusConflicts"`
+	JobWrites       float64 `json:"jobWrites"`
+	JobConflicts    float64 `json:"jobConflicts"`
+	MetricsSource   string  `json:"metricsSource"`
+
+	// Objects in the namespace during the run.
+	PodsCreated       int            `json:"podsCreated"`
+	PodsDeleted       int            `json:"podsDeleted"`
+	Services          int            `json:"services"`
+	ConfigMaps        int            `json:"configMaps"`
+	Events            int            `json:"events"`
+	EventsByComponent map[string]int `json:"eventsByComponent"`
+}
+
+type runOptions struct {
+	localDir        string
+	kind            string
+	jobs            int
+	concurrency     int
+	runFor          string
+	timeout         time.Duration
+	settle          time.Duration
+	controllerPid   int
+	controllerFlags string
+	namespace       string
+	out             string
+}
+
+func runCommand(args []string) error {
+	o := runOptions{}
+	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	fs.StringVar(&o.localDir, "local-dir", benchkit.StringEnv("BENCH_LOCAL_DIR", "_output/local"), "state directory of the running local stack")
+	fs.StringVar(&o.kind, "kind", kindOurs, "whose jobs: ours (TensorFlowTrainingJob) or training-operator (Kubeflow TFJob)")
+	fs.IntVar(&o.jobs, "jobs", benchkit.IntEnv("BENCH_JOBS", 500), "jobs (env BENCH_JOBS)")
+	fs.IntVar(&o.concurrency, "concurrency", benchkit.IntEnv("BENCH_CONCURRENCY", 8), "creates in flight")
+	fs.StringVar(&o.runFor, "run-for", benchkit.StringEnv("BENCH_RUN_FOR", "20s"), "how long each pod runs before it exits 0")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up waiting for the jobs after this long")
+	fs.DurationVar(&o.settle, "settle", 5*time.Second, "wait this long after the last job finished before the final samples")
+	fs.IntVar(&o.controllerPid, "controller-pid", 0, "pid of the controller (default: training-controller-manager's pid file)")
+	fs.StringVar(&o.controllerFlags, "controller-flags", "", "the controller's tuning flags, for the report")
+	fs.StringVar(&o.namespace, "namespace", "", "namespace of the jobs (default bench-controller-<kind>)")
+	fs.StringVar(&o.out, "out", "", "write the result as JSON to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.kind != kindOurs && o.kind != kindPeer {
+		return fmt.Errorf("-kind must be %s or %s", kindOurs, kindPeer)
+	}
+	if o.namespace == "" {
+		o.namespace = "bench-controller-" + o.kind
+	}
+	if _, err := time.ParseDuration(o.runFor); err != nil {
+		return fmt.Errorf("-run-for: %w", err)
+	}
+	stack, err := benchkit.LoadStack(o.localDir)
+	if err != nil {
+		return err
+	}
+	r, err := runBench(context.Background(), stack, o)
+	if err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if o.out == "" {
+		fmt.Println(string(data))
+		return nil
+	}
+	return os.WriteFile(o.out, data, 0o644)
+}
+
+// bench holds the clients of one run.
+type bench struct {
+	o        runOptions
+	kube     kubernetes.Interface
+	dyn      dynamic.Interface
+	training clientset.Interface
+	metrics  rest.Interface
+	resource schema.GroupVersionResource
+}
+
+func runBench(ctx context.Context, stack *benchkit.Stack, o runOptions) (*Result, error) {
+	admin, err := stack.AdminConfig()
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{o: o}
+	if b.kube, err = kubernetes.NewForConfig(admin); err != nil {
+		return nil, err
+	}
+	if b.dyn, err = dynamic.NewForConfig(admin); err != nil {
+		return nil, err
+	}
+	if b.training, err = clientset.NewForConfig(admin); err != nil {
+		return nil, err
+	}
+	r := &Result{
+		Kind: o.kind, ControllerFlags: o.controllerFlags, Jobs: o.jobs, PodsPerJob: benchkit.PodsPerJob(),
+		RunFor: o.runFor, Concurrency: o.concurrency,
+	}
+
+	// Who serves the jobs counts their writes; which processes to watch.
+	controller := benchkit.Process{Name: "controller", Pid: o.controllerPid}
+	var procs []benchkit.Process
+	switch o.kind {
+	case kindOurs:
+		r.Title = "ours (training-controller-manager)"
+		b.resource = benchkit.OurResource
+		direct, err := stack.DirectTrainingConfig()
+		if err != nil {
+			return nil, err
+		}
+		dk, err := kubernetes.NewForConfig(direct)
+		if err != nil {
+			return nil, err
+		}
+		b.metrics = dk.Discovery().RESTClient()
+		r.MetricsSource = "training-apiserver /metrics"
+		if controller.Pid == 0 {
+			if controller.Pid, err = stack.Pid("training-controller-manager"); err != nil {
+				return nil, err
+			}
+		}
+		procs = append(procs, controller)
+		pid, err := stack.Pid("training-apiserver")
+		if err != nil {
+			return nil, err
+		}
+		procs = append(procs, benchkit.Process{Name: "training-apiserver", Pid: pid})
+	case kindPeer:
+		r.Title = "Kubeflow training-operator v1.9.4"
+		b.resource = benchkit.TFJobResource
+		b.metrics = b.kube.Discovery().RESTClient()
+		r.MetricsSource = "kube-apiserver /metrics"
+		if controller.Pid == 0 {
+			return nil, fmt.Errorf("-controller-pid is required with -kind %s", kindPeer)
+		}
+		procs = append(procs, controller)
+	}
+	for _, c := range []string{"kube-apiserver", "etcd"} {
+		pid, err := stack.Pid(c)
+		if err != nil {
+			return nil, err
+		}
+		procs = append(procs, benchkit.Process{Name: c, Pid: pid})
+	}
+
+	if err := b.freshNamespace(ctx); err != nil {
+		return nil, err
+	}
+	tr := newTracker(o.jobs, o.kind)
+	stopInformers, err := b.startInformers(tr)
+	if err != nil {
+		return nil, err
+	}
+	defer stopInformers()
+
+	before, err := benchkit.ScrapeMetrics(ctx, b.metrics)
+	if err != nil {
+		return nil, err
+	}
+	sampler, err := benchkit.StartSampler(procs, 500*time.Millisecond)
+	if err != nil {
+		return nil, err
+	}
+
+	benchkit.Logf("%s: creating %d jobs (chief 1 + ps 1 + worker 3, pods exit 0 after %s) in namespace %s",
+		r.Title, o.jobs, o.runFor, o.namespace)
+	tr.start()
+	wall, _, err := benchkit.Parallel(ctx, o.jobs, o.concurrency, func(ctx context.Context, i int) error {
+		return b.create(ctx, fmt.Sprintf("job-%05d", i))
+	})
+	if err != nil {
+		sampler.Stop()
+		return nil, fmt.Errorf("creating jobs: %w", err)
+	}
+	r.CreateSeconds = wall.Seconds()
+	benchkit.Logf("created %d jobs in %.1fs", o.jobs, wall.Seconds())
+
+	if !tr.wait(o.timeout) {
+		r.TimedOut = true
+		benchkit.Logf("timed out after %s", o.timeout)
+	}
+	time.Sleep(o.settle)
+	r.Usage = sampler.Stop()
+	after, err := benchkit.ScrapeMetrics(ctx, b.metrics)
+	if err != nil {
+		return nil, err
+	}
+	tr.fill(r)
+	b.countWrites(r, before, after)
+	if err := b.countEvents(ctx, r); err != nil {
+		return nil, err
+	}
+	benchkit.Logf("all jobs done after %.1fs (%d succeeded, %d failed); deleting namespace %s",
+		r.JobsDoneSeconds, r.JobsSucceeded, r.JobsFailed, o.namespace)
+	stopInformers()
+	if err := b.deleteNamespace(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (b *bench) create(ctx context.Context, name string) error {
+	opts := benchkit.JobOptions{ExitAfter: b.o.runFor}
+	if b.o.kind == kindOurs {
+		job := benchkit.OurJob(b.o.namespace, name, opts)
+		_, err := b.training.BatchV1beta1().TensorFlowTrainingJobs(b.o.namespace).Create(ctx, job, metav1.CreateOptions{})
+		return err
+	}
+	job, err := benchkit.KubeflowJob(b.o.namespace, name, opts)
+	if err != nil {
+		return err
+	}
+	_, err = b.dyn.Resource(b.resource).Namespace(b.o.namespace).Create(ctx, job, metav1.CreateOptions{})
+	return err
+}
+
+func (b *bench) freshNamespace(ctx context.Context) error {
+	if err := b.deleteNamespace(ctx); err != nil {
+		return err
+	}
+	_, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: b.o.namespace}}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating namespace %s: %w", b.o.namespace, err)
+	}
+	// Pods need the namespace's default ServiceAccount.
+	return waitFor(2*time.Minute, "ServiceAccount default in "+b.o.namespace, func() (bool, error) {
+		_, err := b.kube.CoreV1().ServiceAccounts(b.o.namespace).Get(ctx, "default", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+}
+
+// deleteNamespace deletes the namespace and waits until it is gone, so that
+// the next run starts on a quiet cluster.
+func (b *bench) deleteNamespace(ctx context.Context) error {
+	err := b.kube.CoreV1().Namespaces().Delete(ctx, b.o.namespace, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	err = waitFor(15*time.Minute, "namespace "+b.o.namespace+" deleted", func() (bool, error) {
+		_, err := b.kube.CoreV1().Namespaces().Get(ctx, b.o.namespace, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err == nil {
+		benchkit.Logf("namespace %s deleted in %.1fs", b.o.namespace, time.Since(start).Seconds())
+	}
+	return err
+}
+
+func waitFor(timeout time.Duration, what string, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s waiting for %s (last error: %v)", timeout, what, err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// startInformers follows the namespace's jobs, pods, Services and
+// ConfigMaps into the tracker; the returned function stops them.
+func (b *bench) startInformers(tr *tracker) (func(), error) {
+	stop := make(chan struct{})
+	kf := informers.NewSharedInformerFactoryWithOptions(b.kube, 0, informers.WithNamespace(b.o.namespace))
+	df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(b.dyn, 0, b.o.namespace, nil)
+
+	handlers := []struct {
+		informer cache.SharedIndexInformer
+		h        cache.ResourceEventHandlerFuncs
+	}{
+		{kf.Core().V1().Pods().Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj interface{}) { tr.pod(obj, false) },
+			UpdateFunc: func(_, obj interface{}) { tr.pod(obj, false) },
+			DeleteFunc: func(obj interface{}) { tr.pod(obj, true) },
+		}},
+		{kf.Core().V1().Services().Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj interface{}) { tr.object("services", obj) },
+		}},
+		{kf.Core().V1().ConfigMaps().Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj interface{}) { tr.object("configmaps", obj) },
+		}},
+		{df.ForResource(b.resource).Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj interface{}) { tr.job(obj) },
+			UpdateFunc: func(_, obj interface{}) { tr.job(obj) },
+		}},
+	}
+	for _, h := range handlers {
+		if _, err := h.informer.AddEventHandler(h.h); err != nil {
+			close(stop)
+			return nil, err
+		}
+	}
+	kf.Start(stop)
+	df.Start(stop)
+	for _, h := range handlers {
+		if !cache.WaitForCacheSync(stop, h.informer.HasSynced) {
+			close(stop)
+			return nil, fmt.Errorf("informers did not sync")
+		}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(stop)
+			kf.Shutdown()
+			df.Shutdown()
+		})
+	}, nil
+}
+
+// countWrites fills in the writes to the jobs between two scrapes of the
+// serving apiserver's apiserver_request_total.
+func (b *bench) countWrites(r *Result, before, after benchkit.Samples) {
+	count := func(subresource string, conflictsOnly bool) float64 {
+		match := func(l map[string]string) bool {
+			return l["group"] == b.resource.Group && l["resource"] == b.resource.Resource &&
+				l["subresource"] == subresource && !benchkit.ReadOnlyVerb(l["verb"]) &&
+				l["dry_run"] == "" && (!conflictsOnly || l["code"] == "409")
+		}
+		return after.Sum("apiserver_request_total", match) - before.Sum("apiserver_request_total", match)
+	}
+	r.StatusWrites = count("status", false)
+	r.StatusConflicts = count("status", true)
+	// The benchmark's own creates are not the controller's.
+	r.JobWrites = count("", false) - float64(r.Jobs)
+	r.JobConflicts = count("", true)
+}
+
+// countEvents counts the namespace's Events by the component that reported
+// them.
+func (b *bench) countEvents(ctx context.Context, r *Result) error {
+	r.EventsByComponent = map[string]int{}
+	var cont string
+	for {
+		l, err := b.kube.CoreV1().Events(b.o.namespace).List(ctx, metav1.ListOptions{Limit: 500, Continue: cont})
+		if err != nil {
+			return fmt.Errorf("listing events: %w", err)
+		}
+		for _, e := range l.Items {
+			c := e.ReportingController
+			if c == "" {
+				c = e.Source.Component
+			}
+			if c == "" {
+				c = "unknown"
+			}
+			r.EventsByComponent[c]++
+			r.Events++
+		}
+		if cont = l.Continue; cont == "" {
+			return nil
+		}
+	}
+}
+
+// tracker records when the run's objects appeared and changed.
+type tracker struct {
+	mu    sync.Mutex
+	jobs  int
+	kind  string
+	t0    time.Time
+	pods  map[types.UID]*podState
+	seen  map[string]map[types.UID]bool
+	done  map[string]bool // job name: succeeded
+	last  struct{ podSeen, podStarted, jobDone time.Duration }
+	ended chan struct{}
+	// podsDeleted counts pods deleted during the run.
+	podsDeleted int
+}
+
+type podState struct {
+	started bool
+}
+
+func newTracker(jobs int, kind string) *tracker {
+	return &tracker{
+		jobs: jobs, kind: kind,
+		pods:  map[types.UID]*podState{},
+		seen:  map[string]map[types.UID]bool{},
+		done:  map[string]bool{},
+		ended: make(chan struct{}),
+	}
+}
+
+func (t *tracker) start() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.t0 = time.Now()
+}
+
+func (t *tracker) since() time.Duration { return time.Since(t.t0) }
+
+func (t *tracker) pod(obj interface{}, deleted bool) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := t.pods[p.UID]
+	if st == nil {
+		st = &podState{}
+		t.pods[p.UID] = st
+		t.last.podSeen = t.since()
+	}
+	if deleted {
+		t.podsDeleted++
+		return
+	}
+	switch p.Status.Phase {
+	case corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed:
+		if !st.started {
+			st.started = true
+			t.last.podStarted = t.since()
+		}
+	}
+}
+
+func (t *tracker) object(kind string, obj interface{}) {
+	m, ok := obj.(metav1.Object)
+	if !ok || m.GetName() == "kube-root-ca.crt" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.seen[kind] == nil {
+		t.seen[kind] = map[types.UID]bool{}
+	}
+	t.seen[kind][m.GetUID()] = true
+}
+
+func (t *tracker) job(obj interface{}) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	succeeded, finished := jobOutcome(t.kind, u)
+	if !finished {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.done[u.GetName()]; ok {
+		return
+	}
+	t.done[u.GetName()] = succeeded
+	t.last.jobDone = t.since()
+	if len(t.done) == t.jobs {
+		close(t.ended)
+	}
+}
+
+// jobOutcome reads whether a job finished and whether it succeeded: our
+// status.phase, or Kubeflow's Succeeded and Failed conditions.
+func jobOutcome(kind string, u *unstructured.Unstructured) (succeeded, finished bool) {
+	if kind == kindOurs {
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		return phase == "Succeeded", phase == "Succeeded" || phase == "Failed"
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]interface{})
+		if !ok || m["status"] != "True" {
+			continue
+		}
+		switch m["type"] {
+		case "Succeeded":
+			return true, true
+		case "Failed":
+			return false, true
+		}
+	}
+	return false, false
+}
+
+// wait waits until every job finished, logging progress, or the timeout;
+// it says whether they all finished.
+func (t *tracker) wait(timeout time.Duration) bool {
+	deadline := time.After(timeout)
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.ended:
+			return true
+		case <-deadline:
+			return false
+		case <-tick.C:
+			t.mu.Lock()
+			started := 0
+			for _, p := range t.pods {
+				if p.started {
+					started++
+				}
+			}
+			benchkit.Logf("  %4.0fs: pods %d seen, %d started; jobs %d/%d finished",
+				t.since().Seconds(), len(t.pods), started, len(t.done), t.jobs)
+			t.mu.Unlock()
+		}
+	}
+}
+
+func (t *tracker) fill(r *Result) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r.PodsSeen = len(t.pods)
+	for _, p := range t.pods {
+		if p.started {
+			r.PodsStarted++
+		}
+	}
+	for _, ok := range t.done {
+		if ok {
+			r.JobsSucceeded++
+		} else {
+			r.JobsFailed++
+		}
+	}
+	r.PodsExistSeconds = t.last.podSeen.Seconds()
+	r.PodsStartedSeconds = t.last.podStarted.Seconds()
+	r.JobsDoneSeconds = t.last.jobDone.Seconds()
+	r.PodsCreated = len(t.pods)
+	r.PodsDeleted = t.podsDeleted
+	r.Services = len(t.seen["services"])
+	r.ConfigMaps = len(t.seen["configmaps"])
+}
