@@ -207,7 +207,7 @@ func TestDeadlineRestartsOnResume(t *testing.T) {
 	f := framework.New(t, "deadline-resume")
 	const deadline = 6
 	ref := f.Create(framework.NewTFJob("deadline").WithReplicas("worker", 1).ActiveDeadline(deadline))
-	f.WaitForRunningPods(ref, 1)
+	first := f.WaitForRunningPods(ref, 1)[0]
 	job := f.WaitForPhase(ref, v1beta1.JobRunning)
 	started := job.JobStatus().StartTime
 	if started == nil {
@@ -225,10 +225,14 @@ func TestDeadlineRestartsOnResume(t *testing.T) {
 	})
 	resumed := time.Now()
 	f.MustAction(ref, "resume", "")
-	f.WaitForRunningPods(ref, 1)
-	f.WaitForPhase(ref, v1beta1.JobRunning)
+	// The pod may run only briefly on a loaded machine before the deadline
+	// stops it: the status, not a poll of the pods, shows it was replaced.
 	job = f.WaitForPhase(ref, v1beta1.JobFailed)
 	checkFailed(t, job, "DeadlineExceeded")
+	if tasks := job.JobStatus().Tasks; len(tasks) != 1 || len(tasks[0].ReplicaStatus) != 1 ||
+		tasks[0].ReplicaStatus[0].UID == "" || tasks[0].ReplicaStatus[0].UID == first.UID {
+		t.Errorf("replicas after the resume %+v, want a pod other than the first (%s)", tasks, first.UID)
+	}
 	// completionTime has second precision: allow one second.
 	if ran := job.JobStatus().CompletionTime.Sub(resumed); ran < (deadline-1)*time.Second {
 		t.Errorf("the job failed %s after it was resumed, before its deadline of %ds", ran, deadline)
