@@ -7,6 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0
 LDFLAGS := -X tensorstack.dev/training/pkg/version.gitVersion=$(VERSION)
 
 .PHONY: all build test test-unit test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
+	bench-api bench-controller \
 	test-binaries run local-up local-down clean
 
 all: build
@@ -79,6 +80,16 @@ bench-e2e: build test-binaries
 	@echo "== admission plugins TrainingJobPodAuthorization and TrainingJobPodValidation off"
 	LOCAL_TRAINING_APISERVER_EXTRA_ARGS="--disable-admission-plugins=TrainingJobPodAuthorization,TrainingJobPodValidation" \
 		E2E_GO_TEST_FLAGS="-run ^$$ -bench . -benchtime 200x -count 3" hack/test-e2e.sh
+
+## bench-api: our API next to Kubeflow's TFJob CRD, through kube-apiserver and direct, on a local control plane of
+## its own; prints a table (docs/benchmarks.md). BENCH_JOBS=2000 jobs per target
+bench-api: build test-binaries
+	hack/bench-api.sh
+
+## bench-controller: BENCH_JOBS=500 jobs of 5 pods through our controller on a local control plane of its own; with
+## BENCH_PEER=training-operator also through Kubeflow's training-operator v1.9.4; prints a table (docs/benchmarks.md)
+bench-controller: build test-binaries
+	hack/bench-controller.sh
 
 ## test-binaries: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, scheduler-plugins and Kueue at pinned versions
 test-binaries:
