@@ -26,6 +26,11 @@ limitations under the License.
 //     run create: core validation, Pod Security Admission, LimitRanges,
 //     ServiceAccount admission and admission webhooks.
 //
+// A pod kube-apiserver accepted a moment ago in the same namespace, from a
+// job that differs only in its name, is not dry-run again (verdicts.go):
+// jobs written in bursts from one template cost one dry run per replica
+// type, not one per job.
+//
 // Both act on creates, and on updates that change the pods the controller
 // would build: template edits and the debug action, not labels, status,
 // pause or resume. Both are on by default; --disable-admission-plugins

@@ -26,12 +26,14 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"tensorstack.dev/training/pkg/controller"
 )
@@ -50,7 +52,8 @@ const dryRunTimeout = 5 * time.Second
 // is accepted, not after, in the controller's FailedCreate events.
 type podValidation struct {
 	*admission.Handler
-	client kubernetes.Interface
+	client   kubernetes.Interface
+	accepted *acceptedPods
 }
 
 var (
@@ -60,7 +63,10 @@ var (
 )
 
 func newPodValidation(io.Reader) (admission.Interface, error) {
-	return &podValidation{Handler: admission.NewHandler(admission.Create, admission.Update)}, nil
+	return &podValidation{
+		Handler:  admission.NewHandler(admission.Create, admission.Update),
+		accepted: newAcceptedPods(clock.RealClock{}),
+	}, nil
 }
 
 // SetDryRunClient is given the client the dry runs go through.
@@ -96,17 +102,30 @@ func (p *podValidation) Validate(ctx context.Context, a admission.Attributes, o 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pod := preview.Pod.DeepCopy()
-			// A generated name, so the replica's running pod does not make
-			// the dry run of an update fail with AlreadyExists.
-			pod.GenerateName, pod.Name = pod.Name+"-", ""
-			_, err := p.client.CoreV1().Pods(a.GetNamespace()).Create(ctx, pod,
-				metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "training-apiserver"})
-			verdicts[i] = verdict{preview: preview, err: err}
+			verdicts[i] = verdict{preview: preview, err: p.dryRun(ctx, a.GetNamespace(), job.GetName(), preview.Pod)}
 		}()
 	}
 	wg.Wait()
 	return judge(ctx, a, verdicts)
+}
+
+// dryRun has kube-apiserver judge one pod, unless it accepted the same pod
+// (up to the job's name) a moment ago.
+func (p *podValidation) dryRun(ctx context.Context, namespace, jobName string, preview *corev1.Pod) error {
+	key, cacheable := p.accepted.key(namespace, jobName, preview)
+	if cacheable && p.accepted.accepted(key) {
+		return nil
+	}
+	pod := preview.DeepCopy()
+	// A generated name, so the replica's running pod does not make the dry
+	// run of an update fail with AlreadyExists.
+	pod.GenerateName, pod.Name = pod.Name+"-", ""
+	_, err := p.client.CoreV1().Pods(namespace).Create(ctx, pod,
+		metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "training-apiserver"})
+	if err == nil && cacheable {
+		p.accepted.accept(key)
+	}
+	return err
 }
 
 // judge turns the cluster's answers into the answer to the job's write: a

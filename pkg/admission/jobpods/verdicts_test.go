@@ -1,0 +1,106 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package jobpods
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+)
+
+// Jobs written from one template within the TTL cost one dry run per
+// replica type; a refusal, another template, or an expired acceptance is
+// judged again.
+func TestAcceptedPodsAreNotDryRunAgain(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
+	client := fake.NewClientset()
+	var mu sync.Mutex
+	sent := 0
+	refuse := false
+	client.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		sent++
+		if refuse {
+			return true, nil, errors.New("refused")
+		}
+		return true, action.(clienttesting.CreateAction).GetObject(), nil
+	})
+	plugin := &podValidation{Handler: admission.NewHandler(admission.Create, admission.Update), client: client,
+		accepted: newAcceptedPods(clk)}
+	dryRuns := func(job *batch.TensorFlowTrainingJob) int {
+		t.Helper()
+		mu.Lock()
+		before := sent
+		mu.Unlock()
+		_ = plugin.Validate(context.Background(), attributes(job, nil, admission.Create, ""), objectInterfaces())
+		mu.Lock()
+		defer mu.Unlock()
+		return sent - before
+	}
+	named := func(name string, change ...func(*batch.TensorFlowTrainingJob)) *batch.TensorFlowTrainingJob {
+		job := newTFJob(t, 2)
+		job.Name = name
+		for _, c := range change {
+			c(job)
+		}
+		return job
+	}
+	image := func(image string) func(*batch.TensorFlowTrainingJob) {
+		return func(job *batch.TensorFlowTrainingJob) {
+			for i := range job.Spec.ReplicaSpecs {
+				job.Spec.ReplicaSpecs[i].Template.Spec.Containers[0].Image = image
+			}
+		}
+	}
+
+	if n := dryRuns(named("sweep-1")); n != 2 {
+		t.Fatalf("first job: %d dry runs, want 2 (chief, worker)", n)
+	}
+	if n := dryRuns(named("sweep-2")); n != 0 {
+		t.Errorf("a job of another name from the same template: %d dry runs, want none", n)
+	}
+	// The job's name in the image is not the job's name the controller
+	// writes: another image is judged.
+	if n := dryRuns(named("resnet", image("registry.example/resnet:1"))); n != 2 {
+		t.Errorf("another image: %d dry runs, want 2", n)
+	}
+	if n := dryRuns(named("resnet2", image("registry.example/resnet2:1"))); n != 2 {
+		t.Errorf("an image that differs by what differs in the names: %d dry runs, want 2", n)
+	}
+	clk.Step(acceptedTTL)
+	if n := dryRuns(named("sweep-3")); n != 2 {
+		t.Errorf("after the TTL: %d dry runs, want 2", n)
+	}
+	refuse = true
+	if n := dryRuns(named("sweep-4", image("other:1"))); n != 2 {
+		t.Errorf("refused pods: %d dry runs, want 2", n)
+	}
+	if n := dryRuns(named("sweep-5", image("other:1"))); n != 2 {
+		t.Errorf("pods refused before are judged again: %d dry runs, want 2", n)
+	}
+}
