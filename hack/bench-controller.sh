@@ -11,8 +11,8 @@
 #   BENCH_JOBS=500           jobs (× 5 pods)
 #   BENCH_RUN_FOR=20s        how long each pod runs before it exits 0
 #   BENCH_CONCURRENCY=8      creates in flight
-#   BENCH_CONTROLLER_ARGS    our controller's tuning flags
-#                            (default --concurrent-syncs=8 --kube-api-qps=1000 --kube-api-burst=2000)
+#   BENCH_CONTROLLER_ARGS    our controller's flags (default none: the shipped defaults,
+#                            no client-side limit, 10 workers)
 #   BENCH_PEER=training-operator
 #                            also run Kubeflow training-operator v1.9.4 (built with
 #                            go install into _output/bin on first use) on the same
@@ -37,7 +37,7 @@ set -euo pipefail
 : "${BENCH_JOBS:=500}"
 : "${BENCH_RUN_FOR:=20s}"
 : "${BENCH_CONCURRENCY:=8}"
-: "${BENCH_CONTROLLER_ARGS:=--concurrent-syncs=8 --kube-api-qps=1000 --kube-api-burst=2000}"
+: "${BENCH_CONTROLLER_ARGS=}"
 : "${BENCH_PEER:=}"
 : "${BENCH_PEER_ARGS:=--controller-threads=8 --kube-api-qps=1000 --kube-api-burst=2000}"
 : "${LOCAL_KUEUE:=0}"
