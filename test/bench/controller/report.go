@@ -145,6 +145,10 @@ func writeReport(w io.Writer, results []*Result, peerNote string) {
 			}
 			return r.JobsDoneSeconds, s, true
 		}},
+		{"job done after its last pod exit, p50 / p99 / max (s)", func(r *Result) (float64, string, bool) {
+			return r.DoneLagP99Seconds, fmt.Sprintf("%.2f / %.2f / %.2f", r.DoneLagP50Seconds, r.DoneLagP99Seconds,
+				r.DoneLagMaxSeconds), true
+		}},
 		{"controller CPU (s)", cpu("controller")},
 		{"controller peak RSS (MiB)", rss("controller")},
 		{"training-apiserver CPU (s)", cpu("training-apiserver")},

@@ -22,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -67,7 +68,12 @@ type Result struct {
 	PodsStarted        int     `json:"podsStarted"`
 	JobsSucceeded      int     `json:"jobsSucceeded"`
 	JobsFailed         int     `json:"jobsFailed"`
-	TimedOut           bool    `json:"timedOut,omitempty"`
+	// Seconds from the last exit of a job's pod seen before the job was
+	// seen finished, to then: how long the controller took to mark it done.
+	DoneLagP50Seconds float64 `json:"doneLagP50Seconds"`
+	DoneLagP99Seconds float64 `json:"doneLagP99Seconds"`
+	DoneLagMaxSeconds float64 `json:"doneLagMaxSeconds"`
+	TimedOut          bool    `json:"timedOut,omitempty"`
 
 	Usage []benchkit.Usage `json:"usage"`
 
@@ -456,19 +462,24 @@ type tracker struct {
 	ended chan struct{}
 	// podsDeleted counts pods deleted during the run.
 	podsDeleted int
+	// lastExit is, per job, when the last of its pods was seen ended;
+	// doneLags are the times from then until the job was seen finished.
+	lastExit map[string]time.Duration
+	doneLags []time.Duration
 }
 
 type podState struct {
-	started bool
+	started, ended bool
 }
 
 func newTracker(jobs int, kind string) *tracker {
 	return &tracker{
 		jobs: jobs, kind: kind,
-		pods:  map[types.UID]*podState{},
-		seen:  map[string]map[types.UID]bool{},
-		done:  map[string]bool{},
-		ended: make(chan struct{}),
+		pods:     map[types.UID]*podState{},
+		seen:     map[string]map[types.UID]bool{},
+		done:     map[string]bool{},
+		ended:    make(chan struct{}),
+		lastExit: map[string]time.Duration{},
 	}
 }
 
@@ -507,6 +518,15 @@ func (t *tracker) pod(obj interface{}, deleted bool) {
 			t.last.podStarted = t.since()
 		}
 	}
+	if (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) && !st.ended {
+		st.ended = true
+		// Both controllers make the job the pod's controller.
+		if ref := metav1.GetControllerOf(p); ref != nil {
+			if _, done := t.done[ref.Name]; !done {
+				t.lastExit[ref.Name] = t.since()
+			}
+		}
+	}
 }
 
 func (t *tracker) object(kind string, obj interface{}) {
@@ -538,6 +558,9 @@ func (t *tracker) job(obj interface{}) {
 	}
 	t.done[u.GetName()] = succeeded
 	t.last.jobDone = t.since()
+	if exit, ok := t.lastExit[u.GetName()]; ok {
+		t.doneLags = append(t.doneLags, t.last.jobDone-exit)
+	}
 	if len(t.done) == t.jobs {
 		close(t.ended)
 	}
@@ -608,6 +631,13 @@ func (t *tracker) fill(r *Result) {
 		} else {
 			r.JobsFailed++
 		}
+	}
+	if n := len(t.doneLags); n > 0 {
+		lags := slices.Clone(t.doneLags)
+		slices.Sort(lags)
+		r.DoneLagP50Seconds = lags[n/2].Seconds()
+		r.DoneLagP99Seconds = lags[min(n-1, n*99/100)].Seconds()
+		r.DoneLagMaxSeconds = lags[n-1].Seconds()
 	}
 	r.PodsExistSeconds = t.last.podSeen.Seconds()
 	r.PodsStartedSeconds = t.last.podStarted.Seconds()
