@@ -160,7 +160,9 @@ func TestStatusTooLargeIsReported(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			job := newPyTorchJob("j").withReplicas("master", 1).withReplicas("worker", 2).obj()
+			// A job with a status: it is written before the pods are made.
+			job := newPyTorchJob("j").withReplicas("master", 1).withReplicas("worker", 2).
+				withStatus(v1beta1.TrainingJobStatus{Phase: v1beta1.JobPending}).obj()
 			f := newFixture(t, job)
 			stop := failStatusWrites(f, tc.err)
 

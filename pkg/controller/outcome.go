@@ -80,13 +80,9 @@ func (r *reconciler) planActive() {
 	}
 
 	started := r.topo.Total > 0
-	created := true
 	for _, s := range r.slots {
 		if s.pod == nil && s.phase == v1beta1.ReplicaCreating {
 			r.creates = append(r.creates, s)
-		}
-		if s.pod == nil && !s.succeeded() {
-			created = false
 		}
 		if s.phase != v1beta1.ReplicaRunning && s.phase != v1beta1.ReplicaSucceeded {
 			started = false
@@ -106,13 +102,7 @@ func (r *reconciler) planActive() {
 		}
 	}
 
-	if c := meta.FindStatusCondition(st.Conditions, v1beta1.ConditionInitialized); c == nil || c.Status != metav1.ConditionTrue {
-		if created {
-			r.setCondition(v1beta1.ConditionInitialized, metav1.ConditionTrue, ReasonReplicasCreated, "every replica has its pod")
-		} else {
-			r.setCondition(v1beta1.ConditionInitialized, metav1.ConditionFalse, ReasonCreatingReplicas, "creating the replicas' pods")
-		}
-	}
+	r.markInitialized()
 	if r.failure != "" {
 		r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, ReasonReplicaFailed, r.failure)
 	} else if c := meta.FindStatusCondition(st.Conditions, v1beta1.ConditionReplicaFailure); c != nil &&
@@ -140,4 +130,19 @@ func (r *reconciler) succeeded() bool {
 	default:
 		return r.kind.Succeeded(r.topo, r)
 	}
+}
+
+// markInitialized sets the Initialized condition, until it is True: whether
+// every replica has its pod (or succeeded without one).
+func (r *reconciler) markInitialized() {
+	if c := meta.FindStatusCondition(r.status.Conditions, v1beta1.ConditionInitialized); c != nil && c.Status == metav1.ConditionTrue {
+		return
+	}
+	for _, s := range r.slots {
+		if s.pod == nil && !s.succeeded() {
+			r.setCondition(v1beta1.ConditionInitialized, metav1.ConditionFalse, ReasonCreatingReplicas, "creating the replicas' pods")
+			return
+		}
+	}
+	r.setCondition(v1beta1.ConditionInitialized, metav1.ConditionTrue, ReasonReplicasCreated, "every replica has its pod")
 }

@@ -341,7 +341,8 @@ type createResult struct {
 }
 
 // createPod builds and creates one replica's pod. It is called from
-// several goroutines: it reads the reconciler and writes nothing to it.
+// several goroutines: it reads the reconciler and writes only to its own
+// slot (created).
 func (r *reconciler) createPod(ctx context.Context, s *slot) createResult {
 	pod, err := r.newPod(s)
 	if err != nil {
@@ -354,6 +355,7 @@ func (r *reconciler) createPod(ctx context.Context, s *slot) createResult {
 	}
 	created, err := r.c.kubeClient.CoreV1().Pods(r.key.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err == nil {
+		s.created = created
 		podsCreated.WithLabelValues(r.key.Kind).Inc()
 		r.logger.V(2).Info("Created pod", "pod", klog.KObj(created))
 		r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created pod %s", pod.Name)

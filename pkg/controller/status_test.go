@@ -45,20 +45,33 @@ func TestFirstReconcile(t *testing.T) {
 		t.Errorf("no SuccessfulCreate event: %v", events)
 	}
 	f.observe()
+	// A new job's first status is written once its pods are created, and
+	// describes them.
 	st := f.status(job)
 	assertPhase(t, st, v1beta1.JobPending)
-	assertCondition(t, st, v1beta1.ConditionInitialized, metav1.ConditionFalse, ReasonCreatingReplicas)
+	assertCondition(t, st, v1beta1.ConditionInitialized, metav1.ConditionTrue, ReasonReplicasCreated)
 	assertCondition(t, st, v1beta1.ConditionRunning, metav1.ConditionFalse, "Pending")
-	if st.ObservedGeneration != 1 || st.StartTime == nil || st.Aggregate.Creating != 3 {
+	if st.ObservedGeneration != 1 || st.StartTime == nil || st.Aggregate.Pending != 3 {
 		t.Errorf("observedGeneration %d startTime %v aggregate %+v", st.ObservedGeneration, st.StartTime, st.Aggregate)
+	}
+	for _, task := range st.Tasks {
+		for _, rs := range task.ReplicaStatus {
+			if p := f.pod(rs.Name); p == nil || rs.UID != p.UID || rs.Phase != v1beta1.ReplicaPending {
+				t.Errorf("replica %s: %+v, want Pending with its pod's UID", rs.Name, rs)
+			}
+		}
 	}
 	for _, c := range st.Conditions {
 		if c.ObservedGeneration != 1 || !c.LastTransitionTime.Time.Equal(testStart) {
 			t.Errorf("condition %s: observedGeneration %d lastTransitionTime %v", c.Type, c.ObservedGeneration, c.LastTransitionTime)
 		}
 	}
-	// Pods seen: Initialized, still Pending until every replica runs.
+	// Pods seen: nothing new to write; still Pending until every replica
+	// runs.
 	f.step(job)
+	if n := f.statusUpdates(); n != 0 {
+		t.Errorf("%d status writes when the created pods were seen, want none", n)
+	}
 	st = f.status(job)
 	assertCondition(t, st, v1beta1.ConditionInitialized, metav1.ConditionTrue, ReasonReplicasCreated)
 	assertPhase(t, st, v1beta1.JobPending)
@@ -175,7 +188,8 @@ func TestConditionTransitionTimes(t *testing.T) {
 // resourceVersion meets only from a webhook or another writer) is retried,
 // and nothing is done meanwhile.
 func TestStatusConflictIsRetried(t *testing.T) {
-	job := newTFJob("j").withReplicas("worker", 1).obj()
+	// A job with a status: its status is written before the pods are made.
+	job := newTFJob("j").withReplicas("worker", 1).withStatus(v1beta1.TrainingJobStatus{Phase: v1beta1.JobPending}).obj()
 	f := newFixture(t, job)
 	f.jobClient.PrependReactor("patch", "tensorflowtrainingjobs", func(core.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewConflict(schema.GroupResource{Group: v1beta1.GroupName, Resource: "tensorflowtrainingjobs"}, "j", fmt.Errorf("stale"))

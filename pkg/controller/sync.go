@@ -153,6 +153,9 @@ type slot struct {
 	replacing bool
 	// exit is how the replica's pod ended, while that awaits a decision.
 	exit *replicaExit
+	// created is the pod this reconcile created for the replica; only its
+	// own goroutine writes it (createPod).
+	created *corev1.Pod
 	// The restart bookkeeping the replica's status carries.
 	restartCount int32
 	restartAt    *metav1.Time
@@ -250,8 +253,11 @@ func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
 	r.planGang()
 
 	r.resolveReplicaFailure(ReasonStatusTooLarge, ReasonStatusStored, "the job's status is stored again")
-	if err := r.writeStatus(ctx); err != nil {
-		return 0, err
+	firstPods := r.firstPodsOnly(satisfied)
+	if !firstPods {
+		if err := r.writeStatus(ctx); err != nil {
+			return 0, err
+		}
 	}
 	r.flushEvents()
 	// The status holds the outcomes now: the pods may go.
@@ -293,7 +299,38 @@ func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
 	if err := r.execute(ctx); err != nil {
 		errs = append(errs, err)
 	}
+	if firstPods {
+		// The first status describes the pods just created.
+		for _, s := range r.slots {
+			if s.created != nil {
+				s.pod, s.phase = s.created, podPhase(s.created)
+			}
+		}
+		r.fillStatus()
+		r.markInitialized()
+		if err := r.writeStatus(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return r.requeue, errors.Join(errs...)
+}
+
+// firstPodsMaxReplicas bounds the jobs whose first status is written after
+// their pods are created; its status is far below any size limit.
+const firstPodsMaxReplicas = 64
+
+// firstPodsOnly says whether this reconcile only creates a new job's first
+// pods: it records no decision, so its status need not be written before
+// the creates; written after them, it holds the pods' UIDs, and the pods'
+// own events find nothing left to write. One status write fewer per job.
+// A job waiting for its gang group or its queue, which may create nothing
+// now, writes first as any other.
+func (r *reconciler) firstPodsOnly(satisfied bool) bool {
+	// A job with many replicas writes first: its status could outgrow what
+	// etcd stores, and then no pod may be made (reportStatusTooLarge).
+	return r.old.Phase == "" && satisfied && r.topo.Total <= firstPodsMaxReplicas &&
+		len(r.creates) > 0 && len(r.deletes) == 0 &&
+		r.gang == nil && r.queue == nil && !r.deleteJob && !r.status.Phase.IsFinished()
 }
 
 // flushEvents records the events the plan collected; called once the
