@@ -41,7 +41,9 @@ import (
 //     or by a controller that did not yet track outcomes). It counts as a
 //     failure with an unknown exit code, under the replica's policies: a pod
 //     that vanished cannot be shown to have succeeded, and treating it as
-//     failed keeps backoffLimit and Never meaningful.
+//     failed keeps backoffLimit and Never meaningful. Not while the pod
+//     cache is behind the controller's own creates and deletes: the pod may
+//     exist and not be cached yet.
 func (r *reconciler) observe(s *slot, debug bool) {
 	p := s.pod
 	if p == nil {
@@ -61,6 +63,13 @@ func (r *reconciler) observe(s *slot, debug bool) {
 				s.exit = &replicaExit{containers: s.prev.Containers, succeeded: true, how: "succeeded"}
 			}
 		case v1beta1.ReplicaPending, v1beta1.ReplicaRunning, v1beta1.ReplicaUnknown, v1beta1.ReplicaFailed:
+			if s.prev.UID != "" && r.cacheBehind {
+				// The pod may just not be in the cache yet (the status can
+				// record a pod as soon as it is created): judge it once the
+				// cache has caught up.
+				s.phase = s.prev.Phase
+				return
+			}
 			if s.prev.UID != "" {
 				s.phase = v1beta1.ReplicaFailed
 				s.exit = &replicaExit{containers: s.prev.Containers, how: "vanished before its outcome was recorded"}

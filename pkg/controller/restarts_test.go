@@ -289,3 +289,35 @@ func TestOutcomeFinalizer(t *testing.T) {
 		}
 	})
 }
+
+// The first status records the pods as soon as they are created; a
+// reconcile whose pod cache has not shown them yet must not take them for
+// vanished (seen in e2e as "vanished before its outcome was recorded").
+func TestCreatedPodsNotYetCachedAreNotVanished(t *testing.T) {
+	job := newTFJob("j").withReplicas("worker", 2).obj()
+	f := newFixture(t, job)
+	f.mustSync(job)
+	// The job's cache has the first status; the pod cache has neither pod.
+	tfs, _ := f.jobClient.BatchV1beta1().TensorFlowTrainingJobs("ns").List(f.ctx, metav1.ListOptions{})
+	var objs []any
+	for i := range tfs.Items {
+		objs = append(objs, &tfs.Items[i])
+	}
+	f.replaceAll(f.jobInformers.Batch().V1beta1().TensorFlowTrainingJobs().Informer().GetIndexer(), objs)
+	if f.c.expectations.SatisfiedExpectations(keyOf(job).String()) {
+		t.Fatalf("expectations satisfied before the pods were seen")
+	}
+	f.kubeClient.ClearActions()
+	f.jobClient.ClearActions()
+	f.mustSync(job)
+	if n := f.statusUpdates(); n != 0 {
+		t.Errorf("%d status writes while the cache was behind, want none", n)
+	}
+	if got := f.createdPodNames(); len(got) != 0 {
+		t.Errorf("created %v while the pods were on their way into the cache", got)
+	}
+	f.observe()
+	f.setAll(running)
+	f.step(job)
+	assertPhase(t, f.status(job), v1beta1.JobRunning)
+}

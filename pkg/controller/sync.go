@@ -130,6 +130,10 @@ type reconciler struct {
 	// placements are what Kueue's admission asks of each pod set's pods.
 	placements map[v1beta1.ReplicaType]*podSetPlacement
 
+	// cacheBehind: the pod cache has not yet shown every create and delete
+	// the controller made for the job, so a pod missing from it may exist.
+	cacheBehind bool
+
 	restarts      map[v1beta1.ReplicaType]int32 // replacements decided now, per type
 	restartingJob bool                          // a RestartJob decided now
 	failure       string                        // a replica failure seen now, for ReplicaFailure
@@ -220,6 +224,7 @@ func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
 	}
 	r.resolveReplicaFailure(ReasonTooManyReplicas, ReasonReplicasWithinLimit, "the job is within the limits on replicas")
 	satisfied := r.c.expectations.SatisfiedExpectations(r.ekey)
+	r.cacheBehind = !satisfied
 	finished := r.old.Phase.IsFinished()
 
 	r.buildSlots()
