@@ -268,9 +268,9 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		"urgentWorkers", urgentWorkers(workers))
 	defer logger.Info("Controller stopped", "controller", ControllerName)
 
-	defer c.urgent.ShutDown()
-	defer c.queue.ShutDown()
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
+		c.queue.ShutDown()
+		c.urgent.ShutDown()
 		return
 	}
 	var wg sync.WaitGroup

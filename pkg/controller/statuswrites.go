@@ -108,12 +108,11 @@ func statusPatch(uid types.UID, old, cur *v1beta1.TrainingJobStatus) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(struct {
-		Metadata struct {
-			UID types.UID `json:"uid"`
-		} `json:"metadata"`
-		Status json.RawMessage `json:"status"`
-	}{Metadata: struct {
+	type metadata struct {
 		UID types.UID `json:"uid"`
-	}{UID: uid}, Status: diff})
+	}
+	return json.Marshal(struct {
+		Metadata metadata        `json:"metadata"`
+		Status   json.RawMessage `json:"status"`
+	}{Metadata: metadata{UID: uid}, Status: diff})
 }
