@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"sync/atomic"
@@ -46,7 +47,6 @@ import (
 
 	"tensorstack.dev/training/pkg/controller"
 	"tensorstack.dev/training/pkg/generated/clientset/versioned"
-	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
 	"tensorstack.dev/training/pkg/version"
 )
 
@@ -167,7 +167,7 @@ func runManager(ctx context.Context, opts *options) error {
 	}
 
 	kubeInformers := controller.NewKubeInformerFactory(kubeClient, 0)
-	jobInformers := jobinformers.NewSharedInformerFactory(jobClient, opts.jobResync)
+	jobInformers := controller.NewJobInformerFactory(jobClient, opts.jobResync)
 	ctrl, err := controller.New(ctx, kubeClient, jobClient, kubeInformers, jobInformers, ctrlOpts)
 	if err != nil {
 		return err
@@ -208,6 +208,13 @@ func runManager(ctx context.Context, opts *options) error {
 	})
 	metricsMux := http.NewServeMux()
 	metricsMux.Handle("/metrics", legacyregistry.Handler())
+	if opts.profiling {
+		metricsMux.HandleFunc("/debug/pprof/", pprof.Index)
+		metricsMux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		metricsMux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		metricsMux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		metricsMux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 
 	servers := []*http.Server{}
 	serve := func(name, addr string, h http.Handler) error {

@@ -140,12 +140,20 @@ func (k jobKey) String() string { return k.Kind + "/" + k.Namespace + "/" + k.Na
 
 // NewKubeInformerFactory returns an informer factory for pods, services and
 // deployments that only sees objects carrying the job-name label, i.e. those
-// the controller created, not every pod in the cluster.
+// the controller created, not every pod in the cluster, and caches them
+// trimmed to what the controller reads (trimForCache).
 func NewKubeInformerFactory(client kubernetes.Interface, resync time.Duration) informers.SharedInformerFactory {
 	return informers.NewSharedInformerFactoryWithOptions(client, resync,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = v1beta1.LabelJobName
-		}))
+		}),
+		informers.WithTransform(trimForCache))
+}
+
+// NewJobInformerFactory returns an informer factory for the training jobs
+// that caches them without their managedFields (trimForCache).
+func NewJobInformerFactory(client versioned.Interface, resync time.Duration) jobinformers.SharedInformerFactory {
+	return jobinformers.NewSharedInformerFactoryWithOptions(client, resync, jobinformers.WithTransform(trimForCache))
 }
 
 // New builds a controller on the given clients and informer factories; the

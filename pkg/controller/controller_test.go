@@ -29,7 +29,6 @@ import (
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	jobfake "tensorstack.dev/training/pkg/generated/clientset/versioned/fake"
-	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
 )
 
 // The whole loop: informers, handlers, queue and workers, on fake clients,
@@ -41,7 +40,7 @@ func TestRunReconcilesThroughInformers(t *testing.T) {
 	kubeClient := kubefake.NewClientset()
 	jobClient := jobfake.NewClientset()
 	kubeInformers := NewKubeInformerFactory(kubeClient, 0)
-	jobInformers := jobinformers.NewSharedInformerFactory(jobClient, 0)
+	jobInformers := NewJobInformerFactory(jobClient, 0)
 	c, err := New(ctx, kubeClient, jobClient, kubeInformers, jobInformers, Options{Recorder: record.NewFakeRecorder(100)})
 	if err != nil {
 		t.Fatal(err)

@@ -276,7 +276,7 @@ func newFixtureWithContext(t testing.TB, ctx context.Context, logger klog.Logger
 	assignUIDs(f.kubeClient)
 	f.finalizingDeletes()
 	f.kubeInformers = NewKubeInformerFactory(f.kubeClient, 0)
-	f.jobInformers = jobinformers.NewSharedInformerFactory(f.jobClient, 0)
+	f.jobInformers = NewJobInformerFactory(f.jobClient, 0)
 	opts := Options{Clock: f.clock, Recorder: f.recorder}
 	if configure != nil {
 		configure(f, &opts)
