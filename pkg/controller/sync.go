@@ -259,7 +259,7 @@ func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
 
 	r.resolveReplicaFailure(ReasonStatusTooLarge, ReasonStatusStored, "the job's status is stored again")
 	firstPods := r.firstPodsOnly(satisfied)
-	if !firstPods {
+	if !firstPods && !r.holdStarts() {
 		if err := r.writeStatus(ctx); err != nil {
 			return 0, err
 		}

@@ -1,0 +1,109 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
+// startSettle is how long the status of a starting job may leave replicas
+// that started recorded as Pending. The replicas of a job start moments
+// apart, one pod event batch rarely holds them all, and a job is not
+// Running before every replica runs: waiting a little records them in one
+// write instead of one per batch.
+const startSettle = 2 * time.Second
+
+// holdStarts says whether this reconcile's status write can wait, and then
+// requeues the job for when it must be written. It can wait when the only
+// change from the stored status is replicas of a Pending or Resuming job
+// that went from Pending to Running, the job stays in its phase, no event
+// is to be recorded, and the first of those replicas started less than
+// startSettle ago by its pod's own clock. A replica without a start time,
+// or with one in the controller's future, is written at once, so a hold
+// always ends at a fixed time.
+func (r *reconciler) holdStarts() bool {
+	if len(r.events) > 0 || r.old.Phase != r.status.Phase ||
+		(r.status.Phase != v1beta1.JobPending && r.status.Phase != v1beta1.JobResuming) {
+		return false
+	}
+	stored := map[string]*v1beta1.ReplicaStatus{}
+	for ti := range r.old.Tasks {
+		for ri := range r.old.Tasks[ti].ReplicaStatus {
+			rs := &r.old.Tasks[ti].ReplicaStatus[ri]
+			stored[rs.Name] = rs
+		}
+	}
+	// The status as it would be without the starts must be the stored one.
+	without := r.status.DeepCopy()
+	without.Aggregate = r.old.Aggregate
+	var first time.Time
+	for ti := range without.Tasks {
+		for ri := range without.Tasks[ti].ReplicaStatus {
+			rs := &without.Tasks[ti].ReplicaStatus[ri]
+			prev := stored[rs.Name]
+			if prev == nil || prev.Phase != v1beta1.ReplicaPending || rs.Phase != v1beta1.ReplicaRunning || prev.UID != rs.UID {
+				continue
+			}
+			since, ok := r.runningSince(rs.Name)
+			if !ok || since.After(r.now) {
+				return false
+			}
+			if first.IsZero() || since.Before(first) {
+				first = since
+			}
+			*rs = *prev.DeepCopy()
+		}
+	}
+	if first.IsZero() || !equality.Semantic.DeepEqual(without, r.old) {
+		return false
+	}
+	until := first.Add(startSettle)
+	if !r.now.Before(until) {
+		return false
+	}
+	r.logger.V(4).Info("Holding the status while replicas start", "until", until)
+	r.requeueAt(until)
+	return true
+}
+
+// runningSince is when the named replica's pod started running: the
+// earliest start of its running containers.
+func (r *reconciler) runningSince(name string) (time.Time, bool) {
+	for _, s := range r.slots {
+		if s.name != name || s.pod == nil {
+			continue
+		}
+		return podRunningSince(s.pod)
+	}
+	return time.Time{}, false
+}
+
+func podRunningSince(p *corev1.Pod) (time.Time, bool) {
+	var since time.Time
+	for _, cs := range p.Status.ContainerStatuses {
+		if run := cs.State.Running; run != nil && !run.StartedAt.IsZero() &&
+			(since.IsZero() || run.StartedAt.Time.Before(since)) {
+			since = run.StartedAt.Time
+		}
+	}
+	return since, !since.IsZero()
+}
