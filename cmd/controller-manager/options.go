@@ -45,6 +45,7 @@ type options struct {
 	retryPeriod          time.Duration
 	metricsAddr          string
 	healthAddr           string
+	profiling            bool
 	showVersion          bool
 	// gangScheduler is --gang-scheduler as given; gangBackend its parsed
 	// value, set by validate.
@@ -120,6 +121,9 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"Address serving Prometheus metrics at /metrics; empty or 0 disables.")
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", o.healthAddr,
 		"Address serving /healthz, /livez and /readyz; empty or 0 disables.")
+	fs.BoolVar(&o.profiling, "profiling", o.profiling,
+		"Serve Go's profiles at /debug/pprof/ on the metrics address. That address has no authentication: "+
+			"enable it only where the address is private.")
 	fs.StringVar(&o.queueing, "queueing", o.queueing,
 		"Queueing system that admits the jobs naming a queue (spec.scheduler.t9kScheduler.queue or the label "+
 			"kueue.x-k8s.io/queue-name): kueue, none (they run at once), or auto (kueue when the cluster serves "+
