@@ -72,6 +72,10 @@ type options struct {
 	warmup      int
 	out         string
 	targets     string
+	// memoryJobs jobs are held at once to measure the storing server's
+	// memory (0: not measured), memorySettle after the last create.
+	memoryJobs   int
+	memorySettle time.Duration
 }
 
 func run() error {
@@ -83,6 +87,8 @@ func run() error {
 	flag.IntVar(&o.warmup, "warmup", 20, "jobs created and deleted before each target is measured")
 	flag.StringVar(&o.out, "out", "", "also write the table to this file")
 	flag.StringVar(&o.targets, "targets", "crd,aggregated,direct", "targets to measure, in order")
+	flag.IntVar(&o.memoryJobs, "memory-jobs", benchkit.IntEnv("BENCH_MEMORY_JOBS", 10000), "jobs held at once to measure the storing server's memory, 0 for none (env BENCH_MEMORY_JOBS)")
+	flag.DurationVar(&o.memorySettle, "memory-settle", 10*time.Second, "how long after the last of those creates the server's RSS is read")
 	flag.Parse()
 
 	stack, err := benchkit.LoadStack(o.localDir)
@@ -103,9 +109,21 @@ func run() error {
 		}
 		results[t.key] = r
 	}
+	memory := map[string]*memoryResult{}
+	if o.memoryJobs > 0 {
+		for _, t := range memoryTargets(targets) {
+			benchkit.Logf("%s: memory of %s holding %d jobs", t.title, memoryServer(t), o.memoryJobs)
+			r, err := measureMemory(ctx, t, stack, o)
+			if err != nil {
+				return fmt.Errorf("%s: memory: %w", t.title, err)
+			}
+			memory[t.key] = r
+		}
+	}
 
 	var out strings.Builder
 	report(&out, o, targets, results)
+	reportMemory(&out, o, targets, memory)
 	fmt.Print(out.String())
 	if o.out != "" {
 		if err := os.WriteFile(o.out, []byte(out.String()), 0o644); err != nil {

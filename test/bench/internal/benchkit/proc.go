@@ -204,3 +204,12 @@ func readStatus(pid int) (map[string]int64, error) {
 	}
 	return out, sc.Err()
 }
+
+// RSS returns a process's resident set size (VmRSS) in bytes.
+func RSS(pid int) (int64, error) {
+	st, err := readStatus(pid)
+	if err != nil {
+		return 0, err
+	}
+	return st["VmRSS"], nil
+}
