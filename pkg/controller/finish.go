@@ -76,7 +76,12 @@ func (r *reconciler) planFinished() {
 	}
 	for _, s := range r.slots {
 		if s.pod == nil {
+			// The record of a finished job keeps each replica's outcome:
+			// removing a pod that succeeded or failed changes nothing.
 			s.phase = v1beta1.ReplicaDeleted
+			if s.prev != nil && (s.prev.Phase == v1beta1.ReplicaSucceeded || s.prev.Phase == v1beta1.ReplicaFailed) {
+				s.phase = s.prev.Phase
+			}
 			continue
 		}
 		s.phase = podPhase(s.pod)

@@ -94,8 +94,21 @@ func TestCleanUpPolicy(t *testing.T) {
 			}
 			f.observe()
 			st := f.status(job)
-			if want := int32(len(tc.want)); st.Aggregate.Deleted != want {
-				t.Errorf("aggregate.deleted %d, want %d", st.Aggregate.Deleted, want)
+			// Only the replicas stopped unfinished are Deleted: those that
+			// succeeded keep their outcome when their pods are removed.
+			wantDeleted := int32(0)
+			for _, name := range tc.want {
+				if name == "j-ps-0" || name == "j-worker-1" {
+					wantDeleted++
+				}
+			}
+			if st.Aggregate.Deleted != wantDeleted || st.Aggregate.Succeeded != 2 {
+				t.Errorf("aggregate deleted %d, succeeded %d; want %d and 2", st.Aggregate.Deleted, st.Aggregate.Succeeded, wantDeleted)
+			}
+			for name, phase := range replicaPhases(st) {
+				if (name == "j-chief-0" || name == "j-worker-0") && phase != v1beta1.ReplicaSucceeded {
+					t.Errorf("%s is %s after clean-up, want Succeeded", name, phase)
+				}
 			}
 			// A replica whose pod was removed keeps its last report.
 			for _, task := range st.Tasks {
@@ -371,5 +384,37 @@ func TestScaleDownDeletesExtraPods(t *testing.T) {
 	created := f.createdPods()
 	if len(created) != 1 || created[0].Annotations[AnnotationTopology] != "worker:1" {
 		t.Fatalf("created %v, want j-worker-0 for one worker", names(created))
+	}
+}
+
+// TestFinishedJobKeepsOutcomesOfRemovedPods: pods removed after the job
+// finished (by hand, by their namespace's deletion) leave its record as it
+// was, and cost no status write.
+func TestFinishedJobKeepsOutcomesOfRemovedPods(t *testing.T) {
+	job := newTFJob("j").withReplicas("chief", 1).withReplicas("worker", 1).
+		withCleanUp(v1beta1.CleanUpPolicyNone).obj()
+	f := newFixture(t, job)
+	f.start(job)
+	f.setPod("j-worker-0", succeeded)
+	f.step(job)
+	f.setPod("j-chief-0", failed(1))
+	f.step(job)
+	assertPhase(t, f.status(job), v1beta1.JobFailed)
+
+	for _, name := range []string{"j-chief-0", "j-worker-0"} {
+		if err := f.kubeClient.CoreV1().Pods("ns").Delete(f.ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.observe()
+	if names := f.podNames(); len(names) != 0 {
+		t.Fatalf("pods %v left", names)
+	}
+	if _, writes := f.syncCountingWrites(job); writes != 0 {
+		t.Errorf("%d status writes after the pods were removed, want none", writes)
+	}
+	want := map[string]v1beta1.ReplicaPhase{"j-chief-0": v1beta1.ReplicaFailed, "j-worker-0": v1beta1.ReplicaSucceeded}
+	if got := replicaPhases(f.status(job)); !equalReplicaPhases(got, want) {
+		t.Errorf("replicas %v, want %v", got, want)
 	}
 }
