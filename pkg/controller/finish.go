@@ -85,8 +85,15 @@ func (r *reconciler) planFinished() {
 			continue
 		}
 		s.phase = podPhase(s.pod)
+		stopping := s.pod.DeletionTimestamp != nil
 		if remove(s.pod) {
 			r.delete(s.pod, fmt.Sprintf("the job finished (clean-up policy %s)", policy))
+			stopping = true
+		}
+		// A replica stopped unfinished is recorded Deleted at once, in the
+		// write that finishes the job, rather than once its pod is gone.
+		if stopping && !isTerminated(s.pod) {
+			s.phase = v1beta1.ReplicaDeleted
 		}
 	}
 	for _, p := range r.extra {

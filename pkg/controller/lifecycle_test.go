@@ -86,13 +86,25 @@ func TestCleanUpPolicy(t *testing.T) {
 			if got := f.deletedPodNames(); !equalStrings(got, tc.want) {
 				t.Fatalf("deleted %v, want %v", got, tc.want)
 			}
-			f.observe()
-			// Clean-up happens once: nothing more to delete, no status change.
-			f.mustSync(job)
-			if got := f.deletedPodNames(); len(got) != 0 {
-				t.Errorf("deleted %v again", got)
+			// The write that finishes the job records the replicas it stops.
+			for name, phase := range replicaPhases(f.status(job)) {
+				stopped := (name == "j-ps-0" || name == "j-worker-1") && len(tc.want) > 0
+				if stopped != (phase == v1beta1.ReplicaDeleted) {
+					t.Errorf("%s is %s right after the job finished", name, phase)
+				}
 			}
 			f.observe()
+			// Clean-up happens once: nothing more to delete, no status change.
+			for range 2 {
+				f.mustSync(job)
+				if got := f.deletedPodNames(); len(got) != 0 {
+					t.Errorf("deleted %v again", got)
+				}
+				if n := f.statusUpdates(); n != 0 {
+					t.Errorf("%d status writes after the job finished", n)
+				}
+				f.observe()
+			}
 			st := f.status(job)
 			// Only the replicas stopped unfinished are Deleted: those that
 			// succeeded keep their outcome when their pods are removed.

@@ -373,5 +373,6 @@ func (r *reconciler) patchStatus(ctx context.Context) (v1beta1.TrainingJob, erro
 	if err != nil {
 		return nil, fmt.Errorf("encoding the status patch: %w", err)
 	}
+	r.logger.V(5).Info("Patching job status", "patch", string(patch))
 	return r.kind.patchStatus(ctx, r.job, patch)
 }
