@@ -41,6 +41,11 @@ type EmbeddedEtcd struct {
 	ClientURL string
 }
 
+const (
+	embeddedEtcdSnapshotCount          = 1000
+	embeddedEtcdSnapshotCatchUpEntries = 100
+)
+
 // StartEmbeddedEtcd starts etcd with its data and sockets in dir, reusing
 // the data a previous run left there, and waits until it serves.
 func StartEmbeddedEtcd(dir string) (*EmbeddedEtcd, error) {
@@ -76,6 +81,14 @@ func StartEmbeddedEtcd(dir string) (*EmbeddedEtcd, error) {
 	cfg.LogLevel = "error"
 	// Said explicitly: the storage's object size limit leaves room under it.
 	cfg.MaxRequestBytes = trainingjob.EtcdMaxRequestBytes
+	// etcd keeps the raft entries since its last snapshot in memory, and
+	// keeps SnapshotCatchUpEntries more for followers that fall behind. A
+	// member of its own has no followers, and a snapshot of it only commits
+	// its database: snapshots every 1,000 writes hold the raft log to a few
+	// megabytes instead of the 10,000 entries (20 MB and more) of etcd's
+	// defaults, which are sized for clusters.
+	cfg.SnapshotCount = embeddedEtcdSnapshotCount
+	cfg.SnapshotCatchUpEntries = embeddedEtcdSnapshotCatchUpEntries
 
 	etcd, err := embed.StartEtcd(cfg)
 	if err != nil {

@@ -252,7 +252,7 @@ func (o *Options) applyStorageCodec() error {
 	if err != nil {
 		return fmt.Errorf("building the storage codec: %w", err)
 	}
-	etcd.StorageConfig.Codec = codec
+	etcd.StorageConfig.Codec = compactingCodec{Codec: codec}
 	etcd.StorageConfig.EncodeVersioner = versioner
 	return nil
 }
