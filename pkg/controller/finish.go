@@ -54,6 +54,12 @@ func (r *reconciler) finish(phase v1beta1.JobPhase, reason, message string) {
 	r.planFinished()
 }
 
+// outcomeRecorded says whether a replica phase is an outcome: the replica
+// succeeded, failed, or was stopped.
+func outcomeRecorded(p v1beta1.ReplicaPhase) bool {
+	return p == v1beta1.ReplicaSucceeded || p == v1beta1.ReplicaFailed || p == v1beta1.ReplicaDeleted
+}
+
 // planFinished applies the clean-up policy and the TTL to a finished job.
 // A job that ran out of time has its running pods stopped whatever the
 // policy.
@@ -75,16 +81,21 @@ func (r *reconciler) planFinished() {
 		return !isTerminated(p) && (policy == v1beta1.CleanUpPolicyUnfinished || stopRunning)
 	}
 	for _, s := range r.slots {
-		if s.pod == nil {
-			// The record of a finished job keeps each replica's outcome:
-			// removing a pod that succeeded or failed changes nothing.
+		switch {
+		case r.old.Phase.IsFinished() && s.prev != nil && outcomeRecorded(s.prev.Phase):
+			// Once a job's end is written, the outcome it recorded for a
+			// replica is final: a pod stopped as unfinished that exits
+			// anyway, or a pod removed later on (by hand, with its
+			// namespace), changes nothing.
+			s.phase, s.keepRecord = s.prev.Phase, true
+		case s.pod == nil:
 			s.phase = v1beta1.ReplicaDeleted
-			if s.prev != nil && (s.prev.Phase == v1beta1.ReplicaSucceeded || s.prev.Phase == v1beta1.ReplicaFailed) {
-				s.phase = s.prev.Phase
-			}
+		default:
+			s.phase = podPhase(s.pod)
+		}
+		if s.pod == nil {
 			continue
 		}
-		s.phase = podPhase(s.pod)
 		stopping := s.pod.DeletionTimestamp != nil
 		if remove(s.pod) {
 			r.delete(s.pod, fmt.Sprintf("the job finished (clean-up policy %s)", policy))
@@ -92,7 +103,7 @@ func (r *reconciler) planFinished() {
 		}
 		// A replica stopped unfinished is recorded Deleted at once, in the
 		// write that finishes the job, rather than once its pod is gone.
-		if stopping && !isTerminated(s.pod) {
+		if !s.keepRecord && stopping && !isTerminated(s.pod) {
 			s.phase = v1beta1.ReplicaDeleted
 		}
 	}

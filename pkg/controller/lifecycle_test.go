@@ -430,3 +430,30 @@ func TestFinishedJobKeepsOutcomesOfRemovedPods(t *testing.T) {
 		t.Errorf("replicas %v, want %v", got, want)
 	}
 }
+
+// TestStoppedReplicaStaysDeleted: a pod the clean-up stopped as unfinished
+// that exits on its own while it terminates leaves the record as it was.
+func TestStoppedReplicaStaysDeleted(t *testing.T) {
+	job := newTFJob("j").withReplicas("chief", 1).withReplicas("worker", 1).obj()
+	f := newFixture(t, job)
+	f.gracefulDeletes()
+	f.start(job)
+	f.setPod("j-chief-0", succeeded)
+	f.step(job)
+	st := f.status(job)
+	assertPhase(t, st, v1beta1.JobSucceeded)
+	if got := replicaPhases(st)["j-worker-0"]; got != v1beta1.ReplicaDeleted {
+		t.Fatalf("j-worker-0 is %s once the job finished, want Deleted", got)
+	}
+	if p := f.pod("j-worker-0"); p == nil || p.DeletionTimestamp == nil {
+		t.Fatalf("j-worker-0 is not terminating: %v", p)
+	}
+
+	f.setPod("j-worker-0", succeeded)
+	if _, writes := f.syncCountingWrites(job); writes != 0 {
+		t.Errorf("%d status writes after the stopped pod exited, want none", writes)
+	}
+	if got := replicaPhases(f.status(job))["j-worker-0"]; got != v1beta1.ReplicaDeleted {
+		t.Errorf("j-worker-0 is %s, want it to stay Deleted", got)
+	}
+}

@@ -104,6 +104,9 @@ func runningMessage(p v1beta1.JobPhase) string {
 }
 
 func (r *reconciler) replicaStatus(s *slot) v1beta1.ReplicaStatus {
+	if s.keepRecord {
+		return *s.prev.DeepCopy()
+	}
 	rs := v1beta1.ReplicaStatus{
 		Name:         s.name,
 		Phase:        s.phase,

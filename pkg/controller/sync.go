@@ -164,6 +164,8 @@ type slot struct {
 	restartCount int32
 	restartAt    *metav1.Time
 	reason       string
+	// keepRecord: the replica's status stays as recorded (prev).
+	keepRecord bool
 }
 
 type deletion struct {
