@@ -399,6 +399,8 @@ component_args() {
         --authentication-kubeconfig="${LOCAL_KUBECONFIG}"
         --authorization-kubeconfig="${LOCAL_KUBECONFIG}"
         --embedded-etcd-dir="${LOCAL_DIR}/training-etcd"
+        # Test data only, like kube-apiserver's etcd above.
+        --embedded-etcd-unsafe-no-fsync
       )
       # shellcheck disable=SC2206
       ARGS+=(${LOCAL_TRAINING_APISERVER_EXTRA_ARGS})

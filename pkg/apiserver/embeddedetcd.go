@@ -46,9 +46,17 @@ const (
 	embeddedEtcdSnapshotCatchUpEntries = 100
 )
 
+// EmbeddedEtcdSettings are the embedded etcd's settings beyond its
+// directory.
+type EmbeddedEtcdSettings struct {
+	// UnsafeNoFsync skips every fsync (etcd's --unsafe-no-fsync): test
+	// stacks only.
+	UnsafeNoFsync bool
+}
+
 // StartEmbeddedEtcd starts etcd with its data and sockets in dir, reusing
 // the data a previous run left there, and waits until it serves.
-func StartEmbeddedEtcd(dir string) (*EmbeddedEtcd, error) {
+func StartEmbeddedEtcd(dir string, settings EmbeddedEtcdSettings) (*EmbeddedEtcd, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -89,6 +97,7 @@ func StartEmbeddedEtcd(dir string) (*EmbeddedEtcd, error) {
 	// defaults, which are sized for clusters.
 	cfg.SnapshotCount = embeddedEtcdSnapshotCount
 	cfg.SnapshotCatchUpEntries = embeddedEtcdSnapshotCatchUpEntries
+	cfg.UnsafeNoFsync = settings.UnsafeNoFsync
 
 	etcd, err := embed.StartEtcd(cfg)
 	if err != nil {

@@ -26,7 +26,7 @@ import (
 )
 
 func TestMigrateLegacyKeys(t *testing.T) {
-	etcd, err := StartEmbeddedEtcd(t.TempDir())
+	etcd, err := StartEmbeddedEtcd(t.TempDir(), EmbeddedEtcdSettings{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,6 +60,9 @@ type Options struct {
 	// EmbeddedEtcdDir is where the embedded etcd keeps its data when no
 	// --etcd-servers are given.
 	EmbeddedEtcdDir string
+	// EmbeddedEtcdUnsafeNoFsync turns off the embedded etcd's fsyncs: for
+	// test stacks only, as etcd's own --unsafe-no-fsync.
+	EmbeddedEtcdUnsafeNoFsync bool
 	// ShutdownTimeout bounds how long a stopping server waits for open
 	// requests. Watches proxied by kube-apiserver never end by themselves,
 	// so without a short bound every stop would take the generic minute.
@@ -110,6 +113,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.EmbeddedEtcdDir, "embedded-etcd-dir", o.EmbeddedEtcdDir,
 		"Directory of the etcd started inside the server when --etcd-servers is empty. "+
 			"It listens only on unix sockets in this directory.")
+	fs.BoolVar(&o.EmbeddedEtcdUnsafeNoFsync, "embedded-etcd-unsafe-no-fsync", o.EmbeddedEtcdUnsafeNoFsync,
+		"Let the embedded etcd skip every fsync, as etcd's --unsafe-no-fsync does. Data are lost when the machine "+
+			"stops: for test and benchmark stacks only.")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout,
 		"How long a stopping server waits for open requests, watches included, before it closes them.")
 	fs.DurationVar(&o.EtcdRequestTimeout, "etcd-request-timeout", o.EtcdRequestTimeout,
@@ -178,7 +184,7 @@ func (o *Options) Config() (*Config, error) {
 	var embedded *EmbeddedEtcd
 	if o.usesEmbeddedEtcd() {
 		var err error
-		if embedded, err = StartEmbeddedEtcd(o.EmbeddedEtcdDir); err != nil {
+		if embedded, err = StartEmbeddedEtcd(o.EmbeddedEtcdDir, EmbeddedEtcdSettings{UnsafeNoFsync: o.EmbeddedEtcdUnsafeNoFsync}); err != nil {
 			return nil, err
 		}
 		o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = []string{embedded.ClientURL}

@@ -64,7 +64,7 @@ func TestOptionsEmbeddedEtcd(t *testing.T) {
 }
 
 func TestEmbeddedEtcdRejectsLongDirectory(t *testing.T) {
-	_, err := StartEmbeddedEtcd("/tmp/" + strings.Repeat("d", 120))
+	_, err := StartEmbeddedEtcd("/tmp/"+strings.Repeat("d", 120), EmbeddedEtcdSettings{})
 	if err == nil || !strings.Contains(err.Error(), "too long") {
 		t.Errorf("StartEmbeddedEtcd with a long directory: %v, want a too-long error", err)
 	}
