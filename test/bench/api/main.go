@@ -76,6 +76,9 @@ type options struct {
 	// memory (0: not measured), memorySettle after the last create.
 	memoryJobs   int
 	memorySettle time.Duration
+	// memoryOnly skips the speed measurements: hack/bench-api.sh measures
+	// memory on freshly restarted servers, apart from them.
+	memoryOnly bool
 }
 
 func run() error {
@@ -89,6 +92,7 @@ func run() error {
 	flag.StringVar(&o.targets, "targets", "crd,aggregated,direct", "targets to measure, in order")
 	flag.IntVar(&o.memoryJobs, "memory-jobs", benchkit.IntEnv("BENCH_MEMORY_JOBS", 10000), "jobs held at once to measure the storing server's memory, 0 for none (env BENCH_MEMORY_JOBS)")
 	flag.DurationVar(&o.memorySettle, "memory-settle", 10*time.Second, "how long after the last of those creates the server's RSS is read")
+	flag.BoolVar(&o.memoryOnly, "memory-only", false, "measure only the servers' memory")
 	flag.Parse()
 
 	stack, err := benchkit.LoadStack(o.localDir)
@@ -102,6 +106,9 @@ func run() error {
 	}
 	results := map[string]*result{}
 	for _, t := range targets {
+		if o.memoryOnly {
+			break
+		}
 		benchkit.Logf("%s: %d jobs, concurrency %d", t.title, o.jobs, o.concurrency)
 		r, err := measure(ctx, t, o)
 		if err != nil {
@@ -122,7 +129,9 @@ func run() error {
 	}
 
 	var out strings.Builder
-	report(&out, o, targets, results)
+	if !o.memoryOnly {
+		report(&out, o, targets, results)
+	}
 	reportMemory(&out, o, targets, memory)
 	fmt.Print(out.String())
 	if o.out != "" {
