@@ -258,7 +258,7 @@ func (o *Options) applyStorageCodec() error {
 	if err != nil {
 		return fmt.Errorf("building the storage codec: %w", err)
 	}
-	etcd.StorageConfig.Codec = compactingCodec{Codec: codec}
+	etcd.StorageConfig.Codec = newCompactingCodec(codec)
 	etcd.StorageConfig.EncodeVersioner = versioner
 	return nil
 }

@@ -197,3 +197,61 @@ func TestStorageCodecCompactsReplicaSpecs(t *testing.T) {
 		}
 	}
 }
+
+// TestStorageCodecSharesManagedFields: jobs whose managedFields are the
+// same read back sharing one copy of them.
+func TestStorageCodecSharesManagedFields(t *testing.T) {
+	o := NewOptions()
+	if err := o.applyStorageCodec(); err != nil {
+		t.Fatal(err)
+	}
+	codec := o.RecommendedOptions.Etcd.StorageConfig.Codec
+	read := func(name, fields string) *batch.TensorFlowTrainingJob {
+		job := &batch.TensorFlowTrainingJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate,
+				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}}}}
+		data, err := runtime.Encode(codec, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, err := runtime.Decode(codec, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.(*batch.TensorFlowTrainingJob)
+	}
+	raw := func(j *batch.TensorFlowTrainingJob) []byte { return j.ManagedFields[0].FieldsV1.Raw }
+	a, b := read("a", `{"f:spec":{}}`), read("b", `{"f:spec":{}}`)
+	other := read("c", `{"f:status":{}}`)
+	if string(raw(a)) != `{"f:spec":{}}` || string(raw(other)) != `{"f:status":{}}` {
+		t.Fatalf("managedFields read back as %s and %s", raw(a), raw(other))
+	}
+	if &raw(a)[0] != &raw(b)[0] {
+		t.Errorf("jobs with the same managedFields hold two copies")
+	}
+	if &raw(a)[0] == &raw(other)[0] {
+		t.Errorf("jobs with different managedFields share one copy")
+	}
+}
+
+func TestSharedBytesForgetsWhenFull(t *testing.T) {
+	s := newSharedBytes(2)
+	first := []byte("x")
+	if got := s.get(first); &got[0] != &first[0] {
+		t.Fatalf("the first copy is not kept")
+	}
+	if got := s.get([]byte("x")); &got[0] != &first[0] {
+		t.Errorf("a second x did not get the first copy")
+	}
+	s.get([]byte("y"))
+	s.get([]byte("z")) // full: forgets x and y
+	if len(s.seen) != 1 {
+		t.Errorf("%d contents kept after the reset, want 1", len(s.seen))
+	}
+	if got := s.get([]byte("x")); &got[0] == &first[0] {
+		t.Errorf("x still shared after the reset")
+	}
+	if got := s.get(nil); got != nil {
+		t.Errorf("get(nil) = %v", got)
+	}
+}
