@@ -31,8 +31,9 @@ type memoryResult struct {
 	server string
 	jobs   int
 	// before is the server's RSS just before the creates, held its RSS
-	// settle after the last one, peak its high-water mark in between.
-	before, held, peak int64
+	// settle after the last one (heldAnon the anonymous part of it), peak
+	// its high-water mark in between.
+	before, held, heldAnon, peak int64
 }
 
 // memoryServer names the process that stores a target's jobs.
@@ -81,7 +82,7 @@ func measureMemory(ctx context.Context, t *target, stack *benchkit.Stack, o opti
 	if err != nil {
 		return nil, err
 	}
-	if r.before, err = benchkit.RSS(pid); err != nil {
+	if r.before, _, err = benchkit.RSS(pid); err != nil {
 		sampler.Stop()
 		return nil, err
 	}
@@ -98,7 +99,7 @@ func measureMemory(ctx context.Context, t *target, stack *benchkit.Stack, o opti
 	case <-ctx.Done():
 	case <-time.After(o.memorySettle):
 	}
-	r.held, err = benchkit.RSS(pid)
+	r.held, r.heldAnon, err = benchkit.RSS(pid)
 	usage := sampler.Stop()
 	if err != nil {
 		return nil, err
@@ -155,6 +156,7 @@ func reportMemory(w io.Writer, o options, targets []*target, results map[string]
 	}{
 		{"RSS before the creates (MiB)", func(r *memoryResult) (float64, string) { return mib(r.before) }},
 		{fmt.Sprintf("RSS holding the %d jobs (MiB)", o.memoryJobs), func(r *memoryResult) (float64, string) { return mib(r.held) }},
+		{"of which anonymous: heap, stacks (MiB)", func(r *memoryResult) (float64, string) { return mib(r.heldAnon) }},
 		{"growth (MiB)", func(r *memoryResult) (float64, string) { return mib(r.held - r.before) }},
 		{"peak RSS during the creates (MiB)", func(r *memoryResult) (float64, string) { return mib(r.peak) }},
 	}

@@ -205,11 +205,13 @@ func readStatus(pid int) (map[string]int64, error) {
 	return out, sc.Err()
 }
 
-// RSS returns a process's resident set size (VmRSS) in bytes.
-func RSS(pid int) (int64, error) {
+// RSS returns a process's resident set size (VmRSS) in bytes, and the
+// part of it that is anonymous memory (RssAnon: heap and stacks, not the
+// pages of files it maps, such as its own binary).
+func RSS(pid int) (rss, anon int64, err error) {
 	st, err := readStatus(pid)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return st["VmRSS"], nil
+	return st["VmRSS"], st["RssAnon"], nil
 }
