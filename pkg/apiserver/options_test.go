@@ -162,11 +162,7 @@ func TestStorageCodec(t *testing.T) {
 // replica specs in an array of exactly their number, and reads the same as
 // it was written.
 func TestStorageCodecCompactsReplicaSpecs(t *testing.T) {
-	o := NewOptions()
-	if err := o.applyStorageCodec(); err != nil {
-		t.Fatal(err)
-	}
-	codec := o.RecommendedOptions.Etcd.StorageConfig.Codec
+	codec := defaultStorageCodec(t)
 	for _, n := range []int{1, 3, 5} {
 		job := &batch.PyTorchTrainingJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job"}}
 		for i := range n {
@@ -175,14 +171,7 @@ func TestStorageCodecCompactsReplicaSpecs(t *testing.T) {
 				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pytorch", Image: "i"}}}},
 			})
 		}
-		data, err := runtime.Encode(codec, job)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj, err := runtime.Decode(codec, data)
-		if err != nil {
-			t.Fatal(err)
-		}
+		obj, data := storageRoundTrip(t, codec, job)
 		got := obj.(*batch.PyTorchTrainingJob).Spec.ReplicaSpecs
 		if len(got) != n || cap(got) != n {
 			t.Errorf("%d replica specs read back with len %d, cap %d", n, len(got), cap(got))
@@ -201,23 +190,12 @@ func TestStorageCodecCompactsReplicaSpecs(t *testing.T) {
 // TestStorageCodecSharesManagedFields: jobs whose managedFields are the
 // same read back sharing one copy of them.
 func TestStorageCodecSharesManagedFields(t *testing.T) {
-	o := NewOptions()
-	if err := o.applyStorageCodec(); err != nil {
-		t.Fatal(err)
-	}
-	codec := o.RecommendedOptions.Etcd.StorageConfig.Codec
+	codec := defaultStorageCodec(t)
 	read := func(name, fields string) *batch.TensorFlowTrainingJob {
 		job := &batch.TensorFlowTrainingJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate,
 				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}}}}
-		data, err := runtime.Encode(codec, job)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj, err := runtime.Decode(codec, data)
-		if err != nil {
-			t.Fatal(err)
-		}
+		obj, _ := storageRoundTrip(t, codec, job)
 		return obj.(*batch.TensorFlowTrainingJob)
 	}
 	raw := func(j *batch.TensorFlowTrainingJob) []byte { return j.ManagedFields[0].FieldsV1.Raw }
@@ -254,4 +232,28 @@ func TestSharedBytesForgetsWhenFull(t *testing.T) {
 	if got := s.get(nil); got != nil {
 		t.Errorf("get(nil) = %v", got)
 	}
+}
+
+// defaultStorageCodec is the storage codec the server's defaults build.
+func defaultStorageCodec(t *testing.T) runtime.Codec {
+	t.Helper()
+	o := NewOptions()
+	if err := o.applyStorageCodec(); err != nil {
+		t.Fatal(err)
+	}
+	return o.RecommendedOptions.Etcd.StorageConfig.Codec
+}
+
+// storageRoundTrip writes obj with codec and reads it back.
+func storageRoundTrip(t *testing.T, codec runtime.Codec, obj runtime.Object) (runtime.Object, []byte) {
+	t.Helper()
+	data, err := runtime.Encode(codec, obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := runtime.Decode(codec, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back, data
 }
