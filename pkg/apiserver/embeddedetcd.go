@@ -17,13 +17,18 @@ limitations under the License.
 package apiserver
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"time"
 
+	etcdserverpb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver"
+	"go.etcd.io/etcd/server/v3/storage/mvcc"
 
 	"tensorstack.dev/training/pkg/registry/trainingjob"
 )
@@ -112,7 +117,35 @@ func StartEmbeddedEtcd(dir string, settings EmbeddedEtcdSettings) (*EmbeddedEtcd
 		etcd.Close()
 		return nil, fmt.Errorf("embedded etcd in %s did not become ready within a minute", dir)
 	}
+	if err := compactAndDefragment(etcd.Server); err != nil {
+		etcd.Close()
+		return nil, fmt.Errorf("embedded etcd in %s: %w", dir, err)
+	}
 	return &EmbeddedEtcd{etcd: etcd, ClientURL: clientURL.String()}, nil
+}
+
+// compactAndDefragment drops the history a previous run left and gives its
+// space back, before anything reads or watches.
+//
+// etcd's database file never shrinks by itself: the apiserver compacts old
+// revisions every few minutes, which frees pages for reuse, but only a
+// defragmentation returns them, and with an embedded etcd nobody else runs
+// one. At start the server also maps the whole file into memory to rebuild
+// its index. No reader is lost: a restarted server's watch cache begins at
+// the latest revision, so older ones are of no use to its clients.
+func compactAndDefragment(s *etcdserver.EtcdServer) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if rev := s.KV().Rev(); rev > 1 {
+		_, err := s.Compact(ctx, &etcdserverpb.CompactionRequest{Revision: rev, Physical: true})
+		if err != nil && !errors.Is(err, mvcc.ErrCompacted) {
+			return fmt.Errorf("compacting to revision %d: %w", rev, err)
+		}
+	}
+	if err := s.Defragment(); err != nil {
+		return fmt.Errorf("defragmenting: %w", err)
+	}
+	return nil
 }
 
 // Close stops etcd and waits until its data is flushed and its sockets closed.
