@@ -88,6 +88,9 @@ func (r *reconciler) planFinished() {
 			// anyway, or a pod removed later on (by hand, with its
 			// namespace), changes nothing.
 			s.phase, s.keepRecord = s.prev.Phase, true
+		case s.pod == nil && s.prev != nil && (s.prev.Phase == v1beta1.ReplicaSucceeded || s.prev.Phase == v1beta1.ReplicaFailed):
+			// The pod of a replica that ended is gone: its outcome stays.
+			s.phase = s.prev.Phase
 		case s.pod == nil:
 			s.phase = v1beta1.ReplicaDeleted
 		default:

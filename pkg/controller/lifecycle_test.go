@@ -457,3 +457,32 @@ func TestStoppedReplicaStaysDeleted(t *testing.T) {
 		t.Errorf("j-worker-0 is %s, want it to stay Deleted", got)
 	}
 }
+
+// TestFinishKeepsOutcomeOfReplicaWhosePodIsGone: a replica that succeeded
+// and whose pod was removed while the job ran is still Succeeded in the
+// write that finishes the job.
+func TestFinishKeepsOutcomeOfReplicaWhosePodIsGone(t *testing.T) {
+	job := newTFJob("j").withReplicas("chief", 1).withReplicas("worker", 1).
+		withCleanUp(v1beta1.CleanUpPolicyNone).obj()
+	f := newFixture(t, job)
+	f.start(job)
+	f.setPod("j-worker-0", succeeded)
+	f.step(job)
+	if err := f.kubeClient.CoreV1().Pods("ns").Delete(f.ctx, "j-worker-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.observe()
+	if p := f.pod("j-worker-0"); p != nil {
+		t.Fatalf("j-worker-0 still there: %v", p.Finalizers)
+	}
+	f.step(job)
+
+	f.setPod("j-chief-0", succeeded)
+	f.step(job)
+	st := f.status(job)
+	assertPhase(t, st, v1beta1.JobSucceeded)
+	want := map[string]v1beta1.ReplicaPhase{"j-chief-0": v1beta1.ReplicaSucceeded, "j-worker-0": v1beta1.ReplicaSucceeded}
+	if got := replicaPhases(st); !equalReplicaPhases(got, want) {
+		t.Errorf("replicas %v, want %v", got, want)
+	}
+}
