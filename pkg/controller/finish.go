@@ -54,10 +54,16 @@ func (r *reconciler) finish(phase v1beta1.JobPhase, reason, message string) {
 	r.planFinished()
 }
 
+// replicaEnded says whether a replica phase says how the replica ended:
+// it succeeded or failed.
+func replicaEnded(p v1beta1.ReplicaPhase) bool {
+	return p == v1beta1.ReplicaSucceeded || p == v1beta1.ReplicaFailed
+}
+
 // outcomeRecorded says whether a replica phase is an outcome: the replica
-// succeeded, failed, or was stopped.
+// ended, or was stopped.
 func outcomeRecorded(p v1beta1.ReplicaPhase) bool {
-	return p == v1beta1.ReplicaSucceeded || p == v1beta1.ReplicaFailed || p == v1beta1.ReplicaDeleted
+	return replicaEnded(p) || p == v1beta1.ReplicaDeleted
 }
 
 // planFinished applies the clean-up policy and the TTL to a finished job.
@@ -88,7 +94,7 @@ func (r *reconciler) planFinished() {
 			// anyway, or a pod removed later on (by hand, with its
 			// namespace), changes nothing.
 			s.phase, s.keepRecord = s.prev.Phase, true
-		case s.pod == nil && s.prev != nil && (s.prev.Phase == v1beta1.ReplicaSucceeded || s.prev.Phase == v1beta1.ReplicaFailed):
+		case s.pod == nil && s.prev != nil && replicaEnded(s.prev.Phase):
 			// The pod of a replica that ended is gone: its outcome stays.
 			s.phase = s.prev.Phase
 		case s.pod == nil:

@@ -45,13 +45,6 @@ func (r *reconciler) holdStarts() bool {
 		(r.status.Phase != v1beta1.JobPending && r.status.Phase != v1beta1.JobResuming) {
 		return false
 	}
-	stored := map[string]*v1beta1.ReplicaStatus{}
-	for ti := range r.old.Tasks {
-		for ri := range r.old.Tasks[ti].ReplicaStatus {
-			rs := &r.old.Tasks[ti].ReplicaStatus[ri]
-			stored[rs.Name] = rs
-		}
-	}
 	// The status as it would be without the starts must be the stored one.
 	without := r.status.DeepCopy()
 	without.Aggregate = r.old.Aggregate
@@ -59,18 +52,22 @@ func (r *reconciler) holdStarts() bool {
 	for ti := range without.Tasks {
 		for ri := range without.Tasks[ti].ReplicaStatus {
 			rs := &without.Tasks[ti].ReplicaStatus[ri]
-			prev := stored[rs.Name]
-			if prev == nil || prev.Phase != v1beta1.ReplicaPending || rs.Phase != v1beta1.ReplicaRunning || prev.UID != rs.UID {
+			s := r.byName[rs.Name]
+			if s == nil || s.prev == nil || s.prev.Phase != v1beta1.ReplicaPending ||
+				rs.Phase != v1beta1.ReplicaRunning || s.prev.UID != rs.UID {
 				continue
 			}
-			since, ok := r.runningSince(rs.Name)
+			since, ok := time.Time{}, false
+			if s.pod != nil {
+				since, ok = podRunningSince(s.pod)
+			}
 			if !ok || since.After(r.now) {
 				return false
 			}
 			if first.IsZero() || since.Before(first) {
 				first = since
 			}
-			*rs = *prev.DeepCopy()
+			*rs = *s.prev.DeepCopy()
 		}
 	}
 	if first.IsZero() || !equality.Semantic.DeepEqual(without, r.old) {
@@ -85,18 +82,8 @@ func (r *reconciler) holdStarts() bool {
 	return true
 }
 
-// runningSince is when the named replica's pod started running: the
-// earliest start of its running containers.
-func (r *reconciler) runningSince(name string) (time.Time, bool) {
-	for _, s := range r.slots {
-		if s.name != name || s.pod == nil {
-			continue
-		}
-		return podRunningSince(s.pod)
-	}
-	return time.Time{}, false
-}
-
+// podRunningSince is when a pod started running: the earliest start of
+// its running containers.
 func podRunningSince(p *corev1.Pod) (time.Time, bool) {
 	var since time.Time
 	for _, cs := range p.Status.ContainerStatuses {

@@ -105,16 +105,15 @@ func run() error {
 		return err
 	}
 	results := map[string]*result{}
-	for _, t := range targets {
-		if o.memoryOnly {
-			break
+	if !o.memoryOnly {
+		for _, t := range targets {
+			benchkit.Logf("%s: %d jobs, concurrency %d", t.title, o.jobs, o.concurrency)
+			r, err := measure(ctx, t, o)
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.title, err)
+			}
+			results[t.key] = r
 		}
-		benchkit.Logf("%s: %d jobs, concurrency %d", t.title, o.jobs, o.concurrency)
-		r, err := measure(ctx, t, o)
-		if err != nil {
-			return fmt.Errorf("%s: %w", t.title, err)
-		}
-		results[t.key] = r
 	}
 	memory := map[string]*memoryResult{}
 	if o.memoryJobs > 0 {
