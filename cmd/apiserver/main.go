@@ -61,7 +61,9 @@ func newCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return server.Run(genericapiserver.SetupSignalContext())
+			ctx := genericapiserver.SetupSignalContext()
+			startGCTuner(ctx, os.Getenv)
+			return server.Run(ctx)
 		},
 	}
 	options.AddFlags(cmd.Flags())

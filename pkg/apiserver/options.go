@@ -89,6 +89,7 @@ func NewOptions() *Options {
 		AnonymousAuth:      true,
 	}
 	o.RecommendedOptions.Etcd.DefaultStorageMediaType = runtime.ContentTypeProtobuf
+	setServerFeatureDefaults(utilfeature.DefaultMutableFeatureGate)
 	// The plugins judging jobs by their pods run after the generic ones, on
 	// by default; --disable-admission-plugins switches them off.
 	admissionOptions := o.RecommendedOptions.Admission
@@ -110,6 +111,7 @@ func NewOptions() *Options {
 // AddFlags registers the options on fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.RecommendedOptions.AddFlags(fs)
+	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
 	fs.StringVar(&o.EmbeddedEtcdDir, "embedded-etcd-dir", o.EmbeddedEtcdDir,
 		"Directory of the etcd started inside the server when --etcd-servers is empty. "+
 			"It listens only on unix sockets in this directory.")
