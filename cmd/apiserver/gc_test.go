@@ -20,6 +20,7 @@ import (
 	"context"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -88,11 +89,12 @@ func TestOnEachGCRunsAfterEveryCollectionUntilFalse(t *testing.T) {
 	}
 }
 
-// gcPercent reads the GC percentage in force.
+// gcPercent reads the GC percentage in force without setting it, so that
+// it cannot undo what the tuner sets meanwhile.
 func gcPercent() int {
-	p := debug.SetGCPercent(100)
-	debug.SetGCPercent(p)
-	return p
+	sample := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(sample)
+	return int(sample[0].Value.Uint64())
 }
 
 func TestStartGCTunerFollowsTheLiveHeap(t *testing.T) {
