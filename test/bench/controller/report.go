@@ -193,6 +193,10 @@ func writeReport(w io.Writer, results []*Result, peerNote string) {
 	_ = t.Write(w)
 	fmt.Fprintln(w)
 	for _, r := range results {
+		fmt.Fprintf(w, "Machine CPU busy (all CPUs, the benchmark's own client included), %s: %s until all pods existed, "+
+			"%s until all jobs were done.\n", r.Title, percentOrNA(r.MachineBusyToPodsExist), percentOrNA(r.MachineBusyToJobsDone))
+	}
+	for _, r := range results {
 		fmt.Fprintf(w, "Events per job by component, %s: %s.\n", r.Title, eventsByComponent(r))
 		fmt.Fprintf(w, "Writes counted from %s (apiserver_request_total).\n", r.MetricsSource)
 	}
@@ -217,6 +221,13 @@ func eventsByComponent(r *Result) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
+}
+
+func percentOrNA(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f %%", *v)
 }
 
 func orNone(s string) string {

@@ -76,6 +76,11 @@ type Result struct {
 	TimedOut          bool    `json:"timedOut,omitempty"`
 
 	Usage []benchkit.Usage `json:"usage"`
+	// Percent of all the machine's CPU time that was busy from the first
+	// create until all pods existed, and until all jobs were done: near 100
+	// the stack, not the controller, set the pace.
+	MachineBusyToPodsExist *float64 `json:"machineBusyToPodsExist,omitempty"`
+	MachineBusyToJobsDone  *float64 `json:"machineBusyToJobsDone,omitempty"`
 
 	// Requests on the jobs the serving apiserver counted
 	// (apiserver_request_total), the benchmark's own creates left out.
@@ -272,6 +277,8 @@ func runBench(ctx context.Context, stack *benchkit.Stack, o runOptions) (*Result
 		return nil, err
 	}
 	tr.fill(r)
+	r.MachineBusyToPodsExist = machineBusyPercent(sampler, tr.t0, r.PodsExistSeconds)
+	r.MachineBusyToJobsDone = machineBusyPercent(sampler, tr.t0, r.JobsDoneSeconds)
 	b.countWrites(r, before, after)
 	if err := b.countEvents(ctx, r); err != nil {
 		return nil, err
@@ -283,6 +290,17 @@ func runBench(ctx context.Context, stack *benchkit.Stack, o runOptions) (*Result
 		return nil, err
 	}
 	return r, nil
+}
+
+// machineBusyPercent is the busy share of the machine's CPU from t0 for
+// seconds, in percent, or nil when the samples do not cover it.
+func machineBusyPercent(s *benchkit.Sampler, t0 time.Time, seconds float64) *float64 {
+	f, ok := s.MachineBusy(t0, t0.Add(time.Duration(seconds*float64(time.Second))))
+	if !ok {
+		return nil
+	}
+	percent := f * 100
+	return &percent
 }
 
 func (b *bench) create(ctx context.Context, name string) error {

@@ -61,6 +61,7 @@ type Sampler struct {
 	mu       sync.Mutex
 	maxRSS   map[int]int64
 	lastCPU  map[int]float64
+	machine  []machineSample
 	stop     chan struct{}
 	finished chan struct{}
 }
@@ -108,6 +109,9 @@ func StartSampler(procs []Process, interval time.Duration) (*Sampler, error) {
 func (s *Sampler) sample() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if cpu, err := ReadMachineCPU(); err == nil {
+		s.machine = append(s.machine, machineSample{at: time.Now(), cpu: cpu})
+	}
 	for _, p := range s.procs {
 		st, err := readStatus(p.Pid)
 		if err != nil {
@@ -145,6 +149,15 @@ func (s *Sampler) Stop() []Usage {
 		out = append(out, u)
 	}
 	return out
+}
+
+// MachineBusy returns the share of the whole machine's CPU time that was
+// busy between from and to, as far as the samples cover it; ok is false
+// when they do not. The benchmark's own client is on the machine too.
+func (s *Sampler) MachineBusy(from, to time.Time) (fraction float64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return busyFraction(s.machine, from, to)
 }
 
 // CPUSeconds reads a process's user plus system CPU time from
