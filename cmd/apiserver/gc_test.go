@@ -21,6 +21,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -58,14 +59,8 @@ func TestGCTunerSetsOnlyChanges(t *testing.T) {
 		live = l
 		tuner.tune()
 	}
-	want := []int{200, 100, 50}
-	if len(set) != len(want) {
+	if want := []int{200, 100, 50}; !slices.Equal(set, want) {
 		t.Fatalf("set %v, want %v", set, want)
-	}
-	for i := range want {
-		if set[i] != want[i] {
-			t.Fatalf("set %v, want %v", set, want)
-		}
 	}
 }
 

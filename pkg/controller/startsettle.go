@@ -57,10 +57,10 @@ func (r *reconciler) holdStarts() bool {
 				rs.Phase != v1beta1.ReplicaRunning || s.prev.UID != rs.UID {
 				continue
 			}
-			since, ok := time.Time{}, false
-			if s.pod != nil {
-				since, ok = podRunningSince(s.pod)
+			if s.pod == nil {
+				return false
 			}
+			since, ok := podRunningSince(s.pod)
 			if !ok || since.After(r.now) {
 				return false
 			}
