@@ -185,9 +185,9 @@ limitations under the License.
 //     Workload's template and the PodGroup: the Priority admission plugin
 //     derives spec.priority from it and refuses a PodGroup that sets it. A
 //     group's class is immutable: a changed priority reaches new pods only.
-//   - Queue: recorded in the annotation only; nothing acts on it yet. An
-//     annotation, since a queue name (a DNS subdomain) may be longer than a
-//     label value.
+//   - Queue: recorded on the group in an annotation (a queue name, a DNS
+//     subdomain, may be longer than a label value); with Kueue queueing the
+//     job waits for that LocalQueue's admission (kueue.go).
 //   - Pause deletes the pods and keeps the group; resume creates the pods in
 //     it. A finished job's group is deleted under clean-up policies All and
 //     Unfinished (none of its pods is scheduled again) and kept under None. A

@@ -90,9 +90,10 @@ const DefaultCoschedulingSchedulerName = "scheduler-plugins-scheduler"
 
 // Metadata the controller puts on a job's group objects.
 const (
-	// AnnotationQueue records spec.scheduler.t9kScheduler.queue. Nothing
-	// acts on it yet (queueing, e.g. with Kueue, is for later); it is an
-	// annotation because a queue name may be longer than a label value.
+	// AnnotationQueue records spec.scheduler.t9kScheduler.queue on the
+	// group, for people reading it; Kueue admission (kueue.go) reads the
+	// queue from the job. An annotation, because a queue name may be longer
+	// than a label value.
 	AnnotationQueue = v1beta1.GroupName + "/queue"
 	// AnnotationPriority records spec.scheduler.t9kScheduler.priority, which
 	// the PriorityClass buckets (PriorityClassName) round.

@@ -61,13 +61,15 @@ func (p *podAuthorization) ValidateInitialization() error {
 }
 
 // Validate asks whether the requesting user may create pods in the job's
-// namespace, as the pods would be created if the user made them directly.
+// namespace, as the pods would be created if the user made them directly,
+// when the write lets the job run pods nobody with that right has written
+// (podsToAuthorize).
 func (p *podAuthorization) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
-	job, previews, err := podsToJudge(a, o)
+	unwritten, err := podsToAuthorize(a, o)
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
-	if job == nil || len(previews) == 0 {
+	if len(unwritten) == 0 {
 		return nil
 	}
 	user := a.GetUserInfo()

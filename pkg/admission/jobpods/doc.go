@@ -31,10 +31,15 @@ limitations under the License.
 // jobs written in bursts from one template cost one dry run per replica
 // type, not one per job.
 //
-// Both act on creates, and on updates that change the pods the controller
-// would build: template edits and the debug action, not labels, status,
-// pause or resume. Both are on by default; --disable-admission-plugins
-// switches either off.
+// Both act on creates and on updates, never on labels or status.
+// TrainingJobPodValidation dry-runs the pods whenever an update changes the
+// pods the controller would build. TrainingJobPodAuthorization asks for the
+// pod right only when an update lets the job run pods that nobody with that
+// right wrote (podsToAuthorize in previews.go): template edits, replica
+// counts and debug commands of the caller's choosing, but not pause, resume
+// or debug with the default command, which run what was already allowed or
+// less. Each action keeps its own RBAC that way. Both are on by default;
+// --disable-admission-plugins switches either off.
 //
 // Why a dry run under the server's own identity plus a SubjectAccessReview,
 // and not one dry run impersonating the user, which would answer both

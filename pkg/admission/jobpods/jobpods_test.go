@@ -95,19 +95,39 @@ func (r *recordingAuthorizer) Authorize(_ context.Context, a authorizer.Attribut
 	return authorizer.DecisionNoOpinion, "no RBAC rule matched", nil
 }
 
-func withDebug(job *batch.TensorFlowTrainingJob) *batch.TensorFlowTrainingJob {
+// withDebug returns the job in debug mode, its workers running command
+// (nil: the default command).
+func withDebug(job *batch.TensorFlowTrainingJob, command ...string) *batch.TensorFlowTrainingJob {
 	debugged := job.DeepCopy()
 	debugged.Spec.RunMode = &batch.RunMode{Debug: &batch.DebugMode{Enabled: true,
-		ReplicaSpecs: []batch.ReplicaDebugSpec{{Type: batch.ReplicaTypeWorker, Command: []string{"sleep", "inf"}}}}}
+		ReplicaSpecs: []batch.ReplicaDebugSpec{{Type: batch.ReplicaTypeWorker, Command: command}}}}
 	return debugged
+}
+
+// withAction returns a copy of the job after one of the run-mode actions,
+// as the action subresources change it.
+func withAction(job *batch.TensorFlowTrainingJob, action func(*batch.TrainingJobSpec)) *batch.TensorFlowTrainingJob {
+	changed := job.DeepCopy()
+	action(&changed.Spec.TrainingJobSpec)
+	return changed
 }
 
 func TestAuthorization(t *testing.T) {
 	job := newTFJob(t, 2)
 	relabelled := job.DeepCopy()
 	relabelled.Labels = map[string]string{"team": "vision"}
-	paused := job.DeepCopy()
-	paused.Spec.RunMode = &batch.RunMode{Pause: &batch.PauseMode{Enabled: true}}
+	paused := withAction(job, batch.Pause)
+	debugCustom := withDebug(job, "python", "-c", "import os; os.system('id')")
+	debugDefault := withDebug(job)
+	skipInit := withDebug(job)
+	skipInit.Spec.RunMode.Debug.ReplicaSpecs[0].SkipInitContainer = true
+	debugExplicitSleep := withDebug(job, "sleep", "inf")
+	editedWhileDebugging := debugDefault.DeepCopy()
+	editedWhileDebugging.Spec.ReplicaSpecs[1].Template.Spec.Containers[0].Command = []string{"curl", "evil.example"}
+	editedWhilePaused := paused.DeepCopy()
+	editedWhilePaused.Spec.ReplicaSpecs[1].Template.Spec.Containers[0].Image = "tf:3"
+	resized := newTFJob(t, 3)
+	debugOtherCustom := withDebug(job, "bash")
 
 	cases := []struct {
 		name      string
@@ -118,10 +138,26 @@ func TestAuthorization(t *testing.T) {
 	}{
 		{"create by a user who may create pods", attributes(job, nil, admission.Create, ""), true, true, false},
 		{"create by a user who may not", attributes(job, nil, admission.Create, ""), false, true, true},
-		{"debug action by a user who may not", attributes(withDebug(job), job, admission.Update, ""), false, true, true},
+		{"create in debug mode with a custom command", attributes(debugCustom, nil, admission.Create, ""), false, true, true},
 		{"label edit", attributes(relabelled, job, admission.Update, ""), false, false, false},
+		{"status write", attributes(debugCustom, job, admission.Update, "status"), false, false, false},
 		{"pause", attributes(paused, job, admission.Update, ""), false, false, false},
-		{"status write", attributes(withDebug(job), job, admission.Update, "status"), false, false, false},
+		{"resume", attributes(job, paused, admission.Update, ""), false, false, false},
+		{"pause of a job debugged with a custom command", attributes(withAction(debugCustom, batch.Pause), debugCustom, admission.Update, ""), false, false, false},
+		{"resume of a job debugged with a custom command", attributes(withAction(debugCustom, batch.Resume), debugCustom, admission.Update, ""), false, false, false},
+		{"resume of a job debugged with the default command", attributes(withAction(debugDefault, batch.Resume), debugDefault, admission.Update, ""), false, false, false},
+		{"debug with the default command", attributes(debugDefault, job, admission.Update, ""), false, false, false},
+		{"debug with the default command, init containers skipped", attributes(skipInit, job, admission.Update, ""), false, false, false},
+		{"debug with sleep inf spelled out", attributes(debugExplicitSleep, job, admission.Update, ""), false, false, false},
+		{"debug of a paused job with the default command", attributes(debugDefault, paused, admission.Update, ""), false, false, false},
+		{"debug with the default command after a custom one", attributes(debugDefault, debugCustom, admission.Update, ""), false, false, false},
+		{"debug with a custom command by a user who may not", attributes(debugCustom, job, admission.Update, ""), false, true, true},
+		{"debug with a custom command by a user who may", attributes(debugCustom, job, admission.Update, ""), true, true, false},
+		{"debug of a paused job with a custom command", attributes(debugCustom, paused, admission.Update, ""), false, true, true},
+		{"another custom debug command", attributes(debugOtherCustom, debugCustom, admission.Update, ""), false, true, true},
+		{"template edit while debugging", attributes(editedWhileDebugging, debugDefault, admission.Update, ""), false, true, true},
+		{"template edit while paused", attributes(editedWhilePaused, paused, admission.Update, ""), false, true, true},
+		{"replica count change", attributes(resized, job, admission.Update, ""), false, true, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

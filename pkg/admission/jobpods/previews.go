@@ -30,21 +30,18 @@ import (
 // podsToJudge returns the pods the controller would build for the job in a,
 // or nil when the request makes no new pods to judge: another resource, a
 // subresource such as status, or an update after which the controller
-// would build the same pods as before.
+// would build the same pods as before. TrainingJobPodValidation dry-runs
+// these.
 func podsToJudge(a admission.Attributes, o admission.ObjectInterfaces) (v1beta1.TrainingJob, []controller.PodPreview, error) {
-	if a.GetResource().Group != v1beta1.GroupName || a.GetSubresource() != "" {
-		return nil, nil, nil
+	job, old, err := jobsOf(a, o)
+	if job == nil || err != nil {
+		return nil, nil, err
 	}
-	switch a.GetResource().Resource {
-	case v1beta1.TensorFlowTrainingJobResource, v1beta1.PyTorchTrainingJobResource:
-	default:
-		return nil, nil, nil
-	}
-	job, previews, err := previewsOf(a.GetObject(), a, o)
-	if err != nil || a.GetOperation() != admission.Update {
+	previews, err := controller.PreviewPods(job)
+	if err != nil || old == nil {
 		return job, previews, err
 	}
-	_, before, err := previewsOf(a.GetOldObject(), a, o)
+	before, err := controller.PreviewPods(old)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -54,23 +51,152 @@ func podsToJudge(a admission.Attributes, o admission.ObjectInterfaces) (v1beta1.
 	return job, previews, nil
 }
 
-// previewsOf converts a job as admission holds it (the internal version) to
-// the served version the controller works on, and previews its pods.
-func previewsOf(obj runtime.Object, a admission.Attributes, o admission.ObjectInterfaces) (v1beta1.TrainingJob, []controller.PodPreview, error) {
-	if obj == nil {
-		return nil, nil, fmt.Errorf("admission of %s %s/%s has no object", a.GetOperation(), a.GetNamespace(), a.GetName())
+// podsToAuthorize returns the pods that the write in a lets the job run and
+// that nobody with the right to create pods has written yet, or nil when
+// there are none. TrainingJobPodAuthorization asks whether the requesting
+// user may create pods exactly when this is not empty.
+//
+// The rule, on an update, compares the content of pods, never the job's
+// mode. Before the update, the job was allowed to run:
+//   - its replicas as their templates are written: whoever wrote the
+//     templates was asked for the pod right;
+//   - its replicas as it runs them now, in debug mode with the commands
+//     someone with the pod right chose;
+//   - its replicas in debug mode with the default command, with or without
+//     their init containers: these run less than the templates do.
+//
+// After the update, the job may run its templates as written and its pods as
+// it runs them now. Any of those outside the set above needs the pod right.
+// So pause and resume, from any mode, and debug with the default command
+// need none; a debug command of the caller's choosing, a template edit and a
+// change of replica counts (which every pod's environment names) do, in any
+// mode, also while the job is paused or debugged and its templates do not
+// run.
+func podsToAuthorize(a admission.Attributes, o admission.ObjectInterfaces) ([]controller.PodPreview, error) {
+	job, old, err := jobsOf(a, o)
+	if job == nil || err != nil {
+		return nil, err
 	}
-	versioned, err := o.GetObjectCreater().New(a.GetKind())
+	mayRun, err := podsAllowedAfter(job)
+	if err != nil || old == nil {
+		return mayRun, err
+	}
+	allowed, err := podsAllowedBefore(old)
 	if err != nil {
+		return nil, err
+	}
+	var unwritten []controller.PodPreview
+	for _, preview := range mayRun {
+		if !containsPod(allowed, preview) {
+			unwritten = append(unwritten, preview)
+		}
+	}
+	return unwritten, nil
+}
+
+// podsAllowedAfter are the pods a job written now may run: its pods as it
+// runs them in its mode, and its templates as written.
+func podsAllowedAfter(job v1beta1.TrainingJob) ([]controller.PodPreview, error) {
+	asRun, err := controller.PreviewPods(job)
+	if err != nil || !debugging(job) {
+		return asRun, err
+	}
+	asWritten, err := controller.PreviewPods(withRunMode(job, nil))
+	return append(asRun, asWritten...), err
+}
+
+// podsAllowedBefore are the pods a stored job was already allowed to run:
+// those of podsAllowedAfter, and its templates in debug mode with the
+// default command.
+func podsAllowedBefore(job v1beta1.TrainingJob) ([]controller.PodPreview, error) {
+	allowed, err := podsAllowedAfter(job)
+	if err != nil {
+		return nil, err
+	}
+	for _, skipInitContainers := range []bool{false, true} {
+		previews, err := controller.PreviewPods(withRunMode(job, defaultDebugMode(job, skipInitContainers)))
+		if err != nil {
+			return nil, err
+		}
+		allowed = append(allowed, previews...)
+	}
+	return allowed, nil
+}
+
+// defaultDebugMode debugs every replica type of the job with the default
+// command.
+func defaultDebugMode(job v1beta1.TrainingJob, skipInitContainers bool) *v1beta1.RunMode {
+	debug := &v1beta1.DebugMode{Enabled: true}
+	for _, replica := range job.CommonSpec().ReplicaSpecs {
+		debug.ReplicaSpecs = append(debug.ReplicaSpecs, v1beta1.ReplicaDebugSpec{
+			Type:              replica.Type,
+			SkipInitContainer: skipInitContainers,
+			Command:           append([]string(nil), v1beta1.DefaultDebugCommand...),
+		})
+	}
+	return &v1beta1.RunMode{Debug: debug}
+}
+
+// withRunMode returns a copy of the job in the given mode; nil runs the
+// templates as written.
+func withRunMode(job v1beta1.TrainingJob, mode *v1beta1.RunMode) v1beta1.TrainingJob {
+	changed := job.DeepCopyObject().(v1beta1.TrainingJob)
+	changed.CommonSpec().RunMode = mode
+	return changed
+}
+
+func debugging(job v1beta1.TrainingJob) bool {
+	mode := job.CommonSpec().RunMode
+	return mode != nil && mode.Debug != nil && mode.Debug.Enabled
+}
+
+func containsPod(pods []controller.PodPreview, preview controller.PodPreview) bool {
+	for _, p := range pods {
+		if apiequality.Semantic.DeepEqual(p.Pod, preview.Pod) {
+			return true
+		}
+	}
+	return false
+}
+
+// jobsOf returns the job a request writes and, on an update, the job as
+// stored before, both in the served version the controller works on; nil
+// when the request writes no job's spec (another resource, or a
+// subresource such as status).
+func jobsOf(a admission.Attributes, o admission.ObjectInterfaces) (job, old v1beta1.TrainingJob, err error) {
+	if a.GetResource().Group != v1beta1.GroupName || a.GetSubresource() != "" {
+		return nil, nil, nil
+	}
+	switch a.GetResource().Resource {
+	case v1beta1.TensorFlowTrainingJobResource, v1beta1.PyTorchTrainingJobResource:
+	default:
+		return nil, nil, nil
+	}
+	if job, err = versioned(a.GetObject(), a, o); err != nil || a.GetOperation() != admission.Update {
+		return job, nil, err
+	}
+	if old, err = versioned(a.GetOldObject(), a, o); err != nil {
 		return nil, nil, err
 	}
-	if err := o.GetObjectConvertor().Convert(obj, versioned, nil); err != nil {
-		return nil, nil, fmt.Errorf("converting the job to %s: %w", a.GetKind().GroupVersion(), err)
+	return job, old, nil
+}
+
+// versioned converts a job as admission holds it (the internal version) to
+// the served version.
+func versioned(obj runtime.Object, a admission.Attributes, o admission.ObjectInterfaces) (v1beta1.TrainingJob, error) {
+	if obj == nil {
+		return nil, fmt.Errorf("admission of %s %s/%s has no object", a.GetOperation(), a.GetNamespace(), a.GetName())
 	}
-	job, ok := versioned.(v1beta1.TrainingJob)
+	out, err := o.GetObjectCreater().New(a.GetKind())
+	if err != nil {
+		return nil, err
+	}
+	if err := o.GetObjectConvertor().Convert(obj, out, nil); err != nil {
+		return nil, fmt.Errorf("converting the job to %s: %w", a.GetKind().GroupVersion(), err)
+	}
+	job, ok := out.(v1beta1.TrainingJob)
 	if !ok {
-		return nil, nil, fmt.Errorf("%T is not a training job", versioned)
+		return nil, fmt.Errorf("%T is not a training job", out)
 	}
-	previews, err := controller.PreviewPods(job)
-	return job, previews, err
+	return job, nil
 }

@@ -115,7 +115,11 @@ func (s jobStrategy[J, S]) specWarnings(job J) []string {
 		}
 	}
 	if spec.Scheduler != nil && spec.Scheduler.T9kScheduler != nil {
-		warnings = append(warnings, fmt.Sprintf("%s: %s", field.NewPath("spec", "scheduler", "t9kScheduler"), gangSchedulingWarning))
+		warning := gangSchedulingWarning
+		if spec.Scheduler.T9kScheduler.Queue != "" {
+			warning += ". " + queueWarning
+		}
+		warnings = append(warnings, fmt.Sprintf("%s: %s", field.NewPath("spec", "scheduler", "t9kScheduler"), warning))
 	}
 	if s.kind.Warnings != nil {
 		warnings = append(warnings, s.kind.Warnings(job)...)
@@ -123,12 +127,16 @@ func (s jobStrategy[J, S]) specWarnings(job J) []string {
 	return warnings
 }
 
-// gangSchedulingWarning says what spec.scheduler.t9kScheduler does: the
-// apiserver cannot know which gang scheduler, if any, the controller runs
-// with.
-const gangSchedulingWarning = "the pods are gang-scheduled (all or nothing) only when the controller runs with a " +
-	"gang scheduler (the Workload API or coscheduling); otherwise they are scheduled one by one and the job's " +
-	"GangScheduled condition says so. The queue is recorded on the pod group but not acted on yet"
+// gangSchedulingWarning and queueWarning say what spec.scheduler.t9kScheduler
+// does: the apiserver cannot know which gang scheduler and which queueing
+// system, if any, the controller runs with.
+const (
+	gangSchedulingWarning = "the pods are gang-scheduled (all or nothing) only when the controller runs with a " +
+		"gang scheduler (the Workload API or coscheduling); otherwise they are scheduled one by one and the job's " +
+		"GangScheduled condition says so"
+	queueWarning = "The queue is a Kueue LocalQueue: where the controller queues with Kueue, the job's pods are " +
+		"created once that queue admits the job; otherwise the queue is only recorded on the pod group"
+)
 
 // NotActedOn is the warning for a field that is stored and validated but
 // not yet carried out, so nobody relies on it unknowingly.

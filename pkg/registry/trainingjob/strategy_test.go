@@ -168,19 +168,33 @@ func TestWarnings(t *testing.T) {
 	}
 	job.Spec.ReplicaSpecs[1].Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 	w := strategy.WarningsOnCreate(context.Background(), job)
-	if len(w) != 1 || !strings.Contains(w[0], "spec.replicaSpecs[1].template.spec.restartPolicy") {
-		t.Errorf("warnings = %v, want one naming spec.replicaSpecs[1].template.spec.restartPolicy", w)
+	const restartPolicy = `spec.replicaSpecs[1].template.spec.restartPolicy: "OnFailure" is ignored; pods run with ` +
+		`Never and the job's restartPolicy decides replacements`
+	if len(w) != 1 || w[0] != restartPolicy {
+		t.Errorf("warnings = %q, want exactly [%q]", w, restartPolicy)
 	}
 
-	t.Run("gang scheduling depends on the controller", func(t *testing.T) {
-		job := newJob("train", 1)
-		job.Spec.Scheduler = &batch.SchedulePolicy{T9kScheduler: &batch.T9kScheduler{Queue: "gpus"}}
-		w := strategy.WarningsOnCreate(context.Background(), job)
-		if len(w) != 1 || !strings.HasPrefix(w[0], "spec.scheduler.t9kScheduler: the pods are gang-scheduled (all or nothing) only when") ||
-			!strings.Contains(w[0], "GangScheduled condition") || !strings.Contains(w[0], "queue is recorded") {
-			t.Errorf("warnings = %v, want one saying when spec.scheduler.t9kScheduler gang-schedules the pods", w)
-		}
-	})
+	const gang = "spec.scheduler.t9kScheduler: the pods are gang-scheduled (all or nothing) only when the controller " +
+		"runs with a gang scheduler (the Workload API or coscheduling); otherwise they are scheduled one by one and " +
+		"the job's GangScheduled condition says so"
+	const queue = ". The queue is a Kueue LocalQueue: where the controller queues with Kueue, the job's pods are " +
+		"created once that queue admits the job; otherwise the queue is only recorded on the pod group"
+	for _, tc := range []struct {
+		name      string
+		scheduler batch.T9kScheduler
+		want      string
+	}{
+		{"a gang with a queue", batch.T9kScheduler{Queue: "gpus"}, gang + queue},
+		{"a gang with a priority and no queue", batch.T9kScheduler{Priority: 50}, gang},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := newJob("train", 1)
+			job.Spec.Scheduler = &batch.SchedulePolicy{T9kScheduler: &tc.scheduler}
+			if w := strategy.WarningsOnCreate(context.Background(), job); len(w) != 1 || w[0] != tc.want {
+				t.Errorf("warnings = %q, want exactly [%q]", w, tc.want)
+			}
+		})
+	}
 
 	t.Run("update warns only when the spec changed", func(t *testing.T) {
 		old := newJob("train", 1)
