@@ -8,7 +8,7 @@ LDFLAGS := -X tensorstack.dev/training/pkg/version.gitVersion=$(VERSION)
 
 .PHONY: all build test test-unit test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
 	bench-api bench-controller \
-	test-binaries run local-up local-down clean
+	test-binaries node run local-up local-down clean
 
 all: build
 
@@ -29,7 +29,7 @@ test-integration:
 	$(GO) test -count=1 -timeout 20m ./test/integration/...
 
 ## test-e2e: build the pinned control plane, start it, run test/e2e, stop it
-test-e2e: build test-binaries
+test-e2e: build test-binaries node
 	hack/test-e2e.sh
 
 ## test-chaos: about 120 jobs through controller-manager crashes, an apiserver restart, frozen etcds and
@@ -95,11 +95,16 @@ bench-controller: build test-binaries
 test-binaries:
 	hack/build-test-binaries.sh
 
-## run: the whole system on loopback in the foreground; Ctrl-C stops it
-run: build test-binaries
+## node: the local stack's real node (containerd, runc, kubelet, kube-proxy, CoreDNS, CNI plugins) and its
+## images (pause, training: Debian's PyTorch and the examples' scripts); says so and skips where it cannot run
+node:
+	hack/build-node-binaries.sh
+
+## run: the whole system on loopback in the foreground, one real node beside the kwok nodes; Ctrl-C stops it
+run: build test-binaries node
 	hack/local-up.sh --foreground
 
-local-up: build test-binaries
+local-up: build test-binaries node
 	hack/local-up.sh
 
 local-down:

@@ -23,13 +23,14 @@
 #                            speed runs left in their watch caches is not counted
 #   LOCAL_*                  the stack's settings (hack/local-up.sh); the benchmark
 #                            defaults LOCAL_KUEUE, LOCAL_SCHEDULER_PLUGINS and
-#                            LOCAL_GANG_WORKLOAD to 0, a quiet stack
+#                            LOCAL_GANG_WORKLOAD and LOCAL_REAL_NODE to 0, a quiet stack
 set -euo pipefail
 
 : "${LOCAL_KUEUE:=0}"
 : "${LOCAL_SCHEDULER_PLUGINS:=0}"
 : "${LOCAL_GANG_WORKLOAD:=0}"
-export LOCAL_KUEUE LOCAL_SCHEDULER_PLUGINS LOCAL_GANG_WORKLOAD
+: "${LOCAL_REAL_NODE:=0}"
+export LOCAL_KUEUE LOCAL_SCHEDULER_PLUGINS LOCAL_GANG_WORKLOAD LOCAL_REAL_NODE
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=hack/lib/common.sh

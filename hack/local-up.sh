@@ -105,6 +105,19 @@ if [[ -n "${running// /}" ]]; then
   die "a local control plane is already running (${running% }); stop it first with hack/local-down.sh (make local-down)"
 fi
 
+# The real node runs where the machine allows it and its parts are built;
+# otherwise the stack is kwok-only, as the one line below says.
+LOCAL_REAL_NODE_RUNNING=0
+if real_node_enabled; then
+  if why="$(node_cannot_run)"; then
+    log "no real node: ${why}; starting with kwok nodes only (LOCAL_REAL_NODE=0 says so quietly)"
+  elif missing="$(node_binaries_missing | tr '\n' ' ')" && [[ -n "${missing// /}" ]]; then
+    log "no real node: not built (${missing% }); run hack/build-node-binaries.sh (make node); starting with kwok nodes only"
+  else
+    LOCAL_REAL_NODE_RUNNING=1
+  fi
+fi
+
 mapfile -t components < <(active_components)
 check_ports_free "${components[@]}"
 
@@ -144,11 +157,17 @@ if ((foreground)); then
 fi
 
 # A fresh state directory each time (nothing runs, checked above).
+# What a stopped or crashed earlier real node left behind goes first.
+node_down
 rm -rf "${LOCAL_DIR}"
 mkdir -p "${LOCAL_DIR}" "${LOCAL_LOG_DIR}" "${LOCAL_PID_DIR}" "${LOCAL_CONFIG_DIR}"
 save_settings
 generate_pki
 generate_configs
+if real_node_running; then
+  node_generate_pki
+  node_generate_configs
+fi
 
 start_component etcd
 wait_component etcd
@@ -188,6 +207,10 @@ wait_component kwok
 log "creating ${LOCAL_FAKE_NODES} fake nodes (cpu ${LOCAL_NODE_CPU}, memory ${LOCAL_NODE_MEMORY}, pods ${LOCAL_NODE_PODS}, nvidia.com/gpu ${LOCAL_NODE_GPUS} each)"
 kubectl_local apply -f "${LOCAL_CONFIG_DIR}/fake-nodes.yaml" >/dev/null
 wait_until kwok "${LOCAL_FAKE_NODES} fake nodes Ready" "${LOCAL_TIMEOUT}" all_fake_nodes_ready
+
+if real_node_running; then
+  node_up
+fi
 
 if training_enabled; then
   log "registering APIService ${TRAINING_APISERVICE} -> 127.0.0.1:${LOCAL_TRAINING_PORT} (Service ${TRAINING_NAMESPACE}/${TRAINING_SERVICE}, ExternalName localhost)"

@@ -10,6 +10,9 @@
 #   E2E_LOCAL_DIR    _output/local (state, logs/<component>.log, env.sh with ports)
 #   E2E_RESTART      hack/local-restart.sh: "$E2E_RESTART [--stop|--start] training-apiserver"
 #   E2E_FAKE_NODES   number of fake (kwok) nodes; E2E_NODE_GPUS: nvidia.com/gpu per node
+#   E2E_REAL_NODE    1 when the stack runs its real node (hack/lib/node.sh)
+# After the stack is down, it fails when the real node left anything on the
+# host (node_leftovers).
 # Extra go test flags: E2E_GO_TEST_FLAGS (e.g. "-run TestPause -v").
 set -euo pipefail
 
@@ -30,9 +33,18 @@ fi
 
 # shellcheck disable=SC2317 # invoked through the EXIT trap
 cleanup() {
-  local rc=$?
+  local rc=$? left
   log "stopping the local control plane"
   "${HACK_DIR}/local-down.sh" || log "WARNING: hack/local-down.sh failed"
+  # local-down must leave nothing of the real node on the host.
+  left="$(node_leftovers)"
+  if [[ -n "${left}" ]]; then
+    log "ERROR: the real node left on the host after hack/local-down.sh:"
+    printf '  %s\n' "${left}" >&2
+    rc=1
+  elif [[ "${LOCAL_REAL_NODE_RUNNING:-0}" == 1 ]]; then
+    log "hack/local-down.sh left no process, mount, network namespace, link, iptables rule, cgroup or sysctl of the real node"
+  fi
   exit "${rc}"
 }
 trap cleanup EXIT
@@ -56,6 +68,7 @@ export E2E_LOCAL_DIR="${LOCAL_DIR}"
 export E2E_RESTART="${HACK_DIR}/local-restart.sh"
 export E2E_FAKE_NODES="${LOCAL_FAKE_NODES}"
 export E2E_NODE_GPUS="${LOCAL_NODE_GPUS}"
+export E2E_REAL_NODE="${LOCAL_REAL_NODE_RUNNING}"
 
 # Word splitting of the extra flags is intended.
 # shellcheck disable=SC2086

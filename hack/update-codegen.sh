@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates deepcopy, conversion, defaults, protobuf, OpenAPI, clientset,
 # listers, informers and apply configurations from the types in pkg/apis.
-# Needs protoc (Debian: protobuf-compiler).
+# Needs protoc (Debian: protobuf-compiler), which it installs when run as
+# root and otherwise names.
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -9,7 +10,17 @@ cd "${ROOT}"
 MODULE=tensorstack.dev/training
 BOILERPLATE="${ROOT}/hack/boilerplate.go.txt"
 
+# shellcheck source=hack/lib/common.sh
+source "${ROOT}/hack/lib/common.sh"
+# shellcheck source=hack/lib/packages.sh
+source "${ROOT}/hack/lib/packages.sh"
+require_packages "generating the protobuf code" protobuf-compiler:protoc
+
+# The module cache holds a module's source only once it is downloaded; a
+# fresh machine has not downloaded code-generator, a tool no build imports.
+go mod download k8s.io/code-generator
 CODEGEN_PKG=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
+[[ -f "${CODEGEN_PKG}/kube_codegen.sh" ]] || die "k8s.io/code-generator is not in the module cache (${CODEGEN_PKG:-no directory})"
 # shellcheck source=/dev/null
 source "${CODEGEN_PKG}/kube_codegen.sh"
 # PodTemplateSpec pulls in core/v1 and intstr; their model names live in the

@@ -38,6 +38,8 @@ HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "${HACK_DIR}/lib/common.sh"
 
 export LOCAL_DIR="${LOCAL_DIR:-${OUTPUT_DIR}/local-deploy}"
+# The installation is judged on kwok nodes; the real node has no part in it.
+export LOCAL_REAL_NODE="${LOCAL_REAL_NODE:-0}"
 export LOCAL_ETCD_PORT="${LOCAL_ETCD_PORT:-24790}"
 export LOCAL_ETCD_PEER_PORT="${LOCAL_ETCD_PEER_PORT:-24791}"
 export LOCAL_APISERVER_PORT="${LOCAL_APISERVER_PORT:-17443}"

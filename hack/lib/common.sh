@@ -21,6 +21,13 @@ KWOK_VERSION="v0.8.0"
 SCHEDULER_PLUGINS_VERSION="v0.32.7"
 # sigs.k8s.io/kueue: job queueing and quota (ClusterQueue, LocalQueue, Workload) of the local stack.
 KUEUE_VERSION="v0.15.0"
+# The real node of the local stack (hack/build-node-binaries.sh, hack/lib/node.sh).
+CONTAINERD_VERSION="v2.3.4"
+RUNC_VERSION="v1.4.3"
+COREDNS_VERSION="v1.13.1"
+CNI_PLUGINS_VERSION="v1.8.0"
+# The pause image's own binary (hack/images/pause); bump it when that changes.
+PAUSE_VERSION="v1"
 
 # log prints a timestamped progress line on stderr.
 # It never fails: a closed stderr (say, a pipe whose reader died on Ctrl-C)

@@ -36,7 +36,7 @@ LOCAL_SETTINGS=(
   LOCAL_SCHEDULER_PLUGINS LOCAL_KUEUE LOCAL_KUEUE_WEBHOOK_PORT LOCAL_KUEUE_METRICS_PORT
   LOCAL_KUEUE_HEALTH_PORT LOCAL_KUEUE_GPU_QUOTA LOCAL_TIMEOUT
   LOCAL_APISERVER_EXTRA_ARGS LOCAL_TRAINING_APISERVER_EXTRA_ARGS
-  LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS
+  LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS LOCAL_REAL_NODE LOCAL_REAL_NODE_RUNNING
 )
 : "${LOCAL_ETCD_PORT:=23790}"
 : "${LOCAL_ETCD_PEER_PORT:=23791}"
@@ -78,6 +78,10 @@ LOCAL_SETTINGS=(
 : "${LOCAL_APISERVER_EXTRA_ARGS:=}"
 : "${LOCAL_TRAINING_APISERVER_EXTRA_ARGS:=}"
 : "${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS:=}"
+
+# Whether this stack runs the real node: set by hack/local-up.sh, from
+# LOCAL_REAL_NODE and what the machine allows (hack/lib/node.sh).
+: "${LOCAL_REAL_NODE_RUNNING:=0}"
 
 SERVICE_CIDR="10.0.0.0/24"
 SERVICE_FIRST_IP="10.0.0.1"
@@ -304,6 +308,8 @@ component_args() {
         --proxy-client-cert-file="${pki}/front-proxy-client.crt"
         --proxy-client-key-file="${pki}/front-proxy-client.key"
         --kubelet-certificate-authority="${pki}/ca.crt"
+        --kubelet-client-certificate="${pki}/kube-apiserver-kubelet-client.crt"
+        --kubelet-client-key="${pki}/kube-apiserver-kubelet-client.key"
         --enable-aggregator-routing=false
         # On SIGTERM, drain short requests and close watches and proxied
         # (aggregated) connections after 2s instead of waiting up to 60s.
@@ -311,6 +317,12 @@ component_args() {
       )
       if gang_workload_enabled; then
         ARGS+=(--feature-gates=GenericWorkload=true --runtime-config=scheduling.k8s.io/v1beta1=true)
+      fi
+      if real_node_running; then
+        # kubelets and pods are reached through nodeproxy (hack/lib/node.sh),
+        # at their addresses: node names resolve nowhere.
+        ARGS+=(--egress-selector-config-file="${NODE_DIR}/config/egress-selector.yaml"
+          --kubelet-preferred-address-types=InternalIP,Hostname)
       fi
       # Word splitting of the extra arguments is intended.
       # shellcheck disable=SC2206
@@ -552,9 +564,11 @@ stop_component() {
   fi
 }
 
-# stop_all: every component, in reverse start order. Prints whether anything ran.
+# stop_all: every component, in reverse start order, the real node first.
+# Prints whether anything ran.
 stop_all() {
   local i stopped=0 LOCAL_PROCESSES
+  node_down
   LOCAL_PROCESSES="$(local_processes)"
   for ((i = ${#LOCAL_COMPONENTS[@]} - 1; i >= 0; i--)); do
     if stop_component "${LOCAL_COMPONENTS[i]}"; then
@@ -728,6 +742,9 @@ generate_pki() {
     kubernetes.default.svc.cluster.local "${SERVICE_FIRST_IP}"
   pki_cert "${pki}" front-proxy-ca front-proxy-client "/CN=front-proxy-client" client
   pki_cert "${pki}" ca admin "/O=system:masters/CN=local-admin" client
+  # What kube-apiserver shows kubelets (logs, exec); the real node's kubelet
+  # authorizes it through a SubjectAccessReview.
+  pki_cert "${pki}" ca kube-apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" client
   pki_cert "${pki}" ca kube-controller-manager "/CN=system:kube-controller-manager" client
   pki_cert "${pki}" ca kube-scheduler "/CN=system:kube-scheduler" client
   # The fake nodes' kubelet API, served by kwok on loopback; kwok's own
@@ -1099,3 +1116,8 @@ EOF
     -e "s|@CA_BUNDLE@|$(base64 -w0 <"${LOCAL_PKI_DIR}/training-ca.crt")|g" \
     "${LOCAL_HACK_DIR}/training-apiservice.yaml" >"${LOCAL_CONFIG_DIR}/training-apiservice.yaml"
 }
+
+# shellcheck source=hack/lib/images.sh
+source "${REPO_ROOT}/hack/lib/images.sh"
+# shellcheck source=hack/lib/node.sh
+source "${REPO_ROOT}/hack/lib/node.sh"

@@ -20,18 +20,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/signal"
-	"runtime"
-	"sync"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"tensorstack.dev/training/test/bench/internal/benchkit"
+	"tensorstack.dev/training/test/internal/netns"
 )
 
 // A forwarding rule: connections accepted on listen (in one network
@@ -47,10 +43,7 @@ type rule struct {
 // without any listener outside 127.0.0.1: a process in the namespace (the
 // peer controller) reaches kube-apiserver on its own 127.0.0.1, and
 // kube-apiserver reaches the peer's webhook server on the host's 127.0.0.1.
-// A socket belongs to the namespace of the thread that created it, so each
-// listener or outgoing connection meant for the namespace is made on a
-// thread that has entered it (setns) for that call only. It runs until
-// SIGTERM or SIGINT.
+// It runs until SIGTERM or SIGINT.
 func forward(netnsPath string, rules []rule) error {
 	if len(rules) == 0 {
 		return errors.New("no forwarding rules")
@@ -65,7 +58,7 @@ func forward(netnsPath string, rules []rule) error {
 		var l net.Listener
 		var err error
 		if r.intoNetns {
-			err = inNetns(netnsPath, func() error {
+			err = netns.Do(netnsPath, func() error {
 				l, err = net.Listen("tcp", r.listen)
 				return err
 			})
@@ -111,66 +104,14 @@ func serve(l net.Listener, r rule, netnsPath string) {
 			if r.intoNetns {
 				err = dial()
 			} else {
-				err = inNetns(netnsPath, dial)
+				err = netns.Do(netnsPath, dial)
 			}
 			if err != nil {
 				benchkit.Logf("dialing %s: %v", r.dial, err)
 				return
 			}
 			defer out.Close()
-			pipe(in, out)
+			netns.Pipe(in, out)
 		}()
 	}
-}
-
-// pipe copies both ways until both directions are closed.
-func pipe(a, b net.Conn) {
-	var wg sync.WaitGroup
-	cp := func(dst, src net.Conn) {
-		defer wg.Done()
-		_, _ = io.Copy(dst, src)
-		if c, ok := dst.(*net.TCPConn); ok {
-			_ = c.CloseWrite()
-		} else {
-			_ = dst.Close()
-		}
-	}
-	wg.Add(2)
-	go cp(a, b)
-	go cp(b, a)
-	wg.Wait()
-}
-
-// inNetns runs fn on an OS thread that has entered the network namespace at
-// path, then moves the thread back. A thread that cannot move back is never
-// unlocked, so the Go runtime ends it instead of reusing it.
-func inNetns(path string, fn func() error) error {
-	runtime.LockOSThread()
-	self, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer self.Close()
-	target, err := os.Open(path)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer target.Close()
-	if err := setns(target.Fd()); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("entering %s: %w", path, err)
-	}
-	fnErr := fn()
-	if err := setns(self.Fd()); err != nil {
-		// Leave the thread locked: it dies with this goroutine.
-		return fmt.Errorf("leaving %s: %w", path, err)
-	}
-	runtime.UnlockOSThread()
-	return fnErr
-}
-
-func setns(fd uintptr) error {
-	return unix.Setns(int(fd), unix.CLONE_NEWNET)
 }

@@ -67,6 +67,9 @@ type Env struct {
 	Restart    string // hack/local-restart.sh
 	FakeNodes  int    // number of kwok nodes
 	NodeGPUs   int    // nvidia.com/gpu per node
+	// RealNode says the stack runs its real node (hack/lib/node.sh), where
+	// pods whose images are all the stack's own run real containers.
+	RealNode bool
 }
 
 // Clients reach the control plane as the admin.
@@ -92,6 +95,7 @@ func Setup() error {
 		RepoRoot:   os.Getenv("E2E_REPO_ROOT"),
 		LocalDir:   os.Getenv("E2E_LOCAL_DIR"),
 		Restart:    os.Getenv("E2E_RESTART"),
+		RealNode:   os.Getenv("E2E_REAL_NODE") == "1",
 	}
 	var missing []string
 	for name, v := range map[string]string{

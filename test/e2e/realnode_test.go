@@ -1,0 +1,473 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/test/e2e/framework"
+)
+
+// The tests of this file run real containers on the stack's real node
+// (hack/lib/node.sh), one at a time: the node has two CPUs, and the gang
+// test counts on having it to itself.
+var realNode sync.Mutex
+
+// realNodeTimeout bounds a real job: image already on the node, Python and
+// PyTorch starting in each container.
+const realNodeTimeout = 5 * time.Minute
+
+// onRealNode skips the test on a stack without the real node and keeps the
+// other real-node tests out until it ends.
+func onRealNode(t *testing.T, prefix string) *framework.Framework {
+	t.Helper()
+	t.Parallel()
+	f := framework.New(t, prefix)
+	if !f.Env.RealNode {
+		t.Skip("the stack runs no real node (hack/lib/node.sh says why in local-up's output)")
+	}
+	realNode.Lock()
+	t.Cleanup(realNode.Unlock)
+	return f
+}
+
+// applyManifest applies a job manifest in the test's namespace.
+func applyManifest(f *framework.Framework, manifest string) {
+	f.T.Helper()
+	if r := f.KubectlInput(manifest, "apply", "-f", "-"); r.Err != nil {
+		f.T.Fatalf("kubectl apply: %s", r)
+	}
+}
+
+// podLog returns the training container's log of a pod.
+func podLog(f *framework.Framework, pod string) string {
+	f.T.Helper()
+	data, err := f.Kube.CoreV1().Pods(f.Namespace).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(f.Context())
+	if err != nil {
+		f.T.Fatalf("logs of pod %s: %v", pod, err)
+	}
+	return string(data)
+}
+
+// checkOnRealNode fails unless every pod ran on the real node.
+func checkOnRealNode(t *testing.T, pods []corev1.Pod) {
+	t.Helper()
+	for _, p := range pods {
+		if p.Spec.NodeName != "real-node" {
+			t.Errorf("pod %s ran on %q, want the real node", p.Name, p.Spec.NodeName)
+		}
+	}
+}
+
+var stepLine = regexp.MustCompile(`rank=(\d+) step=(\d+) loss=([0-9.]+)`)
+
+// TestRealNodeTorchrunDDP: the DDP example trains for real. Both ranks join
+// through the headless Service's DNS, run the same number of steps, the
+// loss falls, and the job succeeds; kubectl training logs --all-replicas
+// shows every rank's steps.
+func TestRealNodeTorchrunDDP(t *testing.T) {
+	f := onRealNode(t, "real-ddp")
+	applyExample(f, "pytorch-ddp.yaml")
+	ref := f.Ref(framework.KindPyTorch, "pytorch-ddp")
+	f.WaitForJob(ref, "Succeeded", realNodeTimeout, func(job v1beta1.TrainingJob) (bool, error) {
+		if job.JobStatus().Phase == v1beta1.JobFailed {
+			return false, framework.Stop("the job failed: %s", f.DumpJob(ref))
+		}
+		return job.JobStatus().Phase == v1beta1.JobSucceeded, nil
+	})
+	pods := f.Pods(ref)
+	if len(pods) != 2 {
+		t.Fatalf("%d pods, want 2", len(pods))
+	}
+	checkOnRealNode(t, pods)
+
+	steps := map[int][]float64{}
+	for _, p := range pods {
+		out := podLog(f, p.Name)
+		if !strings.Contains(out, "world=2") {
+			t.Errorf("pod %s: no rank reports a world of 2:\n%s", p.Name, out)
+		}
+		for _, m := range stepLine.FindAllStringSubmatch(out, -1) {
+			rank, _ := strconv.Atoi(m[1])
+			loss, _ := strconv.ParseFloat(m[3], 64)
+			steps[rank] = append(steps[rank], loss)
+		}
+	}
+	if len(steps) != 2 {
+		t.Fatalf("ranks that logged steps: %d, want 2 (0 and 1)", len(steps))
+	}
+	for rank, losses := range steps {
+		if len(losses) != 40 {
+			t.Errorf("rank %d logged %d steps, want 40", rank, len(losses))
+			continue
+		}
+		if first, last := losses[0], losses[len(losses)-1]; last >= first/10 {
+			t.Errorf("rank %d: loss %g at step 1 and %g at step 40, want it to fall tenfold", rank, first, last)
+		}
+	}
+
+	r := f.KubectlTraining("logs", ref.KubectlName(), "--all-replicas")
+	if r.Err != nil {
+		t.Fatalf("kubectl training logs --all-replicas: %s", r)
+	}
+	out := r.Stdout
+	for _, rank := range []string{"rank=0 step=40", "rank=1 step=40"} {
+		if !strings.Contains(out, rank) {
+			t.Errorf("kubectl training logs --all-replicas lacks %q:\n%s", rank, out)
+		}
+	}
+}
+
+// TestRealNodeEnvAllReduce: without torchrun, the processes join through
+// MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK (init_method env://), and an
+// all_reduce of the ranks is their sum.
+func TestRealNodeEnvAllReduce(t *testing.T) {
+	f := onRealNode(t, "real-env")
+	applyManifest(f, `
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: allreduce
+spec:
+  replicaSpecs:
+  - type: master
+    replicas: 1
+    template: &replica
+      spec:
+        containers:
+        - name: pytorch
+          image: localhost/tensorstack/training:v1
+          command: ["python3", "pytorch_allreduce.py"]
+          resources:
+            requests: {cpu: 100m, memory: 256Mi}
+  - type: worker
+    replicas: 2
+    template: *replica
+  runPolicy:
+    successPolicy: AllWorkers
+`)
+	ref := f.Ref(framework.KindPyTorch, "allreduce")
+	f.WaitForJob(ref, "Succeeded", realNodeTimeout, func(job v1beta1.TrainingJob) (bool, error) {
+		if job.JobStatus().Phase == v1beta1.JobFailed {
+			return false, framework.Stop("the job failed: %s", f.DumpJob(ref))
+		}
+		return job.JobStatus().Phase == v1beta1.JobSucceeded, nil
+	})
+	pods := f.Pods(ref)
+	checkOnRealNode(t, pods)
+	for _, p := range pods {
+		if out := podLog(f, p.Name); !strings.Contains(out, "world=3 all_reduce=3 want=3") {
+			t.Errorf("pod %s did not sum ranks 0+1+2 to 3:\n%s", p.Name, out)
+		}
+	}
+}
+
+// TestRealNodeTFConfig: a chief, two workers, a ps and an evaluator; every
+// task reaches every peer its TF_CONFIG names, by DNS name, and the chief
+// succeeds.
+func TestRealNodeTFConfig(t *testing.T) {
+	f := onRealNode(t, "real-tf")
+	applyManifest(f, `
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: TensorFlowTrainingJob
+metadata:
+  name: tfconfig
+spec:
+  replicaSpecs:
+  - type: chief
+    replicas: 1
+    template: &task
+      spec:
+        containers:
+        - name: tensorflow
+          image: localhost/tensorstack/training:v1
+          command: ["python3", "tf_config_check.py"]
+          resources:
+            requests: {cpu: 50m, memory: 64Mi}
+  - type: worker
+    replicas: 2
+    template: *task
+  - type: ps
+    replicas: 1
+    template: *task
+  - type: evaluator
+    replicas: 1
+    template: *task
+  runPolicy:
+    cleanUpPolicy: None
+`)
+	ref := f.Ref(framework.KindTF, "tfconfig")
+	f.WaitForJob(ref, "Succeeded", realNodeTimeout, func(job v1beta1.TrainingJob) (bool, error) {
+		if job.JobStatus().Phase == v1beta1.JobFailed {
+			return false, framework.Stop("the job failed: %s", f.DumpJob(ref))
+		}
+		return job.JobStatus().Phase == v1beta1.JobSucceeded, nil
+	})
+	// The other tasks may still be finishing their handshakes.
+	pods := f.WaitForPods(ref, "every task finished", realNodeTimeout, func(pods []corev1.Pod) (bool, error) {
+		for _, p := range pods {
+			if p.Status.Phase != corev1.PodSucceeded {
+				if p.Status.Phase == corev1.PodFailed {
+					return false, framework.Stop("pod %s failed:\n%s", p.Name, podLog(f, p.Name))
+				}
+				return false, nil
+			}
+		}
+		return len(pods) == 5, nil
+	})
+	checkOnRealNode(t, pods)
+	for _, p := range pods {
+		out := podLog(f, p.Name)
+		// Four peers each: the evaluator is outside the cluster, so it has
+		// the four cluster tasks, and each cluster task the other three.
+		want := "reached all 3 peers"
+		if strings.Contains(p.Name, "evaluator") {
+			want = "reached all 4 peers"
+		}
+		if !strings.Contains(out, want) {
+			t.Errorf("pod %s: want %q in its log:\n%s", p.Name, want, out)
+		}
+	}
+}
+
+// TestRealNodePauseResume: a paused job's container gets SIGTERM and exits
+// within its grace period; resume starts new containers, and the job then
+// succeeds.
+func TestRealNodePauseResume(t *testing.T) {
+	f := onRealNode(t, "real-pause")
+	applyManifest(f, `
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: pausable
+spec:
+  replicaSpecs:
+  - type: master
+    replicas: 1
+    template:
+      spec:
+        terminationGracePeriodSeconds: 20
+        containers:
+        - name: pytorch
+          image: localhost/tensorstack/training:v1
+          command:
+          - sh
+          - -c
+          - |
+            trap 'echo "SIGTERM after $(( $(date +%s) - start ))s" > /dev/termination-log; echo got SIGTERM; exit 0' TERM
+            start=$(date +%s)
+            echo started; sleep 25 & wait $!
+            echo finished
+          resources:
+            requests: {cpu: 50m, memory: 32Mi}
+`)
+	ref := f.Ref(framework.KindPyTorch, "pausable")
+	running := f.WaitForPods(ref, "the container started", realNodeTimeout, func(pods []corev1.Pod) (bool, error) {
+		return len(pods) == 1 && len(pods[0].Status.ContainerStatuses) == 1 && pods[0].Status.ContainerStatuses[0].State.Running != nil, nil
+	})
+	checkOnRealNode(t, running)
+	first := running[0]
+
+	// The kubelet's report of the container's end, seen on a watch before
+	// the pod is gone.
+	ctx, cancel := context.WithTimeout(f.Context(), realNodeTimeout)
+	defer cancel()
+	watch, err := f.Kube.CoreV1().Pods(f.Namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + first.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Stop()
+	paused := time.Now()
+	f.MustAction(ref, "pause", "")
+	var ended *corev1.ContainerStateTerminated
+	for ev := range watch.ResultChan() {
+		if p, ok := ev.Object.(*corev1.Pod); ok && len(p.Status.ContainerStatuses) == 1 {
+			if s := p.Status.ContainerStatuses[0].State.Terminated; s != nil {
+				ended = s
+				break
+			}
+		}
+	}
+	if ended == nil {
+		t.Fatalf("no terminated state of pod %s seen after pause", first.Name)
+	}
+	took := time.Since(paused)
+	if ended.ExitCode != 0 || !strings.HasPrefix(ended.Message, "SIGTERM after") {
+		t.Errorf("container ended with exit code %d, message %q; want 0 and the SIGTERM handler's message", ended.ExitCode, ended.Message)
+	}
+	if took > 20*time.Second {
+		t.Errorf("the container ended %s after the pause, past its grace period of 20s", took.Round(time.Second))
+	}
+	f.WaitForPhase(ref, v1beta1.JobPaused)
+	f.WaitForNoPods(ref, framework.Timeout)
+
+	f.MustAction(ref, "resume", "")
+	f.WaitForJob(ref, "Succeeded after resume", realNodeTimeout, func(job v1beta1.TrainingJob) (bool, error) {
+		if job.JobStatus().Phase == v1beta1.JobFailed {
+			return false, framework.Stop("the job failed: %s", f.DumpJob(ref))
+		}
+		return job.JobStatus().Phase == v1beta1.JobSucceeded, nil
+	})
+	pods := f.Pods(ref)
+	if len(pods) != 1 || pods[0].UID == first.UID {
+		t.Fatalf("after resume: %d pods, want one new pod (the first was %s)", len(pods), first.UID)
+	}
+	if out := podLog(f, pods[0].Name); !strings.Contains(out, "finished") {
+		t.Errorf("the resumed container did not run to its end:\n%s", out)
+	}
+}
+
+// TestRealNodeLogsFollow: kubectl training logs -f streams a running
+// container's lines as they are written and ends when the container does.
+func TestRealNodeLogsFollow(t *testing.T) {
+	f := onRealNode(t, "real-logs")
+	applyManifest(f, `
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: ticker
+spec:
+  replicaSpecs:
+  - type: master
+    replicas: 1
+    template:
+      spec:
+        containers:
+        - name: pytorch
+          image: localhost/tensorstack/training:v1
+          command: ["sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10; do echo tick $i; sleep 1; done"]
+          resources:
+            requests: {cpu: 50m, memory: 32Mi}
+`)
+	ref := f.Ref(framework.KindPyTorch, "ticker")
+	f.WaitForPods(ref, "the container started", realNodeTimeout, func(pods []corev1.Pod) (bool, error) {
+		return len(pods) == 1 && len(pods[0].Status.ContainerStatuses) == 1 && pods[0].Status.ContainerStatuses[0].State.Running != nil, nil
+	})
+	ctx, cancel := context.WithTimeout(f.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(f.Env.RepoRoot, "_output", "bin", "kubectl-training"),
+		"--kubeconfig", f.Env.Kubeconfig, "-n", f.Namespace, "logs", ref.KubectlName(), "-f")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Lines arrive one by one, about a second apart, not all at the end.
+	var arrivals []time.Time
+	var lines []string
+	scanner := bufio.NewScanner(stdout)
+	for scanner.Scan() {
+		lines = append(lines, scanner.Text())
+		arrivals = append(arrivals, time.Now())
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("kubectl training logs -f: %v (lines %q)", err, lines)
+	}
+	if len(lines) == 0 || lines[len(lines)-1] != "tick 10" {
+		t.Fatalf("followed lines %q, want them to end with tick 10", lines)
+	}
+	if spread := arrivals[len(arrivals)-1].Sub(arrivals[0]); len(lines) < 3 || spread < 2*time.Second {
+		t.Errorf("%d lines within %s: want them streamed as the container wrote them", len(lines), spread)
+	}
+}
+
+// TestRealNodeGang: the real node has room for one gang of two pods (two
+// CPUs; 600m each: two fit, a third would fit alone but a fourth not). Of two
+// such jobs, one runs and the other has no pod bound until the first ends.
+func TestRealNodeGang(t *testing.T) {
+	f := onRealNode(t, "real-gang")
+	if backend := os.Getenv("E2E_GANG_BACKEND"); backend == "" || backend == "none" {
+		t.Skip("the stack runs no gang scheduler")
+	}
+	job := func(name, seconds string) string {
+		return fmt.Sprintf(`
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: %s
+spec:
+  scheduler:
+    t9kScheduler:
+      queue: default
+  replicaSpecs:
+  - type: worker
+    replicas: 2
+    template:
+      spec:
+        containers:
+        - name: pytorch
+          image: localhost/tensorstack/training:v1
+          command: ["sleep", "%s"]
+          resources:
+            requests: {cpu: 600m, memory: 32Mi}
+  runPolicy:
+    successPolicy: AllWorkers
+`, name, seconds)
+	}
+	applyManifest(f, job("first", "20"))
+	first := f.Ref(framework.KindPyTorch, "first")
+	f.WaitForPods(first, "both pods of the first job bound", realNodeTimeout, func(pods []corev1.Pod) (bool, error) {
+		return len(pods) == 2 && pods[0].Spec.NodeName != "" && pods[1].Spec.NodeName != "", nil
+	})
+	applyManifest(f, job("second", "1"))
+	second := f.Ref(framework.KindPyTorch, "second")
+	bound := func(pods []corev1.Pod) int {
+		n := 0
+		for _, p := range pods {
+			if p.Spec.NodeName != "" {
+				n++
+			}
+		}
+		return n
+	}
+	for {
+		j := f.MustGetJob(first)
+		pods := f.Pods(second)
+		if n := bound(pods); n > 0 && j.JobStatus().Phase != v1beta1.JobSucceeded {
+			t.Fatalf("%d pods of the second job bound while the first is %s", n, j.JobStatus().Phase)
+		}
+		if j.JobStatus().Phase == v1beta1.JobSucceeded {
+			break
+		}
+		if j.JobStatus().Phase == v1beta1.JobFailed {
+			t.Fatalf("the first job failed: %s", f.DumpJob(first))
+		}
+		time.Sleep(time.Second)
+	}
+	f.WaitForJob(second, "Succeeded", realNodeTimeout, func(job v1beta1.TrainingJob) (bool, error) {
+		return job.JobStatus().Phase == v1beta1.JobSucceeded, nil
+	})
+	checkOnRealNode(t, f.Pods(second))
+}
