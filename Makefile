@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0
 LDFLAGS := -X tensorstack.dev/training/pkg/version.gitVersion=$(VERSION)
 
 .PHONY: all build test test-unit test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
-	bench-api bench-controller \
+	bench-api bench-controller bench-real \
 	test-binaries node run local-up local-down clean
 
 all: build
@@ -90,6 +90,11 @@ bench-api: build test-binaries
 ## BENCH_PEER=training-operator also through Kubeflow's training-operator v1.9.4; prints a table (docs/benchmarks.md)
 bench-controller: build test-binaries
 	hack/bench-controller.sh
+
+## bench-real: on a local control plane of its own with the real node: a 2-rank PyTorchTrainingJob from create to every
+## rank's first step next to a bare Pod of the same image (the floor), and from the last rank's exit to Succeeded
+bench-real: build test-binaries node
+	hack/bench-real.sh
 
 ## test-binaries: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, scheduler-plugins and Kueue at pinned versions
 test-binaries:

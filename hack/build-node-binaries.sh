@@ -60,10 +60,11 @@ for plugin in ipam/host-local main/bridge main/loopback meta/portmap; do
   build_one "cni/${plugin##*/}" "${CNI_PLUGINS_VERSION}" "${TOOLS_DIR}/cni" "github.com/containernetworking/plugins/plugins/${plugin}"
 done
 # This repository's: the pause image's binary (static), and the bridge
-# between the host's loopback and the node's network namespace.
-build_one pause "${PAUSE_VERSION}" "${REPO_ROOT}" ./hack/images/pause "-s -w"
-build_one nodeproxy "$(git -C "${REPO_ROOT}" log -1 --format=%h -- test/localnode test/internal/netns 2>/dev/null || echo dev)" \
-  "${REPO_ROOT}" ./test/localnode/nodeproxy
+# between the host's loopback and the node's network namespace. Their
+# stamps are digests of their sources, so an edit rebuilds them.
+build_one pause "$(sha256sum "${REPO_ROOT}/hack/images/pause/main.go" | cut -c1-12)" "${REPO_ROOT}" ./hack/images/pause "-s -w"
+nodeproxy_version="$(cat "${REPO_ROOT}"/test/localnode/nodeproxy/*.go "${REPO_ROOT}"/test/internal/netns/*.go | sha256sum | cut -c1-12)"
+build_one nodeproxy "${nodeproxy_version}" "${REPO_ROOT}" ./test/localnode/nodeproxy
 
 log "real node built in $(elapsed): ${built} built, ${skipped} already up to date"
 "${REPO_ROOT}/hack/build-images.sh"

@@ -167,6 +167,7 @@ generate_configs
 if real_node_running; then
   node_generate_pki
   node_generate_configs
+  node_prepare
 fi
 
 start_component etcd

@@ -26,8 +26,6 @@ CONTAINERD_VERSION="v2.3.4"
 RUNC_VERSION="v1.4.3"
 COREDNS_VERSION="v1.13.1"
 CNI_PLUGINS_VERSION="v1.8.0"
-# The pause image's own binary (hack/images/pause); bump it when that changes.
-PAUSE_VERSION="v1"
 
 # log prints a timestamped progress line on stderr.
 # It never fails: a closed stderr (say, a pipe whose reader died on Ctrl-C)

@@ -23,7 +23,7 @@
 
 # LOCAL_REAL_NODE: 1 (default) brings up the real node where it can run; 0
 # leaves it out.
-: "${LOCAL_REAL_NODE:=0}"
+: "${LOCAL_REAL_NODE:=1}"
 
 NODE_NAME="real-node"
 NODE_DIR="${LOCAL_DIR}/node"
@@ -384,26 +384,33 @@ node_ready() {
   [[ "$(kubectl_local get node "${NODE_NAME}" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]]
 }
 
-# node_up: the real node, from the network to a Ready node with DNS. Needs
-# the control plane up.
-node_up() {
-  local start=${SECONDS} name
-  log "starting the real node ${NODE_NAME} (network namespace ${NODE_NETNS}, node IP ${NODE_IP}, pods ${NODE_POD_CIDR})"
+# node_prepare: the node's namespaces, cgroups and nodeproxy, before
+# kube-apiserver starts: its egress selector sends webhook and aggregated API
+# traffic through nodeproxy too.
+node_prepare() {
+  local name
+  log "preparing the real node ${NODE_NAME} (network namespace ${NODE_NETNS}, node IP ${NODE_IP}, pods ${NODE_POD_CIDR})"
   mkdir -p "${NODE_DIR}"
-  node_generate_configs
   for name in "${NODE_SYSCTLS[@]}"; do
     printf '%s=%s\n' "${name}" "$(sysctl -n "${name}")"
   done >"${NODE_DIR}/sysctls.saved"
   node_network_up
   node_holder_up
   node_cgroups_up
-  sed -e "s|@NODE_IP@|${NODE_IP}|g" -e "s|@APISERVER_PORT@|${LOCAL_APISERVER_PORT}|g" \
-    "${LOCAL_HACK_DIR}/real-node.yaml" | kubectl_local apply -f - >/dev/null
-
   node_start nodeproxy "${BIN_DIR}/nodeproxy" -netns "/run/netns/${NODE_NETNS}" \
     -forward "127.0.0.1:${LOCAL_APISERVER_PORT}=127.0.0.1:${LOCAL_APISERVER_PORT}" \
     -forward "${NODE_IP}:${LOCAL_APISERVER_PORT}=127.0.0.1:${LOCAL_APISERVER_PORT}" \
     -egress "${NODE_EGRESS_SOCKET}"
+  node_wait nodeproxy "nodeproxy on ${NODE_EGRESS_SOCKET#"${REPO_ROOT}/"}" test -S "${NODE_EGRESS_SOCKET}"
+}
+
+# node_up: the real node, from containerd to a Ready node with DNS, once
+# the control plane serves (after node_prepare).
+node_up() {
+  local start=${SECONDS}
+  log "starting the real node ${NODE_NAME}"
+  sed -e "s|@NODE_IP@|${NODE_IP}|g" -e "s|@APISERVER_PORT@|${LOCAL_APISERVER_PORT}|g" \
+    "${LOCAL_HACK_DIR}/real-node.yaml" | kubectl_local apply -f - >/dev/null
   node_start containerd "${BIN_DIR}/containerd" --config "${NODE_DIR}/config/containerd.toml"
   node_wait containerd "containerd on ${NODE_SOCKET#"${REPO_ROOT}/"}" \
     in_node "${BIN_DIR}/ctr" --address "${NODE_SOCKET}" version

@@ -78,6 +78,27 @@ func podLog(f *framework.Framework, pod string) string {
 	return string(data)
 }
 
+// waitSucceeded waits until the job succeeded, and stops at once when it
+// failed.
+func waitSucceeded(f *framework.Framework, ref framework.JobRef) {
+	f.T.Helper()
+	f.WaitForJob(ref, "Succeeded", realNodeTimeout, func(job v1beta1.TrainingJob) (bool, error) {
+		if job.JobStatus().Phase == v1beta1.JobFailed {
+			return false, framework.Stop("the job failed: %s", f.DumpJob(ref))
+		}
+		return job.JobStatus().Phase == v1beta1.JobSucceeded, nil
+	})
+}
+
+// waitStarted waits until the job's one pod runs its container, and
+// returns the pods.
+func waitStarted(f *framework.Framework, ref framework.JobRef) []corev1.Pod {
+	f.T.Helper()
+	return f.WaitForPods(ref, "the container started", realNodeTimeout, func(pods []corev1.Pod) (bool, error) {
+		return len(pods) == 1 && len(pods[0].Status.ContainerStatuses) == 1 && pods[0].Status.ContainerStatuses[0].State.Running != nil, nil
+	})
+}
+
 // checkOnRealNode fails unless every pod ran on the real node.
 func checkOnRealNode(t *testing.T, pods []corev1.Pod) {
 	t.Helper()
@@ -98,12 +119,7 @@ func TestRealNodeTorchrunDDP(t *testing.T) {
 	f := onRealNode(t, "real-ddp")
 	applyExample(f, "pytorch-ddp.yaml")
 	ref := f.Ref(framework.KindPyTorch, "pytorch-ddp")
-	f.WaitForJob(ref, "Succeeded", realNodeTimeout, func(job v1beta1.TrainingJob) (bool, error) {
-		if job.JobStatus().Phase == v1beta1.JobFailed {
-			return false, framework.Stop("the job failed: %s", f.DumpJob(ref))
-		}
-		return job.JobStatus().Phase == v1beta1.JobSucceeded, nil
-	})
+	waitSucceeded(f, ref)
 	pods := f.Pods(ref)
 	if len(pods) != 2 {
 		t.Fatalf("%d pods, want 2", len(pods))
@@ -176,12 +192,7 @@ spec:
     successPolicy: AllWorkers
 `)
 	ref := f.Ref(framework.KindPyTorch, "allreduce")
-	f.WaitForJob(ref, "Succeeded", realNodeTimeout, func(job v1beta1.TrainingJob) (bool, error) {
-		if job.JobStatus().Phase == v1beta1.JobFailed {
-			return false, framework.Stop("the job failed: %s", f.DumpJob(ref))
-		}
-		return job.JobStatus().Phase == v1beta1.JobSucceeded, nil
-	})
+	waitSucceeded(f, ref)
 	pods := f.Pods(ref)
 	checkOnRealNode(t, pods)
 	for _, p := range pods {
@@ -226,12 +237,7 @@ spec:
     cleanUpPolicy: None
 `)
 	ref := f.Ref(framework.KindTF, "tfconfig")
-	f.WaitForJob(ref, "Succeeded", realNodeTimeout, func(job v1beta1.TrainingJob) (bool, error) {
-		if job.JobStatus().Phase == v1beta1.JobFailed {
-			return false, framework.Stop("the job failed: %s", f.DumpJob(ref))
-		}
-		return job.JobStatus().Phase == v1beta1.JobSucceeded, nil
-	})
+	waitSucceeded(f, ref)
 	// The other tasks may still be finishing their handshakes.
 	pods := f.WaitForPods(ref, "every task finished", realNodeTimeout, func(pods []corev1.Pod) (bool, error) {
 		for _, p := range pods {
@@ -291,9 +297,7 @@ spec:
             requests: {cpu: 50m, memory: 32Mi}
 `)
 	ref := f.Ref(framework.KindPyTorch, "pausable")
-	running := f.WaitForPods(ref, "the container started", realNodeTimeout, func(pods []corev1.Pod) (bool, error) {
-		return len(pods) == 1 && len(pods[0].Status.ContainerStatuses) == 1 && pods[0].Status.ContainerStatuses[0].State.Running != nil, nil
-	})
+	running := waitStarted(f, ref)
 	checkOnRealNode(t, running)
 	first := running[0]
 
@@ -331,12 +335,7 @@ spec:
 	f.WaitForNoPods(ref, framework.Timeout)
 
 	f.MustAction(ref, "resume", "")
-	f.WaitForJob(ref, "Succeeded after resume", realNodeTimeout, func(job v1beta1.TrainingJob) (bool, error) {
-		if job.JobStatus().Phase == v1beta1.JobFailed {
-			return false, framework.Stop("the job failed: %s", f.DumpJob(ref))
-		}
-		return job.JobStatus().Phase == v1beta1.JobSucceeded, nil
-	})
+	waitSucceeded(f, ref)
 	pods := f.Pods(ref)
 	if len(pods) != 1 || pods[0].UID == first.UID {
 		t.Fatalf("after resume: %d pods, want one new pod (the first was %s)", len(pods), first.UID)
@@ -369,9 +368,7 @@ spec:
             requests: {cpu: 50m, memory: 32Mi}
 `)
 	ref := f.Ref(framework.KindPyTorch, "ticker")
-	f.WaitForPods(ref, "the container started", realNodeTimeout, func(pods []corev1.Pod) (bool, error) {
-		return len(pods) == 1 && len(pods[0].Status.ContainerStatuses) == 1 && pods[0].Status.ContainerStatuses[0].State.Running != nil, nil
-	})
+	waitStarted(f, ref)
 	ctx, cancel := context.WithTimeout(f.Context(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(f.Env.RepoRoot, "_output", "bin", "kubectl-training"),
@@ -410,6 +407,11 @@ func TestRealNodeGang(t *testing.T) {
 	f := onRealNode(t, "real-gang")
 	if backend := os.Getenv("E2E_GANG_BACKEND"); backend == "" || backend == "none" {
 		t.Skip("the stack runs no gang scheduler")
+	}
+	// With Kueue, the queue the jobs name admits either of them as a whole,
+	// on any node; the gang scheduler alone decides which one waits.
+	if f.KueueServed() {
+		f.NewKueueQueue(nil, 0, "default")
 	}
 	job := func(name, seconds string) string {
 		return fmt.Sprintf(`
@@ -466,8 +468,6 @@ spec:
 		}
 		time.Sleep(time.Second)
 	}
-	f.WaitForJob(second, "Succeeded", realNodeTimeout, func(job v1beta1.TrainingJob) (bool, error) {
-		return job.JobStatus().Phase == v1beta1.JobSucceeded, nil
-	})
+	waitSucceeded(f, second)
 	checkOnRealNode(t, f.Pods(second))
 }

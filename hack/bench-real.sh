@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The real-node benchmark (make bench-real): starts the local control plane
+# with its real node and nothing else (no Kueue, no second scheduler), runs
+# test/bench/real and always stops the control plane again. Prints a markdown
+# table, also saved in _output/bench/real.md:
+#   - a bare Pod of the training image on the real node, torchrun standalone:
+#     from its create to its first training step (the floor);
+#   - a PyTorchTrainingJob of 2 ranks (torchrun, c10d, gloo): from its create
+#     to every rank's first training step;
+#   - the same job: from its last rank's exit to Succeeded.
+#
+# Settings (environment):
+#   BENCH_RUNS=5   runs of each measurement (the median, min and max are printed)
+#   LOCAL_*        the stack's settings (hack/local-up.sh)
+set -euo pipefail
+
+: "${LOCAL_KUEUE:=0}"
+: "${LOCAL_SCHEDULER_PLUGINS:=0}"
+: "${LOCAL_GANG_WORKLOAD:=0}"
+: "${LOCAL_FAKE_NODES:=1}"
+export LOCAL_KUEUE LOCAL_SCHEDULER_PLUGINS LOCAL_GANG_WORKLOAD LOCAL_FAKE_NODES
+export LOCAL_REAL_NODE=1
+
+HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=hack/lib/common.sh
+source "${HACK_DIR}/lib/common.sh"
+# shellcheck source=hack/lib/local.sh
+source "${HACK_DIR}/lib/local.sh"
+# shellcheck source=hack/lib/bench.sh
+source "${HACK_DIR}/lib/bench.sh"
+
+if why="$(node_cannot_run)"; then
+  die "the real node cannot run here: ${why}"
+fi
+bench_refuse_running_stack
+bench_build bench-real ./test/bench/real
+
+# shellcheck disable=SC2317 # invoked through the EXIT trap
+cleanup() {
+  local rc=$?
+  trap '' INT TERM
+  log "stopping the local control plane"
+  "${HACK_DIR}/local-down.sh" || log "WARNING: hack/local-down.sh failed"
+  exit "${rc}"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+"${HACK_DIR}/local-up.sh"
+load_settings
+real_node_running || die "the stack came up without its real node; see the output above"
+"${BENCH_BIN_DIR}/bench-real" -local-dir "${LOCAL_DIR}" -out "${BENCH_DIR}/real.md"

@@ -1,0 +1,248 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command bench-real measures, on the local stack's real node, how long a
+// PyTorchTrainingJob takes from its create to every rank's first training
+// step, next to a bare Pod of the same image and script on the same node
+// (the floor: what the node, the image and PyTorch cost without us), and
+// from the last rank's exit to the job's Succeeded. The training processes
+// print the wall-clock time of each step (scripts/pytorch_ddp.py); this
+// program runs on the same machine, so the clocks are one. It prints a
+// markdown table.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	clientset "tensorstack.dev/training/pkg/generated/clientset/versioned"
+	"tensorstack.dev/training/test/bench/internal/benchkit"
+)
+
+const (
+	image     = "localhost/tensorstack/training:v1"
+	namespace = "default"
+	// steps each run trains: enough to see training, short enough to repeat.
+	steps = "5"
+)
+
+var (
+	firstStep = regexp.MustCompile(`rank=(\d+) step=1 loss=\S+ at=([0-9.]+)`)
+	done      = regexp.MustCompile(`rank=(\d+) done steps=\d+ at=([0-9.]+)`)
+)
+
+func main() {
+	localDir := flag.String("local-dir", "", "the local stack's directory (_output/local)")
+	runs := flag.Int("runs", benchkit.IntEnv("BENCH_RUNS", 5), "runs of each measurement")
+	out := flag.String("out", "", "also write the table to this file")
+	flag.Parse()
+	if err := run(*localDir, *runs, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-real:", err)
+		os.Exit(1)
+	}
+}
+
+func run(localDir string, runs int, out string) error {
+	stack, err := benchkit.LoadStack(localDir)
+	if err != nil {
+		return err
+	}
+	cfg, err := stack.AdminConfig()
+	if err != nil {
+		return err
+	}
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	training := clientset.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+
+	var bare, toFirstStep, toSucceeded []time.Duration
+	for i := range runs {
+		d, err := barePod(ctx, kube, fmt.Sprintf("bench-floor-%d", i))
+		if err != nil {
+			return fmt.Errorf("bare pod, run %d: %w", i, err)
+		}
+		bare = append(bare, d)
+		first, end, err := job(ctx, kube, training, fmt.Sprintf("bench-ddp-%d", i))
+		if err != nil {
+			return fmt.Errorf("job, run %d: %w", i, err)
+		}
+		toFirstStep, toSucceeded = append(toFirstStep, first), append(toSucceeded, end)
+		benchkit.Logf("run %d: bare pod %s, job to every rank's first step %s, last exit to Succeeded %s",
+			i, benchkit.Ms(d), benchkit.Ms(first), benchkit.Ms(end))
+	}
+
+	table := benchkit.Table{Header: []string{"measurement (real node, " + strconv.Itoa(runs) + " runs)", "median ms", "min ms", "max ms", "vs floor"}}
+	row := func(name string, ds []time.Duration, floor time.Duration) {
+		ratio := ""
+		if floor > 0 {
+			ratio = benchkit.Ratio(float64(benchkit.Median(ds)), float64(floor))
+		}
+		table.Add(name, benchkit.Ms(benchkit.Median(ds)), benchkit.Ms(benchkit.Percentile(ds, 0)), benchkit.Ms(benchkit.Percentile(ds, 100)), ratio)
+	}
+	row("bare Pod, torchrun standalone: create → first step (the floor)", bare, 0)
+	row("PyTorchTrainingJob, 2 ranks: create → every rank's first step", toFirstStep, benchkit.Median(bare))
+	row("PyTorchTrainingJob: last rank's exit → Succeeded", toSucceeded, 0)
+	var b strings.Builder
+	if err := table.Write(&b); err != nil {
+		return err
+	}
+	fmt.Print(b.String())
+	if out != "" {
+		return os.WriteFile(out, []byte(b.String()), 0o644)
+	}
+	return nil
+}
+
+func container(command ...string) corev1.Container {
+	return corev1.Container{
+		Name: "pytorch", Image: image, Command: command,
+		Env: []corev1.EnvVar{{Name: "STEPS", Value: steps}},
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi"),
+		}},
+	}
+}
+
+// barePod runs the training script in one Pod, through torchrun with a
+// standalone rendezvous, and returns the time from its create to its first
+// step.
+func barePod(ctx context.Context, kube kubernetes.Interface, name string) (time.Duration, error) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers:    []corev1.Container{container("torchrun", "--standalone", "--nnodes=1", "--nproc-per-node=1", "pytorch_ddp.py")},
+		},
+	}
+	pods := kube.CoreV1().Pods(namespace)
+	created := time.Now()
+	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return 0, err
+	}
+	defer func() {
+		_ = pods.Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	}()
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if p.Status.Phase == corev1.PodFailed {
+			return false, fmt.Errorf("pod %s failed", name)
+		}
+		return p.Status.Phase == corev1.PodSucceeded, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	times, _, err := stepTimes(ctx, kube, []string{name})
+	if err != nil {
+		return 0, err
+	}
+	return times[0].Sub(created), nil
+}
+
+// job runs a 2-rank DDP job and returns the time from its create to the
+// last rank's first step, and from the last rank's exit to Succeeded as
+// its watcher sees it.
+func job(ctx context.Context, kube kubernetes.Interface, training clientset.Interface, name string) (time.Duration, time.Duration, error) {
+	j := &v1beta1.PyTorchTrainingJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1beta1.PyTorchTrainingJobSpec{
+			TorchrunConfig: &v1beta1.TorchrunConfig{Enabled: true, ProcPerNode: "1", RdzvBackend: v1beta1.RendezvousBackendC10d},
+			TrainingJobSpec: v1beta1.TrainingJobSpec{ReplicaSpecs: []v1beta1.ReplicaSpec{{
+				Type: "node", Replicas: ptr.To[int32](2),
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{container("python3", "pytorch_ddp.py")}}},
+			}}},
+		},
+	}
+	jobs := training.BatchV1beta1().PyTorchTrainingJobs(namespace)
+	created := time.Now()
+	if _, err := jobs.Create(ctx, j, metav1.CreateOptions{}); err != nil {
+		return 0, 0, err
+	}
+	defer func() {
+		_ = jobs.Delete(context.Background(), name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)})
+	}()
+	var succeeded time.Time
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := jobs.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		switch got.Status.Phase {
+		case v1beta1.JobFailed:
+			return false, fmt.Errorf("job %s failed", name)
+		case v1beta1.JobSucceeded:
+			succeeded = time.Now()
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	pods := []string{name + "-node-0", name + "-node-1"}
+	firsts, ends, err := stepTimes(ctx, kube, pods)
+	if err != nil {
+		return 0, 0, err
+	}
+	latest := func(ts []time.Time) time.Time {
+		l := ts[0]
+		for _, t := range ts[1:] {
+			if t.After(l) {
+				l = t
+			}
+		}
+		return l
+	}
+	return latest(firsts).Sub(created), succeeded.Sub(latest(ends)), nil
+}
+
+// stepTimes reads each pod's log for the time of its first step and of its
+// end.
+func stepTimes(ctx context.Context, kube kubernetes.Interface, pods []string) (first, end []time.Time, err error) {
+	parse := func(s string) time.Time {
+		f, _ := strconv.ParseFloat(s, 64)
+		return time.Unix(0, int64(f*float64(time.Second)))
+	}
+	for _, pod := range pods {
+		data, err := kube.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("logs of %s: %w", pod, err)
+		}
+		m, e := firstStep.FindStringSubmatch(string(data)), done.FindStringSubmatch(string(data))
+		if m == nil || e == nil {
+			return nil, nil, fmt.Errorf("pod %s logged no first step or no end:\n%s", pod, data)
+		}
+		first, end = append(first, parse(m[2])), append(end, parse(e[2]))
+	}
+	return first, end, nil
+}
