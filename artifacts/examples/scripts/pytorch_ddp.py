@@ -37,7 +37,7 @@ def main():
         print(f"rank={rank} step={step} loss={loss.item():.4f} at={time.time():.3f}", flush=True)
     dist.barrier()
     dist.destroy_process_group()
-    print(f"rank={rank} done steps={STEPS}", flush=True)
+    print(f"rank={rank} done steps={STEPS} at={time.time():.3f}", flush=True)
 
 
 if __name__ == "__main__":
