@@ -74,7 +74,11 @@ for arg in "$@"; do
   esac
 done
 
-for tool in curl openssl setsid find; do
+# shellcheck source=hack/lib/packages.sh
+source "${HACK_DIR}/lib/packages.sh"
+# openssl makes the stack's certificates; curl checks the components' health.
+require_packages "the local control plane" curl:curl openssl:openssl
+for tool in setsid find; do
   command -v "${tool}" >/dev/null 2>&1 || die "${tool} is needed on PATH"
 done
 
@@ -115,6 +119,8 @@ if real_node_enabled; then
     log "no real node: not built (${missing% }); run hack/build-node-binaries.sh (make node); starting with kwok nodes only"
   else
     LOCAL_REAL_NODE_RUNNING=1
+    # kube-proxy programs iptables and clears conntrack entries.
+    require_packages "the real node" iptables:iptables conntrack:conntrack
   fi
 fi
 

@@ -252,9 +252,9 @@ func writeJobStatus(out io.Writer, kind *jobKind, job v1beta1.TrainingJob, event
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "  <none>")
 	} else {
-		fmt.Fprintln(w, "  REPLICA\tPOD\tPHASE\tEXIT CODE\tPOD UID\tRESTARTS")
+		fmt.Fprintln(w, "  REPLICA\tPOD\tPHASE\tEXIT CODE\tPOD UID\tRESTARTS\tLAST FAILURE")
 		for _, r := range rows {
-			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%d\n", r.replica, r.pod, r.phase, r.exitCodes, r.podUID, r.restarts)
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.replica, r.pod, r.phase, r.exitCodes, r.podUID, r.restarts, r.lastFailure)
 		}
 	}
 	fmt.Fprintln(w, "Events:")
@@ -271,8 +271,8 @@ func writeJobStatus(out io.Writer, kind *jobKind, job v1beta1.TrainingJob, event
 
 // replicaRow is one line of the replica table.
 type replicaRow struct {
-	replica, pod, phase, exitCodes, podUID string
-	restarts                               int32
+	replica, pod, phase, exitCodes, podUID, lastFailure string
+	restarts                                            int32
 }
 
 // replicaRows lists the replicas the spec asks for, in spec order, with
@@ -301,12 +301,14 @@ func replicaRows(spec *v1beta1.TrainingJobSpec, status *v1beta1.TrainingJobStatu
 		}
 		n := max(replicaCount(spec, t), len(task.ReplicaStatus))
 		for i := range n {
-			row := replicaRow{replica: replicaRef{Type: t, Index: i}.String(), pod: "-", phase: "-", exitCodes: "-", podUID: "-", restarts: task.RestartCount}
+			row := replicaRow{replica: replicaRef{Type: t, Index: i}.String(), pod: "-", phase: "-", exitCodes: "-", podUID: "-",
+				lastFailure: "-", restarts: task.RestartCount}
 			if i < len(task.ReplicaStatus) {
 				replica := task.ReplicaStatus[i]
 				row.pod = orDash(replica.Name)
 				row.phase = replicaPhase(replica, now)
 				row.exitCodes = exitCodes(replica.Containers)
+				row.lastFailure = lastFailure(replica.Containers)
 				if replica.UID != "" {
 					row.podUID = string(replica.UID)[:min(8, len(replica.UID))]
 				}
@@ -323,6 +325,12 @@ func replicaRows(spec *v1beta1.TrainingJobSpec, status *v1beta1.TrainingJobStatu
 func replicaPhase(replica v1beta1.ReplicaStatus, now time.Time) string {
 	phase := orDash(string(replica.Phase))
 	if replica.Reason == "" {
+		// A container that cannot start says why: "Pending (ImagePullBackOff)".
+		for _, c := range replica.Containers {
+			if c.State == "Waiting" && c.Reason != "" && c.Reason != "ContainerCreating" {
+				return fmt.Sprintf("%s (%s)", phase, c.Reason)
+			}
+		}
 		return phase
 	}
 	if at := replica.RestartAt; at != nil && at.After(now) {
@@ -348,6 +356,28 @@ func exitCodes(containers []v1beta1.ContainerStatus) string {
 		return "-"
 	}
 	return strings.Join(codes, ",")
+}
+
+// lastFailureWidth bounds the LAST FAILURE column; the status holds the
+// whole recorded message.
+const lastFailureWidth = 80
+
+// lastFailure is how a replica's container last failed, as recorded in its
+// status even after the pod is gone: "OOMKilled (exit 137): ...".
+func lastFailure(containers []v1beta1.ContainerStatus) string {
+	for _, c := range containers {
+		if t := c.LastTermination; t != nil && t.ExitCode != 0 {
+			summary := t.Summary()
+			if len(containers) > 1 {
+				summary = c.Name + ": " + summary
+			}
+			if runes := []rune(summary); len(runes) > lastFailureWidth {
+				summary = string(runes[:lastFailureWidth-1]) + "…"
+			}
+			return summary
+		}
+	}
+	return "-"
 }
 
 // runMode is Immediate, Debug or Pause, as the server's table says.

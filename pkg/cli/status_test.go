@@ -59,7 +59,12 @@ func runningPyTorchJob() *v1beta1.PyTorchTrainingJob {
 					Containers: []v1beta1.ContainerStatus{{Name: "pytorch", State: "Terminated"}}},
 				{Name: "resnet-worker-1", UID: "22222222-3333", Phase: v1beta1.ReplicaDeleted,
 					Reason: "BackOff", RestartAt: ptr.To(ago(-15 * time.Second)), RestartCount: 1,
-					Containers: []v1beta1.ContainerStatus{{Name: "pytorch", State: "Terminated", ExitCode: 137}, {Name: "sidecar", State: "Terminated", ExitCode: 1}}},
+					Containers: []v1beta1.ContainerStatus{
+						{Name: "pytorch", State: "Terminated", ExitCode: 137, Reason: "OOMKilled", LastTermination: &v1beta1.ContainerTermination{
+							ExitCode: 137, Reason: "OOMKilled", Message: "killed at step 1200"}},
+						{Name: "sidecar", State: "Terminated", ExitCode: 1}}},
+				{Name: "resnet-worker-2", Phase: v1beta1.ReplicaPending,
+					Containers: []v1beta1.ContainerStatus{{Name: "pytorch", State: "Waiting", Reason: "ImagePullBackOff"}}},
 			}},
 		},
 	}
@@ -100,11 +105,11 @@ Conditions:
   Running          True     PodsRunning   80m    -
   ReplicaFailure   False    Recovered     5m     worker-1 was replaced.
 Replicas:
-  REPLICA    POD               PHASE                                EXIT CODE               POD UID    RESTARTS
-  master-0   resnet-master-0   Running                              -                       0a1b2c3d   0
-  worker-0   resnet-worker-0   Succeeded                            0                       11111111   2
-  worker-1   resnet-worker-1   Deleted (BackOff, restarts in 15s)   pytorch:137,sidecar:1   22222222   2
-  worker-2   -                 -                                    -                       -          2
+  REPLICA    POD               PHASE                                EXIT CODE               POD UID    RESTARTS   LAST FAILURE
+  master-0   resnet-master-0   Running                              -                       0a1b2c3d   0          -
+  worker-0   resnet-worker-0   Succeeded                            0                       11111111   2          -
+  worker-1   resnet-worker-1   Deleted (BackOff, restarts in 15s)   pytorch:137,sidecar:1   22222222   2          pytorch: OOMKilled (exit 137): killed at step 1200
+  worker-2   resnet-worker-2   Pending (ImagePullBackOff)           -                       -          2          -
 Events:
   TYPE     REASON             AGE               FROM                  MESSAGE
   Normal   CreatedPod         120m              training-controller   Created pod resnet-master-0
@@ -141,10 +146,10 @@ TensorBoard:   mnist-tensorboard not ready (Creating)
 Conditions:
   <none>
 Replicas:
-  REPLICA    POD   PHASE   EXIT CODE   POD UID   RESTARTS
-  chief-0    -     -       -           -         0
-  worker-0   -     -       -           -         0
-  worker-1   -     -       -           -         0
+  REPLICA    POD   PHASE   EXIT CODE   POD UID   RESTARTS   LAST FAILURE
+  chief-0    -     -       -           -         0          -
+  worker-0   -     -       -           -         0          -
+  worker-1   -     -       -           -         0          -
 Events:
   <none>
 `

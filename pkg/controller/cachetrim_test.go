@@ -84,7 +84,7 @@ func TestTrimPodKeepsWhatTheControllerReads(t *testing.T) {
 	if i := trainingContainer(tensorFlowAdapter{}, &got.(*corev1.Pod).Spec); i != 0 {
 		t.Errorf("training container of the trimmed pod = %d, want 0", i)
 	}
-	if diff := cmp.Diff(containerStatuses(want), containerStatuses(got.(*corev1.Pod))); diff != "" {
+	if diff := cmp.Diff(containerStatuses(want, nil), containerStatuses(got.(*corev1.Pod), nil)); diff != "" {
 		t.Errorf("container statuses (-want +got):\n%s", diff)
 	}
 }

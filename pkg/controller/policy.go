@@ -45,21 +45,30 @@ func isDisrupted(pod *corev1.Pod) bool {
 // false when no container reported one (the pod failed before or around its
 // containers, e.g. at admission).
 func exitCode(a Adapter, pod *corev1.Pod) (code int32, ok bool) {
+	if t := failedTermination(a, pod); t != nil {
+		return t.ExitCode, true
+	}
+	return 0, false
+}
+
+// failedTermination is how a failed pod's deciding container ended: the
+// training container's termination, else the first non-zero one, else nil.
+func failedTermination(a Adapter, pod *corev1.Pod) *corev1.ContainerStateTerminated {
 	training := ""
 	if i := trainingContainer(a, &pod.Spec); i >= 0 {
 		training = pod.Spec.Containers[i].Name
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
 		if cs.Name == training && cs.State.Terminated != nil {
-			return cs.State.Terminated.ExitCode, true
+			return cs.State.Terminated
 		}
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
 		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
-			return t.ExitCode, true
+			return t
 		}
 	}
-	return 0, false
+	return nil
 }
 
 // restartsOnFailure says whether a replica's failed pod is replaced. With

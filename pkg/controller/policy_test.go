@@ -237,12 +237,24 @@ func TestBackoffLimit(t *testing.T) {
 			}
 		}
 		f.events()
-		// A third failure would need restart number 3 > backoffLimit 2.
-		f.setPod("j-worker-0", failed(1))
+		// A third failure would need restart number 3 > backoffLimit 2. The
+		// kernel's OOM killer ends it, and the job says so.
+		f.setPod("j-worker-0", func(p *corev1.Pod) {
+			failed(137)(p)
+			p.Status.ContainerStatuses[0].State.Terminated.Reason = "OOMKilled"
+			p.Status.ContainerStatuses[0].State.Terminated.Message = "allocating 2 GiB for the batch"
+		})
 		f.mustSync(job)
 		st := f.status(job)
 		assertPhase(t, st, v1beta1.JobFailed)
 		assertCondition(t, st, v1beta1.ConditionFailed, metav1.ConditionTrue, ReasonBackoffLimitExceeded)
+		const wantMessage = "the job has used all 2 of its restarts, and replica worker-0 OOMKilled (exit 137): allocating 2 GiB for the batch"
+		if got := condition(st, v1beta1.ConditionFailed).Message; got != wantMessage {
+			t.Errorf("Failed condition message %q, want %q", got, wantMessage)
+		}
+		if last := st.Tasks[0].ReplicaStatus[0].Containers[0].LastTermination; last == nil || last.Reason != "OOMKilled" || last.ExitCode != 137 {
+			t.Errorf("worker-0's recorded last termination %+v, want OOMKilled with 137", last)
+		}
 		if st.BackoffCount != 2 {
 			t.Errorf("backoff %d, want 2", st.BackoffCount)
 		}

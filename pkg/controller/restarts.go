@@ -120,11 +120,17 @@ func (r *reconciler) observe(s *slot, debug bool) {
 	}
 }
 
-// failedExit describes a failed pod.
+// failedExit describes a failed pod by how its container ended, as
+// people read it in conditions and events: "OOMKilled (exit 137): <the end
+// of its termination message>".
 func (r *reconciler) failedExit(p *corev1.Pod, verb string) *replicaExit {
 	code, known := exitCode(r.kind, p)
 	how := verb
-	if known {
+	if t := failedTermination(r.kind, p); t != nil {
+		how = (&v1beta1.ContainerTermination{
+			ExitCode: t.ExitCode, Signal: t.Signal, Reason: t.Reason, Message: v1beta1.TerminationMessageTail(t.Message),
+		}).Summary()
+	} else if known {
 		how = fmt.Sprintf("%s with exit code %d", verb, code)
 	}
 	return &replicaExit{pod: p, code: code, known: known, how: how}
@@ -199,7 +205,7 @@ func (r *reconciler) countedRestart(s *slot, why string) (reason, message string
 	host, how := s.id.Hostname(), s.exit.how
 	limit := backoffLimit(r.spec)
 	if r.status.BackoffCount >= limit {
-		return ReasonBackoffLimitExceeded, fmt.Sprintf("replica %s %s and the job has used all %d of its restarts", host, how, limit)
+		return ReasonBackoffLimitExceeded, fmt.Sprintf("the job has used all %d of its restarts, and replica %s %s", limit, host, how)
 	}
 	r.status.BackoffCount++
 	r.failure = fmt.Sprintf("replica %s %s", host, how)
@@ -216,7 +222,7 @@ func (r *reconciler) restartJob(s *slot, why string) (reason, message string) {
 	if !r.restartingJob {
 		limit := backoffLimit(r.spec)
 		if r.status.BackoffCount >= limit {
-			return ReasonBackoffLimitExceeded, fmt.Sprintf("replica %s %s and the job has used all %d of its restarts", host, how, limit)
+			return ReasonBackoffLimitExceeded, fmt.Sprintf("the job has used all %d of its restarts, and replica %s %s", limit, host, how)
 		}
 		r.status.BackoffCount++
 		r.restartingJob = true

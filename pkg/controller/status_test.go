@@ -112,7 +112,10 @@ func TestStatusAggregation(t *testing.T) {
 	w0 := f.pod("j-worker-0")
 	wantW0 := v1beta1.ReplicaStatus{
 		Name: "j-worker-0", UID: w0.UID, Phase: v1beta1.ReplicaSucceeded,
-		Containers: []v1beta1.ContainerStatus{{Name: "tensorflow", State: "Terminated"}, {Name: "sidecar", State: "Terminated"}},
+		Containers: []v1beta1.ContainerStatus{
+			{Name: "tensorflow", State: "Terminated", LastTermination: &v1beta1.ContainerTermination{}},
+			{Name: "sidecar", State: "Terminated", LastTermination: &v1beta1.ContainerTermination{}},
+		},
 	}
 	if !reflect.DeepEqual(st.Tasks[1].ReplicaStatus[0], wantW0) {
 		t.Errorf("worker-0 %+v, want %+v", st.Tasks[1].ReplicaStatus[0], wantW0)

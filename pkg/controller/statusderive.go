@@ -17,6 +17,7 @@ limitations under the License.
 package controller
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
@@ -86,9 +87,46 @@ func (r *reconciler) fillStatus() {
 	if st.Phase == v1beta1.JobRunning {
 		r.setCondition(v1beta1.ConditionRunning, metav1.ConditionTrue, ReasonReplicasRunning, "the job's replicas are running")
 	} else if st.Phase != "" {
-		r.setCondition(v1beta1.ConditionRunning, metav1.ConditionFalse, string(st.Phase), runningMessage(st.Phase))
+		reason, message := string(st.Phase), runningMessage(st.Phase)
+		if st.Phase == v1beta1.JobPending || st.Phase == v1beta1.JobResuming {
+			if why, what := r.startBlocker(); why != "" {
+				reason, message = why, message+": "+what
+			}
+		}
+		r.setCondition(v1beta1.ConditionRunning, metav1.ConditionFalse, reason, message)
 	}
 }
+
+// startBlocker names the first replica whose pod cannot start, and why, as
+// the kubelet or the scheduler put it: a container waiting with a reason of
+// its own (ImagePullBackOff, ErrImagePull, CreateContainerConfigError, ...)
+// or a pod the scheduler found no node for. It returns "" when every pod
+// is only on its way.
+func (r *reconciler) startBlocker() (reason, message string) {
+	for _, s := range r.slots {
+		p := s.pod
+		if p == nil || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodPending {
+			continue
+		}
+		host := s.id.Hostname()
+		for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+			for _, c := range statuses {
+				if w := c.State.Waiting; w != nil && w.Reason != "" && !startingReasons[w.Reason] {
+					return w.Reason, fmt.Sprintf("replica %s: container %s: %s", host, c.Name, v1beta1.TerminationMessageTail(w.Reason+": "+w.Message))
+				}
+			}
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				return c.Reason, fmt.Sprintf("replica %s: %s", host, v1beta1.TerminationMessageTail(c.Message))
+			}
+		}
+	}
+	return "", ""
+}
+
+// startingReasons are the waiting reasons of containers on their way.
+var startingReasons = map[string]bool{"ContainerCreating": true, "PodInitializing": true}
 
 func runningMessage(p v1beta1.JobPhase) string {
 	switch p {
@@ -114,20 +152,29 @@ func (r *reconciler) replicaStatus(s *slot) v1beta1.ReplicaStatus {
 		RestartAt:    s.restartAt,
 		RestartCount: s.restartCount,
 	}
+	var prev []v1beta1.ContainerStatus
+	if s.prev != nil {
+		prev = s.prev.Containers
+	}
 	switch {
 	case s.pod != nil:
 		rs.UID = s.pod.UID
-		rs.Containers = containerStatuses(s.pod)
+		rs.Containers = containerStatuses(s.pod, prev)
 	case s.phase != v1beta1.ReplicaCreating && s.prev != nil && s.prev.UID != "":
 		// The pod is gone: keep what it last reported, exit codes included.
 		rs.UID = s.prev.UID
 		rs.Containers = s.prev.Containers
+	default:
+		// Waiting for its next pod: how its containers last ended stays.
+		rs.Containers = lastTerminations(prev)
 	}
 	return rs
 }
 
-// containerStatuses reports a pod's containers in the order of its spec.
-func containerStatuses(p *corev1.Pod) []v1beta1.ContainerStatus {
+// containerStatuses reports a pod's containers in the order of its spec:
+// each one's state and the kubelet's reason for it, and how it last ended,
+// in this pod or, while this one has not ended, as prev recorded it.
+func containerStatuses(p *corev1.Pod, prev []v1beta1.ContainerStatus) []v1beta1.ContainerStatus {
 	out := make([]v1beta1.ContainerStatus, 0, len(p.Spec.Containers))
 	for _, c := range p.Spec.Containers {
 		cs := v1beta1.ContainerStatus{Name: c.Name, State: "Waiting"}
@@ -137,12 +184,47 @@ func containerStatuses(p *corev1.Pod) []v1beta1.ContainerStatus {
 			}
 			switch {
 			case s.State.Terminated != nil:
-				cs.State, cs.ExitCode = "Terminated", s.State.Terminated.ExitCode
+				t := s.State.Terminated
+				cs.State, cs.ExitCode, cs.Reason = "Terminated", t.ExitCode, t.Reason
+				cs.LastTermination = &v1beta1.ContainerTermination{
+					ExitCode: t.ExitCode, Signal: t.Signal, Reason: t.Reason,
+					Message: v1beta1.TerminationMessageTail(t.Message),
+				}
+				if !t.FinishedAt.IsZero() {
+					cs.LastTermination.FinishedAt = t.FinishedAt.DeepCopy()
+				}
 			case s.State.Running != nil:
 				cs.State = "Running"
+			case s.State.Waiting != nil:
+				cs.Reason = s.State.Waiting.Reason
 			}
 		}
+		if cs.LastTermination == nil {
+			cs.LastTermination = lastTermination(prev, c.Name)
+		}
 		out = append(out, cs)
+	}
+	return out
+}
+
+// lastTermination is how the named container last ended, as recorded.
+func lastTermination(recorded []v1beta1.ContainerStatus, name string) *v1beta1.ContainerTermination {
+	for i := range recorded {
+		if recorded[i].Name == name && recorded[i].LastTermination != nil {
+			return recorded[i].LastTermination.DeepCopy()
+		}
+	}
+	return nil
+}
+
+// lastTerminations keeps of recorded containers only how they last ended,
+// for a replica that has no pod now.
+func lastTerminations(recorded []v1beta1.ContainerStatus) []v1beta1.ContainerStatus {
+	var out []v1beta1.ContainerStatus
+	for _, c := range recorded {
+		if c.LastTermination != nil {
+			out = append(out, v1beta1.ContainerStatus{Name: c.Name, LastTermination: c.LastTermination.DeepCopy()})
+		}
 	}
 	return out
 }

@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -470,4 +471,129 @@ spec:
 	}
 	waitSucceeded(f, second)
 	checkOnRealNode(t, f.Pods(second))
+}
+
+// TestRealNodeTerminationReasons: how a real container ended reaches the
+// job: the kernel's OOM kill of a container over its memory limit, and a
+// program's exit with the end of its log as termination message
+// (FallbackToLogsOnError). The Failed condition and kubectl training status
+// name it, and the status keeps it after the pod is deleted.
+func TestRealNodeTerminationReasons(t *testing.T) {
+	f := onRealNode(t, "real-ends")
+	job := func(name, memory, policy, command string) string {
+		return fmt.Sprintf(`
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: %s
+spec:
+  replicaSpecs:
+  - type: master
+    replicas: 1
+    restartPolicy: Never
+    template:
+      spec:
+        containers:
+        - name: pytorch
+          image: localhost/tensorstack/training:v1
+          command: ["sh", "-c", %q]
+          terminationMessagePolicy: %s
+          resources:
+            requests: {cpu: 50m, memory: %s}
+            limits: {memory: %s}
+`, name, command, policy, memory, memory)
+	}
+	applyManifest(f, job("oom", "48Mi", "File", `python3 -c "b = b'x' * (200 * 1024 * 1024); print(len(b))"`))
+	applyManifest(f, job("nan", "64Mi", "FallbackToLogsOnError", `echo loading data; echo "loss is NaN at step 7" >&2; exit 3`))
+
+	for _, tc := range []struct {
+		name, summary, message string
+		code                   int32
+	}{
+		{"oom", "master-0 OOMKilled (exit 137)", "", 137},
+		{"nan", "master-0 Error (exit 3): loading data loss is NaN at step 7", "loss is NaN at step 7", 3},
+	} {
+		ref := f.Ref(framework.KindPyTorch, tc.name)
+		job := f.WaitForPhase(ref, v1beta1.JobFailed)
+		failed := framework.Condition(job, v1beta1.ConditionFailed)
+		if failed == nil || !strings.Contains(failed.Message, tc.summary) {
+			t.Errorf("%s: Failed condition %+v, want its message to say %q", tc.name, failed, tc.summary)
+		}
+		pods := f.Pods(ref)
+		if len(pods) != 1 {
+			t.Fatalf("%s: %d pods, want 1", tc.name, len(pods))
+		}
+		checkOnRealNode(t, pods)
+		// The record outlives the pod.
+		f.MustKubectl("delete", "pod", pods[0].Name, "--wait=true")
+		f.WaitForPods(ref, "the pod gone", framework.Timeout, func(pods []corev1.Pod) (bool, error) { return len(pods) == 0, nil })
+		job = f.MustGetJob(ref)
+		replicas := job.JobStatus().Tasks[0].ReplicaStatus
+		if len(replicas) != 1 || len(replicas[0].Containers) != 1 || replicas[0].Containers[0].LastTermination == nil {
+			t.Fatalf("%s: replicas %+v after the pod was deleted, want how its container ended", tc.name, replicas)
+		}
+		last := replicas[0].Containers[0].LastTermination
+		wantReason := map[int32]string{137: "OOMKilled", 3: "Error"}[tc.code]
+		if last.ExitCode != tc.code || last.Reason != wantReason || !strings.Contains(last.Message, tc.message) || last.FinishedAt == nil {
+			t.Errorf("%s: recorded termination %+v, want %s with exit %d and a message with %q", tc.name, last, wantReason, tc.code, tc.message)
+		}
+		r := f.KubectlTraining("status", ref.KubectlName())
+		if r.Err != nil || !strings.Contains(r.Stdout, wantReason+" (exit "+strconv.Itoa(int(tc.code))+")") {
+			t.Errorf("%s: kubectl training status does not show %s (exit %d): %s", tc.name, wantReason, tc.code, r)
+		}
+	}
+}
+
+// TestRealNodeStuckIsNotSilent: a replica whose image the node cannot pull,
+// or whose Secret is missing, makes the job say so in its Running condition
+// and in kubectl get, within seconds.
+func TestRealNodeStuckIsNotSilent(t *testing.T) {
+	f := onRealNode(t, "real-stuck")
+	job := func(name, image, env string) string {
+		return fmt.Sprintf(`
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: %s
+spec:
+  replicaSpecs:
+  - type: master
+    replicas: 1
+    template:
+      spec:
+        containers:
+        - name: pytorch
+          image: %s
+          command: ["sleep", "1"]
+          resources:
+            requests: {cpu: 50m, memory: 32Mi}
+%s
+`, name, image, env)
+	}
+	applyManifest(f, job("no-image", "localhost/tensorstack/missing:v1", ""))
+	applyManifest(f, job("no-secret", "localhost/tensorstack/training:v1", `          env:
+          - name: TOKEN
+            valueFrom:
+              secretKeyRef: {name: wandb, key: token}`))
+	for _, tc := range []struct {
+		name    string
+		reasons []string
+		detail  string
+	}{
+		{"no-image", []string{"ErrImagePull", "ImagePullBackOff"}, "localhost/tensorstack/missing:v1"},
+		{"no-secret", []string{"CreateContainerConfigError"}, `"wandb"`},
+	} {
+		ref := f.Ref(framework.KindPyTorch, tc.name)
+		f.Eventually(time.Minute, tc.name+" says why it cannot start", func(context.Context) (bool, error) {
+			running := framework.Condition(f.MustGetJob(ref), v1beta1.ConditionRunning)
+			if running == nil || !slices.Contains(tc.reasons, running.Reason) {
+				return false, nil
+			}
+			if !strings.Contains(running.Message, "replica master-0") || !strings.Contains(running.Message, tc.detail) {
+				return false, framework.Stop("Running condition %q: want it to name replica master-0 and %s", running.Message, tc.detail)
+			}
+			out := f.MustKubectl("get", "pj", tc.name)
+			return strings.Contains(out, "Pending ("+running.Reason+")"), nil
+		})
+	}
 }

@@ -592,6 +592,22 @@ type ContainerStatus struct {
 
 	// ExitCode is the container's exit code once it terminated.
 	ExitCode int32 `json:"exitCode,omitempty"`
+
+	// Reason is the kubelet's word for the container's state.
+	Reason string `json:"reason,omitempty"`
+
+	// LastTermination is how the container last ended, kept after its pod
+	// is gone.
+	LastTermination *ContainerTermination `json:"lastTermination,omitempty"`
+}
+
+// ContainerTermination is how a container ended.
+type ContainerTermination struct {
+	ExitCode   int32        `json:"exitCode"`
+	Signal     int32        `json:"signal,omitempty"`
+	Reason     string       `json:"reason,omitempty"`
+	Message    string       `json:"message,omitempty"`
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
 }
 
 // Aggregate counts a job's replicas by phase.

@@ -36,6 +36,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.AggregateApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ContainerStatus"):
 		return &batchv1beta1.ContainerStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ContainerTermination"):
+		return &batchv1beta1.ContainerTerminationApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("DebugMode"):
 		return &batchv1beta1.DebugModeApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("DependentStatus"):

@@ -339,6 +339,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		version.Info{}.OpenAPIModelName():                          schema_k8sio_apimachinery_pkg_version_Info(ref),
 		v1beta1.Aggregate{}.OpenAPIModelName():                     schema_pkg_apis_batch_v1beta1_Aggregate(ref),
 		v1beta1.ContainerStatus{}.OpenAPIModelName():               schema_pkg_apis_batch_v1beta1_ContainerStatus(ref),
+		v1beta1.ContainerTermination{}.OpenAPIModelName():          schema_pkg_apis_batch_v1beta1_ContainerTermination(ref),
 		v1beta1.DebugMode{}.OpenAPIModelName():                     schema_pkg_apis_batch_v1beta1_DebugMode(ref),
 		v1beta1.DebugRequest{}.OpenAPIModelName():                  schema_pkg_apis_batch_v1beta1_DebugRequest(ref),
 		v1beta1.DependentStatus{}.OpenAPIModelName():               schema_pkg_apis_batch_v1beta1_DependentStatus(ref),
@@ -17481,10 +17482,76 @@ func schema_pkg_apis_batch_v1beta1_ContainerStatus(ref common.ReferenceCallback)
 							Format:      "int32",
 						},
 					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is the kubelet's word for the state: for a waiting container why it does not run yet (ContainerCreating, ImagePullBackOff, CreateContainerConfigError, ...), for a terminated one how it ended (Completed, Error, OOMKilled, ...).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"lastTermination": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastTermination is how the container last ended, in the replica's current pod or, while a replacement starts, its previous one. It is kept after the pod is deleted.",
+							Ref:         ref(v1beta1.ContainerTermination{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"name"},
 			},
 		},
+		Dependencies: []string{
+			v1beta1.ContainerTermination{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_ContainerTermination(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ContainerTermination is how a container ended.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"exitCode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExitCode is the container's exit code.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"signal": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Signal is the signal that ended the container, when the runtime reports one.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is the kubelet's word for how it ended: Completed, Error, OOMKilled, ContainerCannotRun, ...",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message is the end of the container's termination message: what it wrote to its terminationMessagePath or, with terminationMessagePolicy FallbackToLogsOnError, the last lines of its log. At most 256 bytes (MaxTerminationMessageBytes), so that a large job's status stays small.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"finishedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FinishedAt is when the container ended.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"exitCode"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
 	}
 }
 

@@ -34,7 +34,7 @@ import (
 // only with -o wide.
 var tableColumns = []metav1.TableColumnDefinition{
 	{Name: "Name", Type: "string", Format: "name", Description: "Name of the job."},
-	{Name: "Phase", Type: "string", Description: "Coarse state of the job; \"Pending (WaitingForGang)\" while its pods wait for room for the whole gang, \"Pending (WaitingForAdmission)\" while it waits in a Kueue queue, \"Paused (Preempted)\" and the like once Kueue evicted it."},
+	{Name: "Phase", Type: "string", Description: "Coarse state of the job; \"Pending (WaitingForGang)\" while its pods wait for room for the whole gang, \"Pending (WaitingForAdmission)\" while it waits in a Kueue queue, \"Paused (Preempted)\" and the like once Kueue evicted it, \"Pending (ImagePullBackOff)\", \"Pending (Unschedulable)\" and the like while a replica cannot start."},
 	{Name: "Ready", Type: "string", Description: "Replicas running or succeeded, of all replicas."},
 	{Name: "Restarts", Type: "integer", Description: "Pod replacements used, counted against backoffLimit."},
 	{Name: "Age", Type: "string", Description: "Time since the job was created."},
@@ -104,6 +104,8 @@ func (c tableConvertor) row(obj runtime.Object) (metav1.TableRow, error) {
 		phase += " (" + reason + ")"
 	} else if waitingForGang(spec, status) {
 		phase += " (" + batch.ReasonWaitingForGang + ")"
+	} else if reason := startBlocker(spec, status); reason != "" {
+		phase += " (" + reason + ")"
 	}
 
 	return metav1.TableRow{
@@ -131,6 +133,23 @@ func waitingForGang(spec *batch.TrainingJobSpec, status *batch.TrainingJobStatus
 	}
 	c := meta.FindStatusCondition(status.Conditions, batch.ConditionGangScheduled)
 	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == batch.ReasonWaitingForGang && runMode(spec) != "Pause"
+}
+
+// startBlocker is why a job that has not started, or not started again,
+// cannot start, as its Running condition names it (ImagePullBackOff,
+// CreateContainerConfigError, Unschedulable, ...), or "" while its pods are
+// only on their way, whose condition carries the phase as its reason.
+func startBlocker(spec *batch.TrainingJobSpec, status *batch.TrainingJobStatus) string {
+	switch status.Phase {
+	case batch.JobPending, batch.JobResuming:
+	default:
+		return ""
+	}
+	c := meta.FindStatusCondition(status.Conditions, batch.ConditionRunning)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason == string(status.Phase) || runMode(spec) == "Pause" {
+		return ""
+	}
+	return c.Reason
 }
 
 // queuedReason is why a job waits in its Kueue queue, or "": the reason of

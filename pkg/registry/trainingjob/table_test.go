@@ -90,10 +90,22 @@ func TestTableRows(t *testing.T) {
 		Type: batch.ConditionQueued, Status: metav1.ConditionFalse, Reason: batch.ReasonAdmitted,
 	}}}
 
+	pulling := newJob("pulling", 1)
+	pulling.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+	pulling.Status = batch.TrainingJobStatus{Phase: batch.JobPending, Conditions: []metav1.Condition{{
+		Type: batch.ConditionRunning, Status: metav1.ConditionFalse, Reason: "ImagePullBackOff",
+		Message: "waiting for every replica to start: replica worker-0: container pytorch: ImagePullBackOff: ...",
+	}}}
+	starting := newJob("starting", 1)
+	starting.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+	starting.Status = batch.TrainingJobStatus{Phase: batch.JobPending, Conditions: []metav1.Condition{{
+		Type: batch.ConditionRunning, Status: metav1.ConditionFalse, Reason: string(batch.JobPending),
+	}}}
+
 	list := &batch.PyTorchTrainingJobList{
 		ListMeta: metav1.ListMeta{ResourceVersion: "42"},
 		Items: []batch.PyTorchTrainingJob{*running, *finished, *fresh, *gang, *resuming, *restarting, *placed, *pausing,
-			*queued, *preempted, *admitted},
+			*queued, *preempted, *admitted, *pulling, *starting},
 	}
 	table, err := convertor.ConvertToTable(context.Background(), list, nil)
 	if err != nil {
@@ -114,6 +126,8 @@ func TestTableRows(t *testing.T) {
 		{"queued", "Pending (WaitingForAdmission)", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
 		{"preempted", "Paused (Preempted)", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
 		{"admitted", "Pending", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
+		{"pulling", "Pending (ImagePullBackOff)", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
+		{"starting", "Pending", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
 	}
 	if len(table.Rows) != len(want) {
 		t.Fatalf("%d rows, want %d", len(table.Rows), len(want))

@@ -744,6 +744,46 @@ type ContainerStatus struct {
 	// ExitCode is the container's exit code once it terminated.
 	// +optional
 	ExitCode int32 `json:"exitCode,omitempty" protobuf:"varint,3,opt,name=exitCode"`
+
+	// Reason is the kubelet's word for the state: for a waiting container
+	// why it does not run yet (ContainerCreating, ImagePullBackOff,
+	// CreateContainerConfigError, ...), for a terminated one how it ended
+	// (Completed, Error, OOMKilled, ...).
+	// +optional
+	Reason string `json:"reason,omitempty" protobuf:"bytes,4,opt,name=reason"`
+
+	// LastTermination is how the container last ended, in the replica's
+	// current pod or, while a replacement starts, its previous one. It is
+	// kept after the pod is deleted.
+	// +optional
+	LastTermination *ContainerTermination `json:"lastTermination,omitempty" protobuf:"bytes,5,opt,name=lastTermination"`
+}
+
+// ContainerTermination is how a container ended.
+type ContainerTermination struct {
+	// ExitCode is the container's exit code.
+	ExitCode int32 `json:"exitCode" protobuf:"varint,1,opt,name=exitCode"`
+
+	// Signal is the signal that ended the container, when the runtime
+	// reports one.
+	// +optional
+	Signal int32 `json:"signal,omitempty" protobuf:"varint,2,opt,name=signal"`
+
+	// Reason is the kubelet's word for how it ended: Completed, Error,
+	// OOMKilled, ContainerCannotRun, ...
+	// +optional
+	Reason string `json:"reason,omitempty" protobuf:"bytes,3,opt,name=reason"`
+
+	// Message is the end of the container's termination message: what it
+	// wrote to its terminationMessagePath or, with terminationMessagePolicy
+	// FallbackToLogsOnError, the last lines of its log. At most 256 bytes
+	// (MaxTerminationMessageBytes), so that a large job's status stays small.
+	// +optional
+	Message string `json:"message,omitempty" protobuf:"bytes,4,opt,name=message"`
+
+	// FinishedAt is when the container ended.
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty" protobuf:"bytes,5,opt,name=finishedAt"`
 }
 
 // Aggregate counts a job's replicas by phase.

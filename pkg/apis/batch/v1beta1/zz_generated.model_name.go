@@ -32,6 +32,11 @@ func (in ContainerStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ContainerTermination) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ContainerTermination"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in DebugMode) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.DebugMode"
 }

@@ -76,13 +76,38 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: exitCode
       type:
         scalar: numeric
+    - name: lastTermination
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.ContainerTermination
     - name: name
       type:
         scalar: string
       default: ""
+    - name: reason
+      type:
+        scalar: string
     - name: state
       type:
         scalar: string
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.ContainerTermination
+  map:
+    fields:
+    - name: exitCode
+      type:
+        scalar: numeric
+      default: 0
+    - name: finishedAt
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: message
+      type:
+        scalar: string
+    - name: reason
+      type:
+        scalar: string
+    - name: signal
+      type:
+        scalar: numeric
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.DebugMode
   map:
     fields:

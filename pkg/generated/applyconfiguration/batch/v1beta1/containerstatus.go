@@ -29,6 +29,15 @@ type ContainerStatusApplyConfiguration struct {
 	State *string `json:"state,omitempty"`
 	// ExitCode is the container's exit code once it terminated.
 	ExitCode *int32 `json:"exitCode,omitempty"`
+	// Reason is the kubelet's word for the state: for a waiting container
+	// why it does not run yet (ContainerCreating, ImagePullBackOff,
+	// CreateContainerConfigError, ...), for a terminated one how it ended
+	// (Completed, Error, OOMKilled, ...).
+	Reason *string `json:"reason,omitempty"`
+	// LastTermination is how the container last ended, in the replica's
+	// current pod or, while a replacement starts, its previous one. It is
+	// kept after the pod is deleted.
+	LastTermination *ContainerTerminationApplyConfiguration `json:"lastTermination,omitempty"`
 }
 
 // ContainerStatusApplyConfiguration constructs a declarative configuration of the ContainerStatus type for use with
@@ -58,5 +67,21 @@ func (b *ContainerStatusApplyConfiguration) WithState(value string) *ContainerSt
 // If called multiple times, the ExitCode field is set to the value of the last call.
 func (b *ContainerStatusApplyConfiguration) WithExitCode(value int32) *ContainerStatusApplyConfiguration {
 	b.ExitCode = &value
+	return b
+}
+
+// WithReason sets the Reason field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Reason field is set to the value of the last call.
+func (b *ContainerStatusApplyConfiguration) WithReason(value string) *ContainerStatusApplyConfiguration {
+	b.Reason = &value
+	return b
+}
+
+// WithLastTermination sets the LastTermination field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastTermination field is set to the value of the last call.
+func (b *ContainerStatusApplyConfiguration) WithLastTermination(value *ContainerTerminationApplyConfiguration) *ContainerStatusApplyConfiguration {
+	b.LastTermination = value
 	return b
 }
