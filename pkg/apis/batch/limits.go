@@ -96,6 +96,16 @@ const (
 	// status entry: the controller writes short CamelCase words (BackOff),
 	// and a job at the replica cap carries a thousand of them.
 	MaxReplicaStatusReasonLength = 32
+
+	// MaxContainerReasonLength is the longest reason of a container's state
+	// in a replica's status: the kubelet's CamelCase words, such as
+	// CreateContainerConfigError or OOMKilled.
+	MaxContainerReasonLength = 128
+
+	// MaxTerminationMessageBytes is the longest termination message a
+	// replica's status keeps of a container: its end. At the replica cap a
+	// thousand of them take a quarter of a stored job's limit.
+	MaxTerminationMessageBytes = 256
 )
 
 // TotalReplicas is the number of replicas the specs ask for, an unset count

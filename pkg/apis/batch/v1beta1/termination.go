@@ -20,11 +20,13 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"tensorstack.dev/training/pkg/apis/batch"
 )
 
-// MaxTerminationMessageBytes bounds ContainerTermination.Message: with a
-// thousand replicas, their messages stay a fraction of the object limit.
-const MaxTerminationMessageBytes = 256
+// MaxTerminationMessageBytes bounds ContainerTermination.Message; the
+// server refuses a status with a longer one.
+const MaxTerminationMessageBytes = batch.MaxTerminationMessageBytes
 
 // TerminationMessageTail returns the end of a termination message that
 // fits MaxTerminationMessageBytes, cut at a character boundary, with

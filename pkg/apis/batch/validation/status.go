@@ -143,6 +143,28 @@ func validateTasks(tasks []batch.TaskStatus, fldPath *field.Path) field.ErrorLis
 			if len(replica.Reason) > batch.MaxReplicaStatusReasonLength {
 				allErrs = append(allErrs, field.TooLong(replicaPath.Child("reason"), "", batch.MaxReplicaStatusReasonLength))
 			}
+			allErrs = append(allErrs, validateContainerStatuses(replica.Containers, replicaPath.Child("containers"))...)
+		}
+	}
+	return allErrs
+}
+
+// validateContainerStatuses keeps what a replica's status says of its
+// containers as small as the controller writes it.
+func validateContainerStatuses(containers []batch.ContainerStatus, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for i, c := range containers {
+		path := fldPath.Index(i)
+		if len(c.Reason) > batch.MaxContainerReasonLength {
+			allErrs = append(allErrs, field.TooLong(path.Child("reason"), "", batch.MaxContainerReasonLength))
+		}
+		if t := c.LastTermination; t != nil {
+			if len(t.Reason) > batch.MaxContainerReasonLength {
+				allErrs = append(allErrs, field.TooLong(path.Child("lastTermination", "reason"), "", batch.MaxContainerReasonLength))
+			}
+			if len(t.Message) > batch.MaxTerminationMessageBytes {
+				allErrs = append(allErrs, field.TooLong(path.Child("lastTermination", "message"), "", batch.MaxTerminationMessageBytes))
+			}
 		}
 	}
 	return allErrs

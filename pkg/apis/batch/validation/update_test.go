@@ -221,6 +221,21 @@ func TestStatusUpdate(t *testing.T) {
 		{"replica reason too long", tfJob(), withStatus(func(s *batch.TrainingJobStatus) {
 			s.Tasks[0].ReplicaStatus[1].Reason = strings.Repeat("R", batch.MaxReplicaStatusReasonLength+1)
 		}), []wantErr{tooLong("status.tasks[0].replicaStatus[1].reason")}},
+		{"how a container ended, within its bounds", tfJob(), withStatus(func(s *batch.TrainingJobStatus) {
+			s.Tasks[0].ReplicaStatus[1].Containers = []batch.ContainerStatus{{Name: "tensorflow", State: "Terminated", ExitCode: 137,
+				Reason: "OOMKilled", LastTermination: &batch.ContainerTermination{ExitCode: 137, Reason: "OOMKilled",
+					Message: strings.Repeat("m", batch.MaxTerminationMessageBytes)}}}
+		}), nil},
+		{"container reasons and termination message too long", tfJob(), withStatus(func(s *batch.TrainingJobStatus) {
+			s.Tasks[0].ReplicaStatus[1].Containers = []batch.ContainerStatus{{Name: "tensorflow",
+				Reason: strings.Repeat("R", batch.MaxContainerReasonLength+1),
+				LastTermination: &batch.ContainerTermination{Reason: strings.Repeat("R", batch.MaxContainerReasonLength+1),
+					Message: strings.Repeat("m", batch.MaxTerminationMessageBytes+1)}}}
+		}), []wantErr{
+			tooLong("status.tasks[0].replicaStatus[1].containers[0].reason"),
+			tooLong("status.tasks[0].replicaStatus[1].containers[0].lastTermination.reason"),
+			tooLong("status.tasks[0].replicaStatus[1].containers[0].lastTermination.message"),
+		}},
 		{"task type missing", tfJob(), withStatus(func(s *batch.TrainingJobStatus) { s.Tasks[0].Type = "" }),
 			[]wantErr{required("status.tasks[0].type")}},
 		{"task twice", tfJob(), withStatus(func(s *batch.TrainingJobStatus) { s.Tasks = append(s.Tasks, s.Tasks[0]) }),
