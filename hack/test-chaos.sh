@@ -19,6 +19,9 @@ set -euo pipefail
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=hack/lib/common.sh
 source "${HACK_DIR}/lib/common.sh"
+# The suite's jobs run on kwok nodes; the real node has no part in it
+# (set before local.sh, which defaults it to 1).
+export LOCAL_REAL_NODE="${LOCAL_REAL_NODE:-0}"
 # shellcheck source=hack/lib/local.sh
 source "${HACK_DIR}/lib/local.sh"
 
@@ -126,8 +129,6 @@ rules:
 - level: None
 EOF
 CHAOS_AUDIT_LOG="${LOCAL_LOG_DIR}/kube-apiserver-audit.log"
-# The suite's jobs run on kwok nodes; the real node has no part in it.
-export LOCAL_REAL_NODE="${LOCAL_REAL_NODE:-0}"
 export LOCAL_APISERVER_EXTRA_ARGS="--audit-policy-file=${CHAOS_DIR}/audit-policy.yaml --audit-log-path=${CHAOS_AUDIT_LOG} --audit-log-format=json ${LOCAL_APISERVER_EXTRA_ARGS:-}"
 export LOCAL_TRAINING_APISERVER_EXTRA_ARGS="--etcd-servers=${CHAOS_TRAINING_ETCD_URL} ${LOCAL_TRAINING_APISERVER_EXTRA_ARGS:-}"
 "${HACK_DIR}/local-up.sh"

@@ -597,3 +597,58 @@ spec:
 		})
 	}
 }
+
+// TestRealNodeReachesKubernetesService: a pod reaches kube-apiserver the way
+// in-cluster clients do: kubernetes.default.svc resolves through CoreDNS, its
+// ClusterIP leads through kube-proxy's rules to kube-apiserver, whose
+// certificate the pod's service-account CA verifies, and the pod's projected
+// token authenticates it.
+func TestRealNodeReachesKubernetesService(t *testing.T) {
+	f := onRealNode(t, "real-svc")
+	applyManifest(f, `
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: in-cluster
+spec:
+  replicaSpecs:
+  - type: master
+    replicas: 1
+    restartPolicy: Never
+    template:
+      spec:
+        containers:
+        - name: pytorch
+          image: localhost/tensorstack/training:v1
+          command:
+          - python3
+          - -c
+          - |
+            import json, os, ssl, urllib.request
+            sa = "/var/run/secrets/kubernetes.io/serviceaccount"
+            token = open(sa + "/token").read()
+            ns = open(sa + "/namespace").read()
+            ctx = ssl.create_default_context(cafile=sa + "/ca.crt")
+            req = urllib.request.Request("https://kubernetes.default.svc/api/v1/namespaces/" + ns + "/pods",
+                                         headers={"Authorization": "Bearer " + token})
+            try:
+                urllib.request.urlopen(req, context=ctx, timeout=10)
+                print("listed pods")
+            except urllib.error.HTTPError as err:
+                # The job's service account may not list pods: a 403 from
+                # kube-apiserver still proves the way there and the identity.
+                body = json.loads(err.read())
+                print("kube-apiserver answered", err.code, body.get("message"))
+          resources:
+            requests: {cpu: 50m, memory: 64Mi}
+`)
+	ref := f.Ref(framework.KindPyTorch, "in-cluster")
+	waitSucceeded(f, ref)
+	pods := f.Pods(ref)
+	checkOnRealNode(t, pods)
+	out := podLog(f, pods[0].Name)
+	want := fmt.Sprintf(`kube-apiserver answered 403 User "system:serviceaccount:%s:default" cannot list resource "pods"`, f.Namespace)
+	if !strings.Contains(out, want) && !strings.Contains(out, "listed pods") {
+		t.Errorf("the pod's request to https://kubernetes.default.svc: %q, want kube-apiserver's answer to its service account (%q)", out, want)
+	}
+}
