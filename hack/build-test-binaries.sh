@@ -22,6 +22,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 # shellcheck source=hack/lib/build.sh
 source "${REPO_ROOT}/hack/lib/build.sh"
+# shellcheck source=hack/lib/local.sh
+source "${REPO_ROOT}/hack/lib/local.sh"
 
 command -v go >/dev/null 2>&1 || die "go is not on PATH"
 mkdir -p "${BIN_DIR}"
@@ -32,10 +34,8 @@ export GOFLAGS="${GOFLAGS:+${GOFLAGS} }-mod=mod"
 export CGO_ENABLED="${CGO_ENABLED:-0}"
 
 build_total=7
-scheduler_plugins_enabled_here() { [[ "${LOCAL_SCHEDULER_PLUGINS:-1}" != "0" ]]; }
-kueue_enabled_here() { [[ "${LOCAL_KUEUE:-1}" != "0" ]]; }
-scheduler_plugins_enabled_here && build_total=$((build_total + 1))
-kueue_enabled_here && build_total=$((build_total + 1))
+scheduler_plugins_enabled && build_total=$((build_total + 1))
+kueue_enabled && build_total=$((build_total + 1))
 log "building test binaries into ${BIN_DIR#"${REPO_ROOT}/"} (kubernetes ${KUBE_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}, scheduler-plugins ${SCHEDULER_PLUGINS_VERSION}, kueue ${KUEUE_VERSION})"
 
 build_one etcd "${ETCD_VERSION}" "${TOOLS_DIR}/etcd" go.etcd.io/etcd/server/v3
@@ -46,7 +46,7 @@ for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
   build_one "${cmd}" "${KUBE_VERSION}" "${TOOLS_DIR}/kube" "k8s.io/kubernetes/cmd/${cmd}" "${ldflags}"
 done
 # scheduler-plugins' own release builds set only this version variable.
-if ! scheduler_plugins_enabled_here; then
+if ! scheduler_plugins_enabled; then
   log "kube-scheduler-plugins: not built (LOCAL_SCHEDULER_PLUGINS=0)"
 else
   build_one kube-scheduler-plugins "${SCHEDULER_PLUGINS_VERSION}" "${TOOLS_DIR}/scheduler-plugins" \
@@ -54,7 +54,7 @@ else
 fi
 # Kueue's release builds set GitVersion, GitCommit and BuildDate; the commit is
 # not known from the module, so it keeps its placeholder.
-if ! kueue_enabled_here; then
+if ! kueue_enabled; then
   log "kueue: not built (LOCAL_KUEUE=0)"
 else
   build_one kueue "${KUEUE_VERSION}" "${TOOLS_DIR}/kueue" sigs.k8s.io/kueue/cmd/kueue \

@@ -42,8 +42,6 @@ NODE_TAINT="tensorstack.dev/real-node"
 NODE_LABEL="tensorstack.dev/node"
 # Machine-wide sysctls the kubelet sets at every start; saved and restored.
 NODE_SYSCTLS=(vm.overcommit_memory kernel.panic kernel.panic_on_oops)
-# The components, in start order, each a binary of BIN_DIR.
-NODE_COMPONENTS=(nodeproxy containerd kubelet kube-proxy coredns)
 
 real_node_enabled() {
   [[ "${LOCAL_REAL_NODE}" != "0" ]]
@@ -92,9 +90,17 @@ node_binaries_missing() {
   [[ -f "${TRAINING_ARCHIVE}" ]] || echo "${TRAINING_ARCHIVE#"${REPO_ROOT}/"}"
 }
 
+# node_nsenter COMMAND...: the command line that runs COMMAND in the node's
+# network and mount namespaces, in the global array NSENTER.
+node_nsenter() {
+  NSENTER=(nsenter --net="/run/netns/${NODE_NETNS}" --mount="/proc/$(cat "${LOCAL_PID_DIR}/node-holder.pid")/ns/mnt" -- "$@")
+}
+
 # in_node COMMAND...: runs a command in the node's network and mount namespaces.
 in_node() {
-  nsenter --net="/run/netns/${NODE_NETNS}" --mount="/proc/$(cat "${LOCAL_PID_DIR}/node-holder.pid")/ns/mnt" -- "$@"
+  local NSENTER
+  node_nsenter "$@"
+  "${NSENTER[@]}"
 }
 
 node_pid_file() {
@@ -111,12 +117,11 @@ node_start() {
     printf '%q ' "$@"
     printf '\n'
   } >>"${log}"
-  if [[ "${name}" == nodeproxy ]]; then
-    setsid "$@" </dev/null >>"${log}" 2>&1 3>&- &
-  else
-    setsid nsenter --net="/run/netns/${NODE_NETNS}" --mount="/proc/$(cat "${LOCAL_PID_DIR}/node-holder.pid")/ns/mnt" -- \
-      "$@" </dev/null >>"${log}" 2>&1 3>&- &
+  local NSENTER=("$@")
+  if [[ "${name}" != nodeproxy ]]; then
+    node_nsenter "$@"
   fi
+  setsid "${NSENTER[@]}" </dev/null >>"${log}" 2>&1 3>&- &
   pid=$!
   echo "${pid}" >"$(node_pid_file "${name}")"
   log "started ${name} (pid ${pid}, log ${log#"${REPO_ROOT}/"})"
@@ -410,6 +415,8 @@ node_up() {
   local start=${SECONDS}
   log "starting the real node ${NODE_NAME}"
   sed -e "s|@NODE_IP@|${NODE_IP}|g" -e "s|@APISERVER_PORT@|${LOCAL_APISERVER_PORT}|g" \
+    -e "s|@IMAGE_PREFIX@|${REAL_NODE_IMAGE_PREFIX}|g" -e "s|@NODE_TAINT@|${NODE_TAINT}|g" \
+    -e "s|@NODE_LABEL_KEY@|${NODE_LABEL}|g" -e "s|@NODE_LABEL_KEY_PATCH@|${NODE_LABEL//\//~1}|g" \
     "${LOCAL_HACK_DIR}/real-node.yaml" | kubectl_local apply -f - >/dev/null
   node_start containerd "${BIN_DIR}/containerd" --config "${NODE_DIR}/config/containerd.toml"
   node_wait containerd "containerd on ${NODE_SOCKET#"${REPO_ROOT}/"}" \
@@ -466,6 +473,16 @@ node_processes() {
   fi
 }
 
+# node_stop NAME stops a node component from its pid file; it fails when
+# none ran.
+node_stop() {
+  local name="$1" pid
+  pid="$(cat "$(node_pid_file "${name}")" 2>/dev/null || true)"
+  pid_alive "${pid}" || return 1
+  log "stopping ${name} (pid ${pid})"
+  stop_pid "${name}" "${pid}" 10
+}
+
 # node_down stops the real node and removes what it made on the host:
 # processes, the namespaces (with their mounts, links and iptables rules),
 # the cgroups; and puts back the sysctls the kubelet changed. Safe to run
@@ -473,24 +490,14 @@ node_processes() {
 node_down() {
   local name pid any=0 line
   for name in kubelet kube-proxy coredns; do
-    pid="$(cat "$(node_pid_file "${name}")" 2>/dev/null || true)"
-    if pid_alive "${pid}"; then
-      log "stopping ${name} (pid ${pid})"
-      stop_pid "${name}" "${pid}" 10
-      any=1
-    fi
+    node_stop "${name}" && any=1
   done
   if [[ -d /sys/fs/cgroup/memory/"${NODE_CGROUP}" ]]; then
     any=1
     node_kill_cgroup_tasks
   fi
   for name in containerd nodeproxy; do
-    pid="$(cat "$(node_pid_file "${name}")" 2>/dev/null || true)"
-    if pid_alive "${pid}"; then
-      log "stopping ${name} (pid ${pid})"
-      stop_pid "${name}" "${pid}" 10
-      any=1
-    fi
+    node_stop "${name}" && any=1
   done
   for pid in $(node_processes); do
     kill -KILL "${pid}" 2>/dev/null || true

@@ -127,9 +127,7 @@ func (r *reconciler) failedExit(p *corev1.Pod, verb string) *replicaExit {
 	code, known := exitCode(r.kind, p)
 	how := verb
 	if t := failedTermination(r.kind, p); t != nil {
-		how = (&v1beta1.ContainerTermination{
-			ExitCode: t.ExitCode, Signal: t.Signal, Reason: t.Reason, Message: v1beta1.TerminationMessageTail(t.Message),
-		}).Summary()
+		how = terminationOf(t).Summary()
 	} else if known {
 		how = fmt.Sprintf("%s with exit code %d", verb, code)
 	}

@@ -186,13 +186,7 @@ func containerStatuses(p *corev1.Pod, prev []v1beta1.ContainerStatus) []v1beta1.
 			case s.State.Terminated != nil:
 				t := s.State.Terminated
 				cs.State, cs.ExitCode, cs.Reason = "Terminated", t.ExitCode, t.Reason
-				cs.LastTermination = &v1beta1.ContainerTermination{
-					ExitCode: t.ExitCode, Signal: t.Signal, Reason: t.Reason,
-					Message: v1beta1.TerminationMessageTail(t.Message),
-				}
-				if !t.FinishedAt.IsZero() {
-					cs.LastTermination.FinishedAt = t.FinishedAt.DeepCopy()
-				}
+				cs.LastTermination = terminationOf(t)
 			case s.State.Running != nil:
 				cs.State = "Running"
 			case s.State.Waiting != nil:
@@ -203,6 +197,18 @@ func containerStatuses(p *corev1.Pod, prev []v1beta1.ContainerStatus) []v1beta1.
 			cs.LastTermination = lastTermination(prev, c.Name)
 		}
 		out = append(out, cs)
+	}
+	return out
+}
+
+// terminationOf is what a replica's status keeps of a container's end: the
+// kubelet's report with the end of its message.
+func terminationOf(t *corev1.ContainerStateTerminated) *v1beta1.ContainerTermination {
+	out := &v1beta1.ContainerTermination{
+		ExitCode: t.ExitCode, Signal: t.Signal, Reason: t.Reason, Message: v1beta1.TerminationMessageTail(t.Message),
+	}
+	if !t.FinishedAt.IsZero() {
+		out.FinishedAt = t.FinishedAt.DeepCopy()
 	}
 	return out
 }
