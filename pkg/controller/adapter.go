@@ -54,6 +54,9 @@ type Adapter interface {
 	Entrypoint(t *Topology, r ReplicaID, c *corev1.Container)
 	// Succeeded applies the kind's success rule to the replicas' phases.
 	Succeeded(t *Topology, phases ReplicaPhases) bool
+	// Leaders are the replicas the others wait for under the InOrder
+	// startup policy.
+	Leaders(t *Topology) []ReplicaID
 	// GangMember says whether the replicas of a type belong to the job's
 	// gang, the replicas that must run at the same time for training to
 	// make progress, and are thus placed all or nothing.

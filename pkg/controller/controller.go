@@ -104,7 +104,10 @@ type Controller struct {
 	podIndexer        cache.Indexer
 	serviceIndexer    cache.Indexer
 	deploymentIndexer cache.Indexer
-	synced            []cache.InformerSynced
+	// mountFailures explains pods stuck on a volume; the controller runs
+	// its informer itself (Run).
+	mountFailures *mountFailures
+	synced        []cache.InformerSynced
 	// gang keeps the group objects of jobs that ask for gang scheduling;
 	// nil without a gang scheduler.
 	gang gangBackend
@@ -238,8 +241,16 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, jobClient version
 		return nil, fmt.Errorf("watching deployments: %w", err)
 	}
 	c.deploymentIndexer = deployments.Informer().GetIndexer()
+	mounts, err := newMountFailures(kubeClient)
+	if err != nil {
+		return nil, fmt.Errorf("watching mount failures: %w", err)
+	}
+	c.mountFailures = mounts
+	if err := c.mountFailures.onChange(logger, c.enqueueStuckPod); err != nil {
+		return nil, fmt.Errorf("watching mount failures: %w", err)
+	}
 	c.synced = append(c.synced, pods.Informer().HasSynced, services.Informer().HasSynced,
-		deployments.Informer().HasSynced)
+		deployments.Informer().HasSynced, c.mountFailures.informer.HasSynced)
 	if err := c.setUpGang(logger, kubeInformers, opts); err != nil {
 		return nil, err
 	}
@@ -270,6 +281,8 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.kubeClient.CoreV1().Events("")})
 		defer c.broadcaster.Shutdown()
 	}
+
+	go c.mountFailures.informer.RunWithContext(ctx)
 
 	workers = max(workers, 1)
 	logger.Info("Starting controller", "controller", ControllerName, "workers", workers,
@@ -553,6 +566,18 @@ func (c *Controller) deletePod(logger klog.Logger, obj any) {
 		c.expectations.DeletionObserved(key.String(), pod.Name)
 		logger.V(4).Info("Pod deleted", "pod", klog.KObj(pod), "job", key)
 		c.enqueuePodChange(key, true)
+	}
+}
+
+// enqueueStuckPod queues the job of a pod the kubelet reported a problem
+// with that the pod's status does not show.
+func (c *Controller) enqueueStuckPod(namespace, name string) {
+	obj, ok, err := c.podIndexer.GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return
+	}
+	if key, ok := c.ownerKey(obj.(*corev1.Pod)); ok {
+		c.enqueuePodChange(key, false)
 	}
 }
 

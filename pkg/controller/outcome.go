@@ -54,7 +54,7 @@ func (r *reconciler) planActive() {
 		r.observe(s, debug)
 	}
 
-	// Outcome rules, in order: success, deadline, failures.
+	// Outcome rules, in order: success, deadline, failures, start timeout.
 	if !debug && r.topo.Total > 0 && r.succeeded() {
 		r.finish(v1beta1.JobSucceeded, ReasonSucceeded, "the job succeeded")
 		return
@@ -77,6 +77,11 @@ func (r *reconciler) planActive() {
 			r.finish(v1beta1.JobFailed, reason, message)
 			return
 		}
+	}
+	if reason, message := r.startTimedOut(); reason != "" {
+		r.failure = message
+		r.finish(v1beta1.JobFailed, reason, message)
+		return
 	}
 
 	started := r.topo.Total > 0

@@ -200,6 +200,9 @@ func (r *reconciler) newPod(s *slot) (*corev1.Pod, error) {
 			}
 		}
 		r.kind.Entrypoint(r.topo, s.id, c)
+		if r.inOrder() && !r.isLeader(s.id) {
+			addStartupGate(pod, c, r.gatesOpen)
+		}
 	}
 
 	env, err := r.replicaEnv()(s.id)
@@ -260,6 +263,9 @@ func (r *reconciler) execute(ctx context.Context) error {
 		}
 	}
 
+	if err := r.openStartupGates(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	if len(r.creates) == 0 {
 		return errors.Join(errs...)
 	}

@@ -71,6 +71,15 @@ func (pyTorchAdapter) master(t *Topology) (ReplicaID, int32) {
 	return ReplicaID{}, v1beta1.PyTorchDefaultPort
 }
 
+// Leaders: the master, which hosts the rendezvous every other rank joins.
+func (a pyTorchAdapter) Leaders(t *Topology) []ReplicaID {
+	if t.Total == 0 {
+		return nil
+	}
+	m, _ := a.master(t)
+	return []ReplicaID{m}
+}
+
 func torchrun(t *Topology) *v1beta1.TorchrunConfig {
 	if job, ok := t.Job.(*v1beta1.PyTorchTrainingJob); ok {
 		if tc := job.Spec.TorchrunConfig; tc != nil && tc.Enabled {

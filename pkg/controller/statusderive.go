@@ -17,7 +17,6 @@ limitations under the License.
 package controller
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
@@ -96,37 +95,6 @@ func (r *reconciler) fillStatus() {
 		r.setCondition(v1beta1.ConditionRunning, metav1.ConditionFalse, reason, message)
 	}
 }
-
-// startBlocker names the first replica whose pod cannot start, and why, as
-// the kubelet or the scheduler put it: a container waiting with a reason of
-// its own (ImagePullBackOff, ErrImagePull, CreateContainerConfigError, ...)
-// or a pod the scheduler found no node for. It returns "" when every pod
-// is only on its way.
-func (r *reconciler) startBlocker() (reason, message string) {
-	for _, s := range r.slots {
-		p := s.pod
-		if p == nil || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodPending {
-			continue
-		}
-		host := s.id.Hostname()
-		for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
-			for _, c := range statuses {
-				if w := c.State.Waiting; w != nil && w.Reason != "" && !startingReasons[w.Reason] {
-					return w.Reason, fmt.Sprintf("replica %s: container %s: %s", host, c.Name, v1beta1.TerminationMessageTail(w.Reason+": "+w.Message))
-				}
-			}
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-				return c.Reason, fmt.Sprintf("replica %s: %s", host, v1beta1.TerminationMessageTail(c.Message))
-			}
-		}
-	}
-	return "", ""
-}
-
-// startingReasons are the waiting reasons of containers on their way.
-var startingReasons = map[string]bool{"ContainerCreating": true, "PodInitializing": true}
 
 func runningMessage(p v1beta1.JobPhase) string {
 	switch p {

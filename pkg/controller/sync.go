@@ -138,8 +138,12 @@ type reconciler struct {
 	restartingJob bool                          // a RestartJob decided now
 	failure       string                        // a replica failure seen now, for ReplicaFailure
 
-	creates   []*slot
-	deletes   []deletion
+	creates []*slot
+	deletes []deletion
+	// opens are waiting pods to release (startorder.go); gatesOpen says
+	// whether pods created now start released.
+	opens     []*corev1.Pod
+	gatesOpen bool
 	events    []pendingEvent
 	requeue   time.Duration
 	deleteJob bool
@@ -255,6 +259,7 @@ func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
 		r.planFinished()
 	} else {
 		r.planActive()
+		r.planStartupGates()
 	}
 	r.fillStatus()
 	r.planGang()

@@ -108,6 +108,20 @@ func (tensorFlowAdapter) GangMember(t v1beta1.ReplicaType) bool {
 	return t != v1beta1.ReplicaTypeEvaluator
 }
 
+// Leaders: the chief and every parameter server, which the workers contact
+// as soon as they start (batch.TensorFlowLeaderTypes).
+func (tensorFlowAdapter) Leaders(t *Topology) []ReplicaID {
+	var out []ReplicaID
+	for _, typ := range batch.TensorFlowLeaderTypes() {
+		if g := t.Group(v1beta1.ReplicaType(typ)); g != nil {
+			for i := range g.Replicas {
+				out = append(out, ReplicaID{Type: g.Type, Index: i})
+			}
+		}
+	}
+	return out
+}
+
 // Succeeded: the chief decides when there is one, else worker 0. PS and
 // evaluator replicas never decide.
 func (tensorFlowAdapter) Succeeded(t *Topology, phases ReplicaPhases) bool {

@@ -101,6 +101,12 @@ func TensorFlowPortNames() []string { return []string{"tensorflow", "tfjob-port"
 // Kubeflow's. Without such a port the replicas use PyTorchDefaultPort.
 func PyTorchPortNames() []string { return []string{"pytorch", "pytorchjob-port"} }
 
+// TensorFlowLeaderTypes are the replica types a TensorFlow job's other
+// replicas wait for under the InOrder startup policy: the chief and the
+// parameter servers, which workers contact as soon as they start. A PyTorch
+// job's leader is its master replica, the host of the rendezvous.
+func TensorFlowLeaderTypes() []string { return []string{"chief", "ps"} }
+
 // FilesetPrefix starts every training log location (a TensorBoard's
 // trainingLogFilesets entry): a path inside a PersistentVolumeClaim of the
 // job's namespace, t9k://pvc/<pvc-name>/<path>.

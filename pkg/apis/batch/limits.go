@@ -46,6 +46,10 @@ const (
 	// (a time.Duration holds about 292 years).
 	MaxActiveDeadlineSeconds = 10 * 365 * 24 * 60 * 60
 
+	// MaxStartTimeoutSeconds is the longest startTimeoutSeconds, ten years
+	// as MaxActiveDeadlineSeconds and for the same reasons.
+	MaxStartTimeoutSeconds = MaxActiveDeadlineSeconds
+
 	// MaxTTLSecondsAfterFinished is the longest ttlSecondsAfterFinished: ten
 	// years, as MaxActiveDeadlineSeconds. A finished job meant to be kept is
 	// one without the field.

@@ -208,6 +208,16 @@ type RunPolicy struct {
 	// Default (the kind's own rule), AllWorkers or AnyWorker. Empty means
 	// Default. AllWorkers and AnyWorker need a replica type named worker.
 	SuccessPolicy SuccessPolicy `json:"successPolicy,omitempty"`
+
+	// StartTimeoutSeconds, when set, is how long a replica's pod may stay
+	// unstarted, counted from its creation, before the job fails with the
+	// reason the pod cannot start.
+	StartTimeoutSeconds *int64 `json:"startTimeoutSeconds,omitempty"`
+
+	// StartupPolicy says whether every replica starts at once (AnyOrder,
+	// also when unset) or the other replicas' containers wait for the
+	// job's leaders to be ready (InOrder).
+	StartupPolicy StartupPolicy `json:"startupPolicy,omitempty"`
 }
 
 // FailurePolicy holds the rules that decide what a failed pod does to the
@@ -302,6 +312,19 @@ type FailurePolicyOnPodCondition struct {
 	// Status is the status the condition must have; defaults to True.
 	Status corev1.ConditionStatus `json:"status,omitempty"`
 }
+
+// StartupPolicy says in which order a job's replicas start.
+type StartupPolicy string
+
+const (
+	// StartupPolicyAnyOrder starts every replica at once.
+	StartupPolicyAnyOrder StartupPolicy = "AnyOrder"
+	// StartupPolicyInOrder holds the containers of every other replica
+	// until the leaders are ready: the master (PyTorch), or the chief and
+	// every ps (TensorFlow). The pods are still created, and gang-placed,
+	// together.
+	StartupPolicyInOrder StartupPolicy = "InOrder"
+)
 
 // SuccessPolicy says which replicas decide that a job succeeded.
 type SuccessPolicy string

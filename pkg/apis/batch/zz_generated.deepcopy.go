@@ -601,6 +601,11 @@ func (in *RunPolicy) DeepCopyInto(out *RunPolicy) {
 		*out = new(FailurePolicy)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.StartTimeoutSeconds != nil {
+		in, out := &in.StartTimeoutSeconds, &out.StartTimeoutSeconds
+		*out = new(int64)
+		**out = **in
+	}
 	return
 }
 

@@ -18580,6 +18580,21 @@ func schema_pkg_apis_batch_v1beta1_RunPolicy(ref common.ReferenceCallback) commo
 							Enum:        []interface{}{"AllWorkers", "AnyWorker", "Default"},
 						},
 					},
+					"startTimeoutSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartTimeoutSeconds, when set, is how long a replica's pod may stay unstarted (unscheduled, waiting for its gang, pulling its image, missing a Secret, running init containers), counted from the pod's creation, before the job fails. The Failed condition's reason is the one the pod gives (Unschedulable, ErrImagePull, ImagePullBackOff, ErrImageNeverPull, CreateContainerConfigError, FailedMount, ...), or StartTimeoutExceeded when it gives none. A queued job waiting for admission has no pods, so that wait does not count. At most 315360000 (ten years); leave it unset to wait for as long as it takes.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"startupPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartupPolicy says in which order the replicas start. AnyOrder (also when unset) starts every replica at once, the fastest. InOrder holds the containers of every other replica, behind an init container, until the job's leaders are Ready: the master (PyTorch; index 0 of the first type when no type is named master), or the chief and every ps (TensorFlow, which needs one of them). The pods are created, and gang-placed, together; only their containers wait. The init container runs the training container's image and needs a POSIX shell in it.\n\nPossible enum values:\n - `\"AnyOrder\"` starts every replica at once.\n - `\"InOrder\"` holds the containers of every other replica until the leaders are Ready.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"AnyOrder", "InOrder"},
+						},
+					},
 				},
 			},
 		},

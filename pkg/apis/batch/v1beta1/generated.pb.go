@@ -1213,6 +1213,16 @@ func (m *RunPolicy) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	i -= len(m.StartupPolicy)
+	copy(dAtA[i:], m.StartupPolicy)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.StartupPolicy)))
+	i--
+	dAtA[i] = 0x42
+	if m.StartTimeoutSeconds != nil {
+		i = encodeVarintGenerated(dAtA, i, uint64(*m.StartTimeoutSeconds))
+		i--
+		dAtA[i] = 0x38
+	}
 	i -= len(m.SuccessPolicy)
 	copy(dAtA[i:], m.SuccessPolicy)
 	i = encodeVarintGenerated(dAtA, i, uint64(len(m.SuccessPolicy)))
@@ -2238,6 +2248,11 @@ func (m *RunPolicy) Size() (n int) {
 	}
 	l = len(m.SuccessPolicy)
 	n += 1 + l + sovGenerated(uint64(l))
+	if m.StartTimeoutSeconds != nil {
+		n += 1 + sovGenerated(uint64(*m.StartTimeoutSeconds))
+	}
+	l = len(m.StartupPolicy)
+	n += 1 + l + sovGenerated(uint64(l))
 	return n
 }
 
@@ -2766,6 +2781,8 @@ func (this *RunPolicy) String() string {
 		`TTLSecondsAfterFinished:` + valueToStringGenerated(this.TTLSecondsAfterFinished) + `,`,
 		`FailurePolicy:` + strings.Replace(this.FailurePolicy.String(), "FailurePolicy", "FailurePolicy", 1) + `,`,
 		`SuccessPolicy:` + fmt.Sprintf("%v", this.SuccessPolicy) + `,`,
+		`StartTimeoutSeconds:` + valueToStringGenerated(this.StartTimeoutSeconds) + `,`,
+		`StartupPolicy:` + fmt.Sprintf("%v", this.StartupPolicy) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -6498,6 +6515,58 @@ func (m *RunPolicy) Unmarshal(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			m.SuccessPolicy = SuccessPolicy(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field StartTimeoutSeconds", wireType)
+			}
+			var v int64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.StartTimeoutSeconds = &v
+		case 8:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field StartupPolicy", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.StartupPolicy = StartupPolicy(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
 		default:
 			iNdEx = preIndex

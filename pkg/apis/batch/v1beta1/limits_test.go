@@ -253,6 +253,7 @@ func TestExplainStatesLimits(t *testing.T) {
 		{v1beta1.ReplicaSpec{}.OpenAPIModelName(), "replicas", []int{batch.MaxTotalReplicas}},
 		{v1beta1.RunPolicy{}.OpenAPIModelName(), "activeDeadlineSeconds", []int{batch.MaxActiveDeadlineSeconds}},
 		{v1beta1.RunPolicy{}.OpenAPIModelName(), "backoffLimit", []int{batch.MaxBackoffLimit}},
+		{v1beta1.RunPolicy{}.OpenAPIModelName(), "startTimeoutSeconds", []int{batch.MaxStartTimeoutSeconds}},
 		{v1beta1.RunPolicy{}.OpenAPIModelName(), "ttlSecondsAfterFinished", []int{batch.MaxTTLSecondsAfterFinished}},
 		{v1beta1.ReplicaDebugSpec{}.OpenAPIModelName(), "command", []int{batch.MaxCommandBytes}},
 		{v1beta1.ResumeSpec{}.OpenAPIModelName(), "command", []int{batch.MaxCommandBytes}},

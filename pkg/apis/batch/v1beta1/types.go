@@ -251,6 +251,29 @@ type RunPolicy struct {
 	// Default. AllWorkers and AnyWorker need a replica type named worker.
 	// +optional
 	SuccessPolicy SuccessPolicy `json:"successPolicy,omitempty" protobuf:"bytes,6,opt,name=successPolicy,casttype=SuccessPolicy"`
+
+	// StartTimeoutSeconds, when set, is how long a replica's pod may stay
+	// unstarted (unscheduled, waiting for its gang, pulling its image,
+	// missing a Secret, running init containers), counted from the pod's
+	// creation, before the job fails. The Failed condition's reason is the
+	// one the pod gives (Unschedulable, ErrImagePull, ImagePullBackOff,
+	// ErrImageNeverPull, CreateContainerConfigError, FailedMount, ...), or
+	// StartTimeoutExceeded when it gives none. A queued job waiting for
+	// admission has no pods, so that wait does not count. At most 315360000
+	// (ten years); leave it unset to wait for as long as it takes.
+	// +optional
+	StartTimeoutSeconds *int64 `json:"startTimeoutSeconds,omitempty" protobuf:"varint,7,opt,name=startTimeoutSeconds"`
+
+	// StartupPolicy says in which order the replicas start. AnyOrder (also
+	// when unset) starts every replica at once, the fastest. InOrder holds
+	// the containers of every other replica, behind an init container, until
+	// the job's leaders are Ready: the master (PyTorch; index 0 of the first
+	// type when no type is named master), or the chief and every ps
+	// (TensorFlow, which needs one of them). The pods are created, and
+	// gang-placed, together; only their containers wait. The init container
+	// runs the training container's image and needs a POSIX shell in it.
+	// +optional
+	StartupPolicy StartupPolicy `json:"startupPolicy,omitempty" protobuf:"bytes,8,opt,name=startupPolicy,casttype=StartupPolicy"`
 }
 
 // FailurePolicy holds the rules that decide what a failed pod does to the
@@ -358,6 +381,18 @@ type FailurePolicyOnPodCondition struct {
 	// +optional
 	Status corev1.ConditionStatus `json:"status,omitempty" protobuf:"bytes,2,opt,name=status,casttype=k8s.io/api/core/v1.ConditionStatus"`
 }
+
+// StartupPolicy says in which order a job's replicas start.
+// +enum
+type StartupPolicy string
+
+const (
+	// StartupPolicyAnyOrder starts every replica at once.
+	StartupPolicyAnyOrder StartupPolicy = "AnyOrder"
+	// StartupPolicyInOrder holds the containers of every other replica
+	// until the leaders are Ready.
+	StartupPolicyInOrder StartupPolicy = "InOrder"
+)
 
 // SuccessPolicy says which replicas decide that a job succeeded.
 // +enum

@@ -40,6 +40,10 @@ type kindRules struct {
 	// rendezvousPorts are the names a port of the training container may
 	// carry to be the one the replicas reach each other on.
 	rendezvousPorts []string
+	// leaderTypes are the types the other replicas wait for under the
+	// InOrder startup policy, of which a job must have a replica; empty
+	// when the kind's leader always exists (PyTorch's master).
+	leaderTypes []batch.ReplicaType
 	// validateReplicaSet checks rules about the replica specs taken together.
 	// It is called only when every type is present and unique.
 	validateReplicaSet func(specs []batch.ReplicaSpec, fldPath *field.Path) field.ErrorList
@@ -70,6 +74,7 @@ var tensorFlowRules = kindRules{
 	},
 	trainingContainer:  batch.TensorFlowContainerName,
 	rendezvousPorts:    batch.TensorFlowPortNames(),
+	leaderTypes:        asReplicaTypes(batch.TensorFlowLeaderTypes()),
 	validateReplicaSet: validateTensorFlowReplicaSet,
 }
 
@@ -112,4 +117,13 @@ func validatePyTorchReplicaSet(specs []batch.ReplicaSpec, fldPath *field.Path) f
 				batch.ReplicaTypeMaster, specs[0].Type))}
 	}
 	return nil
+}
+
+// asReplicaTypes converts the contract's type names.
+func asReplicaTypes(names []string) []batch.ReplicaType {
+	types := make([]batch.ReplicaType, len(names))
+	for i, n := range names {
+		types[i] = batch.ReplicaType(n)
+	}
+	return types
 }

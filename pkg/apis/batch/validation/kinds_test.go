@@ -31,6 +31,7 @@ func TestTensorFlowRules(t *testing.T) {
 		return func(j *batch.TensorFlowTrainingJob) { j.Spec.ReplicaSpecs = specs }
 	}
 	r := func(typ batch.ReplicaType, n int32) batch.ReplicaSpec { return replica(typ, n, "tensorflow") }
+	inOrder := func(j *batch.TensorFlowTrainingJob) { j.Spec.RunPolicy.StartupPolicy = batch.StartupPolicyInOrder }
 	withPort := func(containerIndex int, p corev1.ContainerPort) func(*batch.TensorFlowTrainingJob) {
 		return func(j *batch.TensorFlowTrainingJob) {
 			pod := &j.Spec.ReplicaSpecs[0].Template.Spec
@@ -66,6 +67,15 @@ func TestTensorFlowRules(t *testing.T) {
 			[]wantErr{notSupported("spec.replicaSpecs[0].type")}},
 		{"chief twice", tfJob(withReplicas(r(batch.ReplicaTypeChief, 1), r(batch.ReplicaTypeChief, 1))),
 			[]wantErr{duplicate("spec.replicaSpecs[1].type")}},
+		{"InOrder with a chief", tfJob(inOrder, withReplicas(r(batch.ReplicaTypeChief, 1), r(batch.ReplicaTypeWorker, 2))), nil},
+		{"InOrder with parameter servers", tfJob(inOrder, withReplicas(r(batch.ReplicaTypePS, 1), r(batch.ReplicaTypeWorker, 2))), nil},
+		{"InOrder with no leader", tfJob(inOrder, withReplicas(r(batch.ReplicaTypeWorker, 2), r(batch.ReplicaTypeEvaluator, 1))),
+			[]wantErr{invalid("spec.runPolicy.startupPolicy")}},
+		{"InOrder with leaders of no replicas", tfJob(inOrder, withReplicas(r(batch.ReplicaTypeChief, 0), r(batch.ReplicaTypePS, 0), r(batch.ReplicaTypeWorker, 2))),
+			[]wantErr{invalid("spec.runPolicy.startupPolicy")}},
+		{"AnyOrder with no leader", tfJob(withReplicas(r(batch.ReplicaTypeWorker, 2)), func(j *batch.TensorFlowTrainingJob) {
+			j.Spec.RunPolicy.StartupPolicy = batch.StartupPolicyAnyOrder
+		}), nil},
 		{"training port over TCP", tfJob(withPort(0, corev1.ContainerPort{Name: "tfjob-port", ContainerPort: 2222, Protocol: corev1.ProtocolTCP})), nil},
 		{"training port over UDP", tfJob(withPort(0, corev1.ContainerPort{Name: "tensorflow", ContainerPort: 2222, Protocol: corev1.ProtocolUDP})),
 			[]wantErr{invalid("spec.replicaSpecs[0].template.spec.containers[0].ports[0].protocol")}},

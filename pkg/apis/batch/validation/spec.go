@@ -17,6 +17,8 @@ limitations under the License.
 package validation
 
 import (
+	"fmt"
+
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -30,6 +32,7 @@ var (
 	supportedCleanUpPolicies = []batch.CleanUpPolicy{
 		batch.CleanUpPolicyAll, batch.CleanUpPolicyUnfinished, batch.CleanUpPolicyNone,
 	}
+	supportedStartupPolicies = []batch.StartupPolicy{batch.StartupPolicyAnyOrder, batch.StartupPolicyInOrder}
 )
 
 // Bounds of the T9k scheduler priority.
@@ -44,6 +47,7 @@ func (k *kindRules) validateSpec(spec *batch.TrainingJobSpec, fldPath *field.Pat
 	allErrs := k.validateReplicaSpecs(spec.ReplicaSpecs, fldPath.Child("replicaSpecs"))
 	allErrs = append(allErrs, validateRunPolicy(&spec.RunPolicy, fldPath.Child("runPolicy"))...)
 	allErrs = append(allErrs, validatePolicies(&spec.RunPolicy, spec.ReplicaSpecs, fldPath.Child("runPolicy"))...)
+	allErrs = append(allErrs, k.validateStartupPolicy(spec.RunPolicy.StartupPolicy, spec.ReplicaSpecs, fldPath.Child("runPolicy", "startupPolicy"))...)
 	if spec.RunMode != nil {
 		allErrs = append(allErrs, validateRunMode(spec.RunMode, spec.ReplicaSpecs, fldPath.Child("runMode"))...)
 	}
@@ -134,12 +138,41 @@ func validateRunPolicy(policy *batch.RunPolicy, fldPath *field.Path) field.Error
 	if c := policy.CleanUpPolicy; c != "" && !contains(supportedCleanUpPolicies, c) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("cleanUpPolicy"), string(c), supportedCleanUpPolicies))
 	}
+	if d := policy.StartTimeoutSeconds; d != nil && *d <= 0 {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("startTimeoutSeconds"), *d, "must be greater than 0"))
+	} else if d != nil {
+		allErrs = append(allErrs, validateAtMost(*d, batch.MaxStartTimeoutSeconds, fldPath.Child("startTimeoutSeconds"))...)
+	}
 	if ttl := policy.TTLSecondsAfterFinished; ttl != nil && *ttl < 0 {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("ttlSecondsAfterFinished"), *ttl, "must be greater than or equal to 0"))
 	} else if ttl != nil {
 		allErrs = append(allErrs, validateAtMost(*ttl, batch.MaxTTLSecondsAfterFinished, fldPath.Child("ttlSecondsAfterFinished"))...)
 	}
 	return allErrs
+}
+
+// validateStartupPolicy checks the startup policy. InOrder needs a leader
+// to wait for: a PyTorch job always has its master, a TensorFlow job needs a
+// chief or a parameter server with replicas.
+func (k *kindRules) validateStartupPolicy(policy batch.StartupPolicy, specs []batch.ReplicaSpec, fldPath *field.Path) field.ErrorList {
+	switch policy {
+	case "", batch.StartupPolicyAnyOrder:
+		return nil
+	case batch.StartupPolicyInOrder:
+	default:
+		return field.ErrorList{field.NotSupported(fldPath, string(policy), supportedStartupPolicies)}
+	}
+	if len(k.leaderTypes) == 0 {
+		return nil
+	}
+	for i := range specs {
+		if contains(k.leaderTypes, specs[i].Type) && batch.ReplicasOf(&specs[i]) > 0 {
+			return nil
+		}
+	}
+	return field.ErrorList{field.Invalid(fldPath, string(policy), fmt.Sprintf(
+		"%s makes the other replicas wait for the job's leaders, replicas of the types %s, and this job has none: use %s, or give one of those types a replica",
+		policy, quotedList(k.leaderTypes), batch.StartupPolicyAnyOrder))}
 }
 
 // validateRunMode checks that debug and resume settings name replica types

@@ -251,6 +251,15 @@ func commonCases() []commonCase {
 			[]wantErr{notSupported("spec.runPolicy.cleanUpPolicy")}},
 		{"TTL negative", func(s *batch.TrainingJobSpec) { s.RunPolicy.TTLSecondsAfterFinished = ptr.To[int32](-1) },
 			[]wantErr{invalid("spec.runPolicy.ttlSecondsAfterFinished")}},
+		{"start timeout", func(s *batch.TrainingJobSpec) { s.RunPolicy.StartTimeoutSeconds = ptr.To[int64](30) }, nil},
+		{"start timeout zero", func(s *batch.TrainingJobSpec) { s.RunPolicy.StartTimeoutSeconds = ptr.To[int64](0) },
+			[]wantErr{invalid("spec.runPolicy.startTimeoutSeconds")}},
+		{"start timeout negative", func(s *batch.TrainingJobSpec) { s.RunPolicy.StartTimeoutSeconds = ptr.To[int64](-1) },
+			[]wantErr{invalid("spec.runPolicy.startTimeoutSeconds")}},
+		{"startup policy InOrder", func(s *batch.TrainingJobSpec) { s.RunPolicy.StartupPolicy = batch.StartupPolicyInOrder }, nil},
+		{"startup policy AnyOrder", func(s *batch.TrainingJobSpec) { s.RunPolicy.StartupPolicy = batch.StartupPolicyAnyOrder }, nil},
+		{"startup policy unknown", func(s *batch.TrainingJobSpec) { s.RunPolicy.StartupPolicy = "MasterFirst" },
+			[]wantErr{notSupported("spec.runPolicy.startupPolicy")}},
 
 		// Run mode.
 		{"debug mode", withRunMode(batch.RunMode{Debug: debugTypes(true, batch.ReplicaTypeWorker)}), nil},

@@ -402,6 +402,12 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: failurePolicy
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.FailurePolicy
+    - name: startTimeoutSeconds
+      type:
+        scalar: numeric
+    - name: startupPolicy
+      type:
+        scalar: string
     - name: successPolicy
       type:
         scalar: string

@@ -50,6 +50,25 @@ type RunPolicyApplyConfiguration struct {
 	// Default (the kind's own rule), AllWorkers or AnyWorker. Unset means
 	// Default. AllWorkers and AnyWorker need a replica type named worker.
 	SuccessPolicy *batchv1beta1.SuccessPolicy `json:"successPolicy,omitempty"`
+	// StartTimeoutSeconds, when set, is how long a replica's pod may stay
+	// unstarted (unscheduled, waiting for its gang, pulling its image,
+	// missing a Secret, running init containers), counted from the pod's
+	// creation, before the job fails. The Failed condition's reason is the
+	// one the pod gives (Unschedulable, ErrImagePull, ImagePullBackOff,
+	// ErrImageNeverPull, CreateContainerConfigError, FailedMount, ...), or
+	// StartTimeoutExceeded when it gives none. A queued job waiting for
+	// admission has no pods, so that wait does not count. At most 315360000
+	// (ten years); leave it unset to wait for as long as it takes.
+	StartTimeoutSeconds *int64 `json:"startTimeoutSeconds,omitempty"`
+	// StartupPolicy says in which order the replicas start. AnyOrder (also
+	// when unset) starts every replica at once, the fastest. InOrder holds
+	// the containers of every other replica, behind an init container, until
+	// the job's leaders are Ready: the master (PyTorch; index 0 of the first
+	// type when no type is named master), or the chief and every ps
+	// (TensorFlow, which needs one of them). The pods are created, and
+	// gang-placed, together; only their containers wait. The init container
+	// runs the training container's image and needs a POSIX shell in it.
+	StartupPolicy *batchv1beta1.StartupPolicy `json:"startupPolicy,omitempty"`
 }
 
 // RunPolicyApplyConfiguration constructs a declarative configuration of the RunPolicy type for use with
@@ -103,5 +122,21 @@ func (b *RunPolicyApplyConfiguration) WithFailurePolicy(value *FailurePolicyAppl
 // If called multiple times, the SuccessPolicy field is set to the value of the last call.
 func (b *RunPolicyApplyConfiguration) WithSuccessPolicy(value batchv1beta1.SuccessPolicy) *RunPolicyApplyConfiguration {
 	b.SuccessPolicy = &value
+	return b
+}
+
+// WithStartTimeoutSeconds sets the StartTimeoutSeconds field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the StartTimeoutSeconds field is set to the value of the last call.
+func (b *RunPolicyApplyConfiguration) WithStartTimeoutSeconds(value int64) *RunPolicyApplyConfiguration {
+	b.StartTimeoutSeconds = &value
+	return b
+}
+
+// WithStartupPolicy sets the StartupPolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the StartupPolicy field is set to the value of the last call.
+func (b *RunPolicyApplyConfiguration) WithStartupPolicy(value batchv1beta1.StartupPolicy) *RunPolicyApplyConfiguration {
+	b.StartupPolicy = &value
 	return b
 }
