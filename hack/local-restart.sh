@@ -9,7 +9,9 @@
 #   --stop       stop it only
 #   --start      start it (must not be running), wait until ready
 # COMPONENT: training-apiserver, training-controller-manager, kwok, kueue,
-#   scheduler-plugins, kube-scheduler, kube-controller-manager, kube-apiserver, etcd
+#   scheduler-plugins, kube-scheduler, kube-controller-manager, kube-apiserver, etcd;
+#   kubelet, the real node's (its containers keep running while it is stopped,
+#   as on a node that lost its kubelet or its network)
 set -euo pipefail
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -19,7 +21,7 @@ source "${HACK_DIR}/lib/common.sh"
 source "${HACK_DIR}/lib/local.sh"
 
 usage() {
-  die "usage: $0 [--stop|--start] training-apiserver|training-controller-manager|kwok|kueue|scheduler-plugins|kube-scheduler|kube-controller-manager|kube-apiserver|etcd"
+  die "usage: $0 [--stop|--start] training-apiserver|training-controller-manager|kwok|kueue|scheduler-plugins|kube-scheduler|kube-controller-manager|kube-apiserver|etcd|kubelet"
 }
 
 mode=restart
@@ -30,10 +32,25 @@ case "${1:-}" in
 esac
 (($# == 1)) || usage
 name="$1"
-[[ " ${LOCAL_COMPONENTS[*]} " == *" ${name} "* ]] || usage
+[[ " ${LOCAL_COMPONENTS[*]} kubelet " == *" ${name} "* ]] || usage
 
 [[ -f "${LOCAL_ENV_FILE}" ]] || die "no local control plane state in ${LOCAL_DIR#"${REPO_ROOT}/"}; start one with hack/local-up.sh"
 load_settings
+if [[ "${name}" == kubelet ]]; then
+  real_node_running || die "this stack runs no real node"
+  if [[ "${mode}" != start ]] && ! node_stop kubelet; then
+    log "kubelet was not running"
+  fi
+  if [[ "${mode}" != stop ]]; then
+    pid="$(cat "$(node_pid_file kubelet)" 2>/dev/null || true)"
+    if pid_alive "${pid}"; then
+      die "kubelet is already running (pid ${pid})"
+    fi
+    node_start_kubelet
+    node_wait kubelet "node ${NODE_NAME} Ready" node_ready
+  fi
+  exit 0
+fi
 if [[ "${name}" == training-* ]] && ! training_enabled; then
   die "${name} is not part of this stack (it was started with LOCAL_SKIP_TRAINING=${LOCAL_SKIP_TRAINING})"
 fi

@@ -422,16 +422,22 @@ node_up() {
   node_wait containerd "containerd on ${NODE_SOCKET#"${REPO_ROOT}/"}" \
     in_node "${BIN_DIR}/ctr" --address "${NODE_SOCKET}" version
   node_import_images
-  node_start kubelet "${BIN_DIR}/kubelet" --config="${NODE_DIR}/config/kubelet.yaml" \
-    --kubeconfig="${LOCAL_PKI_DIR}/kubelet.kubeconfig" --container-runtime-endpoint="unix://${NODE_SOCKET}" \
-    --root-dir="${NODE_DIR}/kubelet" --node-ip="${NODE_IP}" --hostname-override="${NODE_NAME}" \
-    --node-labels="${NODE_LABEL}=real" --v=1
+  node_start_kubelet
   node_start kube-proxy "${BIN_DIR}/kube-proxy" --config="${NODE_DIR}/config/kube-proxy.yaml" --v=1
   node_start coredns "${BIN_DIR}/coredns" -conf "${NODE_DIR}/config/Corefile"
   node_wait kubelet "node ${NODE_NAME} Ready" node_ready
   node_wait coredns "CoreDNS ready on ${NODE_IP}:53" in_node curl -fsS --max-time 2 http://127.0.0.1:8181/ready
   node_wait kube-proxy "kube-proxy healthy" in_node curl -fsS --max-time 2 http://127.0.0.1:10256/healthz
   log "real node ${NODE_NAME} ready in $((SECONDS - start))s"
+}
+
+# node_start_kubelet starts the node's kubelet; node_up, and
+# hack/local-restart.sh for a node that comes back.
+node_start_kubelet() {
+  node_start kubelet "${BIN_DIR}/kubelet" --config="${NODE_DIR}/config/kubelet.yaml" \
+    --kubeconfig="${LOCAL_PKI_DIR}/kubelet.kubeconfig" --container-runtime-endpoint="unix://${NODE_SOCKET}" \
+    --root-dir="${NODE_DIR}/kubelet" --node-ip="${NODE_IP}" --hostname-override="${NODE_NAME}" \
+    --node-labels="${NODE_LABEL}=real" --v=1
 }
 
 # node_kill_cgroup_tasks kills every process in the node's cgroups.

@@ -367,7 +367,7 @@ const lastFailureWidth = 80
 func lastFailure(containers []v1beta1.ContainerStatus) string {
 	for _, c := range containers {
 		if t := c.LastTermination; t != nil && t.ExitCode != 0 {
-			summary := t.Summary()
+			summary := t.Brief()
 			if len(containers) > 1 {
 				summary = c.Name + ": " + summary
 			}

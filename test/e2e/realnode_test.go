@@ -24,7 +24,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -542,60 +541,6 @@ spec:
 		if r.Err != nil || !strings.Contains(r.Stdout, wantReason+" (exit "+strconv.Itoa(int(tc.code))+")") {
 			t.Errorf("%s: kubectl training status does not show %s (exit %d): %s", tc.name, wantReason, tc.code, r)
 		}
-	}
-}
-
-// TestRealNodeStuckIsNotSilent: a replica whose image the node cannot pull,
-// or whose Secret is missing, makes the job say so in its Running condition
-// and in kubectl get, within seconds.
-func TestRealNodeStuckIsNotSilent(t *testing.T) {
-	f := onRealNode(t, "real-stuck")
-	job := func(name, image, env string) string {
-		return fmt.Sprintf(`
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: %s
-spec:
-  replicaSpecs:
-  - type: master
-    replicas: 1
-    template:
-      spec:
-        containers:
-        - name: pytorch
-          image: %s
-          command: ["sleep", "1"]
-          resources:
-            requests: {cpu: 50m, memory: 32Mi}
-%s
-`, name, image, env)
-	}
-	applyManifest(f, job("no-image", "localhost/tensorstack/missing:v1", ""))
-	applyManifest(f, job("no-secret", "localhost/tensorstack/training:v1", `          env:
-          - name: TOKEN
-            valueFrom:
-              secretKeyRef: {name: wandb, key: token}`))
-	for _, tc := range []struct {
-		name    string
-		reasons []string
-		detail  string
-	}{
-		{"no-image", []string{"ErrImagePull", "ImagePullBackOff"}, "localhost/tensorstack/missing:v1"},
-		{"no-secret", []string{"CreateContainerConfigError"}, `"wandb"`},
-	} {
-		ref := f.Ref(framework.KindPyTorch, tc.name)
-		f.Eventually(time.Minute, tc.name+" says why it cannot start", func(context.Context) (bool, error) {
-			running := framework.Condition(f.MustGetJob(ref), v1beta1.ConditionRunning)
-			if running == nil || !slices.Contains(tc.reasons, running.Reason) {
-				return false, nil
-			}
-			if !strings.Contains(running.Message, "replica master-0") || !strings.Contains(running.Message, tc.detail) {
-				return false, framework.Stop("Running condition %q: want it to name replica master-0 and %s", running.Message, tc.detail)
-			}
-			out := f.MustKubectl("get", "pj", tc.name)
-			return strings.Contains(out, "Pending ("+running.Reason+")"), nil
-		})
 	}
 }
 

@@ -48,6 +48,18 @@ func TerminationMessageTail(message string) string {
 // Summary says how the container ended, as people read it:
 // "OOMKilled (exit 137): <message>", "Error (exit 3, signal 9)".
 func (t *ContainerTermination) Summary() string {
+	return t.summary(strings.Join(strings.Fields(t.Message), " "))
+}
+
+// Brief is Summary with only the message's last non-empty line, for narrow
+// places: a Python traceback ends with the exception, a log with the last
+// thing the program said.
+func (t *ContainerTermination) Brief() string {
+	lines := strings.Split(strings.TrimSpace(t.Message), "\n")
+	return t.summary(strings.Join(strings.Fields(lines[len(lines)-1]), " "))
+}
+
+func (t *ContainerTermination) summary(message string) string {
 	reason := t.Reason
 	if reason == "" {
 		reason = "Terminated"
@@ -57,8 +69,8 @@ func (t *ContainerTermination) Summary() string {
 		detail += fmt.Sprintf(", signal %d", t.Signal)
 	}
 	s := fmt.Sprintf("%s (%s)", reason, detail)
-	if t.Message != "" {
-		s += ": " + strings.Join(strings.Fields(t.Message), " ")
+	if message != "" {
+		s += ": " + message
 	}
 	return s
 }

@@ -63,3 +63,21 @@ func TestTerminationSummary(t *testing.T) {
 		}
 	}
 }
+
+func TestTerminationBrief(t *testing.T) {
+	traceback := "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n" +
+		"    step(model)\nValueError: loss is NaN at step 7\n\n"
+	cases := []struct {
+		t    ContainerTermination
+		want string
+	}{
+		{ContainerTermination{ExitCode: 137, Reason: "OOMKilled"}, "OOMKilled (exit 137)"},
+		{ContainerTermination{ExitCode: 1, Reason: "Error", Message: traceback}, "Error (exit 1): ValueError: loss is NaN at step 7"},
+		{ContainerTermination{ExitCode: 3, Reason: "Error", Message: "one line"}, "Error (exit 3): one line"},
+	}
+	for _, tc := range cases {
+		if got := tc.t.Brief(); got != tc.want {
+			t.Errorf("Brief of %+v = %q, want %q", tc.t, got, tc.want)
+		}
+	}
+}

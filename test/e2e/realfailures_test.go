@@ -1,0 +1,463 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/test/e2e/framework"
+)
+
+// The tests of this file show what the job makes of real containers that
+// fail, or never start, on the real node.
+
+// oomJob is a PyTorch job whose master, limited to 64 MiB, allocates
+// 256 MiB; policy is its runPolicy's YAML.
+func oomJob(name, policy string) string {
+	return fmt.Sprintf(`
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: %s
+spec:
+  runPolicy:
+%s
+  replicaSpecs:
+  - type: master
+    replicas: 1
+    restartPolicy: OnFailure
+    template:
+      spec:
+        containers:
+        - name: pytorch
+          image: localhost/tensorstack/training:v1
+          command: ["python3", "-c", "b = b'x' * (256 * 1024 * 1024); print(len(b))"]
+          resources:
+            requests: {cpu: 50m, memory: 64Mi}
+            limits: {memory: 64Mi}
+`, name, policy)
+}
+
+// TestRealNodeOOMKilled: a container over its memory limit is killed by the
+// kernel. A failure-policy rule on OOMKilled with FailJob fails the job at
+// once, naming the reason; without the rule the replica is restarted under
+// its restartPolicy, after the backoff, until backoffLimit is used up.
+func TestRealNodeOOMKilled(t *testing.T) {
+	f := onRealNode(t, "real-oom")
+	applyManifest(f, oomJob("fail-on-oom", `    backoffLimit: 3
+    failurePolicy:
+      rules:
+      - action: FailJob
+        onReasons: [OOMKilled]`))
+
+	ref := f.Ref(framework.KindPyTorch, "fail-on-oom")
+	job := f.WaitForPhase(ref, v1beta1.JobFailed)
+	failed := framework.Condition(job, v1beta1.ConditionFailed)
+	if failed == nil || failed.Reason != "PodFailurePolicy" || !strings.Contains(failed.Message, "master-0 OOMKilled (exit 137)") {
+		t.Errorf("fail-on-oom: Failed condition %+v, want reason PodFailurePolicy naming master-0 OOMKilled (exit 137)", failed)
+	}
+	if n := job.JobStatus().BackoffCount; n != 0 {
+		t.Errorf("fail-on-oom: backoffCount %d, want 0: the rule fails the job without a restart", n)
+	}
+	last := job.JobStatus().Tasks[0].ReplicaStatus[0].Containers[0].LastTermination
+	if last == nil || last.Reason != "OOMKilled" || last.ExitCode != 137 {
+		t.Errorf("fail-on-oom: recorded termination %+v, want OOMKilled with exit 137", last)
+	}
+	checkOnRealNode(t, f.Pods(ref))
+
+	// Without the rule: OnFailure restarts the replica once (backoffLimit
+	// 1), after the 10 s backoff, and the second kill fails the job.
+	applyManifest(f, oomJob("restart-on-oom", `    backoffLimit: 1`))
+	ref = f.Ref(framework.KindPyTorch, "restart-on-oom")
+	uids := map[types.UID]bool{}
+	var firstExit time.Time
+	var secondCreated time.Time
+	job = f.WaitForJob(ref, "Failed after one restart", realNodeTimeout, func(job v1beta1.TrainingJob) (bool, error) {
+		for _, p := range f.Pods(ref) {
+			if !uids[p.UID] {
+				uids[p.UID] = true
+				if len(uids) == 2 {
+					secondCreated = p.CreationTimestamp.Time
+				}
+			}
+			for _, c := range p.Status.ContainerStatuses {
+				if term := c.State.Terminated; term != nil && len(uids) == 1 && firstExit.IsZero() {
+					firstExit = term.FinishedAt.Time
+				}
+			}
+		}
+		return job.JobStatus().Phase == v1beta1.JobFailed, nil
+	})
+	failed = framework.Condition(job, v1beta1.ConditionFailed)
+	if failed == nil || failed.Reason != "BackoffLimitExceeded" || !strings.Contains(failed.Message, "OOMKilled (exit 137)") {
+		t.Errorf("restart-on-oom: Failed condition %+v, want BackoffLimitExceeded naming OOMKilled (exit 137)", failed)
+	}
+	if n := job.JobStatus().BackoffCount; n != 1 {
+		t.Errorf("restart-on-oom: backoffCount %d, want 1", n)
+	}
+	if len(uids) != 2 {
+		t.Errorf("restart-on-oom: saw %d pods, want the first and its one replacement", len(uids))
+	} else if !firstExit.IsZero() {
+		// Both times have second precision.
+		if wait := secondCreated.Sub(firstExit); wait < 9*time.Second {
+			t.Errorf("restart-on-oom: replacement created %s after the first kill, want the 10 s backoff", wait)
+		} else {
+			t.Logf("restart-on-oom: replacement created %s after the first kill", wait)
+		}
+	}
+}
+
+// TestRealNodeTracebackOutlivesThePod: a Python program that dies with a
+// traceback; with FallbackToLogsOnError the traceback's last line is in the
+// job's status and in kubectl training status, also once the pod is gone.
+func TestRealNodeTracebackOutlivesThePod(t *testing.T) {
+	f := onRealNode(t, "real-traceback")
+	applyManifest(f, `
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: traceback
+spec:
+  runPolicy:
+    cleanUpPolicy: All
+  replicaSpecs:
+  - type: master
+    replicas: 1
+    template:
+      spec:
+        containers:
+        - name: pytorch
+          image: localhost/tensorstack/training:v1
+          command:
+          - python3
+          - -c
+          - |
+            def step(n):
+                raise ValueError("loss is NaN at step %d" % n)
+            print("training")
+            step(7)
+          terminationMessagePolicy: FallbackToLogsOnError
+          resources:
+            requests: {cpu: 50m, memory: 64Mi}
+`)
+	const lastLine = "ValueError: loss is NaN at step 7"
+	ref := f.Ref(framework.KindPyTorch, "traceback")
+	f.WaitForPhase(ref, v1beta1.JobFailed)
+	// cleanUpPolicy All deletes the pod once the job failed.
+	f.WaitForNoPods(ref, framework.Timeout)
+	job := f.MustGetJob(ref)
+	last := job.JobStatus().Tasks[0].ReplicaStatus[0].Containers[0].LastTermination
+	if last == nil || last.ExitCode != 1 || !strings.HasSuffix(last.Message, lastLine) || !strings.Contains(last.Message, "Traceback (most recent call last)") {
+		t.Errorf("recorded termination %+v, want exit 1 and the traceback ending in %q", last, lastLine)
+	}
+	r := f.KubectlTraining("status", ref.KubectlName())
+	if r.Err != nil || !strings.Contains(r.Stdout, "Error (exit 1): "+lastLine) {
+		t.Errorf("kubectl training status does not show %q: %s", "Error (exit 1): "+lastLine, r)
+	}
+	if failed := framework.Condition(job, v1beta1.ConditionFailed); failed == nil || !strings.Contains(failed.Message, lastLine) {
+		t.Errorf("Failed condition %+v, want it to end with %q", failed, lastLine)
+	}
+}
+
+// stuckJob is a one-replica PyTorch job; extra is more YAML for its
+// container, volumes the pod's volumes, timeout its startTimeoutSeconds (0:
+// none).
+func stuckJob(name, image, extra, volumes string, timeout int) string {
+	policy := ""
+	if timeout > 0 {
+		policy = fmt.Sprintf("  runPolicy:\n    startTimeoutSeconds: %d\n", timeout)
+	}
+	return fmt.Sprintf(`
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: %s
+spec:
+%s  replicaSpecs:
+  - type: master
+    replicas: 1
+    template:
+      spec:
+        containers:
+        - name: pytorch
+          image: %s
+          command: ["sleep", "1"]
+          resources:
+            requests: {cpu: 50m, memory: 32Mi}
+%s
+%s
+`, name, policy, image, extra, volumes)
+}
+
+// TestRealNodeStuckIsNotSilent: a replica that cannot start makes the job
+// say why, in its Running condition and in kubectl get's PHASE column,
+// within 30 s: an image the node cannot pull, an image that is not on the
+// node under imagePullPolicy Never, a Secret missing for an environment
+// variable or for a volume. With runPolicy.startTimeoutSeconds the job
+// fails with that reason.
+func TestRealNodeStuckIsNotSilent(t *testing.T) {
+	f := onRealNode(t, "real-stuck")
+	const missing = "localhost/tensorstack/missing:v1"
+	created := time.Now()
+	applyManifest(f, stuckJob("no-image", missing, "", "", 0))
+	applyManifest(f, stuckJob("not-on-node", missing, "          imagePullPolicy: Never", "", 0))
+	applyManifest(f, stuckJob("no-secret", "localhost/tensorstack/training:v1", `          env:
+          - name: TOKEN
+            valueFrom:
+              secretKeyRef: {name: wandb, key: token}`, "", 0))
+	applyManifest(f, stuckJob("no-secret-volume", "localhost/tensorstack/training:v1", `          volumeMounts:
+          - {name: creds, mountPath: /creds}`, `        volumes:
+        - name: creds
+          secret: {secretName: wandb-volume}`, 0))
+	applyManifest(f, stuckJob("not-on-node-limit", missing, "          imagePullPolicy: Never", "", 20))
+
+	for _, tc := range []struct {
+		name, reason, detail string
+	}{
+		{"no-image", "", missing},
+		{"not-on-node", "ErrImageNeverPull", missing},
+		{"no-secret", "CreateContainerConfigError", `"wandb"`},
+		{"no-secret-volume", "FailedMount", `"wandb-volume"`},
+	} {
+		ref := f.Ref(framework.KindPyTorch, tc.name)
+		reasons := []string{tc.reason}
+		if tc.reason == "" {
+			reasons = []string{"ErrImagePull", "ImagePullBackOff"}
+		}
+		f.Eventually(30*time.Second-time.Since(created), tc.name+" says why it cannot start within 30 s", func(context.Context) (bool, error) {
+			running := framework.Condition(f.MustGetJob(ref), v1beta1.ConditionRunning)
+			if running == nil || !slices.Contains(reasons, running.Reason) {
+				return false, nil
+			}
+			if !strings.Contains(running.Message, "replica master-0") || !strings.Contains(running.Message, tc.detail) {
+				return false, framework.Stop("Running condition %q: want it to name replica master-0 and %s", running.Message, tc.detail)
+			}
+			out := f.MustKubectl("get", "pj", tc.name)
+			return strings.Contains(out, "Pending ("+running.Reason+")"), nil
+		})
+		t.Logf("%s: the reason was in the job %s after it was created", tc.name, time.Since(created).Round(time.Second))
+	}
+
+	ref := f.Ref(framework.KindPyTorch, "not-on-node-limit")
+	job := f.WaitForPhase(ref, v1beta1.JobFailed)
+	failed := framework.Condition(job, v1beta1.ConditionFailed)
+	if failed == nil || failed.Reason != "ErrImageNeverPull" ||
+		!strings.Contains(failed.Message, "replica master-0 did not start within startTimeoutSeconds (20s)") || !strings.Contains(failed.Message, missing) {
+		t.Errorf("not-on-node-limit: Failed condition %+v, want reason ErrImageNeverPull naming the replica, the limit and the image", failed)
+	} else {
+		t.Logf("not-on-node-limit: failed %s after it was created (startTimeoutSeconds 20)", failed.LastTransitionTime.Sub(job.GetCreationTimestamp().Time))
+	}
+	// The job's failure stops the pod that could not start.
+	f.WaitForNoPods(ref, framework.Timeout)
+}
+
+// startupOrderJob is a PyTorch job whose master becomes Ready 4 s after it
+// starts and whose workers print when they start, in the node's clock.
+func startupOrderJob(name, policy string) string {
+	return fmt.Sprintf(`
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: %s
+spec:
+  runPolicy:
+    startupPolicy: %s
+  replicaSpecs:
+  - type: master
+    replicas: 1
+    template:
+      spec:
+        containers:
+        - name: pytorch
+          image: localhost/tensorstack/training:v1
+          command: ["sh", "-c", "sleep 4; date +ready=%%s.%%N; touch /tmp/ready; sleep 6"]
+          readinessProbe:
+            exec: {command: [test, -f, /tmp/ready]}
+            periodSeconds: 1
+          resources:
+            requests: {cpu: 20m, memory: 16Mi}
+  - type: worker
+    replicas: 2
+    template:
+      spec:
+        containers:
+        - name: pytorch
+          image: localhost/tensorstack/training:v1
+          command: ["sh", "-c", "date +started=%%s.%%N"]
+          resources:
+            requests: {cpu: 20m, memory: 16Mi}
+`, name, policy)
+}
+
+// logTime reads "key=<seconds>.<nanoseconds>" from a log.
+func logTime(t *testing.T, log, key string) time.Time {
+	t.Helper()
+	for _, line := range strings.Split(log, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), key+"="); ok {
+			secs, err := strconv.ParseFloat(v, 64)
+			if err == nil {
+				return time.Unix(0, int64(secs*1e9))
+			}
+		}
+	}
+	t.Fatalf("no %s= line in the log %q", key, log)
+	return time.Time{}
+}
+
+// TestRealNodeStartupOrder: with startupPolicy InOrder no worker's container
+// starts before the master is Ready, over five jobs; without it the workers
+// start at once, before the master is.
+func TestRealNodeStartupOrder(t *testing.T) {
+	f := onRealNode(t, "real-order")
+	var names []string
+	for i := range 5 {
+		names = append(names, fmt.Sprintf("in-order-%d", i))
+		applyManifest(f, startupOrderJob(names[i], "InOrder"))
+	}
+	applyManifest(f, startupOrderJob("any-order", "AnyOrder"))
+	for _, name := range append(names, "any-order") {
+		ref := f.Ref(framework.KindPyTorch, name)
+		waitSucceeded(f, ref)
+		pods := f.Pods(ref)
+		checkOnRealNode(t, pods)
+		ready := logTime(t, podLog(f, name+"-master-0"), "ready")
+		for _, w := range []string{name + "-worker-0", name + "-worker-1"} {
+			started := logTime(t, podLog(f, w), "started")
+			waited := started.Sub(ready)
+			switch {
+			case name == "any-order" && waited >= 0:
+				t.Errorf("%s started %s after the master was ready, want at once without InOrder", w, waited)
+			case name != "any-order" && waited < 0:
+				t.Errorf("%s started %s before the master was ready, under InOrder", w, -waited)
+			default:
+				t.Logf("%s started %s after the master became ready", w, waited.Round(time.Millisecond))
+			}
+		}
+	}
+}
+
+// TestRealNodeKubeletLoss: the real node's kubelet stops while a job runs.
+// Once the node lifecycle controller finds the node unreachable, the pod's
+// short toleration runs out and it is evicted; an administrator declares the
+// node out of service, the pod is replaced, and when the node comes back the
+// job succeeds without a restart counted against backoffLimit.
+func TestRealNodeKubeletLoss(t *testing.T) {
+	f := onRealNode(t, "real-node-loss")
+	if f.Env.Restart == "" {
+		t.Skip("needs E2E_RESTART to stop the kubelet")
+	}
+	ctx := f.Context()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "run"}, Data: map[string]string{"seconds": "600"}}
+	if _, err := f.Kube.CoreV1().ConfigMaps(f.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	applyManifest(f, `
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: lost
+spec:
+  runPolicy:
+    backoffLimit: 0
+  replicaSpecs:
+  - type: master
+    replicas: 1
+    template:
+      spec:
+        terminationGracePeriodSeconds: 2
+        tolerations:
+        - {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 5}
+        - {key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 5}
+        containers:
+        - name: pytorch
+          image: localhost/tensorstack/training:v1
+          command: ["sh", "-c", "sleep $(cat /run-config/seconds)"]
+          volumeMounts:
+          - {name: run, mountPath: /run-config}
+          resources:
+            requests: {cpu: 20m, memory: 16Mi}
+        volumes:
+        - name: run
+          configMap: {name: run}
+`)
+	ref := f.Ref(framework.KindPyTorch, "lost")
+	first := waitStarted(f, ref)[0]
+	// The replacement runs briefly.
+	cm.Data["seconds"] = "3"
+	if _, err := f.Kube.CoreV1().ConfigMaps(f.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	const outOfService = "node.kubernetes.io/out-of-service"
+	f.RestartComponent("--stop", "kubelet")
+	stopped, kubeletDown := time.Now(), true
+	t.Cleanup(func() {
+		// Whatever failed, the node is left as the other tests need it.
+		f.Kubectl("taint", "node", "real-node", outOfService+"-")
+		if kubeletDown {
+			f.RestartComponent("--start", "kubelet")
+		}
+	})
+	var evicted time.Time
+	f.Eventually(3*time.Minute, "the pod evicted from the unreachable node", func(ctx context.Context) (bool, error) {
+		p, err := f.Kube.CoreV1().Pods(f.Namespace).Get(ctx, first.Name, metav1.GetOptions{})
+		if err != nil || p.UID != first.UID {
+			return false, err
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && p.DeletionTimestamp != nil {
+				evicted = time.Now()
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	t.Logf("evicted %s after the kubelet stopped", evicted.Sub(stopped).Round(time.Second))
+
+	// A node that does not come back: the administrator says so, and the
+	// pod garbage collector lets the pod go.
+	f.MustKubectl("taint", "node", "real-node", outOfService+"=nodeshutdown:NoExecute")
+	f.WaitForPods(ref, "a replacement", 2*time.Minute, func(pods []corev1.Pod) (bool, error) {
+		return len(pods) == 1 && pods[0].UID != first.UID, nil
+	})
+	t.Logf("replaced %s after the eviction", time.Since(evicted).Round(time.Second))
+	job := f.MustGetJob(ref)
+	if n := job.JobStatus().BackoffCount; n != 0 {
+		t.Errorf("backoffCount %d after the node was lost, want 0: a disruption is not the program's failure", n)
+	}
+
+	f.MustKubectl("taint", "node", "real-node", outOfService+"-")
+	f.RestartComponent("--start", "kubelet")
+	kubeletDown = false
+	waitSucceeded(f, ref)
+	job = f.MustGetJob(ref)
+	if n := job.JobStatus().BackoffCount; n != 0 {
+		t.Errorf("backoffCount %d, want 0", n)
+	}
+	checkOnRealNode(t, f.Pods(ref))
+}
