@@ -19,6 +19,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -277,15 +278,20 @@ func TestRealNodeStuckIsNotSilent(t *testing.T) {
 }
 
 // startupOrderJob is a PyTorch job whose master becomes Ready 4 s after it
-// starts and whose workers print when they start, in the node's clock.
-func startupOrderJob(name, policy string) string {
+// starts and whose workers print when they start, in the node's clock;
+// gang-scheduled through the queue "default" when gang is set.
+func startupOrderJob(name, policy string, gang bool) string {
+	scheduler := ""
+	if gang {
+		scheduler = "  scheduler:\n    t9kScheduler:\n      queue: default\n"
+	}
 	return fmt.Sprintf(`
 apiVersion: batch.tensorstack.dev/v1beta1
 kind: PyTorchTrainingJob
 metadata:
   name: %s
 spec:
-  runPolicy:
+%s  runPolicy:
     startupPolicy: %s
   replicaSpecs:
   - type: master
@@ -311,7 +317,7 @@ spec:
           command: ["sh", "-c", "date +started=%%s.%%N"]
           resources:
             requests: {cpu: 20m, memory: 16Mi}
-`, name, policy)
+`, name, scheduler, policy)
 }
 
 // logTime reads "key=<seconds>.<nanoseconds>" from a log.
@@ -331,15 +337,21 @@ func logTime(t *testing.T, log, key string) time.Time {
 
 // TestRealNodeStartupOrder: with startupPolicy InOrder no worker's container
 // starts before the master is Ready, over five jobs; without it the workers
-// start at once, before the master is.
+// start at once, before the master is. Under gang scheduling, the first job's
+// pods are still placed together, before the master is Ready: only the
+// workers' containers wait.
 func TestRealNodeStartupOrder(t *testing.T) {
 	f := onRealNode(t, "real-order")
+	gang := os.Getenv("E2E_GANG_BACKEND") != "" && os.Getenv("E2E_GANG_BACKEND") != "none"
+	if gang && f.KueueServed() {
+		f.NewKueueQueue(nil, 0, "default")
+	}
 	var names []string
 	for i := range 5 {
 		names = append(names, fmt.Sprintf("in-order-%d", i))
-		applyManifest(f, startupOrderJob(names[i], "InOrder"))
+		applyManifest(f, startupOrderJob(names[i], "InOrder", gang && i == 0))
 	}
-	applyManifest(f, startupOrderJob("any-order", "AnyOrder"))
+	applyManifest(f, startupOrderJob("any-order", "AnyOrder", false))
 	for _, name := range append(names, "any-order") {
 		ref := f.Ref(framework.KindPyTorch, name)
 		waitSucceeded(f, ref)
@@ -358,7 +370,25 @@ func TestRealNodeStartupOrder(t *testing.T) {
 				t.Logf("%s started %s after the master became ready", w, waited.Round(time.Millisecond))
 			}
 		}
+		if gang && name == names[0] {
+			for _, p := range pods {
+				scheduled := podCondition(p, corev1.PodScheduled)
+				// Condition times have second precision.
+				if scheduled == nil || scheduled.Status != corev1.ConditionTrue || !scheduled.LastTransitionTime.Time.Before(ready) {
+					t.Errorf("gang-scheduled %s: PodScheduled %+v, want it placed before the master was ready (%s)", p.Name, scheduled, ready)
+				}
+			}
+		}
 	}
+}
+
+func podCondition(p corev1.Pod, typ corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == typ {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 // TestRealNodeKubeletLoss: the real node's kubelet stops while a job runs.
