@@ -266,6 +266,27 @@ func TestActiveDeadline(t *testing.T) {
 	}
 }
 
+// TestStartTimeoutUnschedulable: a job whose replicas no node can take says
+// so (Pending (Unschedulable) in kubectl get), and with startTimeoutSeconds
+// fails with the scheduler's reason once the limit has passed.
+func TestStartTimeoutUnschedulable(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t, "start-timeout")
+	ref := f.Create(framework.NewPyTorchJob("too-big").WithReplicas("master", 1).WithReplicas("worker", 1).
+		GPUs(100000).StartTimeout(5))
+	f.WaitForCondition(ref, v1beta1.ConditionRunning, metav1.ConditionFalse, "Unschedulable")
+	if out := f.MustKubectl("get", "pj", "too-big"); !strings.Contains(out, "Pending (Unschedulable)") {
+		t.Errorf("kubectl get: %q, want Pending (Unschedulable)", out)
+	}
+	job := f.WaitForPhase(ref, v1beta1.JobFailed)
+	checkFailed(t, job, "Unschedulable")
+	if c := framework.Condition(job, v1beta1.ConditionFailed); !strings.Contains(c.Message, "did not start within startTimeoutSeconds (5s)") ||
+		!strings.Contains(c.Message, "nvidia.com/gpu") {
+		t.Errorf("Failed condition message %q, want the limit and the scheduler's message", c.Message)
+	}
+	f.WaitForNoPods(ref, framework.Timeout)
+}
+
 // TestCleanUpPolicies: what is left of a succeeded job whose ps replica
 // never exits.
 func TestCleanUpPolicies(t *testing.T) {

@@ -86,8 +86,10 @@ func TestRealNodeOOMKilled(t *testing.T) {
 		t.Errorf("fail-on-oom: backoffCount %d, want 0: the rule fails the job without a restart", n)
 	}
 	last := job.JobStatus().Tasks[0].ReplicaStatus[0].Containers[0].LastTermination
-	if last == nil || last.Reason != "OOMKilled" || last.ExitCode != 137 {
+	if last == nil || last.Reason != "OOMKilled" || last.ExitCode != 137 || last.FinishedAt == nil {
 		t.Errorf("fail-on-oom: recorded termination %+v, want OOMKilled with exit 137", last)
+	} else {
+		t.Logf("fail-on-oom: the job failed %s after the kill (second precision)", failed.LastTransitionTime.Sub(last.FinishedAt.Time))
 	}
 	checkOnRealNode(t, f.Pods(ref))
 
@@ -180,8 +182,11 @@ spec:
 	if r.Err != nil || !strings.Contains(r.Stdout, "Error (exit 1): "+lastLine) {
 		t.Errorf("kubectl training status does not show %q: %s", "Error (exit 1): "+lastLine, r)
 	}
-	if failed := framework.Condition(job, v1beta1.ConditionFailed); failed == nil || !strings.Contains(failed.Message, lastLine) {
+	failed := framework.Condition(job, v1beta1.ConditionFailed)
+	if failed == nil || !strings.Contains(failed.Message, lastLine) {
 		t.Errorf("Failed condition %+v, want it to end with %q", failed, lastLine)
+	} else if last != nil && last.FinishedAt != nil {
+		t.Logf("the job failed %s after the program exited (second precision)", failed.LastTransitionTime.Sub(last.FinishedAt.Time))
 	}
 }
 

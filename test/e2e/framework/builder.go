@@ -174,6 +174,12 @@ func (b *JobBuilder) ActiveDeadline(seconds int64) *JobBuilder {
 	return b
 }
 
+// StartTimeout sets spec.runPolicy.startTimeoutSeconds.
+func (b *JobBuilder) StartTimeout(seconds int64) *JobBuilder {
+	b.policy.StartTimeoutSeconds = ptr.To(seconds)
+	return b
+}
+
 // CleanUp sets spec.runPolicy.cleanUpPolicy.
 func (b *JobBuilder) CleanUp(p v1beta1.CleanUpPolicy) *JobBuilder {
 	b.policy.CleanUpPolicy = p
