@@ -111,6 +111,9 @@ type Topology struct {
 	// requested is the number of replicas the spec asks for, summed without
 	// overflow.
 	requested int64
+	// Elastic is the replica range of an elastic PyTorch job, whose last
+	// group in rank order is scaled; nil for other jobs.
+	Elastic *ElasticRange
 	// addressSuffix ends every replica address: ".<job>.<ns>.svc[.<domain>]".
 	addressSuffix string
 	shape         string
@@ -143,11 +146,50 @@ func newTopology(a Adapter, job v1beta1.TrainingJob, clusterDomain string) *Topo
 		t.requested += int64(n)
 		t.Total = int32(min(t.requested, math.MaxInt32))
 	}
+	t.scaleElastic()
 	return t
 }
 
+// ElasticRange is how many replicas in all an elastic job may run with.
+type ElasticRange struct {
+	Min, Max int32
+}
+
+// String is the range as torchrun's --nnodes takes it.
+func (e ElasticRange) String() string { return itoa(e.Min) + ":" + itoa(e.Max) }
+
+// scaleElastic gives an elastic job's last group in rank order the count
+// that makes the job's total its elastic total (batch.ElasticTotal); the
+// other groups keep theirs.
+func (t *Topology) scaleElastic() {
+	job, ok := t.Job.(*v1beta1.PyTorchTrainingJob)
+	if !ok || len(t.Groups) == 0 {
+		return
+	}
+	total, elastic := v1beta1.ElasticTotal(&job.Spec)
+	if !elastic {
+		return
+	}
+	e := job.Spec.Elastic
+	t.Elastic = &ElasticRange{Min: ptrValue(e.MinReplicas, 1), Max: ptrValue(e.MaxReplicas, int32(min(total, math.MaxInt32)))}
+	last := &t.Groups[len(t.Groups)-1]
+	fixed := t.requested - int64(last.Replicas)
+	n := max(total-fixed, 0)
+	t.requested = fixed + n
+	last.Replicas = int32(min(n, math.MaxInt32))
+	t.Total = int32(min(t.requested, math.MaxInt32))
+}
+
+func ptrValue(p *int32, def int32) int32 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
 // Shape is the job's replica counts in rank order ("chief:1,worker:3"),
-// what every replica was told about the cluster.
+// what every replica was told about the cluster; an elastic job's scaled
+// group shows its range ("worker:1:4"), so scaling replaces no pod.
 func (t *Topology) Shape() string {
 	if t.shape == "" {
 		var b strings.Builder
@@ -157,6 +199,12 @@ func (t *Topology) Shape() string {
 			}
 			b.WriteString(string(g.Type))
 			b.WriteByte(':')
+			if t.Elastic != nil && i == len(t.Groups)-1 {
+				// Replicas of the scaled group come and go; the others
+				// are told the range, not the count.
+				b.WriteString(t.Elastic.String())
+				continue
+			}
 			b.WriteString(itoa(g.Replicas))
 		}
 		t.shape = b.String()

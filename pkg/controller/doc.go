@@ -160,12 +160,9 @@ limitations under the License.
 //     outside TF_CONFIG's cluster and holds up no one; as a member it would
 //     count toward minCount and could be placed instead of a trainer. It is
 //     scheduled on its own (by the coscheduling scheduler with that backend).
-//   - Elastic PyTorch jobs: minCount is every replica, not
-//     elastic.minReplicas. The controller runs the spec's replicas and
-//     torchrun waits for --nnodes=<all of them> at the rendezvous; admitting
-//     fewer would start replicas that wait for peers that may never be
-//     placed. Once elastic scaling is done (--nnodes=min:max), minCount should
-//     become minReplicas; it is mutable in both backends.
+//   - Elastic PyTorch jobs: minCount is at most elastic.minReplicas.
+//     torchrun runs with --nnodes=min:max, so the group trains once min
+//     replicas are placed, and the others join as room appears.
 //   - minCount is the gang's size less the members that finished for good
 //     (terminated, not being replaced): both schedulers count only pods that
 //     have not terminated, so a replacement in a job whose other members had

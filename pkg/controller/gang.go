@@ -231,7 +231,10 @@ type gangGroup struct {
 	// Size is the number of members: every replica, except TensorFlow
 	// evaluators (Adapter.GangMember).
 	Size int32
-	// MinCount is how many members must be placed together now: Size, less
+	// Floor is the fewest members the group trains with: Size, or an
+	// elastic job's minReplicas; the Workload's template asks for it.
+	Floor int32
+	// MinCount is how many members must be placed together now: Floor, less
 	// the members whose pod terminated for good (not being replaced). The
 	// schedulers count only pods that have not terminated, so a
 	// replacement in a job whose other members already finished would
@@ -292,7 +295,13 @@ func (r *reconciler) desiredGang() *gangGroup {
 	if g.Size == 0 {
 		return nil
 	}
-	g.MinCount = g.Size
+	g.Floor = g.Size
+	if e := r.topo.Elastic; e != nil {
+		// An elastic job trains with minReplicas; the rest join as room
+		// appears, and torchrun's agents re-form the group with them.
+		g.Floor = min(g.Size, e.Min)
+	}
+	g.MinCount = g.Floor
 	for _, s := range r.slots {
 		if r.kind.GangMember(s.id.Type) && s.pod != nil && !s.replacing && isTerminated(s.pod) {
 			g.MinCount--

@@ -51,9 +51,9 @@ func TestCoschedulingShape(t *testing.T) {
 			members: []string{"j-chief-0", "j-worker-0", "j-worker-1"}, others: []string{"j-evaluator-0"},
 		},
 		{
-			name: "PyTorch elastic: minMember is every replica",
+			name: "PyTorch elastic: minMember is minReplicas",
 			job:  elastic.obj(),
-			kind: PyTorchKind, minMember: 4, class: PriorityClassP50,
+			kind: PyTorchKind, minMember: 2, class: PriorityClassP50,
 			members: []string{"j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3"},
 		},
 	}

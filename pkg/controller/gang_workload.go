@@ -80,7 +80,7 @@ func disruptAll() *schedulingv1beta1.DisruptionMode {
 }
 
 // newWorkload describes the job's gang: one template, whose minCount is the
-// gang's size.
+// gang's floor (its size, or an elastic job's minReplicas).
 func (g *workloadGang) newWorkload(r *reconciler, want *gangGroup) *schedulingv1beta1.Workload {
 	return &schedulingv1beta1.Workload{
 		ObjectMeta: r.gangObjectMeta(want),
@@ -90,7 +90,7 @@ func (g *workloadGang) newWorkload(r *reconciler, want *gangGroup) *schedulingv1
 			},
 			PodGroupTemplates: []schedulingv1beta1.PodGroupTemplate{{
 				Name:              WorkloadTemplateName,
-				SchedulingPolicy:  gangPolicy(want.Size),
+				SchedulingPolicy:  gangPolicy(want.Floor),
 				DisruptionMode:    disruptAll(),
 				PriorityClassName: want.PriorityClass,
 			}},

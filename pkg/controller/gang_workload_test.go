@@ -33,7 +33,7 @@ import (
 func TestWorkloadShape(t *testing.T) {
 	elastic := newPyTorchJob("j").withReplicas("master", 1).withReplicas("worker", 3).withGang("team-a", 100)
 	elastic.job.(*v1beta1.PyTorchTrainingJob).Spec.Elastic = &v1beta1.ElasticConfig{
-		Enabled: true, MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](4),
+		Enabled: true, MinReplicas: ptr.To[int32](2), MaxReplicas: ptr.To[int32](4),
 	}
 	cases := []struct {
 		name     string
@@ -58,9 +58,9 @@ func TestWorkloadShape(t *testing.T) {
 			members: []string{"j-worker-0", "j-worker-1", "j-worker-2"},
 		},
 		{
-			name: "PyTorch elastic: minCount is every replica",
+			name: "PyTorch elastic: minCount is minReplicas",
 			job:  elastic.obj(),
-			kind: PyTorchKind, minCount: 4, class: PriorityClassP100,
+			kind: PyTorchKind, minCount: 2, class: PriorityClassP100,
 			members: []string{"j-master-0", "j-worker-0", "j-worker-1", "j-worker-2"},
 		},
 	}

@@ -127,7 +127,7 @@ func (a pyTorchAdapter) Env(t *Topology) (ReplicaEnv, error) {
 	if tc := torchrun(t); tc != nil {
 		s := torchrunOptions(tc)
 		torchrunVars = []corev1.EnvVar{
-			envVar("PET_NNODES", total),
+			envVar("PET_NNODES", nnodes(t)),
 			{Name: "PET_NODE_RANK"}, // the replica's rank, set below
 			envVar("PET_NPROC_PER_NODE", s.procPerNode),
 			envVar("PET_MASTER_ADDR", addr),
@@ -139,13 +139,13 @@ func (a pyTorchAdapter) Env(t *Topology) (ReplicaEnv, error) {
 	return func(r ReplicaID) ([]corev1.EnvVar, error) {
 		rank := itoa(t.Rank(r))
 		vars := make([]corev1.EnvVar, 0, 5+len(torchrunVars))
-		vars = append(vars,
-			envVar("MASTER_ADDR", addr),
-			envVar("MASTER_PORT", portText),
-			envVar("WORLD_SIZE", total),
-			envVar("RANK", rank),
-			envVar("PYTHONUNBUFFERED", "1"),
-		)
+		vars = append(vars, envVar("MASTER_ADDR", addr), envVar("MASTER_PORT", portText))
+		if t.Elastic == nil {
+			// An elastic job's size changes under running pods, whose
+			// environment cannot; torchrun tells its workers the size.
+			vars = append(vars, envVar("WORLD_SIZE", total))
+		}
+		vars = append(vars, envVar("RANK", rank), envVar("PYTHONUNBUFFERED", "1"))
 		for _, v := range torchrunVars {
 			if v.Name == "PET_NODE_RANK" {
 				v.Value = rank
@@ -156,12 +156,22 @@ func (a pyTorchAdapter) Env(t *Topology) (ReplicaEnv, error) {
 	}, nil
 }
 
+// nnodes is torchrun's --nnodes: the job's replicas, or an elastic job's
+// range ("1:4"), within which its agents re-form the group as replicas
+// come and go.
+func nnodes(t *Topology) string {
+	if t.Elastic != nil {
+		return t.Elastic.String()
+	}
+	return itoa(t.Total)
+}
+
 // pythonInterpreter matches python, python3, python3.12 and paths to them.
 var pythonInterpreter = regexp.MustCompile(`^python[0-9.]*$`)
 
 // Entrypoint, with torchrun enabled, starts the training container as
 //
-//	torchrun --nnodes=<replicas of the job> --nproc-per-node=<procPerNode>
+//	torchrun --nnodes=<replicas of the job, or min:max when elastic> --nproc-per-node=<procPerNode>
 //	  --rdzv-backend=<rdzvBackend> --rdzv-endpoint=<MASTER_ADDR>:<MASTER_PORT>
 //	  --rdzv-id=<job uid> --max-restarts=<maxRestarts> <extraOptions...>
 //	  [--no-python] <program...>
@@ -182,7 +192,7 @@ func (a pyTorchAdapter) Entrypoint(t *Topology, _ ReplicaID, c *corev1.Container
 	m, port := a.master(t)
 	cmd := []string{
 		"torchrun",
-		"--nnodes=" + itoa(t.Total),
+		"--nnodes=" + nnodes(t),
 		"--nproc-per-node=" + s.procPerNode,
 		"--rdzv-backend=" + s.backend,
 		"--rdzv-endpoint=" + hostPort(t.Address(m), port),

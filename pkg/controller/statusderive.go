@@ -79,6 +79,7 @@ func (r *reconciler) fillStatus() {
 	sort.SliceStable(tasks, func(a, b int) bool { return order[tasks[a].Type] < order[tasks[b].Type] })
 	st.Tasks = tasks
 	st.Aggregate = agg
+	r.fillElasticStatus()
 
 	if st.Phase.IsFinished() {
 		return

@@ -134,6 +134,9 @@ type reconciler struct {
 	// the controller made for the job, so a pod missing from it may exist.
 	cacheBehind bool
 
+	// scaleNoted: the Scaled event of this reconcile is recorded.
+	scaleNoted bool
+
 	restarts      map[v1beta1.ReplicaType]int32 // replacements decided now, per type
 	restartingJob bool                          // a RestartJob decided now
 	failure       string                        // a replica failure seen now, for ReplicaFailure

@@ -448,7 +448,7 @@ func TestWarningsOnlyWhenTheSpecChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	if w := recorder.take(); len(w) != 2 || !strings.HasPrefix(w[0], "spec.replicaSpecs[1].template.spec.restartPolicy") ||
-		!strings.HasPrefix(w[1], "spec.elastic: stored but not acted on yet") {
+		!strings.HasPrefix(w[1], "spec.elastic: without spec.torchrunConfig.enabled") {
 		t.Errorf("warnings on create = %q, want the restartPolicy and the elastic warning", w)
 	}
 

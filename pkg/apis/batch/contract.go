@@ -101,6 +101,43 @@ func TensorFlowPortNames() []string { return []string{"tensorflow", "tfjob-port"
 // Kubeflow's. Without such a port the replicas use PyTorchDefaultPort.
 func PyTorchPortNames() []string { return []string{"pytorch", "pytorchjob-port"} }
 
+// ElasticScaledType is the replica type an elastic PyTorch job scales, as
+// an index into specs: the last in rank order (the master, when listed, is
+// first), or -1 without types. fixed is the sum of the other types' counts,
+// which the job keeps as they are.
+func ElasticScaledType(specs []ReplicaSpec) (scaled int, fixed int64) {
+	scaled = len(specs) - 1
+	for i := range specs {
+		if specs[i].Type == ReplicaTypeMaster && i == scaled && len(specs) > 1 {
+			// The master ranks first wherever it is listed.
+			scaled = i - 1
+		}
+	}
+	for i := range specs {
+		if i != scaled {
+			fixed += int64(ReplicasOf(&specs[i]))
+		}
+	}
+	return scaled, fixed
+}
+
+// ElasticTotal is how many replicas in all an elastic job runs:
+// expectedReplicas when set, else the sum of its types' counts brought
+// within [minReplicas, maxReplicas]. Unset ends do not bound it.
+func ElasticTotal(requested int64, minReplicas, maxReplicas, expected *int32) int64 {
+	if expected != nil {
+		return int64(*expected)
+	}
+	n := requested
+	if maxReplicas != nil && n > int64(*maxReplicas) {
+		n = int64(*maxReplicas)
+	}
+	if minReplicas != nil && n < int64(*minReplicas) {
+		n = int64(*minReplicas)
+	}
+	return n
+}
+
 // TensorFlowLeaderTypes are the replica types a TensorFlow job's other
 // replicas wait for under the InOrder startup policy: the chief and the
 // parameter servers, which workers contact as soon as they start. A PyTorch

@@ -185,3 +185,48 @@ func TestFilesetErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestElasticTotal(t *testing.T) {
+	p := func(n int32) *int32 { return &n }
+	cases := []struct {
+		name                 string
+		requested            int64
+		minR, maxR, expected *int32
+		want                 int64
+	}{
+		{"expected decides", 2, p(1), p(4), p(3), 3},
+		{"requested within range", 2, p(1), p(4), nil, 2},
+		{"requested above max", 9, p(1), p(4), nil, 4},
+		{"requested below min", 1, p(3), p(4), nil, 3},
+		{"no ends", 5, nil, nil, nil, 5},
+	}
+	for _, tc := range cases {
+		if got := ElasticTotal(tc.requested, tc.minR, tc.maxR, tc.expected); got != tc.want {
+			t.Errorf("%s: ElasticTotal = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestElasticScaledType(t *testing.T) {
+	p := func(n int32) *int32 { return &n }
+	spec := func(typ ReplicaType, n int32) ReplicaSpec { return ReplicaSpec{Type: typ, Replicas: p(n)} }
+	cases := []struct {
+		name   string
+		specs  []ReplicaSpec
+		scaled int
+		fixed  int64
+	}{
+		{"one type", []ReplicaSpec{spec("worker", 2)}, 0, 0},
+		{"master and workers", []ReplicaSpec{spec("master", 1), spec("worker", 3)}, 1, 1},
+		{"master listed last", []ReplicaSpec{spec("worker", 3), spec("master", 1)}, 0, 1},
+		{"three types", []ReplicaSpec{spec("master", 1), spec("ps", 2), spec("worker", 3)}, 2, 3},
+		{"master alone", []ReplicaSpec{spec("master", 1)}, 0, 0},
+		{"none", nil, -1, 0},
+	}
+	for _, tc := range cases {
+		scaled, fixed := ElasticScaledType(tc.specs)
+		if scaled != tc.scaled || fixed != tc.fixed {
+			t.Errorf("%s: ElasticScaledType = %d, %d; want %d, %d", tc.name, scaled, fixed, tc.scaled, tc.fixed)
+		}
+	}
+}

@@ -549,6 +549,15 @@ type TrainingJobStatus struct {
 
 	// CompletionTime is when the job finished.
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// Replicas is, for an elastic job, how many of its replicas have a pod.
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Selector is, for an elastic job, its pods' label selector as a string.
+	Selector string `json:"selector,omitempty"`
+
+	// LastScaleTime is when an elastic job's replica count last changed.
+	LastScaleTime *metav1.Time `json:"lastScaleTime,omitempty"`
 }
 
 // TaskStatus reports one replica type.

@@ -19140,6 +19140,26 @@ func schema_pkg_apis_batch_v1beta1_TrainingJobStatus(ref common.ReferenceCallbac
 							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
 						},
 					},
+					"replicas": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Replicas is, for an elastic job, how many of its replicas have a pod now; the scale subresource reports it as status.replicas.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"selector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Selector is, for an elastic job, the label selector of its pods in string form, as the scale subresource reports it to autoscalers.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"lastScaleTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastScaleTime is when an elastic job's replica count last changed.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},

@@ -45,13 +45,16 @@ var Kind = &trainingjob.Kind[*batch.PyTorchTrainingJob, batch.PyTorchTrainingJob
 	Warnings:       warnings,
 }
 
-// warnings points out the elastic settings, which are not carried out yet.
+// warnings points out an elastic job without torchrun: the controller
+// scales its pods, and nothing in them lets the training group change.
 func warnings(job *batch.PyTorchTrainingJob) []string {
-	if job.Spec.Elastic == nil || !job.Spec.Elastic.Enabled {
+	e := job.Spec.Elastic
+	if e == nil || !e.Enabled || (job.Spec.TorchrunConfig != nil && job.Spec.TorchrunConfig.Enabled) {
 		return nil
 	}
-	return []string{trainingjob.NotActedOn(field.NewPath("spec", "elastic"),
-		"the job runs its replicas' fixed counts and is not scaled between minReplicas and maxReplicas")}
+	return []string{field.NewPath("spec", "elastic").String() + ": without spec.torchrunConfig.enabled the controller " +
+		"runs expectedReplicas pods, but their training program must itself let replicas join and leave; " +
+		"torchrun's elastic agent does that"}
 }
 
 // NewStorage returns the REST objects of PyTorchTrainingJobs.

@@ -36,7 +36,11 @@ func TestElasticWarning(t *testing.T) {
 	}
 	job.Spec.Elastic.Enabled = true
 	w := Kind.Warnings(job)
-	if len(w) != 1 || !strings.HasPrefix(w[0], "spec.elastic: stored but not acted on yet") {
-		t.Errorf("warnings = %v, want one saying spec.elastic is not acted on", w)
+	if len(w) != 1 || !strings.HasPrefix(w[0], "spec.elastic: without spec.torchrunConfig.enabled") {
+		t.Errorf("warnings = %v, want one saying the elastic job runs without torchrun", w)
+	}
+	job.Spec.TorchrunConfig = &batch.TorchrunConfig{Enabled: true}
+	if w := Kind.Warnings(job); len(w) != 0 {
+		t.Errorf("warnings for an elastic job with torchrun: %v", w)
 	}
 }

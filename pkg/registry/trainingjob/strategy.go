@@ -138,12 +138,6 @@ const (
 		"created once that queue admits the job; otherwise the queue is only recorded on the pod group"
 )
 
-// NotActedOn is the warning for a field that is stored and validated but
-// not yet carried out, so nobody relies on it unknowingly.
-func NotActedOn(path *field.Path, consequence string) string {
-	return fmt.Sprintf("%s: stored but not acted on yet: %s", path, consequence)
-}
-
 // statusStrategy is the behaviour of the status subresource: the controller
 // writes status, and the spec stays as stored.
 type statusStrategy[J batch.TrainingJob, S any] struct {

@@ -700,6 +700,20 @@ type TrainingJobStatus struct {
 	// CompletionTime is when the job finished.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty" protobuf:"bytes,9,opt,name=completionTime"`
+
+	// Replicas is, for an elastic job, how many of its replicas have a pod
+	// now; the scale subresource reports it as status.replicas.
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty" protobuf:"varint,10,opt,name=replicas"`
+
+	// Selector is, for an elastic job, the label selector of its pods in
+	// string form, as the scale subresource reports it to autoscalers.
+	// +optional
+	Selector string `json:"selector,omitempty" protobuf:"bytes,11,opt,name=selector"`
+
+	// LastScaleTime is when an elastic job's replica count last changed.
+	// +optional
+	LastScaleTime *metav1.Time `json:"lastScaleTime,omitempty" protobuf:"bytes,12,opt,name=lastScaleTime"`
 }
 
 // TaskStatus reports one replica type.

@@ -70,6 +70,20 @@ func ReplicasOf(spec *ReplicaSpec) int32 {
 	return batch.ReplicasOrDefault(spec.Replicas)
 }
 
+// ElasticTotal says whether a PyTorch job is elastic, and then how many
+// replicas in all it runs (batch.ElasticTotal).
+func ElasticTotal(spec *PyTorchTrainingJobSpec) (int64, bool) {
+	e := spec.Elastic
+	if e == nil || !e.Enabled || len(spec.ReplicaSpecs) == 0 {
+		return 0, false
+	}
+	var requested int64
+	for i := range spec.ReplicaSpecs {
+		requested += int64(ReplicasOf(&spec.ReplicaSpecs[i]))
+	}
+	return batch.ElasticTotal(requested, e.MinReplicas, e.MaxReplicas, e.ExpectedReplicas), true
+}
+
 // ReplicaOutcomeFinalizer is the finalizer the controller puts on every
 // replica pod. It keeps the pod until the job's status holds the pod's
 // outcome, so an outcome is never lost to a pod deleted or garbage-collected

@@ -41,8 +41,33 @@ func validatePyTorchExtras(spec *batch.PyTorchTrainingJobSpec, fldPath *field.Pa
 	}
 	if spec.Elastic != nil {
 		allErrs = append(allErrs, validateElastic(spec.Elastic, fldPath.Child("elastic"))...)
+		if spec.Elastic.Enabled {
+			allErrs = append(allErrs, validateElasticJob(spec, fldPath)...)
+		}
 	}
 	return allErrs
+}
+
+// validateElasticJob checks the replica types around an elastic range. The
+// range counts every replica of the job; the last type in rank order is the
+// one scaled, the others keep their counts, which must fit under
+// minReplicas. The rendezvous host, replica 0 of the first type, is never
+// scaled away. The master's count is fixed, so it cannot be the scaled type.
+func validateElasticJob(spec *batch.PyTorchTrainingJobSpec, fldPath *field.Path) field.ErrorList {
+	scaled, fixed := batch.ElasticScaledType(spec.ReplicaSpecs)
+	if scaled < 0 {
+		return nil
+	}
+	typePath := fldPath.Child("replicaSpecs").Index(scaled).Child("type")
+	if spec.ReplicaSpecs[scaled].Type == batch.ReplicaTypeMaster {
+		return field.ErrorList{field.Invalid(typePath, string(batch.ReplicaTypeMaster),
+			"an elastic job scales its last replica type, and a master is always one replica: add a worker type to scale")}
+	}
+	if m := spec.Elastic.MinReplicas; m != nil && *m >= 1 && int64(*m) < fixed {
+		return field.ErrorList{field.Invalid(fldPath.Child("elastic", "minReplicas"), *m, fmt.Sprintf(
+			"must be at least %d, the replicas of the types that are not scaled (all but %s)", fixed, spec.ReplicaSpecs[scaled].Type))}
+	}
+	return nil
 }
 
 // validateTorchrunConfig checks the torchrun options. They are checked

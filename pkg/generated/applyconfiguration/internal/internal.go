@@ -549,10 +549,19 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - type
+    - name: lastScaleTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
     - name: observedGeneration
       type:
         scalar: numeric
     - name: phase
+      type:
+        scalar: string
+    - name: replicas
+      type:
+        scalar: numeric
+    - name: selector
       type:
         scalar: string
     - name: startTime

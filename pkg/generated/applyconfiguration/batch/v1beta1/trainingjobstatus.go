@@ -52,6 +52,14 @@ type TrainingJobStatusApplyConfiguration struct {
 	StartTime *metav1.Time `json:"startTime,omitempty"`
 	// CompletionTime is when the job finished.
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// Replicas is, for an elastic job, how many of its replicas have a pod
+	// now; the scale subresource reports it as status.replicas.
+	Replicas *int32 `json:"replicas,omitempty"`
+	// Selector is, for an elastic job, the label selector of its pods in
+	// string form, as the scale subresource reports it to autoscalers.
+	Selector *string `json:"selector,omitempty"`
+	// LastScaleTime is when an elastic job's replica count last changed.
+	LastScaleTime *metav1.Time `json:"lastScaleTime,omitempty"`
 }
 
 // TrainingJobStatusApplyConfiguration constructs a declarative configuration of the TrainingJobStatus type for use with
@@ -139,5 +147,29 @@ func (b *TrainingJobStatusApplyConfiguration) WithStartTime(value metav1.Time) *
 // If called multiple times, the CompletionTime field is set to the value of the last call.
 func (b *TrainingJobStatusApplyConfiguration) WithCompletionTime(value metav1.Time) *TrainingJobStatusApplyConfiguration {
 	b.CompletionTime = &value
+	return b
+}
+
+// WithReplicas sets the Replicas field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Replicas field is set to the value of the last call.
+func (b *TrainingJobStatusApplyConfiguration) WithReplicas(value int32) *TrainingJobStatusApplyConfiguration {
+	b.Replicas = &value
+	return b
+}
+
+// WithSelector sets the Selector field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Selector field is set to the value of the last call.
+func (b *TrainingJobStatusApplyConfiguration) WithSelector(value string) *TrainingJobStatusApplyConfiguration {
+	b.Selector = &value
+	return b
+}
+
+// WithLastScaleTime sets the LastScaleTime field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastScaleTime field is set to the value of the last call.
+func (b *TrainingJobStatusApplyConfiguration) WithLastScaleTime(value metav1.Time) *TrainingJobStatusApplyConfiguration {
+	b.LastScaleTime = &value
 	return b
 }

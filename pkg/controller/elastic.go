@@ -1,0 +1,63 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// An elastic PyTorch job (spec.elastic.enabled) runs its elastic total of
+// replicas (batch.ElasticTotal: expectedReplicas, which the scale
+// subresource sets), by scaling its last replica type in rank order
+// (Topology.scaleElastic). Scaling out adds the next indexes; scaling in
+// leaves the highest indexes outside the job, and their pods are deleted as
+// pods of no replica: neither a failure nor a restart. The pods' identity
+// (Shape, environment, torchrun's --nnodes=min:max) does not depend on the
+// count, so no surviving pod is replaced; torchrun's agents re-form the
+// group with the replicas there are.
+
+// ReasonScaled is the event of an elastic job whose replica count changed.
+const ReasonScaled = "Scaled"
+
+// fillElasticStatus reports an elastic job's size as its scale subresource
+// shows it, and records a change of size.
+func (r *reconciler) fillElasticStatus() {
+	st := r.status
+	if r.topo.Elastic == nil {
+		st.Replicas, st.Selector = nil, ""
+		return
+	}
+	var current int32
+	for _, s := range r.slots {
+		if s.pod != nil && s.pod.DeletionTimestamp == nil {
+			current++
+		}
+	}
+	st.Replicas = &current
+	st.Selector = labels.SelectorFromSet(r.jobLabels()).String()
+
+	var before int32
+	for _, t := range r.old.Tasks {
+		before += int32(len(t.ReplicaStatus))
+	}
+	if len(r.old.Tasks) > 0 && before != r.topo.Total && !r.scaleNoted {
+		r.scaleNoted = true
+		st.LastScaleTime = r.metaNow()
+		r.event(corev1.EventTypeNormal, ReasonScaled, "Scaled from %d to %d replicas", before, r.topo.Total)
+	}
+}

@@ -1,0 +1,125 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
+func elasticJob(minR, maxR, expected int32) v1beta1.TrainingJob {
+	job := newPyTorchJob("j").withReplicas("worker", 2).withTorchrun(v1beta1.TorchrunConfig{Enabled: true}).obj()
+	job.(*v1beta1.PyTorchTrainingJob).Spec.Elastic = &v1beta1.ElasticConfig{
+		Enabled: true, MinReplicas: ptr.To(minR), MaxReplicas: ptr.To(maxR), ExpectedReplicas: ptr.To(expected),
+	}
+	return job
+}
+
+// An elastic job runs expectedReplicas replicas with torchrun's
+// --nnodes=min:max and an environment that does not depend on the count.
+func TestElasticPods(t *testing.T) {
+	job := elasticJob(1, 4, 3)
+	f := newFixture(t, job)
+	f.step(job)
+	if diff := cmp.Diff([]string{"j-worker-0", "j-worker-1", "j-worker-2"}, f.podNames()); diff != "" {
+		t.Fatalf("pods (-want +got): expectedReplicas decides\n%s", diff)
+	}
+	c := &f.pod("j-worker-2").Spec.Containers[0]
+	if !slices.Contains(c.Command, "--nnodes=1:4") {
+		t.Errorf("command %q, want --nnodes=1:4", c.Command)
+	}
+	env := envOf(c)
+	if v := env["PET_NNODES"]; v != "1:4" {
+		t.Errorf("PET_NNODES=%q, want 1:4", v)
+	}
+	if v, ok := env["WORLD_SIZE"]; ok {
+		t.Errorf("WORLD_SIZE=%q: an elastic job's pods must not be told a size that scaling changes", v)
+	}
+	if got := f.pod("j-worker-2").Annotations[AnnotationTopology]; got != "worker:1:4" {
+		t.Errorf("topology annotation %q, want the range", got)
+	}
+	st := f.status(job)
+	if st.Replicas == nil || *st.Replicas != 3 || !strings.Contains(st.Selector, v1beta1.LabelJobName+"=j") {
+		t.Errorf("status replicas %v selector %q, want 3 and the job's selector", st.Replicas, st.Selector)
+	}
+}
+
+// Scaling out adds the next indexes, scaling in removes the highest ones;
+// no surviving pod is replaced, and nothing counts as a failure or restart.
+func TestElasticScaling(t *testing.T) {
+	job := elasticJob(1, 4, 2)
+	f := newFixture(t, job)
+	f.start(job)
+	uids := map[string]types.UID{}
+	for _, n := range f.podNames() {
+		uids[n] = f.pod(n).UID
+	}
+	scale := func(n int32) {
+		t.Helper()
+		j := f.job(job).DeepCopyObject().(*v1beta1.PyTorchTrainingJob)
+		j.Spec.Elastic.ExpectedReplicas = ptr.To(n)
+		f.updateJob(j)
+	}
+
+	scale(4)
+	f.mustSync(job)
+	if deleted := f.deletedPodNames(); len(deleted) > 0 {
+		t.Errorf("scaling out deleted %v", deleted)
+	}
+	f.observe()
+	if diff := cmp.Diff([]string{"j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3"}, f.podNames()); diff != "" {
+		t.Fatalf("pods after scaling to 4 (-want +got):\n%s", diff)
+	}
+	if !hasEvent(f.events(), corev1.EventTypeNormal, ReasonScaled) {
+		t.Errorf("no %s event", ReasonScaled)
+	}
+	if st := f.status(job); st.LastScaleTime == nil {
+		t.Errorf("no lastScaleTime after scaling")
+	}
+	f.setAll(running)
+	f.step(job)
+
+	scale(1)
+	f.mustSync(job)
+	if diff := cmp.Diff([]string{"j-worker-1", "j-worker-2", "j-worker-3"}, f.deletedPodNames()); diff != "" {
+		t.Errorf("deleted (-want +got): the highest indexes go\n%s", diff)
+	}
+	f.observe()
+	f.step(job)
+	st := f.status(job)
+	if st.BackoffCount != 0 || st.Tasks[0].RestartCount != 0 {
+		t.Errorf("backoffCount %d, restarts %d after scaling in: removing a replica is not a failure", st.BackoffCount, st.Tasks[0].RestartCount)
+	}
+	if st.Phase != v1beta1.JobRunning {
+		t.Errorf("phase %s after scaling in, want Running", st.Phase)
+	}
+	if p := f.pod("j-worker-0"); p == nil || p.UID != uids["j-worker-0"] {
+		t.Errorf("worker-0 was replaced: the survivor keeps its pod")
+	}
+	events := f.events()
+	if hasEvent(events, corev1.EventTypeWarning, ReasonRestarting) {
+		t.Errorf("events %v: scaling in restarted a replica", events)
+	}
+}
