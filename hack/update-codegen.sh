@@ -121,6 +121,7 @@ gen_protobuf "${ROOT}/pkg/apis"
 
 kube::codegen::gen_openapi \
     --extra-pkgs k8s.io/api/core/v1 \
+    --extra-pkgs k8s.io/api/autoscaling/v1 \
     --extra-pkgs k8s.io/apimachinery/pkg/util/intstr \
     --output-dir "${ROOT}/pkg/generated/openapi" \
     --output-pkg "${MODULE}/pkg/generated/openapi" \

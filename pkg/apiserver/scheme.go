@@ -21,6 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	scalescheme "k8s.io/client-go/scale/scheme"
+	scaleautoscalingv1 "k8s.io/client-go/scale/scheme/autoscalingv1"
 
 	"tensorstack.dev/training/pkg/apis/batch/install"
 )
@@ -34,6 +37,10 @@ var (
 
 func init() {
 	install.Install(Scheme)
+	// The scale subresource of PyTorch jobs speaks autoscaling/v1 Scale,
+	// converted from client-go's internal Scale as CRDs' scale does.
+	utilruntime.Must(scalescheme.AddToScheme(Scheme))
+	utilruntime.Must(scaleautoscalingv1.AddToScheme(Scheme))
 	// Options types (ListOptions, DeleteOptions, ...) and the unversioned
 	// meta types every API server answers with.
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})

@@ -34,10 +34,7 @@ import (
 
 // jobLabels are the labels of everything the controller creates for a job.
 func (r *reconciler) jobLabels() map[string]string {
-	return map[string]string{
-		v1beta1.LabelJobName: r.job.GetName(),
-		v1beta1.LabelJobKind: r.kind.Kind(),
-	}
+	return v1beta1.JobLabels(r.kind.Kind(), r.job.GetName())
 }
 
 // replicaLabels are the labels of a replica's pod.

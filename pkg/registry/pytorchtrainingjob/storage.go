@@ -59,5 +59,10 @@ func warnings(job *batch.PyTorchTrainingJob) []string {
 
 // NewStorage returns the REST objects of PyTorchTrainingJobs.
 func NewStorage(optsGetter generic.RESTOptionsGetter, updatePath trainingjob.UpdatePath) (*trainingjob.Storage, error) {
-	return trainingjob.NewStorage(optsGetter, Kind, updatePath)
+	s, err := trainingjob.NewStorage(optsGetter, Kind, updatePath)
+	if err != nil {
+		return nil, err
+	}
+	s.Scale = &ScaleREST{store: s.Job.Store}
+	return s, nil
 }

@@ -40,6 +40,8 @@ type Storage struct {
 	Pause  *ActionREST
 	Resume *ActionREST
 	Debug  *ActionREST
+	// Scale is the kind's scale subresource, when it has one.
+	Scale rest.Storage
 }
 
 // NewStorage builds the storage of a job kind on the given storage backend.
@@ -100,13 +102,17 @@ func NewStorage[J batch.TrainingJob, S any](optsGetter generic.RESTOptionsGetter
 // Resources maps the resource and its subresources to their REST objects,
 // keyed the way an API group's storage map expects.
 func (s *Storage) Resources(resource string) map[string]rest.Storage {
-	return map[string]rest.Storage{
+	m := map[string]rest.Storage{
 		resource:             s.Job,
 		resource + "/status": s.Status,
 		resource + "/pause":  s.Pause,
 		resource + "/resume": s.Resume,
 		resource + "/debug":  s.Debug,
 	}
+	if s.Scale != nil {
+		m[resource+"/scale"] = s.Scale
+	}
+	return m
 }
 
 // REST is the main resource of a job kind.

@@ -30,6 +30,12 @@ const (
 	LabelReplicaIndex = GroupName + "/replica-index"
 )
 
+// JobLabels are the labels that select every object the controller created
+// for a job of a kind (TensorFlowTrainingJob, PyTorchTrainingJob).
+func JobLabels(kind, name string) map[string]string {
+	return map[string]string{LabelJobName: name, LabelJobKind: kind}
+}
+
 // Resource names and short names of the job kinds.
 const (
 	TensorFlowTrainingJobResource = "tensorflowtrainingjobs"
