@@ -31,6 +31,44 @@ import (
 // count, so no surviving pod is replaced; torchrun's agents re-form the
 // group with the replicas there are.
 
+// With Kueue, an elastic job's pod set asks for minCount minReplicas less
+// the other types' replicas, so Kueue may admit it partially (its
+// PartialAdmission feature). The job then runs the admitted count, and
+// replicas beyond it, whether Kueue held them back at admission or the job
+// was scaled out after it, wait: an admitted Workload's pod sets cannot
+// change, so they run once the job is admitted again (after a preemption,
+// or a pause and resume). Scaling in needs no admission.
+
+// admittedReplicas is how many replicas of the group at index gi the job
+// runs: all of them, unless Kueue admitted fewer of an elastic job's scaled
+// group.
+func (r *reconciler) admittedReplicas(gi int) int32 {
+	g := &r.topo.Groups[gi]
+	if r.topo.Elastic == nil || gi != len(r.topo.Groups)-1 || r.queue == nil || !r.queue.admitted {
+		return g.Replicas
+	}
+	if n, ok := r.queue.admittedCounts[g.Type]; ok && n < g.Replicas {
+		return n
+	}
+	return g.Replicas
+}
+
+// elasticMinCount is the minCount of an elastic job's scaled pod set: the
+// fewest of its replicas the job trains with; 0 when the pod set is not
+// scaled or cannot be admitted partially.
+func (r *reconciler) elasticMinCount(gi int) int32 {
+	e := r.topo.Elastic
+	if e == nil || gi != len(r.topo.Groups)-1 {
+		return 0
+	}
+	g := &r.topo.Groups[gi]
+	n := max(e.Min-(r.topo.Total-g.Replicas), 1)
+	if n >= g.Replicas {
+		return 0
+	}
+	return n
+}
+
 // ReasonScaled is the event of an elastic job whose replica count changed.
 const ReasonScaled = "Scaled"
 
@@ -55,9 +93,12 @@ func (r *reconciler) fillElasticStatus() {
 	for _, t := range r.old.Tasks {
 		before += int32(len(t.ReplicaStatus))
 	}
-	if len(r.old.Tasks) > 0 && before != r.topo.Total && !r.scaleNoted {
+	now := int32(len(r.slots))
+	// A job that has not started is not scaled: its first admission may
+	// still cut its count.
+	if r.old.StartTime != nil && before != now && !r.scaleNoted {
 		r.scaleNoted = true
 		st.LastScaleTime = r.metaNow()
-		r.event(corev1.EventTypeNormal, ReasonScaled, "Scaled from %d to %d replicas", before, r.topo.Total)
+		r.event(corev1.EventTypeNormal, ReasonScaled, "Scaled from %d to %d replicas", before, now)
 	}
 }

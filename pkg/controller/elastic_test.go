@@ -23,6 +23,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -121,5 +123,74 @@ func TestElasticScaling(t *testing.T) {
 	events := f.events()
 	if hasEvent(events, corev1.EventTypeWarning, ReasonRestarting) {
 		t.Errorf("events %v: scaling in restarted a replica", events)
+	}
+}
+
+// With Kueue, an elastic job's scaled pod set asks for minCount; admitted
+// partially, the job runs the admitted count, says so, and the other
+// replicas wait, also after a scale-out; scaling in needs no admission.
+func TestElasticPartialAdmission(t *testing.T) {
+	b := gpuJob("p").withTorchrun(v1beta1.TorchrunConfig{Enabled: true}).withGang("user-queue", 0)
+	b.job.(*v1beta1.PyTorchTrainingJob).Spec.Elastic = &v1beta1.ElasticConfig{
+		Enabled: true, MinReplicas: ptr.To[int32](2), MaxReplicas: ptr.To[int32](6), ExpectedReplicas: ptr.To[int32](5),
+	}
+	job := b.obj()
+	f := newKueueFixture(t, []runtime.Object{resourceFlavor("gpu-a", nil)}, job)
+	f.step(job)
+	sets, _, _ := unstructured.NestedSlice(f.workload("pj-p").Object, "spec", "podSets")
+	if len(sets) != 2 {
+		t.Fatalf("pod sets %v, want master and worker", sets)
+	}
+	worker := sets[1].(map[string]any)
+	if worker["count"] != int64(4) || worker["minCount"] != int64(1) {
+		t.Errorf("worker pod set count %v minCount %v, want 4 and 1 (minReplicas 2 less the master)", worker["count"], worker["minCount"])
+	}
+	if _, ok := sets[0].(map[string]any)["minCount"]; ok {
+		t.Errorf("the master's pod set has a minCount; only the scaled type may be admitted partially")
+	}
+
+	// Kueue admits 2 of the 4 workers.
+	f.setWorkload("pj-p", func(wl *unstructured.Unstructured) {
+		admit("gpu-a", "master", "worker")(wl)
+		assignments, _, _ := unstructured.NestedSlice(wl.Object, "status", "admission", "podSetAssignments")
+		assignments[0].(map[string]any)["count"] = int64(1)
+		assignments[1].(map[string]any)["count"] = int64(2)
+		_ = unstructured.SetNestedSlice(wl.Object, assignments, "status", "admission", "podSetAssignments")
+	})
+	f.mustSync(job)
+	created := names(f.createdPods())
+	slices.Sort(created)
+	if diff := cmp.Diff([]string{"p-master-0", "p-worker-0", "p-worker-1"}, created); diff != "" {
+		t.Errorf("created (-want +got): the admitted count\n%s", diff)
+	}
+	f.observe()
+	f.setAll(running)
+	f.step(job)
+	st := f.status(job)
+	assertPhase(t, st, v1beta1.JobRunning)
+	if hasEvent(f.events(), corev1.EventTypeNormal, ReasonScaled) || st.LastScaleTime != nil {
+		t.Errorf("a Scaled event or lastScaleTime at admission: the job was not scaled")
+	}
+	if c := condition(st, v1beta1.ConditionQueued); c == nil || !strings.Contains(c.Message, "2 of the 4 worker replicas") {
+		t.Errorf("Queued condition %+v, want it to say 2 of the 4 workers run", c)
+	}
+
+	// Scaled out while admitted: nothing more runs until admitted again.
+	scale := func(n int32) {
+		j := f.job(job).DeepCopyObject().(*v1beta1.PyTorchTrainingJob)
+		j.Spec.Elastic.ExpectedReplicas = ptr.To(n)
+		f.updateJob(j)
+	}
+	scale(6)
+	f.mustSync(job)
+	if created := f.createdPods(); len(created) > 0 {
+		t.Errorf("created %v beyond the admission", names(created))
+	}
+	f.observe()
+	// Scaled in: the highest index goes.
+	scale(2)
+	f.mustSync(job)
+	if diff := cmp.Diff([]string{"p-worker-1"}, f.deletedPodNames()); diff != "" {
+		t.Errorf("deleted (-want +got):\n%s", diff)
 	}
 }

@@ -19,6 +19,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"math"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -242,6 +243,10 @@ type queueState struct {
 	evicted *metav1.Condition
 	// waiting is the QuotaReserved condition while it is not True.
 	waiting *metav1.Condition
+	// admittedCounts are the pods per pod set the admission allows, from
+	// status.admission.podSetAssignments; below the pod set's count when
+	// Kueue admitted an elastic job partially.
+	admittedCounts map[v1beta1.ReplicaType]int32
 }
 
 // readQueue reads the job's Workload from the cache.
@@ -268,6 +273,9 @@ func (r *reconciler) readQueue() (*queueState, error) {
 	}
 	q.admitted = meta.IsStatusConditionTrue(conds, kueueAdmitted) && q.evicted == nil && workloadActive(wl) &&
 		workloadAdmission(wl) != nil
+	if q.admitted {
+		q.admittedCounts = admittedCounts(wl)
+	}
 	return q, nil
 }
 
@@ -292,6 +300,23 @@ func workloadConditions(wl *unstructured.Unstructured) []metav1.Condition {
 func workloadActive(wl *unstructured.Unstructured) bool {
 	active, found, err := unstructured.NestedBool(wl.Object, "spec", "active")
 	return !found || err != nil || active
+}
+
+// admittedCounts reads the count of every pod set assignment that has one.
+func admittedCounts(wl *unstructured.Unstructured) map[v1beta1.ReplicaType]int32 {
+	out := map[v1beta1.ReplicaType]int32{}
+	assignments, _, _ := unstructured.NestedSlice(wl.Object, "status", "admission", "podSetAssignments")
+	for _, item := range assignments {
+		a, ok := item.(map[string]any)
+		if !ok {
+			continue
+		}
+		name, _, _ := unstructured.NestedString(a, "name")
+		if count, found, err := unstructured.NestedInt64(a, "count"); found && err == nil {
+			out[v1beta1.ReplicaType(name)] = int32(min(max(count, 0), math.MaxInt32))
+		}
+	}
+	return out
 }
 
 // workloadAdmission reads status.admission, or nil.

@@ -43,10 +43,11 @@ var runtimeConverter = runtime.DefaultUnstructuredConverter
 const AnnotationPodSets = v1beta1.GroupName + "/pod-sets"
 
 // desiredPodSets are the job's pod sets: one per replica type with
-// replicas, in rank order.
+// replicas, in rank order; an elastic job's scaled pod set has a minCount
+// (elastic.go).
 func (r *reconciler) desiredPodSets() ([]any, string, error) {
 	var sets []any
-	for _, g := range r.topo.Groups {
+	for gi, g := range r.topo.Groups {
 		if g.Replicas == 0 {
 			continue
 		}
@@ -54,7 +55,11 @@ func (r *reconciler) desiredPodSets() ([]any, string, error) {
 		if err != nil {
 			return nil, "", fmt.Errorf("pod template of %s: %w", g.Type, err)
 		}
-		sets = append(sets, map[string]any{"name": string(g.Type), "count": int64(g.Replicas), "template": tmpl})
+		set := map[string]any{"name": string(g.Type), "count": int64(g.Replicas), "template": tmpl}
+		if n := r.elasticMinCount(gi); n > 0 {
+			set["minCount"] = int64(n)
+		}
+		sets = append(sets, set)
 	}
 	data, err := json.Marshal(sets)
 	if err != nil {
@@ -299,7 +304,13 @@ func (r *reconciler) planQueued() {
 // markAdmitted notes, on a queued job allowed to run, that it is admitted.
 func (r *reconciler) markAdmitted() {
 	cq, _, _ := unstructured.NestedString(r.queue.workload.Object, "status", "admission", "clusterQueue")
-	r.setCondition(v1beta1.ConditionQueued, metav1.ConditionFalse, v1beta1.ReasonAdmitted, "admitted by ClusterQueue "+cq)
+	message := "admitted by ClusterQueue " + cq
+	if last := len(r.topo.Groups) - 1; last >= 0 {
+		if g, n := &r.topo.Groups[last], r.admittedReplicas(last); n < g.Replicas {
+			message += fmt.Sprintf("; %d of the %d %s replicas, the others wait until the job is admitted again", n, g.Replicas, g.Type)
+		}
+	}
+	r.setCondition(v1beta1.ConditionQueued, metav1.ConditionFalse, v1beta1.ReasonAdmitted, message)
 }
 
 // podSetPlacement is what Kueue's admission asks of a pod set's pods.

@@ -37,7 +37,7 @@ func (r *reconciler) buildSlots() {
 	r.byName = make(map[string]*slot, r.topo.Total)
 	for gi := range r.topo.Groups {
 		g := &r.topo.Groups[gi]
-		for i := int32(0); i < g.Replicas; i++ {
+		for i := range r.admittedReplicas(gi) {
 			id := ReplicaID{Type: g.Type, Index: i}
 			s := &slot{id: id, group: g, name: PodName(r.job.GetName(), id)}
 			s.prev = prev[s.name]

@@ -236,17 +236,21 @@ func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
 	r.cacheBehind = !satisfied
 	finished := r.old.Phase.IsFinished()
 
+	if r.c.kueue != nil && queueName(r.job) != "" {
+		// Before the slots: Kueue may have admitted fewer replicas of an
+		// elastic job than it asks for.
+		queue, err := r.readQueue()
+		if err != nil {
+			return 0, err
+		}
+		r.queue = queue
+	}
 	r.buildSlots()
 	pods, err := r.claimPods(ctx, finished)
 	if err != nil {
 		return 0, err
 	}
 	r.assign(pods)
-	if r.c.kueue != nil && queueName(r.job) != "" {
-		if r.queue, err = r.readQueue(); err != nil {
-			return 0, err
-		}
-	}
 
 	var errs []error
 	if !finished {

@@ -39,7 +39,7 @@ var tableColumns = []metav1.TableColumnDefinition{
 	{Name: "Restarts", Type: "integer", Description: "Pod replacements used, counted against backoffLimit."},
 	{Name: "Age", Type: "string", Description: "Time since the job was created."},
 	{Name: "Mode", Type: "string", Priority: 1, Description: "Immediate, Debug or Pause."},
-	{Name: "Replicas", Type: "string", Priority: 1, Description: "Replicas per type."},
+	{Name: "Replicas", Type: "string", Priority: 1, Description: "Replicas per type; for an elastic job's scaled type, those with a pod of those it aims for (worker:2/4)."},
 	{Name: "Duration", Type: "string", Priority: 1, Description: "Time the job has been running, or ran until it finished."},
 }
 
@@ -95,6 +95,15 @@ func (c tableConvertor) row(obj runtime.Object) (metav1.TableRow, error) {
 	// Sums in int64: a job stored before the replica cap, or a status
 	// written by another client, may hold counts near the int32 limit.
 	total := batch.TotalReplicas(spec.ReplicaSpecs)
+	if pj, ok := job.(*batch.PyTorchTrainingJob); ok && pj.Spec.Elastic != nil && pj.Spec.Elastic.Enabled && len(spec.ReplicaSpecs) > 0 {
+		// The scaled type shows the replicas that have a pod, of those
+		// the job aims for.
+		e := pj.Spec.Elastic
+		scaled, fixed := batch.ElasticScaledType(spec.ReplicaSpecs)
+		total = batch.ElasticTotal(total, e.MinReplicas, e.MaxReplicas, e.ExpectedReplicas)
+		typ := spec.ReplicaSpecs[scaled].Type
+		replicas[scaled] = fmt.Sprintf("%s:%d/%d", typ, replicasWithPods(status, typ), max(total-fixed, 0))
+	}
 	ready := int64(status.Aggregate.Running) + int64(status.Aggregate.Succeeded)
 	phase := string(status.Phase)
 	if phase == "" {
@@ -121,6 +130,23 @@ func (c tableConvertor) row(obj runtime.Object) (metav1.TableRow, error) {
 			runDuration(status, now),
 		},
 	}, nil
+}
+
+// replicasWithPods counts the replicas of a type whose pod exists, as the
+// status last recorded them.
+func replicasWithPods(status *batch.TrainingJobStatus, typ batch.ReplicaType) int {
+	n := 0
+	for _, t := range status.Tasks {
+		if t.Type != typ {
+			continue
+		}
+		for _, r := range t.ReplicaStatus {
+			if r.UID != "" && r.Phase != batch.ReplicaCreating && r.Phase != batch.ReplicaDeleted {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // waitingForGang says whether a job that has not started, or not started

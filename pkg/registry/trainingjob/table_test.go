@@ -102,10 +102,21 @@ func TestTableRows(t *testing.T) {
 		Type: batch.ConditionRunning, Status: metav1.ConditionFalse, Reason: string(batch.JobPending),
 	}}}
 
+	// An elastic job scaled from 2 to 4: two of its workers have pods.
+	elastic := newJob("elastic", 1)
+	elastic.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+	elastic.Spec.Elastic = &batch.ElasticConfig{Enabled: true, MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](5),
+		ExpectedReplicas: ptr.To[int32](5)}
+	elastic.Status = batch.TrainingJobStatus{Phase: batch.JobRunning, Aggregate: batch.Aggregate{Running: 3}, Tasks: []batch.TaskStatus{
+		{Type: "master", ReplicaStatus: []batch.ReplicaStatus{{UID: "m0", Phase: batch.ReplicaRunning}}},
+		{Type: "worker", ReplicaStatus: []batch.ReplicaStatus{{UID: "w0", Phase: batch.ReplicaRunning}, {UID: "w1", Phase: batch.ReplicaRunning},
+			{Phase: batch.ReplicaCreating}, {Phase: batch.ReplicaCreating}}},
+	}}
+
 	list := &batch.PyTorchTrainingJobList{
 		ListMeta: metav1.ListMeta{ResourceVersion: "42"},
 		Items: []batch.PyTorchTrainingJob{*running, *finished, *fresh, *gang, *resuming, *restarting, *placed, *pausing,
-			*queued, *preempted, *admitted, *pulling, *starting},
+			*queued, *preempted, *admitted, *pulling, *starting, *elastic},
 	}
 	table, err := convertor.ConvertToTable(context.Background(), list, nil)
 	if err != nil {
@@ -128,6 +139,7 @@ func TestTableRows(t *testing.T) {
 		{"admitted", "Pending", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
 		{"pulling", "Pending (ImagePullBackOff)", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
 		{"starting", "Pending", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
+		{"elastic", "Running", "3/5", int64(0), "60s", "Immediate", "master:1,worker:2/4", ""},
 	}
 	if len(table.Rows) != len(want) {
 		t.Fatalf("%d rows, want %d", len(table.Rows), len(want))

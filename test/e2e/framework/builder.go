@@ -56,6 +56,7 @@ type JobBuilder struct {
 	mode    *v1beta1.RunMode
 	tb      *v1beta1.TensorBoardSpec
 	torch   *v1beta1.TorchrunConfig
+	elastic *v1beta1.ElasticConfig
 	exit    *int32
 	runFor  string
 	perType map[string]*replicaOptions
@@ -223,6 +224,13 @@ func (b *JobBuilder) Torchrun(tc v1beta1.TorchrunConfig) *JobBuilder {
 	return b
 }
 
+// Elastic makes the job elastic (PyTorch only): it runs expected replicas
+// in all, between minR and maxR.
+func (b *JobBuilder) Elastic(minR, maxR, expected int32) *JobBuilder {
+	b.elastic = &v1beta1.ElasticConfig{Enabled: true, MinReplicas: ptr.To(minR), MaxReplicas: ptr.To(maxR), ExpectedReplicas: ptr.To(expected)}
+	return b
+}
+
 // Label sets a label on the job.
 func (b *JobBuilder) Label(k, v string) *JobBuilder {
 	if b.labels == nil {
@@ -305,7 +313,7 @@ func (b *JobBuilder) Build(namespace string) v1beta1.TrainingJob {
 		return &v1beta1.PyTorchTrainingJob{
 			TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: string(KindPyTorch)},
 			ObjectMeta: b.meta(namespace),
-			Spec:       v1beta1.PyTorchTrainingJobSpec{TrainingJobSpec: b.common(), TorchrunConfig: b.torch},
+			Spec:       v1beta1.PyTorchTrainingJobSpec{TrainingJobSpec: b.common(), TorchrunConfig: b.torch, Elastic: b.elastic},
 		}
 	default:
 		return &v1beta1.TensorFlowTrainingJob{

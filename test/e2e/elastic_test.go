@@ -1,0 +1,116 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/scale"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/test/e2e/framework"
+)
+
+// TestElasticScale: kubectl scale takes a running elastic job from 2 to 4
+// replicas and back to 2. Pods appear and go by index, the survivors keep
+// their pods, and nothing counts against backoffLimit. The scale
+// subresource reads back as a HorizontalPodAutoscaler reads it, through
+// client-go's scale client and discovery.
+func TestElasticScale(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t, "elastic")
+	ref := f.Create(framework.NewPyTorchJob("grow").WithReplicas("worker", 2).Forever("worker").
+		Torchrun(v1beta1.TorchrunConfig{}).Elastic(1, 4, 2))
+	pods := f.WaitForRunningPods(ref, 2)
+	uids := map[string]types.UID{}
+	for _, p := range pods {
+		uids[p.Name] = p.UID
+	}
+
+	scales := hpaScaleClient(t, f)
+	gr := schema.GroupResource{Group: v1beta1.GroupName, Resource: v1beta1.PyTorchTrainingJobResource}
+	for _, n := range []int{4, 2} {
+		f.MustKubectl("scale", "pj/grow", fmt.Sprintf("--replicas=%d", n))
+		want := make([]string, n)
+		for i := range want {
+			want[i] = fmt.Sprintf("grow-worker-%d", i)
+		}
+		pods = f.WaitForPods(ref, fmt.Sprintf("%d workers running", n), framework.Timeout, func(pods []corev1.Pod) (bool, error) {
+			var names []string
+			for _, p := range pods {
+				if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+					names = append(names, p.Name)
+				}
+			}
+			slices.Sort(names)
+			return slices.Equal(names, want) && len(pods) == n, nil
+		})
+		for _, p := range pods {
+			if uid, ok := uids[p.Name]; ok && uid != p.UID {
+				t.Errorf("after scaling to %d: %s was replaced (uid %s, was %s)", n, p.Name, p.UID, uid)
+			}
+			uids[p.Name] = p.UID
+		}
+		job := f.WaitForJob(ref, fmt.Sprintf("status replicas %d", n), framework.Timeout, func(job v1beta1.TrainingJob) (bool, error) {
+			r := job.JobStatus().Replicas
+			return r != nil && int(*r) == n, nil
+		})
+		if st := job.JobStatus(); st.BackoffCount != 0 || st.Phase != v1beta1.JobRunning || st.LastScaleTime == nil {
+			t.Errorf("after scaling to %d: phase %s, backoffCount %d, lastScaleTime %v; want Running, 0 and a time", n, st.Phase, st.BackoffCount, st.LastScaleTime)
+		}
+		s, err := scales.Scales(f.Namespace).Get(f.Context(), gr, "grow", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the scale as an autoscaler reads it: %v", err)
+		}
+		if int(s.Spec.Replicas) != n || int(s.Status.Replicas) != n || !strings.Contains(s.Status.Selector, v1beta1.LabelJobName+"=grow") {
+			t.Errorf("scale %+v, want %d replicas and the job's selector", s, n)
+		}
+		if out := f.MustKubectl("get", "pj", "grow", "-o", "wide"); !strings.Contains(out, fmt.Sprintf("worker:%d/%d", n, n)) {
+			t.Errorf("kubectl get -o wide:\n%s\nwant worker:%d/%d", out, n, n)
+		}
+	}
+	if r := f.Kubectl("scale", "pj/grow", "--replicas=5"); r.Err == nil || !strings.Contains(r.Stderr, "spec.elastic.expectedReplicas") {
+		t.Errorf("kubectl scale beyond maxReplicas: %s, want a refusal naming spec.elastic.expectedReplicas", r)
+	}
+	events := f.MustKubectl("get", "events", "--field-selector", "reason=Scaled,involvedObject.name=grow", "-o", "name")
+	if n := len(strings.Fields(events)); n != 2 {
+		t.Errorf("%d Scaled events, want 2 (2 to 4, 4 to 2): %s", n, events)
+	}
+}
+
+// hpaScaleClient is client-go's scale client as the HorizontalPodAutoscaler
+// controller builds it: the scale kind found through discovery.
+func hpaScaleClient(t *testing.T, f *framework.Framework) scale.ScalesGetter {
+	t.Helper()
+	disco := f.Kube.Discovery()
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
+	client, err := scale.NewForConfig(f.Config, mapper, dynamic.LegacyAPIPathResolverFunc, scale.NewDiscoveryScaleKindResolver(disco))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
