@@ -17,10 +17,12 @@ limitations under the License.
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,7 +95,7 @@ func TestElasticScale(t *testing.T) {
 			t.Errorf("kubectl get -o wide:\n%s\nwant worker:%d/%d", out, n, n)
 		}
 	}
-	if r := f.Kubectl("scale", "pj/grow", "--replicas=5"); r.Err == nil || !strings.Contains(r.Stderr, "spec.elastic.expectedReplicas") {
+	if r := f.KubectlNS("scale", "pj/grow", "--replicas=5"); r.Err == nil || !strings.Contains(r.Stderr, "spec.elastic.expectedReplicas") {
 		t.Errorf("kubectl scale beyond maxReplicas: %s, want a refusal naming spec.elastic.expectedReplicas", r)
 	}
 	events := f.MustKubectl("get", "events", "--field-selector", "reason=Scaled,involvedObject.name=grow", "-o", "name")
@@ -113,4 +115,29 @@ func hpaScaleClient(t *testing.T, f *framework.Framework) scale.ScalesGetter {
 		t.Fatal(err)
 	}
 	return client
+}
+
+// TestElasticPartialAdmission: in a queue of 3 GPUs, an elastic job of a
+// 1-GPU master and four 1-GPU workers (minReplicas 2) is admitted partly by
+// Kueue and runs the master and two workers, saying the other two wait.
+func TestElasticPartialAdmission(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t, "elastic-kueue")
+	needsKueue(t, f)
+	pool := f.NewNodePool(1, 8)
+	queue := f.NewKueueQueue(pool, 3, "lq")
+	ref := f.Create(framework.NewPyTorchJob("partial").WithReplicas("master", 1).WithReplicas("worker", 4).GPUs(1).
+		Forever("master").Forever("worker").Torchrun(v1beta1.TorchrunConfig{}).Elastic(2, 5, 5).
+		Label("kueue.x-k8s.io/queue-name", queue))
+	f.WaitForRunningPods(ref, 3)
+	job := f.WaitForCondition(ref, v1beta1.ConditionQueued, metav1.ConditionFalse, v1beta1.ReasonAdmitted)
+	if c := framework.Condition(job, v1beta1.ConditionQueued); !strings.Contains(c.Message, "2 of the 4 worker replicas") {
+		t.Errorf("Queued condition %q, want it to say 2 of the 4 workers run", c.Message)
+	}
+	f.Consistently(5*time.Second, "no more than the admitted pods", func(context.Context) error {
+		if n := len(f.Pods(ref)); n != 3 {
+			return fmt.Errorf("%d pods, want the 3 Kueue admitted", n)
+		}
+		return nil
+	})
 }

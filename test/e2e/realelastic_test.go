@@ -1,0 +1,173 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"tensorstack.dev/training/test/e2e/framework"
+)
+
+// elasticJob is an elastic torchrun job of 1 to 3 workers that trains for
+// 60 steps of about 0.3 s (artifacts/examples/scripts/pytorch_elastic.py).
+func elasticJob(name string, expected int) string {
+	return fmt.Sprintf(`
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: %s
+spec:
+  torchrunConfig:
+    enabled: true
+    procPerNode: "1"
+    maxRestarts: 10
+    extraOptions: ["--rdzv-conf=last_call_timeout=1", "--monitor-interval=0.5"]
+  elastic: {enabled: true, minReplicas: 1, maxReplicas: 3, expectedReplicas: %d}
+  replicaSpecs:
+  - type: worker
+    replicas: 1
+    template:
+      spec:
+        terminationGracePeriodSeconds: 5
+        containers:
+        - name: pytorch
+          image: localhost/tensorstack/training:v1
+          command: ["python3", "pytorch_elastic.py"]
+          env:
+          - {name: STEPS, value: "60"}
+          - {name: STEP_SECONDS, value: "0.3"}
+          resources:
+            requests: {cpu: 200m, memory: 256Mi}
+            limits: {memory: 1Gi}
+`, name, expected)
+}
+
+var elasticStep = regexp.MustCompile(`rank=\d+ world=(\d+) step=(\d+) loss=[0-9.]+ at=([0-9.]+)`)
+
+// loggedStep is one training step as a pod logged it.
+type loggedStep struct {
+	world, step int
+	at          time.Time
+}
+
+// elasticSteps reads a pod's log: the steps it trained, each with the world
+// size and the time it logged it; nil when the log cannot be read yet.
+func elasticSteps(f *framework.Framework, pod string) []loggedStep {
+	var out []loggedStep
+	data, err := f.Kube.CoreV1().Pods(f.Namespace).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(f.Context())
+	if err != nil {
+		return nil
+	}
+	for _, m := range elasticStep.FindAllStringSubmatch(string(data), -1) {
+		world, _ := strconv.Atoi(m[1])
+		step, _ := strconv.Atoi(m[2])
+		at, _ := strconv.ParseFloat(m[3], 64)
+		out = append(out, loggedStep{world: world, step: step, at: time.Unix(0, int64(at*1e9))})
+	}
+	return out
+}
+
+// lastStep is the last step a pod logged in a group of the given size; 0
+// when none.
+func lastStep(steps []loggedStep, world int) loggedStep {
+	var last loggedStep
+	for _, s := range steps {
+		if s.world == world {
+			last = s
+		}
+	}
+	return last
+}
+
+// firstStep is the first step a pod logged in a group of the given size.
+func firstStep(steps []loggedStep, world int) (loggedStep, bool) {
+	for _, s := range steps {
+		if s.world == world {
+			return s, true
+		}
+	}
+	return loggedStep{}, false
+}
+
+// TestRealNodeElastic: an elastic torchrun job of one worker, scaled to
+// three mid-run, goes on training in a group of three from the step it had
+// reached; another, of three, scaled to one, goes on alone. Both succeed
+// without a restart counted against backoffLimit.
+func TestRealNodeElastic(t *testing.T) {
+	f := onRealNode(t, "real-elastic")
+	for _, tc := range []struct {
+		name     string
+		from, to int
+	}{{"grow", 1, 3}, {"shrink", 3, 1}} {
+		applyManifest(f, elasticJob(tc.name, tc.from))
+		ref := f.Ref(framework.KindPyTorch, tc.name)
+		var before loggedStep
+		f.Eventually(realNodeTimeout, fmt.Sprintf("%s: %d workers training", tc.name, tc.from), func(context.Context) (bool, error) {
+			for i := range tc.from {
+				if lastStep(elasticSteps(f, fmt.Sprintf("%s-worker-%d", tc.name, i)), tc.from).step < 5 {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		f.MustKubectl("scale", "pj/"+tc.name, fmt.Sprintf("--replicas=%d", tc.to))
+		scaled := time.Now()
+		before = lastStep(elasticSteps(f, tc.name+"-worker-0"), tc.from)
+
+		var resumed loggedStep
+		f.Eventually(realNodeTimeout, fmt.Sprintf("%s: every worker training in a group of %d", tc.name, tc.to), func(context.Context) (bool, error) {
+			for i := range tc.to {
+				first, ok := firstStep(elasticSteps(f, fmt.Sprintf("%s-worker-%d", tc.name, i)), tc.to)
+				if !ok {
+					return false, nil
+				}
+				if i == 0 {
+					resumed = first
+				}
+			}
+			return true, nil
+		})
+		t.Logf("%s: scaled from %d to %d; worker-0 trained step %d in a group of %d %s after kubectl scale returned",
+			tc.name, tc.from, tc.to, resumed.step, tc.to, resumed.at.Sub(scaled).Round(100*time.Millisecond))
+		if resumed.step <= before.step-2 || resumed.step < 5 {
+			t.Errorf("%s: worker-0 trained step %d before scaling and step %d after: want training to go on from where it was, not from zero",
+				tc.name, before.step, resumed.step)
+		}
+		waitSucceeded(f, ref)
+		job := f.MustGetJob(ref)
+		if st := job.JobStatus(); st.BackoffCount != 0 {
+			t.Errorf("%s: backoffCount %d, want 0: scaling is not a failure", tc.name, st.BackoffCount)
+		}
+		for i := range tc.to {
+			pod := fmt.Sprintf("%s-worker-%d", tc.name, i)
+			if last := lastStep(elasticSteps(f, pod), tc.to); last.step != 60 {
+				t.Errorf("%s: %s's last step in a group of %d is %d, want 60", tc.name, pod, tc.to, last.step)
+			}
+		}
+		if n := len(f.Pods(ref)); n != tc.to {
+			t.Errorf("%s: %d pods after scaling to %d", tc.name, n, tc.to)
+		}
+		checkOnRealNode(t, f.Pods(ref))
+	}
+}
