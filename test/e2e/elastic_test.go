@@ -141,3 +141,31 @@ func TestElasticPartialAdmission(t *testing.T) {
 		return nil
 	})
 }
+
+// TestGangElasticGrows: under gang scheduling an elastic job's gang is its
+// minReplicas. On a node of four GPUs of which another job holds two, an
+// elastic job of up to four 1-GPU workers (minReplicas 2) starts with two,
+// and gets the other two once the first job is done.
+func TestGangElasticGrows(t *testing.T) {
+	t.Parallel()
+	needsGangBackend(t)
+	f := framework.New(t, "gang-elastic")
+	pool := gangPool(f, 1, 4)
+	blocker := f.Create(gangJob("blocker", 2, pool).ExitCode(0).RunFor("20s"))
+	f.WaitForPods(blocker, "both pods placed", framework.Timeout, func(pods []corev1.Pod) (bool, error) {
+		return bound(pods) == 2, nil
+	})
+	ref := f.Create(framework.NewPyTorchJob("elastic").WithReplicas("worker", 4).GPUs(1).OnPool(pool).Gang("default", 0).
+		Forever("worker").Torchrun(v1beta1.TorchrunConfig{}).Elastic(2, 4, 4))
+	f.WaitForPods(ref, "minReplicas placed while the other job runs", framework.Timeout, func(pods []corev1.Pod) (bool, error) {
+		if job := f.MustGetJob(blocker); job.JobStatus().Phase.IsFinished() {
+			return false, framework.Stop("the other job finished before the elastic job started")
+		}
+		return len(pods) == 4 && bound(pods) == 2, nil
+	})
+	checkSucceeded(t, f.WaitForPhase(blocker, v1beta1.JobSucceeded))
+	f.WaitForPods(ref, "all four placed once there is room", framework.Timeout, func(pods []corev1.Pod) (bool, error) {
+		return bound(pods) == 4, nil
+	})
+	f.WaitForPhase(ref, v1beta1.JobRunning)
+}
