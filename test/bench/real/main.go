@@ -37,6 +37,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -60,7 +61,9 @@ const (
 
 var (
 	firstStep = regexp.MustCompile(`rank=(\d+) step=1 loss=\S+ at=([0-9.]+)`)
-	done      = regexp.MustCompile(`rank=(\d+) done steps=\d+ at=([0-9.]+)`)
+	// worldOfTwo is a step of scripts/pytorch_elastic.py in a group of 2.
+	worldOfTwo = regexp.MustCompile(`rank=\d+ world=2 step=\d+ loss=\S+ at=([0-9.]+)`)
+	done       = regexp.MustCompile(`rank=(\d+) done steps=\d+ at=([0-9.]+)`)
 )
 
 func main() {
@@ -87,7 +90,7 @@ func run(localDir string, runs int, out string) error {
 	training := clientset.NewForConfigOrDie(cfg)
 	ctx := context.Background()
 
-	var bare, toFirstStep, toSucceeded []time.Duration
+	var bare, toFirstStep, toSucceeded, scaleToTraining []time.Duration
 	for i := range runs {
 		d, err := barePod(ctx, kube, fmt.Sprintf("bench-floor-%d", i))
 		if err != nil {
@@ -99,8 +102,13 @@ func run(localDir string, runs int, out string) error {
 			return fmt.Errorf("job, run %d: %w", i, err)
 		}
 		toFirstStep, toSucceeded = append(toFirstStep, first), append(toSucceeded, end)
-		benchkit.Logf("run %d: bare pod %s, job to every rank's first step %s, last exit to Succeeded %s",
-			i, benchkit.Ms(d), benchkit.Ms(first), benchkit.Ms(end))
+		scaled, err := elasticScale(ctx, kube, training, fmt.Sprintf("bench-elastic-%d", i))
+		if err != nil {
+			return fmt.Errorf("elastic job, run %d: %w", i, err)
+		}
+		scaleToTraining = append(scaleToTraining, scaled)
+		benchkit.Logf("run %d: bare pod %s, job to every rank's first step %s, last exit to Succeeded %s, scale 1 to 2 to training %s",
+			i, benchkit.Ms(d), benchkit.Ms(first), benchkit.Ms(end), benchkit.Ms(scaled))
 	}
 
 	table := benchkit.Table{Header: []string{"measurement (real node, " + strconv.Itoa(runs) + " runs)", "median ms", "min ms", "max ms", "vs floor"}}
@@ -114,6 +122,10 @@ func run(localDir string, runs int, out string) error {
 	row("bare Pod, torchrun standalone: create → first step (the floor)", bare, 0)
 	row("PyTorchTrainingJob, 2 ranks: create → every rank's first step", toFirstStep, benchkit.Median(bare))
 	row("PyTorchTrainingJob: last rank's exit → Succeeded", toSucceeded, 0)
+	table.Add("elastic PyTorchTrainingJob: scale 1 → 2 → both ranks training at world 2",
+		benchkit.Ms(benchkit.Median(scaleToTraining)), benchkit.Ms(benchkit.Percentile(scaleToTraining, 0)),
+		benchkit.Ms(benchkit.Percentile(scaleToTraining, 100)),
+		benchkit.Ratio(float64(benchkit.Median(scaleToTraining)), float64(benchkit.Median(toFirstStep)))+" of a new 2-rank job")
 	var b strings.Builder
 	if err := table.Write(&b); err != nil {
 		return err
@@ -251,4 +263,72 @@ func stepTimes(ctx context.Context, kube kubernetes.Interface, pods []string) (f
 		first, end = append(first, parse(m[2])), append(end, parse(e[2]))
 	}
 	return first, end, nil
+}
+
+// elasticScale runs an elastic job of one rank, scales it to two through
+// the scale subresource once it trains, and returns the time from the
+// scale to both ranks having trained a step in a group of two.
+func elasticScale(ctx context.Context, kube kubernetes.Interface, training clientset.Interface, name string) (time.Duration, error) {
+	c := container("python3", "pytorch_elastic.py")
+	c.Env = []corev1.EnvVar{{Name: "STEPS", Value: "2000"}, {Name: "STEP_SECONDS", Value: "0.05"}}
+	j := &v1beta1.PyTorchTrainingJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1beta1.PyTorchTrainingJobSpec{
+			TorchrunConfig: &v1beta1.TorchrunConfig{Enabled: true, ProcPerNode: "1", MaxRestarts: ptr.To[int32](3),
+				ExtraOptions: []string{monitorInterval, "--rdzv-conf=last_call_timeout=1"}},
+			Elastic: &v1beta1.ElasticConfig{Enabled: true, MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](2),
+				ExpectedReplicas: ptr.To[int32](1)},
+			TrainingJobSpec: v1beta1.TrainingJobSpec{ReplicaSpecs: []v1beta1.ReplicaSpec{{
+				Type: "worker", Replicas: ptr.To[int32](1),
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{c}}},
+			}}},
+		},
+	}
+	jobs := training.BatchV1beta1().PyTorchTrainingJobs(namespace)
+	if _, err := jobs.Create(ctx, j, metav1.CreateOptions{}); err != nil {
+		return 0, err
+	}
+	defer func() {
+		_ = jobs.Delete(context.Background(), name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)})
+	}()
+	logOf := func(ctx context.Context, pod string) string {
+		data, err := kube.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(ctx)
+		if err != nil {
+			return ""
+		}
+		return string(data)
+	}
+	pod0, pod1 := name+"-worker-0", name+"-worker-1"
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		return strings.Contains(logOf(ctx, pod0), "world=1 step=3 "), nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("waiting for the first rank to train: %w", err)
+	}
+	scaled := time.Now()
+	err = training.BatchV1beta1().RESTClient().Patch(types.MergePatchType).Namespace(namespace).
+		Resource(v1beta1.PyTorchTrainingJobResource).Name(name).SubResource("scale").
+		Body([]byte(`{"spec":{"replicas":2}}`)).Do(ctx).Error()
+	if err != nil {
+		return 0, fmt.Errorf("scaling to 2: %w", err)
+	}
+	var trained time.Time
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		trained = time.Time{}
+		for _, pod := range []string{pod0, pod1} {
+			m := worldOfTwo.FindStringSubmatch(logOf(ctx, pod))
+			if m == nil {
+				return false, nil
+			}
+			f, _ := strconv.ParseFloat(m[1], 64)
+			if at := time.Unix(0, int64(f*float64(time.Second))); at.After(trained) {
+				trained = at
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("waiting for both ranks to train in a group of 2: %w", err)
+	}
+	return trained.Sub(scaled), nil
 }
