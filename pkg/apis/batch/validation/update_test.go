@@ -104,6 +104,12 @@ func TestPyTorchUpdate(t *testing.T) {
 			j.Spec.TorchrunConfig = &batch.TorchrunConfig{Enabled: true, MaxRestarts: ptr.To[int32](0), ProcPerNode: procs, RdzvBackend: batch.RendezvousBackendC10d}
 		}
 	}
+	// running is a stored job with a pod.
+	running := func(j *batch.PyTorchTrainingJob) {
+		j.Status.Phase = batch.JobRunning
+		j.Status.Tasks = []batch.TaskStatus{{Type: batch.ReplicaTypeWorker, ReplicaStatus: []batch.ReplicaStatus{
+			{Name: "p-worker-0", UID: "5f0c3a4e-0000-4000-8000-000000000001", Phase: batch.ReplicaRunning}}}}
+	}
 	cases := []struct {
 		name     string
 		old, job *batch.PyTorchTrainingJob
@@ -122,6 +128,15 @@ func TestPyTorchUpdate(t *testing.T) {
 			[]wantErr{invalid("spec.elastic.minReplicas"), invalid("spec.elastic.maxReplicas")}},
 		{"elastic switched off", ptJob(elastic(ptr.To[int32](1), ptr.To[int32](4), nil)), ptJob(func(j *batch.PyTorchTrainingJob) {
 			j.Spec.Elastic = &batch.ElasticConfig{MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](4)}
+		}), nil},
+		{"expected replicas changed while running", ptJob(running, elastic(ptr.To[int32](1), ptr.To[int32](4), ptr.To[int32](2))),
+			ptJob(running, elastic(ptr.To[int32](1), ptr.To[int32](4), ptr.To[int32](4))), nil},
+		{"elastic switched off while running", ptJob(running, elastic(ptr.To[int32](1), ptr.To[int32](4), nil)), ptJob(running, func(j *batch.PyTorchTrainingJob) {
+			j.Spec.Elastic = &batch.ElasticConfig{MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](4)}
+		}), []wantErr{forbidden("spec.elastic.enabled")}},
+		{"elastic switched off while pausing", ptJob(running, elastic(ptr.To[int32](1), ptr.To[int32](4), nil)), ptJob(running, func(j *batch.PyTorchTrainingJob) {
+			j.Spec.Elastic = &batch.ElasticConfig{MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](4)}
+			batch.Pause(&j.Spec.TrainingJobSpec)
 		}), nil},
 		{"torchrun changed", ptJob(torchrun("1")), ptJob(torchrun("gpu")), nil},
 		{"torchrun switched on", ptJob(), ptJob(torchrun("4")), nil},

@@ -65,8 +65,18 @@ func ValidatePyTorchTrainingJob(job *batch.PyTorchTrainingJob) field.ErrorList {
 func ValidatePyTorchTrainingJobUpdate(job, old *batch.PyTorchTrainingJob) field.ErrorList {
 	allErrs := validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status, &pyTorchRules)
 	allErrs = append(allErrs, validatePyTorchExtras(&job.Spec, specPath)...)
-	return append(allErrs, validateElasticUpdate(job.Spec.Elastic, old.Spec.Elastic, specPath.Child("elastic"))...)
+	allErrs = append(allErrs, validateElasticUpdate(job.Spec.Elastic, old.Spec.Elastic, specPath.Child("elastic"))...)
+	if isElastic(job.Spec.Elastic) != isElastic(old.Spec.Elastic) {
+		// Switching elasticity changes what every pod was told about the
+		// job (torchrun's --nnodes, WORLD_SIZE), as a replica count does.
+		if refusal := topologyChangeRefusal(&job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status); refusal != "" {
+			allErrs = append(allErrs, field.Forbidden(specPath.Child("elastic", "enabled"), "cannot change: "+refusal))
+		}
+	}
+	return allErrs
 }
+
+func isElastic(e *batch.ElasticConfig) bool { return e != nil && e.Enabled }
 
 // ValidateTrainingJobStatusUpdate checks a write to the status subresource of either kind.
 func ValidateTrainingJobStatusUpdate(job, old batch.TrainingJob) field.ErrorList {
