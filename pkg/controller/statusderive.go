@@ -77,6 +77,7 @@ func (r *reconciler) fillStatus() {
 		}
 	}
 	sort.SliceStable(tasks, func(a, b int) bool { return order[tasks[a].Type] < order[tasks[b].Type] })
+	v1beta1.CompactTerminations(tasks)
 	st.Tasks = tasks
 	st.Aggregate = agg
 	r.fillElasticStatus()
@@ -154,12 +155,12 @@ func containerStatuses(p *corev1.Pod, prev []v1beta1.ContainerStatus) []v1beta1.
 			switch {
 			case s.State.Terminated != nil:
 				t := s.State.Terminated
-				cs.State, cs.ExitCode, cs.Reason = "Terminated", t.ExitCode, t.Reason
+				cs.State, cs.ExitCode, cs.Reason = "Terminated", t.ExitCode, v1beta1.CutReason(t.Reason)
 				cs.LastTermination = terminationOf(t)
 			case s.State.Running != nil:
 				cs.State = "Running"
 			case s.State.Waiting != nil:
-				cs.Reason = s.State.Waiting.Reason
+				cs.Reason = v1beta1.CutReason(s.State.Waiting.Reason)
 			}
 		}
 		if cs.LastTermination == nil {
@@ -174,7 +175,7 @@ func containerStatuses(p *corev1.Pod, prev []v1beta1.ContainerStatus) []v1beta1.
 // kubelet's report with the end of its message.
 func terminationOf(t *corev1.ContainerStateTerminated) *v1beta1.ContainerTermination {
 	out := &v1beta1.ContainerTermination{
-		ExitCode: t.ExitCode, Signal: t.Signal, Reason: t.Reason, Message: v1beta1.TerminationMessageTail(t.Message),
+		ExitCode: t.ExitCode, Signal: t.Signal, Reason: v1beta1.CutReason(t.Reason), Message: v1beta1.TerminationMessageTail(t.Message),
 	}
 	if !t.FinishedAt.IsZero() {
 		out.FinishedAt = t.FinishedAt.DeepCopy()

@@ -25,13 +25,14 @@ package batch
 const (
 	// MaxTotalReplicas is the most replicas a job may have, summed over its
 	// replica specs. status.tasks lists every replica (pod name, UID, phase
-	// and each container's state), and etcd refuses a write over 1.5 MiB: at
-	// the longest names (a 63-character job name, 127-character pod names,
-	// four containers with 63-character names) one replica's entry takes 694
-	// bytes, so the status of 1000 replicas is about 690 KiB (under a budget
-	// of 768 KiB), and a job of a few large pod templates with it about
-	// 745 KiB, under 1 MiB. TestStoredJobAtReplicaCapFitsBudget in v1beta1
-	// checks this.
+	// and each container's state and last termination), and etcd refuses a
+	// write over 1.5 MiB: at the longest names (a 63-character job name,
+	// 127-character pod names, four containers with 63-character names), with
+	// every container's end recorded as v1beta1.CompactTerminations keeps it,
+	// one replica's entry takes about 960 bytes, so the status of 1000
+	// replicas is about 1008 KiB (under a budget of 1040 KiB), and a job of a
+	// few large pod templates with it about 1063 KiB, under 1.125 MiB.
+	// TestStoredJobAtReplicaCapFitsBudget in v1beta1 checks this.
 	MaxTotalReplicas = 1000
 
 	// MaxReplicaTypes is the most replica specs a job may list. Each type has

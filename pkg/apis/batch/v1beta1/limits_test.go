@@ -38,15 +38,16 @@ import (
 )
 
 // The budget of a job at the replica cap. etcd refuses a write over 1.5 MiB
-// (its default --max-request-bytes); a job at the cap stays within 1 MiB,
-// a third below. Of that, the status takes at most statusBudget, whatever
-// the replica types; the rest is for the metadata and a spec of a few large
-// pod templates. A spec larger still is its author's own doing (the
+// (its default --max-request-bytes); a job at the cap stays within 1.125 MiB,
+// a quarter below. Of that, the status takes at most statusBudget, whatever
+// the replica types, with every container's last termination recorded as
+// CompactTerminations keeps it; the rest is for the metadata and a spec of a
+// few large pod templates. A spec larger still is its author's own doing (the
 // apiserver bounds a request's body, and the controller reports a status
 // write that fails for size).
 const (
-	storedObjectBudget = 1 << 20
-	statusBudget       = 832 << 10
+	storedObjectBudget = 1152 << 10
+	statusBudget       = 1040 << 10
 	// largeJobTypes is how many replica types with large templates the
 	// whole-job check carries (say master, worker, ps and a data loader).
 	largeJobTypes = 4
@@ -176,15 +177,23 @@ func worstCaseJob(t *testing.T, replicaTypes int) *v1beta1.PyTorchTrainingJob {
 				Reason: strings.Repeat("r", batch.MaxReplicaStatusReasonLength), RestartAt: &now, RestartCount: math.MaxInt32,
 			}
 			for c := range containersPerReplica {
+				// Every container ended with the longest reason and message
+				// a status may hold, and is waiting again with a reason.
 				rs.Containers = append(rs.Containers, v1beta1.ContainerStatus{
 					Name:  fmt.Sprintf("%s%d", strings.Repeat("c", longestContainerName-1), c),
-					State: "Terminated", ExitCode: -2147483648,
+					State: "Waiting", ExitCode: -2147483648, Reason: strings.Repeat("r", batch.MaxContainerReasonLength),
+					LastTermination: &v1beta1.ContainerTermination{
+						ExitCode: -2147483648, Signal: math.MaxInt32, Reason: strings.Repeat("r", batch.MaxContainerReasonLength),
+						Message: strings.Repeat("m", batch.MaxTerminationMessageBytes), FinishedAt: &now,
+					},
 				})
 			}
 			task.ReplicaStatus = append(task.ReplicaStatus, rs)
 		}
 		st.Tasks = append(st.Tasks, task)
 	}
+	// As the controller keeps it.
+	v1beta1.CompactTerminations(st.Tasks)
 	st.Aggregate = v1beta1.Aggregate{Succeeded: int32(n)}
 	return job
 }

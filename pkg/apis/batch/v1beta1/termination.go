@@ -74,3 +74,106 @@ func (t *ContainerTermination) summary(message string) string {
 	}
 	return s
 }
+
+// TerminationBudget bounds the bytes a job's status spends on how its
+// containers ended: their reasons and the records of their last
+// termination (CompactTerminations). A few containers of a job keep every
+// record whole (each at most MaxTerminationMessageBytes of message); a job of
+// a thousand replicas with sidecars, all failing at once, keeps shorter ones,
+// so that its status still fits in what etcd stores.
+const TerminationBudget = 192 << 10
+
+// terminationRecordBytes approximates the encoding of a termination record
+// besides its reason and message: field names, codes and the time.
+const terminationRecordBytes = 128
+
+// compactReasonBytes is how long a reason stays once reasons must be cut:
+// the kubelet's reasons (OOMKilled, ContainerStatusUnknown) are shorter.
+const compactReasonBytes = 32
+
+// CompactTerminations keeps what tasks record of container ends within
+// TerminationBudget. While over it, in order: termination messages are cut
+// to a shorter tail, the same length for all; messages go and reasons are
+// cut to compactReasonBytes; the records of the last replicas go, last first.
+// Exit codes and states stay.
+func CompactTerminations(tasks []TaskStatus) {
+	var fixed, messages, records int
+	each := func(fn func(c *ContainerStatus)) {
+		for ti := range tasks {
+			for ri := range tasks[ti].ReplicaStatus {
+				for ci := range tasks[ti].ReplicaStatus[ri].Containers {
+					fn(&tasks[ti].ReplicaStatus[ri].Containers[ci])
+				}
+			}
+		}
+	}
+	measure := func() {
+		fixed, messages, records = 0, 0, 0
+		each(func(c *ContainerStatus) {
+			fixed += len(c.Reason)
+			if t := c.LastTermination; t != nil {
+				fixed += terminationRecordBytes + len(t.Reason)
+				messages += len(t.Message)
+				records++
+			}
+		})
+	}
+	measure()
+	if fixed+messages <= TerminationBudget {
+		return
+	}
+	if fixed < TerminationBudget && records > 0 {
+		keep := (TerminationBudget - fixed) / records
+		each(func(c *ContainerStatus) {
+			if t := c.LastTermination; t != nil && len(t.Message) > keep {
+				t.Message = tailBytes(t.Message, keep)
+			}
+		})
+		return
+	}
+	each(func(c *ContainerStatus) {
+		c.Reason = cutBytes(c.Reason, compactReasonBytes)
+		if t := c.LastTermination; t != nil {
+			t.Message, t.Reason = "", cutBytes(t.Reason, compactReasonBytes)
+		}
+	})
+	measure()
+	for ti := len(tasks) - 1; ti >= 0 && fixed > TerminationBudget; ti-- {
+		replicas := tasks[ti].ReplicaStatus
+		for ri := len(replicas) - 1; ri >= 0 && fixed > TerminationBudget; ri-- {
+			for ci := range replicas[ri].Containers {
+				if t := replicas[ri].Containers[ci].LastTermination; t != nil {
+					fixed -= terminationRecordBytes + len(t.Reason)
+					replicas[ri].Containers[ci].LastTermination = nil
+				}
+			}
+		}
+	}
+}
+
+// CutReason bounds a reason the kubelet gave to what validation accepts.
+func CutReason(reason string) string { return cutBytes(reason, batch.MaxContainerReasonLength) }
+
+// cutBytes keeps at most n bytes of s, ending at a character boundary.
+func cutBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// tailBytes keeps at most n bytes of the end of s, starting at a character
+// boundary.
+func tailBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	start := len(s) - n
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	return s[start:]
+}

@@ -81,3 +81,63 @@ func TestTerminationBrief(t *testing.T) {
 		}
 	}
 }
+
+// tasksOf is a task of replicas replicas of containers containers, each
+// recorded as ended with a reason and message of the given lengths.
+func tasksOf(replicas, containers, reason, message int) []TaskStatus {
+	task := TaskStatus{Type: "worker"}
+	for range replicas {
+		var rs ReplicaStatus
+		for range containers {
+			rs.Containers = append(rs.Containers, ContainerStatus{Name: "c", State: "Terminated", ExitCode: 1,
+				LastTermination: &ContainerTermination{ExitCode: 1, Reason: strings.Repeat("r", reason),
+					Message: "start " + strings.Repeat("m", message-len("start ")-len(" end")) + " end"}})
+		}
+		task.ReplicaStatus = append(task.ReplicaStatus, rs)
+	}
+	return []TaskStatus{task}
+}
+
+func TestCompactTerminations(t *testing.T) {
+	count := func(tasks []TaskStatus) (records, longestMessage, longestReason int, lastHasRecord bool) {
+		for _, rs := range tasks[0].ReplicaStatus {
+			for _, c := range rs.Containers {
+				if l := c.LastTermination; l != nil {
+					records++
+					longestMessage = max(longestMessage, len(l.Message))
+					longestReason = max(longestReason, len(l.Reason))
+				}
+			}
+		}
+		last := tasks[0].ReplicaStatus[len(tasks[0].ReplicaStatus)-1]
+		return records, longestMessage, longestReason, last.Containers[0].LastTermination != nil
+	}
+	cases := []struct {
+		name                         string
+		tasks                        []TaskStatus
+		records, message, reason     int
+		lastKept, messagesKeepTheEnd bool
+	}{
+		{"a small job keeps everything", tasksOf(8, 2, 9, 256), 16, 256, 9, true, true},
+		{"a large job keeps shorter messages", tasksOf(1000, 1, 9, 256), 1000, (TerminationBudget - 1000*(terminationRecordBytes+9)) / 1000, 9, true, true},
+		{"without room for messages, reasons are cut", tasksOf(1000, 1, 128, 256), 1000, 0, compactReasonBytes, true, false},
+		{"without room for every record, the last replicas' go", tasksOf(1000, 4, 128, 256), TerminationBudget / (terminationRecordBytes + compactReasonBytes), 0, compactReasonBytes, false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			CompactTerminations(tc.tasks)
+			records, message, reason, lastKept := count(tc.tasks)
+			if records != tc.records || message != tc.message || reason != tc.reason || lastKept != tc.lastKept {
+				t.Errorf("records %d, longest message %d, longest reason %d, last replica's kept %v; want %d, %d, %d, %v",
+					records, message, reason, lastKept, tc.records, tc.message, tc.reason, tc.lastKept)
+			}
+			first := tc.tasks[0].ReplicaStatus[0].Containers[0]
+			if first.ExitCode != 1 || first.LastTermination == nil || first.LastTermination.ExitCode != 1 {
+				t.Errorf("the first replica's exit codes %+v, want them kept", first)
+			}
+			if tc.messagesKeepTheEnd && !strings.HasSuffix(first.LastTermination.Message, " end") {
+				t.Errorf("message %q, want its end kept", first.LastTermination.Message)
+			}
+		})
+	}
+}
