@@ -34,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/generated/clientset/versioned"
 )
@@ -407,17 +408,14 @@ func age(since, now time.Time) string {
 	return duration.HumanDuration(now.Sub(since))
 }
 
-// runDuration is how long the current run has lasted: until completion for
-// a finished job, until now otherwise; "-" before it started.
+// runDuration is batch.RunLength as the status shows it; "-" before the
+// job started.
 func runDuration(status *v1beta1.TrainingJobStatus, now time.Time) string {
-	if status.StartTime == nil {
+	d, started := batch.RunLength(status.StartTime, status.CompletionTime, now)
+	if !started {
 		return "-"
 	}
-	end := now
-	if status.CompletionTime != nil {
-		end = status.CompletionTime.Time
-	}
-	return duration.HumanDuration(end.Sub(status.StartTime.Time))
+	return duration.HumanDuration(d)
 }
 
 func tensorboardState(tb *v1beta1.DependentStatus) string {

@@ -22,7 +22,6 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -383,24 +382,15 @@ func (c *Controller) forgetJob(logger klog.Logger, kind string, obj any) {
 	c.enqueue(key)
 }
 
-// cachedService returns a Service from the cache, or nil.
-func (c *Controller) cachedService(namespace, name string) (*corev1.Service, error) {
-	obj, ok, err := c.serviceIndexer.GetByKey(namespace + "/" + name)
+// cachedObject returns an object of a cache by namespace and name, or nil.
+func cachedObject[T any](indexer cache.Indexer, namespace, name string) (T, error) {
+	var zero T
+	obj, ok, err := indexer.GetByKey(namespace + "/" + name)
 	if err != nil || !ok {
-		return nil, err
+		return zero, err
 	}
-	svc, _ := obj.(*corev1.Service)
-	return svc, nil
-}
-
-// cachedDeployment returns a Deployment from the cache, or nil.
-func (c *Controller) cachedDeployment(namespace, name string) (*appsv1.Deployment, error) {
-	obj, ok, err := c.deploymentIndexer.GetByKey(namespace + "/" + name)
-	if err != nil || !ok {
-		return nil, err
-	}
-	dep, _ := obj.(*appsv1.Deployment)
-	return dep, nil
+	t, _ := obj.(T)
+	return t, nil
 }
 
 // podJobIndex indexes pods by <namespace>/<job kind>/<job name>, from their

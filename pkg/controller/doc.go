@@ -28,7 +28,8 @@ limitations under the License.
 // environment each replica gets, how the training container is started, and
 // when the job has succeeded.
 //
-// Decisions taken where the API contract (api.md) is silent:
+// Decisions taken where the API contract (the field documentation in
+// pkg/apis/batch/v1beta1, as kubectl explain shows it) is silent:
 //
 //   - Addresses: a replica is <type>-<index>.<job>.<namespace>.svc; with
 //     Options.ClusterDomain (flag --cluster-domain, empty by default) it is

@@ -499,14 +499,3 @@ func (r *reconciler) deleteGangObject(ctx context.Context, kind string, obj meta
 	r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted %s %s: %s", kind, obj.GetName(), why)
 	return nil
 }
-
-// cachedObject returns an object of a cache by namespace and name, or nil.
-func cachedObject[T any](indexer cache.Indexer, namespace, name string) (T, error) {
-	var zero T
-	obj, ok, err := indexer.GetByKey(namespace + "/" + name)
-	if err != nil || !ok {
-		return zero, err
-	}
-	t, _ := obj.(T)
-	return t, nil
-}

@@ -109,7 +109,7 @@ func (r *reconciler) servicePorts() []corev1.ServicePort {
 // reported and left alone.
 func (r *reconciler) ensureService(ctx context.Context) error {
 	name := r.job.GetName()
-	svc, err := r.c.cachedService(r.key.Namespace, name)
+	svc, err := cachedObject[*corev1.Service](r.c.serviceIndexer, r.key.Namespace, name)
 	switch {
 	case err != nil:
 		return fmt.Errorf("getting service %s: %w", name, err)

@@ -196,11 +196,11 @@ func (r *reconciler) reconcileTensorBoard(ctx context.Context) error {
 	deployments := r.c.kubeClient.AppsV1().Deployments(ns)
 	services := r.c.kubeClient.CoreV1().Services(ns)
 
-	dep, err := r.c.cachedDeployment(ns, name)
+	dep, err := cachedObject[*appsv1.Deployment](r.c.deploymentIndexer, ns, name)
 	if err != nil {
 		return fmt.Errorf("getting deployment %s: %w", name, err)
 	}
-	svc, err := r.c.cachedService(ns, name)
+	svc, err := cachedObject[*corev1.Service](r.c.serviceIndexer, ns, name)
 	if err != nil {
 		return fmt.Errorf("getting service %s: %w", name, err)
 	}
@@ -230,7 +230,7 @@ func (r *reconciler) reconcileTensorBoard(ctx context.Context) error {
 	r.status.Tensorboard = st
 	desired, err := r.newTensorBoard(tb)
 	if err != nil {
-		st.Reason, st.Note, st.Type = "InvalidSpec", err.Error(), corev1.EventTypeWarning
+		st.Reason, st.Note, st.Type = ReasonTensorBoardInvalidSpec, err.Error(), corev1.EventTypeWarning
 		return nil
 	}
 
@@ -241,7 +241,7 @@ func (r *reconciler) reconcileTensorBoard(ctx context.Context) error {
 			return nil
 		}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
-			st.Reason, st.Note, st.Type = "CreateFailed", err.Error(), corev1.EventTypeWarning
+			st.Reason, st.Note, st.Type = ReasonTensorBoardCreateFailed, err.Error(), corev1.EventTypeWarning
 			r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating deployment %s: %v", name, err)
 			return fmt.Errorf("creating deployment %s: %w", name, err)
 		}
@@ -283,7 +283,7 @@ func (r *reconciler) reconcileTensorBoard(ctx context.Context) error {
 	}
 
 	if dep == nil {
-		st.Reason, st.Note = "Creating", "waiting for the deployment to appear"
+		st.Reason, st.Note = ReasonTensorBoardCreating, "waiting for the deployment to appear"
 		return nil
 	}
 	st.Dependent = &corev1.ObjectReference{
@@ -293,16 +293,16 @@ func (r *reconciler) reconcileTensorBoard(ctx context.Context) error {
 		Name:       dep.Name,
 		UID:        dep.UID,
 	}
-	st.Reason, st.Note = "Creating", "waiting for the deployment to become available"
+	st.Reason, st.Note = ReasonTensorBoardCreating, "waiting for the deployment to become available"
 	for _, c := range dep.Status.Conditions {
 		if c.Type != appsv1.DeploymentAvailable {
 			continue
 		}
 		st.Note = c.Message
 		if c.Status == corev1.ConditionTrue {
-			st.Ready, st.Reason = true, "Available"
+			st.Ready, st.Reason = true, ReasonTensorBoardAvailable
 		} else {
-			st.Reason = "Unavailable"
+			st.Reason = ReasonTensorBoardUnavailable
 		}
 	}
 	return nil

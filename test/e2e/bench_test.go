@@ -35,6 +35,9 @@ import (
 // the second time with the plugins switched off, for the difference. The jobs are paused, so the
 // controller creates no pods meanwhile.
 func BenchmarkJobCreate(b *testing.B) {
+	if !framework.Enabled() {
+		b.Skip("the benchmark needs the local stack: E2E_LOCAL_DIR is not set; run it with make test-e2e")
+	}
 	c := framework.AdminClients()
 	ctx := context.Background()
 	ns, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{

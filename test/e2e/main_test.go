@@ -41,8 +41,8 @@ const defaultParallel = "8"
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if !framework.Enabled() {
-		fmt.Println("skipping the end-to-end tests: E2E_LOCAL_DIR is not set; run them with make test-e2e")
-		os.Exit(0)
+		framework.SkipAll("the end-to-end tests need the local stack: E2E_LOCAL_DIR is not set; run them with make test-e2e")
+		os.Exit(m.Run())
 	}
 	explicit := false
 	flag.Visit(func(fl *flag.Flag) {

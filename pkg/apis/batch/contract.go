@@ -21,8 +21,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -136,6 +138,20 @@ func ElasticTotal(requested int64, minReplicas, maxReplicas, expected *int32) in
 		n = int64(*minReplicas)
 	}
 	return n
+}
+
+// RunLength is how long a job's current run has lasted: from its start
+// until its completion, or until now while it runs; false before it started.
+// kubectl get's DURATION and kubectl training status show it.
+func RunLength(start, completion *metav1.Time, now time.Time) (time.Duration, bool) {
+	if start == nil {
+		return 0, false
+	}
+	end := now
+	if completion != nil {
+		end = completion.Time
+	}
+	return end.Sub(start.Time), true
 }
 
 // TensorFlowLeaderTypes are the replica types a TensorFlow job's other

@@ -21,8 +21,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -227,6 +229,26 @@ func TestElasticScaledType(t *testing.T) {
 		scaled, fixed := ElasticScaledType(tc.specs)
 		if scaled != tc.scaled || fixed != tc.fixed {
 			t.Errorf("%s: ElasticScaledType = %d, %d; want %d, %d", tc.name, scaled, fixed, tc.scaled, tc.fixed)
+		}
+	}
+}
+
+func TestRunLength(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(-d)); return &t }
+	cases := []struct {
+		name              string
+		start, completion *metav1.Time
+		want              time.Duration
+		started           bool
+	}{
+		{"not started", nil, nil, 0, false},
+		{"running", at(90 * time.Minute), nil, 90 * time.Minute, true},
+		{"finished", at(3 * time.Hour), at(150 * time.Minute), 30 * time.Minute, true},
+	}
+	for _, tc := range cases {
+		if got, started := RunLength(tc.start, tc.completion, now); got != tc.want || started != tc.started {
+			t.Errorf("%s: RunLength = %v, %v; want %v, %v", tc.name, got, started, tc.want, tc.started)
 		}
 	}
 }

@@ -208,15 +208,12 @@ func age(created metav1.Time, now time.Time) string {
 	return duration.HumanDuration(now.Sub(created.Time))
 }
 
-// runDuration is how long the current run has lasted: until completion for a
-// finished job, until now for a running one, and nothing before it started.
+// runDuration is batch.RunLength as a table cell; empty before the job
+// started.
 func runDuration(status *batch.TrainingJobStatus, now time.Time) string {
-	if status.StartTime == nil {
+	d, started := batch.RunLength(status.StartTime, status.CompletionTime, now)
+	if !started {
 		return ""
 	}
-	end := now
-	if status.CompletionTime != nil {
-		end = status.CompletionTime.Time
-	}
-	return duration.HumanDuration(end.Sub(status.StartTime.Time))
+	return duration.HumanDuration(d)
 }
