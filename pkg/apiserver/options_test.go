@@ -194,11 +194,11 @@ func TestStorageCodecSharesManagedFields(t *testing.T) {
 	read := func(name, fields string) *batch.TensorFlowTrainingJob {
 		job := &batch.TensorFlowTrainingJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate,
-				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}}}}
+				FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}}}}
 		obj, _ := storageRoundTrip(t, codec, job)
 		return obj.(*batch.TensorFlowTrainingJob)
 	}
-	raw := func(j *batch.TensorFlowTrainingJob) []byte { return j.ManagedFields[0].FieldsV1.Raw }
+	raw := func(j *batch.TensorFlowTrainingJob) []byte { return j.ManagedFields[0].FieldsV1.GetRawBytes() }
 	a, b := read("a", `{"f:spec":{}}`), read("b", `{"f:spec":{}}`)
 	other := read("c", `{"f:status":{}}`)
 	if string(raw(a)) != `{"f:spec":{}}` || string(raw(other)) != `{"f:status":{}}` {

@@ -57,7 +57,10 @@ func (c compactingCodec) Decode(data []byte, defaults *schema.GroupVersionKind, 
 			mf := job.GetManagedFields()
 			for i := range mf {
 				if f := mf[i].FieldsV1; f != nil {
-					f.Raw = c.fields.get(f.Raw)
+					// SetRawBytes would copy the bytes, and sharing them
+					// is the point.
+					//lint:ignore SA1019 the shared bytes must be assigned, not copied
+					f.Raw = c.fields.get(f.GetRawBytes())
 				}
 			}
 		}

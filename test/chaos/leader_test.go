@@ -148,7 +148,7 @@ func (s *suite) frozenLeader(t *testing.T) {
 			break
 		}
 	}
-	exited, exitErr, exitAt := old.exitState()
+	exited, exitAt, exitErr := old.exitState()
 	state := ""
 	if exited {
 		state = fmt.Sprintf("exited %s after SIGCONT (%v)", exitAt.Sub(cont).Round(10*time.Millisecond), exitErr)

@@ -182,10 +182,10 @@ func (m *controllerManager) String() string {
 }
 
 // exitState says whether the process ended, how and when.
-func (m *controllerManager) exitState() (bool, error, time.Time) {
+func (m *controllerManager) exitState() (bool, time.Time, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.exited, m.exitErr, m.exitAt
+	return m.exited, m.exitAt, m.exitErr
 }
 
 // readyz returns the body of /readyz: "ok" for a leader with synced
@@ -210,7 +210,7 @@ func (m *controllerManager) waitReadyz(want string, timeout time.Duration) error
 	var last string
 	var lastErr error
 	for time.Now().Before(deadline) {
-		if exited, err, _ := m.exitState(); exited {
+		if exited, _, err := m.exitState(); exited {
 			return fmt.Errorf("%s exited: %v; see %s", m, err, m.logFile)
 		}
 		body, err := m.readyz()

@@ -225,9 +225,9 @@ func TestActionsRecordManagedFields(t *testing.T) {
 		t.Fatalf("no managedFields entry of manager pause: %+v", paused.ManagedFields)
 	}
 	if entry.Operation != metav1.ManagedFieldsOperationUpdate || entry.Subresource != "pause" ||
-		!strings.Contains(string(entry.FieldsV1.Raw), `"f:pause":{".":{},"f:enabled":{}}`) {
+		!strings.Contains(entry.FieldsV1.GetRawString(), `"f:pause":{".":{},"f:enabled":{}}`) {
 		t.Errorf("pause's managedFields entry = %s %s %s, want Update, subresource pause, owning spec.runMode.pause.enabled",
-			entry.Operation, entry.Subresource, entry.FieldsV1.Raw)
+			entry.Operation, entry.Subresource, entry.FieldsV1.GetRawString())
 	}
 
 	undo := manifest()
@@ -250,8 +250,8 @@ func TestActionsRecordManagedFields(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resume: %v", err)
 	}
-	if entry := managedFieldsOf(resumed.ManagedFields, "pause"); entry != nil && strings.Contains(string(entry.FieldsV1.Raw), "f:enabled") {
-		t.Errorf("after resume the pause entry still owns enabled: %s", entry.FieldsV1.Raw)
+	if entry := managedFieldsOf(resumed.ManagedFields, "pause"); entry != nil && strings.Contains(entry.FieldsV1.GetRawString(), "f:enabled") {
+		t.Errorf("after resume the pause entry still owns enabled: %s", entry.FieldsV1.GetRawString())
 	}
 
 	// A field manager given with the action is used instead of its name.
@@ -373,10 +373,10 @@ func TestKeyedListsMerge(t *testing.T) {
 		t.Errorf("replicas after bob's apply = %s, want chief=1,worker=4", got)
 	}
 	bob, alice := managedFieldsOf(job.ManagedFields, "bob"), managedFieldsOf(job.ManagedFields, "alice")
-	if bob == nil || !strings.Contains(string(bob.FieldsV1.Raw), `k:{\"type\":\"worker\"}`) || strings.Contains(string(bob.FieldsV1.Raw), `k:{\"type\":\"chief\"}`) {
+	if bob == nil || !strings.Contains(bob.FieldsV1.GetRawString(), `k:{\"type\":\"worker\"}`) || strings.Contains(bob.FieldsV1.GetRawString(), `k:{\"type\":\"chief\"}`) {
 		t.Errorf("bob's managedFields = %+v, want the worker entry and not the chief entry", bob)
 	}
-	if alice == nil || !strings.Contains(string(alice.FieldsV1.Raw), `k:{\"type\":\"chief\"}`) {
+	if alice == nil || !strings.Contains(alice.FieldsV1.GetRawString(), `k:{\"type\":\"chief\"}`) {
 		t.Errorf("alice's managedFields = %+v, want her chief entry kept", alice)
 	}
 }

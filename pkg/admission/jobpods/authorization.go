@@ -91,6 +91,7 @@ func (p *podAuthorization) Validate(ctx context.Context, a admission.Attributes,
 	if reason != "" {
 		why = " (" + reason + ")"
 	}
+	//lint:ignore ST1005 the wording is kube-apiserver's own refusal, which people and tools recognise
 	return admission.NewForbidden(a, fmt.Errorf(
 		"User %q cannot create resource \"pods\" in API group \"\" in the namespace %q%s, and this %s would create pods: "+
 			"writing its pod templates needs that permission", user.GetName(), a.GetNamespace(), why, a.GetKind().Kind))

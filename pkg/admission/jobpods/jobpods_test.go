@@ -203,7 +203,7 @@ func (w *warnings) AddWarning(_, text string) {
 // validate runs the validation plugin on a fake client whose pod creates
 // answer with answer(pod) and returns the error, the pods sent and the
 // warnings.
-func validate(t *testing.T, attrs admission.Attributes, answer func(*corev1.Pod) error) (error, []*corev1.Pod, []string) {
+func validate(t *testing.T, attrs admission.Attributes, answer func(*corev1.Pod) error) ([]*corev1.Pod, []string, error) {
 	t.Helper()
 	client := fake.NewClientset()
 	var mu sync.Mutex
@@ -222,7 +222,7 @@ func validate(t *testing.T, attrs admission.Attributes, answer func(*corev1.Pod)
 	plugin := &podValidation{Handler: admission.NewHandler(admission.Create, admission.Update), client: client}
 	recorder := &warnings{}
 	err := plugin.Validate(warning.WithWarningRecorder(context.Background(), recorder), attrs, objectInterfaces())
-	return err, sent, recorder.list
+	return sent, recorder.list, err
 }
 
 // invalidPod is kube-apiserver's answer to a pod with one invalid field.
@@ -241,7 +241,7 @@ func TestValidation(t *testing.T) {
 	const dnsMessage = `Unsupported value: "Bogus": supported values: "ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"`
 
 	t.Run("every replica type is dry-run as the controller builds it", func(t *testing.T) {
-		err, sent, warned := validate(t, attributes(job, nil, admission.Create, ""), func(*corev1.Pod) error { return nil })
+		sent, warned, err := validate(t, attributes(job, nil, admission.Create, ""), func(*corev1.Pod) error { return nil })
 		if err != nil || len(warned) != 0 {
 			t.Fatalf("error %v, warnings %v; want neither", err, warned)
 		}
@@ -266,7 +266,7 @@ func TestValidation(t *testing.T) {
 	})
 
 	t.Run("invalid fields point into the template", func(t *testing.T) {
-		err, _, _ := validate(t, attributes(job, nil, admission.Create, ""), func(pod *corev1.Pod) error {
+		_, _, err := validate(t, attributes(job, nil, admission.Create, ""), func(pod *corev1.Pod) error {
 			if strings.HasPrefix(pod.GenerateName, "mnist-worker") {
 				return invalidPod("spec.dnsPolicy", dnsMessage)
 			}
@@ -287,7 +287,7 @@ func TestValidation(t *testing.T) {
 
 	t.Run("a refusal without fields is a 403 with the cluster's message", func(t *testing.T) {
 		const psa = `pods "x" is forbidden: violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true)`
-		err, _, _ := validate(t, attributes(job, nil, admission.Create, ""), func(*corev1.Pod) error {
+		_, _, err := validate(t, attributes(job, nil, admission.Create, ""), func(*corev1.Pod) error {
 			return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "x", errors.New(`violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true)`))
 		})
 		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), psa) || !strings.Contains(err.Error(), "spec.replicaSpecs[0].template") {
@@ -307,7 +307,7 @@ func TestValidation(t *testing.T) {
 			errors.New(`exceeded quota: gpus, requested: nvidia.com/gpu=1, used: nvidia.com/gpu=8, limited: nvidia.com/gpu=8`))},
 	} {
 		t.Run(tc.name+" gives a warning, not a refusal", func(t *testing.T) {
-			err, _, warned := validate(t, attributes(job, nil, admission.Create, ""), func(*corev1.Pod) error { return tc.answer })
+			_, warned, err := validate(t, attributes(job, nil, admission.Create, ""), func(*corev1.Pod) error { return tc.answer })
 			if err != nil {
 				t.Errorf("error = %v, want the job accepted", err)
 			}
@@ -320,10 +320,10 @@ func TestValidation(t *testing.T) {
 	t.Run("updates that keep the pods are not judged", func(t *testing.T) {
 		relabelled := job.DeepCopy()
 		relabelled.Labels = map[string]string{"team": "vision"}
-		if _, sent, _ := validate(t, attributes(relabelled, job, admission.Update, ""), func(*corev1.Pod) error { return nil }); len(sent) != 0 {
+		if sent, _, _ := validate(t, attributes(relabelled, job, admission.Update, ""), func(*corev1.Pod) error { return nil }); len(sent) != 0 {
 			t.Errorf("a label edit sent %d dry runs", len(sent))
 		}
-		_, sent, _ := validate(t, attributes(withDebug(job), job, admission.Update, ""), func(*corev1.Pod) error { return nil })
+		sent, _, _ := validate(t, attributes(withDebug(job), job, admission.Update, ""), func(*corev1.Pod) error { return nil })
 		if len(sent) != 2 {
 			t.Fatalf("the debug action sent %d dry runs, want 2", len(sent))
 		}
@@ -335,7 +335,7 @@ func TestValidation(t *testing.T) {
 	})
 
 	t.Run("a type without replicas has no pod to judge", func(t *testing.T) {
-		if _, sent, _ := validate(t, attributes(newTFJob(t, 0), nil, admission.Create, ""), func(*corev1.Pod) error { return nil }); len(sent) != 1 {
+		if sent, _, _ := validate(t, attributes(newTFJob(t, 0), nil, admission.Create, ""), func(*corev1.Pod) error { return nil }); len(sent) != 1 {
 			t.Errorf("%d dry runs for a job with a chief and no workers, want 1", len(sent))
 		}
 	})

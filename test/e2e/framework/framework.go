@@ -266,7 +266,7 @@ func (f *Framework) WaitForAPIServiceAvailable() {
 		for _, c := range svc.Status.Conditions {
 			if c.Type == "Available" {
 				if c.Status != metav1.ConditionTrue {
-					return false, fmt.Errorf("Available=%s: %s: %s", c.Status, c.Reason, c.Message)
+					return false, fmt.Errorf("condition Available is %s: %s: %s", c.Status, c.Reason, c.Message)
 				}
 				return true, nil
 			}

@@ -151,9 +151,9 @@ func worstCaseJob(t *testing.T, replicaTypes int) *v1beta1.PyTorchTrainingJob {
 	job.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": string(specJSON)}
 	job.ManagedFields = []metav1.ManagedFieldsEntry{
 		{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "batch.tensorstack.dev/v1beta1",
-			Time: &now, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: specJSON}},
+			Time: &now, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(string(specJSON))},
 		{Manager: "training-controller", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "batch.tensorstack.dev/v1beta1",
-			Time: &now, FieldsType: "FieldsV1", Subresource: "status", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{}}`)}},
+			Time: &now, FieldsType: "FieldsV1", Subresource: "status", FieldsV1: metav1.NewFieldsV1(`{"f:status":{}}`)},
 	}
 
 	st := &job.Status
