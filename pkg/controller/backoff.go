@@ -66,18 +66,35 @@ func (b RestartBackoff) Delay(n int32) time.Duration {
 	return min(d, b.Max)
 }
 
-// exitTime is when a pod's program ended: the latest time one of its
-// containers finished, else the time its deletion began, else ok is false.
+// exitTime is when a pod's program ended, as Kubernetes' Job controller
+// works it out: the latest time one of its containers finished; for a pod
+// that failed without its containers saying (its node lost), when it turned
+// not Ready; else when its deletion began (the deletion timestamp less the
+// grace period the delete gave it); else ok is false.
 func exitTime(pod *corev1.Pod) (t time.Time, ok bool) {
 	for _, cs := range pod.Status.ContainerStatuses {
 		if term := cs.State.Terminated; term != nil && term.FinishedAt.After(t) {
 			t, ok = term.FinishedAt.Time, true
 		}
 	}
-	if !ok && pod.DeletionTimestamp != nil {
-		return pod.DeletionTimestamp.Time, true
+	if ok {
+		return t, true
 	}
-	return t, ok
+	if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse && !c.LastTransitionTime.IsZero() {
+				return c.LastTransitionTime.Time, true
+			}
+		}
+	}
+	if d := pod.DeletionTimestamp; d != nil {
+		grace := time.Duration(0)
+		if g := pod.DeletionGracePeriodSeconds; g != nil && *g > 0 {
+			grace = time.Duration(*g) * time.Second
+		}
+		return d.Add(-grace), true
+	}
+	return time.Time{}, false
 }
 
 // runTime is how long a pod ran before it ended at the given time; 0 when it

@@ -66,7 +66,7 @@ func ruleMatches(rule *v1beta1.FailurePolicyRule, typ v1beta1.ReplicaType, ex *r
 	if len(rule.OnPodConditions) > 0 && !podConditionsMatch(rule.OnPodConditions, ex.pod) {
 		return false
 	}
-	if len(rule.OnReasons) > 0 && !reasonsMatch(rule.OnReasons, ex.pod) {
+	if len(rule.OnReasons) > 0 && !reasonsMatch(rule.OnReasons, ex) {
 		return false
 	}
 	return true
@@ -124,9 +124,18 @@ func podConditionsMatch(patterns []v1beta1.FailurePolicyOnPodCondition, pod *cor
 }
 
 // reasonsMatch says whether a container terminated, or the pod failed, with
-// one of the reasons.
-func reasonsMatch(reasons []string, pod *corev1.Pod) bool {
+// one of the reasons; for a vanished pod, as the status recorded the ends of
+// its containers.
+func reasonsMatch(reasons []string, ex *replicaExit) bool {
+	pod := ex.pod
 	if pod == nil {
+		for _, c := range ex.containers {
+			// Only an end of the vanished pod's own containers: a running
+			// container's record is of an earlier pod.
+			if t := c.LastTermination; c.State == "Terminated" && t != nil && t.Reason != "" && slices.Contains(reasons, t.Reason) {
+				return true
+			}
+		}
 		return false
 	}
 	if pod.Status.Reason != "" && slices.Contains(reasons, pod.Status.Reason) {
