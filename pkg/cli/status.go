@@ -328,7 +328,7 @@ func replicaPhase(replica v1beta1.ReplicaStatus, now time.Time) string {
 	if replica.Reason == "" {
 		// A container that cannot start says why: "Pending (ImagePullBackOff)".
 		for _, c := range replica.Containers {
-			if c.State == "Waiting" && c.Reason != "" && c.Reason != "ContainerCreating" {
+			if c.State == v1beta1.ContainerStateWaiting && c.Reason != "" && c.Reason != "ContainerCreating" {
 				return fmt.Sprintf("%s (%s)", phase, c.Reason)
 			}
 		}
@@ -345,7 +345,7 @@ func replicaPhase(replica v1beta1.ReplicaStatus, now time.Time) string {
 func exitCodes(containers []v1beta1.ContainerStatus) string {
 	var codes []string
 	for _, c := range containers {
-		if c.State != "Terminated" {
+		if c.State != v1beta1.ContainerStateTerminated {
 			continue
 		}
 		if len(containers) == 1 {

@@ -87,7 +87,7 @@ func exitCodesMatch(req *v1beta1.FailurePolicyOnExitCodes, ex *replicaExit) bool
 	}
 	if ex.pod == nil {
 		for _, c := range ex.containers {
-			if c.State == "Terminated" && check(c.Name, c.ExitCode) {
+			if c.State == v1beta1.ContainerStateTerminated && check(c.Name, c.ExitCode) {
 				return true
 			}
 		}
@@ -132,7 +132,7 @@ func reasonsMatch(reasons []string, ex *replicaExit) bool {
 		for _, c := range ex.containers {
 			// Only an end of the vanished pod's own containers: a running
 			// container's record is of an earlier pod.
-			if t := c.LastTermination; c.State == "Terminated" && t != nil && t.Reason != "" && slices.Contains(reasons, t.Reason) {
+			if t := c.LastTermination; c.State == v1beta1.ContainerStateTerminated && t != nil && t.Reason != "" && slices.Contains(reasons, t.Reason) {
 				return true
 			}
 		}

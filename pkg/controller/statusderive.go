@@ -147,7 +147,7 @@ func (r *reconciler) replicaStatus(s *slot) v1beta1.ReplicaStatus {
 func containerStatuses(p *corev1.Pod, prev []v1beta1.ContainerStatus) []v1beta1.ContainerStatus {
 	out := make([]v1beta1.ContainerStatus, 0, len(p.Spec.Containers))
 	for _, c := range p.Spec.Containers {
-		cs := v1beta1.ContainerStatus{Name: c.Name, State: "Waiting"}
+		cs := v1beta1.ContainerStatus{Name: c.Name, State: v1beta1.ContainerStateWaiting}
 		for _, s := range p.Status.ContainerStatuses {
 			if s.Name != c.Name {
 				continue
@@ -155,10 +155,10 @@ func containerStatuses(p *corev1.Pod, prev []v1beta1.ContainerStatus) []v1beta1.
 			switch {
 			case s.State.Terminated != nil:
 				t := s.State.Terminated
-				cs.State, cs.ExitCode, cs.Reason = "Terminated", t.ExitCode, v1beta1.CutReason(t.Reason)
+				cs.State, cs.ExitCode, cs.Reason = v1beta1.ContainerStateTerminated, t.ExitCode, v1beta1.CutReason(t.Reason)
 				cs.LastTermination = terminationOf(t)
 			case s.State.Running != nil:
-				cs.State = "Running"
+				cs.State = v1beta1.ContainerStateRunning
 			case s.State.Waiting != nil:
 				cs.Reason = v1beta1.CutReason(s.State.Waiting.Reason)
 			}

@@ -614,13 +614,23 @@ type ReplicaStatus struct {
 	RestartCount int32 `json:"restartCount,omitempty"`
 }
 
+// ContainerState is the state of a replica's container, as the kubelet
+// reports it.
+type ContainerState string
+
+const (
+	ContainerStateWaiting    ContainerState = "Waiting"
+	ContainerStateRunning    ContainerState = "Running"
+	ContainerStateTerminated ContainerState = "Terminated"
+)
+
 // ContainerStatus reports one container of a replica.
 type ContainerStatus struct {
 	// Name is the container name.
 	Name string `json:"name"`
 
 	// State is Waiting, Running or Terminated.
-	State string `json:"state,omitempty"`
+	State ContainerState `json:"state,omitempty"`
 
 	// ExitCode is the container's exit code once it terminated.
 	ExitCode int32 `json:"exitCode,omitempty"`

@@ -18419,9 +18419,10 @@ func schema_pkg_apis_batch_v1beta1_ContainerStatus(ref common.ReferenceCallback)
 					},
 					"state": {
 						SchemaProps: spec.SchemaProps{
-							Description: "State is Waiting, Running or Terminated.",
+							Description: "State is Waiting, Running or Terminated.\n\nPossible enum values:\n - `\"Running\"` : the container runs.\n - `\"Terminated\"` : the container ended.\n - `\"Waiting\"` : the container has not started, or waits to.",
 							Type:        []string{"string"},
 							Format:      "",
+							Enum:        []interface{}{"Running", "Terminated", "Waiting"},
 						},
 					},
 					"exitCode": {

@@ -781,6 +781,20 @@ type ReplicaStatus struct {
 	RestartCount int32 `json:"restartCount,omitempty" protobuf:"varint,7,opt,name=restartCount"`
 }
 
+// ContainerState is the state of a replica's container, as the kubelet
+// reports it.
+// +enum
+type ContainerState string
+
+const (
+	// ContainerStateWaiting: the container has not started, or waits to.
+	ContainerStateWaiting ContainerState = "Waiting"
+	// ContainerStateRunning: the container runs.
+	ContainerStateRunning ContainerState = "Running"
+	// ContainerStateTerminated: the container ended.
+	ContainerStateTerminated ContainerState = "Terminated"
+)
+
 // ContainerStatus reports one container of a replica.
 type ContainerStatus struct {
 	// Name is the container name.
@@ -788,7 +802,7 @@ type ContainerStatus struct {
 
 	// State is Waiting, Running or Terminated.
 	// +optional
-	State string `json:"state,omitempty" protobuf:"bytes,2,opt,name=state"`
+	State ContainerState `json:"state,omitempty" protobuf:"bytes,2,opt,name=state,casttype=ContainerState"`
 
 	// ExitCode is the container's exit code once it terminated.
 	// +optional

@@ -36,6 +36,9 @@ var (
 		batch.ReplicaCreating, batch.ReplicaPending, batch.ReplicaRunning, batch.ReplicaSucceeded,
 		batch.ReplicaFailed, batch.ReplicaUnknown, batch.ReplicaDeleted,
 	}
+	supportedContainerStates = []batch.ContainerState{
+		batch.ContainerStateWaiting, batch.ContainerStateRunning, batch.ContainerStateTerminated,
+	}
 	supportedDependentTypes = []string{"Normal", "Warning"}
 )
 
@@ -155,6 +158,9 @@ func validateContainerStatuses(containers []batch.ContainerStatus, fldPath *fiel
 	var allErrs field.ErrorList
 	for i, c := range containers {
 		path := fldPath.Index(i)
+		if c.State != "" && !contains(supportedContainerStates, c.State) {
+			allErrs = append(allErrs, field.NotSupported(path.Child("state"), string(c.State), supportedContainerStates))
+		}
 		if len(c.Reason) > batch.MaxContainerReasonLength {
 			allErrs = append(allErrs, field.TooLong(path.Child("reason"), "", batch.MaxContainerReasonLength))
 		}

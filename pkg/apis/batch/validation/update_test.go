@@ -251,6 +251,9 @@ func TestStatusUpdate(t *testing.T) {
 			tooLong("status.tasks[0].replicaStatus[1].containers[0].lastTermination.reason"),
 			tooLong("status.tasks[0].replicaStatus[1].containers[0].lastTermination.message"),
 		}},
+		{"unknown container state", tfJob(), withStatus(func(s *batch.TrainingJobStatus) {
+			s.Tasks[0].ReplicaStatus[1].Containers = []batch.ContainerStatus{{Name: "tensorflow", State: "Crashed"}}
+		}), []wantErr{notSupported("status.tasks[0].replicaStatus[1].containers[0].state")}},
 		{"task type missing", tfJob(), withStatus(func(s *batch.TrainingJobStatus) { s.Tasks[0].Type = "" }),
 			[]wantErr{required("status.tasks[0].type")}},
 		{"task twice", tfJob(), withStatus(func(s *batch.TrainingJobStatus) { s.Tasks = append(s.Tasks, s.Tasks[0]) }),

@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1beta1
 
+import (
+	batchv1beta1 "tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
 // ContainerStatusApplyConfiguration represents a declarative configuration of the ContainerStatus type for use
 // with apply.
 //
@@ -26,7 +30,7 @@ type ContainerStatusApplyConfiguration struct {
 	// Name is the container name.
 	Name *string `json:"name,omitempty"`
 	// State is Waiting, Running or Terminated.
-	State *string `json:"state,omitempty"`
+	State *batchv1beta1.ContainerState `json:"state,omitempty"`
 	// ExitCode is the container's exit code once it terminated.
 	ExitCode *int32 `json:"exitCode,omitempty"`
 	// Reason is the kubelet's word for the state: for a waiting container
@@ -57,7 +61,7 @@ func (b *ContainerStatusApplyConfiguration) WithName(value string) *ContainerSta
 // WithState sets the State field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the State field is set to the value of the last call.
-func (b *ContainerStatusApplyConfiguration) WithState(value string) *ContainerStatusApplyConfiguration {
+func (b *ContainerStatusApplyConfiguration) WithState(value batchv1beta1.ContainerState) *ContainerStatusApplyConfiguration {
 	b.State = &value
 	return b
 }
