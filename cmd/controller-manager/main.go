@@ -33,6 +33,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -47,6 +49,7 @@ import (
 
 	"tensorstack.dev/training/pkg/controller"
 	"tensorstack.dev/training/pkg/generated/clientset/versioned"
+	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
 	"tensorstack.dev/training/pkg/version"
 )
 
@@ -110,71 +113,20 @@ func protobufConfig(cfg *rest.Config) *rest.Config {
 	return cfg
 }
 
+// runManager runs the controller until ctx ends: its clients, the
+// controller with the integrations the cluster offers, the metrics and
+// health endpoints, then the controller itself, under leader election when
+// asked.
 func runManager(ctx context.Context, opts *options) error {
 	logger := klog.FromContext(ctx)
-	cfg, err := clientcmd.BuildConfigFromFlags("", opts.kubeconfig)
-	if err != nil {
-		return fmt.Errorf("loading client configuration: %w", err)
-	}
-	cfg.QPS, cfg.Burst = opts.kubeAPIQPS, opts.kubeAPIBurst
-	cfg = rest.AddUserAgent(cfg, component+"/"+version.Get())
-	// With leader election, the controller's clients write only while the
-	// lease is surely held (fence.go); the lease itself goes through cfg.
-	leaseCfg := cfg
-	var fence *writeFence
-	if opts.leaderElect {
-		fence = newWriteFence(opts.renewDeadline)
-		cfg = rest.CopyConfig(cfg)
-		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return fencedTransport{fence: fence, next: rt} })
-	}
-	kubeClient, err := kubernetes.NewForConfig(protobufConfig(cfg))
-	if err != nil {
-		return fmt.Errorf("building kubernetes client: %w", err)
-	}
-	jobClient, err := versioned.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("building training job client: %w", err)
-	}
-
-	ctrlOpts := controller.Options{
-		ClusterDomain:             opts.clusterDomain,
-		CoschedulingSchedulerName: opts.coschedulingSchedulerName,
-		RestartBackoff:            controller.RestartBackoff{Base: opts.restartBackoffBase, Max: opts.restartBackoffMax},
-		PodEventBatchPeriod:       opts.podEventBatchPeriod,
-	}
-	ctrlOpts.GangScheduler, err = controller.ResolveGangScheduler(ctx, kubeClient.Discovery(), opts.gangBackend)
-	if err != nil {
-		return fmt.Errorf("choosing the gang scheduler: %w", err)
-	}
-	logger.Info("Gang scheduling", "requested", opts.gangBackend, "backend", ctrlOpts.GangScheduler)
-	// The access reviews are writes to the fenced clients: ask unfenced.
-	leaseClient, err := kubernetes.NewForConfig(protobufConfig(leaseCfg))
-	if err != nil {
-		return fmt.Errorf("building the unfenced client: %w", err)
-	}
-	var why string
-	ctrlOpts.Queueing, why, err = controller.ResolveQueueing(ctx, kubeClient.Discovery(),
-		leaseClient.AuthorizationV1().SelfSubjectAccessReviews(), opts.queueingSystem)
-	if err != nil {
-		return fmt.Errorf("choosing the queueing system: %w", err)
-	}
-	logger.Info("Queueing", "requested", opts.queueingSystem, "system", ctrlOpts.Queueing, "why", why)
-	if ctrlOpts.GangScheduler == controller.GangSchedulerCoscheduling || ctrlOpts.Queueing == controller.QueueingKueue {
-		if ctrlOpts.DynamicClient, err = dynamic.NewForConfig(cfg); err != nil {
-			return fmt.Errorf("building dynamic client: %w", err)
-		}
-		ctrlOpts.DynamicInformers = controller.NewDynamicInformerFactory(ctrlOpts.DynamicClient, 0)
-	}
-
-	kubeInformers := controller.NewKubeInformerFactory(kubeClient, 0)
-	jobInformers := controller.NewJobInformerFactory(jobClient, opts.jobResync)
-	ctrl, err := controller.New(ctx, kubeClient, jobClient, kubeInformers, jobInformers, ctrlOpts)
+	c, err := newClients(opts)
 	if err != nil {
 		return err
 	}
-	controller.RegisterMetrics()
-	legacyregistry.CustomMustRegister(ctrl.JobsCollector())
-
+	ctrl, err := newController(ctx, logger, opts, c)
+	if err != nil {
+		return err
+	}
 	var (
 		leading  atomic.Bool
 		watchdog *leaderelection.HealthzAdaptor
@@ -182,8 +134,132 @@ func runManager(ctx context.Context, opts *options) error {
 	if opts.leaderElect {
 		watchdog = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	}
-	health := http.NewServeMux()
-	health.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+	servers := &httpServers{logger: logger}
+	defer servers.shutdown()
+	if err := servers.serve("metrics", opts.metricsAddr, metricsHandler(opts.profiling)); err != nil {
+		return err
+	}
+	if err := servers.serve("health probes", opts.healthAddr, healthHandler(opts.leaderElect, &leading, watchdog, ctrl.HasSynced)); err != nil {
+		return err
+	}
+	if !opts.leaderElect {
+		ctrl.run(ctx)
+		return nil
+	}
+	return runElected(ctx, logger, opts, c, ctrl.run, watchdog, &leading)
+}
+
+// clients are the manager's API clients. With leader election, every
+// client but the lease's writes only while the lease is surely held
+// (fence.go).
+type clients struct {
+	config *rest.Config // fenced when electing
+	kube   kubernetes.Interface
+	jobs   versioned.Interface
+	// unfenced writes the lease and asks the access reviews, which are
+	// writes too.
+	unfenced kubernetes.Interface
+	fence    *writeFence
+}
+
+func newClients(opts *options) (*clients, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", opts.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading client configuration: %w", err)
+	}
+	cfg.QPS, cfg.Burst = opts.kubeAPIQPS, opts.kubeAPIBurst
+	cfg = rest.AddUserAgent(cfg, component+"/"+version.Get())
+	c := &clients{config: cfg}
+	if c.unfenced, err = kubernetes.NewForConfig(protobufConfig(cfg)); err != nil {
+		return nil, fmt.Errorf("building the unfenced client: %w", err)
+	}
+	if opts.leaderElect {
+		c.fence = newWriteFence(opts.renewDeadline)
+		c.config = rest.CopyConfig(cfg)
+		c.config.Wrap(func(rt http.RoundTripper) http.RoundTripper { return fencedTransport{fence: c.fence, next: rt} })
+	}
+	if c.kube, err = kubernetes.NewForConfig(protobufConfig(c.config)); err != nil {
+		return nil, fmt.Errorf("building kubernetes client: %w", err)
+	}
+	if c.jobs, err = versioned.NewForConfig(c.config); err != nil {
+		return nil, fmt.Errorf("building training job client: %w", err)
+	}
+	return c, nil
+}
+
+// managedController is the controller with the informer factories it
+// reads from, which run while it does.
+type managedController struct {
+	*controller.Controller
+	kubeInformers informers.SharedInformerFactory
+	jobInformers  jobinformers.SharedInformerFactory
+	dynamic       dynamicinformer.DynamicSharedInformerFactory // nil without coscheduling or Kueue
+	workers       int
+}
+
+// newController resolves the gang scheduler and the queueing system the
+// cluster offers, and builds the controller on them.
+func newController(ctx context.Context, logger klog.Logger, opts *options, c *clients) (*managedController, error) {
+	ctrlOpts := controller.Options{
+		ClusterDomain:             opts.clusterDomain,
+		CoschedulingSchedulerName: opts.coschedulingSchedulerName,
+		RestartBackoff:            controller.RestartBackoff{Base: opts.restartBackoffBase, Max: opts.restartBackoffMax},
+		PodEventBatchPeriod:       opts.podEventBatchPeriod,
+	}
+	var err error
+	ctrlOpts.GangScheduler, err = controller.ResolveGangScheduler(ctx, c.kube.Discovery(), opts.gangBackend)
+	if err != nil {
+		return nil, fmt.Errorf("choosing the gang scheduler: %w", err)
+	}
+	logger.Info("Gang scheduling", "requested", opts.gangBackend, "backend", ctrlOpts.GangScheduler)
+	var why string
+	ctrlOpts.Queueing, why, err = controller.ResolveQueueing(ctx, c.kube.Discovery(),
+		c.unfenced.AuthorizationV1().SelfSubjectAccessReviews(), opts.queueingSystem)
+	if err != nil {
+		return nil, fmt.Errorf("choosing the queueing system: %w", err)
+	}
+	logger.Info("Queueing", "requested", opts.queueingSystem, "system", ctrlOpts.Queueing, "why", why)
+	if ctrlOpts.GangScheduler == controller.GangSchedulerCoscheduling || ctrlOpts.Queueing == controller.QueueingKueue {
+		if ctrlOpts.DynamicClient, err = dynamic.NewForConfig(c.config); err != nil {
+			return nil, fmt.Errorf("building dynamic client: %w", err)
+		}
+		ctrlOpts.DynamicInformers = controller.NewDynamicInformerFactory(ctrlOpts.DynamicClient, 0)
+	}
+	m := &managedController{
+		kubeInformers: controller.NewKubeInformerFactory(c.kube, 0),
+		jobInformers:  controller.NewJobInformerFactory(c.jobs, opts.jobResync),
+		dynamic:       ctrlOpts.DynamicInformers,
+		workers:       opts.concurrentSyncs,
+	}
+	if m.Controller, err = controller.New(ctx, c.kube, c.jobs, m.kubeInformers, m.jobInformers, ctrlOpts); err != nil {
+		return nil, err
+	}
+	controller.RegisterMetrics()
+	legacyregistry.CustomMustRegister(m.JobsCollector())
+	return m, nil
+}
+
+// run starts the informers, reconciles until ctx ends, and stops them.
+func (m *managedController) run(ctx context.Context) {
+	m.kubeInformers.Start(ctx.Done())
+	m.jobInformers.Start(ctx.Done())
+	if m.dynamic != nil {
+		m.dynamic.Start(ctx.Done())
+	}
+	m.Run(ctx, m.workers)
+	m.kubeInformers.Shutdown()
+	m.jobInformers.Shutdown()
+	if m.dynamic != nil {
+		m.dynamic.Shutdown()
+	}
+}
+
+// healthHandler serves /healthz (the leader election watchdog, when
+// electing), /livez and /readyz: a standby replica is ready to take over,
+// the leader once its caches are filled.
+func healthHandler(electing bool, leading *atomic.Bool, watchdog *leaderelection.HealthzAdaptor, synced func() bool) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if watchdog != nil {
 			if err := watchdog.Check(r); err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -192,93 +268,84 @@ func runManager(ctx context.Context, opts *options) error {
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
-	health.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	health.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		// A standby replica is ready to take over; the leader is ready once
-		// its caches are filled.
-		if opts.leaderElect && !leading.Load() {
+	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if electing && !leading.Load() {
 			_, _ = w.Write([]byte("ok: standby"))
 			return
 		}
-		if !ctrl.HasSynced() {
+		if !synced() {
 			http.Error(w, "informer caches not synced", http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
-	metricsMux := http.NewServeMux()
-	metricsMux.Handle("/metrics", legacyregistry.Handler())
-	if opts.profiling {
-		metricsMux.HandleFunc("/debug/pprof/", pprof.Index)
-		metricsMux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		metricsMux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		metricsMux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		metricsMux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	}
+	return mux
+}
 
-	servers := []*http.Server{}
-	serve := func(name, addr string, h http.Handler) error {
-		if addr == "" || addr == "0" {
-			return nil
-		}
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return fmt.Errorf("listening for %s on %s: %w", name, addr, err)
-		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-		servers = append(servers, srv)
-		logger.Info("Serving", "endpoint", name, "address", ln.Addr().String())
-		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				logger.Error(err, "HTTP server stopped", "endpoint", name)
-			}
-		}()
+// metricsHandler serves /metrics, and /debug/pprof when profiling.
+func metricsHandler(profiling bool) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", legacyregistry.Handler())
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	return mux
+}
+
+// httpServers are the manager's endpoints, shut down together.
+type httpServers struct {
+	logger  klog.Logger
+	servers []*http.Server
+}
+
+// serve listens on addr ("" or "0" for not at all) and serves h there.
+func (s *httpServers) serve(name, addr string, h http.Handler) error {
+	if addr == "" || addr == "0" {
 		return nil
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		for _, s := range servers {
-			_ = s.Shutdown(sctx)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening for %s on %s: %w", name, addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	s.servers = append(s.servers, srv)
+	s.logger.Info("Serving", "endpoint", name, "address", ln.Addr().String())
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.logger.Error(err, "HTTP server stopped", "endpoint", name)
 		}
 	}()
-	if err := serve("metrics", opts.metricsAddr, metricsMux); err != nil {
-		return err
-	}
-	if err := serve("health probes", opts.healthAddr, health); err != nil {
-		return err
-	}
+	return nil
+}
 
-	runController := func(ctx context.Context) {
-		kubeInformers.Start(ctx.Done())
-		jobInformers.Start(ctx.Done())
-		if ctrlOpts.DynamicInformers != nil {
-			ctrlOpts.DynamicInformers.Start(ctx.Done())
-		}
-		ctrl.Run(ctx, opts.concurrentSyncs)
-		kubeInformers.Shutdown()
-		jobInformers.Shutdown()
-		if ctrlOpts.DynamicInformers != nil {
-			ctrlOpts.DynamicInformers.Shutdown()
-		}
+func (s *httpServers) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, srv := range s.servers {
+		_ = srv.Shutdown(ctx)
 	}
-	if !opts.leaderElect {
-		runController(ctx)
-		return nil
-	}
+}
 
+// runElected runs the controller while this replica holds the lease.
+func runElected(ctx context.Context, logger klog.Logger, opts *options, c *clients, runController func(context.Context),
+	watchdog *leaderelection.HealthzAdaptor, leading *atomic.Bool) error {
 	host, err := os.Hostname()
 	if err != nil {
 		return fmt.Errorf("getting hostname for the leader election identity: %w", err)
 	}
 	identity := host + "_" + string(uuid.NewUUID())
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, opts.leaderElectNamespace, opts.leaderElectID,
-		leaseClient.CoreV1(), leaseClient.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
+		c.unfenced.CoreV1(), c.unfenced.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
 	if err != nil {
 		return fmt.Errorf("creating the leader election lock: %w", err)
 	}
 	election := leaderElection{
-		lock: lock, name: opts.leaderElectID, watchdog: watchdog, leading: &leading, fence: fence,
+		lock: lock, name: opts.leaderElectID, watchdog: watchdog, leading: leading, fence: c.fence,
 		leaseDuration: opts.leaseDuration, renewDeadline: opts.renewDeadline, retryPeriod: opts.retryPeriod,
 	}
 	if err := election.run(ctx, logger, runController); err != nil {
