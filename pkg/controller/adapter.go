@@ -180,6 +180,10 @@ func (t *Topology) scaleElastic() {
 	t.Total = int32(min(t.requested, math.MaxInt32))
 }
 
+// scaled says whether the group at index gi is the one an elastic job
+// scales: the last in rank order.
+func (t *Topology) scaled(gi int) bool { return t.Elastic != nil && gi == len(t.Groups)-1 }
+
 func ptrValue(p *int32, def int32) int32 {
 	if p == nil {
 		return def
@@ -199,7 +203,7 @@ func (t *Topology) Shape() string {
 			}
 			b.WriteString(string(g.Type))
 			b.WriteByte(':')
-			if t.Elastic != nil && i == len(t.Groups)-1 {
+			if t.scaled(i) {
 				// Replicas of the scaled group come and go; the others
 				// are told the range, not the count.
 				b.WriteString(t.Elastic.String())

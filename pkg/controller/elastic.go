@@ -44,7 +44,7 @@ import (
 // group.
 func (r *reconciler) admittedReplicas(gi int) int32 {
 	g := &r.topo.Groups[gi]
-	if r.topo.Elastic == nil || gi != len(r.topo.Groups)-1 || r.queue == nil || !r.queue.admitted {
+	if !r.topo.scaled(gi) || r.queue == nil || !r.queue.admitted {
 		return g.Replicas
 	}
 	if n, ok := r.queue.admittedCounts[g.Type]; ok && n < g.Replicas {
@@ -57,12 +57,11 @@ func (r *reconciler) admittedReplicas(gi int) int32 {
 // fewest of its replicas the job trains with; 0 when the pod set is not
 // scaled or cannot be admitted partially.
 func (r *reconciler) elasticMinCount(gi int) int32 {
-	e := r.topo.Elastic
-	if e == nil || gi != len(r.topo.Groups)-1 {
+	if !r.topo.scaled(gi) {
 		return 0
 	}
 	g := &r.topo.Groups[gi]
-	n := max(e.Min-(r.topo.Total-g.Replicas), 1)
+	n := max(r.topo.Elastic.Min-(r.topo.Total-g.Replicas), 1)
 	if n >= g.Replicas {
 		return 0
 	}

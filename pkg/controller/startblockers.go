@@ -54,7 +54,7 @@ func (r *reconciler) startBlocker() (reason, message string) {
 // podStartBlocker says why a pending pod cannot start, as the kubelet or the
 // scheduler put it, or "" for a pod that is only on its way or not pending.
 func (r *reconciler) podStartBlocker(p *corev1.Pod) (reason, detail string) {
-	if p == nil || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodPending {
+	if !starting(p) {
 		return "", ""
 	}
 	for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
@@ -77,6 +77,12 @@ func (r *reconciler) podStartBlocker(p *corev1.Pod) (reason, detail string) {
 	return "", ""
 }
 
+// starting says whether a pod is still on its way to running: it exists,
+// is not being deleted and is Pending.
+func starting(p *corev1.Pod) bool {
+	return p != nil && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodPending
+}
+
 // startTimedOut applies runPolicy.startTimeoutSeconds: it returns the reason
 // and message to fail the job with when a replica's pod has been pending
 // that long since its creation, and otherwise asks to look again when the
@@ -89,7 +95,7 @@ func (r *reconciler) startTimedOut() (reason, message string) {
 	seconds := min(*limit, batch.MaxStartTimeoutSeconds)
 	for _, s := range r.slots {
 		p := s.pod
-		if p == nil || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodPending {
+		if !starting(p) {
 			continue
 		}
 		due := p.CreationTimestamp.Add(time.Duration(seconds) * time.Second)

@@ -82,8 +82,8 @@ func elasticSteps(f *framework.Framework, pod string) []loggedStep {
 	for _, m := range elasticStep.FindAllStringSubmatch(string(data), -1) {
 		world, _ := strconv.Atoi(m[1])
 		step, _ := strconv.Atoi(m[2])
-		at, _ := strconv.ParseFloat(m[3], 64)
-		out = append(out, loggedStep{world: world, step: step, at: time.Unix(0, int64(at*1e9))})
+		at, _ := unixTime(m[3])
+		out = append(out, loggedStep{world: world, step: step, at: at})
 	}
 	return out
 }

@@ -325,14 +325,20 @@ spec:
 `, name, scheduler, policy)
 }
 
+// unixTime reads the time the training scripts log: seconds since the
+// epoch, with a fraction.
+func unixTime(s string) (time.Time, error) {
+	secs, err := strconv.ParseFloat(s, 64)
+	return time.Unix(0, int64(secs*float64(time.Second))), err
+}
+
 // logTime reads "key=<seconds>.<nanoseconds>" from a log.
 func logTime(t *testing.T, log, key string) time.Time {
 	t.Helper()
 	for _, line := range strings.Split(log, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), key+"="); ok {
-			secs, err := strconv.ParseFloat(v, 64)
-			if err == nil {
-				return time.Unix(0, int64(secs*1e9))
+			if at, err := unixTime(v); err == nil {
+				return at
 			}
 		}
 	}

@@ -103,6 +103,9 @@ func TensorFlowPortNames() []string { return []string{"tensorflow", "tfjob-port"
 // Kubeflow's. Without such a port the replicas use PyTorchDefaultPort.
 func PyTorchPortNames() []string { return []string{"pytorch", "pytorchjob-port"} }
 
+// ElasticEnabled says whether an elastic range is switched on.
+func ElasticEnabled(e *ElasticConfig) bool { return e != nil && e.Enabled }
+
 // ElasticScaledType is the replica type an elastic PyTorch job scales, as
 // an index into specs: the last in rank order (the master, when listed, is
 // first), or -1 without types. fixed is the sum of the other types' counts,

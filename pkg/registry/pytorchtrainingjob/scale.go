@@ -107,7 +107,7 @@ func (r *ScaleREST) ConvertToTable(ctx context.Context, object runtime.Object, t
 // job that is not elastic), how many have a pod, and the pods' selector.
 func scaleOf(job *batch.PyTorchTrainingJob) *scalescheme.Scale {
 	spec := batch.TotalReplicas(job.Spec.ReplicaSpecs)
-	if e := job.Spec.Elastic; e != nil && e.Enabled {
+	if e := job.Spec.Elastic; batch.ElasticEnabled(e) {
 		spec = batch.ElasticTotal(spec, e.MinReplicas, e.MaxReplicas, e.ExpectedReplicas)
 	}
 	return &scalescheme.Scale{
@@ -166,7 +166,7 @@ func (u *scaleUpdate) UpdatedObject(ctx context.Context, oldObj runtime.Object) 
 	if phase := job.Status.Phase; phase.IsFinished() {
 		return nil, apierrors.NewConflict(u.resource, u.name, fmt.Errorf("the job has %s and cannot scale", phase))
 	}
-	if e := job.Spec.Elastic; e == nil || !e.Enabled {
+	if !batch.ElasticEnabled(job.Spec.Elastic) {
 		return nil, apierrors.NewInvalid(batch.Kind(kindName), u.name, field.ErrorList{field.Invalid(
 			field.NewPath("spec", "elastic", "enabled"), false,
 			"only an elastic job scales: its replicas are fixed while it runs; see spec.elastic")})

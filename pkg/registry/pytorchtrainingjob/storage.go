@@ -48,8 +48,7 @@ var Kind = &trainingjob.Kind[*batch.PyTorchTrainingJob, batch.PyTorchTrainingJob
 // warnings points out an elastic job without torchrun: the controller
 // scales its pods, and nothing in them lets the training group change.
 func warnings(job *batch.PyTorchTrainingJob) []string {
-	e := job.Spec.Elastic
-	if e == nil || !e.Enabled || (job.Spec.TorchrunConfig != nil && job.Spec.TorchrunConfig.Enabled) {
+	if !batch.ElasticEnabled(job.Spec.Elastic) || (job.Spec.TorchrunConfig != nil && job.Spec.TorchrunConfig.Enabled) {
 		return nil
 	}
 	return []string{field.NewPath("spec", "elastic").String() + ": without spec.torchrunConfig.enabled the controller " +

@@ -95,7 +95,7 @@ func (c tableConvertor) row(obj runtime.Object) (metav1.TableRow, error) {
 	// Sums in int64: a job stored before the replica cap, or a status
 	// written by another client, may hold counts near the int32 limit.
 	total := batch.TotalReplicas(spec.ReplicaSpecs)
-	if pj, ok := job.(*batch.PyTorchTrainingJob); ok && pj.Spec.Elastic != nil && pj.Spec.Elastic.Enabled && len(spec.ReplicaSpecs) > 0 {
+	if pj, ok := job.(*batch.PyTorchTrainingJob); ok && batch.ElasticEnabled(pj.Spec.Elastic) && len(spec.ReplicaSpecs) > 0 {
 		// The scaled type shows the replicas that have a pod, of those
 		// the job aims for.
 		e := pj.Spec.Elastic

@@ -244,13 +244,16 @@ func job(ctx context.Context, kube kubernetes.Interface, training clientset.Inte
 	return latest(firsts).Sub(created), succeeded.Sub(latest(ends)), nil
 }
 
+// unixTime reads the time the training scripts log: seconds since the
+// epoch, with a fraction.
+func unixTime(s string) time.Time {
+	f, _ := strconv.ParseFloat(s, 64)
+	return time.Unix(0, int64(f*float64(time.Second)))
+}
+
 // stepTimes reads each pod's log for the time of its first step and of its
 // end.
 func stepTimes(ctx context.Context, kube kubernetes.Interface, pods []string) (first, end []time.Time, err error) {
-	parse := func(s string) time.Time {
-		f, _ := strconv.ParseFloat(s, 64)
-		return time.Unix(0, int64(f*float64(time.Second)))
-	}
 	for _, pod := range pods {
 		data, err := kube.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(ctx)
 		if err != nil {
@@ -260,7 +263,7 @@ func stepTimes(ctx context.Context, kube kubernetes.Interface, pods []string) (f
 		if m == nil || e == nil {
 			return nil, nil, fmt.Errorf("pod %s logged no first step or no end:\n%s", pod, data)
 		}
-		first, end = append(first, parse(m[2])), append(end, parse(e[2]))
+		first, end = append(first, unixTime(m[2])), append(end, unixTime(e[2]))
 	}
 	return first, end, nil
 }
@@ -320,8 +323,7 @@ func elasticScale(ctx context.Context, kube kubernetes.Interface, training clien
 			if m == nil {
 				return false, nil
 			}
-			f, _ := strconv.ParseFloat(m[1], 64)
-			if at := time.Unix(0, int64(f*float64(time.Second))); at.After(trained) {
+			if at := unixTime(m[1]); at.After(trained) {
 				trained = at
 			}
 		}

@@ -38,11 +38,7 @@ func TerminationMessageTail(message string) string {
 		return message
 	}
 	const ellipsis = "…"
-	start := len(message) - (MaxTerminationMessageBytes - len(ellipsis))
-	for start < len(message) && !utf8.RuneStart(message[start]) {
-		start++
-	}
-	return ellipsis + strings.TrimLeft(message[start:], " \t\r\n")
+	return ellipsis + strings.TrimLeft(tailBytes(message, MaxTerminationMessageBytes-len(ellipsis)), " \t\r\n")
 }
 
 // Summary says how the container ended, as people read it:

@@ -66,7 +66,7 @@ func ValidatePyTorchTrainingJobUpdate(job, old *batch.PyTorchTrainingJob) field.
 	allErrs := validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status, &pyTorchRules)
 	allErrs = append(allErrs, validatePyTorchExtras(&job.Spec, specPath)...)
 	allErrs = append(allErrs, validateElasticUpdate(job.Spec.Elastic, old.Spec.Elastic, specPath.Child("elastic"))...)
-	if isElastic(job.Spec.Elastic) != isElastic(old.Spec.Elastic) {
+	if batch.ElasticEnabled(job.Spec.Elastic) != batch.ElasticEnabled(old.Spec.Elastic) {
 		// Switching elasticity changes what every pod was told about the
 		// job (torchrun's --nnodes, WORLD_SIZE), as a replica count does.
 		if refusal := topologyChangeRefusal(&job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status); refusal != "" {
@@ -75,8 +75,6 @@ func ValidatePyTorchTrainingJobUpdate(job, old *batch.PyTorchTrainingJob) field.
 	}
 	return allErrs
 }
-
-func isElastic(e *batch.ElasticConfig) bool { return e != nil && e.Enabled }
 
 // ValidateTrainingJobStatusUpdate checks a write to the status subresource of either kind.
 func ValidateTrainingJobStatusUpdate(job, old batch.TrainingJob) field.ErrorList {
