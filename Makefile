@@ -66,12 +66,13 @@ update-codegen:
 verify-codegen:
 	hack/verify-codegen.sh
 
-## lint: gofmt, go vet and staticcheck (pinned, built from the Go module proxy into _output/tools)
+## lint: gofmt, go vet, staticcheck (pinned, built from the Go module proxy into _output/tools) and the import rules (hack/verify-imports.sh)
 lint: $(STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(STATICCHECK) $$($(GO) list ./... | grep -v /pkg/generated/)
+	GO=$(GO) hack/verify-imports.sh
 
 # staticcheck, pinned, built from the Go module proxy. Generated code is left
 # out: its deprecated calls are the generators' to change.

@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 func TestTrimPodKeepsWhatTheControllerReads(t *testing.T) {
@@ -81,7 +82,7 @@ func TestTrimPodKeepsWhatTheControllerReads(t *testing.T) {
 	}
 	// What the controller derives from a cached pod is the same as from the
 	// whole pod.
-	if i := trainingContainer(tensorFlowAdapter{}, &got.(*corev1.Pod).Spec); i != 0 {
+	if i := podbuilder.TrainingContainer(podbuilder.TensorFlow, &got.(*corev1.Pod).Spec); i != 0 {
 		t.Errorf("training container of the trimmed pod = %d, want 0", i)
 	}
 	if diff := cmp.Diff(containerStatuses(want, nil), containerStatuses(got.(*corev1.Pod), nil)); diff != "" {

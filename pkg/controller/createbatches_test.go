@@ -34,6 +34,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // A healthy job gets every pod in one reconcile, in growing batches.
@@ -150,7 +151,7 @@ func TestEndedPodsGoToTheUrgentQueue(t *testing.T) {
 		f.c.queue.Done(key)
 	}
 	for i := range 100 {
-		f.c.queue.Add(jobKey{Kind: TensorFlowKind, Namespace: "ns", Name: fmt.Sprintf("waiting-%d", i)})
+		f.c.queue.Add(jobKey{Kind: podbuilder.TensorFlowKind, Namespace: "ns", Name: fmt.Sprintf("waiting-%d", i)})
 	}
 	pod := f.pod("done-worker-0")
 	exited := pod.DeepCopy()

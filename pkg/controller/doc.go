@@ -22,11 +22,12 @@ limitations under the License.
 // Both kinds share one machinery (Controller and its per-job reconciler, in
 // the shape of Kubernetes' Job controller: informers filtered to objects
 // with the job-name label, a typed rate-limited work queue keyed by kind,
-// namespace and name, expectations, adoption of labelled orphans). What
-// differs between the kinds is answered by a small Adapter per kind
-// (tensorflow.go, pytorch.go): the order in which ranks are handed out, the
-// environment each replica gets, how the training container is started, and
-// when the job has succeeded.
+// namespace and name, expectations, adoption of labelled orphans). The pods
+// and the Service it creates are built by pkg/podbuilder, which the API
+// server's admission also uses to preview them; what differs between the
+// kinds is answered there by a small Adapter per kind: the order in which
+// ranks are handed out, the environment each replica gets, how the training
+// container is started, and when the job has succeeded.
 //
 // Decisions taken where the API contract (the field documentation in
 // pkg/apis/batch/v1beta1, as kubectl explain shows it) is silent:
@@ -40,7 +41,7 @@ limitations under the License.
 //   - PyTorch ranks: the master replica (type master, else index 0 of the
 //     first type with replicas) has rank 0 wherever it is listed; the other
 //     types follow in list order.
-//   - torchrun: see pyTorchAdapter.Entrypoint for the exact command.
+//   - torchrun: see the PyTorch adapter's Entrypoint (pkg/podbuilder) for the exact command.
 //   - The environment is set in every container and init container of a
 //     replica; a template entry with the same name is replaced.
 //   - Debug pods run the debug command with no args and keep their

@@ -44,7 +44,7 @@ import (
 // group.
 func (r *reconciler) admittedReplicas(gi int) int32 {
 	g := &r.topo.Groups[gi]
-	if !r.topo.scaled(gi) || r.queue == nil || !r.queue.admitted {
+	if !r.topo.Scaled(gi) || r.queue == nil || !r.queue.admitted {
 		return g.Replicas
 	}
 	if n, ok := r.queue.admittedCounts[g.Type]; ok && n < g.Replicas {
@@ -57,7 +57,7 @@ func (r *reconciler) admittedReplicas(gi int) int32 {
 // fewest of its replicas the job trains with; 0 when the pod set is not
 // scaled or cannot be admitted partially.
 func (r *reconciler) elasticMinCount(gi int) int32 {
-	if !r.topo.scaled(gi) {
+	if !r.topo.Scaled(gi) {
 		return 0
 	}
 	g := &r.topo.Groups[gi]

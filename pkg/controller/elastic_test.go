@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 func elasticJob(minR, maxR, expected int32) v1beta1.TrainingJob {
@@ -59,7 +60,7 @@ func TestElasticPods(t *testing.T) {
 	if v, ok := env["WORLD_SIZE"]; ok {
 		t.Errorf("WORLD_SIZE=%q: an elastic job's pods must not be told a size that scaling changes", v)
 	}
-	if got := f.pod("j-worker-2").Annotations[AnnotationTopology]; got != "worker:1:4" {
+	if got := f.pod("j-worker-2").Annotations[podbuilder.AnnotationTopology]; got != "worker:1:4" {
 		t.Errorf("topology annotation %q, want the range", got)
 	}
 	st := f.status(job)

@@ -28,6 +28,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 func TestExpectations(t *testing.T) {
@@ -166,7 +167,7 @@ func TestAdoption(t *testing.T) {
 	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: "j-worker-0", Namespace: "ns", UID: "orphan", ResourceVersion: "7",
 		Labels: map[string]string{
-			v1beta1.LabelJobName: "j", v1beta1.LabelJobKind: TensorFlowKind,
+			v1beta1.LabelJobName: "j", v1beta1.LabelJobKind: podbuilder.TensorFlowKind,
 			v1beta1.LabelReplicaType: "worker", v1beta1.LabelReplicaIndex: "0",
 		},
 	}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "tensorflow"}}}}
@@ -174,7 +175,7 @@ func TestAdoption(t *testing.T) {
 	foreign.Name, foreign.UID = "j-worker-1", "foreign"
 	foreign.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ReplicationController", Name: "rc", UID: "rc", Controller: ptrBool(true)}}
 	orphanSvc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{
-		Name: "j", Namespace: "ns", UID: "svc", Labels: map[string]string{v1beta1.LabelJobName: "j", v1beta1.LabelJobKind: TensorFlowKind},
+		Name: "j", Namespace: "ns", UID: "svc", Labels: map[string]string{v1beta1.LabelJobName: "j", v1beta1.LabelJobKind: podbuilder.TensorFlowKind},
 	}}
 	f := newFixture(t, job, orphan, foreign, orphanSvc)
 	_, err := f.sync(job)
@@ -191,7 +192,7 @@ func TestAdoption(t *testing.T) {
 		t.Fatalf("patched %v, want the orphan pod and service", patched)
 	}
 	got := f.pod("j-worker-0")
-	if ref := metav1.GetControllerOf(got); ref == nil || ref.UID != "uid-j" || ref.Kind != TensorFlowKind {
+	if ref := metav1.GetControllerOf(got); ref == nil || ref.UID != "uid-j" || ref.Kind != podbuilder.TensorFlowKind {
 		t.Fatalf("orphan not adopted: %+v", got.OwnerReferences)
 	}
 	svc, _ := f.kubeClient.CoreV1().Services("ns").Get(context.Background(), "j", metav1.GetOptions{})
@@ -215,13 +216,13 @@ func TestPodEventsFindTheirJob(t *testing.T) {
 	job := newPyTorchJob("j").withReplicas("master", 1).obj()
 	f := newFixture(t, job)
 	owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "j-master-0", Namespace: "ns",
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch.tensorstack.dev/v1beta1", Kind: PyTorchKind, Name: "j", UID: "uid-j", Controller: ptrBool(true)}}}}
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch.tensorstack.dev/v1beta1", Kind: podbuilder.PyTorchKind, Name: "j", UID: "uid-j", Controller: ptrBool(true)}}}}
 	stale := owned.DeepCopy()
 	stale.OwnerReferences[0].UID = types.UID("an-older-job")
 	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ns",
-		Labels: map[string]string{v1beta1.LabelJobName: "j", v1beta1.LabelJobKind: PyTorchKind}}}
+		Labels: map[string]string{v1beta1.LabelJobName: "j", v1beta1.LabelJobKind: podbuilder.PyTorchKind}}}
 	wrongKind := orphan.DeepCopy()
-	wrongKind.Labels[v1beta1.LabelJobKind] = TensorFlowKind
+	wrongKind.Labels[v1beta1.LabelJobKind] = podbuilder.TensorFlowKind
 
 	cases := []struct {
 		name string

@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,7 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	jobfake "tensorstack.dev/training/pkg/generated/clientset/versioned/fake"
 	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // testStart is when every test's clock starts.
@@ -59,14 +61,14 @@ type jobBuilder struct {
 
 func newTFJob(name string) *jobBuilder {
 	return &jobBuilder{job: &v1beta1.TensorFlowTrainingJob{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: TensorFlowKind},
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: podbuilder.TensorFlowKind},
 		ObjectMeta: jobMeta(name),
 	}}
 }
 
 func newPyTorchJob(name string) *jobBuilder {
 	return &jobBuilder{job: &v1beta1.PyTorchTrainingJob{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: PyTorchKind},
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: podbuilder.PyTorchKind},
 		ObjectMeta: jobMeta(name),
 	}}
 }
@@ -308,9 +310,9 @@ func assignUIDs(client interface {
 }
 
 func keyOf(job v1beta1.TrainingJob) jobKey {
-	kind := TensorFlowKind
+	kind := podbuilder.TensorFlowKind
 	if _, ok := job.(*v1beta1.PyTorchTrainingJob); ok {
-		kind = PyTorchKind
+		kind = podbuilder.PyTorchKind
 	}
 	return jobKey{Kind: kind, Namespace: job.GetNamespace(), Name: job.GetName()}
 }
@@ -785,3 +787,5 @@ func (f *fixture) failNext(verb, resource string, times int, err error) {
 		return true, nil, err
 	})
 }
+
+func itoa(i int32) string { return strconv.Itoa(int(i)) }

@@ -33,6 +33,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // Gang scheduling: a job with spec.scheduler.t9kScheduler has its pods
@@ -168,44 +169,6 @@ func isServed(ctx context.Context, d discovery.ServerResourcesInterfaceWithConte
 	return false, nil
 }
 
-// PriorityClass buckets of spec.scheduler.t9kScheduler.priority, shipped in
-// artifacts/deploy/base/priorityclasses.yaml with the bucket's upper bound as
-// value and preemptionPolicy Never: a higher priority goes first in the
-// scheduling queue but does not evict running pods.
-const (
-	PriorityClassP25  = "tensorstack-training-p25"
-	PriorityClassP50  = "tensorstack-training-p50"
-	PriorityClassP75  = "tensorstack-training-p75"
-	PriorityClassP100 = "tensorstack-training-p100"
-)
-
-// PriorityClassName maps a priority of 0 to 100 to its PriorityClass:
-// 1–25 p25, 26–50 p50, 51–75 p75, 76–100 p100. Priority 0, the default, has
-// none, so such pods keep the cluster's default priority and their
-// template's class.
-func PriorityClassName(priority int32) string {
-	switch {
-	case priority <= 0:
-		return ""
-	case priority <= 25:
-		return PriorityClassP25
-	case priority <= 50:
-		return PriorityClassP50
-	case priority <= 75:
-		return PriorityClassP75
-	default:
-		return PriorityClassP100
-	}
-}
-
-// t9kScheduler is the job's request for gang scheduling, or nil.
-func t9kScheduler(spec *v1beta1.TrainingJobSpec) *v1beta1.T9kScheduler {
-	if spec.Scheduler == nil {
-		return nil
-	}
-	return spec.Scheduler.T9kScheduler
-}
-
 // gangBackend keeps a job's group objects in one scheduler's API.
 type gangBackend interface {
 	fmt.Stringer
@@ -222,6 +185,15 @@ type gangBackend interface {
 	// TensorFlow evaluator) is only scheduled by the same scheduler.
 	preparePod(pod *corev1.Pod, group string, member bool)
 }
+
+// gangJoin makes pods join a job's group in a backend: what the pod builder
+// asks of the gang.
+type gangJoin struct {
+	backend gangBackend
+	group   string
+}
+
+func (j gangJoin) Join(pod *corev1.Pod, member bool) { j.backend.preparePod(pod, j.group, member) }
 
 // gangGroup is the group a job's pods are placed as, worked out once per
 // reconcile.
@@ -282,11 +254,11 @@ func (c *Controller) setUpGang(logger klog.Logger, kubeInformers informers.Share
 // desiredGang works out the job's group from the planned replicas; nil when
 // the job asks for no gang or has no members.
 func (r *reconciler) desiredGang() *gangGroup {
-	t9k := t9kScheduler(r.spec)
+	t9k := podbuilder.T9kScheduler(r.spec)
 	if t9k == nil {
 		return nil
 	}
-	g := &gangGroup{Name: r.job.GetName(), Queue: t9k.Queue, Priority: t9k.Priority, PriorityClass: PriorityClassName(t9k.Priority)}
+	g := &gangGroup{Name: r.job.GetName(), Queue: t9k.Queue, Priority: t9k.Priority, PriorityClass: podbuilder.PriorityClassName(t9k.Priority)}
 	for _, group := range r.topo.Groups {
 		if r.kind.GangMember(group.Type) {
 			g.Size += group.Replicas
@@ -315,7 +287,7 @@ func (r *reconciler) desiredGang() *gangGroup {
 // nor finished, whether its whole gang is placed: the GangScheduled
 // condition. A job that no longer asks for a gang loses the condition.
 func (r *reconciler) planGang() {
-	if t9kScheduler(r.spec) == nil {
+	if podbuilder.T9kScheduler(r.spec) == nil {
 		meta.RemoveStatusCondition(&r.status.Conditions, v1beta1.ConditionGangScheduled)
 		return
 	}
@@ -393,32 +365,13 @@ func (r *reconciler) syncGang(ctx context.Context) (bool, error) {
 		}
 		return false, nil
 	}
-	if t9kScheduler(r.spec) == nil {
+	if podbuilder.T9kScheduler(r.spec) == nil {
 		return true, backend.remove(ctx, r, "the job no longer asks for gang scheduling")
 	}
 	if r.gang == nil {
 		return true, nil
 	}
 	return backend.ensure(ctx, r, r.gang)
-}
-
-// preparePodScheduling puts the job's scheduling request on a pod: the
-// priority's class and, with a gang backend, the group.
-func (r *reconciler) preparePodScheduling(pod *corev1.Pod, id ReplicaID) {
-	t9k := t9kScheduler(r.spec)
-	if t9k == nil {
-		return
-	}
-	// Pods of a gang share one priority; the job's, when it has one, wins
-	// over a template's. The admission plugin derives the numbers.
-	if class := PriorityClassName(t9k.Priority); class != "" {
-		pod.Spec.PriorityClassName = class
-		pod.Spec.Priority = nil
-		pod.Spec.PreemptionPolicy = nil
-	}
-	if r.c != nil && r.c.gang != nil && r.gang != nil {
-		r.c.gang.preparePod(pod, r.gang.Name, r.kind.GangMember(id.Type))
-	}
 }
 
 // gangObjectMeta is the metadata of a group object of the job.

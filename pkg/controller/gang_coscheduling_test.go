@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // TestCoschedulingShape checks the PodGroup built for each kind, and the
@@ -47,13 +48,13 @@ func TestCoschedulingShape(t *testing.T) {
 			name: "TensorFlow: the evaluator is outside the gang",
 			job: newTFJob("j").withReplicas("chief", 1).withReplicas("worker", 2).withReplicas("evaluator", 1).
 				withGang("team-b", 80).obj(),
-			kind: TensorFlowKind, minMember: 3, class: PriorityClassP100,
+			kind: podbuilder.TensorFlowKind, minMember: 3, class: podbuilder.PriorityClassP100,
 			members: []string{"j-chief-0", "j-worker-0", "j-worker-1"}, others: []string{"j-evaluator-0"},
 		},
 		{
 			name: "PyTorch elastic: minMember is minReplicas",
 			job:  elastic.obj(),
-			kind: PyTorchKind, minMember: 2, class: PriorityClassP50,
+			kind: podbuilder.PyTorchKind, minMember: 2, class: podbuilder.PriorityClassP50,
 			members: []string{"j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3"},
 		},
 	}

@@ -40,6 +40,7 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	jobfake "tensorstack.dev/training/pkg/generated/clientset/versioned/fake"
 	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // gangBackends are the backends every backend-neutral test runs with.
@@ -288,10 +289,10 @@ func TestResolveGangScheduler(t *testing.T) {
 
 func TestPriorityClassName(t *testing.T) {
 	for priority, want := range map[int32]string{
-		0: "", 1: PriorityClassP25, 25: PriorityClassP25, 26: PriorityClassP50, 50: PriorityClassP50,
-		51: PriorityClassP75, 75: PriorityClassP75, 76: PriorityClassP100, 100: PriorityClassP100,
+		0: "", 1: podbuilder.PriorityClassP25, 25: podbuilder.PriorityClassP25, 26: podbuilder.PriorityClassP50, 50: podbuilder.PriorityClassP50,
+		51: podbuilder.PriorityClassP75, 75: podbuilder.PriorityClassP75, 76: podbuilder.PriorityClassP100, 100: podbuilder.PriorityClassP100,
 	} {
-		if got := PriorityClassName(priority); got != want {
+		if got := podbuilder.PriorityClassName(priority); got != want {
 			t.Errorf("PriorityClassName(%d) = %q, want %q", priority, got, want)
 		}
 	}
@@ -332,8 +333,8 @@ func TestNoGangScheduler(t *testing.T) {
 		t.Errorf("pod joined a group without a gang scheduler: %+v %v %q", p.Spec.SchedulingGroup, p.Labels, p.Spec.SchedulerName)
 	}
 	// The priority still orders the pods in the scheduler's queue.
-	if p.Spec.PriorityClassName != PriorityClassP50 {
-		t.Errorf("priorityClassName %q, want %s", p.Spec.PriorityClassName, PriorityClassP50)
+	if p.Spec.PriorityClassName != podbuilder.PriorityClassP50 {
+		t.Errorf("priorityClassName %q, want %s", p.Spec.PriorityClassName, podbuilder.PriorityClassP50)
 	}
 
 	// A job that asks for no gang gets no such condition.
@@ -596,7 +597,7 @@ func TestGangNameConflict(t *testing.T) {
 			job := newTFJob("j").withReplicas("worker", 2).withGang("gpus", 0).obj()
 			f := newGangFixture(t, backend, job)
 			meta := metav1.ObjectMeta{Name: "j", Namespace: "ns", Labels: map[string]string{
-				v1beta1.LabelJobName: "j", v1beta1.LabelJobKind: TensorFlowKind,
+				v1beta1.LabelJobName: "j", v1beta1.LabelJobKind: podbuilder.TensorFlowKind,
 			}}
 			if backend == GangSchedulerCoscheduling {
 				pg := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"minMember": int64(7)}}}
@@ -633,30 +634,6 @@ func TestGangNameConflict(t *testing.T) {
 				t.Errorf("the other PodGroup was changed: minCount %d", n)
 			}
 		})
-	}
-}
-
-// TestPreviewPodsCarryThePriorityClass: the pods the apiserver has the
-// cluster judge carry the class the controller will set, so a job whose
-// class is missing is refused when it is written; group membership depends
-// on the controller's backend, which the apiserver does not know.
-func TestPreviewPodsCarryThePriorityClass(t *testing.T) {
-	job := newTFJob("j").withReplicas("chief", 1).withReplicas("worker", 2).withGang("gpus", 90).obj()
-	job.CommonSpec().ReplicaSpecs[1].Template.Spec.PriorityClassName = "from-template"
-	previews, err := PreviewPods(job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(previews) != 2 {
-		t.Fatalf("%d previews, want 2", len(previews))
-	}
-	for _, p := range previews {
-		if p.Pod.Spec.PriorityClassName != PriorityClassP100 {
-			t.Errorf("preview of %s: priorityClassName %q, want %s", p.Pod.Name, p.Pod.Spec.PriorityClassName, PriorityClassP100)
-		}
-		if p.Pod.Spec.SchedulingGroup != nil || p.Pod.Labels[LabelCoschedulingPodGroup] != "" || p.Pod.Spec.SchedulerName != "" {
-			t.Errorf("preview of %s joined a group", p.Pod.Name)
-		}
 	}
 }
 

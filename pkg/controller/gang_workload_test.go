@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // TestWorkloadShape checks the Workload and PodGroup built for each kind,
@@ -48,19 +49,19 @@ func TestWorkloadShape(t *testing.T) {
 			name: "TensorFlow: the evaluator is outside the gang",
 			job: newTFJob("j").withReplicas("chief", 1).withReplicas("worker", 2).withReplicas("ps", 1).
 				withReplicas("evaluator", 1).withGang("team-a", 60).obj(),
-			kind: TensorFlowKind, minCount: 4, class: PriorityClassP75,
+			kind: podbuilder.TensorFlowKind, minCount: 4, class: podbuilder.PriorityClassP75,
 			members: []string{"j-chief-0", "j-ps-0", "j-worker-0", "j-worker-1"}, others: []string{"j-evaluator-0"},
 		},
 		{
 			name: "TensorFlow without an evaluator",
 			job:  newTFJob("j").withReplicas("worker", 3).withGang("team-a", 1).obj(),
-			kind: TensorFlowKind, minCount: 3, class: PriorityClassP25,
+			kind: podbuilder.TensorFlowKind, minCount: 3, class: podbuilder.PriorityClassP25,
 			members: []string{"j-worker-0", "j-worker-1", "j-worker-2"},
 		},
 		{
 			name: "PyTorch elastic: minCount is minReplicas",
 			job:  elastic.obj(),
-			kind: PyTorchKind, minCount: 2, class: PriorityClassP100,
+			kind: podbuilder.PyTorchKind, minCount: 2, class: podbuilder.PriorityClassP100,
 			members: []string{"j-master-0", "j-worker-0", "j-worker-1", "j-worker-2"},
 		},
 	}

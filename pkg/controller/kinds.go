@@ -28,12 +28,13 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/generated/clientset/versioned"
 	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // kindHandler is one job kind: its adapter, and the typed informer, lister
 // and client calls behind a kind-neutral face.
 type kindHandler struct {
-	Adapter
+	podbuilder.Adapter
 	gvk      schema.GroupVersionKind
 	informer cache.SharedIndexInformer
 
@@ -50,7 +51,7 @@ type kindHandler struct {
 
 func newTensorFlowHandler(client versioned.Interface, factory jobinformers.SharedInformerFactory) *kindHandler {
 	inf := factory.Batch().V1beta1().TensorFlowTrainingJobs()
-	return newKindHandler(tensorFlowAdapter{}, TensorFlowKind, inf.Informer(), inf.Lister(),
+	return newKindHandler(podbuilder.TensorFlow, podbuilder.TensorFlowKind, inf.Informer(), inf.Lister(),
 		func(ns string) jobGetter[*v1beta1.TensorFlowTrainingJob] {
 			return inf.Lister().TensorFlowTrainingJobs(ns)
 		},
@@ -61,7 +62,7 @@ func newTensorFlowHandler(client versioned.Interface, factory jobinformers.Share
 
 func newPyTorchHandler(client versioned.Interface, factory jobinformers.SharedInformerFactory) *kindHandler {
 	inf := factory.Batch().V1beta1().PyTorchTrainingJobs()
-	return newKindHandler(pyTorchAdapter{}, PyTorchKind, inf.Informer(), inf.Lister(),
+	return newKindHandler(podbuilder.PyTorch, podbuilder.PyTorchKind, inf.Informer(), inf.Lister(),
 		func(ns string) jobGetter[*v1beta1.PyTorchTrainingJob] { return inf.Lister().PyTorchTrainingJobs(ns) },
 		func(ns string) jobClient[*v1beta1.PyTorchTrainingJob] {
 			return client.BatchV1beta1().PyTorchTrainingJobs(ns)
@@ -93,7 +94,7 @@ type jobClient[P any] interface {
 
 // newKindHandler puts a kind's typed informer, lister and client behind the
 // kind-neutral kindHandler.
-func newKindHandler[T any, P jobPointer[T]](adapter Adapter, kind string, informer cache.SharedIndexInformer,
+func newKindHandler[T any, P jobPointer[T]](adapter podbuilder.Adapter, kind string, informer cache.SharedIndexInformer,
 	lister jobLister[P], namespaced func(ns string) jobGetter[P], client func(ns string) jobClient[P]) *kindHandler {
 	return &kindHandler{
 		Adapter:  adapter,

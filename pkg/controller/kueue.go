@@ -34,6 +34,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // Queueing with Kueue follows the contract of Kueue's jobframework, which
@@ -219,7 +220,7 @@ func queueName(job v1beta1.TrainingJob) string {
 	if q := job.GetLabels()[LabelKueueQueueName]; q != "" {
 		return q
 	}
-	if t9k := t9kScheduler(job.CommonSpec()); t9k != nil {
+	if t9k := podbuilder.T9kScheduler(job.CommonSpec()); t9k != nil {
 		return t9k.Queue
 	}
 	return ""
@@ -228,7 +229,7 @@ func queueName(job v1beta1.TrainingJob) string {
 // workloadName is the name of a job's Workload: one per job, the kind's
 // short name first so that jobs of both kinds may share a name.
 func workloadName(kind, job string) string {
-	if kind == PyTorchKind {
+	if kind == podbuilder.PyTorchKind {
 		return "pj-" + job
 	}
 	return "tj-" + job

@@ -33,6 +33,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 var runtimeConverter = runtime.DefaultUnstructuredConverter
@@ -90,7 +91,7 @@ func (r *reconciler) workloadPriority(ctx context.Context) (priority int64, clas
 		value, _, _ := unstructured.NestedInt64(wpc.Object, "value")
 		return value, class, nil
 	}
-	if t9k := t9kScheduler(r.spec); t9k != nil {
+	if t9k := podbuilder.T9kScheduler(r.spec); t9k != nil {
 		return int64(t9k.Priority), "", nil
 	}
 	return 0, "", nil
@@ -313,20 +314,12 @@ func (r *reconciler) markAdmitted() {
 	r.setCondition(v1beta1.ConditionQueued, metav1.ConditionFalse, v1beta1.ReasonAdmitted, message)
 }
 
-// podSetPlacement is what Kueue's admission asks of a pod set's pods.
-type podSetPlacement struct {
-	nodeSelector map[string]string
-	tolerations  []corev1.Toleration
-	labels       map[string]string
-	annotations  map[string]string
-}
-
 // readPlacements reads, for every pod set of the admitted Workload, the
 // node labels and tolerations of the ResourceFlavors assigned to it and
 // the admission checks' pod set updates. Called before pods are created.
 func (r *reconciler) readPlacements(ctx context.Context) error {
 	wl := r.queue.workload
-	r.placements = map[v1beta1.ReplicaType]*podSetPlacement{}
+	r.placements = map[v1beta1.ReplicaType]*podbuilder.Placement{}
 	flavors := map[string]*unstructured.Unstructured{}
 	assignments, _, _ := unstructured.NestedSlice(wl.Object, "status", "admission", "podSetAssignments")
 	for _, item := range assignments {
@@ -335,7 +328,7 @@ func (r *reconciler) readPlacements(ctx context.Context) error {
 			continue
 		}
 		name, _, _ := unstructured.NestedString(a, "name")
-		p := &podSetPlacement{nodeSelector: map[string]string{}, labels: map[string]string{}, annotations: map[string]string{}}
+		p := &podbuilder.Placement{NodeSelector: map[string]string{}, Labels: map[string]string{}, Annotations: map[string]string{}}
 		r.placements[v1beta1.ReplicaType(name)] = p
 		assigned, _, _ := unstructured.NestedStringMap(a, "flavors")
 		for _, flavor := range assigned {
@@ -349,10 +342,10 @@ func (r *reconciler) readPlacements(ctx context.Context) error {
 			}
 			labels, _, _ := unstructured.NestedStringMap(rf.Object, "spec", "nodeLabels")
 			for k, v := range labels {
-				p.nodeSelector[k] = v
+				p.NodeSelector[k] = v
 			}
 			tolerations, _, _ := unstructured.NestedSlice(rf.Object, "spec", "tolerations")
-			p.tolerations = appendTolerations(p.tolerations, tolerations)
+			p.Tolerations = appendTolerations(p.Tolerations, tolerations)
 		}
 	}
 	checks, _, _ := unstructured.NestedSlice(wl.Object, "status", "admissionChecks")
@@ -368,14 +361,14 @@ func (r *reconciler) readPlacements(ctx context.Context) error {
 			if p == nil {
 				continue
 			}
-			for field, into := range map[string]map[string]string{"nodeSelector": p.nodeSelector, "labels": p.labels, "annotations": p.annotations} {
+			for field, into := range map[string]map[string]string{"nodeSelector": p.NodeSelector, "labels": p.Labels, "annotations": p.Annotations} {
 				values, _, _ := unstructured.NestedStringMap(update, field)
 				for k, v := range values {
 					into[k] = v
 				}
 			}
 			tolerations, _, _ := unstructured.NestedSlice(update, "tolerations")
-			p.tolerations = appendTolerations(p.tolerations, tolerations)
+			p.Tolerations = appendTolerations(p.Tolerations, tolerations)
 		}
 	}
 	return nil
@@ -393,27 +386,4 @@ func appendTolerations(to []corev1.Toleration, raw []any) []corev1.Toleration {
 		}
 	}
 	return to
-}
-
-// placePod applies the admission's placement to a replica's pod.
-func (r *reconciler) placePod(pod *corev1.Pod, typ v1beta1.ReplicaType) {
-	p := r.placements[typ]
-	if p == nil {
-		return
-	}
-	if len(p.nodeSelector) > 0 && pod.Spec.NodeSelector == nil {
-		pod.Spec.NodeSelector = map[string]string{}
-	}
-	for k, v := range p.nodeSelector {
-		pod.Spec.NodeSelector[k] = v
-	}
-	pod.Spec.Tolerations = append(pod.Spec.Tolerations, p.tolerations...)
-	for k, v := range p.labels {
-		if _, ours := pod.Labels[k]; !ours {
-			pod.Labels[k] = v
-		}
-	}
-	for k, v := range p.annotations {
-		pod.Annotations[k] = v
-	}
 }

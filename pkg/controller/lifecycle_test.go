@@ -26,6 +26,7 @@ import (
 	core "k8s.io/client-go/testing"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 func TestActiveDeadline(t *testing.T) {
@@ -325,7 +326,7 @@ func TestDebugMode(t *testing.T) {
 	f.clock.Step(DefaultRestartBackoffBase)
 	f.mustSync(job)
 	created := f.createdPods()
-	if len(created) != 2 || created[0].Annotations[AnnotationRunMode] != RunModeDebug {
+	if len(created) != 2 || created[0].Annotations[podbuilder.AnnotationRunMode] != podbuilder.RunModeDebug {
 		t.Fatalf("recreated %v", names(created))
 	}
 	f.observe()
@@ -345,8 +346,8 @@ func TestDebugMode(t *testing.T) {
 	}
 	f.mustSync(normal)
 	for _, p := range f.createdPods() {
-		if p.Annotations[AnnotationRunMode] != RunModeImmediate || p.Spec.Containers[0].Command[0] != "python" {
-			t.Errorf("pod %s after debug: mode %q command %v", p.Name, p.Annotations[AnnotationRunMode], p.Spec.Containers[0].Command)
+		if p.Annotations[podbuilder.AnnotationRunMode] != podbuilder.RunModeImmediate || p.Spec.Containers[0].Command[0] != "python" {
+			t.Errorf("pod %s after debug: mode %q command %v", p.Name, p.Annotations[podbuilder.AnnotationRunMode], p.Spec.Containers[0].Command)
 		}
 	}
 }
@@ -394,7 +395,7 @@ func TestScaleDownDeletesExtraPods(t *testing.T) {
 	}
 	f.mustSync(smaller)
 	created := f.createdPods()
-	if len(created) != 1 || created[0].Annotations[AnnotationTopology] != "worker:1" {
+	if len(created) != 1 || created[0].Annotations[podbuilder.AnnotationTopology] != "worker:1" {
 		t.Fatalf("created %v, want j-worker-0 for one worker", names(created))
 	}
 }

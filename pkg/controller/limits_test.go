@@ -36,6 +36,7 @@ import (
 
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // allocatedBytes is how many bytes fn allocates on the heap.
@@ -155,7 +156,7 @@ func TestStatusTooLargeIsReported(t *testing.T) {
 	}{
 		{"etcd's refusal passed on", apierrors.NewInternalError(errors.New("etcdserver: request is too large"))},
 		{"413 from the apiserver", apierrors.NewRequestEntityTooLargeError("the job would take 1600000 bytes in storage")},
-		{"422 for a length", apierrors.NewInvalid(v1beta1.SchemeGroupVersion.WithKind(PyTorchKind).GroupKind(), "j",
+		{"422 for a length", apierrors.NewInvalid(v1beta1.SchemeGroupVersion.WithKind(podbuilder.PyTorchKind).GroupKind(), "j",
 			field.ErrorList{field.TooMany(field.NewPath("status", "tasks").Index(0).Child("replicaStatus"), 2000, 1000)})},
 	}
 	for _, tc := range cases {
@@ -194,7 +195,7 @@ func TestStatusTooLargeIsReported(t *testing.T) {
 }
 
 func TestIsTooLarge(t *testing.T) {
-	gk := v1beta1.SchemeGroupVersion.WithKind(PyTorchKind).GroupKind()
+	gk := v1beta1.SchemeGroupVersion.WithKind(podbuilder.PyTorchKind).GroupKind()
 	cases := []struct {
 		name string
 		err  error
@@ -217,11 +218,11 @@ func TestIsTooLarge(t *testing.T) {
 
 // countingAdapter counts how often the environment of a job is computed.
 type countingAdapter struct {
-	Adapter
+	podbuilder.Adapter
 	envCalls int
 }
 
-func (a *countingAdapter) Env(t *Topology) (ReplicaEnv, error) {
+func (a *countingAdapter) Env(t *podbuilder.Topology) (podbuilder.ReplicaEnv, error) {
 	a.envCalls++
 	return a.Adapter.Env(t)
 }
@@ -231,8 +232,8 @@ func (a *countingAdapter) Env(t *Topology) (ReplicaEnv, error) {
 func TestEnvironmentComputedOncePerReconcile(t *testing.T) {
 	job := newTFJob("j").withReplicas("chief", 1).withReplicas("worker", 50).withReplicas("ps", 2).obj()
 	f := newFixture(t, job)
-	counting := &countingAdapter{Adapter: f.c.kinds[TensorFlowKind].Adapter}
-	f.c.kinds[TensorFlowKind].Adapter = counting
+	counting := &countingAdapter{Adapter: f.c.kinds[podbuilder.TensorFlowKind].Adapter}
+	f.c.kinds[podbuilder.TensorFlowKind].Adapter = counting
 	f.mustSync(job)
 	if got := len(f.createdPods()); got != 53 {
 		t.Fatalf("created %d pods, want 53", got)
@@ -242,54 +243,18 @@ func TestEnvironmentComputedOncePerReconcile(t *testing.T) {
 	}
 }
 
-// TestTensorFlowEnvIsTheDocument checks that TF_CONFIG, assembled around
-// the cluster encoded once, is byte for byte the encoding of tfConfig.
-func TestTensorFlowEnvIsTheDocument(t *testing.T) {
-	job := newTFJob("j").withReplicas("chief", 1).withReplicas("worker", 3).withReplicas("ps", 2).
-		withReplicas("evaluator", 1).withPort("ps", "tfjob-port", 3333).obj()
-	topo := newTopology(tensorFlowAdapter{}, job, "cluster.local")
-	env, err := tensorFlowAdapter{}.Env(topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster := map[string][]string{}
-	for _, g := range topo.Groups {
-		for i := range g.Replicas {
-			if g.Type != v1beta1.ReplicaTypeEvaluator {
-				cluster[string(g.Type)] = append(cluster[string(g.Type)], hostPort(topo.Address(ReplicaID{Type: g.Type, Index: i}), g.Port))
-			}
-		}
-	}
-	for _, g := range topo.Groups {
-		for i := range g.Replicas {
-			id := ReplicaID{Type: g.Type, Index: i}
-			want, err := json.Marshal(tfConfig{Cluster: cluster, Task: tfTask{Type: string(g.Type), Index: i}, Environment: "cloud"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			vars, err := env(id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(vars) != 1 || vars[0].Value != string(want) {
-				t.Errorf("%s: TF_CONFIG\n got %v\nwant %s", id.Hostname(), vars, want)
-			}
-		}
-	}
-}
-
-// TestEnvRefusesJobOverLimit keeps the adapters, which PreviewPods also
+// TestEnvRefusesJobOverLimit keeps the adapters, which podbuilder.Preview also
 // calls, from building an environment for what an over-limit job claims.
 func TestEnvRefusesJobOverLimit(t *testing.T) {
-	for _, a := range []Adapter{tensorFlowAdapter{}, pyTorchAdapter{}} {
+	for _, a := range []podbuilder.Adapter{podbuilder.TensorFlow, podbuilder.PyTorch} {
 		var job v1beta1.TrainingJob
-		if a.Kind() == TensorFlowKind {
+		if a.Kind() == podbuilder.TensorFlowKind {
 			job = newTFJob("j").withReplicas("worker", math.MaxInt32).obj()
 		} else {
 			job = newPyTorchJob("j").withReplicas("worker", math.MaxInt32).obj()
 		}
 		var err error
-		allocated := allocatedBytes(func() { _, err = a.Env(newTopology(a, job, "")) })
+		allocated := allocatedBytes(func() { _, err = a.Env(podbuilder.NewTopology(a, job, "")) })
 		if err == nil || allocated > 1<<20 {
 			t.Errorf("%s: Env of a job of 2^31-1 replicas: error %v after allocating %d bytes, want an error at once", a.Kind(), err, allocated)
 		}

@@ -25,6 +25,7 @@ import (
 
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // planActive plans a job that has not finished.
@@ -49,7 +50,7 @@ func (r *reconciler) planActive() {
 
 	r.resume()
 
-	debug := debugEnabled(r.spec)
+	debug := podbuilder.DebugEnabled(r.spec)
 	for _, s := range r.slots {
 		r.observe(s, debug)
 	}
@@ -127,7 +128,7 @@ func (r *reconciler) succeeded() bool {
 		}
 		any := r.spec.RunPolicy.SuccessPolicy == v1beta1.SuccessPolicyAnyWorker
 		for i := int32(0); i < workers.Replicas; i++ {
-			if r.Succeeded(ReplicaID{Type: workers.Type, Index: i}) == any {
+			if r.Succeeded(podbuilder.ReplicaID{Type: workers.Type, Index: i}) == any {
 				return any
 			}
 		}

@@ -30,19 +30,12 @@ import (
 	"k8s.io/klog/v2"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // jobLabels are the labels of everything the controller creates for a job.
 func (r *reconciler) jobLabels() map[string]string {
 	return v1beta1.JobLabels(r.kind.Kind(), r.job.GetName())
-}
-
-// replicaLabels are the labels of a replica's pod.
-func (r *reconciler) replicaLabels(id ReplicaID) map[string]string {
-	l := r.jobLabels()
-	l[v1beta1.LabelReplicaType] = string(id.Type)
-	l[v1beta1.LabelReplicaIndex] = itoa(id.Index)
-	return l
 }
 
 func (r *reconciler) controllerRef() metav1.OwnerReference {
@@ -136,97 +129,22 @@ func (r *reconciler) claimPods(ctx context.Context, finished bool) ([]*corev1.Po
 	return owned, nil
 }
 
-// newPod builds the pod of a replica from its template.
-func (r *reconciler) newPod(s *slot) (*corev1.Pod, error) {
-	tmpl := s.group.Spec.Template.DeepCopy()
-	ci := trainingContainer(r.kind, &tmpl.Spec)
-	if ci < 0 {
-		return nil, fmt.Errorf("replica type %s has no containers", s.id.Type)
+// builder is the pod builder with what the reconcile has worked out so
+// far: the gang the pods join, the queue's placements, whether the job was
+// paused before and whether the startup gates are open.
+func (r *reconciler) builder() *podbuilder.Builder {
+	b := &podbuilder.Builder{
+		Adapter:    r.kind.Adapter,
+		Job:        r.job,
+		Topology:   r.topo,
+		Placements: r.placements,
+		Resumed:    r.hasBeenPaused(),
+		GatesOpen:  r.gatesOpen,
 	}
-	debug := debugEnabled(r.spec)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            s.name,
-			Namespace:       r.job.GetNamespace(),
-			Labels:          tmpl.Labels,
-			Annotations:     tmpl.Annotations,
-			OwnerReferences: []metav1.OwnerReference{r.controllerRef()},
-		},
-		Spec: tmpl.Spec,
+	if r.c.gang != nil && r.gang != nil {
+		b.Gang = gangJoin{backend: r.c.gang, group: r.gang.Name}
 	}
-	if pod.Labels == nil {
-		pod.Labels = map[string]string{}
-	}
-	for k, v := range r.replicaLabels(s.id) {
-		pod.Labels[k] = v
-	}
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
-	}
-	pod.Annotations[AnnotationRunMode] = runMode(debug)
-	pod.Annotations[AnnotationTopology] = r.topo.Shape()
-	pod.Finalizers = append(pod.Finalizers, v1beta1.ReplicaOutcomeFinalizer)
-	pod.Spec.Hostname = s.id.Hostname()
-	pod.Spec.Subdomain = r.job.GetName()
-	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
-	r.preparePodScheduling(pod, s.id)
-	if r.placements != nil {
-		r.placePod(pod, s.id.Type)
-	}
-
-	c := &pod.Spec.Containers[ci]
-	switch {
-	case debug:
-		command, skipInit := debugSpec(r.spec, s.id.Type)
-		c.Command, c.Args = command, nil
-		if skipInit {
-			pod.Spec.InitContainers = nil
-		}
-	default:
-		if rs := resumeSpec(r.spec, s.id.Type); rs != nil && r.hasBeenPaused() {
-			// Each of command and args replaces the template's only when
-			// the resumeSpec gives it.
-			if len(rs.Command) > 0 {
-				c.Command = append([]string(nil), rs.Command...)
-			}
-			if len(rs.Args) > 0 {
-				c.Args = append([]string(nil), rs.Args...)
-			}
-			if rs.SkipInitContainer {
-				pod.Spec.InitContainers = nil
-			}
-		}
-		r.kind.Entrypoint(r.topo, s.id, c)
-		if r.inOrder() && !r.isLeader(s.id) {
-			addStartupGate(pod, c, r.gatesOpen)
-		}
-	}
-
-	env, err := r.replicaEnv()(s.id)
-	if err != nil {
-		return nil, err
-	}
-	for i := range pod.Spec.InitContainers {
-		setEnv(&pod.Spec.InitContainers[i], env)
-	}
-	for i := range pod.Spec.Containers {
-		setEnv(&pod.Spec.Containers[i], env)
-	}
-	return pod, nil
-}
-
-// replicaEnv is the adapter's environment of the job's replicas, computed
-// for the first pod a reconcile builds and kept for the others; a failure is
-// kept too, so it is not computed again for every pod.
-func (r *reconciler) replicaEnv() ReplicaEnv {
-	if r.env == nil {
-		env, err := r.kind.Env(r.topo)
-		if err != nil {
-			env = func(ReplicaID) ([]corev1.EnvVar, error) { return nil, err }
-		}
-		r.env = env
-	}
-	return r.env
+	return b
 }
 
 // execute deletes and creates the pods the plan asked for.
@@ -299,7 +217,8 @@ func (r *reconciler) createPods(ctx context.Context) (refused, err error) {
 		names[i] = s.name
 	}
 	r.c.expectations.ExpectCreations(r.ekey, names...)
-	r.replicaEnv() // computed once, before the batches share it
+	b := r.builder()
+	b.Env() // computed once, before the batches share it
 
 	var errs []error
 	rest := r.creates
@@ -309,7 +228,7 @@ func (r *reconciler) createPods(ctx context.Context) (refused, err error) {
 		results := make([]createResult, len(batch))
 		var wg sync.WaitGroup
 		for i, s := range batch {
-			wg.Go(func() { results[i] = r.createPod(ctx, s) })
+			wg.Go(func() { results[i] = r.createPod(ctx, b, s) })
 		}
 		wg.Wait()
 		stop := false
@@ -346,8 +265,8 @@ type createResult struct {
 // createPod builds and creates one replica's pod. It is called from
 // several goroutines: it reads the reconciler and writes only to its own
 // slot (created).
-func (r *reconciler) createPod(ctx context.Context, s *slot) createResult {
-	pod, err := r.newPod(s)
+func (r *reconciler) createPod(ctx context.Context, b *podbuilder.Builder, s *slot) createResult {
+	pod, err := b.Pod(s.id)
 	if err != nil {
 		// A spec the controller cannot build a pod from does not get
 		// better by retrying; say so and wait for the spec to change.

@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 func podByName(t *testing.T, pods []*corev1.Pod, name string) *corev1.Pod {
@@ -59,6 +60,16 @@ func envOf(c *corev1.Container) map[string]string {
 		m[e.Name] = e.Value
 	}
 	return m
+}
+
+// tfConfig is the TF_CONFIG document as TensorFlow reads it.
+type tfConfig struct {
+	Cluster map[string][]string `json:"cluster"`
+	Task    struct {
+		Type  string `json:"type"`
+		Index int32  `json:"index"`
+	} `json:"task"`
+	Environment string `json:"environment"`
 }
 
 // tfConfigOf parses the TF_CONFIG of a container.
@@ -125,18 +136,18 @@ func TestTensorFlowPods(t *testing.T) {
 			wantLabels := map[string]string{
 				"app":                     "train",
 				v1beta1.LabelJobName:      "mnist",
-				v1beta1.LabelJobKind:      TensorFlowKind,
+				v1beta1.LabelJobKind:      podbuilder.TensorFlowKind,
 				v1beta1.LabelReplicaType:  tc.typ,
 				v1beta1.LabelReplicaIndex: itoa(tc.index),
 			}
 			if !reflect.DeepEqual(p.Labels, wantLabels) {
 				t.Errorf("labels %v, want %v", p.Labels, wantLabels)
 			}
-			if p.Annotations[AnnotationRunMode] != RunModeImmediate {
-				t.Errorf("run-mode annotation %q", p.Annotations[AnnotationRunMode])
+			if p.Annotations[podbuilder.AnnotationRunMode] != podbuilder.RunModeImmediate {
+				t.Errorf("run-mode annotation %q", p.Annotations[podbuilder.AnnotationRunMode])
 			}
 			wantRef := metav1.OwnerReference{
-				APIVersion: "batch.tensorstack.dev/v1beta1", Kind: TensorFlowKind, Name: "mnist", UID: "uid-mnist",
+				APIVersion: "batch.tensorstack.dev/v1beta1", Kind: podbuilder.TensorFlowKind, Name: "mnist", UID: "uid-mnist",
 				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 			}
 			if len(p.OwnerReferences) != 1 || !reflect.DeepEqual(p.OwnerReferences[0], wantRef) {
@@ -165,13 +176,13 @@ func TestTensorFlowPods(t *testing.T) {
 
 func TestTensorFlowConfigIsDeterministic(t *testing.T) {
 	job := newTFJob("j").withReplicas("worker", 2).withReplicas("ps", 2).withReplicas("chief", 1).obj()
-	topo := newTopology(tensorFlowAdapter{}, job, "")
+	topo := podbuilder.NewTopology(podbuilder.TensorFlow, job, "")
 	workerEnv := func() []corev1.EnvVar {
-		env, err := tensorFlowAdapter{}.Env(topo)
+		env, err := podbuilder.TensorFlow.Env(topo)
 		if err != nil {
 			t.Fatal(err)
 		}
-		vars, err := env(ReplicaID{Type: "worker", Index: 1})
+		vars, err := env(podbuilder.ReplicaID{Type: "worker", Index: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -429,8 +440,8 @@ func TestDebugPods(t *testing.T) {
 	if len(master.Spec.InitContainers) != 0 {
 		t.Errorf("master: init containers kept despite skipInitContainer")
 	}
-	if master.Annotations[AnnotationRunMode] != RunModeDebug {
-		t.Errorf("master: run-mode %q", master.Annotations[AnnotationRunMode])
+	if master.Annotations[podbuilder.AnnotationRunMode] != podbuilder.RunModeDebug {
+		t.Errorf("master: run-mode %q", master.Annotations[podbuilder.AnnotationRunMode])
 	}
 	worker := podByName(t, pods, "pt-worker-0")
 	if c := worker.Spec.Containers[0]; !equalStrings(c.Command, []string{"sleep", "inf"}) || len(c.Args) != 0 {

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // podReasonEvicted is the status.reason the kubelet gives a pod it evicted.
@@ -44,7 +45,7 @@ func isDisrupted(pod *corev1.Pod) bool {
 // when it terminated, else the first non-zero code of any container. ok is
 // false when no container reported one (the pod failed before or around its
 // containers, e.g. at admission).
-func exitCode(a Adapter, pod *corev1.Pod) (code int32, ok bool) {
+func exitCode(a podbuilder.Adapter, pod *corev1.Pod) (code int32, ok bool) {
 	if t := failedTermination(a, pod); t != nil {
 		return t.ExitCode, true
 	}
@@ -53,9 +54,9 @@ func exitCode(a Adapter, pod *corev1.Pod) (code int32, ok bool) {
 
 // failedTermination is how a failed pod's deciding container ended: the
 // training container's termination, else the first non-zero one, else nil.
-func failedTermination(a Adapter, pod *corev1.Pod) *corev1.ContainerStateTerminated {
+func failedTermination(a podbuilder.Adapter, pod *corev1.Pod) *corev1.ContainerStateTerminated {
 	training := ""
-	if i := trainingContainer(a, &pod.Spec); i >= 0 {
+	if i := podbuilder.TrainingContainer(a, &pod.Spec); i >= 0 {
 		training = pod.Spec.Containers[i].Name
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
@@ -112,39 +113,6 @@ func cleanUpPolicy(spec *v1beta1.TrainingJobSpec) v1beta1.CleanUpPolicy {
 func pauseEnabled(spec *v1beta1.TrainingJobSpec) bool {
 	m := spec.RunMode
 	return m != nil && m.Pause != nil && (m.Pause.Enabled || (m.Pause.Enable != nil && *m.Pause.Enable))
-}
-
-func debugEnabled(spec *v1beta1.TrainingJobSpec) bool {
-	m := spec.RunMode
-	return m != nil && m.Debug != nil && (m.Debug.Enabled || (m.Debug.Enable != nil && *m.Debug.Enable))
-}
-
-// debugSpec is how a replica type starts in debug mode.
-func debugSpec(spec *v1beta1.TrainingJobSpec, typ v1beta1.ReplicaType) (command []string, skipInit bool) {
-	if m := spec.RunMode; m != nil && m.Debug != nil {
-		for _, d := range m.Debug.ReplicaSpecs {
-			if normalizeType(d.Type) == typ {
-				command, skipInit = d.Command, d.SkipInitContainer
-				break
-			}
-		}
-	}
-	if len(command) == 0 {
-		command = v1beta1.DefaultDebugCommand
-	}
-	return append([]string(nil), command...), skipInit
-}
-
-// resumeSpec is how a replica type starts after a pause, or nil.
-func resumeSpec(spec *v1beta1.TrainingJobSpec, typ v1beta1.ReplicaType) *v1beta1.ResumeSpec {
-	if m := spec.RunMode; m != nil && m.Pause != nil {
-		for i := range m.Pause.ResumeSpecs {
-			if normalizeType(m.Pause.ResumeSpecs[i].Type) == typ {
-				return &m.Pause.ResumeSpecs[i]
-			}
-		}
-	}
-	return nil
 }
 
 func isTerminated(pod *corev1.Pod) bool {

@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 func TestOutcomeRules(t *testing.T) {
@@ -343,7 +344,7 @@ func TestRestartWaitsForTheName(t *testing.T) {
 }
 
 func TestExitCode(t *testing.T) {
-	a := tensorFlowAdapter{}
+	a := podbuilder.TensorFlow
 	pod := func(statuses ...corev1.ContainerStatus) *corev1.Pod {
 		return &corev1.Pod{
 			Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "sidecar"}, {Name: "tensorflow"}}},

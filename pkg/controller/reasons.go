@@ -16,23 +16,6 @@ limitations under the License.
 
 package controller
 
-import "tensorstack.dev/training/pkg/apis/batch/v1beta1"
-
-// AnnotationRunMode on a replica pod records the mode it was started in
-// (RunModeImmediate or RunModeDebug). When the job's mode changes, pods of
-// the other mode are replaced.
-const (
-	AnnotationRunMode = v1beta1.GroupName + "/run-mode"
-	RunModeImmediate  = "Immediate"
-	RunModeDebug      = "Debug"
-)
-
-// AnnotationTopology on a replica pod records the job's replica counts the
-// pod was built for (Topology.Shape). Pods built for other counts disagree
-// with the rest about the cluster (TF_CONFIG, WORLD_SIZE), so they are
-// replaced.
-const AnnotationTopology = v1beta1.GroupName + "/topology"
-
 // Reasons of the job's conditions and events.
 const (
 	// Initialized condition.

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // buildSlots lays out the replicas the spec asks for.
@@ -38,8 +39,8 @@ func (r *reconciler) buildSlots() {
 	for gi := range r.topo.Groups {
 		g := &r.topo.Groups[gi]
 		for i := range r.admittedReplicas(gi) {
-			id := ReplicaID{Type: g.Type, Index: i}
-			s := &slot{id: id, group: g, name: PodName(r.job.GetName(), id)}
+			id := podbuilder.ReplicaID{Type: g.Type, Index: i}
+			s := &slot{id: id, group: g, name: podbuilder.PodName(r.job.GetName(), id)}
 			s.prev = prev[s.name]
 			if s.prev != nil {
 				s.restartCount = s.prev.RestartCount
@@ -80,8 +81,8 @@ func podPhase(p *corev1.Pod) v1beta1.ReplicaPhase {
 // Succeeded and AllSucceeded let the adapters' success rules read the
 // replicas (ReplicaPhases). A replica whose success the status recorded has
 // succeeded even when its pod is gone.
-func (r *reconciler) Succeeded(id ReplicaID) bool {
-	s := r.byName[PodName(r.job.GetName(), id)]
+func (r *reconciler) Succeeded(id podbuilder.ReplicaID) bool {
+	s := r.byName[podbuilder.PodName(r.job.GetName(), id)]
 	return s != nil && s.succeeded()
 }
 

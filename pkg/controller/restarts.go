@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // observe notes what a replica's pod is doing, finishes replacements decided
@@ -111,11 +112,11 @@ func (r *reconciler) observe(s *slot, debug bool) {
 		s.exit = &replicaExit{pod: p, how: "was deleted while it ran"}
 		return
 	}
-	if want := runMode(debug); p.Annotations[AnnotationRunMode] != "" && p.Annotations[AnnotationRunMode] != want {
+	if want := podbuilder.RunMode(debug); p.Annotations[podbuilder.AnnotationRunMode] != "" && p.Annotations[podbuilder.AnnotationRunMode] != want {
 		r.discard(s, fmt.Sprintf("the job's run mode changed to %s", want))
 		return
 	}
-	if want := r.topo.Shape(); p.Annotations[AnnotationTopology] != "" && p.Annotations[AnnotationTopology] != want {
+	if want := r.topo.Shape(); p.Annotations[podbuilder.AnnotationTopology] != "" && p.Annotations[podbuilder.AnnotationTopology] != want {
 		r.discard(s, fmt.Sprintf("the job's replicas changed to %s", want))
 	}
 }
@@ -307,11 +308,4 @@ func disruptionReason(p *corev1.Pod) string {
 		}
 	}
 	return string(corev1.DisruptionTarget)
-}
-
-func runMode(debug bool) string {
-	if debug {
-		return RunModeDebug
-	}
-	return RunModeImmediate
 }

@@ -19,90 +19,13 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
-
-	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
-
-// newService builds the job's headless Service <job>: it gives every
-// replica the DNS name <type>-<index>.<job>.<namespace>.svc, also before
-// the replica is ready, since replicas look each other up while starting.
-func (r *reconciler) newService() *corev1.Service {
-	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            r.job.GetName(),
-			Namespace:       r.job.GetNamespace(),
-			Labels:          r.jobLabels(),
-			OwnerReferences: []metav1.OwnerReference{r.controllerRef()},
-		},
-		Spec: corev1.ServiceSpec{
-			ClusterIP:                corev1.ClusterIPNone,
-			PublishNotReadyAddresses: true,
-			Selector:                 map[string]string{v1beta1.LabelJobName: r.job.GetName()},
-			Ports:                    r.servicePorts(),
-		},
-	}
-}
-
-// servicePorts are the ports of the training containers of every replica
-// type, each port number once; when none declares a port, the kind's
-// default port.
-func (r *reconciler) servicePorts() []corev1.ServicePort {
-	var ports []corev1.ServicePort
-	type key struct {
-		port     int32
-		protocol corev1.Protocol
-	}
-	seenPort := map[key]bool{}
-	seenName := map[string]bool{}
-	for _, g := range r.topo.Groups {
-		ci := trainingContainer(r.kind, &g.Spec.Template.Spec)
-		if ci < 0 {
-			continue
-		}
-		for _, p := range g.Spec.Template.Spec.Containers[ci].Ports {
-			proto := p.Protocol
-			if proto == "" {
-				proto = corev1.ProtocolTCP
-			}
-			k := key{p.ContainerPort, proto}
-			if p.ContainerPort <= 0 || seenPort[k] {
-				continue
-			}
-			seenPort[k] = true
-			name := p.Name
-			if name == "" || seenName[name] {
-				name = fmt.Sprintf("port-%d", p.ContainerPort)
-				if proto != corev1.ProtocolTCP {
-					name = fmt.Sprintf("%s-%d", strings.ToLower(string(proto)), p.ContainerPort)
-				}
-			}
-			seenName[name] = true
-			ports = append(ports, corev1.ServicePort{
-				Name:       name,
-				Port:       p.ContainerPort,
-				TargetPort: intstr.FromInt32(p.ContainerPort),
-				Protocol:   proto,
-			})
-		}
-	}
-	if len(ports) == 0 {
-		ports = []corev1.ServicePort{{
-			Name:       r.kind.PortNames()[0],
-			Port:       r.kind.DefaultPort(),
-			TargetPort: intstr.FromInt32(r.kind.DefaultPort()),
-			Protocol:   corev1.ProtocolTCP,
-		}}
-	}
-	return ports
-}
 
 // ensureService creates the job's Service, or adopts an orphan that carries
 // the job's labels. A Service of that name that belongs to something else is
@@ -114,7 +37,7 @@ func (r *reconciler) ensureService(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("getting service %s: %w", name, err)
 	case svc == nil:
-		created, err := r.c.kubeClient.CoreV1().Services(r.key.Namespace).Create(ctx, r.newService(), metav1.CreateOptions{})
+		created, err := r.c.kubeClient.CoreV1().Services(r.key.Namespace).Create(ctx, r.builder().Service(), metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			// Either the cache is behind, or the name is someone else's.
 			existing, err := r.c.kubeClient.CoreV1().Services(r.key.Namespace).Get(ctx, name, metav1.GetOptions{})

@@ -28,7 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // Startup order (runPolicy.startupPolicy: InOrder) holds the containers of
@@ -43,41 +43,9 @@ import (
 // through a downward API volume: the kubelet rewrites the file when the
 // annotation changes, so opening the gate is one patch per waiting pod.
 
-// AnnotationStartupGate on a replica pod that waits for its job's leaders
-// holds StartupGateClosed until the controller sets it to StartupGateOpen.
-const (
-	AnnotationStartupGate = v1beta1.GroupName + "/startup-gate"
-	StartupGateClosed     = "Closed"
-	StartupGateOpen       = "Open"
-)
-
-// The init container that waits, and the volume it reads the gate from.
-const (
-	StartupGateContainerName = "tensorstack-startup-gate"
-	startupGateVolumeName    = "tensorstack-startup-gate"
-	startupGateMountPath     = "/var/run/tensorstack/startup-gate"
-	startupGateFile          = "state"
-)
-
 // ReasonLeadersReady is the event of a job whose waiting replicas were
 // released.
 const ReasonLeadersReady = "LeadersReady"
-
-// inOrder says whether the job's replicas start in order. Debug pods run a
-// command of the user's choosing and do not wait.
-func (r *reconciler) inOrder() bool {
-	return r.spec.RunPolicy.StartupPolicy == v1beta1.StartupPolicyInOrder && !debugEnabled(r.spec)
-}
-
-// isLeader says whether a replica is one that the others wait for.
-func (r *reconciler) isLeader(id ReplicaID) bool {
-	for _, l := range r.kind.Leaders(r.topo) {
-		if l == id {
-			return true
-		}
-	}
-	return false
-}
 
 // leadersReady says whether every leader's pod is Ready: its containers run
 // and pass their readiness probes.
@@ -87,7 +55,7 @@ func (r *reconciler) leadersReady() bool {
 		return true
 	}
 	for _, id := range leaders {
-		s := r.byName[PodName(r.job.GetName(), id)]
+		s := r.byName[podbuilder.PodName(r.job.GetName(), id)]
 		if s == nil || s.pod == nil || s.pod.DeletionTimestamp != nil || !podReady(s.pod) {
 			return false
 		}
@@ -104,68 +72,15 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// addStartupGate puts the waiting init container first in the pod. It runs
-// the training container's image, security context and CPU and memory, so
-// the pod's requests, its QoS class and what admission allows stay as they
-// were.
-func addStartupGate(pod *corev1.Pod, training *corev1.Container, open bool) {
-	state := StartupGateClosed
-	if open {
-		state = StartupGateOpen
-	}
-	pod.Annotations[AnnotationStartupGate] = state
-	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
-		Name: startupGateVolumeName,
-		VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
-			Items: []corev1.DownwardAPIVolumeFile{{
-				Path:     startupGateFile,
-				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.annotations['" + AnnotationStartupGate + "']"},
-			}},
-		}},
-	})
-	file := startupGateMountPath + "/" + startupGateFile
-	gate := corev1.Container{
-		Name:            StartupGateContainerName,
-		Image:           training.Image,
-		ImagePullPolicy: training.ImagePullPolicy,
-		Command: []string{"sh", "-c", fmt.Sprintf(
-			`echo "waiting for the job's leaders to be ready"; until [ "$(cat %s 2>/dev/null)" = %s ]; do sleep 1; done`,
-			file, StartupGateOpen)},
-		Resources:                computeResources(training.Resources),
-		SecurityContext:          training.SecurityContext.DeepCopy(),
-		VolumeMounts:             []corev1.VolumeMount{{Name: startupGateVolumeName, MountPath: startupGateMountPath, ReadOnly: true}},
-		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-	}
-	pod.Spec.InitContainers = append([]corev1.Container{gate}, pod.Spec.InitContainers...)
-}
-
-// computeResources keeps the CPU and memory of a container's resources.
-// Extended resources (GPUs) stay with the containers that use them.
-func computeResources(in corev1.ResourceRequirements) corev1.ResourceRequirements {
-	keep := func(list corev1.ResourceList) corev1.ResourceList {
-		var out corev1.ResourceList
-		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			if q, ok := list[name]; ok {
-				if out == nil {
-					out = corev1.ResourceList{}
-				}
-				out[name] = q.DeepCopy()
-			}
-		}
-		return out
-	}
-	return corev1.ResourceRequirements{Requests: keep(in.Requests), Limits: keep(in.Limits)}
-}
-
 // planStartupGates lists the waiting pods to release, once every leader is
 // Ready.
 func (r *reconciler) planStartupGates() {
-	if !r.inOrder() || r.status.Phase.IsFinished() || !r.leadersReady() {
+	if !podbuilder.InOrder(r.spec) || r.status.Phase.IsFinished() || !r.leadersReady() {
 		return
 	}
 	r.gatesOpen = true
 	for _, s := range r.slots {
-		if p := s.pod; p != nil && p.DeletionTimestamp == nil && p.Annotations[AnnotationStartupGate] == StartupGateClosed {
+		if p := s.pod; p != nil && p.DeletionTimestamp == nil && p.Annotations[podbuilder.AnnotationStartupGate] == podbuilder.StartupGateClosed {
 			r.opens = append(r.opens, p)
 		}
 	}
@@ -178,7 +93,7 @@ func (r *reconciler) openStartupGates(ctx context.Context) error {
 		return nil
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": map[string]string{AnnotationStartupGate: StartupGateOpen}}})
+		"annotations": map[string]string{podbuilder.AnnotationStartupGate: podbuilder.StartupGateOpen}}})
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // ready is a running pod that passes its readiness checks.
@@ -39,8 +40,8 @@ func ready(p *corev1.Pod) {
 // behind the gate's init container.
 func gate(t *testing.T, p *corev1.Pod) (string, bool) {
 	t.Helper()
-	state, annotated := p.Annotations[AnnotationStartupGate]
-	gated := len(p.Spec.InitContainers) > 0 && p.Spec.InitContainers[0].Name == StartupGateContainerName
+	state, annotated := p.Annotations[podbuilder.AnnotationStartupGate]
+	gated := len(p.Spec.InitContainers) > 0 && p.Spec.InitContainers[0].Name == podbuilder.StartupGateContainerName
 	if annotated != gated {
 		t.Errorf("pod %s: annotation %q and gate init container %v must come together", p.Name, state, gated)
 	}
@@ -53,7 +54,7 @@ func (f *fixture) openedPods() []string {
 	var names []string
 	for _, a := range f.kubeClient.Actions() {
 		if p, ok := a.(clienttesting.PatchAction); ok && a.GetResource() == (schema.GroupVersionResource{Version: "v1", Resource: "pods"}) &&
-			string(p.GetPatch()) == `{"metadata":{"annotations":{"`+AnnotationStartupGate+`":"Open"}}}` {
+			string(p.GetPatch()) == `{"metadata":{"annotations":{"`+podbuilder.AnnotationStartupGate+`":"Open"}}}` {
 			names = append(names, p.GetName())
 		}
 	}
@@ -83,7 +84,7 @@ func TestInOrderWorkersWaitForTheMaster(t *testing.T) {
 	}
 	for _, name := range []string{"j-worker-0", "j-worker-1"} {
 		p := f.pod(name)
-		if state, gated := gate(t, p); !gated || state != StartupGateClosed {
+		if state, gated := gate(t, p); !gated || state != podbuilder.StartupGateClosed {
 			t.Fatalf("%s: gate %q (init container %v), want a closed gate", name, state, gated)
 		}
 		g := p.Spec.InitContainers[0]
@@ -94,7 +95,7 @@ func TestInOrderWorkersWaitForTheMaster(t *testing.T) {
 		if diff := cmp.Diff(want, g.Resources); diff != "" {
 			t.Errorf("%s: the gate's resources (-want +got): keep CPU and memory, leave GPUs to the training container\n%s", name, diff)
 		}
-		if !slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.DownwardAPI != nil && v.Name == startupGateVolumeName }) {
+		if !slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.DownwardAPI != nil && v.Name == podbuilder.StartupGateVolumeName }) {
 			t.Errorf("%s: no downward API volume for the gate", name)
 		}
 	}
@@ -135,8 +136,8 @@ func TestInOrderWorkersWaitForTheMaster(t *testing.T) {
 	f.step(job)
 	if p := f.pod("j-worker-1"); p == nil {
 		t.Fatalf("worker-1 was not replaced")
-	} else if state, _ := gate(t, p); state != StartupGateOpen {
-		t.Errorf("the replacement's gate is %q, want %q", state, StartupGateOpen)
+	} else if state, _ := gate(t, p); state != podbuilder.StartupGateOpen {
+		t.Errorf("the replacement's gate is %q, want %q", state, podbuilder.StartupGateOpen)
 	}
 }
 

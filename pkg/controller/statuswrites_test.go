@@ -25,11 +25,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 func TestStatusWrites(t *testing.T) {
 	w := newStatusWrites()
-	key := jobKey{Kind: TensorFlowKind, Namespace: "ns", Name: "j"}
+	key := jobKey{Kind: podbuilder.TensorFlowKind, Namespace: "ns", Name: "j"}
 	if w.behind(key, "3") {
 		t.Errorf("behind without a write")
 	}

@@ -30,6 +30,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // The reconcile of one job, in the order it happens:
@@ -98,7 +99,7 @@ func (c *Controller) syncJob(ctx context.Context, key jobKey) (requeueAfter time
 		restarts: map[v1beta1.ReplicaType]int32{},
 	}
 	r.setJob(job)
-	r.topo = newTopology(h, job, c.clusterDomain)
+	r.topo = podbuilder.NewTopology(h, job, c.clusterDomain)
 	return r.run(ctx)
 }
 
@@ -115,20 +116,19 @@ type reconciler struct {
 	spec   *v1beta1.TrainingJobSpec
 	status *v1beta1.TrainingJobStatus // the copy's status, edited by the plan
 	old    *v1beta1.TrainingJobStatus // the status as read
-	topo   *Topology
+	topo   *podbuilder.Topology
 
 	slots  []*slot
 	byName map[string]*slot
 	extra  []*corev1.Pod // owned pods that belong to no replica
 	stale  []*corev1.Pod // pods of an earlier job of the same name
-	env    ReplicaEnv    // built for the first pod the reconcile creates
 	gang   *gangGroup    // the group the pods join, when the job asks for one
 	// queue is the job's Workload, for a job queued with Kueue; nil otherwise.
 	queue *queueState
 	// queueStopped: a queued job not admitted has no pods left.
 	queueStopped bool
 	// placements are what Kueue's admission asks of each pod set's pods.
-	placements map[v1beta1.ReplicaType]*podSetPlacement
+	placements map[v1beta1.ReplicaType]*podbuilder.Placement
 
 	// cacheBehind: the pod cache has not yet shown every create and delete
 	// the controller made for the job, so a pod missing from it may exist.
@@ -154,8 +154,8 @@ type reconciler struct {
 
 // slot is one replica of the job and the pod that currently runs it.
 type slot struct {
-	id    ReplicaID
-	group *ReplicaGroup
+	id    podbuilder.ReplicaID
+	group *podbuilder.ReplicaGroup
 	name  string
 	pod   *corev1.Pod
 	prev  *v1beta1.ReplicaStatus
@@ -228,7 +228,7 @@ func (r *reconciler) setCondition(typ string, status metav1.ConditionStatus, rea
 }
 
 func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
-	if err := r.topo.limitError(); err != nil {
+	if err := r.topo.LimitError(); err != nil {
 		return 0, r.refuseOverLimit(ctx, err)
 	}
 	r.resolveReplicaFailure(ReasonTooManyReplicas, ReasonReplicasWithinLimit, "the job is within the limits on replicas")

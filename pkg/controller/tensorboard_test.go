@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 func (f *fixture) deployment(name string) *appsv1.Deployment {
@@ -75,7 +76,7 @@ func TestTensorBoard(t *testing.T) {
 			if ref := metav1.GetControllerOf(d); ref == nil || ref.UID != "uid-j" {
 				t.Errorf("ownerReferences %+v", d.OwnerReferences)
 			}
-			if d.Labels[v1beta1.LabelJobName] != "j" || d.Labels[v1beta1.LabelJobKind] != TensorFlowKind {
+			if d.Labels[v1beta1.LabelJobName] != "j" || d.Labels[v1beta1.LabelJobKind] != podbuilder.TensorFlowKind {
 				t.Errorf("labels %v", d.Labels)
 			}
 			pod := d.Spec.Template

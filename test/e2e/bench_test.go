@@ -24,7 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"tensorstack.dev/training/pkg/controller"
+	"tensorstack.dev/training/pkg/podbuilder"
 	"tensorstack.dev/training/test/e2e/framework"
 )
 
@@ -61,7 +61,7 @@ func BenchmarkJobCreate(b *testing.B) {
 		}
 	})
 
-	previews, err := controller.PreviewPods(newJob("preview").Build(ns.Name))
+	previews, err := podbuilder.Preview(newJob("preview").Build(ns.Name))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
-	"tensorstack.dev/training/pkg/controller"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // podsToJudge returns the pods the controller would build for the job in a,
@@ -32,16 +32,16 @@ import (
 // subresource such as status, or an update after which the controller
 // would build the same pods as before. TrainingJobPodValidation dry-runs
 // these.
-func podsToJudge(a admission.Attributes, o admission.ObjectInterfaces) (v1beta1.TrainingJob, []controller.PodPreview, error) {
+func podsToJudge(a admission.Attributes, o admission.ObjectInterfaces) (v1beta1.TrainingJob, []podbuilder.PodPreview, error) {
 	job, old, err := jobsOf(a, o)
 	if job == nil || err != nil {
 		return nil, nil, err
 	}
-	previews, err := controller.PreviewPods(job)
+	previews, err := podbuilder.Preview(job)
 	if err != nil || old == nil {
 		return job, previews, err
 	}
-	before, err := controller.PreviewPods(old)
+	before, err := podbuilder.Preview(old)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -72,7 +72,7 @@ func podsToJudge(a admission.Attributes, o admission.ObjectInterfaces) (v1beta1.
 // change of replica counts (which every pod's environment names) do, in any
 // mode, also while the job is paused or debugged and its templates do not
 // run.
-func podsToAuthorize(a admission.Attributes, o admission.ObjectInterfaces) ([]controller.PodPreview, error) {
+func podsToAuthorize(a admission.Attributes, o admission.ObjectInterfaces) ([]podbuilder.PodPreview, error) {
 	job, old, err := jobsOf(a, o)
 	if job == nil || err != nil {
 		return nil, err
@@ -85,7 +85,7 @@ func podsToAuthorize(a admission.Attributes, o admission.ObjectInterfaces) ([]co
 	if err != nil {
 		return nil, err
 	}
-	var unwritten []controller.PodPreview
+	var unwritten []podbuilder.PodPreview
 	for _, preview := range mayRun {
 		if !containsPod(allowed, preview) {
 			unwritten = append(unwritten, preview)
@@ -96,25 +96,25 @@ func podsToAuthorize(a admission.Attributes, o admission.ObjectInterfaces) ([]co
 
 // podsAllowedAfter are the pods a job written now may run: its pods as it
 // runs them in its mode, and its templates as written.
-func podsAllowedAfter(job v1beta1.TrainingJob) ([]controller.PodPreview, error) {
-	asRun, err := controller.PreviewPods(job)
+func podsAllowedAfter(job v1beta1.TrainingJob) ([]podbuilder.PodPreview, error) {
+	asRun, err := podbuilder.Preview(job)
 	if err != nil || !debugging(job) {
 		return asRun, err
 	}
-	asWritten, err := controller.PreviewPods(withRunMode(job, nil))
+	asWritten, err := podbuilder.Preview(withRunMode(job, nil))
 	return append(asRun, asWritten...), err
 }
 
 // podsAllowedBefore are the pods a stored job was already allowed to run:
 // those of podsAllowedAfter, and its templates in debug mode with the
 // default command.
-func podsAllowedBefore(job v1beta1.TrainingJob) ([]controller.PodPreview, error) {
+func podsAllowedBefore(job v1beta1.TrainingJob) ([]podbuilder.PodPreview, error) {
 	allowed, err := podsAllowedAfter(job)
 	if err != nil {
 		return nil, err
 	}
 	for _, skipInitContainers := range []bool{false, true} {
-		previews, err := controller.PreviewPods(withRunMode(job, defaultDebugMode(job, skipInitContainers)))
+		previews, err := podbuilder.Preview(withRunMode(job, defaultDebugMode(job, skipInitContainers)))
 		if err != nil {
 			return nil, err
 		}
@@ -150,7 +150,7 @@ func debugging(job v1beta1.TrainingJob) bool {
 	return mode != nil && mode.Debug != nil && mode.Debug.Enabled
 }
 
-func containsPod(pods []controller.PodPreview, preview controller.PodPreview) bool {
+func containsPod(pods []podbuilder.PodPreview, preview podbuilder.PodPreview) bool {
 	for _, p := range pods {
 		if apiequality.Semantic.DeepEqual(p.Pod, preview.Pod) {
 			return true

@@ -35,7 +35,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
-	"tensorstack.dev/training/pkg/controller"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // ValidationPluginName names the plugin that has kube-apiserver judge a
@@ -81,7 +81,7 @@ func (p *podValidation) ValidateInitialization() error {
 
 // verdict is kube-apiserver's answer on one replica type's pod.
 type verdict struct {
-	preview controller.PodPreview
+	preview podbuilder.PodPreview
 	err     error
 }
 

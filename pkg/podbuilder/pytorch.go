@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package podbuilder
 
 import (
 	"path"
@@ -33,7 +33,8 @@ const PyTorchKind = "PyTorchTrainingJob"
 // environment (MASTER_ADDR and friends) and, optionally, torchrun.
 type pyTorchAdapter struct{}
 
-var _ Adapter = pyTorchAdapter{}
+// PyTorch is the adapter of PyTorchTrainingJob.
+var PyTorch Adapter = pyTorchAdapter{}
 
 func (pyTorchAdapter) Kind() string                  { return PyTorchKind }
 func (pyTorchAdapter) TrainingContainerName() string { return v1beta1.PyTorchContainerName }
@@ -46,7 +47,7 @@ func (pyTorchAdapter) DefaultPort() int32            { return v1beta1.PyTorchDef
 func (pyTorchAdapter) RankOrder(specs []v1beta1.ReplicaSpec) []v1beta1.ReplicaSpec {
 	m := -1
 	for i := range specs {
-		if normalizeType(specs[i].Type) == v1beta1.ReplicaTypeMaster {
+		if NormalizeType(specs[i].Type) == v1beta1.ReplicaTypeMaster {
 			m = i
 			break
 		}
@@ -118,7 +119,7 @@ func torchrunOptions(tc *v1beta1.TorchrunConfig) torchrunSettings {
 // and PYTHONUNBUFFERED=1; with torchrun also the PET_* variables torchrun
 // reads its options from. Only the ranks differ between replicas.
 func (a pyTorchAdapter) Env(t *Topology) (ReplicaEnv, error) {
-	if err := t.limitError(); err != nil {
+	if err := t.LimitError(); err != nil {
 		return nil, err
 	}
 	m, port := a.master(t)

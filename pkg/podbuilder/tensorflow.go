@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package podbuilder
 
 import (
 	"encoding/json"
@@ -32,7 +32,8 @@ const TensorFlowKind = "TensorFlowTrainingJob"
 // tensorFlowAdapter wires TensorFlow replicas together through TF_CONFIG.
 type tensorFlowAdapter struct{}
 
-var _ Adapter = tensorFlowAdapter{}
+// TensorFlow is the adapter of TensorFlowTrainingJob.
+var TensorFlow Adapter = tensorFlowAdapter{}
 
 func (tensorFlowAdapter) Kind() string                  { return TensorFlowKind }
 func (tensorFlowAdapter) TrainingContainerName() string { return v1beta1.TensorFlowContainerName }
@@ -69,7 +70,7 @@ type tfTask struct {
 // The cluster is encoded once; each replica's variable is that encoding
 // with the replica's task around it.
 func (a tensorFlowAdapter) Env(t *Topology) (ReplicaEnv, error) {
-	if err := t.limitError(); err != nil {
+	if err := t.LimitError(); err != nil {
 		return nil, err
 	}
 	cluster := map[string][]string{}

@@ -14,76 +14,16 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package podbuilder
 
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
-
-	corev1 "k8s.io/api/core/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
-
-// Adapter answers the few questions on which the job kinds differ. Everything
-// else (pods, Service, restarts, status, pause, debug, TensorBoard) is the
-// shared machinery's business.
-type Adapter interface {
-	// Kind is the job kind; it is also the value of the job-kind label.
-	Kind() string
-	// TrainingContainerName names the container that runs the training
-	// program; the first container is used when none has this name.
-	TrainingContainerName() string
-	// PortNames are the container port names that carry a replica's port, in
-	// order of preference; DefaultPort is used when none is declared.
-	PortNames() []string
-	DefaultPort() int32
-	// RankOrder returns the replica types in the order ranks and indices
-	// across the job are handed out.
-	RankOrder(specs []v1beta1.ReplicaSpec) []v1beta1.ReplicaSpec
-	// Env returns what gives each replica its environment. It is called
-	// once per reconcile, and computes what every replica shares (TF_CONFIG's
-	// cluster lists every replica) then, so that building a job's pods costs
-	// in proportion to their number, not to its square.
-	Env(t *Topology) (ReplicaEnv, error)
-	// Entrypoint may rewrite how the training container of a replica is
-	// started (torchrun). It is not called for debug pods.
-	Entrypoint(t *Topology, r ReplicaID, c *corev1.Container)
-	// Succeeded applies the kind's success rule to the replicas' phases.
-	Succeeded(t *Topology, phases ReplicaPhases) bool
-	// Leaders are the replicas the others wait for under the InOrder
-	// startup policy.
-	Leaders(t *Topology) []ReplicaID
-	// GangMember says whether the replicas of a type belong to the job's
-	// gang, the replicas that must run at the same time for training to
-	// make progress, and are thus placed all or nothing.
-	GangMember(t v1beta1.ReplicaType) bool
-}
-
-// ReplicaEnv returns the environment of one replica.
-type ReplicaEnv func(r ReplicaID) ([]corev1.EnvVar, error)
-
-// ReplicaID names one replica: its type and its index within the type.
-type ReplicaID struct {
-	Type  v1beta1.ReplicaType
-	Index int32
-}
-
-// Hostname is the replica's hostname, <type>-<index>.
-func (r ReplicaID) Hostname() string {
-	return batch.Hostname(string(r.Type), r.Index)
-}
-
-// ReplicaPhases tells the success rules what each replica did.
-type ReplicaPhases interface {
-	// Succeeded says whether the replica's current pod has succeeded.
-	Succeeded(r ReplicaID) bool
-	// AllSucceeded says whether every replica of the job has succeeded.
-	AllSucceeded() bool
-}
 
 // ReplicaGroup is one replica type of a job as the machinery sees it.
 type ReplicaGroup struct {
@@ -119,7 +59,7 @@ type Topology struct {
 	shape         string
 }
 
-func newTopology(a Adapter, job v1beta1.TrainingJob, clusterDomain string) *Topology {
+func NewTopology(a Adapter, job v1beta1.TrainingJob, clusterDomain string) *Topology {
 	t := &Topology{Job: job, Name: job.GetName(), Namespace: job.GetNamespace()}
 	t.addressSuffix = "." + t.Name + "." + t.Namespace + ".svc"
 	if d := strings.Trim(clusterDomain, "."); d != "" {
@@ -129,7 +69,7 @@ func newTopology(a Adapter, job v1beta1.TrainingJob, clusterDomain string) *Topo
 	ordered := a.RankOrder(job.CommonSpec().ReplicaSpecs)
 	for i := range ordered {
 		spec := &ordered[i]
-		typ := normalizeType(spec.Type)
+		typ := NormalizeType(spec.Type)
 		if typ == "" || seen[typ] {
 			// Validation forbids both; never act on them twice.
 			continue
@@ -180,9 +120,9 @@ func (t *Topology) scaleElastic() {
 	t.Total = int32(min(t.requested, math.MaxInt32))
 }
 
-// scaled says whether the group at index gi is the one an elastic job
+// Scaled says whether the group at index gi is the one an elastic job
 // scales: the last in rank order.
-func (t *Topology) scaled(gi int) bool { return t.Elastic != nil && gi == len(t.Groups)-1 }
+func (t *Topology) Scaled(gi int) bool { return t.Elastic != nil && gi == len(t.Groups)-1 }
 
 func ptrValue(p *int32, def int32) int32 {
 	if p == nil {
@@ -203,7 +143,7 @@ func (t *Topology) Shape() string {
 			}
 			b.WriteString(string(g.Type))
 			b.WriteByte(':')
-			if t.scaled(i) {
+			if t.Scaled(i) {
 				// Replicas of the scaled group come and go; the others
 				// are told the range, not the count.
 				b.WriteString(t.Elastic.String())
@@ -216,12 +156,12 @@ func (t *Topology) Shape() string {
 	return t.shape
 }
 
-// limitError says why the job is beyond the limits every job keeps, or nil.
+// LimitError says why the job is beyond the limits every job keeps, or nil.
 // Validation refuses such a job, so only one stored before the limits
 // existed can be; the controller builds nothing for it, as the pods, the
 // slots and the status of what it claims could exhaust the controller's
 // memory or etcd's request size.
-func (t *Topology) limitError() error {
+func (t *Topology) LimitError() error {
 	if t.requested > batch.MaxTotalReplicas {
 		return fmt.Errorf("the job asks for %d replicas, over the maximum of %d per job", t.requested, batch.MaxTotalReplicas)
 	}
@@ -231,9 +171,9 @@ func (t *Topology) limitError() error {
 	return nil
 }
 
-// normalizeType is the stored spelling of a replica type: lower case, as
+// NormalizeType is the stored spelling of a replica type: lower case, as
 // names and labels need it.
-func normalizeType(t v1beta1.ReplicaType) v1beta1.ReplicaType {
+func NormalizeType(t v1beta1.ReplicaType) v1beta1.ReplicaType {
 	return v1beta1.ReplicaType(strings.ToLower(strings.TrimSpace(string(t))))
 }
 
@@ -259,56 +199,3 @@ func (t *Topology) Rank(r ReplicaID) int32 {
 	}
 	return 0
 }
-
-// PodName is the name of a replica's pod, <job>-<type>-<index>.
-func PodName(job string, r ReplicaID) string {
-	return v1beta1.PodName(job, r.Type, r.Index)
-}
-
-// trainingContainer returns the index of the training container in a pod
-// spec, or -1 when there are no containers.
-func trainingContainer(a Adapter, spec *corev1.PodSpec) int {
-	return v1beta1.TrainingContainer(spec.Containers, a.TrainingContainerName())
-}
-
-// replicaPort is the port a replica type listens on: the training
-// container's port with one of the adapter's names, else the default.
-func replicaPort(a Adapter, spec *v1beta1.ReplicaSpec) int32 {
-	i := trainingContainer(a, &spec.Template.Spec)
-	if i < 0 {
-		return a.DefaultPort()
-	}
-	ports := spec.Template.Spec.Containers[i].Ports
-	for _, name := range a.PortNames() {
-		for _, p := range ports {
-			if p.Name == name && p.ContainerPort > 0 {
-				return p.ContainerPort
-			}
-		}
-	}
-	return a.DefaultPort()
-}
-
-// setEnv puts the variables into a container, replacing entries of the same
-// name: the controller's wiring has to be right for the replicas to find
-// each other.
-func setEnv(c *corev1.Container, vars []corev1.EnvVar) {
-	for _, v := range vars {
-		replaced := false
-		for i := range c.Env {
-			if c.Env[i].Name == v.Name {
-				c.Env[i] = v
-				replaced = true
-			}
-		}
-		if !replaced {
-			c.Env = append(c.Env, v)
-		}
-	}
-}
-
-func envVar(name, value string) corev1.EnvVar { return corev1.EnvVar{Name: name, Value: value} }
-
-func itoa(i int32) string { return strconv.FormatInt(int64(i), 10) }
-
-func hostPort(host string, port int32) string { return fmt.Sprintf("%s:%d", host, port) }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package podbuilder
 
 import (
 	"fmt"
@@ -32,35 +32,40 @@ type PodPreview struct {
 	Pod         *corev1.Pod
 }
 
-// PreviewPods returns, for each replica type of the job that has replicas,
-// in the order of spec.replicaSpecs, the pod the controller would create for
-// its first replica: the template with the labels, hostname, restart
-// policy, command, environment and run mode the controller gives it. The API
-// server has the cluster judge these pods before it accepts a job. The
-// preview has no owner reference: the job may not exist yet, and the
-// replicas of a type differ only in their index.
-func PreviewPods(job v1beta1.TrainingJob) ([]PodPreview, error) {
-	var adapter Adapter
+// AdapterFor returns the adapter of a job's kind.
+func AdapterFor(job v1beta1.TrainingJob) (Adapter, error) {
 	switch job.(type) {
 	case *v1beta1.TensorFlowTrainingJob:
-		adapter = tensorFlowAdapter{}
+		return TensorFlow, nil
 	case *v1beta1.PyTorchTrainingJob:
-		adapter = pyTorchAdapter{}
+		return PyTorch, nil
 	default:
 		return nil, fmt.Errorf("%T is not a training job kind", job)
 	}
-	r := &reconciler{kind: &kindHandler{Adapter: adapter}}
-	r.job, r.spec, r.status = job, job.CommonSpec(), job.JobStatus()
-	r.topo = newTopology(adapter, job, "")
+}
 
+// Preview returns, for each replica type of the job that has replicas, in
+// the order of spec.replicaSpecs, the pod the controller would create for
+// its first replica: the template with the labels, hostname, restart
+// policy, command, environment and run mode the controller gives it. The API
+// server has the cluster judge these pods before it accepts a job. The
+// preview has no owner reference, since the job may not exist yet, and
+// neither gang nor queue placement, which the cluster decides later; the
+// replicas of a type differ only in their index.
+func Preview(job v1beta1.TrainingJob) ([]PodPreview, error) {
+	adapter, err := AdapterFor(job)
+	if err != nil {
+		return nil, err
+	}
+	b := &Builder{Adapter: adapter, Job: job, Topology: NewTopology(adapter, job, "")}
 	var previews []PodPreview
-	for i := range r.spec.ReplicaSpecs {
-		group := r.topo.Group(normalizeType(r.spec.ReplicaSpecs[i].Type))
+	specs := job.CommonSpec().ReplicaSpecs
+	for i := range specs {
+		group := b.Topology.Group(NormalizeType(specs[i].Type))
 		if group == nil || group.Replicas == 0 {
 			continue
 		}
-		id := ReplicaID{Type: group.Type}
-		pod, err := r.newPod(&slot{id: id, group: group, name: PodName(job.GetName(), id)})
+		pod, err := b.Pod(ReplicaID{Type: group.Type})
 		if err != nil {
 			return nil, err
 		}
