@@ -431,24 +431,3 @@ func (r *reconciler) resizedGangObject(kind, name string, from, to int32, err er
 		"Updated %s %s: the gang needs %d pods placed together, was %d", kind, name, to, from)
 	return nil
 }
-
-// deleteGangObject deletes a group object of the job from the cache (not
-// nil), unless it is going already or not the job's.
-func (r *reconciler) deleteGangObject(ctx context.Context, kind string, obj metav1.Object, why string,
-	del func(ctx context.Context, name string, opts metav1.DeleteOptions) error) error {
-	if !r.controlledByJob(obj) || obj.GetDeletionTimestamp() != nil {
-		return nil
-	}
-	uid := obj.GetUID()
-	err := del(ctx, obj.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil
-	}
-	if err != nil {
-		r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedDelete, "Error deleting %s %s: %v", kind, obj.GetName(), err)
-		return fmt.Errorf("deleting %s %s: %w", kind, obj.GetName(), err)
-	}
-	r.logger.V(2).Info("Deleted gang object", "kind", kind, "name", obj.GetName(), "why", why)
-	r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted %s %s: %s", kind, obj.GetName(), why)
-	return nil
-}

@@ -143,7 +143,7 @@ func (g *coschedulingGang) remove(ctx context.Context, r *reconciler, why string
 	if pg == nil {
 		return nil
 	}
-	return r.deleteGangObject(ctx, "PodGroup", pg, why, func(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	return r.deleteOwned(ctx, "PodGroup", pg, why, func(ctx context.Context, name string, opts metav1.DeleteOptions) error {
 		return g.client.Namespace(ns).Delete(ctx, name, opts)
 	})
 }

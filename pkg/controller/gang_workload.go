@@ -189,7 +189,7 @@ func (g *workloadGang) remove(ctx context.Context, r *reconciler, why string) er
 		return fmt.Errorf("getting PodGroup %s: %w", name, err)
 	}
 	if pg != nil {
-		if err := r.deleteGangObject(ctx, "PodGroup", pg, why, g.client.SchedulingV1beta1().PodGroups(ns).Delete); err != nil {
+		if err := r.deleteOwned(ctx, "PodGroup", pg, why, g.client.SchedulingV1beta1().PodGroups(ns).Delete); err != nil {
 			return err
 		}
 	}
@@ -198,7 +198,7 @@ func (g *workloadGang) remove(ctx context.Context, r *reconciler, why string) er
 		return fmt.Errorf("getting Workload %s: %w", name, err)
 	}
 	if wl != nil {
-		return r.deleteGangObject(ctx, "Workload", wl, why, g.client.SchedulingV1beta1().Workloads(ns).Delete)
+		return r.deleteOwned(ctx, "Workload", wl, why, g.client.SchedulingV1beta1().Workloads(ns).Delete)
 	}
 	return nil
 }

@@ -26,7 +26,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -191,38 +190,11 @@ func (r *reconciler) newTensorBoardService() *corev1.Service {
 // the job finished: that is when its logs are read most), removes one that
 // is no longer asked for, and reports it in status.tensorboard.
 func (r *reconciler) reconcileTensorBoard(ctx context.Context) error {
-	name := TensorBoardName(r.job.GetName())
-	ns := r.key.Namespace
-	deployments := r.c.kubeClient.AppsV1().Deployments(ns)
-	services := r.c.kubeClient.CoreV1().Services(ns)
-
-	dep, err := cachedObject[*appsv1.Deployment](r.c.deploymentIndexer, ns, name)
-	if err != nil {
-		return fmt.Errorf("getting deployment %s: %w", name, err)
-	}
-	svc, err := cachedObject[*corev1.Service](r.c.serviceIndexer, ns, name)
-	if err != nil {
-		return fmt.Errorf("getting service %s: %w", name, err)
-	}
-
 	tb := r.spec.TensorboardSpec
 	if tb == nil {
 		r.status.Tensorboard = nil
-		if dep != nil && r.controlledByJob(dep) && dep.DeletionTimestamp == nil {
-			if err := deployments.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &dep.UID}}); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("deleting deployment %s: %w", name, err)
-			}
-			r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted deployment %s: no TensorBoard is asked for", name)
-		}
-		if svc != nil && r.controlledByJob(svc) && svc.DeletionTimestamp == nil {
-			if err := services.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &svc.UID}}); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("deleting service %s: %w", name, err)
-			}
-			r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted service %s: no TensorBoard is asked for", name)
-		}
-		return nil
+		return r.removeTensorBoard(ctx)
 	}
-
 	st := &v1beta1.DependentStatus{Name: tensorBoardName, Type: corev1.EventTypeNormal}
 	if prev := r.old.Tensorboard; prev != nil {
 		st.Action = prev.Action
@@ -233,58 +205,83 @@ func (r *reconciler) reconcileTensorBoard(ctx context.Context) error {
 		st.Reason, st.Note, st.Type = ReasonTensorBoardInvalidSpec, err.Error(), corev1.EventTypeWarning
 		return nil
 	}
+	dep, err := r.ensureTensorBoardDeployment(ctx, st, desired)
+	if err != nil || st.Reason == ReasonNameConflict {
+		return err
+	}
+	if _, err := ensureOwned(ctx, r, r.c.services(r.key.Namespace, "the TensorBoard cannot be reached through it"),
+		r.newTensorBoardService()); err != nil {
+		return err
+	}
+	tensorBoardAvailability(st, dep)
+	return nil
+}
 
+// removeTensorBoard deletes the job's TensorBoard Deployment and Service.
+func (r *reconciler) removeTensorBoard(ctx context.Context) error {
+	name := TensorBoardName(r.job.GetName())
+	const why = "no TensorBoard is asked for"
+	dep, err := cachedObject[*appsv1.Deployment](r.c.deploymentIndexer, r.key.Namespace, name)
+	if err != nil {
+		return fmt.Errorf("getting deployment %s: %w", name, err)
+	}
+	if dep != nil {
+		if err := r.deleteOwned(ctx, "deployment", dep, why, r.c.kubeClient.AppsV1().Deployments(r.key.Namespace).Delete); err != nil {
+			return err
+		}
+	}
+	svc, err := cachedObject[*corev1.Service](r.c.serviceIndexer, r.key.Namespace, name)
+	if err != nil {
+		return fmt.Errorf("getting service %s: %w", name, err)
+	}
+	if svc != nil {
+		return r.deleteOwned(ctx, "service", svc, why, r.c.kubeClient.CoreV1().Services(r.key.Namespace).Delete)
+	}
+	return nil
+}
+
+// ensureTensorBoardDeployment creates, adopts or updates the TensorBoard's
+// Deployment and records in st what it did; it returns the Deployment, nil
+// while there is none.
+func (r *reconciler) ensureTensorBoardDeployment(ctx context.Context, st *v1beta1.DependentStatus,
+	desired *appsv1.Deployment) (*appsv1.Deployment, error) {
+	got, err := ensureOwned(ctx, r, r.c.deployments(r.key.Namespace, "the TensorBoard does not run"), desired)
 	switch {
-	case dep == nil:
-		created, err := deployments.Create(ctx, desired, metav1.CreateOptions{})
-		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-			return nil
-		}
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			st.Reason, st.Note, st.Type = ReasonTensorBoardCreateFailed, err.Error(), corev1.EventTypeWarning
-			r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating deployment %s: %v", name, err)
-			return fmt.Errorf("creating deployment %s: %w", name, err)
-		}
-		if err == nil {
-			dep = created
-			st.Action = tensorBoardActionCreate
-			r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created deployment %s", name)
-		}
-	case !r.controlledByJob(dep):
+	case err != nil:
+		st.Reason, st.Note, st.Type = ReasonTensorBoardCreateFailed, err.Error(), corev1.EventTypeWarning
+		return nil, err
+	case got.taken:
 		st.Reason, st.Type = ReasonNameConflict, corev1.EventTypeWarning
-		st.Note = fmt.Sprintf("deployment %s exists and is not controlled by the job", name)
-		return nil
-	case dep.Annotations[AnnotationTensorBoardSpec] != desired.Annotations[AnnotationTensorBoardSpec]:
-		update := dep.DeepCopy()
-		if update.Annotations == nil {
-			update.Annotations = map[string]string{}
-		}
-		update.Annotations[AnnotationTensorBoardSpec] = desired.Annotations[AnnotationTensorBoardSpec]
-		update.Spec.Template = desired.Spec.Template
-		updated, err := deployments.Update(ctx, update, metav1.UpdateOptions{})
-		if err != nil {
-			return fmt.Errorf("updating deployment %s: %w", name, err)
-		}
-		dep = updated
-		st.Action = tensorBoardActionUpdate
-		r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulUpdate, "Updated deployment %s: the tensorboardSpec changed", name)
+		st.Note = fmt.Sprintf("deployment %s exists and is not controlled by the job", desired.Name)
+		return nil, nil
+	case got.created:
+		st.Action = tensorBoardActionCreate
+		return got.obj, nil
 	}
-
-	if svc == nil {
-		_, err := services.Create(ctx, r.newTensorBoardService(), metav1.CreateOptions{})
-		switch {
-		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause), apierrors.IsAlreadyExists(err):
-		case err != nil:
-			r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating service %s: %v", name, err)
-			return fmt.Errorf("creating service %s: %w", name, err)
-		default:
-			r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created service %s", name)
-		}
+	dep := got.obj
+	if dep == nil || dep.Annotations[AnnotationTensorBoardSpec] == desired.Annotations[AnnotationTensorBoardSpec] {
+		return dep, nil
 	}
+	update := dep.DeepCopy()
+	if update.Annotations == nil {
+		update.Annotations = map[string]string{}
+	}
+	update.Annotations[AnnotationTensorBoardSpec] = desired.Annotations[AnnotationTensorBoardSpec]
+	update.Spec.Template = desired.Spec.Template
+	updated, err := r.c.kubeClient.AppsV1().Deployments(r.key.Namespace).Update(ctx, update, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("updating deployment %s: %w", dep.Name, err)
+	}
+	st.Action = tensorBoardActionUpdate
+	r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulUpdate, "Updated deployment %s: the tensorboardSpec changed", dep.Name)
+	return updated, nil
+}
 
+// tensorBoardAvailability reports the Deployment's availability in st.
+func tensorBoardAvailability(st *v1beta1.DependentStatus, dep *appsv1.Deployment) {
 	if dep == nil {
 		st.Reason, st.Note = ReasonTensorBoardCreating, "waiting for the deployment to appear"
-		return nil
+		return
 	}
 	st.Dependent = &corev1.ObjectReference{
 		APIVersion: appsv1.SchemeGroupVersion.String(),
@@ -305,5 +302,4 @@ func (r *reconciler) reconcileTensorBoard(ctx context.Context) error {
 			st.Reason = ReasonTensorBoardUnavailable
 		}
 	}
-	return nil
 }

@@ -189,3 +189,49 @@ func TestTensorBoardInvalidFileset(t *testing.T) {
 		t.Fatalf("the job's pods were not created")
 	}
 }
+
+// TestTensorBoardClaimsLikeTheJobService: the TensorBoard's Deployment and
+// Service go through the same owned-object helper as the job's Service: an
+// orphan with the job's labels is adopted, an object of someone else is
+// reported and left alone.
+func TestTensorBoardClaimsLikeTheJobService(t *testing.T) {
+	job := newPyTorchJob("j").withReplicas("master", 1).withTensorBoard("t9k://pvc/logs/run").obj()
+	labels := map[string]string{v1beta1.LabelJobName: "j", v1beta1.LabelJobKind: podbuilder.PyTorchKind}
+	orphanSvc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "j-tensorboard", Namespace: "ns", UID: "svc", Labels: labels}}
+	foreign := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "j-tensorboard", Namespace: "ns", UID: "dep",
+		Labels: labels, OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Other", Name: "o", UID: "o", Controller: ptrBool(true)}}}}
+
+	f := newFixture(t, job, orphanSvc, foreign)
+	f.step(job)
+	st := f.status(job).Tensorboard
+	if st == nil || st.Reason != ReasonNameConflict || st.Type != corev1.EventTypeWarning {
+		t.Fatalf("status.tensorboard %+v, want a NameConflict warning", st)
+	}
+	if ref := metav1.GetControllerOf(f.deployment("j-tensorboard")); ref == nil || ref.UID != "o" {
+		t.Fatalf("the foreign deployment was taken over: %+v", ref)
+	}
+	if !hasEvent(f.events(), corev1.EventTypeWarning, ReasonNameConflict) {
+		t.Errorf("no NameConflict event")
+	}
+
+	// Once the foreign Deployment is gone, the job runs its own and adopts
+	// the orphan Service.
+	if err := f.kubeClient.AppsV1().Deployments("ns").Delete(context.Background(), "j-tensorboard", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.observe()
+	f.step(job)
+	if ref := metav1.GetControllerOf(f.deployment("j-tensorboard")); ref == nil || ref.UID != "uid-j" {
+		t.Fatalf("the job's deployment: controller %+v", ref)
+	}
+	svc, err := f.kubeClient.CoreV1().Services("ns").Get(context.Background(), "j-tensorboard", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(svc); ref == nil || ref.UID != "uid-j" {
+		t.Fatalf("the orphan TensorBoard service was not adopted: %+v", svc.OwnerReferences)
+	}
+	if !hasEvent(f.events(), corev1.EventTypeNormal, ReasonAdopted) {
+		t.Errorf("no Adopted event")
+	}
+}
