@@ -52,7 +52,7 @@ func (r *reconciler) planActive() {
 
 	debug := podbuilder.DebugEnabled(r.spec)
 	for _, s := range r.slots {
-		r.observe(s, debug)
+		r.observeReplica(s, debug)
 	}
 
 	// Outcome rules, in order: success, deadline, failures, start timeout.

@@ -27,7 +27,7 @@ import (
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
-// observe notes what a replica's pod is doing, finishes replacements decided
+// observeReplica notes what a replica's pod is doing, finishes replacements decided
 // earlier, and notes an exit that needs a decision (s.exit).
 //
 // A replica's outcome survives its pod: the status records it, and the pod
@@ -45,7 +45,7 @@ import (
 //     failed keeps backoffLimit and Never meaningful. Not while the pod
 //     cache is behind the controller's own creates and deletes: the pod may
 //     exist and not be cached yet.
-func (r *reconciler) observe(s *slot, debug bool) {
+func (r *reconciler) observeReplica(s *slot, debug bool) {
 	p := s.pod
 	if p == nil {
 		s.phase = v1beta1.ReplicaCreating

@@ -33,20 +33,24 @@ import (
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
-// The reconcile of one job, in the order it happens:
+// The reconcile of one job (reconciler.run):
 //
-//  1. Read the job from the cache; note whether the expectations are met.
-//  2. Claim its pods (adopting labelled orphans), make sure its Service and
-//     TensorBoard exist.
-//  3. Plan: observe every replica, apply the outcome rules, the deadline, the
-//     restart policies and backoff, pause and debug, clean-up and TTL. The
-//     plan edits a private copy of the status and lists pods to delete and
-//     replicas to create.
-//  4. Write the status if it changed. Decisions that use up restarts are
-//     recorded there first (the replaced pod's entry turns Deleted with its
-//     UID), so a failure is counted once even when the delete that follows
-//     fails or the next reconcile runs on a stale cache.
-//  5. Only if the expectations were met: delete and create pods.
+//  1. Read the job from the cache; skip it while the cache is behind the
+//     last status write.
+//  2. observe: note whether the expectations are met, read the queue's
+//     Workload, claim the job's pods (adopting labelled orphans).
+//  3. plan: observe every replica, apply the outcome rules, the deadline,
+//     the restart policies and backoff, pause and debug, clean-up and TTL,
+//     the startup order and the gang. The plan edits a private copy of the
+//     status and lists pods to delete, release and create; it writes
+//     nothing.
+//  4. act: keep the owned objects (Service, TensorBoard), write the status
+//     if it changed, then record the events. Decisions that use up
+//     restarts are recorded in the status first (the replaced pod's entry
+//     turns Deleted with its UID), so a failure is counted once even when
+//     the delete that follows fails or the next reconcile runs on a stale
+//     cache. Then the queue, and only if the expectations were met, the
+//     gang's group and the pod deletes and creates.
 
 // syncJob reconciles one job. It returns how long to wait before the job
 // needs another look (for a deadline or a TTL), or an error to retry.
@@ -130,9 +134,14 @@ type reconciler struct {
 	// placements are what Kueue's admission asks of each pod set's pods.
 	placements map[v1beta1.ReplicaType]*podbuilder.Placement
 
-	// cacheBehind: the pod cache has not yet shown every create and delete
-	// the controller made for the job, so a pod missing from it may exist.
+	// satisfied: the caches show every create and delete the controller
+	// made for the job, so pods may be created and deleted now.
+	satisfied bool
+	// cacheBehind (!satisfied): a pod missing from the cache may exist.
 	cacheBehind bool
+	// firstPods: this reconcile only creates a new job's first pods, and
+	// writes its status after them (firstPodsOnly).
+	firstPods bool
 
 	// scaleNoted: the Scaled event of this reconcile is recorded.
 	scaleNoted bool
@@ -227,42 +236,50 @@ func (r *reconciler) setCondition(typ string, status metav1.ConditionStatus, rea
 	})
 }
 
+// run reconciles the job in three steps: observe what it has, plan what
+// should change, act on the plan.
 func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
 	if err := r.topo.LimitError(); err != nil {
 		return 0, r.refuseOverLimit(ctx, err)
 	}
-	r.resolveReplicaFailure(ReasonTooManyReplicas, ReasonReplicasWithinLimit, "the job is within the limits on replicas")
-	satisfied := r.c.expectations.SatisfiedExpectations(r.ekey)
-	r.cacheBehind = !satisfied
-	finished := r.old.Phase.IsFinished()
+	if err := r.observe(ctx); err != nil {
+		return 0, err
+	}
+	r.plan()
+	return r.act(ctx)
+}
 
+// observe reads what the job has: whether the cache shows every create and
+// delete made for it, its queue's Workload, and its replicas' pods, adopting
+// labelled orphans.
+func (r *reconciler) observe(ctx context.Context) error {
+	r.satisfied = r.c.expectations.SatisfiedExpectations(r.ekey)
+	r.cacheBehind = !r.satisfied
 	if r.c.kueue != nil && queueName(r.job) != "" {
 		// Before the slots: Kueue may have admitted fewer replicas of an
 		// elastic job than it asks for.
 		queue, err := r.readQueue()
 		if err != nil {
-			return 0, err
+			return err
 		}
 		r.queue = queue
 	}
 	r.buildSlots()
-	pods, err := r.claimPods(ctx, finished)
+	pods, err := r.claimPods(ctx, r.old.Phase.IsFinished())
 	if err != nil {
-		return 0, err
+		return err
 	}
 	r.assign(pods)
+	return nil
+}
 
-	var errs []error
-	if !finished {
-		if err := r.ensureService(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := r.reconcileTensorBoard(ctx); err != nil {
-		errs = append(errs, err)
-	}
-
-	if finished {
+// plan decides, without writing anything: it applies the job-level
+// policies (outcome, deadline, restarts and backoff, pause and debug,
+// clean-up and TTL, startup order, gang) to a private copy of the status,
+// and lists the pods to create, delete and release.
+func (r *reconciler) plan() {
+	r.resolveReplicaFailure(ReasonTooManyReplicas, ReasonReplicasWithinLimit, "the job is within the limits on replicas")
+	if r.old.Phase.IsFinished() {
 		r.planFinished()
 	} else {
 		r.planActive()
@@ -270,10 +287,26 @@ func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
 	}
 	r.fillStatus()
 	r.planGang()
-
 	r.resolveReplicaFailure(ReasonStatusTooLarge, ReasonStatusStored, "the job's status is stored again")
-	firstPods := r.firstPodsOnly(satisfied)
-	if !firstPods && !r.holdStarts() {
+	r.firstPods = r.firstPodsOnly()
+}
+
+// act carries the plan out, in the order that keeps decisions durable:
+//
+//  1. The objects the job owns by name: its Service and TensorBoard.
+//  2. The status, unless it describes only the first pods (written after
+//     they exist) or only starts that may settle first; then the events
+//     that the status explains.
+//  3. The pods whose outcome the status now holds lose their finalizer;
+//     the queue's Workload follows the job; an expired job is deleted.
+//  4. Only once the cache has caught up: the gang's group, then the pod
+//     deletes and creates.
+func (r *reconciler) act(ctx context.Context) (time.Duration, error) {
+	var errs []error
+	if err := r.syncOwnedObjects(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if !r.firstPods && !r.holdStarts() {
 		if err := r.writeStatus(ctx); err != nil {
 			return 0, err
 		}
@@ -283,22 +316,13 @@ func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
 	if err := r.releaseRecorded(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	if r.queue != nil {
-		if err := r.syncQueue(ctx); err != nil {
-			errs = append(errs, err)
-		}
-		if len(r.creates) > 0 && r.queue.admitted {
-			if err := r.readPlacements(ctx); err != nil {
-				errs = append(errs, err)
-				r.creates = nil
-			}
-		}
+	if err := r.actOnQueue(ctx); err != nil {
+		errs = append(errs, err)
 	}
-
 	if r.deleteJob {
 		return 0, r.deleteExpiredJob(ctx)
 	}
-	if !satisfied {
+	if !r.satisfied {
 		// The cache is behind what we did; the events that catch it up
 		// requeue the job. Should they never come, look again once the
 		// expectations have expired.
@@ -307,7 +331,45 @@ func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
 		r.requeueAt(r.now.Add(r.c.expectations.ttl))
 		return r.requeue, errors.Join(errs...)
 	}
-	// The group comes before the pods that join it.
+	if err := r.actOnPods(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return r.requeue, errors.Join(errs...)
+}
+
+// syncOwnedObjects keeps the job's Service (while it runs) and its
+// TensorBoard.
+func (r *reconciler) syncOwnedObjects(ctx context.Context) error {
+	var errs []error
+	if !r.old.Phase.IsFinished() {
+		errs = append(errs, r.ensureService(ctx))
+	}
+	errs = append(errs, r.reconcileTensorBoard(ctx))
+	return errors.Join(errs...)
+}
+
+// actOnQueue keeps the job's Kueue Workload and, before an admitted job's
+// pods are created, reads where the admission places them.
+func (r *reconciler) actOnQueue(ctx context.Context) error {
+	if r.queue == nil {
+		return nil
+	}
+	if err := r.syncQueue(ctx); err != nil {
+		return err
+	}
+	if len(r.creates) > 0 && r.queue.admitted {
+		if err := r.readPlacements(ctx); err != nil {
+			r.creates = nil
+			return err
+		}
+	}
+	return nil
+}
+
+// actOnPods makes the gang's group exist before the pods that join it, then
+// deletes and creates pods; a first status is written once they exist.
+func (r *reconciler) actOnPods(ctx context.Context) error {
+	var errs []error
 	ready, err := r.syncGang(ctx)
 	if err != nil {
 		errs = append(errs, err)
@@ -318,7 +380,7 @@ func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
 	if err := r.execute(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	if firstPods {
+	if r.firstPods {
 		// The first status describes the pods just created.
 		for _, s := range r.slots {
 			if s.created != nil {
@@ -331,7 +393,7 @@ func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
 			errs = append(errs, err)
 		}
 	}
-	return r.requeue, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // firstPodsMaxReplicas bounds the jobs whose first status is written after
@@ -344,10 +406,10 @@ const firstPodsMaxReplicas = 64
 // own events find nothing left to write. One status write fewer per job.
 // A job waiting for its gang group or its queue, which may create nothing
 // now, writes first as any other.
-func (r *reconciler) firstPodsOnly(satisfied bool) bool {
+func (r *reconciler) firstPodsOnly() bool {
 	// A job with many replicas writes first: its status could outgrow what
 	// etcd stores, and then no pod may be made (reportStatusTooLarge).
-	return r.old.Phase == "" && satisfied && r.topo.Total <= firstPodsMaxReplicas &&
+	return r.old.Phase == "" && r.satisfied && r.topo.Total <= firstPodsMaxReplicas &&
 		len(r.creates) > 0 && len(r.deletes) == 0 &&
 		r.gang == nil && r.queue == nil && !r.deleteJob && !r.status.Phase.IsFinished()
 }
