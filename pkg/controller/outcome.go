@@ -17,13 +17,9 @@ limitations under the License.
 package controller
 
 import (
-	"fmt"
-	"time"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
@@ -56,21 +52,12 @@ func (r *reconciler) planActive() {
 	}
 
 	// Outcome rules, in order: success, deadline, failures, start timeout.
-	if !debug && r.topo.Total > 0 && r.succeeded() {
+	if !debug && r.topo.Total > 0 && jobSucceeded(r.kind.Adapter, r.topo, r.spec.RunPolicy.SuccessPolicy, r) {
 		r.finish(v1beta1.JobSucceeded, ReasonSucceeded, "the job succeeded")
 		return
 	}
-	if ads := r.spec.RunPolicy.ActiveDeadlineSeconds; ads != nil && *ads > 0 {
-		// A deadline stored before the bound existed could overflow the
-		// duration; no later deadline than the bound makes a difference.
-		seconds := min(*ads, batch.MaxActiveDeadlineSeconds)
-		deadline := st.StartTime.Add(time.Duration(seconds) * time.Second)
-		if !r.now.Before(deadline) {
-			r.finish(v1beta1.JobFailed, ReasonDeadlineExceeded,
-				fmt.Sprintf("the job was active longer than activeDeadlineSeconds (%ds)", *ads))
-			return
-		}
-		r.requeueAt(deadline)
+	if r.planDeadline() {
+		return
 	}
 	for _, s := range r.slots {
 		if reason, message := r.handleExit(s, debug); reason != "" {
@@ -94,47 +81,13 @@ func (r *reconciler) planActive() {
 			started = false
 		}
 	}
-	switch st.Phase {
-	case v1beta1.JobRunning:
-	case v1beta1.JobResuming:
-		if started {
-			st.Phase = v1beta1.JobRunning
-		}
-	default:
-		if started {
-			st.Phase = v1beta1.JobRunning
-		} else {
-			st.Phase = v1beta1.JobPending
-		}
-	}
-
+	st.Phase = activePhase(st.Phase, started)
 	r.markInitialized()
 	if r.failure != "" {
 		r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, ReasonReplicaFailed, r.failure)
 	} else if c := meta.FindStatusCondition(st.Conditions, v1beta1.ConditionReplicaFailure); c != nil &&
 		c.Status == metav1.ConditionTrue && started {
 		r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionFalse, ReasonReplicasHealthy, "every replica is running")
-	}
-}
-
-// succeeded applies the job's success policy to its replicas.
-func (r *reconciler) succeeded() bool {
-	switch r.spec.RunPolicy.SuccessPolicy {
-	case v1beta1.SuccessPolicyAllWorkers, v1beta1.SuccessPolicyAnyWorker:
-		workers := r.topo.Group(v1beta1.ReplicaType("worker"))
-		if workers == nil || workers.Replicas == 0 {
-			// Validation asks for workers; without any, nothing decides.
-			return false
-		}
-		any := r.spec.RunPolicy.SuccessPolicy == v1beta1.SuccessPolicyAnyWorker
-		for i := int32(0); i < workers.Replicas; i++ {
-			if r.Succeeded(podbuilder.ReplicaID{Type: workers.Type, Index: i}) == any {
-				return any
-			}
-		}
-		return !any
-	default:
-		return r.kind.Succeeded(r.topo, r)
 	}
 }
 
@@ -151,4 +104,20 @@ func (r *reconciler) markInitialized() {
 		}
 	}
 	r.setCondition(v1beta1.ConditionInitialized, metav1.ConditionTrue, ReasonReplicasCreated, "every replica has its pod")
+}
+
+// activePhase is the phase of an active job: Pending until every replica
+// has started (started), then Running, which later restarts do not undo;
+// Resuming likewise after a pause.
+func activePhase(phase v1beta1.JobPhase, started bool) v1beta1.JobPhase {
+	switch {
+	case phase == v1beta1.JobRunning:
+		return phase
+	case started:
+		return v1beta1.JobRunning
+	case phase == v1beta1.JobResuming:
+		return phase
+	default:
+		return v1beta1.JobPending
+	}
 }
