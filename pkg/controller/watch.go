@@ -1,0 +1,352 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/generated/clientset/versioned"
+	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
+)
+
+// What the controller watches, and how a change finds the job it concerns.
+
+// watchJobs watches the jobs of every kind: a change queues the job.
+func (c *Controller) watchJobs(logger klog.Logger, jobClient versioned.Interface, jobInformers jobinformers.SharedInformerFactory) error {
+	for _, h := range []*kindHandler{
+		newTensorFlowHandler(jobClient, jobInformers),
+		newPyTorchHandler(jobClient, jobInformers),
+	} {
+		kind := h.Kind()
+		c.kinds[kind] = h
+		_, err := h.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.enqueueJob(logger, kind, obj) },
+			UpdateFunc: func(_, cur any) { c.enqueueJob(logger, kind, cur) },
+			DeleteFunc: func(obj any) { c.forgetJob(logger, kind, obj) },
+		})
+		if err != nil {
+			return fmt.Errorf("watching %s: %w", kind, err)
+		}
+		c.synced = append(c.synced, h.informer.HasSynced)
+	}
+
+	return nil
+}
+
+// watchDependents watches what the jobs own (pods, Services, TensorBoard
+// Deployments) and the kubelet's mount failures: a change queues the job it
+// concerns.
+func (c *Controller) watchDependents(logger klog.Logger, kubeClient kubernetes.Interface, kubeInformers informers.SharedInformerFactory) error {
+	pods := kubeInformers.Core().V1().Pods()
+	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.addPod(logger, obj) },
+		UpdateFunc: func(old, cur any) { c.updatePod(logger, old, cur) },
+		DeleteFunc: func(obj any) { c.deletePod(logger, obj) },
+	}); err != nil {
+		return fmt.Errorf("watching pods: %w", err)
+	}
+	// Pods by the job their labels name, so that a reconcile looks at its
+	// own pods only and not at every labelled pod of the namespace.
+	if err := pods.Informer().AddIndexers(cache.Indexers{podJobIndex: podJobIndexFunc}); err != nil {
+		return fmt.Errorf("indexing pods: %w", err)
+	}
+	c.podIndexer = pods.Informer().GetIndexer()
+
+	dependents := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueueOwner(logger, obj) },
+		UpdateFunc: func(_, cur any) { c.enqueueOwner(logger, cur) },
+		DeleteFunc: func(obj any) { c.enqueueOwner(logger, obj) },
+	}
+	services := kubeInformers.Core().V1().Services()
+	if _, err := services.Informer().AddEventHandler(dependents); err != nil {
+		return fmt.Errorf("watching services: %w", err)
+	}
+	c.serviceIndexer = services.Informer().GetIndexer()
+	deployments := kubeInformers.Apps().V1().Deployments()
+	if _, err := deployments.Informer().AddEventHandler(dependents); err != nil {
+		return fmt.Errorf("watching deployments: %w", err)
+	}
+	c.deploymentIndexer = deployments.Informer().GetIndexer()
+	mounts, err := newMountFailures(kubeClient)
+	if err != nil {
+		return fmt.Errorf("watching mount failures: %w", err)
+	}
+	c.mountFailures = mounts
+	if err := c.mountFailures.onChange(logger, c.enqueueStuckPod); err != nil {
+		return fmt.Errorf("watching mount failures: %w", err)
+	}
+	c.synced = append(c.synced, pods.Informer().HasSynced, services.Informer().HasSynced,
+		deployments.Informer().HasSynced, c.mountFailures.informer.HasSynced)
+	return nil
+}
+
+func (c *Controller) enqueue(key jobKey) { c.queue.Add(key) }
+
+// enqueuePodChange queues a job after a change to one of its pods, once the
+// batch period has passed: on the urgent queue when the pod ended. The
+// delaying queue keeps a key once, at its earliest time, so the changes
+// within a period make a single reconcile; a job already waiting to be
+// reconciled is not delayed further.
+func (c *Controller) enqueuePodChange(key jobKey, ended bool) {
+	q := c.queue
+	if ended {
+		q = c.urgent
+	}
+	if c.podEventBatch <= 0 {
+		q.Add(key)
+		return
+	}
+	q.AddAfter(key, c.podEventBatch)
+}
+
+func (c *Controller) enqueueJob(logger klog.Logger, kind string, obj any) {
+	m, err := metaOf(obj)
+	if err != nil {
+		logger.Error(err, "Unexpected object in job informer", "kind", kind)
+		return
+	}
+	c.enqueue(jobKey{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName()})
+}
+
+func (c *Controller) forgetJob(logger klog.Logger, kind string, obj any) {
+	m, err := metaOf(obj)
+	if err != nil {
+		logger.Error(err, "Unexpected object in job informer", "kind", kind)
+		return
+	}
+	key := jobKey{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName()}
+	c.expectations.DeleteExpectations(key.String())
+	c.statusWrites.forget(key)
+	c.enqueue(key)
+}
+
+// cachedObject returns an object of a cache by namespace and name, or nil.
+func cachedObject[T any](indexer cache.Indexer, namespace, name string) (T, error) {
+	var zero T
+	obj, ok, err := indexer.GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return zero, err
+	}
+	t, _ := obj.(T)
+	return t, nil
+}
+
+// podJobIndex indexes pods by <namespace>/<job kind>/<job name>, from their
+// labels.
+const podJobIndex = "job"
+
+func podJobIndexFunc(obj any) ([]string, error) {
+	m, err := metaOf(obj)
+	if err != nil {
+		return nil, nil
+	}
+	l := m.GetLabels()
+	name, kind := l[v1beta1.LabelJobName], l[v1beta1.LabelJobKind]
+	if name == "" || kind == "" {
+		return nil, nil
+	}
+	return []string{podJobIndexKey(m.GetNamespace(), kind, name)}, nil
+}
+
+func podJobIndexKey(namespace, kind, name string) string {
+	return namespace + "/" + kind + "/" + name
+}
+
+// metaOf returns the metadata of an informer object or of the object in a
+// deletion tombstone.
+func metaOf(obj any) (metav1.Object, error) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, fmt.Errorf("object %T has no metadata", obj)
+	}
+	return m, nil
+}
+
+// ownerKey resolves the controller reference of an object to a job the
+// cache knows, with a matching UID.
+func (c *Controller) ownerKey(obj metav1.Object) (jobKey, bool) {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	if ref == nil {
+		return jobKey{}, false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil || gv.Group != v1beta1.GroupName {
+		return jobKey{}, false
+	}
+	h := c.kinds[ref.Kind]
+	if h == nil {
+		return jobKey{}, false
+	}
+	job, err := h.get(obj.GetNamespace(), ref.Name)
+	if err != nil || job.GetUID() != ref.UID {
+		return jobKey{}, false
+	}
+	return jobKey{Kind: ref.Kind, Namespace: obj.GetNamespace(), Name: ref.Name}, true
+}
+
+// labelKey is the job an orphan's labels name, a candidate for adoption.
+func (c *Controller) labelKey(obj metav1.Object) (jobKey, bool) {
+	l := obj.GetLabels()
+	name, kind := l[v1beta1.LabelJobName], l[v1beta1.LabelJobKind]
+	if name == "" || c.kinds[kind] == nil {
+		return jobKey{}, false
+	}
+	if _, err := c.kinds[kind].get(obj.GetNamespace(), name); err != nil {
+		return jobKey{}, false
+	}
+	return jobKey{Kind: kind, Namespace: obj.GetNamespace(), Name: name}, true
+}
+
+// enqueueFinalizerOwner queues the job a pod's controller reference names
+// when that job is not in the cache (deleted, or another of the same name),
+// so that its reconcile takes the outcome finalizer off the pod.
+func (c *Controller) enqueueFinalizerOwner(pod *corev1.Pod) {
+	if !hasOutcomeFinalizer(pod) {
+		return
+	}
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil {
+		if key, ok := c.labelKey(pod); ok {
+			c.enqueue(key)
+		} else if l := pod.Labels; c.kinds[l[v1beta1.LabelJobKind]] != nil && l[v1beta1.LabelJobName] != "" {
+			c.enqueue(jobKey{Kind: l[v1beta1.LabelJobKind], Namespace: pod.Namespace, Name: l[v1beta1.LabelJobName]})
+		}
+		return
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err == nil && gv.Group == v1beta1.GroupName && c.kinds[ref.Kind] != nil {
+		c.enqueue(jobKey{Kind: ref.Kind, Namespace: pod.Namespace, Name: ref.Name})
+	}
+}
+
+func (c *Controller) addPod(logger klog.Logger, obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if pod.DeletionTimestamp != nil {
+		// A restarted controller sees pods already on their way out.
+		c.deletePod(logger, pod)
+		if _, ok := c.ownerKey(pod); !ok {
+			c.enqueueFinalizerOwner(pod)
+		}
+		return
+	}
+	if key, ok := c.ownerKey(pod); ok {
+		c.expectations.CreationObserved(key.String(), pod.Name)
+		logger.V(4).Info("Pod added", "pod", klog.KObj(pod), "job", key)
+		c.enqueuePodChange(key, podEnded(pod))
+		return
+	}
+	c.enqueueUnowned(pod)
+}
+
+func (c *Controller) updatePod(logger klog.Logger, old, cur any) {
+	oldPod, ok1 := old.(*corev1.Pod)
+	curPod, ok2 := cur.(*corev1.Pod)
+	if !ok1 || !ok2 || oldPod.ResourceVersion == curPod.ResourceVersion {
+		// Periodic resyncs send the same object again.
+		return
+	}
+	curKey, curOwned := c.ownerKey(curPod)
+	if curPod.DeletionTimestamp != nil && oldPod.DeletionTimestamp == nil && curOwned {
+		// Graceful deletion has begun: the pod is as good as gone for the
+		// expectations; its final removal is observed again, harmlessly.
+		c.expectations.DeletionObserved(curKey.String(), curPod.Name)
+	}
+	if oldKey, ok := c.ownerKey(oldPod); ok && (!curOwned || oldKey != curKey) {
+		c.enqueuePodChange(oldKey, podEnded(curPod))
+	}
+	if curOwned {
+		logger.V(5).Info("Pod updated", "pod", klog.KObj(curPod), "job", curKey)
+		c.enqueuePodChange(curKey, podEnded(curPod))
+		return
+	}
+	c.enqueueUnowned(curPod)
+}
+
+// enqueueUnowned queues the job a pod without a known owner matters to: the
+// job whose labels an orphan carries (it may adopt it), or the job that
+// must take the outcome finalizer off it.
+func (c *Controller) enqueueUnowned(pod *corev1.Pod) {
+	if hasOutcomeFinalizer(pod) {
+		c.enqueueFinalizerOwner(pod)
+		return
+	}
+	if metav1.GetControllerOfNoCopy(pod) == nil {
+		if key, ok := c.labelKey(pod); ok {
+			c.enqueue(key)
+		}
+	}
+}
+
+func (c *Controller) deletePod(logger klog.Logger, obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if key, ok := c.ownerKey(pod); ok {
+		c.expectations.DeletionObserved(key.String(), pod.Name)
+		logger.V(4).Info("Pod deleted", "pod", klog.KObj(pod), "job", key)
+		c.enqueuePodChange(key, true)
+	}
+}
+
+// enqueueStuckPod queues the job of a pod the kubelet reported a problem
+// with that the pod's status does not show.
+func (c *Controller) enqueueStuckPod(namespace, name string) {
+	obj, ok, err := c.podIndexer.GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return
+	}
+	if key, ok := c.ownerKey(obj.(*corev1.Pod)); ok {
+		c.enqueuePodChange(key, false)
+	}
+}
+
+// enqueueOwner requeues the job that owns a Service or Deployment, or whose
+// labels an orphan carries.
+func (c *Controller) enqueueOwner(logger klog.Logger, obj any) {
+	m, err := metaOf(obj)
+	if err != nil {
+		return
+	}
+	if key, ok := c.ownerKey(m); ok {
+		c.enqueue(key)
+		return
+	}
+	if metav1.GetControllerOfNoCopy(m) == nil {
+		if key, ok := c.labelKey(m); ok {
+			logger.V(5).Info("Unowned dependent changed", "object", klog.KObj(m), "job", key)
+			c.enqueue(key)
+		}
+	}
+}
