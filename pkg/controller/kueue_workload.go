@@ -131,17 +131,7 @@ func (r *reconciler) syncQueue(ctx context.Context) error {
 	q := r.queue
 	wls := r.c.kueue.workloads.Namespace(r.key.Namespace)
 	if r.status.Phase.IsFinished() {
-		if q.workload == nil || meta.IsStatusConditionTrue(workloadConditions(q.workload), kueueFinished) {
-			return nil
-		}
-		reason, message := "Succeeded", "the job succeeded"
-		if r.status.Phase == v1beta1.JobFailed {
-			reason, message = "Failed", "the job failed"
-		}
-		return r.updateWorkloadStatus(ctx, q.workload, "marking the Workload finished", func(conds []metav1.Condition) []metav1.Condition {
-			meta.SetStatusCondition(&conds, r.workloadCondition(q.workload, kueueFinished, metav1.ConditionTrue, reason, message))
-			return conds
-		}, false)
+		return r.finishWorkload(ctx)
 	}
 	sets, digest, err := r.desiredPodSets()
 	if err != nil {
@@ -155,21 +145,7 @@ func (r *reconciler) syncQueue(ctx context.Context) error {
 		if len(sets) == 0 {
 			return nil
 		}
-		wl, err := r.newWorkload(ctx, sets, digest)
-		if err != nil {
-			return err
-		}
-		created, err := wls.Create(ctx, wl, metav1.CreateOptions{})
-		switch {
-		case apierrors.IsAlreadyExists(err):
-			return nil // the cache is behind
-		case err != nil:
-			r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating Workload %s: %v", wl.GetName(), err)
-			return fmt.Errorf("creating Workload %s: %w", wl.GetName(), err)
-		}
-		r.logger.V(2).Info("Created Workload", "workload", klog.KObj(created), "queue", queueName(r.job))
-		r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created Workload %s in queue %s", created.GetName(), queueName(r.job))
-		return nil
+		return r.createWorkload(ctx, sets, digest)
 	}
 	wl := q.workload
 	active := !pauseEnabled(r.spec)
@@ -196,24 +172,63 @@ func (r *reconciler) syncQueue(ctx context.Context) error {
 		r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulUpdate, "Resized Workload %s to the job's replicas", wl.GetName())
 		return nil
 	case q.evicted != nil && r.queueStopped && workloadAdmission(wl) != nil:
-		// As jobframework does once the job is stopped: the quota goes back,
-		// and Kueue requeues the Workload.
-		ev := q.evicted
-		requeued := ev.Reason == kueueEvictedByPreemption || ev.Reason == kueueEvictedByNodeFailures
-		return r.updateWorkloadStatus(ctx, wl, "giving back the quota of the evicted Workload", func(conds []metav1.Condition) []metav1.Condition {
-			status := metav1.ConditionFalse
-			if requeued {
-				status = metav1.ConditionTrue
-			}
-			meta.SetStatusCondition(&conds, r.workloadCondition(wl, kueueRequeued, status, ev.Reason, ev.Message))
-			meta.SetStatusCondition(&conds, r.workloadCondition(wl, kueueQuotaReserved, metav1.ConditionFalse, "Pending", ev.Message))
-			if c := meta.FindStatusCondition(conds, kueueAdmitted); c != nil && c.Status == metav1.ConditionTrue {
-				meta.SetStatusCondition(&conds, r.workloadCondition(wl, kueueAdmitted, metav1.ConditionFalse, "NoReservation", "The workload has no reservation"))
-			}
-			return conds
-		}, true)
+		return r.releaseEvictedQuota(ctx, wl, q.evicted)
 	}
 	return nil
+}
+
+// finishWorkload marks a finished job's Workload Finished, as Kueue's own
+// integrations do, so that its quota goes back.
+func (r *reconciler) finishWorkload(ctx context.Context) error {
+	wl := r.queue.workload
+	if wl == nil || meta.IsStatusConditionTrue(workloadConditions(wl), kueueFinished) {
+		return nil
+	}
+	reason, message := "Succeeded", "the job succeeded"
+	if r.status.Phase == v1beta1.JobFailed {
+		reason, message = "Failed", "the job failed"
+	}
+	return r.updateWorkloadStatus(ctx, wl, "marking the Workload finished", func(conds []metav1.Condition) []metav1.Condition {
+		meta.SetStatusCondition(&conds, r.workloadCondition(wl, kueueFinished, metav1.ConditionTrue, reason, message))
+		return conds
+	}, false)
+}
+
+// createWorkload creates the job's Workload with its pod sets.
+func (r *reconciler) createWorkload(ctx context.Context, sets []any, digest string) error {
+	wl, err := r.newWorkload(ctx, sets, digest)
+	if err != nil {
+		return err
+	}
+	created, err := r.c.kueue.workloads.Namespace(r.key.Namespace).Create(ctx, wl, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return nil // the cache is behind
+	case err != nil:
+		r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating Workload %s: %v", wl.GetName(), err)
+		return fmt.Errorf("creating Workload %s: %w", wl.GetName(), err)
+	}
+	r.logger.V(2).Info("Created Workload", "workload", klog.KObj(created), "queue", queueName(r.job))
+	r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created Workload %s in queue %s", created.GetName(), queueName(r.job))
+	return nil
+}
+
+// releaseEvictedQuota gives back the quota of an evicted Workload once the
+// job is stopped, as jobframework does; Kueue then requeues the Workload.
+func (r *reconciler) releaseEvictedQuota(ctx context.Context, wl *unstructured.Unstructured, ev *metav1.Condition) error {
+	requeued := ev.Reason == kueueEvictedByPreemption || ev.Reason == kueueEvictedByNodeFailures
+	return r.updateWorkloadStatus(ctx, wl, "giving back the quota of the evicted Workload", func(conds []metav1.Condition) []metav1.Condition {
+		status := metav1.ConditionFalse
+		if requeued {
+			status = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&conds, r.workloadCondition(wl, kueueRequeued, status, ev.Reason, ev.Message))
+		meta.SetStatusCondition(&conds, r.workloadCondition(wl, kueueQuotaReserved, metav1.ConditionFalse, "Pending", ev.Message))
+		if c := meta.FindStatusCondition(conds, kueueAdmitted); c != nil && c.Status == metav1.ConditionTrue {
+			meta.SetStatusCondition(&conds, r.workloadCondition(wl, kueueAdmitted, metav1.ConditionFalse, "NoReservation", "The workload has no reservation"))
+		}
+		return conds
+	}, true)
 }
 
 func (r *reconciler) workloadCondition(wl *unstructured.Unstructured, typ string, status metav1.ConditionStatus, reason, message string) metav1.Condition {
