@@ -34,6 +34,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/owner"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
@@ -81,7 +82,7 @@ func TestCreateBatchesStopAtARefusal(t *testing.T) {
 	if n := len(f.podNames()); n != 2 {
 		t.Errorf("%d pods exist, want the 2 created", n)
 	}
-	assertCondition(t, f.status(job), v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, ReasonFailedCreate)
+	assertCondition(t, f.status(job), v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, owner.ReasonFailedCreate)
 
 	// The next reconcile creates the other 8.
 	f.mustSync(job)

@@ -28,6 +28,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/owner"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
@@ -203,7 +204,7 @@ func TestAdoption(t *testing.T) {
 		t.Fatalf("a pod of another controller was taken over")
 	}
 	events := f.events()
-	if !hasEvent(events, corev1.EventTypeNormal, ReasonAdopted) || !hasEvent(events, corev1.EventTypeWarning, ReasonNameConflict) {
+	if !hasEvent(events, corev1.EventTypeNormal, owner.ReasonAdopted) || !hasEvent(events, corev1.EventTypeWarning, owner.ReasonNameConflict) {
 		t.Fatalf("events %v", events)
 	}
 	// Only the foreign pod's slot was attempted.

@@ -33,6 +33,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/owner"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
@@ -379,12 +380,12 @@ func (r *reconciler) gangObjectMeta(want *gangGroup) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name:      want.Name,
 		Namespace: r.job.GetNamespace(),
-		Labels:    r.jobLabels(),
+		Labels:    r.asOwner().Labels(),
 		Annotations: map[string]string{
 			AnnotationQueue:    want.Queue,
 			AnnotationPriority: strconv.Itoa(int(want.Priority)),
 		},
-		OwnerReferences: []metav1.OwnerReference{r.controllerRef()},
+		OwnerReferences: []metav1.OwnerReference{r.asOwner().ControllerRef()},
 	}
 }
 
@@ -395,7 +396,7 @@ func (r *reconciler) createdGangObject(kind, name string, want *gangGroup, err e
 	switch {
 	case err == nil:
 		r.logger.V(2).Info("Created gang object", "kind", kind, "name", name, "minCount", want.MinCount)
-		r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulCreate,
+		r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, owner.ReasonSuccessfulCreate,
 			"Created %s %s: the gang of %d pods is placed all or nothing", kind, name, want.Size)
 		return nil
 	case apierrors.IsAlreadyExists(err):
@@ -403,7 +404,7 @@ func (r *reconciler) createdGangObject(kind, name string, want *gangGroup, err e
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		return nil
 	default:
-		r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating %s %s: %v", kind, name, err)
+		r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, owner.ReasonFailedCreate, "Error creating %s %s: %v", kind, name, err)
 		return fmt.Errorf("creating %s %s: %w", kind, name, err)
 	}
 }
@@ -411,10 +412,10 @@ func (r *reconciler) createdGangObject(kind, name string, want *gangGroup, err e
 // checkGangObject refuses a group object of the job's name that the job
 // does not control: its pods would join someone else's group.
 func (r *reconciler) checkGangObject(kind string, obj metav1.Object) error {
-	if r.controlledByJob(obj) {
+	if r.asOwner().Controls(obj) {
 		return nil
 	}
-	r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonNameConflict,
+	r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, owner.ReasonNameConflict,
 		"%s %s exists and is not controlled by the job; its pods are not created while it is there", kind, obj.GetName())
 	return fmt.Errorf("%s %s exists and is not controlled by the job", kind, obj.GetName())
 }
@@ -427,7 +428,7 @@ func (r *reconciler) resizedGangObject(kind, name string, from, to int32, err er
 	if err != nil {
 		return fmt.Errorf("setting the minimum count of %s %s to %d: %w", kind, name, to, err)
 	}
-	r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulUpdate,
+	r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, owner.ReasonSuccessfulUpdate,
 		"Updated %s %s: the gang needs %d pods placed together, was %d", kind, name, to, from)
 	return nil
 }

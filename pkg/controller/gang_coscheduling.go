@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/owner"
 )
 
 // The PodGroup of scheduler-plugins' coscheduling, a CRD. It is built as
@@ -143,7 +144,7 @@ func (g *coschedulingGang) remove(ctx context.Context, r *reconciler, why string
 	if pg == nil {
 		return nil
 	}
-	return r.deleteOwned(ctx, "PodGroup", pg, why, func(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	return owner.Delete(ctx, r.asOwner(), "PodGroup", pg, why, func(ctx context.Context, name string, opts metav1.DeleteOptions) error {
 		return g.client.Namespace(ns).Delete(ctx, name, opts)
 	})
 }

@@ -38,6 +38,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/owner"
 	jobfake "tensorstack.dev/training/pkg/generated/clientset/versioned/fake"
 	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
 	"tensorstack.dev/training/pkg/podbuilder"
@@ -367,7 +368,7 @@ func TestGangGroupBeforePods(t *testing.T) {
 			if got := f.gangActions(); !equalStrings(got, want) {
 				t.Fatalf("group calls %v, want %v", got, want)
 			}
-			if !hasEvent(f.events(), corev1.EventTypeNormal, ReasonSuccessfulCreate) {
+			if !hasEvent(f.events(), corev1.EventTypeNormal, owner.ReasonSuccessfulCreate) {
 				t.Errorf("no SuccessfulCreate event for the group")
 			}
 			f.observe()
@@ -522,7 +523,7 @@ func TestGangCleanUp(t *testing.T) {
 				if backend == GangSchedulerWorkload && f.workloadExists("j") != tc.kept {
 					t.Errorf("Workload kept: %v, want %v", !tc.kept, tc.kept)
 				}
-				if !tc.kept && !hasEvent(f.events(), corev1.EventTypeNormal, ReasonSuccessfulDelete) {
+				if !tc.kept && !hasEvent(f.events(), corev1.EventTypeNormal, owner.ReasonSuccessfulDelete) {
 					t.Errorf("no SuccessfulDelete event for the group")
 				}
 			})
@@ -572,7 +573,7 @@ func TestGangReplacement(t *testing.T) {
 			if n, _ := f.podGroupMinCount("j"); n != 3 {
 				t.Errorf("minCount %d after a member finished, want 3", n)
 			}
-			if !hasEvent(f.events(), corev1.EventTypeNormal, ReasonSuccessfulUpdate) {
+			if !hasEvent(f.events(), corev1.EventTypeNormal, owner.ReasonSuccessfulUpdate) {
 				t.Errorf("no SuccessfulUpdate event for the resize")
 			}
 			f.setPod("j-ps-0", failed(137))
@@ -627,7 +628,7 @@ func TestGangNameConflict(t *testing.T) {
 			if got := f.createdPodNames(); len(got) != 0 {
 				t.Errorf("created %v while the group's name is taken", got)
 			}
-			if !hasEvent(f.events(), corev1.EventTypeWarning, ReasonNameConflict) {
+			if !hasEvent(f.events(), corev1.EventTypeWarning, owner.ReasonNameConflict) {
 				t.Errorf("no NameConflict event")
 			}
 			if n, _ := f.podGroupMinCount("j"); n != 7 {

@@ -31,6 +31,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/owner"
 )
 
 // WorkloadTemplateName names the one PodGroupTemplate of a job's Workload.
@@ -189,7 +190,7 @@ func (g *workloadGang) remove(ctx context.Context, r *reconciler, why string) er
 		return fmt.Errorf("getting PodGroup %s: %w", name, err)
 	}
 	if pg != nil {
-		if err := r.deleteOwned(ctx, "PodGroup", pg, why, g.client.SchedulingV1beta1().PodGroups(ns).Delete); err != nil {
+		if err := owner.Delete(ctx, r.asOwner(), "PodGroup", pg, why, g.client.SchedulingV1beta1().PodGroups(ns).Delete); err != nil {
 			return err
 		}
 	}
@@ -198,7 +199,7 @@ func (g *workloadGang) remove(ctx context.Context, r *reconciler, why string) er
 		return fmt.Errorf("getting Workload %s: %w", name, err)
 	}
 	if wl != nil {
-		return r.deleteOwned(ctx, "Workload", wl, why, g.client.SchedulingV1beta1().Workloads(ns).Delete)
+		return owner.Delete(ctx, r.asOwner(), "Workload", wl, why, g.client.SchedulingV1beta1().Workloads(ns).Delete)
 	}
 	return nil
 }

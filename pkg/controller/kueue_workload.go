@@ -33,6 +33,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/owner"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
@@ -118,9 +119,9 @@ func (r *reconciler) newWorkload(ctx context.Context, sets []any, digest string)
 	wl.SetKind(kueueWorkloadKind)
 	wl.SetName(workloadName(r.key.Kind, r.key.Name))
 	wl.SetNamespace(r.key.Namespace)
-	wl.SetLabels(r.jobLabels())
+	wl.SetLabels(r.asOwner().Labels())
 	wl.SetAnnotations(map[string]string{AnnotationPodSets: digest})
-	wl.SetOwnerReferences([]metav1.OwnerReference{r.controllerRef()})
+	wl.SetOwnerReferences([]metav1.OwnerReference{r.asOwner().ControllerRef()})
 	return wl, nil
 }
 
@@ -169,7 +170,7 @@ func (r *reconciler) syncQueue(ctx context.Context) error {
 		if _, err := wls.Patch(ctx, wl.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("resizing Workload %s: %w", wl.GetName(), err)
 		}
-		r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulUpdate, "Resized Workload %s to the job's replicas", wl.GetName())
+		r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, owner.ReasonSuccessfulUpdate, "Resized Workload %s to the job's replicas", wl.GetName())
 		return nil
 	case q.evicted != nil && r.queueStopped && workloadAdmission(wl) != nil:
 		return r.releaseEvictedQuota(ctx, wl, q.evicted)
@@ -205,11 +206,11 @@ func (r *reconciler) createWorkload(ctx context.Context, sets []any, digest stri
 	case apierrors.IsAlreadyExists(err):
 		return nil // the cache is behind
 	case err != nil:
-		r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating Workload %s: %v", wl.GetName(), err)
+		r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, owner.ReasonFailedCreate, "Error creating Workload %s: %v", wl.GetName(), err)
 		return fmt.Errorf("creating Workload %s: %w", wl.GetName(), err)
 	}
 	r.logger.V(2).Info("Created Workload", "workload", klog.KObj(created), "queue", queueName(r.job))
-	r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created Workload %s in queue %s", created.GetName(), queueName(r.job))
+	r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, owner.ReasonSuccessfulCreate, "Created Workload %s in queue %s", created.GetName(), queueName(r.job))
 	return nil
 }
 

@@ -18,7 +18,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -30,45 +29,14 @@ import (
 	"k8s.io/klog/v2"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/owner"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
-// jobLabels are the labels of everything the controller creates for a job.
-func (r *reconciler) jobLabels() map[string]string {
-	return v1beta1.JobLabels(r.kind.Kind(), r.job.GetName())
-}
-
-func (r *reconciler) controllerRef() metav1.OwnerReference {
-	return *metav1.NewControllerRef(r.job, r.kind.gvk)
-}
-
-// controlledByJob says whether the object's controller is this job.
-func (r *reconciler) controlledByJob(obj metav1.Object) bool {
-	ref := metav1.GetControllerOfNoCopy(obj)
-	return ref != nil && ref.UID == r.job.GetUID()
-}
-
-// adoptable says whether an object without a controller carries this job's
-// labels, so the job may take it over.
-func (r *reconciler) adoptable(obj metav1.Object) bool {
-	if metav1.GetControllerOfNoCopy(obj) != nil || obj.GetDeletionTimestamp() != nil {
-		return false
-	}
-	l := obj.GetLabels()
-	return l[v1beta1.LabelJobName] == r.job.GetName() && l[v1beta1.LabelJobKind] == r.kind.Kind()
-}
-
-// adoptionPatch makes the job the controller of an object. The UID and
-// resourceVersion make it fail if the object changed in the meantime.
-func (r *reconciler) adoptionPatch(obj metav1.Object) ([]byte, error) {
-	refs := append(append([]metav1.OwnerReference(nil), obj.GetOwnerReferences()...), r.controllerRef())
-	return json.Marshal(map[string]any{
-		"metadata": map[string]any{
-			"ownerReferences": refs,
-			"uid":             obj.GetUID(),
-			"resourceVersion": obj.GetResourceVersion(),
-		},
-	})
+// asOwner is the job as the owner of objects, reporting to the
+// controller's recorder.
+func (r *reconciler) asOwner() *owner.Job {
+	return &owner.Job{Object: r.job, Kind: r.kind.Kind(), Recorder: r.c.recorder, Logger: r.logger}
 }
 
 // claimPods returns the job's pods: those it controls, plus orphans with its
@@ -86,9 +54,9 @@ func (r *reconciler) claimPods(ctx context.Context, finished bool) ([]*corev1.Po
 			continue
 		}
 		switch {
-		case r.controlledByJob(p):
+		case r.asOwner().Controls(p):
 			owned = append(owned, p)
-		case !finished && r.adoptable(p) && r.byName[p.Name] != nil:
+		case !finished && r.asOwner().Adoptable(p) && r.byName[p.Name] != nil:
 			orphans = append(orphans, p)
 		case hasOutcomeFinalizer(p) && r.staleOwner(p):
 			r.stale = append(r.stale, p)
@@ -110,7 +78,7 @@ func (r *reconciler) claimPods(ctx context.Context, finished bool) ([]*corev1.Po
 		return owned, nil
 	}
 	for _, p := range orphans {
-		patch, err := r.adoptionPatch(p)
+		patch, err := r.asOwner().AdoptionPatch(p)
 		if err != nil {
 			return nil, err
 		}
@@ -123,7 +91,7 @@ func (r *reconciler) claimPods(ctx context.Context, finished bool) ([]*corev1.Po
 			return nil, fmt.Errorf("adopting pod %s: %w", p.Name, err)
 		}
 		r.logger.V(2).Info("Adopted pod", "pod", klog.KObj(adopted))
-		r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonAdopted, "Adopted pod %s", adopted.Name)
+		r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, owner.ReasonAdopted, "Adopted pod %s", adopted.Name)
 		owned = append(owned, adopted)
 	}
 	return owned, nil
@@ -168,13 +136,13 @@ func (r *reconciler) execute(ctx context.Context) error {
 				if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 					continue
 				}
-				r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedDelete, "Error deleting pod %s: %v", d.pod.Name, err)
+				r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, owner.ReasonFailedDelete, "Error deleting pod %s: %v", d.pod.Name, err)
 				errs = append(errs, fmt.Errorf("deleting pod %s: %w", d.pod.Name, err))
 				continue
 			}
 			podsDeleted.WithLabelValues(r.key.Kind).Inc()
 			r.logger.V(2).Info("Deleted pod", "pod", klog.KObj(d.pod), "why", d.why)
-			r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted pod %s: %s", d.pod.Name, d.why)
+			r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, owner.ReasonSuccessfulDelete, "Deleted pod %s: %s", d.pod.Name, d.why)
 		}
 	}
 
@@ -189,7 +157,7 @@ func (r *reconciler) execute(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	if createErr != nil {
-		r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, ReasonFailedCreate, createErr.Error())
+		r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, owner.ReasonFailedCreate, createErr.Error())
 		if err := r.writeStatus(ctx); err != nil {
 			errs = append(errs, err)
 		}
@@ -271,7 +239,7 @@ func (r *reconciler) createPod(ctx context.Context, b *podbuilder.Builder, s *sl
 		// A spec the controller cannot build a pod from does not get
 		// better by retrying; say so and wait for the spec to change.
 		r.c.expectations.CreationObserved(r.ekey, s.name)
-		r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedCreate, "Cannot build pod %s: %v", s.name, err)
+		r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, owner.ReasonFailedCreate, "Cannot build pod %s: %v", s.name, err)
 		r.logger.Error(err, "Cannot build pod", "pod", s.name)
 		return createResult{}
 	}
@@ -280,7 +248,7 @@ func (r *reconciler) createPod(ctx context.Context, b *podbuilder.Builder, s *sl
 		s.created = created
 		podsCreated.WithLabelValues(r.key.Kind).Inc()
 		r.logger.V(2).Info("Created pod", "pod", klog.KObj(created))
-		r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created pod %s", pod.Name)
+		r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, owner.ReasonSuccessfulCreate, "Created pod %s", pod.Name)
 		return createResult{}
 	}
 	r.c.expectations.CreationObserved(r.ekey, pod.Name)
@@ -290,7 +258,7 @@ func (r *reconciler) createPod(ctx context.Context, b *podbuilder.Builder, s *sl
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		return createResult{stop: true}
 	}
-	r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating pod %s: %v", pod.Name, err)
+	r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, owner.ReasonFailedCreate, "Error creating pod %s: %v", pod.Name, err)
 	return createResult{err: fmt.Errorf("creating pod %s: %w", pod.Name, err), refused: true, stop: true}
 }
 
@@ -305,10 +273,10 @@ func (r *reconciler) nameTaken(ctx context.Context, name string) error {
 		}
 		return fmt.Errorf("looking at pod %s that holds a replica's name: %w", name, err)
 	}
-	if r.controlledByJob(pod) {
+	if r.asOwner().Controls(pod) {
 		return nil
 	}
-	r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, ReasonNameConflict,
+	r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, owner.ReasonNameConflict,
 		"Pod %s exists and is not controlled by the job; the replica waits for it to go", name)
 	return fmt.Errorf("pod %s exists and is not controlled by the job", name)
 }

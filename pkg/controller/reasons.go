@@ -16,7 +16,10 @@ limitations under the License.
 
 package controller
 
-// Reasons of the job's conditions and events.
+// Reasons of the job's conditions and events. The events about the objects
+// a job owns (created, adopted, deleted, a name taken) have theirs in
+// package owner; owner.ReasonFailedCreate is also the ReplicaFailure
+// condition's reason when the apiserver refuses a pod.
 const (
 	// Initialized condition.
 	ReasonCreatingReplicas = "CreatingReplicas"
@@ -26,7 +29,6 @@ const (
 	// ReplicaFailure condition.
 	ReasonReplicaFailed   = "ReplicaFailed"
 	ReasonReplicasHealthy = "ReplicasHealthy"
-	ReasonFailedCreate    = "FailedCreate"
 	// ReplicaFailure condition and events: a job beyond the limits on
 	// replicas (stored before they existed), and a status too large to
 	// store; each condition turns False with the second reason once its
@@ -66,13 +68,7 @@ const (
 	ReasonTensorBoardAvailable    = "Available"
 	ReasonTensorBoardUnavailable  = "Unavailable"
 	// Events only.
-	ReasonSuccessfulCreate = "SuccessfulCreate"
-	ReasonSuccessfulDelete = "SuccessfulDelete"
-	ReasonSuccessfulUpdate = "SuccessfulUpdate"
-	ReasonFailedDelete     = "FailedDelete"
-	ReasonRestarting       = "Restarting"
-	ReasonRestartingJob    = "RestartingJob"
-	ReasonTTLExpired       = "TTLExpired"
-	ReasonNameConflict     = "NameConflict"
-	ReasonAdopted          = "Adopted"
+	ReasonRestarting    = "Restarting"
+	ReasonRestartingJob = "RestartingJob"
+	ReasonTTLExpired    = "TTLExpired"
 )

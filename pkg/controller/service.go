@@ -18,13 +18,15 @@ package controller
 
 import (
 	"context"
+
+	"tensorstack.dev/training/pkg/controller/owner"
 )
 
 // ensureService creates the job's Service, or adopts an orphan that carries
 // the job's labels. A Service of that name that belongs to something else is
 // reported and left alone.
 func (r *reconciler) ensureService(ctx context.Context) error {
-	_, err := ensureOwned(ctx, r, r.c.services(r.key.Namespace,
+	_, err := owner.Ensure(ctx, r.asOwner(), owner.Services(r.c.kubeClient, r.c.serviceIndexer, r.key.Namespace,
 		"the replicas may not find each other"), r.builder().Service())
 	return err
 }

@@ -31,6 +31,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/owner"
 )
 
 func TestFirstReconcile(t *testing.T) {
@@ -41,7 +42,7 @@ func TestFirstReconcile(t *testing.T) {
 		t.Errorf("%d status updates, want 1", f.statusUpdates())
 	}
 	events := f.events()
-	if !hasEvent(events, corev1.EventTypeNormal, ReasonSuccessfulCreate) {
+	if !hasEvent(events, corev1.EventTypeNormal, owner.ReasonSuccessfulCreate) {
 		t.Errorf("no SuccessfulCreate event: %v", events)
 	}
 	f.observe()
@@ -227,7 +228,7 @@ func TestDefensiveAgainstUndefaultedJobs(t *testing.T) {
 			t.Errorf("%s: command %v, want the default debug command", p.Name, p.Spec.Containers[0].Command)
 		}
 	}
-	if !hasEvent(f.events(), corev1.EventTypeWarning, ReasonFailedCreate) {
+	if !hasEvent(f.events(), corev1.EventTypeWarning, owner.ReasonFailedCreate) {
 		t.Errorf("no FailedCreate event for the replica without containers")
 	}
 }
@@ -244,7 +245,7 @@ func TestFailedCreate(t *testing.T) {
 	if n := len(f.createdPods()); n != 1 {
 		t.Fatalf("%d creates attempted, want 1", n)
 	}
-	if !hasEvent(f.events(), corev1.EventTypeWarning, ReasonFailedCreate) {
+	if !hasEvent(f.events(), corev1.EventTypeWarning, owner.ReasonFailedCreate) {
 		t.Errorf("no FailedCreate event")
 	}
 	if !f.c.expectations.SatisfiedExpectations(keyOf(job).String()) {
@@ -252,7 +253,7 @@ func TestFailedCreate(t *testing.T) {
 	}
 	f.observe()
 	st := f.status(job)
-	assertCondition(t, st, v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, ReasonFailedCreate)
+	assertCondition(t, st, v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, owner.ReasonFailedCreate)
 	// The next attempt creates them all.
 	f.mustSync(job)
 	if got := f.createdPodNames(); !equalStrings(got, []string{"j-worker-0", "j-worker-1", "j-worker-2"}) {
@@ -326,7 +327,7 @@ func TestTerminatingNamespace(t *testing.T) {
 	if _, err := f.sync(job); err != nil {
 		t.Fatalf("sync in a terminating namespace: %v", err)
 	}
-	if hasEvent(f.events(), corev1.EventTypeWarning, ReasonFailedCreate) {
+	if hasEvent(f.events(), corev1.EventTypeWarning, owner.ReasonFailedCreate) {
 		t.Errorf("FailedCreate reported for a terminating namespace")
 	}
 }

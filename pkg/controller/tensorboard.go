@@ -32,6 +32,7 @@ import (
 
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/owner"
 )
 
 // TensorBoard of a job: a Deployment and a Service named <job>-tensorboard,
@@ -147,9 +148,9 @@ func (r *reconciler) newTensorBoard(tb *v1beta1.TensorBoardSpec) (*appsv1.Deploy
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            TensorBoardName(r.job.GetName()),
 			Namespace:       r.job.GetNamespace(),
-			Labels:          r.jobLabels(),
+			Labels:          r.asOwner().Labels(),
 			Annotations:     map[string]string{AnnotationTensorBoardSpec: tensorBoardHash(tb)},
-			OwnerReferences: []metav1.OwnerReference{r.controllerRef()},
+			OwnerReferences: []metav1.OwnerReference{r.asOwner().ControllerRef()},
 		},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
@@ -174,8 +175,8 @@ func (r *reconciler) newTensorBoardService() *corev1.Service {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            TensorBoardName(r.job.GetName()),
 			Namespace:       r.job.GetNamespace(),
-			Labels:          r.jobLabels(),
-			OwnerReferences: []metav1.OwnerReference{r.controllerRef()},
+			Labels:          r.asOwner().Labels(),
+			OwnerReferences: []metav1.OwnerReference{r.asOwner().ControllerRef()},
 		},
 		Spec: corev1.ServiceSpec{
 			Selector: r.tensorBoardSelector(),
@@ -206,10 +207,10 @@ func (r *reconciler) reconcileTensorBoard(ctx context.Context) error {
 		return nil
 	}
 	dep, err := r.ensureTensorBoardDeployment(ctx, st, desired)
-	if err != nil || st.Reason == ReasonNameConflict {
+	if err != nil || st.Reason == owner.ReasonNameConflict {
 		return err
 	}
-	if _, err := ensureOwned(ctx, r, r.c.services(r.key.Namespace, "the TensorBoard cannot be reached through it"),
+	if _, err := owner.Ensure(ctx, r.asOwner(), owner.Services(r.c.kubeClient, r.c.serviceIndexer, r.key.Namespace, "the TensorBoard cannot be reached through it"),
 		r.newTensorBoardService()); err != nil {
 		return err
 	}
@@ -226,7 +227,7 @@ func (r *reconciler) removeTensorBoard(ctx context.Context) error {
 		return fmt.Errorf("getting deployment %s: %w", name, err)
 	}
 	if dep != nil {
-		if err := r.deleteOwned(ctx, "deployment", dep, why, r.c.kubeClient.AppsV1().Deployments(r.key.Namespace).Delete); err != nil {
+		if err := owner.Delete(ctx, r.asOwner(), "deployment", dep, why, r.c.kubeClient.AppsV1().Deployments(r.key.Namespace).Delete); err != nil {
 			return err
 		}
 	}
@@ -235,7 +236,7 @@ func (r *reconciler) removeTensorBoard(ctx context.Context) error {
 		return fmt.Errorf("getting service %s: %w", name, err)
 	}
 	if svc != nil {
-		return r.deleteOwned(ctx, "service", svc, why, r.c.kubeClient.CoreV1().Services(r.key.Namespace).Delete)
+		return owner.Delete(ctx, r.asOwner(), "service", svc, why, r.c.kubeClient.CoreV1().Services(r.key.Namespace).Delete)
 	}
 	return nil
 }
@@ -245,20 +246,20 @@ func (r *reconciler) removeTensorBoard(ctx context.Context) error {
 // while there is none.
 func (r *reconciler) ensureTensorBoardDeployment(ctx context.Context, st *v1beta1.DependentStatus,
 	desired *appsv1.Deployment) (*appsv1.Deployment, error) {
-	got, err := ensureOwned(ctx, r, r.c.deployments(r.key.Namespace, "the TensorBoard does not run"), desired)
+	got, err := owner.Ensure(ctx, r.asOwner(), owner.Deployments(r.c.kubeClient, r.c.deploymentIndexer, r.key.Namespace, "the TensorBoard does not run"), desired)
 	switch {
 	case err != nil:
 		st.Reason, st.Note, st.Type = ReasonTensorBoardCreateFailed, err.Error(), corev1.EventTypeWarning
 		return nil, err
-	case got.taken:
-		st.Reason, st.Type = ReasonNameConflict, corev1.EventTypeWarning
+	case got.Taken:
+		st.Reason, st.Type = owner.ReasonNameConflict, corev1.EventTypeWarning
 		st.Note = fmt.Sprintf("deployment %s exists and is not controlled by the job", desired.Name)
 		return nil, nil
-	case got.created:
+	case got.Created:
 		st.Action = tensorBoardActionCreate
-		return got.obj, nil
+		return got.Obj, nil
 	}
-	dep := got.obj
+	dep := got.Obj
 	if dep == nil || dep.Annotations[AnnotationTensorBoardSpec] == desired.Annotations[AnnotationTensorBoardSpec] {
 		return dep, nil
 	}
@@ -273,7 +274,7 @@ func (r *reconciler) ensureTensorBoardDeployment(ctx context.Context, st *v1beta
 		return nil, fmt.Errorf("updating deployment %s: %w", dep.Name, err)
 	}
 	st.Action = tensorBoardActionUpdate
-	r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonSuccessfulUpdate, "Updated deployment %s: the tensorboardSpec changed", dep.Name)
+	r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, owner.ReasonSuccessfulUpdate, "Updated deployment %s: the tensorboardSpec changed", dep.Name)
 	return updated, nil
 }
 

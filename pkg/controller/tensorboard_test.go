@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/owner"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
@@ -204,13 +205,13 @@ func TestTensorBoardClaimsLikeTheJobService(t *testing.T) {
 	f := newFixture(t, job, orphanSvc, foreign)
 	f.step(job)
 	st := f.status(job).Tensorboard
-	if st == nil || st.Reason != ReasonNameConflict || st.Type != corev1.EventTypeWarning {
+	if st == nil || st.Reason != owner.ReasonNameConflict || st.Type != corev1.EventTypeWarning {
 		t.Fatalf("status.tensorboard %+v, want a NameConflict warning", st)
 	}
 	if ref := metav1.GetControllerOf(f.deployment("j-tensorboard")); ref == nil || ref.UID != "o" {
 		t.Fatalf("the foreign deployment was taken over: %+v", ref)
 	}
-	if !hasEvent(f.events(), corev1.EventTypeWarning, ReasonNameConflict) {
+	if !hasEvent(f.events(), corev1.EventTypeWarning, owner.ReasonNameConflict) {
 		t.Errorf("no NameConflict event")
 	}
 
@@ -231,7 +232,7 @@ func TestTensorBoardClaimsLikeTheJobService(t *testing.T) {
 	if ref := metav1.GetControllerOf(svc); ref == nil || ref.UID != "uid-j" {
 		t.Fatalf("the orphan TensorBoard service was not adopted: %+v", svc.OwnerReferences)
 	}
-	if !hasEvent(f.events(), corev1.EventTypeNormal, ReasonAdopted) {
+	if !hasEvent(f.events(), corev1.EventTypeNormal, owner.ReasonAdopted) {
 		t.Errorf("no Adopted event")
 	}
 }
