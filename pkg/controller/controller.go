@@ -39,6 +39,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/tensorboard"
 	"tensorstack.dev/training/pkg/generated/clientset/versioned"
 	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
 )
@@ -101,6 +102,7 @@ type Controller struct {
 	podIndexer        cache.Indexer
 	serviceIndexer    cache.Indexer
 	deploymentIndexer cache.Indexer
+	tensorBoard       *tensorboard.Keeper
 	// mountFailures explains pods stuck on a volume; the controller runs
 	// its informer itself (Run).
 	mountFailures *mountFailures

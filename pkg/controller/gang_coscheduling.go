@@ -109,7 +109,7 @@ func minMember(pg *unstructured.Unstructured) int64 {
 
 func (g *coschedulingGang) ensure(ctx context.Context, r *reconciler, want *gangGroup) (bool, error) {
 	ns := r.key.Namespace
-	pg, err := cachedObject[*unstructured.Unstructured](g.podGroups.GetIndexer(), ns, want.Name)
+	pg, err := owner.Cached[*unstructured.Unstructured](g.podGroups.GetIndexer(), ns, want.Name)
 	if err != nil {
 		return false, fmt.Errorf("getting PodGroup %s: %w", want.Name, err)
 	}
@@ -137,7 +137,7 @@ func (g *coschedulingGang) ensure(ctx context.Context, r *reconciler, want *gang
 
 func (g *coschedulingGang) remove(ctx context.Context, r *reconciler, why string) error {
 	ns, name := r.key.Namespace, r.job.GetName()
-	pg, err := cachedObject[*unstructured.Unstructured](g.podGroups.GetIndexer(), ns, name)
+	pg, err := owner.Cached[*unstructured.Unstructured](g.podGroups.GetIndexer(), ns, name)
 	if err != nil {
 		return fmt.Errorf("getting PodGroup %s: %w", name, err)
 	}

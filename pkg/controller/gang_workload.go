@@ -116,7 +116,7 @@ func (g *workloadGang) newPodGroup(r *reconciler, want *gangGroup) *schedulingv1
 
 func (g *workloadGang) ensure(ctx context.Context, r *reconciler, want *gangGroup) (bool, error) {
 	ns := r.key.Namespace
-	wl, err := cachedObject[*schedulingv1beta1.Workload](g.workloads.GetIndexer(), ns, want.Name)
+	wl, err := owner.Cached[*schedulingv1beta1.Workload](g.workloads.GetIndexer(), ns, want.Name)
 	if err != nil {
 		return false, fmt.Errorf("getting Workload %s: %w", want.Name, err)
 	}
@@ -134,7 +134,7 @@ func (g *workloadGang) ensure(ctx context.Context, r *reconciler, want *gangGrou
 		}
 	}
 
-	pg, err := cachedObject[*schedulingv1beta1.PodGroup](g.podGroups.GetIndexer(), ns, want.Name)
+	pg, err := owner.Cached[*schedulingv1beta1.PodGroup](g.podGroups.GetIndexer(), ns, want.Name)
 	if err != nil {
 		return false, fmt.Errorf("getting PodGroup %s: %w", want.Name, err)
 	}
@@ -185,7 +185,7 @@ func (g *workloadGang) resizeWorkload(ctx context.Context, r *reconciler, wl *sc
 
 func (g *workloadGang) remove(ctx context.Context, r *reconciler, why string) error {
 	ns, name := r.key.Namespace, r.job.GetName()
-	pg, err := cachedObject[*schedulingv1beta1.PodGroup](g.podGroups.GetIndexer(), ns, name)
+	pg, err := owner.Cached[*schedulingv1beta1.PodGroup](g.podGroups.GetIndexer(), ns, name)
 	if err != nil {
 		return fmt.Errorf("getting PodGroup %s: %w", name, err)
 	}
@@ -194,7 +194,7 @@ func (g *workloadGang) remove(ctx context.Context, r *reconciler, why string) er
 			return err
 		}
 	}
-	wl, err := cachedObject[*schedulingv1beta1.Workload](g.workloads.GetIndexer(), ns, name)
+	wl, err := owner.Cached[*schedulingv1beta1.Workload](g.workloads.GetIndexer(), ns, name)
 	if err != nil {
 		return fmt.Errorf("getting Workload %s: %w", name, err)
 	}

@@ -34,6 +34,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/owner"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
@@ -252,7 +253,7 @@ type queueState struct {
 
 // readQueue reads the job's Workload from the cache.
 func (r *reconciler) readQueue() (*queueState, error) {
-	wl, err := cachedObject[*unstructured.Unstructured](r.c.kueue.informer.GetIndexer(), r.key.Namespace,
+	wl, err := owner.Cached[*unstructured.Unstructured](r.c.kueue.informer.GetIndexer(), r.key.Namespace,
 		workloadName(r.key.Kind, r.key.Name))
 	if err != nil {
 		return nil, fmt.Errorf("getting the job's Workload: %w", err)

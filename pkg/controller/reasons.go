@@ -59,14 +59,6 @@ const (
 	ReasonPodFailurePolicy = "PodFailurePolicy"
 	// Replica status: waiting out the restart backoff.
 	ReasonBackOff = "BackOff"
-	// status.tensorboard's reason: the TensorBoard's spec is invalid, its
-	// objects could not be created, they are being created, its Deployment
-	// is available or not.
-	ReasonTensorBoardInvalidSpec  = "InvalidSpec"
-	ReasonTensorBoardCreateFailed = "CreateFailed"
-	ReasonTensorBoardCreating     = "Creating"
-	ReasonTensorBoardAvailable    = "Available"
-	ReasonTensorBoardUnavailable  = "Unavailable"
 	// Events only.
 	ReasonRestarting    = "Restarting"
 	ReasonRestartingJob = "RestartingJob"

@@ -344,7 +344,9 @@ func (r *reconciler) syncOwnedObjects(ctx context.Context) error {
 	if !r.old.Phase.IsFinished() {
 		errs = append(errs, r.ensureService(ctx))
 	}
-	errs = append(errs, r.reconcileTensorBoard(ctx))
+	tb, err := r.c.tensorBoard.Sync(ctx, r.asOwner(), r.spec.TensorboardSpec, r.old.Tensorboard)
+	r.status.Tensorboard = tb
+	errs = append(errs, err)
 	return errors.Join(errs...)
 }
 

@@ -28,6 +28,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/tensorboard"
 	"tensorstack.dev/training/pkg/generated/clientset/versioned"
 	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
 )
@@ -90,6 +91,7 @@ func (c *Controller) watchDependents(logger klog.Logger, kubeClient kubernetes.I
 		return fmt.Errorf("watching deployments: %w", err)
 	}
 	c.deploymentIndexer = deployments.Informer().GetIndexer()
+	c.tensorBoard = &tensorboard.Keeper{Client: kubeClient, Deployments: c.deploymentIndexer, Services: c.serviceIndexer}
 	mounts, err := newMountFailures(kubeClient)
 	if err != nil {
 		return fmt.Errorf("watching mount failures: %w", err)
@@ -141,17 +143,6 @@ func (c *Controller) forgetJob(logger klog.Logger, kind string, obj any) {
 	c.expectations.DeleteExpectations(key.String())
 	c.statusWrites.forget(key)
 	c.enqueue(key)
-}
-
-// cachedObject returns an object of a cache by namespace and name, or nil.
-func cachedObject[T any](indexer cache.Indexer, namespace, name string) (T, error) {
-	var zero T
-	obj, ok, err := indexer.GetByKey(namespace + "/" + name)
-	if err != nil || !ok {
-		return zero, err
-	}
-	t, _ := obj.(T)
-	return t, nil
 }
 
 // podJobIndex indexes pods by <namespace>/<job kind>/<job name>, from their

@@ -153,3 +153,15 @@ func Deployments(client kubernetes.Interface, indexer cache.Indexer, namespace, 
 	c := client.AppsV1().Deployments(namespace)
 	return Kind[*appsv1.Deployment]{Name: "deployment", TakenMeans: takenMeans, Indexer: indexer, Create: c.Create, Get: c.Get, Patch: c.Patch}
 }
+
+// Cached returns an object of a cache by namespace and name, or the zero
+// value when the cache has none.
+func Cached[T any](indexer cache.Indexer, namespace, name string) (T, error) {
+	var zero T
+	obj, ok, err := indexer.GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return zero, err
+	}
+	t, _ := obj.(T)
+	return t, nil
+}
