@@ -103,15 +103,36 @@ func rearmGCSentinel(s *gcSentinel) {
 	}
 }
 
+// gcRuntime is what the tuner uses of the Go runtime. goRuntime is the real
+// one; the tests drive a fake by hand, so that none of them waits for a
+// collection.
+type gcRuntime struct {
+	// liveHeap returns the heap the last collection found live.
+	liveHeap func() uint64
+	// setGCPercent is debug.SetGCPercent.
+	setGCPercent func(int) int
+	// onEachGC calls afterGC after every collection for as long as it
+	// returns true.
+	onEachGC func(afterGC func() bool)
+}
+
+var goRuntime = gcRuntime{liveHeap: liveHeapBytes, setGCPercent: debug.SetGCPercent, onEachGC: onEachGC}
+
 // startGCTuner tunes the GC percentage after every collection until ctx
 // ends, unless getenv("GOGC") is set: an operator's GOGC is kept as given.
 func startGCTuner(ctx context.Context, getenv func(string) string) {
+	goRuntime.startTuner(ctx, getenv)
+}
+
+// startTuner is startGCTuner on rt: it tunes once now and then after every
+// collection, until the first collection after ctx ended.
+func (rt gcRuntime) startTuner(ctx context.Context, getenv func(string) string) {
 	if getenv("GOGC") != "" {
 		return
 	}
-	t := &gcTuner{liveHeap: liveHeapBytes, setGCPercent: debug.SetGCPercent, currentPercent: -1}
+	t := &gcTuner{liveHeap: rt.liveHeap, setGCPercent: rt.setGCPercent, currentPercent: -1}
 	t.tune()
-	onEachGC(func() bool {
+	rt.onEachGC(func() bool {
 		if ctx.Err() != nil {
 			return false
 		}

@@ -48,6 +48,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"tensorstack.dev/training/pkg/controller"
+	"tensorstack.dev/training/pkg/controller/gang"
 	"tensorstack.dev/training/pkg/generated/clientset/versioned"
 	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
 	"tensorstack.dev/training/pkg/version"
@@ -201,17 +202,15 @@ type managedController struct {
 // cluster offers, and builds the controller on them.
 func newController(ctx context.Context, logger klog.Logger, opts *options, c *clients) (*managedController, error) {
 	ctrlOpts := controller.Options{
-		ClusterDomain:             opts.clusterDomain,
-		CoschedulingSchedulerName: opts.coschedulingSchedulerName,
-		RestartBackoff:            controller.RestartBackoff{Base: opts.restartBackoffBase, Max: opts.restartBackoffMax},
-		PodEventBatchPeriod:       opts.podEventBatchPeriod,
+		ClusterDomain:       opts.clusterDomain,
+		RestartBackoff:      controller.RestartBackoff{Base: opts.restartBackoffBase, Max: opts.restartBackoffMax},
+		PodEventBatchPeriod: opts.podEventBatchPeriod,
 	}
-	var err error
-	ctrlOpts.GangScheduler, err = controller.ResolveGangScheduler(ctx, c.kube.Discovery(), opts.gangBackend)
+	gangScheduler, err := gang.Resolve(ctx, c.kube.Discovery(), opts.gangBackend)
 	if err != nil {
 		return nil, fmt.Errorf("choosing the gang scheduler: %w", err)
 	}
-	logger.Info("Gang scheduling", "requested", opts.gangBackend, "backend", ctrlOpts.GangScheduler)
+	logger.Info("Gang scheduling", "requested", opts.gangBackend, "backend", gangScheduler)
 	var why string
 	ctrlOpts.Queueing, why, err = controller.ResolveQueueing(ctx, c.kube.Discovery(),
 		c.unfenced.AuthorizationV1().SelfSubjectAccessReviews(), opts.queueingSystem)
@@ -219,7 +218,7 @@ func newController(ctx context.Context, logger klog.Logger, opts *options, c *cl
 		return nil, fmt.Errorf("choosing the queueing system: %w", err)
 	}
 	logger.Info("Queueing", "requested", opts.queueingSystem, "system", ctrlOpts.Queueing, "why", why)
-	if ctrlOpts.GangScheduler == controller.GangSchedulerCoscheduling || ctrlOpts.Queueing == controller.QueueingKueue {
+	if gangScheduler == gang.SchedulerCoscheduling || ctrlOpts.Queueing == controller.QueueingKueue {
 		if ctrlOpts.DynamicClient, err = dynamic.NewForConfig(c.config); err != nil {
 			return nil, fmt.Errorf("building dynamic client: %w", err)
 		}
@@ -230,6 +229,16 @@ func newController(ctx context.Context, logger klog.Logger, opts *options, c *cl
 		jobInformers:  controller.NewJobInformerFactory(c.jobs, opts.jobResync),
 		dynamic:       ctrlOpts.DynamicInformers,
 		workers:       opts.concurrentSyncs,
+	}
+	ctrlOpts.Gang, err = gang.New(gangScheduler, gang.Config{
+		KubeClient:                c.kube,
+		KubeInformers:             m.kubeInformers,
+		DynamicClient:             ctrlOpts.DynamicClient,
+		DynamicInformers:          ctrlOpts.DynamicInformers,
+		CoschedulingSchedulerName: opts.coschedulingSchedulerName,
+	})
+	if err != nil {
+		return nil, err
 	}
 	if m.Controller, err = controller.New(ctx, c.kube, c.jobs, m.kubeInformers, m.jobInformers, ctrlOpts); err != nil {
 		return nil, err

@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"tensorstack.dev/training/pkg/controller"
+	"tensorstack.dev/training/pkg/controller/gang"
 )
 
 func TestFlags(t *testing.T) {
@@ -52,13 +53,13 @@ func TestFlags(t *testing.T) {
 				}
 			}},
 		{name: "gang scheduling by default decided from discovery", check: func(t *testing.T, o *options) {
-			if o.gangBackend != controller.GangSchedulerAuto || o.coschedulingSchedulerName != "scheduler-plugins-scheduler" {
+			if o.gangBackend != gang.SchedulerAuto || o.coschedulingSchedulerName != "scheduler-plugins-scheduler" {
 				t.Errorf("gang scheduler %q, coscheduling scheduler %q", o.gangBackend, o.coschedulingSchedulerName)
 			}
 		}},
 		{name: "coscheduling with its scheduler", args: []string{"--gang-scheduler=coscheduling", "--coscheduling-scheduler-name=gangs"},
 			check: func(t *testing.T, o *options) {
-				if o.gangBackend != controller.GangSchedulerCoscheduling || o.coschedulingSchedulerName != "gangs" {
+				if o.gangBackend != gang.SchedulerCoscheduling || o.coschedulingSchedulerName != "gangs" {
 					t.Errorf("gang scheduler %q, coscheduling scheduler %q", o.gangBackend, o.coschedulingSchedulerName)
 				}
 			}},

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"tensorstack.dev/training/pkg/controller"
+	"tensorstack.dev/training/pkg/controller/gang"
 )
 
 // options are the command-line flags.
@@ -50,7 +51,7 @@ type options struct {
 	// gangScheduler is --gang-scheduler as given; gangBackend its parsed
 	// value, set by validate.
 	gangScheduler string
-	gangBackend   controller.GangScheduler
+	gangBackend   gang.Scheduler
 	// queueing is --queueing as given; queueingSystem its parsed value.
 	queueing                  string
 	queueingSystem            controller.Queueing
@@ -78,9 +79,9 @@ func newOptions() *options {
 		metricsAddr:          ":8080",
 		healthAddr:           ":8081",
 
-		gangScheduler:             string(controller.GangSchedulerAuto),
+		gangScheduler:             string(gang.SchedulerAuto),
 		queueing:                  string(controller.QueueingAuto),
-		coschedulingSchedulerName: controller.DefaultCoschedulingSchedulerName,
+		coschedulingSchedulerName: gang.DefaultCoschedulingSchedulerName,
 	}
 }
 
@@ -138,7 +139,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 }
 
 func (o *options) validate() error {
-	backend, err := controller.ParseGangScheduler(o.gangScheduler)
+	backend, err := gang.Parse(o.gangScheduler)
 	if err != nil {
 		return fmt.Errorf("--gang-scheduler: %w", err)
 	}

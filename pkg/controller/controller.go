@@ -39,6 +39,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/gang"
 	"tensorstack.dev/training/pkg/controller/tensorboard"
 	"tensorstack.dev/training/pkg/generated/clientset/versioned"
 	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
@@ -65,21 +66,17 @@ type Options struct {
 	// started again; zero fields take the defaults
 	// (DefaultRestartBackoffBase, ...Max, ...Reset).
 	RestartBackoff RestartBackoff
-	// GangScheduler is the backend that gang-schedules the jobs asking for
-	// it (spec.scheduler.t9kScheduler): GangSchedulerWorkload,
-	// GangSchedulerCoscheduling, or GangSchedulerNone (also the zero
-	// value). GangSchedulerAuto must be resolved first (ResolveGangScheduler).
-	GangScheduler GangScheduler
-	// CoschedulingSchedulerName is the scheduler running scheduler-plugins'
-	// Coscheduling plugin. Defaults to DefaultCoschedulingSchedulerName.
-	CoschedulingSchedulerName string
+	// Gang is the backend that gang-schedules the jobs asking for it
+	// (spec.scheduler.t9kScheduler), built by gang.New; nil gang-schedules
+	// nothing, and such jobs say so in their GangScheduled condition.
+	Gang gang.Backend
 	// Queueing is the queueing system that admits the jobs naming a queue:
 	// QueueingKueue, or QueueingNone (also the zero value). QueueingAuto
 	// must be resolved first (ResolveQueueing).
 	Queueing Queueing
 	// DynamicClient and DynamicInformers (NewDynamicInformerFactory, started
-	// by the caller) serve the coscheduling PodGroups and Kueue's Workloads;
-	// needed only with GangSchedulerCoscheduling or QueueingKueue.
+	// by the caller) serve Kueue's Workloads; needed only with
+	// QueueingKueue.
 	DynamicClient    dynamic.Interface
 	DynamicInformers dynamicinformer.DynamicSharedInformerFactory
 	// PodEventBatchPeriod is how long a change to a job's pods waits for
@@ -109,7 +106,7 @@ type Controller struct {
 	synced        []cache.InformerSynced
 	// gang keeps the group objects of jobs that ask for gang scheduling;
 	// nil without a gang scheduler.
-	gang gangBackend
+	gang gang.Backend
 
 	queue workqueue.TypedRateLimitingInterface[jobKey]
 	// urgent holds the jobs one of whose pods just ended (lanes.go); locks
@@ -199,7 +196,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, jobClient version
 	if err := c.watchDependents(logger, kubeClient, kubeInformers); err != nil {
 		return nil, err
 	}
-	if err := c.setUpGang(logger, kubeInformers, opts); err != nil {
+	if err := c.setUpGang(logger, opts); err != nil {
 		return nil, err
 	}
 	if err := c.setUpQueueing(logger, opts); err != nil {

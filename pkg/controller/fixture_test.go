@@ -44,6 +44,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/gang"
 	jobfake "tensorstack.dev/training/pkg/generated/clientset/versioned/fake"
 	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
 	"tensorstack.dev/training/pkg/podbuilder"
@@ -228,6 +229,8 @@ type fixture struct {
 	// fixture with that gang backend (newGangFixture).
 	dynamicClient    *dynamicfake.FakeDynamicClient
 	dynamicInformers dynamicinformer.DynamicSharedInformerFactory
+	// gangScheduler is the gang backend of a newGangFixture.
+	gangScheduler gang.Scheduler
 	// graceful: deleted pods stay until the test lets the kubelet finish
 	// (removePod); kubeletDone holds the pods it finished.
 	graceful    bool

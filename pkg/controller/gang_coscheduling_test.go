@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/gang"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
@@ -60,9 +61,9 @@ func TestCoschedulingShape(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newGangFixture(t, GangSchedulerCoscheduling, tc.job)
+			f := newGangFixture(t, gang.SchedulerCoscheduling, tc.job)
 			f.step(tc.job)
-			pg, err := f.dynamicClient.Resource(coschedulingPodGroupGVR).Namespace("ns").Get(context.Background(), "j", metav1.GetOptions{})
+			pg, err := f.dynamicClient.Resource(gang.CoschedulingPodGroupGVR).Namespace("ns").Get(context.Background(), "j", metav1.GetOptions{})
 			if err != nil {
 				t.Fatalf("no PodGroup: %v", err)
 			}
@@ -76,8 +77,8 @@ func TestCoschedulingShape(t *testing.T) {
 			if l := pg.GetLabels(); l[v1beta1.LabelJobName] != "j" || l[v1beta1.LabelJobKind] != tc.kind {
 				t.Errorf("labels %v, want the job's", l)
 			}
-			if a := pg.GetAnnotations(); a[AnnotationQueue] != "team-b" ||
-				a[AnnotationPriority] != itoa(tc.job.CommonSpec().Scheduler.T9kScheduler.Priority) {
+			if a := pg.GetAnnotations(); a[gang.AnnotationQueue] != "team-b" ||
+				a[gang.AnnotationPriority] != itoa(tc.job.CommonSpec().Scheduler.T9kScheduler.Priority) {
 				t.Errorf("annotations %v, want the queue and priority", a)
 			}
 			spec, _ := pg.Object["spec"].(map[string]any)
@@ -86,10 +87,10 @@ func TestCoschedulingShape(t *testing.T) {
 			}
 
 			f.mustSync(tc.job)
-			checkGangPods(t, GangSchedulerCoscheduling, f.createdPods(), tc.members, tc.others, tc.class)
+			checkGangPods(t, gang.SchedulerCoscheduling, f.createdPods(), tc.members, tc.others, tc.class)
 			for _, p := range f.createdPods() {
-				if p.Spec.SchedulerName != DefaultCoschedulingSchedulerName {
-					t.Errorf("pod %s: schedulerName %q, want %s", p.Name, p.Spec.SchedulerName, DefaultCoschedulingSchedulerName)
+				if p.Spec.SchedulerName != gang.DefaultCoschedulingSchedulerName {
+					t.Errorf("pod %s: schedulerName %q, want %s", p.Name, p.Spec.SchedulerName, gang.DefaultCoschedulingSchedulerName)
 				}
 				if p.Spec.SchedulingGroup != nil {
 					t.Errorf("pod %s has a Workload API schedulingGroup with coscheduling", p.Name)
@@ -105,7 +106,7 @@ func TestCoschedulingSchedulerName(t *testing.T) {
 	job := newTFJob("j").withReplicas("worker", 1).withGang("team-b", 0)
 	job.replica("worker").Template.Spec.SchedulerName = "my-scheduler"
 	obj := job.obj()
-	f := newGangFixtureWithOptions(t, GangSchedulerCoscheduling, func(o *Options) { o.CoschedulingSchedulerName = "gang-scheduler" }, obj)
+	f := newGangFixtureWithOptions(t, gang.SchedulerCoscheduling, func(c *gang.Config) { c.CoschedulingSchedulerName = "gang-scheduler" }, obj)
 	f.step(obj)
 	f.mustSync(obj)
 	if p := f.createdPods(); len(p) != 1 || p[0].Spec.SchedulerName != "gang-scheduler" {

@@ -18,7 +18,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sort"
 	"strings"
@@ -31,21 +30,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/gang"
 	"tensorstack.dev/training/pkg/controller/owner"
-	jobfake "tensorstack.dev/training/pkg/generated/clientset/versioned/fake"
-	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // gangBackends are the backends every backend-neutral test runs with.
-var gangBackends = []GangScheduler{GangSchedulerWorkload, GangSchedulerCoscheduling}
+var gangBackends = []gang.Scheduler{gang.SchedulerWorkload, gang.SchedulerCoscheduling}
 
 // withGang asks for gang scheduling (spec.scheduler.t9kScheduler).
 func (b *jobBuilder) withGang(queue string, priority int32) *jobBuilder {
@@ -54,29 +51,33 @@ func (b *jobBuilder) withGang(queue string, priority int32) *jobBuilder {
 }
 
 // newGangFixture is a fixture whose controller runs with a gang backend.
-func newGangFixture(t *testing.T, backend GangScheduler, objs ...runtime.Object) *fixture {
+func newGangFixture(t *testing.T, backend gang.Scheduler, objs ...runtime.Object) *fixture {
 	t.Helper()
 	return newGangFixtureWithOptions(t, backend, nil, objs...)
 }
 
-// newGangFixtureWithOptions also lets the test adjust the controller's
-// options.
-func newGangFixtureWithOptions(t *testing.T, backend GangScheduler, configure func(o *Options), objs ...runtime.Object) *fixture {
+// newGangFixtureWithOptions also lets the test adjust the backend's
+// configuration.
+func newGangFixtureWithOptions(t *testing.T, backend gang.Scheduler, configure func(c *gang.Config), objs ...runtime.Object) *fixture {
 	t.Helper()
 	logger, ctx := ktesting.NewTestContext(t)
 	return newFixtureWithContext(t, ctx, logger, record.NewFakeRecorder(1000), false, func(f *fixture, o *Options) {
-		o.GangScheduler = backend
+		f.gangScheduler = backend
+		cfg := gang.Config{KubeClient: f.kubeClient, KubeInformers: f.kubeInformers}
+		if backend == gang.SchedulerCoscheduling {
+			f.dynamicClient = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+				map[schema.GroupVersionResource]string{gang.CoschedulingPodGroupGVR: "PodGroupList"})
+			assignUIDs(f.dynamicClient)
+			f.dynamicInformers = NewDynamicInformerFactory(f.dynamicClient, 0)
+			cfg.DynamicClient, cfg.DynamicInformers = f.dynamicClient, f.dynamicInformers
+		}
 		if configure != nil {
-			configure(o)
+			configure(&cfg)
 		}
-		if backend != GangSchedulerCoscheduling {
-			return
+		var err error
+		if o.Gang, err = gang.New(backend, cfg); err != nil {
+			t.Fatal(err)
 		}
-		f.dynamicClient = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-			map[schema.GroupVersionResource]string{coschedulingPodGroupGVR: "PodGroupList"})
-		assignUIDs(f.dynamicClient)
-		f.dynamicInformers = NewDynamicInformerFactory(f.dynamicClient, 0)
-		o.DynamicClient, o.DynamicInformers = f.dynamicClient, f.dynamicInformers
 	}, objs...)
 }
 
@@ -85,8 +86,8 @@ func newGangFixtureWithOptions(t *testing.T, backend GangScheduler, configure fu
 func (f *fixture) observeGang() {
 	f.t.Helper()
 	ctx := context.Background()
-	switch g := f.c.gang.(type) {
-	case *workloadGang:
+	switch f.gangScheduler {
+	case gang.SchedulerWorkload:
 		wls, err := f.kubeClient.SchedulingV1beta1().Workloads("").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			f.t.Fatal(err)
@@ -97,7 +98,7 @@ func (f *fixture) observeGang() {
 				objs = append(objs, &wls.Items[i])
 			}
 		}
-		f.replaceAll(g.workloads.GetIndexer(), objs)
+		f.replaceAll(f.kubeInformers.Scheduling().V1beta1().Workloads().Informer().GetIndexer(), objs)
 		pgs, err := f.kubeClient.SchedulingV1beta1().PodGroups("").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			f.t.Fatal(err)
@@ -108,9 +109,9 @@ func (f *fixture) observeGang() {
 				objs = append(objs, &pgs.Items[i])
 			}
 		}
-		f.replaceAll(g.podGroups.GetIndexer(), objs)
-	case *coschedulingGang:
-		list, err := f.dynamicClient.Resource(coschedulingPodGroupGVR).List(ctx, metav1.ListOptions{})
+		f.replaceAll(f.kubeInformers.Scheduling().V1beta1().PodGroups().Informer().GetIndexer(), objs)
+	case gang.SchedulerCoscheduling:
+		list, err := f.dynamicClient.Resource(gang.CoschedulingPodGroupGVR).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			f.t.Fatal(err)
 		}
@@ -120,7 +121,7 @@ func (f *fixture) observeGang() {
 				objs = append(objs, &list.Items[i])
 			}
 		}
-		f.replaceAll(g.podGroups.GetIndexer(), objs)
+		f.replaceAll(f.dynamicInformers.ForResource(gang.CoschedulingPodGroupGVR).Informer().GetIndexer(), objs)
 		f.dynamicClient.ClearActions()
 	}
 }
@@ -150,7 +151,7 @@ func (f *fixture) podGroupMinCount(name string) (int64, bool) {
 	f.t.Helper()
 	ctx := context.Background()
 	if f.dynamicClient != nil {
-		pg, err := f.dynamicClient.Resource(coschedulingPodGroupGVR).Namespace("ns").Get(ctx, name, metav1.GetOptions{})
+		pg, err := f.dynamicClient.Resource(gang.CoschedulingPodGroupGVR).Namespace("ns").Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return 0, false
 		}
@@ -170,9 +171,9 @@ func (f *fixture) workloadExists(name string) bool {
 }
 
 // inGroup says whether a pod joined the group of the backend.
-func inGroup(backend GangScheduler, p *corev1.Pod, group string) bool {
-	if backend == GangSchedulerCoscheduling {
-		return p.Labels[LabelCoschedulingPodGroup] == group
+func inGroup(backend gang.Scheduler, p *corev1.Pod, group string) bool {
+	if backend == gang.SchedulerCoscheduling {
+		return p.Labels[gang.LabelCoschedulingPodGroup] == group
 	}
 	return p.Spec.SchedulingGroup != nil && ptr.Deref(p.Spec.SchedulingGroup.PodGroupName, "") == group
 }
@@ -188,7 +189,7 @@ func jobOwner(kind string, job v1beta1.TrainingJob) metav1.OwnerReference {
 
 // checkGangPods checks the created pods: the members, and only they, joined
 // the group j; every pod has the priority's class.
-func checkGangPods(t *testing.T, backend GangScheduler, created []*corev1.Pod, members, others []string, class string) {
+func checkGangPods(t *testing.T, backend gang.Scheduler, created []*corev1.Pod, members, others []string, class string) {
 	t.Helper()
 	if got, want := len(created), len(members)+len(others); got != want {
 		t.Fatalf("created %d pods, want %d", got, want)
@@ -216,105 +217,6 @@ func (f *fixture) startGang(job v1beta1.TrainingJob) {
 	f.events()
 }
 
-func TestParseGangScheduler(t *testing.T) {
-	for _, s := range []string{"auto", "workload", "coscheduling", "none"} {
-		if g, err := ParseGangScheduler(s); err != nil || string(g) != s {
-			t.Errorf("ParseGangScheduler(%q) = %q, %v", s, g, err)
-		}
-	}
-	for _, s := range []string{"", "Auto", "volcano"} {
-		if _, err := ParseGangScheduler(s); err == nil {
-			t.Errorf("ParseGangScheduler(%q) accepted", s)
-		}
-	}
-}
-
-// TestResolveGangScheduler decides auto and checks the named backends
-// against what a fake discovery serves.
-func TestResolveGangScheduler(t *testing.T) {
-	workloadAPIList := &metav1.APIResourceList{GroupVersion: "scheduling.k8s.io/v1beta1", APIResources: []metav1.APIResource{
-		{Name: "workloads", Namespaced: true, Kind: "Workload"},
-		{Name: "podgroups", Namespaced: true, Kind: "PodGroup"},
-	}}
-	podGroupsOnly := &metav1.APIResourceList{GroupVersion: "scheduling.k8s.io/v1beta1", APIResources: []metav1.APIResource{
-		{Name: "podgroups", Namespaced: true, Kind: "PodGroup"},
-	}}
-	coschedulingList := &metav1.APIResourceList{GroupVersion: "scheduling.x-k8s.io/v1alpha1", APIResources: []metav1.APIResource{
-		{Name: "podgroups", Namespaced: true, Kind: "PodGroup"},
-		{Name: "elasticquotas", Namespaced: true, Kind: "ElasticQuota"},
-	}}
-	coreList := &metav1.APIResourceList{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "pods", Namespaced: true, Kind: "Pod"}}}
-
-	cases := []struct {
-		name      string
-		served    []*metav1.APIResourceList
-		requested GangScheduler
-		want      GangScheduler
-		wantErr   bool
-	}{
-		{"auto prefers the Workload API", []*metav1.APIResourceList{coreList, workloadAPIList, coschedulingList}, GangSchedulerAuto, GangSchedulerWorkload, false},
-		{"auto takes coscheduling without the Workload API", []*metav1.APIResourceList{coreList, coschedulingList}, GangSchedulerAuto, GangSchedulerCoscheduling, false},
-		{"auto needs workloads, not just the group version", []*metav1.APIResourceList{podGroupsOnly}, GangSchedulerAuto, GangSchedulerNone, false},
-		{"auto finds neither", []*metav1.APIResourceList{coreList}, GangSchedulerAuto, GangSchedulerNone, false},
-		{"workload served", []*metav1.APIResourceList{workloadAPIList}, GangSchedulerWorkload, GangSchedulerWorkload, false},
-		{"workload not served", []*metav1.APIResourceList{coschedulingList}, GangSchedulerWorkload, "", true},
-		{"coscheduling served", []*metav1.APIResourceList{workloadAPIList, coschedulingList}, GangSchedulerCoscheduling, GangSchedulerCoscheduling, false},
-		{"coscheduling not served", []*metav1.APIResourceList{workloadAPIList}, GangSchedulerCoscheduling, "", true},
-		{"none asks nothing", nil, GangSchedulerNone, GangSchedulerNone, false},
-		{"unknown", nil, "volcano", "", true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			client := kubefake.NewClientset()
-			client.Resources = tc.served
-			got, err := ResolveGangScheduler(context.Background(), client.Discovery(), tc.requested)
-			if (err != nil) != tc.wantErr || got != tc.want {
-				t.Fatalf("ResolveGangScheduler(%s) = %q, %v; want %q, error %v", tc.requested, got, err, tc.want, tc.wantErr)
-			}
-			if tc.requested == GangSchedulerNone && len(client.Actions()) != 0 {
-				t.Errorf("none asked discovery: %v", client.Actions())
-			}
-		})
-	}
-
-	t.Run("a discovery failure is an error, not none", func(t *testing.T) {
-		client := kubefake.NewClientset()
-		client.PrependReactor("get", "resource", func(core.Action) (bool, runtime.Object, error) {
-			return true, nil, errors.New("connection refused")
-		})
-		if got, err := ResolveGangScheduler(context.Background(), client.Discovery(), GangSchedulerAuto); err == nil {
-			t.Fatalf("ResolveGangScheduler = %q without an error", got)
-		}
-	})
-}
-
-func TestPriorityClassName(t *testing.T) {
-	for priority, want := range map[int32]string{
-		0: "", 1: podbuilder.PriorityClassP25, 25: podbuilder.PriorityClassP25, 26: podbuilder.PriorityClassP50, 50: podbuilder.PriorityClassP50,
-		51: podbuilder.PriorityClassP75, 75: podbuilder.PriorityClassP75, 76: podbuilder.PriorityClassP100, 100: podbuilder.PriorityClassP100,
-	} {
-		if got := podbuilder.PriorityClassName(priority); got != want {
-			t.Errorf("PriorityClassName(%d) = %q, want %q", priority, got, want)
-		}
-	}
-}
-
-// TestNewRefusesUnresolvedGangOptions: New takes a resolved backend, and
-// coscheduling needs the dynamic client.
-func TestNewRefusesUnresolvedGangOptions(t *testing.T) {
-	for _, opts := range []Options{
-		{GangScheduler: GangSchedulerAuto},
-		{GangScheduler: GangSchedulerCoscheduling},
-	} {
-		kubeClient, jobClient := kubefake.NewClientset(), jobfake.NewClientset()
-		_, err := New(context.Background(), kubeClient, jobClient, NewKubeInformerFactory(kubeClient, 0),
-			jobinformers.NewSharedInformerFactory(jobClient, 0), opts)
-		if err == nil {
-			t.Errorf("New accepted %+v", opts)
-		}
-	}
-}
-
 // TestNoGangScheduler: without a backend a job asking for a gang runs, its
 // pods scheduled one by one, and its GangScheduled condition says so.
 func TestNoGangScheduler(t *testing.T) {
@@ -330,7 +232,7 @@ func TestNoGangScheduler(t *testing.T) {
 		t.Errorf("condition message %q does not say the pods are scheduled one by one", c.Message)
 	}
 	p := f.pod("j-worker-0")
-	if p.Spec.SchedulingGroup != nil || p.Labels[LabelCoschedulingPodGroup] != "" || p.Spec.SchedulerName != "" {
+	if p.Spec.SchedulingGroup != nil || p.Labels[gang.LabelCoschedulingPodGroup] != "" || p.Spec.SchedulerName != "" {
 		t.Errorf("pod joined a group without a gang scheduler: %+v %v %q", p.Spec.SchedulingGroup, p.Labels, p.Spec.SchedulerName)
 	}
 	// The priority still orders the pods in the scheduler's queue.
@@ -362,7 +264,7 @@ func TestGangGroupBeforePods(t *testing.T) {
 				t.Fatalf("created pods %v before the group was in the cache", got)
 			}
 			want := []string{"create podgroups"}
-			if backend == GangSchedulerWorkload {
+			if backend == gang.SchedulerWorkload {
 				want = []string{"create podgroups", "create workloads"}
 			}
 			if got := f.gangActions(); !equalStrings(got, want) {
@@ -520,7 +422,7 @@ func TestGangCleanUp(t *testing.T) {
 				if _, ok := f.podGroupMinCount("j"); ok != tc.kept {
 					t.Errorf("PodGroup kept: %v, want %v", ok, tc.kept)
 				}
-				if backend == GangSchedulerWorkload && f.workloadExists("j") != tc.kept {
+				if backend == gang.SchedulerWorkload && f.workloadExists("j") != tc.kept {
 					t.Errorf("Workload kept: %v, want %v", !tc.kept, tc.kept)
 				}
 				if !tc.kept && !hasEvent(f.events(), corev1.EventTypeNormal, owner.ReasonSuccessfulDelete) {
@@ -600,20 +502,20 @@ func TestGangNameConflict(t *testing.T) {
 			meta := metav1.ObjectMeta{Name: "j", Namespace: "ns", Labels: map[string]string{
 				v1beta1.LabelJobName: "j", v1beta1.LabelJobKind: podbuilder.TensorFlowKind,
 			}}
-			if backend == GangSchedulerCoscheduling {
+			if backend == gang.SchedulerCoscheduling {
 				pg := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"minMember": int64(7)}}}
 				pg.SetAPIVersion("scheduling.x-k8s.io/v1alpha1")
 				pg.SetKind("PodGroup")
 				pg.SetName(meta.Name)
 				pg.SetNamespace(meta.Namespace)
 				pg.SetLabels(meta.Labels)
-				if _, err := f.dynamicClient.Resource(coschedulingPodGroupGVR).Namespace("ns").Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
+				if _, err := f.dynamicClient.Resource(gang.CoschedulingPodGroupGVR).Namespace("ns").Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			} else {
 				for _, obj := range []runtime.Object{
 					&schedulingv1beta1.Workload{ObjectMeta: meta},
-					&schedulingv1beta1.PodGroup{ObjectMeta: meta, Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: gangPolicy(7)}},
+					&schedulingv1beta1.PodGroup{ObjectMeta: meta, Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 7}}}},
 				} {
 					if err := f.kubeClient.Tracker().Add(obj); err != nil {
 						t.Fatal(err)
@@ -661,7 +563,7 @@ func TestGangNoLongerAsked(t *testing.T) {
 			if _, ok := f.podGroupMinCount("j"); ok {
 				t.Errorf("the PodGroup is still there")
 			}
-			if backend == GangSchedulerWorkload && f.workloadExists("j") {
+			if backend == gang.SchedulerWorkload && f.workloadExists("j") {
 				t.Errorf("the Workload is still there")
 			}
 			if c := condition(f.status(plain), v1beta1.ConditionGangScheduled); c != nil {
@@ -669,4 +571,14 @@ func TestGangNoLongerAsked(t *testing.T) {
 			}
 		})
 	}
+}
+
+// minMember reads a coscheduling PodGroup's spec.minMember; -1 when it is
+// missing or not a number.
+func minMember(pg *unstructured.Unstructured) int64 {
+	n, ok, err := unstructured.NestedInt64(pg.Object, "spec", "minMember")
+	if !ok || err != nil {
+		return -1
+	}
+	return n
 }

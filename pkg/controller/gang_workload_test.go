@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/gang"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
@@ -67,7 +68,7 @@ func TestWorkloadShape(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newGangFixture(t, GangSchedulerWorkload, tc.job)
+			f := newGangFixture(t, gang.SchedulerWorkload, tc.job)
 			f.step(tc.job)
 			ctx := context.Background()
 			wl, err := f.kubeClient.SchedulingV1beta1().Workloads("ns").Get(ctx, "j", metav1.GetOptions{})
@@ -86,14 +87,14 @@ func TestWorkloadShape(t *testing.T) {
 				if m.Labels[v1beta1.LabelJobName] != "j" || m.Labels[v1beta1.LabelJobKind] != tc.kind {
 					t.Errorf("labels %v, want the job's", m.Labels)
 				}
-				if m.Annotations[AnnotationQueue] != "team-a" || m.Annotations[AnnotationPriority] != itoa(tc.job.CommonSpec().Scheduler.T9kScheduler.Priority) {
+				if m.Annotations[gang.AnnotationQueue] != "team-a" || m.Annotations[gang.AnnotationPriority] != itoa(tc.job.CommonSpec().Scheduler.T9kScheduler.Priority) {
 					t.Errorf("annotations %v, want the queue and priority", m.Annotations)
 				}
 			}
 			wantWorkload := schedulingv1beta1.WorkloadSpec{
 				ControllerRef: &schedulingv1beta1.TypedLocalObjectReference{APIGroup: v1beta1.GroupName, Kind: tc.kind, Name: "j"},
 				PodGroupTemplates: []schedulingv1beta1.PodGroupTemplate{{
-					Name:              WorkloadTemplateName,
+					Name:              gang.WorkloadTemplateName,
 					SchedulingPolicy:  schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: tc.minCount}},
 					DisruptionMode:    &schedulingv1beta1.DisruptionMode{All: &schedulingv1beta1.AllDisruptionMode{}},
 					PriorityClassName: tc.class,
@@ -103,7 +104,7 @@ func TestWorkloadShape(t *testing.T) {
 				t.Errorf("Workload spec %+v, want %+v", wl.Spec, wantWorkload)
 			}
 			wantPodGroup := schedulingv1beta1.PodGroupSpec{
-				WorkloadRef:       &schedulingv1beta1.WorkloadReference{WorkloadName: "j", TemplateName: WorkloadTemplateName},
+				WorkloadRef:       &schedulingv1beta1.WorkloadReference{WorkloadName: "j", TemplateName: gang.WorkloadTemplateName},
 				SchedulingPolicy:  schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: tc.minCount}},
 				DisruptionMode:    &schedulingv1beta1.DisruptionMode{All: &schedulingv1beta1.AllDisruptionMode{}},
 				PriorityClassName: tc.class,
@@ -116,7 +117,7 @@ func TestWorkloadShape(t *testing.T) {
 			}
 
 			f.mustSync(tc.job)
-			checkGangPods(t, GangSchedulerWorkload, f.createdPods(), tc.members, tc.others, tc.class)
+			checkGangPods(t, gang.SchedulerWorkload, f.createdPods(), tc.members, tc.others, tc.class)
 			for _, p := range f.createdPods() {
 				if p.Spec.SchedulerName != "" {
 					t.Errorf("pod %s: schedulerName %q, want the default scheduler", p.Name, p.Spec.SchedulerName)
@@ -130,7 +131,7 @@ func TestWorkloadShape(t *testing.T) {
 // (the gang's size) and the PodGroup (what must be placed now).
 func TestWorkloadResize(t *testing.T) {
 	job := newPyTorchJob("j").withReplicas("master", 1).withReplicas("worker", 3).withGang("team-a", 0).obj()
-	f := newGangFixture(t, GangSchedulerWorkload, job)
+	f := newGangFixture(t, gang.SchedulerWorkload, job)
 	f.startGang(job)
 
 	smaller := f.job(job)

@@ -35,6 +35,7 @@ import (
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/owner"
+	"tensorstack.dev/training/pkg/controller/served"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
@@ -106,7 +107,7 @@ var (
 	kueueWorkloadGVR      = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "workloads"}
 	kueueFlavorGVR        = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "resourceflavors"}
 	kueuePriorityClassGVR = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "workloadpriorityclasses"}
-	kueueWorkloadAPI      = servedResource{groupVersion: "kueue.x-k8s.io/v1beta1", resource: "workloads"}
+	kueueWorkloadAPI      = served.Resource{GroupVersion: "kueue.x-k8s.io/v1beta1", Resource: "workloads"}
 )
 
 // Kueue's labels and names that the controller reads or writes.
@@ -144,12 +145,12 @@ func ResolveQueueing(ctx context.Context, d discovery.ServerResourcesInterfaceWi
 	default:
 		return "", "", fmt.Errorf("unknown queueing %q", requested)
 	}
-	ok, err := isServed(ctx, d, kueueWorkloadAPI)
+	ok, err := served.Is(ctx, d, kueueWorkloadAPI)
 	if err != nil {
 		return "", "", err
 	}
 	if !ok {
-		why := fmt.Sprintf("the cluster does not serve %s %s", kueueWorkloadAPI.groupVersion, kueueWorkloadAPI.resource)
+		why := fmt.Sprintf("the cluster does not serve %s %s", kueueWorkloadAPI.GroupVersion, kueueWorkloadAPI.Resource)
 		if requested == QueueingKueue {
 			return "", "", fmt.Errorf("--queueing=kueue: %s", why)
 		}

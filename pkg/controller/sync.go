@@ -30,6 +30,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/gang"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
@@ -126,7 +127,7 @@ type reconciler struct {
 	byName map[string]*slot
 	extra  []*corev1.Pod // owned pods that belong to no replica
 	stale  []*corev1.Pod // pods of an earlier job of the same name
-	gang   *gangGroup    // the group the pods join, when the job asks for one
+	gang   *gang.Group   // the group the pods join, when the job asks for one
 	// queue is the job's Workload, for a job queued with Kueue; nil otherwise.
 	queue *queueState
 	// queueStopped: a queued job not admitted has no pods left.

@@ -18,10 +18,13 @@ package controller
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -32,6 +35,14 @@ import (
 	"tensorstack.dev/training/pkg/generated/clientset/versioned"
 	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
 )
+
+// NewDynamicInformerFactory returns an informer factory for the dynamic
+// client that, like NewKubeInformerFactory, only sees objects with the
+// job-name label.
+func NewDynamicInformerFactory(client dynamic.Interface, resync time.Duration) dynamicinformer.DynamicSharedInformerFactory {
+	return dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, resync, metav1.NamespaceAll,
+		func(o *metav1.ListOptions) { o.LabelSelector = v1beta1.LabelJobName })
+}
 
 // What the controller watches, and how a change finds the job it concerns.
 

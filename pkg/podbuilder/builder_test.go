@@ -205,3 +205,14 @@ func TestStartupGate(t *testing.T) {
 		}
 	}
 }
+
+func TestPriorityClassName(t *testing.T) {
+	for priority, want := range map[int32]string{
+		0: "", 1: PriorityClassP25, 25: PriorityClassP25, 26: PriorityClassP50, 50: PriorityClassP50,
+		51: PriorityClassP75, 75: PriorityClassP75, 76: PriorityClassP100, 100: PriorityClassP100,
+	} {
+		if got := PriorityClassName(priority); got != want {
+			t.Errorf("PriorityClassName(%d) = %q, want %q", priority, got, want)
+		}
+	}
+}

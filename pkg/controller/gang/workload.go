@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package gang
 
 import (
 	"context"
@@ -50,7 +50,7 @@ type workloadGang struct {
 	podGroups cache.SharedIndexInformer
 }
 
-var _ gangBackend = (*workloadGang)(nil)
+var _ Backend = (*workloadGang)(nil)
 
 // newWorkloadGang watches Workloads and PodGroups through the factory,
 // which sees only objects with the job-name label.
@@ -65,7 +65,7 @@ func newWorkloadGang(client kubernetes.Interface, factory informers.SharedInform
 
 func (*workloadGang) String() string { return "Workload API" }
 
-func (g *workloadGang) informers() []cache.SharedIndexInformer {
+func (g *workloadGang) Informers() []cache.SharedIndexInformer {
 	return []cache.SharedIndexInformer{g.workloads, g.podGroups}
 }
 
@@ -82,12 +82,12 @@ func disruptAll() *schedulingv1beta1.DisruptionMode {
 
 // newWorkload describes the job's gang: one template, whose minCount is the
 // gang's floor (its size, or an elastic job's minReplicas).
-func (g *workloadGang) newWorkload(r *reconciler, want *gangGroup) *schedulingv1beta1.Workload {
+func (g *workloadGang) newWorkload(job *owner.Job, want *Group) *schedulingv1beta1.Workload {
 	return &schedulingv1beta1.Workload{
-		ObjectMeta: r.gangObjectMeta(want),
+		ObjectMeta: objectMeta(job, want),
 		Spec: schedulingv1beta1.WorkloadSpec{
 			ControllerRef: &schedulingv1beta1.TypedLocalObjectReference{
-				APIGroup: v1beta1.GroupName, Kind: r.kind.Kind(), Name: r.job.GetName(),
+				APIGroup: v1beta1.GroupName, Kind: job.Kind, Name: job.Object.GetName(),
 			},
 			PodGroupTemplates: []schedulingv1beta1.PodGroupTemplate{{
 				Name:              WorkloadTemplateName,
@@ -102,9 +102,9 @@ func (g *workloadGang) newWorkload(r *reconciler, want *gangGroup) *schedulingv1
 // newPodGroup is the gang the scheduler places. Its priority comes from the
 // class: the Priority admission plugin refuses a PodGroup that sets
 // spec.priority itself.
-func (g *workloadGang) newPodGroup(r *reconciler, want *gangGroup) *schedulingv1beta1.PodGroup {
+func (g *workloadGang) newPodGroup(job *owner.Job, want *Group) *schedulingv1beta1.PodGroup {
 	return &schedulingv1beta1.PodGroup{
-		ObjectMeta: r.gangObjectMeta(want),
+		ObjectMeta: objectMeta(job, want),
 		Spec: schedulingv1beta1.PodGroupSpec{
 			WorkloadRef:       &schedulingv1beta1.WorkloadReference{WorkloadName: want.Name, TemplateName: WorkloadTemplateName},
 			SchedulingPolicy:  gangPolicy(want.MinCount),
@@ -114,22 +114,22 @@ func (g *workloadGang) newPodGroup(r *reconciler, want *gangGroup) *schedulingv1
 	}
 }
 
-func (g *workloadGang) ensure(ctx context.Context, r *reconciler, want *gangGroup) (bool, error) {
-	ns := r.key.Namespace
+func (g *workloadGang) Ensure(ctx context.Context, job *owner.Job, want *Group) (bool, error) {
+	ns := job.Object.GetNamespace()
 	wl, err := owner.Cached[*schedulingv1beta1.Workload](g.workloads.GetIndexer(), ns, want.Name)
 	if err != nil {
 		return false, fmt.Errorf("getting Workload %s: %w", want.Name, err)
 	}
 	if wl == nil {
-		_, err := g.client.SchedulingV1beta1().Workloads(ns).Create(ctx, g.newWorkload(r, want), metav1.CreateOptions{})
-		if err := r.createdGangObject("Workload", want.Name, want, err); err != nil {
+		_, err := g.client.SchedulingV1beta1().Workloads(ns).Create(ctx, g.newWorkload(job, want), metav1.CreateOptions{})
+		if err := created(job, "Workload", want.Name, want, err); err != nil {
 			return false, err
 		}
 	} else {
-		if err := r.checkGangObject("Workload", wl); err != nil {
+		if err := check(job, "Workload", wl); err != nil {
 			return false, err
 		}
-		if err := g.resizeWorkload(ctx, r, wl, want.Size); err != nil {
+		if err := g.resizeWorkload(ctx, job, wl, want.Size); err != nil {
 			return false, err
 		}
 	}
@@ -139,11 +139,11 @@ func (g *workloadGang) ensure(ctx context.Context, r *reconciler, want *gangGrou
 		return false, fmt.Errorf("getting PodGroup %s: %w", want.Name, err)
 	}
 	if pg == nil {
-		_, err := g.client.SchedulingV1beta1().PodGroups(ns).Create(ctx, g.newPodGroup(r, want), metav1.CreateOptions{})
+		_, err := g.client.SchedulingV1beta1().PodGroups(ns).Create(ctx, g.newPodGroup(job, want), metav1.CreateOptions{})
 		// The pods wait for the PodGroup to show up in the cache.
-		return false, r.createdGangObject("PodGroup", want.Name, want, err)
+		return false, created(job, "PodGroup", want.Name, want, err)
 	}
-	if err := r.checkGangObject("PodGroup", pg); err != nil {
+	if err := check(job, "PodGroup", pg); err != nil {
 		return false, err
 	}
 	if pg.DeletionTimestamp != nil {
@@ -153,7 +153,7 @@ func (g *workloadGang) ensure(ctx context.Context, r *reconciler, want *gangGrou
 	if gang := pg.Spec.SchedulingPolicy.Gang; gang != nil && gang.MinCount != want.MinCount {
 		patch := fmt.Sprintf(`{"spec":{"schedulingPolicy":{"gang":{"minCount":%d}}}}`, want.MinCount)
 		_, err := g.client.SchedulingV1beta1().PodGroups(ns).Patch(ctx, pg.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-		if err := r.resizedGangObject("PodGroup", pg.Name, gang.MinCount, want.MinCount, err); err != nil {
+		if err := resized(job, "PodGroup", pg.Name, gang.MinCount, want.MinCount, err); err != nil {
 			return false, err
 		}
 	}
@@ -163,7 +163,7 @@ func (g *workloadGang) ensure(ctx context.Context, r *reconciler, want *gangGrou
 // resizeWorkload keeps the template's minCount at the gang's size when the
 // replicas change. The list of templates is patched whole: it has no merge
 // key for patches.
-func (g *workloadGang) resizeWorkload(ctx context.Context, r *reconciler, wl *schedulingv1beta1.Workload, size int32) error {
+func (g *workloadGang) resizeWorkload(ctx context.Context, job *owner.Job, wl *schedulingv1beta1.Workload, size int32) error {
 	templates := make([]schedulingv1beta1.PodGroupTemplate, len(wl.Spec.PodGroupTemplates))
 	from := int32(-1)
 	for i := range wl.Spec.PodGroupTemplates {
@@ -180,17 +180,17 @@ func (g *workloadGang) resizeWorkload(ctx context.Context, r *reconciler, wl *sc
 		return fmt.Errorf("encoding the Workload patch: %w", err)
 	}
 	_, err = g.client.SchedulingV1beta1().Workloads(wl.Namespace).Patch(ctx, wl.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	return r.resizedGangObject("Workload", wl.Name, from, size, err)
+	return resized(job, "Workload", wl.Name, from, size, err)
 }
 
-func (g *workloadGang) remove(ctx context.Context, r *reconciler, why string) error {
-	ns, name := r.key.Namespace, r.job.GetName()
+func (g *workloadGang) Remove(ctx context.Context, job *owner.Job, why string) error {
+	ns, name := job.Object.GetNamespace(), job.Object.GetName()
 	pg, err := owner.Cached[*schedulingv1beta1.PodGroup](g.podGroups.GetIndexer(), ns, name)
 	if err != nil {
 		return fmt.Errorf("getting PodGroup %s: %w", name, err)
 	}
 	if pg != nil {
-		if err := owner.Delete(ctx, r.asOwner(), "PodGroup", pg, why, g.client.SchedulingV1beta1().PodGroups(ns).Delete); err != nil {
+		if err := owner.Delete(ctx, job, "PodGroup", pg, why, g.client.SchedulingV1beta1().PodGroups(ns).Delete); err != nil {
 			return err
 		}
 	}
@@ -199,14 +199,14 @@ func (g *workloadGang) remove(ctx context.Context, r *reconciler, why string) er
 		return fmt.Errorf("getting Workload %s: %w", name, err)
 	}
 	if wl != nil {
-		return owner.Delete(ctx, r.asOwner(), "Workload", wl, why, g.client.SchedulingV1beta1().Workloads(ns).Delete)
+		return owner.Delete(ctx, job, "Workload", wl, why, g.client.SchedulingV1beta1().Workloads(ns).Delete)
 	}
 	return nil
 }
 
-// preparePod makes a member join the PodGroup. Other pods are scheduled on
+// Join makes a member join the PodGroup. Other pods are scheduled on
 // their own by the same scheduler.
-func (*workloadGang) preparePod(pod *corev1.Pod, group string, member bool) {
+func (*workloadGang) Join(pod *corev1.Pod, group string, member bool) {
 	if member {
 		pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(group)}
 	}

@@ -14,12 +14,11 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package gang
 
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,28 +29,20 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
-	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/owner"
 )
 
-// The PodGroup of scheduler-plugins' coscheduling, a CRD. It is built as
-// unstructured and served through the dynamic client: importing
-// sigs.k8s.io/scheduler-plugins would pin other versions of k8s.io/*.
-var coschedulingPodGroupGVR = schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
+// CoschedulingPodGroupGVR is the PodGroup of scheduler-plugins'
+// coscheduling, a CRD. It is built as unstructured and served through the
+// dynamic client: importing sigs.k8s.io/scheduler-plugins would pin other
+// versions of k8s.io/*.
+var CoschedulingPodGroupGVR = schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
 
 const (
 	coschedulingPodGroupKind = "PodGroup"
 	// LabelCoschedulingPodGroup names the PodGroup a pod belongs to.
 	LabelCoschedulingPodGroup = "scheduling.x-k8s.io/pod-group"
 )
-
-// NewDynamicInformerFactory returns an informer factory for the dynamic
-// client that, like NewKubeInformerFactory, only sees objects with the
-// job-name label.
-func NewDynamicInformerFactory(client dynamic.Interface, resync time.Duration) dynamicinformer.DynamicSharedInformerFactory {
-	return dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, resync, metav1.NamespaceAll,
-		func(o *metav1.ListOptions) { o.LabelSelector = v1beta1.LabelJobName })
-}
 
 // coschedulingGang gang-schedules through scheduler-plugins' Coscheduling
 // plugin: a PodGroup per job, named after it, with spec.minMember; members
@@ -66,29 +57,29 @@ type coschedulingGang struct {
 	schedulerName string
 }
 
-var _ gangBackend = (*coschedulingGang)(nil)
+var _ Backend = (*coschedulingGang)(nil)
 
 func newCoschedulingGang(client dynamic.Interface, factory dynamicinformer.DynamicSharedInformerFactory, schedulerName string) *coschedulingGang {
 	return &coschedulingGang{
-		client:        client.Resource(coschedulingPodGroupGVR),
-		podGroups:     factory.ForResource(coschedulingPodGroupGVR).Informer(),
+		client:        client.Resource(CoschedulingPodGroupGVR),
+		podGroups:     factory.ForResource(CoschedulingPodGroupGVR).Informer(),
 		schedulerName: schedulerName,
 	}
 }
 
 func (g *coschedulingGang) String() string { return "coscheduling, scheduler " + g.schedulerName }
 
-func (g *coschedulingGang) informers() []cache.SharedIndexInformer {
+func (g *coschedulingGang) Informers() []cache.SharedIndexInformer {
 	return []cache.SharedIndexInformer{g.podGroups}
 }
 
 // newPodGroup builds the job's coscheduling PodGroup.
-func (g *coschedulingGang) newPodGroup(r *reconciler, want *gangGroup) *unstructured.Unstructured {
-	m := r.gangObjectMeta(want)
+func (g *coschedulingGang) newPodGroup(job *owner.Job, want *Group) *unstructured.Unstructured {
+	m := objectMeta(job, want)
 	pg := &unstructured.Unstructured{Object: map[string]any{
 		"spec": map[string]any{"minMember": int64(want.MinCount)},
 	}}
-	pg.SetAPIVersion(coschedulingPodGroupGVR.GroupVersion().String())
+	pg.SetAPIVersion(CoschedulingPodGroupGVR.GroupVersion().String())
 	pg.SetKind(coschedulingPodGroupKind)
 	pg.SetName(m.Name)
 	pg.SetNamespace(m.Namespace)
@@ -107,19 +98,19 @@ func minMember(pg *unstructured.Unstructured) int64 {
 	return n
 }
 
-func (g *coschedulingGang) ensure(ctx context.Context, r *reconciler, want *gangGroup) (bool, error) {
-	ns := r.key.Namespace
+func (g *coschedulingGang) Ensure(ctx context.Context, job *owner.Job, want *Group) (bool, error) {
+	ns := job.Object.GetNamespace()
 	pg, err := owner.Cached[*unstructured.Unstructured](g.podGroups.GetIndexer(), ns, want.Name)
 	if err != nil {
 		return false, fmt.Errorf("getting PodGroup %s: %w", want.Name, err)
 	}
 	if pg == nil {
-		_, err := g.client.Namespace(ns).Create(ctx, g.newPodGroup(r, want), metav1.CreateOptions{})
+		_, err := g.client.Namespace(ns).Create(ctx, g.newPodGroup(job, want), metav1.CreateOptions{})
 		// The pods wait for the PodGroup to show up in the cache: the
 		// plugin refuses a labelled pod whose PodGroup it cannot find.
-		return false, r.createdGangObject("PodGroup", want.Name, want, err)
+		return false, created(job, "PodGroup", want.Name, want, err)
 	}
-	if err := r.checkGangObject("PodGroup", pg); err != nil {
+	if err := check(job, "PodGroup", pg); err != nil {
 		return false, err
 	}
 	if pg.GetDeletionTimestamp() != nil {
@@ -128,15 +119,15 @@ func (g *coschedulingGang) ensure(ctx context.Context, r *reconciler, want *gang
 	if from := minMember(pg); from != int64(want.MinCount) {
 		patch := fmt.Sprintf(`{"spec":{"minMember":%d}}`, want.MinCount)
 		_, err := g.client.Namespace(ns).Patch(ctx, pg.GetName(), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-		if err := r.resizedGangObject("PodGroup", pg.GetName(), int32(from), want.MinCount, err); err != nil {
+		if err := resized(job, "PodGroup", pg.GetName(), int32(from), want.MinCount, err); err != nil {
 			return false, err
 		}
 	}
 	return true, nil
 }
 
-func (g *coschedulingGang) remove(ctx context.Context, r *reconciler, why string) error {
-	ns, name := r.key.Namespace, r.job.GetName()
+func (g *coschedulingGang) Remove(ctx context.Context, job *owner.Job, why string) error {
+	ns, name := job.Object.GetNamespace(), job.Object.GetName()
 	pg, err := owner.Cached[*unstructured.Unstructured](g.podGroups.GetIndexer(), ns, name)
 	if err != nil {
 		return fmt.Errorf("getting PodGroup %s: %w", name, err)
@@ -144,15 +135,15 @@ func (g *coschedulingGang) remove(ctx context.Context, r *reconciler, why string
 	if pg == nil {
 		return nil
 	}
-	return owner.Delete(ctx, r.asOwner(), "PodGroup", pg, why, func(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	return owner.Delete(ctx, job, "PodGroup", pg, why, func(ctx context.Context, name string, opts metav1.DeleteOptions) error {
 		return g.client.Namespace(ns).Delete(ctx, name, opts)
 	})
 }
 
-// preparePod labels a member with its PodGroup. Every pod of the job, a
+// Join labels a member with its PodGroup. Every pod of the job, a
 // TensorFlow evaluator too, goes to the coscheduling scheduler, so that one
 // scheduler places the job; a template's schedulerName gives way to it.
-func (g *coschedulingGang) preparePod(pod *corev1.Pod, group string, member bool) {
+func (g *coschedulingGang) Join(pod *corev1.Pod, group string, member bool) {
 	pod.Spec.SchedulerName = g.schedulerName
 	if member {
 		pod.Labels[LabelCoschedulingPodGroup] = group
