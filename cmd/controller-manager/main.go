@@ -49,6 +49,7 @@ import (
 
 	"tensorstack.dev/training/pkg/controller"
 	"tensorstack.dev/training/pkg/controller/gang"
+	"tensorstack.dev/training/pkg/controller/kueue"
 	"tensorstack.dev/training/pkg/generated/clientset/versioned"
 	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
 	"tensorstack.dev/training/pkg/version"
@@ -211,34 +212,38 @@ func newController(ctx context.Context, logger klog.Logger, opts *options, c *cl
 		return nil, fmt.Errorf("choosing the gang scheduler: %w", err)
 	}
 	logger.Info("Gang scheduling", "requested", opts.gangBackend, "backend", gangScheduler)
-	var why string
-	ctrlOpts.Queueing, why, err = controller.ResolveQueueing(ctx, c.kube.Discovery(),
+	queueing, why, err := kueue.ResolveQueueing(ctx, c.kube.Discovery(),
 		c.unfenced.AuthorizationV1().SelfSubjectAccessReviews(), opts.queueingSystem)
 	if err != nil {
 		return nil, fmt.Errorf("choosing the queueing system: %w", err)
 	}
-	logger.Info("Queueing", "requested", opts.queueingSystem, "system", ctrlOpts.Queueing, "why", why)
-	if gangScheduler == gang.SchedulerCoscheduling || ctrlOpts.Queueing == controller.QueueingKueue {
-		if ctrlOpts.DynamicClient, err = dynamic.NewForConfig(c.config); err != nil {
-			return nil, fmt.Errorf("building dynamic client: %w", err)
-		}
-		ctrlOpts.DynamicInformers = controller.NewDynamicInformerFactory(ctrlOpts.DynamicClient, 0)
-	}
+	logger.Info("Queueing", "requested", opts.queueingSystem, "system", queueing, "why", why)
 	m := &managedController{
 		kubeInformers: controller.NewKubeInformerFactory(c.kube, 0),
 		jobInformers:  controller.NewJobInformerFactory(c.jobs, opts.jobResync),
-		dynamic:       ctrlOpts.DynamicInformers,
 		workers:       opts.concurrentSyncs,
+	}
+	// Coscheduling's PodGroups and Kueue's Workloads are CRDs, served
+	// through the dynamic client.
+	var dynamicClient dynamic.Interface
+	if gangScheduler == gang.SchedulerCoscheduling || queueing == kueue.QueueingKueue {
+		if dynamicClient, err = dynamic.NewForConfig(c.config); err != nil {
+			return nil, fmt.Errorf("building dynamic client: %w", err)
+		}
+		m.dynamic = controller.NewDynamicInformerFactory(dynamicClient, 0)
 	}
 	ctrlOpts.Gang, err = gang.New(gangScheduler, gang.Config{
 		KubeClient:                c.kube,
 		KubeInformers:             m.kubeInformers,
-		DynamicClient:             ctrlOpts.DynamicClient,
-		DynamicInformers:          ctrlOpts.DynamicInformers,
+		DynamicClient:             dynamicClient,
+		DynamicInformers:          m.dynamic,
 		CoschedulingSchedulerName: opts.coschedulingSchedulerName,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if queueing == kueue.QueueingKueue {
+		ctrlOpts.Kueue = kueue.New(dynamicClient, m.dynamic)
 	}
 	if m.Controller, err = controller.New(ctx, c.kube, c.jobs, m.kubeInformers, m.jobInformers, ctrlOpts); err != nil {
 		return nil, err

@@ -25,6 +25,7 @@ import (
 
 	"tensorstack.dev/training/pkg/controller"
 	"tensorstack.dev/training/pkg/controller/gang"
+	"tensorstack.dev/training/pkg/controller/kueue"
 )
 
 // options are the command-line flags.
@@ -54,7 +55,7 @@ type options struct {
 	gangBackend   gang.Scheduler
 	// queueing is --queueing as given; queueingSystem its parsed value.
 	queueing                  string
-	queueingSystem            controller.Queueing
+	queueingSystem            kueue.Queueing
 	coschedulingSchedulerName string
 }
 
@@ -80,7 +81,7 @@ func newOptions() *options {
 		healthAddr:           ":8081",
 
 		gangScheduler:             string(gang.SchedulerAuto),
-		queueing:                  string(controller.QueueingAuto),
+		queueing:                  string(kueue.QueueingAuto),
 		coschedulingSchedulerName: gang.DefaultCoschedulingSchedulerName,
 	}
 }
@@ -144,7 +145,7 @@ func (o *options) validate() error {
 		return fmt.Errorf("--gang-scheduler: %w", err)
 	}
 	o.gangBackend = backend
-	if o.queueingSystem, err = controller.ParseQueueing(o.queueing); err != nil {
+	if o.queueingSystem, err = kueue.ParseQueueing(o.queueing); err != nil {
 		return fmt.Errorf("--queueing: %w", err)
 	}
 	if errs := validation.IsDNS1123Subdomain(o.coschedulingSchedulerName); len(errs) > 0 {

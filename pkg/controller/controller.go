@@ -26,8 +26,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -40,6 +38,7 @@ import (
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/gang"
+	"tensorstack.dev/training/pkg/controller/kueue"
 	"tensorstack.dev/training/pkg/controller/tensorboard"
 	"tensorstack.dev/training/pkg/generated/clientset/versioned"
 	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
@@ -70,15 +69,9 @@ type Options struct {
 	// (spec.scheduler.t9kScheduler), built by gang.New; nil gang-schedules
 	// nothing, and such jobs say so in their GangScheduled condition.
 	Gang gang.Backend
-	// Queueing is the queueing system that admits the jobs naming a queue:
-	// QueueingKueue, or QueueingNone (also the zero value). QueueingAuto
-	// must be resolved first (ResolveQueueing).
-	Queueing Queueing
-	// DynamicClient and DynamicInformers (NewDynamicInformerFactory, started
-	// by the caller) serve Kueue's Workloads; needed only with
-	// QueueingKueue.
-	DynamicClient    dynamic.Interface
-	DynamicInformers dynamicinformer.DynamicSharedInformerFactory
+	// Kueue queues the jobs naming a queue (kueue.New); nil runs every job
+	// at once.
+	Kueue *kueue.Queue
 	// PodEventBatchPeriod is how long a change to a job's pods waits for
 	// more before the job is reconciled (DefaultPodEventBatchPeriod in the
 	// controller-manager); zero reconciles on every change.
@@ -119,7 +112,7 @@ type Controller struct {
 	clock        clock.WithTicker
 	backoff      RestartBackoff
 	// kueue queues the jobs that name a queue; nil without Kueue.
-	kueue *kueueQueue
+	kueue *kueue.Queue
 	// statusWrites holds reconciles back until the cache has their job's
 	// last status write.
 	statusWrites *statusWrites

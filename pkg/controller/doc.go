@@ -186,7 +186,7 @@ limitations under the License.
 //     group's class is immutable: a changed priority reaches new pods only.
 //   - Queue: recorded on the group in an annotation (a queue name, a DNS
 //     subdomain, may be longer than a label value); with Kueue queueing the
-//     job waits for that LocalQueue's admission (kueue.go).
+//     job waits for that LocalQueue's admission (package kueue).
 //   - Pause deletes the pods and keeps the group; resume creates the pods in
 //     it. A finished job's group is deleted under clean-up policies All and
 //     Unfinished (none of its pods is scheduled again) and kept under None. A

@@ -44,10 +44,10 @@ import (
 // group.
 func (r *reconciler) admittedReplicas(gi int) int32 {
 	g := &r.topo.Groups[gi]
-	if !r.topo.Scaled(gi) || r.queue == nil || !r.queue.admitted {
+	if !r.topo.Scaled(gi) || r.queue == nil || !r.queue.Admitted {
 		return g.Replicas
 	}
-	if n, ok := r.queue.admittedCounts[g.Type]; ok && n < g.Replicas {
+	if n, ok := r.queue.AdmittedCounts[g.Type]; ok && n < g.Replicas {
 		return n
 	}
 	return g.Replicas

@@ -18,10 +18,8 @@ package controller
 
 import (
 	"context"
-	"strings"
 	"testing"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -30,12 +28,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	kubefake "k8s.io/client-go/kubernetes/fake"
-	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/kueue"
 )
 
 // newKueueFixture is a fixture whose controller queues jobs with Kueue; objs
@@ -44,14 +41,13 @@ func newKueueFixture(t *testing.T, kueueObjs []runtime.Object, objs ...runtime.O
 	t.Helper()
 	logger, ctx := ktesting.NewTestContext(t)
 	return newFixtureWithContext(t, ctx, logger, record.NewFakeRecorder(1000), false, func(f *fixture, o *Options) {
-		o.Queueing = QueueingKueue
 		f.dynamicClient = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 			map[schema.GroupVersionResource]string{
-				kueueWorkloadGVR: "WorkloadList", kueueFlavorGVR: "ResourceFlavorList", kueuePriorityClassGVR: "WorkloadPriorityClassList",
+				kueue.WorkloadGVR: "WorkloadList", kueue.FlavorGVR: "ResourceFlavorList", kueue.PriorityClassGVR: "WorkloadPriorityClassList",
 			}, kueueObjs...)
 		assignUIDs(f.dynamicClient)
 		f.dynamicInformers = NewDynamicInformerFactory(f.dynamicClient, 0)
-		o.DynamicClient, o.DynamicInformers = f.dynamicClient, f.dynamicInformers
+		o.Kueue = kueue.New(f.dynamicClient, f.dynamicInformers)
 	}, objs...)
 }
 
@@ -61,7 +57,7 @@ func (f *fixture) observeKueue() {
 	if f.c.kueue == nil {
 		return
 	}
-	list, err := f.dynamicClient.Resource(kueueWorkloadGVR).List(context.Background(), metav1.ListOptions{})
+	list, err := f.dynamicClient.Resource(kueue.WorkloadGVR).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -71,12 +67,12 @@ func (f *fixture) observeKueue() {
 			objs = append(objs, &list.Items[i])
 		}
 	}
-	f.replaceAll(f.c.kueue.informer.GetIndexer(), objs)
+	f.replaceAll(f.c.kueue.Informer().GetIndexer(), objs)
 }
 
 func (f *fixture) workload(name string) *unstructured.Unstructured {
 	f.t.Helper()
-	wl, err := f.dynamicClient.Resource(kueueWorkloadGVR).Namespace("ns").Get(context.Background(), name, metav1.GetOptions{})
+	wl, err := f.dynamicClient.Resource(kueue.WorkloadGVR).Namespace("ns").Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		f.t.Fatalf("getting Workload %s: %v", name, err)
 	}
@@ -89,7 +85,7 @@ func (f *fixture) setWorkload(name string, change func(wl *unstructured.Unstruct
 	f.t.Helper()
 	wl := f.workload(name)
 	change(wl)
-	if _, err := f.dynamicClient.Resource(kueueWorkloadGVR).Namespace("ns").Update(context.Background(), wl, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.dynamicClient.Resource(kueue.WorkloadGVR).Namespace("ns").Update(context.Background(), wl, metav1.UpdateOptions{}); err != nil {
 		f.t.Fatal(err)
 	}
 	f.observe()
@@ -111,8 +107,8 @@ func setWorkloadConditions(wl *unstructured.Unstructured, conds ...metav1.Condit
 func admit(flavor string, podSets ...string) func(*unstructured.Unstructured) {
 	return func(wl *unstructured.Unstructured) {
 		setWorkloadConditions(wl,
-			metav1.Condition{Type: kueueQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved"},
-			metav1.Condition{Type: kueueAdmitted, Status: metav1.ConditionTrue, Reason: "Admitted"})
+			metav1.Condition{Type: kueue.ConditionQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved"},
+			metav1.Condition{Type: kueue.ConditionAdmitted, Status: metav1.ConditionTrue, Reason: "Admitted"})
 		var assignments []any
 		for _, ps := range podSets {
 			assignments = append(assignments, map[string]any{"name": ps, "flavors": map[string]any{"nvidia.com/gpu": flavor}})
@@ -124,8 +120,8 @@ func admit(flavor string, podSets ...string) func(*unstructured.Unstructured) {
 
 func evict(reason string) func(*unstructured.Unstructured) {
 	return func(wl *unstructured.Unstructured) {
-		conds := workloadConditions(wl)
-		meta.SetStatusCondition(&conds, metav1.Condition{Type: kueueEvicted, Status: metav1.ConditionTrue, Reason: reason,
+		conds := kueue.WorkloadConditions(wl)
+		meta.SetStatusCondition(&conds, metav1.Condition{Type: kueue.ConditionEvicted, Status: metav1.ConditionTrue, Reason: reason,
 			Message: "Preempted to accommodate a workload of higher priority", LastTransitionTime: metav1.NewTime(testStart)})
 		setWorkloadConditions(wl, conds...)
 	}
@@ -188,7 +184,7 @@ func TestKueueWorkloadFromJob(t *testing.T) {
 
 func TestKueuePriorityClassLabel(t *testing.T) {
 	job := gpuJob("p").obj()
-	job.SetLabels(map[string]string{LabelKueueQueueName: "user-queue", LabelKueuePriorityClass: "high"})
+	job.SetLabels(map[string]string{kueue.LabelQueueName: "user-queue", kueue.LabelPriorityClass: "high"})
 	wpc := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass",
 		"metadata": map[string]any{"name": "high"}, "value": int64(1000),
@@ -196,8 +192,8 @@ func TestKueuePriorityClassLabel(t *testing.T) {
 	f := newKueueFixture(t, []runtime.Object{wpc}, job)
 	f.step(job)
 	spec := f.workload("pj-p").Object["spec"].(map[string]any)
-	if spec["priority"] != int64(1000) || spec["priorityClassName"] != "high" || spec["priorityClassSource"] != kueuePriorityClassSource {
-		t.Errorf("priority %v class %v source %v, want 1000 high %s", spec["priority"], spec["priorityClassName"], spec["priorityClassSource"], kueuePriorityClassSource)
+	if spec["priority"] != int64(1000) || spec["priorityClassName"] != "high" || spec["priorityClassSource"] != kueue.PriorityClassSource {
+		t.Errorf("priority %v class %v source %v, want 1000 high %s", spec["priority"], spec["priorityClassName"], spec["priorityClassSource"], kueue.PriorityClassSource)
 	}
 }
 
@@ -230,7 +226,7 @@ func TestKueueAdmissionEvictionFinish(t *testing.T) {
 	assertCondition(t, st, v1beta1.ConditionQueued, metav1.ConditionFalse, v1beta1.ReasonAdmitted)
 
 	// Preempted: the pods go, the job stays.
-	f.setWorkload("pj-p", evict(kueueEvictedByPreemption))
+	f.setWorkload("pj-p", evict(kueue.EvictedByPreemption))
 	f.mustSync(job)
 	if got := f.deletedPodNames(); len(got) != 4 {
 		t.Fatalf("deleted %v on eviction, want every pod", got)
@@ -239,18 +235,18 @@ func TestKueueAdmissionEvictionFinish(t *testing.T) {
 	f.step(job)
 	st = f.status(job)
 	assertPhase(t, st, v1beta1.JobPaused)
-	assertCondition(t, st, v1beta1.ConditionQueued, metav1.ConditionTrue, kueueEvictedByPreemption)
+	assertCondition(t, st, v1beta1.ConditionQueued, metav1.ConditionTrue, kueue.EvictedByPreemption)
 	if st.BackoffCount != 0 {
 		t.Errorf("backoffCount %d after an eviction, want 0", st.BackoffCount)
 	}
-	if !hasEvent(f.events(), corev1.EventTypeWarning, kueueEvictedByPreemption) {
+	if !hasEvent(f.events(), corev1.EventTypeWarning, kueue.EvictedByPreemption) {
 		t.Errorf("no event for the eviction")
 	}
 	wl := f.workload("pj-p")
-	conds := workloadConditions(wl)
-	if workloadAdmission(wl) != nil || meta.IsStatusConditionTrue(conds, kueueQuotaReserved) ||
-		!meta.IsStatusConditionTrue(conds, kueueRequeued) || meta.IsStatusConditionTrue(conds, kueueAdmitted) {
-		t.Fatalf("the evicted Workload kept its quota: admission %v conditions %+v", workloadAdmission(wl), conds)
+	conds := kueue.WorkloadConditions(wl)
+	if kueue.WorkloadAdmission(wl) != nil || meta.IsStatusConditionTrue(conds, kueue.ConditionQuotaReserved) ||
+		!meta.IsStatusConditionTrue(conds, kueue.ConditionRequeued) || meta.IsStatusConditionTrue(conds, kueue.ConditionAdmitted) {
+		t.Fatalf("the evicted Workload kept its quota: admission %v conditions %+v", kueue.WorkloadAdmission(wl), conds)
 	}
 	if got := f.podNames(); len(got) != 0 {
 		t.Fatalf("pods %v left", got)
@@ -272,7 +268,7 @@ func TestKueueAdmissionEvictionFinish(t *testing.T) {
 	f.setPod("p-master-0", succeeded)
 	f.step(job)
 	assertPhase(t, f.status(job), v1beta1.JobSucceeded)
-	c := meta.FindStatusCondition(workloadConditions(f.workload("pj-p")), kueueFinished)
+	c := meta.FindStatusCondition(kueue.WorkloadConditions(f.workload("pj-p")), kueue.ConditionFinished)
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != "Succeeded" {
 		t.Errorf("Workload Finished condition %+v, want True Succeeded", c)
 	}
@@ -300,7 +296,7 @@ func TestKueuePause(t *testing.T) {
 			paused.CommonSpec().RunMode = &v1beta1.RunMode{Pause: &v1beta1.PauseMode{Enabled: true}}
 			f.updateJob(paused)
 			f.step(paused)
-			if active := workloadActive(f.workload("pj-p")); active {
+			if active := kueue.WorkloadActive(f.workload("pj-p")); active {
 				t.Errorf("the paused job's Workload is active")
 			}
 			if admitted {
@@ -314,57 +310,15 @@ func TestKueuePause(t *testing.T) {
 				t.Errorf("pods %v of a paused job", got)
 			}
 			assertPhase(t, f.status(paused), v1beta1.JobPaused)
-			if wl := f.workload("pj-p"); workloadAdmission(wl) != nil {
-				t.Errorf("the paused job's Workload keeps its admission: %v", workloadAdmission(wl))
+			if wl := f.workload("pj-p"); kueue.WorkloadAdmission(wl) != nil {
+				t.Errorf("the paused job's Workload keeps its admission: %v", kueue.WorkloadAdmission(wl))
 			}
 			resumed := f.job(paused)
 			resumed.CommonSpec().RunMode = nil
 			f.updateJob(resumed)
 			f.step(resumed)
-			if !workloadActive(f.workload("pj-p")) {
+			if !kueue.WorkloadActive(f.workload("pj-p")) {
 				t.Errorf("the resumed job's Workload is inactive")
-			}
-		})
-	}
-}
-
-func TestResolveQueueing(t *testing.T) {
-	kueueList := &metav1.APIResourceList{GroupVersion: "kueue.x-k8s.io/v1beta1", APIResources: []metav1.APIResource{
-		{Name: "workloads", Namespaced: true, Kind: "Workload"},
-	}}
-	coreList := &metav1.APIResourceList{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "pods", Namespaced: true, Kind: "Pod"}}}
-	cases := []struct {
-		name      string
-		served    []*metav1.APIResourceList
-		denied    string // a verb the controller may not use on Workloads
-		requested Queueing
-		want      Queueing
-		wantErr   bool
-	}{
-		{"auto with Kueue and access", []*metav1.APIResourceList{coreList, kueueList}, "", QueueingAuto, QueueingKueue, false},
-		{"auto without Kueue", []*metav1.APIResourceList{coreList}, "", QueueingAuto, QueueingNone, false},
-		{"auto without access runs unqueued", []*metav1.APIResourceList{kueueList}, "watch", QueueingAuto, QueueingNone, false},
-		{"kueue without access", []*metav1.APIResourceList{kueueList}, "create", QueueingKueue, "", true},
-		{"kueue not served", []*metav1.APIResourceList{coreList}, "", QueueingKueue, "", true},
-		{"none", nil, "", QueueingNone, QueueingNone, false},
-		{"unknown", nil, "", "volcano", "", true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			client := kubefake.NewClientset()
-			client.Resources = tc.served
-			client.PrependReactor("create", "selfsubjectaccessreviews", func(a core.Action) (bool, runtime.Object, error) {
-				review := a.(core.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
-				attrs := review.Spec.ResourceAttributes
-				review.Status.Allowed = attrs.Verb != tc.denied && attrs.Group == "kueue.x-k8s.io" && attrs.Resource == "workloads"
-				return true, review, nil
-			})
-			got, why, err := ResolveQueueing(context.Background(), client.Discovery(), client.AuthorizationV1().SelfSubjectAccessReviews(), tc.requested)
-			if (err != nil) != tc.wantErr || got != tc.want {
-				t.Fatalf("ResolveQueueing(%s) = %q (%s), %v; want %q, error %v", tc.requested, got, why, err, tc.want, tc.wantErr)
-			}
-			if tc.denied != "" && !tc.wantErr && !strings.Contains(why, tc.denied) {
-				t.Errorf("the reason %q does not name the verb %s", why, tc.denied)
 			}
 		})
 	}

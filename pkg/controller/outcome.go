@@ -37,7 +37,7 @@ func (r *reconciler) planActive() {
 		return
 	}
 	if r.queue != nil {
-		if !r.queue.admitted {
+		if !r.queue.Admitted {
 			r.planQueued()
 			return
 		}

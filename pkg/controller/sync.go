@@ -31,6 +31,7 @@ import (
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/gang"
+	"tensorstack.dev/training/pkg/controller/kueue"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
@@ -129,7 +130,7 @@ type reconciler struct {
 	stale  []*corev1.Pod // pods of an earlier job of the same name
 	gang   *gang.Group   // the group the pods join, when the job asks for one
 	// queue is the job's Workload, for a job queued with Kueue; nil otherwise.
-	queue *queueState
+	queue *kueue.State
 	// queueStopped: a queued job not admitted has no pods left.
 	queueStopped bool
 	// placements are what Kueue's admission asks of each pod set's pods.
@@ -256,14 +257,10 @@ func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
 func (r *reconciler) observe(ctx context.Context) error {
 	r.satisfied = r.c.expectations.SatisfiedExpectations(r.ekey)
 	r.cacheBehind = !r.satisfied
-	if r.c.kueue != nil && queueName(r.job) != "" {
-		// Before the slots: Kueue may have admitted fewer replicas of an
-		// elastic job than it asks for.
-		queue, err := r.readQueue()
-		if err != nil {
-			return err
-		}
-		r.queue = queue
+	// Before the slots: Kueue may have admitted fewer replicas of an
+	// elastic job than it asks for.
+	if err := r.readQueue(); err != nil {
+		return err
 	}
 	r.buildSlots()
 	pods, err := r.claimPods(ctx, r.old.Phase.IsFinished())
@@ -349,24 +346,6 @@ func (r *reconciler) syncOwnedObjects(ctx context.Context) error {
 	r.status.Tensorboard = tb
 	errs = append(errs, err)
 	return errors.Join(errs...)
-}
-
-// actOnQueue keeps the job's Kueue Workload and, before an admitted job's
-// pods are created, reads where the admission places them.
-func (r *reconciler) actOnQueue(ctx context.Context) error {
-	if r.queue == nil {
-		return nil
-	}
-	if err := r.syncQueue(ctx); err != nil {
-		return err
-	}
-	if len(r.creates) > 0 && r.queue.admitted {
-		if err := r.readPlacements(ctx); err != nil {
-			r.creates = nil
-			return err
-		}
-	}
-	return nil
 }
 
 // actOnPods makes the gang's group exist before the pods that join it, then
