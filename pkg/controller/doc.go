@@ -29,6 +29,26 @@ limitations under the License.
 // ranks are handed out, the environment each replica gets, how the training
 // container is started, and when the job has succeeded.
 //
+// Where things are:
+//
+//   - sync.go: the reconcile of one job as observe, plan, act.
+//   - One file per job-level policy, each planning on the status copy:
+//     success.go (the success rule), deadline.go, failurepolicy.go (the
+//     rules' matchers and actions), restarts.go (exits, the restart
+//     policies), backoff.go, finish.go (clean-up and TTL), pause.go,
+//     startorder.go, startblockers.go, elastic.go, gang.go and queue.go
+//     (what the reconcile decides about the gang and the queue).
+//   - statusderive.go and statuswrites.go: the status and how it is
+//     written; pods.go, service.go: claiming and creating what the job owns.
+//   - controller.go and watch.go: the queues, and what the informers feed
+//     them.
+//   - Integrations, each a package behind the few calls the reconcile
+//     makes: owner (which objects are a job's, adoption, owned objects by
+//     name), gang (Workload API and coscheduling backends), kueue (the
+//     Workload), tensorboard; served answers discovery for gang and kueue.
+//     The controller-manager resolves and builds gang and Kueue once and
+//     passes them in Options.
+//
 // Decisions taken where the API contract (the field documentation in
 // pkg/apis/batch/v1beta1, as kubectl explain shows it) is silent:
 //

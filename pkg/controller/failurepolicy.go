@@ -17,6 +17,7 @@ limitations under the License.
 package controller
 
 import (
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -150,4 +151,57 @@ func reasonsMatch(reasons []string, ex *replicaExit) bool {
 		}
 	}
 	return false
+}
+
+// applyRule carries out the action of the failure policy rule that matched.
+func (r *reconciler) applyRule(s *slot, rule *v1beta1.FailurePolicyRule, index int, disrupted bool) (reason, message string) {
+	host, how := s.id.Hostname(), s.exit.how
+	which := fmt.Sprintf("failurePolicy rule %d, action %s", index, rule.Action)
+	switch rule.Action {
+	case v1beta1.FailurePolicyActionFailJob:
+		return ReasonPodFailurePolicy, fmt.Sprintf("replica %s %s (%s)", host, how, which)
+	case v1beta1.FailurePolicyActionIgnore:
+		r.restartReplica(s, disrupted, corev1.EventTypeNormal, "replica %s %s; replacing it without counting it (%s)", host, how, which)
+		return "", ""
+	case v1beta1.FailurePolicyActionRestartJob:
+		return r.restartJob(s, which)
+	default: // RestartReplica
+		return r.countedRestart(s, which)
+	}
+}
+
+// restartJob deletes every pod of the job and creates them all again once
+// the failed replica's backoff has passed; it uses up one restart, however
+// many replicas failed at once.
+func (r *reconciler) restartJob(s *slot, why string) (reason, message string) {
+	host, how := s.id.Hostname(), s.exit.how
+	if !r.restartingJob {
+		limit := backoffLimit(r.spec)
+		if r.status.BackoffCount >= limit {
+			return ReasonBackoffLimitExceeded, fmt.Sprintf("the job has used all %d of its restarts, and replica %s %s", limit, host, how)
+		}
+		r.status.BackoffCount++
+		r.restartingJob = true
+		r.failure = fmt.Sprintf("replica %s %s", host, how)
+		r.event(corev1.EventTypeWarning, ReasonRestartingJob, "replica %s %s; restarting every replica of the job (%s; restart %d of %d)",
+			host, how, why, r.status.BackoffCount, limit)
+	}
+	r.restartReplica(s, false, "", "")
+	at := s.restartAt
+	for _, other := range r.slots {
+		if other == s {
+			continue
+		}
+		if !other.replacing {
+			other.replacing, other.phase = true, v1beta1.ReplicaDeleted
+			r.restarts[other.id.Type]++
+			if other.pod != nil && other.pod.DeletionTimestamp == nil {
+				r.delete(other.pod, "the whole job is being restarted")
+			}
+		}
+		if at != nil && (other.restartAt == nil || other.restartAt.Before(at)) {
+			other.restartAt, other.reason = at, ReasonBackOff
+		}
+	}
+	return "", ""
 }

@@ -181,23 +181,6 @@ func (r *reconciler) handleExit(s *slot, debug bool) (reason, message string) {
 	return "", ""
 }
 
-// applyRule carries out the action of the failure policy rule that matched.
-func (r *reconciler) applyRule(s *slot, rule *v1beta1.FailurePolicyRule, index int, disrupted bool) (reason, message string) {
-	host, how := s.id.Hostname(), s.exit.how
-	which := fmt.Sprintf("failurePolicy rule %d, action %s", index, rule.Action)
-	switch rule.Action {
-	case v1beta1.FailurePolicyActionFailJob:
-		return ReasonPodFailurePolicy, fmt.Sprintf("replica %s %s (%s)", host, how, which)
-	case v1beta1.FailurePolicyActionIgnore:
-		r.restartReplica(s, disrupted, corev1.EventTypeNormal, "replica %s %s; replacing it without counting it (%s)", host, how, which)
-		return "", ""
-	case v1beta1.FailurePolicyActionRestartJob:
-		return r.restartJob(s, which)
-	default: // RestartReplica
-		return r.countedRestart(s, which)
-	}
-}
-
 // countedRestart replaces a failed replica, using up one of the job's
 // restarts, or fails the job when none is left.
 func (r *reconciler) countedRestart(s *slot, why string) (reason, message string) {
@@ -210,42 +193,6 @@ func (r *reconciler) countedRestart(s *slot, why string) (reason, message string
 	r.failure = fmt.Sprintf("replica %s %s", host, how)
 	r.restartReplica(s, false, corev1.EventTypeWarning, "replica %s %s; restarting it (%s; restart %d of %d)",
 		host, how, why, r.status.BackoffCount, limit)
-	return "", ""
-}
-
-// restartJob deletes every pod of the job and creates them all again once
-// the failed replica's backoff has passed; it uses up one restart, however
-// many replicas failed at once.
-func (r *reconciler) restartJob(s *slot, why string) (reason, message string) {
-	host, how := s.id.Hostname(), s.exit.how
-	if !r.restartingJob {
-		limit := backoffLimit(r.spec)
-		if r.status.BackoffCount >= limit {
-			return ReasonBackoffLimitExceeded, fmt.Sprintf("the job has used all %d of its restarts, and replica %s %s", limit, host, how)
-		}
-		r.status.BackoffCount++
-		r.restartingJob = true
-		r.failure = fmt.Sprintf("replica %s %s", host, how)
-		r.event(corev1.EventTypeWarning, ReasonRestartingJob, "replica %s %s; restarting every replica of the job (%s; restart %d of %d)",
-			host, how, why, r.status.BackoffCount, limit)
-	}
-	r.restartReplica(s, false, "", "")
-	at := s.restartAt
-	for _, other := range r.slots {
-		if other == s {
-			continue
-		}
-		if !other.replacing {
-			other.replacing, other.phase = true, v1beta1.ReplicaDeleted
-			r.restarts[other.id.Type]++
-			if other.pod != nil && other.pod.DeletionTimestamp == nil {
-				r.delete(other.pod, "the whole job is being restarted")
-			}
-		}
-		if at != nil && (other.restartAt == nil || other.restartAt.Before(at)) {
-			other.restartAt, other.reason = at, ReasonBackOff
-		}
-	}
 	return "", ""
 }
 
