@@ -17,12 +17,9 @@ limitations under the License.
 package controller
 
 import (
-	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -77,15 +74,6 @@ func (r *reconciler) planFinished() {
 		c.Status == metav1.ConditionTrue && c.Reason == ReasonDeadlineExceeded {
 		stopRunning = true
 	}
-	remove := func(p *corev1.Pod) bool {
-		if p.DeletionTimestamp != nil {
-			return false
-		}
-		if policy == v1beta1.CleanUpPolicyAll {
-			return true
-		}
-		return !isTerminated(p) && (policy == v1beta1.CleanUpPolicyUnfinished || stopRunning)
-	}
 	for _, s := range r.slots {
 		switch {
 		case r.old.Phase.IsFinished() && s.prev != nil && outcomeRecorded(s.prev.Phase):
@@ -106,7 +94,7 @@ func (r *reconciler) planFinished() {
 			continue
 		}
 		stopping := s.pod.DeletionTimestamp != nil
-		if remove(s.pod) {
+		if cleanUpRemoves(policy, stopRunning, s.pod) {
 			r.delete(s.pod, fmt.Sprintf("the job finished (clean-up policy %s)", policy))
 			stopping = true
 		}
@@ -125,35 +113,5 @@ func (r *reconciler) planFinished() {
 		r.setCondition(v1beta1.ConditionRunning, metav1.ConditionFalse, string(st.Phase), "the job finished")
 	}
 
-	if ttl := r.spec.RunPolicy.TTLSecondsAfterFinished; ttl != nil {
-		done := r.now
-		if st.CompletionTime != nil {
-			done = st.CompletionTime.Time
-		}
-		expiry := done.Add(time.Duration(max(*ttl, 0)) * time.Second)
-		if r.now.Before(expiry) {
-			r.requeueAt(expiry)
-		} else {
-			r.deleteJob = true
-		}
-	}
-}
-
-// fillStatus derives tasks, counts and the Running condition from the
-// planned replicas.
-func (r *reconciler) deleteExpiredJob(ctx context.Context) error {
-	uid := r.job.GetUID()
-	policy := metav1.DeletePropagationBackground
-	err := r.kind.delete(ctx, r.key.Namespace, r.key.Name, metav1.DeleteOptions{
-		Preconditions:     &metav1.Preconditions{UID: &uid},
-		PropagationPolicy: &policy,
-	})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("deleting job after its TTL: %w", err)
-	}
-	if err == nil {
-		r.logger.V(2).Info("Deleted job after its TTL")
-		r.c.recorder.Event(r.job, corev1.EventTypeNormal, ReasonTTLExpired, "Deleted the job: ttlSecondsAfterFinished passed")
-	}
-	return nil
+	r.planTTL()
 }
