@@ -88,22 +88,10 @@ func TestTensorBoard(t *testing.T) {
 			if c.Image != "tensorboard:2" || !equalStrings(c.Command, []string{"tensorboard"}) || !equalStrings(c.Args, tc.wantArgs) {
 				t.Errorf("container image %s command %v args %v, want args %v", c.Image, c.Command, c.Args, tc.wantArgs)
 			}
-			var claims, mounts []string
-			for _, v := range pod.Spec.Volumes {
-				if v.PersistentVolumeClaim == nil || !v.PersistentVolumeClaim.ReadOnly {
-					t.Errorf("volume %s is not a read-only PVC", v.Name)
-					continue
-				}
-				claims = append(claims, v.PersistentVolumeClaim.ClaimName)
-			}
-			for _, m := range c.VolumeMounts {
-				if !m.ReadOnly {
-					t.Errorf("mount %s is writable", m.MountPath)
-				}
-				mounts = append(mounts, m.MountPath)
-			}
-			if !equalStrings(claims, tc.wantClaims) || !equalStrings(mounts, tc.wantMounts) {
-				t.Errorf("claims %v mounts %v, want %v %v", claims, mounts, tc.wantClaims, tc.wantMounts)
+			// The volumes and mounts are the tensorboard package's
+			// (TestDeployment); here, that the reconcile runs what it builds.
+			if len(pod.Spec.Volumes) != len(tc.wantClaims) || len(c.VolumeMounts) != len(tc.wantMounts) {
+				t.Errorf("%d volumes and %d mounts, want %d and %d", len(pod.Spec.Volumes), len(c.VolumeMounts), len(tc.wantClaims), len(tc.wantMounts))
 			}
 			svc, err := f.kubeClient.CoreV1().Services("ns").Get(context.Background(), "j-tensorboard", metav1.GetOptions{})
 			if err != nil {
