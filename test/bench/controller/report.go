@@ -76,61 +76,51 @@ func (r *Result) perJob(v float64) float64 {
 	return v / float64(r.Jobs)
 }
 
-func writeReport(w io.Writer, results []*Result, peerNote string) {
-	first := results[0]
-	fmt.Fprintf(w, "\n## bench-controller: %d jobs × %d pods (chief 1 + ps 1 + worker 3), pods exit 0 after %s\n\n",
-		first.Jobs, first.PodsPerJob, first.RunFor)
-	fmt.Fprintf(w, "Jobs created at concurrency %d; times are seconds from the first create. Machine: %d CPUs.\n",
-		first.Concurrency, runtime.NumCPU())
-	for _, r := range results {
-		fmt.Fprintf(w, "- %s: %s\n", r.Title, orNone(r.ControllerFlags))
-	}
-	fmt.Fprintln(w)
+// metric is one row of the report.
+type metric struct {
+	name string
+	// value returns the number and its text; ok false means n/a.
+	value func(r *Result) (float64, string, bool)
+}
 
-	t := benchkit.Table{Header: []string{"metric"}}
-	for _, r := range results {
-		t.Header = append(t.Header, r.Title)
+func secs(f func(r *Result) float64) func(r *Result) (float64, string, bool) {
+	return func(r *Result) (float64, string, bool) { v := f(r); return v, fmt.Sprintf("%.1f", v), true }
+}
+
+func perJobMetric(f func(r *Result) float64) func(r *Result) (float64, string, bool) {
+	return func(r *Result) (float64, string, bool) {
+		v := r.perJob(f(r))
+		return v, fmt.Sprintf("%.2f", v), true
 	}
-	if len(results) == 2 {
-		t.Header = append(t.Header, "ours / peer")
-	}
-	type metric struct {
-		name string
-		// value returns the number and its text; ok false means n/a.
-		value func(r *Result) (float64, string, bool)
-	}
-	secs := func(f func(r *Result) float64) func(r *Result) (float64, string, bool) {
-		return func(r *Result) (float64, string, bool) { v := f(r); return v, fmt.Sprintf("%.1f", v), true }
-	}
-	perJob := func(f func(r *Result) float64) func(r *Result) (float64, string, bool) {
-		return func(r *Result) (float64, string, bool) {
-			v := r.perJob(f(r))
-			return v, fmt.Sprintf("%.2f", v), true
+}
+
+func cpuMetric(name string) func(r *Result) (float64, string, bool) {
+	return func(r *Result) (float64, string, bool) {
+		u, ok := r.usage(name)
+		if !ok {
+			return 0, "n/a", false
 		}
+		return u.CPUSeconds, fmt.Sprintf("%.1f", u.CPUSeconds), true
 	}
-	cpu := func(name string) func(r *Result) (float64, string, bool) {
-		return func(r *Result) (float64, string, bool) {
-			u, ok := r.usage(name)
-			if !ok {
-				return 0, "n/a", false
-			}
-			return u.CPUSeconds, fmt.Sprintf("%.1f", u.CPUSeconds), true
+}
+
+func rssMetric(name string) func(r *Result) (float64, string, bool) {
+	return func(r *Result) (float64, string, bool) {
+		u, ok := r.usage(name)
+		if !ok {
+			return 0, "n/a", false
 		}
-	}
-	rss := func(name string) func(r *Result) (float64, string, bool) {
-		return func(r *Result) (float64, string, bool) {
-			u, ok := r.usage(name)
-			if !ok {
-				return 0, "n/a", false
-			}
-			s := benchkit.MiB(u.PeakRSSBytes)
-			if u.PeakSince != "run" {
-				s += " (since start)"
-			}
-			return float64(u.PeakRSSBytes), s, true
+		s := benchkit.MiB(u.PeakRSSBytes)
+		if u.PeakSince != "run" {
+			s += " (since start)"
 		}
+		return float64(u.PeakRSSBytes), s, true
 	}
-	metrics := []metric{
+}
+
+// reportMetrics are the rows of the report, in order.
+func reportMetrics() []metric {
+	return []metric{
 		{"jobs created (s)", secs(func(r *Result) float64 { return r.CreateSeconds })},
 		{"all pods exist (s)", func(r *Result) (float64, string, bool) {
 			return r.PodsExistSeconds, fmt.Sprintf("%.1f (%d pods)", r.PodsExistSeconds, r.PodsSeen), true
@@ -149,13 +139,13 @@ func writeReport(w io.Writer, results []*Result, peerNote string) {
 			return r.DoneLagP99Seconds, fmt.Sprintf("%.2f / %.2f / %.2f", r.DoneLagP50Seconds, r.DoneLagP99Seconds,
 				r.DoneLagMaxSeconds), true
 		}},
-		{"controller CPU (s)", cpu("controller")},
-		{"controller peak RSS (MiB)", rss("controller")},
-		{"training-apiserver CPU (s)", cpu("training-apiserver")},
-		{"training-apiserver peak RSS (MiB)", rss("training-apiserver")},
-		{"kube-apiserver CPU (s)", cpu("kube-apiserver")},
-		{"kube-apiserver peak RSS (MiB)", rss("kube-apiserver")},
-		{"etcd CPU (s)", cpu("etcd")},
+		{"controller CPU (s)", cpuMetric("controller")},
+		{"controller peak RSS (MiB)", rssMetric("controller")},
+		{"training-apiserver CPU (s)", cpuMetric("training-apiserver")},
+		{"training-apiserver peak RSS (MiB)", rssMetric("training-apiserver")},
+		{"kube-apiserver CPU (s)", cpuMetric("kube-apiserver")},
+		{"kube-apiserver peak RSS (MiB)", rssMetric("kube-apiserver")},
+		{"etcd CPU (s)", cpuMetric("etcd")},
 		{"CPU total of the above (s)", func(r *Result) (float64, string, bool) {
 			var total float64
 			for _, u := range r.Usage {
@@ -163,16 +153,28 @@ func writeReport(w io.Writer, results []*Result, peerNote string) {
 			}
 			return total, fmt.Sprintf("%.1f", total), true
 		}},
-		{"status writes per job", perJob(func(r *Result) float64 { return r.StatusWrites })},
-		{"status conflicts (409) per job", perJob(func(r *Result) float64 { return r.StatusConflicts })},
-		{"other writes to the job per job", perJob(func(r *Result) float64 { return r.JobWrites })},
-		{"pods created per job", perJob(func(r *Result) float64 { return float64(r.PodsCreated) })},
-		{"pods deleted per job (during the run)", perJob(func(r *Result) float64 { return float64(r.PodsDeleted) })},
-		{"services per job", perJob(func(r *Result) float64 { return float64(r.Services) })},
-		{"configmaps per job", perJob(func(r *Result) float64 { return float64(r.ConfigMaps) })},
-		{"events per job", perJob(func(r *Result) float64 { return float64(r.Events) })},
+		{"status writes per job", perJobMetric(func(r *Result) float64 { return r.StatusWrites })},
+		{"status conflicts (409) per job", perJobMetric(func(r *Result) float64 { return r.StatusConflicts })},
+		{"other writes to the job per job", perJobMetric(func(r *Result) float64 { return r.JobWrites })},
+		{"pods created per job", perJobMetric(func(r *Result) float64 { return float64(r.PodsCreated) })},
+		{"pods deleted per job (during the run)", perJobMetric(func(r *Result) float64 { return float64(r.PodsDeleted) })},
+		{"services per job", perJobMetric(func(r *Result) float64 { return float64(r.Services) })},
+		{"configmaps per job", perJobMetric(func(r *Result) float64 { return float64(r.ConfigMaps) })},
+		{"events per job", perJobMetric(func(r *Result) float64 { return float64(r.Events) })},
 	}
-	for _, m := range metrics {
+}
+
+// metricTable is the report's table: a column per result and, for two, their
+// ratio.
+func metricTable(results []*Result) benchkit.Table {
+	t := benchkit.Table{Header: []string{"metric"}}
+	for _, r := range results {
+		t.Header = append(t.Header, r.Title)
+	}
+	if len(results) == 2 {
+		t.Header = append(t.Header, "ours / peer")
+	}
+	for _, m := range reportMetrics() {
 		row := []string{m.name}
 		var vals []float64
 		var oks []bool
@@ -190,6 +192,21 @@ func writeReport(w io.Writer, results []*Result, peerNote string) {
 		}
 		t.Add(row...)
 	}
+	return t
+}
+
+func writeReport(w io.Writer, results []*Result, peerNote string) {
+	first := results[0]
+	fmt.Fprintf(w, "\n## bench-controller: %d jobs × %d pods (chief 1 + ps 1 + worker 3), pods exit 0 after %s\n\n",
+		first.Jobs, first.PodsPerJob, first.RunFor)
+	fmt.Fprintf(w, "Jobs created at concurrency %d; times are seconds from the first create. Machine: %d CPUs.\n",
+		first.Concurrency, runtime.NumCPU())
+	for _, r := range results {
+		fmt.Fprintf(w, "- %s: %s\n", r.Title, orNone(r.ControllerFlags))
+	}
+	fmt.Fprintln(w)
+
+	t := metricTable(results)
 	_ = t.Write(w)
 	fmt.Fprintln(w)
 	for _, r := range results {
