@@ -41,6 +41,8 @@
 #   LOCAL_TIMEOUT=120         seconds to wait for each component
 #   LOCAL_APISERVER_EXTRA_ARGS, LOCAL_TRAINING_APISERVER_EXTRA_ARGS,
 #   LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS   extra flags (space separated)
+#   LOCAL_TRAINING_APISERVER_ENV  the training-apiserver's extra environment,
+#                             NAME=VALUE words, e.g. "GOGC=100 GOMEMLIMIT=512MiB"
 set -euo pipefail
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -147,10 +147,12 @@ func TestGCTunerKeepsTheOperatorsGOGC(t *testing.T) {
 	}
 }
 
-// The tests below use the runtime itself. runtime.GC returns once the
-// collection is complete, swept included, and with automatic collections
-// off (noAutoGC) no other collection runs meanwhile: none of them waits for
-// the collector or reads a clock.
+// The tests below use the runtime itself, without a clock: runtime.GC
+// returns once its collection is complete, swept included (so finalizers it
+// found are queued and weak pointers it cleared read nil), and with
+// automatic collections off (noAutoGC) no other collection runs meanwhile.
+// A test blocks only on a finalizer that a collection it made has queued,
+// which the runtime runs; it never waits for a collection to happen.
 
 // noAutoGC turns automatic collections off until the test ends.
 func noAutoGC(t *testing.T) {
@@ -227,8 +229,8 @@ func TestOnEachGCRunsAfterCollectionsUntilFalse(t *testing.T) {
 	noAutoGC(t)
 	var keep atomic.Bool
 	keep.Store(true)
-	// Each call sends what it returned. The test makes fewer than ten
-	// collections, so the buffer never fills.
+	// Each call sends what it returned. The test makes eight collections,
+	// so the buffer never fills.
 	calls := make(chan bool, 64)
 	token := onEachGCHolding(func() bool {
 		k := keep.Load()

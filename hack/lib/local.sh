@@ -35,7 +35,7 @@ LOCAL_SETTINGS=(
   LOCAL_NODE_MEMORY LOCAL_NODE_PODS LOCAL_NODE_GPUS LOCAL_SKIP_TRAINING LOCAL_GANG_WORKLOAD
   LOCAL_SCHEDULER_PLUGINS LOCAL_KUEUE LOCAL_KUEUE_WEBHOOK_PORT LOCAL_KUEUE_METRICS_PORT
   LOCAL_KUEUE_HEALTH_PORT LOCAL_KUEUE_GPU_QUOTA LOCAL_TIMEOUT
-  LOCAL_APISERVER_EXTRA_ARGS LOCAL_TRAINING_APISERVER_EXTRA_ARGS
+  LOCAL_APISERVER_EXTRA_ARGS LOCAL_TRAINING_APISERVER_EXTRA_ARGS LOCAL_TRAINING_APISERVER_ENV
   LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS LOCAL_REAL_NODE LOCAL_REAL_NODE_RUNNING
 )
 : "${LOCAL_ETCD_PORT:=23790}"
@@ -77,6 +77,10 @@ LOCAL_SETTINGS=(
 : "${LOCAL_TIMEOUT:=120}"
 : "${LOCAL_APISERVER_EXTRA_ARGS:=}"
 : "${LOCAL_TRAINING_APISERVER_EXTRA_ARGS:=}"
+# Environment of the training-apiserver alone, NAME=VALUE words separated by
+# spaces, e.g. "GOGC=100 GOMEMLIMIT=512MiB" (docs/benchmarks.md, the GC tuner).
+# The other components do not get it.
+: "${LOCAL_TRAINING_APISERVER_ENV:=}"
 : "${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS:=}"
 
 # Whether this stack runs the real node: set by hack/local-up.sh, from
@@ -504,15 +508,22 @@ start_component() {
   bin="$(component_binary "${name}")"
   [[ -x "${bin}" ]] || die "${bin#"${REPO_ROOT}/"} not found; build it first (make test-binaries / make build)"
   component_args "${name}"
+  # env(1) execs the binary in the same process: the pid stays the component's.
+  local envs=()
+  if [[ "${name}" == training-apiserver && -n "${LOCAL_TRAINING_APISERVER_ENV// /}" ]]; then
+    # Word splitting of the NAME=VALUE words is intended.
+    # shellcheck disable=SC2206
+    envs=(env ${LOCAL_TRAINING_APISERVER_ENV})
+  fi
   log="${LOCAL_LOG_DIR}/${name}.log"
   mkdir -p "${LOCAL_LOG_DIR}" "${LOCAL_PID_DIR}"
   {
     printf '==== %s starting %s\n' "$(date '+%Y-%m-%dT%H:%M:%S')" "${name}"
-    printf '%q ' "${bin}" "${ARGS[@]}"
+    printf '%q ' "${envs[@]:1}" "${bin}" "${ARGS[@]}"
     printf '\n'
   } >>"${log}"
   # fd 3 may hold the caller's saved stderr (local-up.sh): not for the component.
-  setsid "${bin}" "${ARGS[@]}" </dev/null >>"${log}" 2>&1 3>&- &
+  setsid "${envs[@]}" "${bin}" "${ARGS[@]}" </dev/null >>"${log}" 2>&1 3>&- &
   pid=$!
   echo "${pid}" >"$(pid_file "${name}")"
   log "started ${name} (pid ${pid}, log ${log#"${REPO_ROOT}/"})"

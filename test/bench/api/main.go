@@ -108,7 +108,7 @@ func run() error {
 	if !o.memoryOnly {
 		for _, t := range targets {
 			benchkit.Logf("%s: %d jobs, concurrency %d", t.title, o.jobs, o.concurrency)
-			r, err := measure(ctx, t, o)
+			r, err := measure(ctx, t, stack, o)
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.title, err)
 			}
@@ -373,9 +373,18 @@ type result struct {
 
 	deleteWall time.Duration
 	deleteLat  []time.Duration
+
+	// createCPU is the CPU time the server that stores the jobs spent
+	// while the creates ran (kube-apiserver for the CRD, the
+	// training-apiserver for ours): user plus system, in seconds.
+	createCPU float64
 }
 
-func measure(ctx context.Context, t *target, o options) (*result, error) {
+func measure(ctx context.Context, t *target, stack *benchkit.Stack, o options) (*result, error) {
+	pid, err := stack.Pid(memoryServer(t))
+	if err != nil {
+		return nil, err
+	}
 	if err := freshNamespace(ctx, t.kube, t.namespace); err != nil {
 		return nil, err
 	}
@@ -397,13 +406,21 @@ func measure(ctx context.Context, t *target, o options) (*result, error) {
 
 	r := &result{}
 	name := func(i int) string { return fmt.Sprintf("job-%05d", i) }
-	var err error
+	cpuBefore, err := benchkit.CPUSeconds(pid)
+	if err != nil {
+		return nil, err
+	}
 	r.createWall, r.createLat, err = benchkit.Parallel(ctx, o.jobs, o.concurrency, func(ctx context.Context, i int) error {
 		return t.create(ctx, name(i))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creates: %w", err)
 	}
+	cpuAfter, err := benchkit.CPUSeconds(pid)
+	if err != nil {
+		return nil, err
+	}
+	r.createCPU = cpuAfter - cpuBefore
 	r.createCT, _ = t.createSeen.get()
 	benchkit.Logf("  created %d in %s", o.jobs, r.createWall.Round(time.Millisecond))
 	if err := waitCount(ctx, t, o.jobs); err != nil {
@@ -545,6 +562,14 @@ func shortType(ct string) string {
 	return ct
 }
 
+// cpuPerCreate is CPU seconds spent over n creates, in milliseconds each.
+func cpuPerCreate(seconds float64, n int) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return seconds * 1000 / float64(n)
+}
+
 func perSecond(n int, d time.Duration) float64 {
 	if d <= 0 {
 		return 0
@@ -597,6 +622,10 @@ func report(w io.Writer, o options, targets []*target, results map[string]*resul
 		}},
 		{"create p50 (ms)", func(r *result, _ *target) (float64, string) { return ms(benchkit.Percentile(r.createLat, 50)) }},
 		{"create p99 (ms)", func(r *result, _ *target) (float64, string) { return ms(benchkit.Percentile(r.createLat, 99)) }},
+		{"storing server's CPU per create (ms)", func(r *result, tg *target) (float64, string) {
+			v := cpuPerCreate(r.createCPU, len(r.createLat))
+			return v, fmt.Sprintf("%.2f (%s)", v, memoryServer(tg))
+		}},
 		{"LIST raw JSON (ms)", func(r *result, _ *target) (float64, string) { return ms(benchkit.Median(r.rawJSON)) }},
 		{"LIST raw JSON size", func(r *result, _ *target) (float64, string) { return size(r.rawJSONBytes) }},
 		{"LIST raw, protobuf asked (ms)", func(r *result, _ *target) (float64, string) {

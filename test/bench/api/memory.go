@@ -34,6 +34,8 @@ type memoryResult struct {
 	// settle after the last one (heldAnon the anonymous part of it), peak
 	// its high-water mark in between.
 	before, held, heldAnon, peak int64
+	// createCPU is the server's CPU time while the creates ran, seconds.
+	createCPU float64
 }
 
 // memoryServer names the process that stores a target's jobs.
@@ -87,6 +89,11 @@ func measureMemory(ctx context.Context, t *target, stack *benchkit.Stack, o opti
 		return nil, err
 	}
 	name := func(i int) string { return fmt.Sprintf("mem-%05d", i) }
+	cpuBefore, err := benchkit.CPUSeconds(pid)
+	if err != nil {
+		sampler.Stop()
+		return nil, err
+	}
 	wall, _, err := benchkit.Parallel(ctx, o.memoryJobs, o.concurrency, func(ctx context.Context, i int) error {
 		return mt.create(ctx, name(i))
 	})
@@ -94,6 +101,12 @@ func measureMemory(ctx context.Context, t *target, stack *benchkit.Stack, o opti
 		sampler.Stop()
 		return nil, fmt.Errorf("creates: %w", err)
 	}
+	cpuAfter, err := benchkit.CPUSeconds(pid)
+	if err != nil {
+		sampler.Stop()
+		return nil, err
+	}
+	r.createCPU = cpuAfter - cpuBefore
 	benchkit.Logf("  created %d in %s; letting %s settle for %s", o.memoryJobs, wall.Round(time.Millisecond), r.server, o.memorySettle)
 	select {
 	case <-ctx.Done():
@@ -159,6 +172,10 @@ func reportMemory(w io.Writer, o options, targets []*target, results map[string]
 		{"of which anonymous: heap, stacks (MiB)", func(r *memoryResult) (float64, string) { return mib(r.heldAnon) }},
 		{"growth (MiB)", func(r *memoryResult) (float64, string) { return mib(r.held - r.before) }},
 		{"peak RSS during the creates (MiB)", func(r *memoryResult) (float64, string) { return mib(r.peak) }},
+		{"CPU per create while filling (ms)", func(r *memoryResult) (float64, string) {
+			v := cpuPerCreate(r.createCPU, r.jobs)
+			return v, fmt.Sprintf("%.2f", v)
+		}},
 	}
 	for _, row := range rows {
 		cells := []string{row.name}
