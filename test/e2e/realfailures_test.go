@@ -138,6 +138,10 @@ func TestRealNodeOOMKilled(t *testing.T) {
 // TestRealNodeTracebackOutlivesThePod: a Python program that dies with a
 // traceback; with FallbackToLogsOnError the traceback's last line is in the
 // job's status and in kubectl training status, also once the pod is gone.
+// The program flushes what it printed before it fails: Python buffers
+// stdout when it is not a terminal and writes the buffer at exit, after the
+// traceback on stderr, and the runtime's log then orders the two streams by
+// which pipe it read first.
 func TestRealNodeTracebackOutlivesThePod(t *testing.T) {
 	f := onRealNode(t, "real-traceback")
 	applyManifest(f, `
@@ -162,7 +166,7 @@ spec:
           - |
             def step(n):
                 raise ValueError("loss is NaN at step %d" % n)
-            print("training")
+            print("training", flush=True)
             step(7)
           terminationMessagePolicy: FallbackToLogsOnError
           resources:
