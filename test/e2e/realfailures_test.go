@@ -138,10 +138,9 @@ func TestRealNodeOOMKilled(t *testing.T) {
 // TestRealNodeTracebackOutlivesThePod: a Python program that dies with a
 // traceback; with FallbackToLogsOnError the traceback's last line is in the
 // job's status and in kubectl training status, also once the pod is gone.
-// The program flushes what it printed before it fails: Python buffers
-// stdout when it is not a terminal and writes the buffer at exit, after the
-// traceback on stderr, and the runtime's log then orders the two streams by
-// which pipe it read first.
+// The program prints to stderr, as the traceback goes: the container
+// runtime copies stdout and stderr from two pipes, so lines written to the
+// two within a millisecond may reach the log in either order.
 func TestRealNodeTracebackOutlivesThePod(t *testing.T) {
 	f := onRealNode(t, "real-traceback")
 	applyManifest(f, `
@@ -164,9 +163,10 @@ spec:
           - python3
           - -c
           - |
+            import sys
             def step(n):
                 raise ValueError("loss is NaN at step %d" % n)
-            print("training", flush=True)
+            print("training", file=sys.stderr, flush=True)
             step(7)
           terminationMessagePolicy: FallbackToLogsOnError
           resources:
