@@ -27,6 +27,6 @@ import (
 // reported and left alone.
 func (r *reconciler) ensureService(ctx context.Context) error {
 	_, err := owner.Ensure(ctx, r.asOwner(), owner.Services(r.c.kubeClient, r.c.serviceIndexer, r.key.Namespace,
-		"the replicas may not find each other"), r.builder().Service())
+		"replicas may not find each other"), r.builder().Service())
 	return err
 }

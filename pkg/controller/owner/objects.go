@@ -19,6 +19,7 @@ package owner
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -40,8 +41,12 @@ type Kind[T metav1.Object] struct {
 	TakenMeans string
 	Indexer    cache.Indexer
 	Create     func(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
-	Get        func(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
-	Patch      func(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions,
+	// Get and Patch may be nil for a kind the controller may not get or
+	// patch (its role): such an object is only created, a name taken by an
+	// object the cache does not show yet waits for the cache, and an orphan
+	// is reported as taken rather than adopted.
+	Get   func(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Patch func(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions,
 		subresources ...string) (T, error)
 }
 
@@ -75,8 +80,11 @@ func Ensure[T metav1.Object](ctx context.Context, j *Job, k Kind[T], desired T) 
 		j.Logger.V(2).Info("Created "+k.Name, k.Name, klog.KObj(created))
 		j.Normalf(ReasonSuccessfulCreate, "Created %s %s", k.Name, name)
 		return Result[T]{Obj: created, Created: true}, nil
+	case apierrors.IsAlreadyExists(err) && k.Get == nil:
+		// Either the cache is behind, or the name is someone else's; the
+		// cache tells on a later reconcile.
+		return none, nil
 	case apierrors.IsAlreadyExists(err):
-		// Either the cache is behind, or the name is someone else's.
 		existing, err := k.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return none, fmt.Errorf("looking at %s %s: %w", k.Name, name, err)
@@ -98,9 +106,9 @@ func claim[T metav1.Object](ctx context.Context, j *Job, k Kind[T], obj T) (Resu
 	if j.Controls(obj) {
 		return Result[T]{Obj: obj}, nil
 	}
-	if !j.Adoptable(obj) {
+	if !j.Adoptable(obj) || k.Patch == nil {
 		j.Warningf(ReasonNameConflict,
-			"The %s %s exists and is not controlled by the job; %s", k.Name, obj.GetName(), k.TakenMeans)
+			"%s %s exists and is not controlled by the job; %s", capitalized(k.Name), obj.GetName(), k.TakenMeans)
 		return Result[T]{Taken: true}, nil
 	}
 	patch, err := j.AdoptionPatch(obj)
@@ -148,10 +156,12 @@ func Services(client kubernetes.Interface, indexer cache.Indexer, namespace, tak
 }
 
 // Deployments are the Deployments of a namespace, cached in indexer, as a
-// kind a job owns.
+// kind a job owns. The controller's role may create, update and delete
+// Deployments but not get or patch them (artifacts/deploy), so they are not
+// adopted.
 func Deployments(client kubernetes.Interface, indexer cache.Indexer, namespace, takenMeans string) Kind[*appsv1.Deployment] {
 	c := client.AppsV1().Deployments(namespace)
-	return Kind[*appsv1.Deployment]{Name: "deployment", TakenMeans: takenMeans, Indexer: indexer, Create: c.Create, Get: c.Get, Patch: c.Patch}
+	return Kind[*appsv1.Deployment]{Name: "deployment", TakenMeans: takenMeans, Indexer: indexer, Create: c.Create}
 }
 
 // Cached returns an object of a cache by namespace and name, or the zero
@@ -164,4 +174,12 @@ func Cached[T any](indexer cache.Indexer, namespace, name string) (T, error) {
 	}
 	t, _ := obj.(T)
 	return t, nil
+}
+
+// capitalized starts a sentence with a kind's name ("Service").
+func capitalized(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

@@ -118,6 +118,39 @@ func TestEnsure(t *testing.T) {
 			if want := tc.wantEvent; (want == "") != (event == "") || (want != "" && !strings.Contains(event, want)) {
 				t.Errorf("event %q, want reason %q", event, want)
 			}
+			// The words people and tools read: the conflict names the kind
+			// as a sentence starts it, and what it costs the job.
+			if tc.wantTaken && !strings.Contains(event, "Service j exists and is not controlled by the job; replicas may not find each other") {
+				t.Errorf("event %q does not say which Service is taken and what it costs", event)
+			}
 		})
+	}
+}
+
+// TestEnsureWithoutGetOrPatch: a kind the controller may only create is
+// never read or patched: an orphan is reported as taken, and a name held by
+// an object the cache does not show yet waits for the cache.
+func TestEnsureWithoutGetOrPatch(t *testing.T) {
+	job := newJob(record.NewFakeRecorder(10))
+	for _, cached := range []bool{true, false} {
+		orphan := service("j", job.Labels())
+		indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+		if cached {
+			if err := indexer.Add(orphan); err != nil {
+				t.Fatal(err)
+			}
+		}
+		client := fake.NewClientset(orphan)
+		kind := Services(client, indexer, "ns", "replicas may not find each other")
+		kind.Get, kind.Patch = nil, nil
+		got, err := Ensure(context.Background(), job, kind, service("j", job.Labels(), job.ControllerRef()))
+		if err != nil || got.Obj != nil || got.Created || got.Taken != cached {
+			t.Errorf("cached %v: %+v, %v; want taken only when cached, no error", cached, got, err)
+		}
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "get" || a.GetVerb() == "patch" {
+				t.Errorf("cached %v: %s %s", cached, a.GetVerb(), a.GetResource().Resource)
+			}
+		}
 	}
 }
