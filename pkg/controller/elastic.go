@@ -86,7 +86,7 @@ func (r *reconciler) fillElasticStatus() {
 		}
 	}
 	st.Replicas = &current
-	st.Selector = labels.SelectorFromSet(r.asOwner().Labels()).String()
+	st.Selector = labels.SelectorFromSet(r.jobOwner.Labels()).String()
 
 	var before int32
 	for _, t := range r.old.Tasks {

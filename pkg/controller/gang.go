@@ -23,7 +23,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
@@ -46,16 +45,10 @@ func (c *Controller) setUpGang(logger klog.Logger, opts Options) error {
 	if c.gang == nil {
 		return nil
 	}
-	dependents := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.enqueueOwner(logger, obj) },
-		UpdateFunc: func(_, cur any) { c.enqueueOwner(logger, cur) },
-		DeleteFunc: func(obj any) { c.enqueueOwner(logger, obj) },
-	}
 	for _, inf := range c.gang.Informers() {
-		if _, err := inf.AddEventHandler(dependents); err != nil {
-			return fmt.Errorf("watching the %s objects: %w", c.gang, err)
+		if err := c.watchOwned(logger, "the "+c.gang.String()+" objects", inf); err != nil {
+			return err
 		}
-		c.synced = append(c.synced, inf.HasSynced)
 	}
 	return nil
 }
@@ -170,15 +163,15 @@ func (r *reconciler) syncGang(ctx context.Context) (bool, error) {
 	}
 	if r.status.Phase.IsFinished() {
 		if policy := cleanUpPolicy(r.spec); policy != v1beta1.CleanUpPolicyNone {
-			return false, backend.Remove(ctx, r.asOwner(), fmt.Sprintf("the job finished (clean-up policy %s)", policy))
+			return false, backend.Remove(ctx, r.jobOwner, fmt.Sprintf("the job finished (clean-up policy %s)", policy))
 		}
 		return false, nil
 	}
 	if podbuilder.T9kScheduler(r.spec) == nil {
-		return true, backend.Remove(ctx, r.asOwner(), "the job no longer asks for gang scheduling")
+		return true, backend.Remove(ctx, r.jobOwner, "the job no longer asks for gang scheduling")
 	}
 	if r.gang == nil {
 		return true, nil
 	}
-	return backend.Ensure(ctx, r.asOwner(), r.gang)
+	return backend.Ensure(ctx, r.jobOwner, r.gang)
 }

@@ -33,12 +33,6 @@ import (
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
-// asOwner is the job as the owner of objects, reporting to the
-// controller's recorder.
-func (r *reconciler) asOwner() *owner.Job {
-	return &owner.Job{Object: r.job, Kind: r.kind.Kind(), Recorder: r.c.recorder, Logger: r.logger}
-}
-
 // claimPods returns the job's pods: those it controls, plus orphans with its
 // labels and a replica's name, which it adopts. Pods controlled by anything
 // else are left alone.
@@ -54,9 +48,9 @@ func (r *reconciler) claimPods(ctx context.Context, finished bool) ([]*corev1.Po
 			continue
 		}
 		switch {
-		case r.asOwner().Controls(p):
+		case r.jobOwner.Controls(p):
 			owned = append(owned, p)
-		case !finished && r.asOwner().Adoptable(p) && r.byName[p.Name] != nil:
+		case !finished && r.jobOwner.Adoptable(p) && r.byName[p.Name] != nil:
 			orphans = append(orphans, p)
 		case hasOutcomeFinalizer(p) && r.staleOwner(p):
 			r.stale = append(r.stale, p)
@@ -78,7 +72,7 @@ func (r *reconciler) claimPods(ctx context.Context, finished bool) ([]*corev1.Po
 		return owned, nil
 	}
 	for _, p := range orphans {
-		patch, err := r.asOwner().AdoptionPatch(p)
+		patch, err := r.jobOwner.AdoptionPatch(p)
 		if err != nil {
 			return nil, err
 		}
@@ -185,8 +179,9 @@ func (r *reconciler) createPods(ctx context.Context) (refused, err error) {
 		names[i] = s.name
 	}
 	r.c.expectations.ExpectCreations(r.ekey, names...)
+	// One builder for every batch: it computes the environment the
+	// replicas share once.
 	b := r.builder()
-	b.Env() // computed once, before the batches share it
 
 	var errs []error
 	rest := r.creates
@@ -273,7 +268,7 @@ func (r *reconciler) nameTaken(ctx context.Context, name string) error {
 		}
 		return fmt.Errorf("looking at pod %s that holds a replica's name: %w", name, err)
 	}
-	if r.asOwner().Controls(pod) {
+	if r.jobOwner.Controls(pod) {
 		return nil
 	}
 	r.c.recorder.Eventf(r.job, corev1.EventTypeWarning, owner.ReasonNameConflict,

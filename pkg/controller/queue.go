@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
@@ -42,15 +41,7 @@ func (c *Controller) setUpQueueing(logger klog.Logger, opts Options) error {
 	if c.kueue == nil {
 		return nil
 	}
-	if _, err := c.kueue.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.enqueueOwner(logger, obj) },
-		UpdateFunc: func(_, cur any) { c.enqueueOwner(logger, cur) },
-		DeleteFunc: func(obj any) { c.enqueueOwner(logger, obj) },
-	}); err != nil {
-		return fmt.Errorf("watching Kueue Workloads: %w", err)
-	}
-	c.synced = append(c.synced, c.kueue.Informer().HasSynced)
-	return nil
+	return c.watchOwned(logger, "Kueue Workloads", c.kueue.Informer())
 }
 
 // readQueue reads the Workload of a job that names a queue, when the
@@ -59,7 +50,7 @@ func (r *reconciler) readQueue() error {
 	if r.c.kueue == nil || kueue.QueueName(r.job) == "" {
 		return nil
 	}
-	queue, err := r.c.kueue.Read(r.asOwner())
+	queue, err := r.c.kueue.Read(r.jobOwner)
 	if err != nil {
 		return err
 	}
@@ -149,7 +140,7 @@ func (r *reconciler) actOnQueue(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := r.c.kueue.Sync(ctx, r.asOwner(), r.queue, want); err != nil {
+	if err := r.c.kueue.Sync(ctx, r.jobOwner, r.queue, want); err != nil {
 		return err
 	}
 	if len(r.creates) > 0 && r.queue.Admitted {

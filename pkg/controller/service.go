@@ -26,7 +26,7 @@ import (
 // the job's labels. A Service of that name that belongs to something else is
 // reported and left alone.
 func (r *reconciler) ensureService(ctx context.Context) error {
-	_, err := owner.Ensure(ctx, r.asOwner(), owner.Services(r.c.kubeClient, r.c.serviceIndexer, r.key.Namespace,
+	_, err := owner.Ensure(ctx, r.jobOwner, owner.Services(r.c.kubeClient, r.c.serviceIndexer, r.key.Namespace,
 		"replicas may not find each other"), r.builder().Service())
 	return err
 }

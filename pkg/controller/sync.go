@@ -32,6 +32,7 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/gang"
 	"tensorstack.dev/training/pkg/controller/kueue"
+	"tensorstack.dev/training/pkg/controller/owner"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
@@ -118,11 +119,14 @@ type reconciler struct {
 	logger klog.Logger
 	now    time.Time
 
-	job    v1beta1.TrainingJob
-	spec   *v1beta1.TrainingJobSpec
-	status *v1beta1.TrainingJobStatus // the copy's status, edited by the plan
-	old    *v1beta1.TrainingJobStatus // the status as read
-	topo   *podbuilder.Topology
+	job v1beta1.TrainingJob
+	// jobOwner is the job as the owner of objects, reporting to the
+	// controller's recorder; it follows job.
+	jobOwner *owner.Job
+	spec     *v1beta1.TrainingJobSpec
+	status   *v1beta1.TrainingJobStatus // the copy's status, edited by the plan
+	old      *v1beta1.TrainingJobStatus // the status as read
+	topo     *podbuilder.Topology
 
 	slots  []*slot
 	byName map[string]*slot
@@ -202,6 +206,7 @@ func (r *reconciler) setJob(job v1beta1.TrainingJob) {
 	r.spec = job.CommonSpec()
 	r.status = job.JobStatus()
 	r.old = r.status.DeepCopy()
+	r.jobOwner = &owner.Job{Object: job, Kind: r.kind.Kind(), Recorder: r.c.recorder, Logger: r.logger}
 }
 
 func (r *reconciler) metaNow() *metav1.Time {
@@ -342,7 +347,7 @@ func (r *reconciler) syncOwnedObjects(ctx context.Context) error {
 	if !r.old.Phase.IsFinished() {
 		errs = append(errs, r.ensureService(ctx))
 	}
-	tb, err := r.c.tensorBoard.Sync(ctx, r.asOwner(), r.spec.TensorboardSpec, r.old.Tensorboard)
+	tb, err := r.c.tensorBoard.Sync(ctx, r.jobOwner, r.spec.TensorboardSpec, r.old.Tensorboard)
 	r.status.Tensorboard = tb
 	errs = append(errs, err)
 	return errors.Join(errs...)

@@ -87,21 +87,16 @@ func (c *Controller) watchDependents(logger klog.Logger, kubeClient kubernetes.I
 	}
 	c.podIndexer = pods.Informer().GetIndexer()
 
-	dependents := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.enqueueOwner(logger, obj) },
-		UpdateFunc: func(_, cur any) { c.enqueueOwner(logger, cur) },
-		DeleteFunc: func(obj any) { c.enqueueOwner(logger, obj) },
+	services := kubeInformers.Core().V1().Services().Informer()
+	if err := c.watchOwned(logger, "services", services); err != nil {
+		return err
 	}
-	services := kubeInformers.Core().V1().Services()
-	if _, err := services.Informer().AddEventHandler(dependents); err != nil {
-		return fmt.Errorf("watching services: %w", err)
+	c.serviceIndexer = services.GetIndexer()
+	deployments := kubeInformers.Apps().V1().Deployments().Informer()
+	if err := c.watchOwned(logger, "deployments", deployments); err != nil {
+		return err
 	}
-	c.serviceIndexer = services.Informer().GetIndexer()
-	deployments := kubeInformers.Apps().V1().Deployments()
-	if _, err := deployments.Informer().AddEventHandler(dependents); err != nil {
-		return fmt.Errorf("watching deployments: %w", err)
-	}
-	c.deploymentIndexer = deployments.Informer().GetIndexer()
+	c.deploymentIndexer = deployments.GetIndexer()
 	c.tensorBoard = &tensorboard.Keeper{Client: kubeClient, Deployments: c.deploymentIndexer, Services: c.serviceIndexer}
 	mounts, err := newMountFailures(kubeClient)
 	if err != nil {
@@ -111,8 +106,22 @@ func (c *Controller) watchDependents(logger klog.Logger, kubeClient kubernetes.I
 	if err := c.mountFailures.onChange(logger, c.enqueueStuckPod); err != nil {
 		return fmt.Errorf("watching mount failures: %w", err)
 	}
-	c.synced = append(c.synced, pods.Informer().HasSynced, services.Informer().HasSynced,
-		deployments.Informer().HasSynced, c.mountFailures.informer.HasSynced)
+	c.synced = append(c.synced, pods.Informer().HasSynced, c.mountFailures.informer.HasSynced)
+	return nil
+}
+
+// watchOwned has a change to an object a job owns, or whose labels name a
+// job, queue that job: the job's Services and TensorBoard, its gang's group
+// objects, its Kueue Workload. The controller waits for the informer's sync.
+func (c *Controller) watchOwned(logger klog.Logger, what string, inf cache.SharedIndexInformer) error {
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueueOwner(logger, obj) },
+		UpdateFunc: func(_, cur any) { c.enqueueOwner(logger, cur) },
+		DeleteFunc: func(obj any) { c.enqueueOwner(logger, obj) },
+	}); err != nil {
+		return fmt.Errorf("watching %s: %w", what, err)
+	}
+	c.synced = append(c.synced, inf.HasSynced)
 	return nil
 }
 

@@ -58,22 +58,22 @@ type Gang interface {
 	Join(pod *corev1.Pod, member bool)
 }
 
-// Labels are the labels of everything built for the job.
-func (b *Builder) Labels() map[string]string {
+// labels are the labels of everything built for the job.
+func (b *Builder) labels() map[string]string {
 	return v1beta1.JobLabels(b.Adapter.Kind(), b.Job.GetName())
 }
 
-// ReplicaLabels are the labels of a replica's pod.
-func (b *Builder) ReplicaLabels(id ReplicaID) map[string]string {
-	l := b.Labels()
+// replicaLabels are the labels of a replica's pod.
+func (b *Builder) replicaLabels(id ReplicaID) map[string]string {
+	l := b.labels()
 	l[v1beta1.LabelReplicaType] = string(id.Type)
 	l[v1beta1.LabelReplicaIndex] = itoa(id.Index)
 	return l
 }
 
-// ControllerRef makes the job the controller of what is built for it.
-func (b *Builder) ControllerRef() metav1.OwnerReference {
-	return *metav1.NewControllerRef(b.Job, v1beta1.SchemeGroupVersion.WithKind(b.Adapter.Kind()))
+// controllerRef makes the job the controller of what is built for it.
+func (b *Builder) controllerRef() metav1.OwnerReference {
+	return v1beta1.JobControllerRef(b.Job, b.Adapter.Kind())
 }
 
 // Env is the environment of the job's replicas. It is computed once, on
@@ -109,14 +109,14 @@ func (b *Builder) Pod(id ReplicaID) (*corev1.Pod, error) {
 			Namespace:       b.Job.GetNamespace(),
 			Labels:          tmpl.Labels,
 			Annotations:     tmpl.Annotations,
-			OwnerReferences: []metav1.OwnerReference{b.ControllerRef()},
+			OwnerReferences: []metav1.OwnerReference{b.controllerRef()},
 		},
 		Spec: tmpl.Spec,
 	}
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
-	for k, v := range b.ReplicaLabels(id) {
+	for k, v := range b.replicaLabels(id) {
 		pod.Labels[k] = v
 	}
 	if pod.Annotations == nil {

@@ -35,8 +35,8 @@ func (b *Builder) Service() *corev1.Service {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            b.Job.GetName(),
 			Namespace:       b.Job.GetNamespace(),
-			Labels:          b.Labels(),
-			OwnerReferences: []metav1.OwnerReference{b.ControllerRef()},
+			Labels:          b.labels(),
+			OwnerReferences: []metav1.OwnerReference{b.controllerRef()},
 		},
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,

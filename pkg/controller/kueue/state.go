@@ -77,18 +77,23 @@ func (q *Queue) Read(job *owner.Job) (*State, error) {
 // WorkloadConditions reads status.conditions of a Workload.
 func WorkloadConditions(wl *unstructured.Unstructured) []metav1.Condition {
 	raw, _, _ := unstructured.NestedSlice(wl.Object, "status", "conditions")
-	out := make([]metav1.Condition, 0, len(raw))
+	return appendDecoded(make([]metav1.Condition, 0, len(raw)), raw)
+}
+
+// appendDecoded appends the items of an unstructured list that decode as a
+// T; the others, which Kueue never writes, are skipped.
+func appendDecoded[T any](to []T, raw []any) []T {
 	for _, item := range raw {
 		m, ok := item.(map[string]any)
 		if !ok {
 			continue
 		}
-		var c metav1.Condition
-		if err := runtimeConverter.FromUnstructured(m, &c); err == nil {
-			out = append(out, c)
+		var t T
+		if err := runtimeConverter.FromUnstructured(m, &t); err == nil {
+			to = append(to, t)
 		}
 	}
-	return out
+	return to
 }
 
 // WorkloadActive reads spec.active; unset means active.

@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -302,7 +301,7 @@ func (q *Queue) Placements(ctx context.Context, wl *unstructured.Unstructured) (
 				p.NodeSelector[k] = v
 			}
 			tolerations, _, _ := unstructured.NestedSlice(rf.Object, "spec", "tolerations")
-			p.Tolerations = appendTolerations(p.Tolerations, tolerations)
+			p.Tolerations = appendDecoded(p.Tolerations, tolerations)
 		}
 	}
 	checks, _, _ := unstructured.NestedSlice(wl.Object, "status", "admissionChecks")
@@ -325,22 +324,8 @@ func (q *Queue) Placements(ctx context.Context, wl *unstructured.Unstructured) (
 				}
 			}
 			tolerations, _, _ := unstructured.NestedSlice(update, "tolerations")
-			p.Tolerations = appendTolerations(p.Tolerations, tolerations)
+			p.Tolerations = appendDecoded(p.Tolerations, tolerations)
 		}
 	}
 	return placements, nil
-}
-
-func appendTolerations(to []corev1.Toleration, raw []any) []corev1.Toleration {
-	for _, item := range raw {
-		m, ok := item.(map[string]any)
-		if !ok {
-			continue
-		}
-		var t corev1.Toleration
-		if err := runtimeConverter.FromUnstructured(m, &t); err == nil {
-			to = append(to, t)
-		}
-	}
-	return to
 }

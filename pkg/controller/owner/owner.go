@@ -60,7 +60,7 @@ func (j *Job) Labels() map[string]string {
 
 // ControllerRef makes the job the controller of an object.
 func (j *Job) ControllerRef() metav1.OwnerReference {
-	return *metav1.NewControllerRef(j.Object, v1beta1.SchemeGroupVersion.WithKind(j.Kind))
+	return v1beta1.JobControllerRef(j.Object, j.Kind)
 }
 
 // ObjectMeta is the metadata of an object made for the job: in its

@@ -18,6 +18,7 @@ package v1beta1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch"
 )
@@ -34,6 +35,12 @@ const (
 // for a job of a kind (TensorFlowTrainingJob, PyTorchTrainingJob).
 func JobLabels(kind, name string) map[string]string {
 	return map[string]string{LabelJobName: name, LabelJobKind: kind}
+}
+
+// JobControllerRef makes a job of a kind the controller of an object the
+// controller creates for it.
+func JobControllerRef(job metav1.Object, kind string) metav1.OwnerReference {
+	return *metav1.NewControllerRef(job, SchemeGroupVersion.WithKind(kind))
 }
 
 // Resource names and short names of the job kinds.
