@@ -302,6 +302,9 @@ metadata:
 spec:
 %s  runPolicy:
     startupPolicy: %s
+    # The job succeeds with its master; a worker slow to start on a busy
+    # node is kept, not deleted, so that its log can be read.
+    cleanUpPolicy: None
   replicaSpecs:
   - type: master
     replicas: 1
@@ -310,7 +313,7 @@ spec:
         containers:
         - name: pytorch
           image: localhost/tensorstack/training:v1
-          command: ["sh", "-c", "sleep 4; date +ready=%%s.%%N; touch /tmp/ready; sleep 6"]
+          command: ["sh", "-c", "sleep 4; date +ready=%%s.%%N; touch /tmp/ready; sleep 15"]
           readinessProbe:
             exec: {command: [test, -f, /tmp/ready]}
             periodSeconds: 1
@@ -370,7 +373,7 @@ func TestRealNodeStartupOrder(t *testing.T) {
 	for _, name := range append(names, "any-order") {
 		ref := f.Ref(framework.KindPyTorch, name)
 		waitSucceeded(f, ref)
-		pods := f.Pods(ref)
+		pods := waitPodsSucceeded(f, ref, 3)
 		checkOnRealNode(t, pods)
 		ready := logTime(t, podLog(f, name+"-master-0"), "ready")
 		for _, w := range []string{name + "-worker-0", name + "-worker-1"} {

@@ -90,6 +90,26 @@ func waitSucceeded(f *framework.Framework, ref framework.JobRef) {
 	})
 }
 
+// waitPodsSucceeded waits until the job has n pods and each has exited 0:
+// a job may succeed with some replicas while the others still run or even
+// start. The jobs that use it keep their pods (cleanUpPolicy None) so that
+// every log can be read.
+func waitPodsSucceeded(f *framework.Framework, ref framework.JobRef, n int) []corev1.Pod {
+	f.T.Helper()
+	return f.WaitForPods(ref, "every pod succeeded", realNodeTimeout, func(pods []corev1.Pod) (bool, error) {
+		for _, p := range pods {
+			switch p.Status.Phase {
+			case corev1.PodSucceeded:
+			case corev1.PodFailed:
+				return false, framework.Stop("pod %s failed:\n%s", p.Name, podLog(f, p.Name))
+			default:
+				return false, nil
+			}
+		}
+		return len(pods) == n, nil
+	})
+}
+
 // waitStarted waits until the job's one pod runs its container, and
 // returns the pods.
 func waitStarted(f *framework.Framework, ref framework.JobRef) []corev1.Pod {
@@ -190,10 +210,11 @@ spec:
     template: *replica
   runPolicy:
     successPolicy: AllWorkers
+    cleanUpPolicy: None
 `)
 	ref := f.Ref(framework.KindPyTorch, "allreduce")
 	waitSucceeded(f, ref)
-	pods := f.Pods(ref)
+	pods := waitPodsSucceeded(f, ref, 3)
 	checkOnRealNode(t, pods)
 	for _, p := range pods {
 		if out := podLog(f, p.Name); !strings.Contains(out, "world=3 all_reduce=3 want=3") {
@@ -239,17 +260,7 @@ spec:
 	ref := f.Ref(framework.KindTF, "tfconfig")
 	waitSucceeded(f, ref)
 	// The other tasks may still be finishing their handshakes.
-	pods := f.WaitForPods(ref, "every task finished", realNodeTimeout, func(pods []corev1.Pod) (bool, error) {
-		for _, p := range pods {
-			if p.Status.Phase != corev1.PodSucceeded {
-				if p.Status.Phase == corev1.PodFailed {
-					return false, framework.Stop("pod %s failed:\n%s", p.Name, podLog(f, p.Name))
-				}
-				return false, nil
-			}
-		}
-		return len(pods) == 5, nil
-	})
+	pods := waitPodsSucceeded(f, ref, 5)
 	checkOnRealNode(t, pods)
 	for _, p := range pods {
 		out := podLog(f, p.Name)
