@@ -50,6 +50,8 @@ type Config struct {
 	// authnSources, when set, holds API requests back until the CA bundles
 	// of delegated authentication are loaded.
 	authnSources *authnSources
+	// Progress is how the progress subresource writes and whom it trusts.
+	Progress trainingjob.ProgressConfig
 }
 
 // CompletedConfig is a Config with defaults filled in, ready for New.
@@ -58,6 +60,7 @@ type CompletedConfig struct {
 	embeddedEtcd    *EmbeddedEtcd
 	shutdownTimeout time.Duration
 	authnSources    *authnSources
+	progress        trainingjob.ProgressConfig
 }
 
 // Complete fills in the defaults the generic server derives from the config.
@@ -67,6 +70,7 @@ func (c *Config) Complete() CompletedConfig {
 		embeddedEtcd:    c.EmbeddedEtcd,
 		shutdownTimeout: c.ShutdownTimeout,
 		authnSources:    c.authnSources,
+		progress:        c.Progress,
 	}
 }
 
@@ -103,11 +107,11 @@ func (c CompletedConfig) New() (*Server, error) {
 		TypeConverter:       typeConverter,
 		EquivalentResources: c.generic.EquivalentResourceRegistry,
 	}
-	tensorflow, err := tensorflowtrainingjob.NewStorage(c.generic.RESTOptionsGetter, updatePath)
+	tensorflow, err := tensorflowtrainingjob.NewStorage(c.generic.RESTOptionsGetter, updatePath, c.progress)
 	if err != nil {
 		return nil, err
 	}
-	pytorch, err := pytorchtrainingjob.NewStorage(c.generic.RESTOptionsGetter, updatePath)
+	pytorch, err := pytorchtrainingjob.NewStorage(c.generic.RESTOptionsGetter, updatePath, c.progress)
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,7 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	generatedopenapi "tensorstack.dev/training/pkg/generated/openapi"
+	"tensorstack.dev/training/pkg/registry/trainingjob"
 	"tensorstack.dev/training/pkg/version"
 )
 
@@ -75,6 +76,9 @@ type Options struct {
 	// but the health paths that need no authorization, so kubelet probes
 	// still work.
 	AnonymousAuth bool
+	// ProgressWriteInterval is the shortest time between two stored
+	// progress reports of a job.
+	ProgressWriteInterval time.Duration
 }
 
 // NewOptions returns the options with their defaults: objects are stored as
@@ -87,6 +91,8 @@ func NewOptions() *Options {
 		ShutdownTimeout:    5 * time.Second,
 		EtcdRequestTimeout: DefaultEtcdRequestTimeout,
 		AnonymousAuth:      true,
+
+		ProgressWriteInterval: trainingjob.DefaultProgressWriteInterval,
 	}
 	o.RecommendedOptions.Etcd.DefaultStorageMediaType = runtime.ContentTypeProtobuf
 	setServerFeatureDefaults(utilfeature.DefaultMutableFeatureGate)
@@ -123,6 +129,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.EtcdRequestTimeout, "etcd-request-timeout", o.EtcdRequestTimeout,
 		"How long a request waits for each answer of etcd before it is answered 504 with Retry-After, "+
 			"so requests do not hang while etcd is unreachable. Reads the watch cache can serve do not wait for etcd. 0 disables the bound.")
+	fs.DurationVar(&o.ProgressWriteInterval, "progress-write-interval", o.ProgressWriteInterval,
+		"The shortest time between two writes of a job's progress reports to etcd. Reports that come sooner wait, "+
+			"and the latest of them is written at the end of the interval.")
 	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth,
 		"Whether unauthenticated requests are treated as system:anonymous. When false, they are "+
 			"accepted only on the paths of --authorization-always-allow-paths (health checks).")
@@ -235,12 +244,23 @@ func (o *Options) Config() (*Config, error) {
 	if o.EtcdRequestTimeout > 0 {
 		config.RESTOptionsGetter = boundedRESTOptionsGetter{RESTOptionsGetter: config.RESTOptionsGetter, timeout: o.EtcdRequestTimeout}
 	}
+	config.Authorization.Authorizer = withPodReporters(config.Authorization.Authorizer)
+	pods, err := newKubePods(config.ClientConfig)
+	if err != nil {
+		if embedded != nil {
+			embedded.Close()
+		}
+		return nil, err
+	}
 	if !authn.complete(&config.Config) {
 		authn = nil
 	} else {
 		authn.install(&config.Config)
 	}
-	return &Config{GenericConfig: config, EmbeddedEtcd: embedded, ShutdownTimeout: o.ShutdownTimeout, authnSources: authn}, nil
+	return &Config{
+		GenericConfig: config, EmbeddedEtcd: embedded, ShutdownTimeout: o.ShutdownTimeout, authnSources: authn,
+		Progress: trainingjob.ProgressConfig{Interval: o.ProgressWriteInterval, Pods: pods},
+	}, nil
 }
 
 // applyStorageCodec makes the storage write v1beta1 in --storage-media-type.

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -55,8 +56,12 @@ func (c *Controller) watchJobs(logger klog.Logger, jobClient versioned.Interface
 		kind := h.Kind()
 		c.kinds[kind] = h
 		_, err := h.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { c.enqueueJob(logger, kind, obj) },
-			UpdateFunc: func(_, cur any) { c.enqueueJob(logger, kind, cur) },
+			AddFunc: func(obj any) { c.enqueueJob(logger, kind, obj) },
+			UpdateFunc: func(old, cur any) {
+				if !onlyProgressChanged(old, cur) {
+					c.enqueueJob(logger, kind, cur)
+				}
+			},
 			DeleteFunc: func(obj any) { c.forgetJob(logger, kind, obj) },
 		})
 		if err != nil {
@@ -66,6 +71,25 @@ func (c *Controller) watchJobs(logger klog.Logger, jobClient versioned.Interface
 	}
 
 	return nil
+}
+
+// onlyProgressChanged says whether a job changed in status.progress alone.
+// The controller does not act on progress, so a job reporting costs it no
+// reconcile.
+func onlyProgressChanged(old, cur any) bool {
+	oldJob, ok := old.(v1beta1.TrainingJob)
+	curJob, ok2 := cur.(v1beta1.TrainingJob)
+	if !ok || !ok2 || apiequality.Semantic.DeepEqual(oldJob.JobStatus().Progress, curJob.JobStatus().Progress) {
+		return false
+	}
+	without := func(job v1beta1.TrainingJob) v1beta1.TrainingJob {
+		job = job.DeepCopyObject().(v1beta1.TrainingJob)
+		job.JobStatus().Progress = nil
+		job.SetResourceVersion("")
+		job.SetManagedFields(nil)
+		return job
+	}
+	return apiequality.Semantic.DeepEqual(without(oldJob), without(curJob))
 }
 
 // watchDependents watches what the jobs own (pods, Services, TensorBoard

@@ -54,6 +54,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&PauseRequest{},
 		&ResumeRequest{},
 		&DebugRequest{},
+		&ProgressReport{},
 	)
 	return nil
 }

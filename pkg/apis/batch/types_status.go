@@ -108,6 +108,8 @@ type TrainingJobStatus struct {
 
 	// LastScaleTime is when an elastic job's replica count last changed.
 	LastScaleTime *metav1.Time `json:"lastScaleTime,omitempty"`
+	// Progress is the job's last stored progress report.
+	Progress *ProgressStatus `json:"progress,omitempty"`
 }
 
 // TaskStatus reports one replica type.

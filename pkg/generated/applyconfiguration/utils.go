@@ -54,6 +54,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.FailurePolicyRuleApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("PauseMode"):
 		return &batchv1beta1.PauseModeApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ProgressMetric"):
+		return &batchv1beta1.ProgressMetricApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ProgressStatus"):
+		return &batchv1beta1.ProgressStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ProgressValues"):
+		return &batchv1beta1.ProgressValuesApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("PyTorchTrainingJob"):
 		return &batchv1beta1.PyTorchTrainingJobApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("PyTorchTrainingJobSpec"):

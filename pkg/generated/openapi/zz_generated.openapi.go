@@ -372,6 +372,11 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.FailurePolicyRule{}.OpenAPIModelName():                 schema_pkg_apis_batch_v1beta1_FailurePolicyRule(ref),
 		v1beta1.PauseMode{}.OpenAPIModelName():                         schema_pkg_apis_batch_v1beta1_PauseMode(ref),
 		v1beta1.PauseRequest{}.OpenAPIModelName():                      schema_pkg_apis_batch_v1beta1_PauseRequest(ref),
+		v1beta1.ProgressMetric{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_ProgressMetric(ref),
+		v1beta1.ProgressReport{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_ProgressReport(ref),
+		v1beta1.ProgressReportStatus{}.OpenAPIModelName():              schema_pkg_apis_batch_v1beta1_ProgressReportStatus(ref),
+		v1beta1.ProgressStatus{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_ProgressStatus(ref),
+		v1beta1.ProgressValues{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_ProgressValues(ref),
 		v1beta1.PyTorchTrainingJob{}.OpenAPIModelName():                schema_pkg_apis_batch_v1beta1_PyTorchTrainingJob(ref),
 		v1beta1.PyTorchTrainingJobList{}.OpenAPIModelName():            schema_pkg_apis_batch_v1beta1_PyTorchTrainingJobList(ref),
 		v1beta1.PyTorchTrainingJobSpec{}.OpenAPIModelName():            schema_pkg_apis_batch_v1beta1_PyTorchTrainingJobSpec(ref),
@@ -19004,6 +19009,379 @@ func schema_pkg_apis_batch_v1beta1_PauseRequest(ref common.ReferenceCallback) co
 	}
 }
 
+func schema_pkg_apis_batch_v1beta1_ProgressMetric(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ProgressMetric is one named figure of a progress report.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the metric: letters, digits and \"_\", \"-\", \".\", \"/\", starting with a letter; at most 63 characters.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"value": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Value is a decimal number, such as \"0.0213\" or \"1.5e3\"; at most 32 characters.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name", "value"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_ProgressReport(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ProgressReport is the body of a POST to a job's progress subresource, and the answer to it. The job's own pods may send one without any RBAC grant; anyone else needs create on <kind>/progress.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"percent": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Percent is the share of the work done, from 0 to 100. Without it, the server derives it from step and totalSteps, or from epoch and totalEpochs.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"step": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Step is the number of training steps done.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"totalSteps": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TotalSteps is the number of steps the job runs; at least step.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"epoch": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Epoch is the number of passes over the data done.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"totalEpochs": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TotalEpochs is the number of passes the job makes; at least epoch.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"remainingSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RemainingSeconds is the training code's own estimate of the time it still needs. Without it, the server estimates from the rate of progress between reports.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"metrics": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Metrics are named figures of the training, such as loss, accuracy or samples/s, at most 8 (MaxProgressMetrics). kubectl get -o wide shows the first.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ProgressMetric{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message is a short note for people, at most 256 bytes (MaxProgressMessageBytes).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is what the server did with the report; it is ignored in a request.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.ProgressReportStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.ObjectMeta{}.OpenAPIModelName(), v1beta1.ProgressMetric{}.OpenAPIModelName(), v1beta1.ProgressReportStatus{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_ProgressReportStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ProgressReportStatus says whether a report was stored at once or held back.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"stored": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Stored is true when the report was written to the job with this request, false when it was held back until the job's next write interval.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"storeTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StoreTime is when a held-back report will be written, unless a later report replaces it first.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"replaced": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Replaced is true when the report replaced an earlier held-back one, which will thus never be stored.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_ProgressStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ProgressStatus is the last progress report that reached storage, and what the server made of it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"percent": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Percent is the share of the work done, from 0 to 100. Without it, the server derives it from step and totalSteps, or from epoch and totalEpochs.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"step": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Step is the number of training steps done.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"totalSteps": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TotalSteps is the number of steps the job runs; at least step.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"epoch": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Epoch is the number of passes over the data done.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"totalEpochs": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TotalEpochs is the number of passes the job makes; at least epoch.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"remainingSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RemainingSeconds is the training code's own estimate of the time it still needs. Without it, the server estimates from the rate of progress between reports.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"metrics": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Metrics are named figures of the training, such as loss, accuracy or samples/s, at most 8 (MaxProgressMetrics). kubectl get -o wide shows the first.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ProgressMetric{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message is a short note for people, at most 256 bytes (MaxProgressMessageBytes).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"estimatedFinishTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "EstimatedFinishTime is when the job is expected to finish: the report time plus the reported remainingSeconds, or, without those, what the rate of progress since the previous stored report predicts.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"reporter": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reporter is who sent the report: the name of the job's pod, or the user name of anyone else allowed to report.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reportTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ReportTime is when the server received the report.",
+							Ref:         ref(metav1.MicroTime{}.OpenAPIModelName()),
+						},
+					},
+					"coalescedReports": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CoalescedReports counts the reports the server accepted but never stored, because a later one replaced them within the same write interval. A job's progress reaches storage at most once per interval.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.MicroTime{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName(), v1beta1.ProgressMetric{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_ProgressValues(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ProgressValues is how far a job has come, in the words of its own training code. Every field is optional; a report carries at least one.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"percent": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Percent is the share of the work done, from 0 to 100. Without it, the server derives it from step and totalSteps, or from epoch and totalEpochs.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"step": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Step is the number of training steps done.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"totalSteps": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TotalSteps is the number of steps the job runs; at least step.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"epoch": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Epoch is the number of passes over the data done.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"totalEpochs": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TotalEpochs is the number of passes the job makes; at least epoch.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"remainingSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RemainingSeconds is the training code's own estimate of the time it still needs. Without it, the server estimates from the rate of progress between reports.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"metrics": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Metrics are named figures of the training, such as loss, accuracy or samples/s, at most 8 (MaxProgressMetrics). kubectl get -o wide shows the first.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ProgressMetric{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message is a short note for people, at most 256 bytes (MaxProgressMessageBytes).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ProgressMetric{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_batch_v1beta1_PyTorchTrainingJob(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -20110,10 +20488,16 @@ func schema_pkg_apis_batch_v1beta1_TrainingJobStatus(ref common.ReferenceCallbac
 							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
 						},
 					},
+					"progress": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Progress is how far the job has come, as its pods last reported through the progress subresource. Status writes leave it as it is.",
+							Ref:         ref(v1beta1.ProgressStatus{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName(), v1beta1.Aggregate{}.OpenAPIModelName(), v1beta1.DependentStatus{}.OpenAPIModelName(), v1beta1.TaskStatus{}.OpenAPIModelName()},
+			metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName(), v1beta1.Aggregate{}.OpenAPIModelName(), v1beta1.DependentStatus{}.OpenAPIModelName(), v1beta1.ProgressStatus{}.OpenAPIModelName(), v1beta1.TaskStatus{}.OpenAPIModelName()},
 	}
 }

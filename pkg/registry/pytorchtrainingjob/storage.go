@@ -57,8 +57,8 @@ func warnings(job *batch.PyTorchTrainingJob) []string {
 }
 
 // NewStorage returns the REST objects of PyTorchTrainingJobs.
-func NewStorage(optsGetter generic.RESTOptionsGetter, updatePath trainingjob.UpdatePath) (*trainingjob.Storage, error) {
-	s, err := trainingjob.NewStorage(optsGetter, Kind, updatePath)
+func NewStorage(optsGetter generic.RESTOptionsGetter, updatePath trainingjob.UpdatePath, progress trainingjob.ProgressConfig) (*trainingjob.Storage, error) {
+	s, err := trainingjob.NewStorage(optsGetter, Kind, updatePath, progress)
 	if err != nil {
 		return nil, err
 	}

@@ -44,6 +44,6 @@ var Kind = &trainingjob.Kind[*batch.TensorFlowTrainingJob, batch.TensorFlowTrain
 }
 
 // NewStorage returns the REST objects of TensorFlowTrainingJobs.
-func NewStorage(optsGetter generic.RESTOptionsGetter, updatePath trainingjob.UpdatePath) (*trainingjob.Storage, error) {
-	return trainingjob.NewStorage(optsGetter, Kind, updatePath)
+func NewStorage(optsGetter generic.RESTOptionsGetter, updatePath trainingjob.UpdatePath, progress trainingjob.ProgressConfig) (*trainingjob.Storage, error) {
+	return trainingjob.NewStorage(optsGetter, Kind, updatePath, progress)
 }

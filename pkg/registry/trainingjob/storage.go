@@ -40,13 +40,16 @@ type Storage struct {
 	Pause  *ActionREST
 	Resume *ActionREST
 	Debug  *ActionREST
+	// Progress takes the job's progress reports.
+	Progress *ProgressREST
 	// Scale is the kind's scale subresource, when it has one.
 	Scale rest.Storage
 }
 
 // NewStorage builds the storage of a job kind on the given storage backend.
-// Its actions change jobs through updatePath.
-func NewStorage[J batch.TrainingJob, S any](optsGetter generic.RESTOptionsGetter, kind *Kind[J, S], updatePath UpdatePath) (*Storage, error) {
+// Its actions change jobs through updatePath; progress says how reports
+// are written and checked.
+func NewStorage[J batch.TrainingJob, S any](optsGetter generic.RESTOptionsGetter, kind *Kind[J, S], updatePath UpdatePath, progress ProgressConfig) (*Storage, error) {
 	strategy := newJobStrategy(updatePath.Scheme, kind)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return kind.New() },
@@ -78,9 +81,13 @@ func NewStorage[J batch.TrainingJob, S any](optsGetter generic.RESTOptionsGetter
 	statusStore.UpdateStrategy = statusStrategy
 	statusStore.ResetFieldsStrategy = statusStrategy
 
+	progressStore := *store
+	progressStore.UpdateStrategy = progressStrategy[J, S]{strategy}
+
 	storage := &Storage{
-		Job:    &REST{Store: store, shortNames: kind.ShortNames, kind: versionedKind.GroupKind()},
-		Status: &StatusREST{store: &statusStore, kind: versionedKind.GroupKind()},
+		Job:      &REST{Store: store, shortNames: kind.ShortNames, kind: versionedKind.GroupKind()},
+		Status:   &StatusREST{store: &statusStore, kind: versionedKind.GroupKind()},
+		Progress: newProgressREST(store, &progressStore, progress),
 	}
 	newJob := func() runtime.Object {
 		job, _ := updatePath.Scheme.New(versionedKind)
@@ -103,11 +110,12 @@ func NewStorage[J batch.TrainingJob, S any](optsGetter generic.RESTOptionsGetter
 // keyed the way an API group's storage map expects.
 func (s *Storage) Resources(resource string) map[string]rest.Storage {
 	m := map[string]rest.Storage{
-		resource:             s.Job,
-		resource + "/status": s.Status,
-		resource + "/pause":  s.Pause,
-		resource + "/resume": s.Resume,
-		resource + "/debug":  s.Debug,
+		resource:               s.Job,
+		resource + "/status":   s.Status,
+		resource + "/pause":    s.Pause,
+		resource + "/resume":   s.Resume,
+		resource + "/debug":    s.Debug,
+		resource + "/progress": s.Progress,
 	}
 	if s.Scale != nil {
 		m[resource+"/scale"] = s.Scale

@@ -144,17 +144,23 @@ type statusStrategy[J batch.TrainingJob, S any] struct {
 	jobStrategy[J, S]
 }
 
-// GetResetFields names the spec as unwritable through status.
+// GetResetFields names the spec and the progress as unwritable through
+// status.
 func (statusStrategy[J, S]) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(v1beta1.SchemeGroupVersion.String()): fieldpath.NewSet(fieldpath.MakePathOrDie("spec")),
+		fieldpath.APIVersion(v1beta1.SchemeGroupVersion.String()): fieldpath.NewSet(
+			fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("status", "progress")),
 	}
 }
 
-// PrepareForUpdate keeps the stored spec; only the status changes.
+// PrepareForUpdate keeps the stored spec and progress: only the rest of the
+// status changes. Progress is the job's own pods' to write, through the
+// progress subresource, so the controller's status writes never undo a
+// report.
 func (s statusStrategy[J, S]) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	job, oldJob := obj.(J), old.(J)
 	*s.kind.Spec(job) = *s.kind.Spec(oldJob)
+	job.JobStatus().Progress = oldJob.JobStatus().Progress
 }
 
 func (statusStrategy[J, S]) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
@@ -162,5 +168,28 @@ func (statusStrategy[J, S]) ValidateUpdate(_ context.Context, obj, old runtime.O
 }
 
 func (statusStrategy[J, S]) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
+	return nil
+}
+
+// progressStrategy is the behaviour of the progress subresource's writes:
+// status.progress changes, and nothing else.
+type progressStrategy[J batch.TrainingJob, S any] struct {
+	jobStrategy[J, S]
+}
+
+// PrepareForUpdate keeps everything of the stored job but its progress.
+func (s progressStrategy[J, S]) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	job, oldJob := obj.(J), old.(J)
+	*s.kind.Spec(job) = *s.kind.Spec(oldJob)
+	status := *oldJob.JobStatus()
+	status.Progress = job.JobStatus().Progress
+	*job.JobStatus() = status
+}
+
+func (progressStrategy[J, S]) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateTrainingJobStatusUpdate(obj.(J), old.(J))
+}
+
+func (progressStrategy[J, S]) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
 	return nil
 }

@@ -154,8 +154,8 @@ func TestResetFields(t *testing.T) {
 	}
 	status := statusStrategy[*batch.PyTorchTrainingJob, batch.PyTorchTrainingJobSpec]{strategy}
 	for version, set := range status.GetResetFields() {
-		if version != "batch.tensorstack.dev/v1beta1" || set.String() != ".spec" {
-			t.Errorf("status resets %s %s, want batch.tensorstack.dev/v1beta1 .spec", version, set)
+		if want := ".spec\n.status.progress"; version != "batch.tensorstack.dev/v1beta1" || set.String() != want {
+			t.Errorf("status resets %s %s, want batch.tensorstack.dev/v1beta1 %s", version, set, want)
 		}
 	}
 }

@@ -37,10 +37,13 @@ var tableColumns = []metav1.TableColumnDefinition{
 	{Name: "Phase", Type: "string", Description: "Coarse state of the job; \"Pending (WaitingForGang)\" while its pods wait for room for the whole gang, \"Pending (WaitingForAdmission)\" while it waits in a Kueue queue, \"Paused (Preempted)\" and the like once Kueue evicted it, \"Pending (ImagePullBackOff)\", \"Pending (Unschedulable)\" and the like while a replica cannot start."},
 	{Name: "Ready", Type: "string", Description: "Replicas running or succeeded, of all replicas."},
 	{Name: "Restarts", Type: "integer", Description: "Pod replacements used, counted against backoffLimit."},
+	{Name: "Progress", Type: "string", Description: "Share of the work done, as the job's pods last reported it (status.progress.percent)."},
 	{Name: "Age", Type: "string", Description: "Time since the job was created."},
 	{Name: "Mode", Type: "string", Priority: 1, Description: "Immediate, Debug or Pause."},
 	{Name: "Replicas", Type: "string", Priority: 1, Description: "Replicas per type; for an elastic job's scaled type, those with a pod of those it aims for (worker:2/4)."},
 	{Name: "Duration", Type: "string", Priority: 1, Description: "Time the job has been running, or ran until it finished."},
+	{Name: "ETA", Type: "string", Priority: 1, Description: "Time left until the job is expected to finish, by its last progress report (status.progress.estimatedFinishTime)."},
+	{Name: "Metric", Type: "string", Priority: 1, Description: "The first metric of the job's last progress report, name=value."},
 }
 
 // tableConvertor renders jobs as kubectl table rows.
@@ -124,10 +127,13 @@ func (c tableConvertor) row(obj runtime.Object) (metav1.TableRow, error) {
 			phase,
 			fmt.Sprintf("%d/%d", ready, total),
 			int64(status.BackoffCount),
+			progressPercent(status.Progress),
 			age(job.GetCreationTimestamp(), now),
 			runMode(spec),
 			strings.Join(replicas, ","),
 			runDuration(status, now),
+			timeLeft(status, now),
+			firstMetric(status.Progress),
 		},
 	}, nil
 }
@@ -216,4 +222,32 @@ func runDuration(status *batch.TrainingJobStatus, now time.Time) string {
 		return ""
 	}
 	return duration.HumanDuration(d)
+}
+
+func progressPercent(p *batch.ProgressStatus) string {
+	if p == nil || p.Percent == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d%%", *p.Percent)
+}
+
+// timeLeft is the time until the estimated finish of a job still on its
+// way; empty without an estimate or once the job finished.
+func timeLeft(status *batch.TrainingJobStatus, now time.Time) string {
+	p := status.Progress
+	if p == nil || p.EstimatedFinishTime == nil || status.Phase.IsFinished() {
+		return ""
+	}
+	left := p.EstimatedFinishTime.Sub(now)
+	if left <= 0 {
+		return "0s"
+	}
+	return duration.HumanDuration(left)
+}
+
+func firstMetric(p *batch.ProgressStatus) string {
+	if p == nil || len(p.Metrics) == 0 {
+		return ""
+	}
+	return p.Metrics[0].Name + "=" + p.Metrics[0].Value
 }

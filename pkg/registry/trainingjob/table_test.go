@@ -39,6 +39,12 @@ func TestTableRows(t *testing.T) {
 		Aggregate:    batch.Aggregate{Running: 3, Pending: 1},
 		BackoffCount: 2,
 		StartTime:    &metav1.Time{Time: now.Add(-90 * time.Minute)},
+		Progress: &batch.ProgressStatus{
+			ProgressValues: batch.ProgressValues{Percent: ptr.To[int32](42), Metrics: []batch.ProgressMetric{
+				{Name: "loss", Value: "0.25"}, {Name: "accuracy", Value: "0.9"},
+			}},
+			EstimatedFinishTime: &metav1.Time{Time: now.Add(2*time.Hour + 5*time.Minute)},
+		},
 	}
 	finished := newJob("finished", 1)
 	finished.CreationTimestamp = metav1.NewTime(now.Add(-3 * time.Hour))
@@ -48,6 +54,11 @@ func TestTableRows(t *testing.T) {
 		Aggregate:      batch.Aggregate{Succeeded: 2},
 		StartTime:      &metav1.Time{Time: now.Add(-3 * time.Hour)},
 		CompletionTime: &metav1.Time{Time: now.Add(-150 * time.Minute)},
+		// A finished job keeps its last report, but has no time left.
+		Progress: &batch.ProgressStatus{
+			ProgressValues:      batch.ProgressValues{Percent: ptr.To[int32](100)},
+			EstimatedFinishTime: &metav1.Time{Time: now.Add(time.Hour)},
+		},
 	}
 	fresh := newJob("fresh", 1)
 	fresh.Spec.RunMode = &batch.RunMode{Pause: &batch.PauseMode{Enabled: true}}
@@ -122,24 +133,24 @@ func TestTableRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(table.ColumnDefinitions) != 8 || table.ResourceVersion != "42" {
-		t.Errorf("%d columns, resourceVersion %q; want 8 and 42", len(table.ColumnDefinitions), table.ResourceVersion)
+	if len(table.ColumnDefinitions) != 11 || table.ResourceVersion != "42" {
+		t.Errorf("%d columns, resourceVersion %q; want 11 and 42", len(table.ColumnDefinitions), table.ResourceVersion)
 	}
 	want := [][]any{
-		{"running", "Running", "3/4", int64(2), "120m", "Immediate", "master:1,worker:3", "90m"},
-		{"finished", "Succeeded", "2/2", int64(0), "3h", "Debug", "master:1,worker:1", "30m"},
-		{"fresh", "Pending", "0/2", int64(0), "5s", "Pause", "master:1,worker:1", ""},
-		{"gang", "Pending (WaitingForGang)", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
-		{"resuming", "Resuming (WaitingForGang)", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
-		{"restarting", "Running", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
-		{"placed", "Pending", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
-		{"pausing", "Pending", "0/2", int64(0), "60s", "Pause", "master:1,worker:1", ""},
-		{"queued", "Pending (WaitingForAdmission)", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
-		{"preempted", "Paused (Preempted)", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
-		{"admitted", "Pending", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
-		{"pulling", "Pending (ImagePullBackOff)", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
-		{"starting", "Pending", "0/2", int64(0), "60s", "Immediate", "master:1,worker:1", ""},
-		{"elastic", "Running", "3/5", int64(0), "60s", "Immediate", "master:1,worker:2/4", ""},
+		{"running", "Running", "3/4", int64(2), "42%", "120m", "Immediate", "master:1,worker:3", "90m", "125m", "loss=0.25"},
+		{"finished", "Succeeded", "2/2", int64(0), "100%", "3h", "Debug", "master:1,worker:1", "30m", "", ""},
+		{"fresh", "Pending", "0/2", int64(0), "", "5s", "Pause", "master:1,worker:1", "", "", ""},
+		{"gang", "Pending (WaitingForGang)", "0/2", int64(0), "", "60s", "Immediate", "master:1,worker:1", "", "", ""},
+		{"resuming", "Resuming (WaitingForGang)", "0/2", int64(0), "", "60s", "Immediate", "master:1,worker:1", "", "", ""},
+		{"restarting", "Running", "0/2", int64(0), "", "60s", "Immediate", "master:1,worker:1", "", "", ""},
+		{"placed", "Pending", "0/2", int64(0), "", "60s", "Immediate", "master:1,worker:1", "", "", ""},
+		{"pausing", "Pending", "0/2", int64(0), "", "60s", "Pause", "master:1,worker:1", "", "", ""},
+		{"queued", "Pending (WaitingForAdmission)", "0/2", int64(0), "", "60s", "Immediate", "master:1,worker:1", "", "", ""},
+		{"preempted", "Paused (Preempted)", "0/2", int64(0), "", "60s", "Immediate", "master:1,worker:1", "", "", ""},
+		{"admitted", "Pending", "0/2", int64(0), "", "60s", "Immediate", "master:1,worker:1", "", "", ""},
+		{"pulling", "Pending (ImagePullBackOff)", "0/2", int64(0), "", "60s", "Immediate", "master:1,worker:1", "", "", ""},
+		{"starting", "Pending", "0/2", int64(0), "", "60s", "Immediate", "master:1,worker:1", "", "", ""},
+		{"elastic", "Running", "3/5", int64(0), "", "60s", "Immediate", "master:1,worker:2/4", "", "", ""},
 	}
 	if len(table.Rows) != len(want) {
 		t.Fatalf("%d rows, want %d", len(table.Rows), len(want))
@@ -176,7 +187,7 @@ func TestTableReadyDoesNotOverflow(t *testing.T) {
 	if got := table.Rows[0].Cells[2]; got != want {
 		t.Errorf("READY = %v, want %s", got, want)
 	}
-	if got, want := table.Rows[0].Cells[6], "master:2147483647,worker:2147483647"; got != want {
+	if got, want := table.Rows[0].Cells[7], "master:2147483647,worker:2147483647"; got != want {
 		t.Errorf("REPLICAS = %v, want %s", got, want)
 	}
 }

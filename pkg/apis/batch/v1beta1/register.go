@@ -58,6 +58,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&PauseRequest{},
 		&ResumeRequest{},
 		&DebugRequest{},
+		&ProgressReport{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

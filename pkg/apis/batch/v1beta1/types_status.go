@@ -131,6 +131,11 @@ type TrainingJobStatus struct {
 	// LastScaleTime is when an elastic job's replica count last changed.
 	// +optional
 	LastScaleTime *metav1.Time `json:"lastScaleTime,omitempty" protobuf:"bytes,12,opt,name=lastScaleTime"`
+
+	// Progress is how far the job has come, as its pods last reported
+	// through the progress subresource. Status writes leave it as it is.
+	// +optional
+	Progress *ProgressStatus `json:"progress,omitempty" protobuf:"bytes,13,opt,name=progress"`
 }
 
 // TaskStatus reports one replica type.

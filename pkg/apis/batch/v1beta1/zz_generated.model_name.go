@@ -87,6 +87,31 @@ func (in PauseRequest) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ProgressMetric) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ProgressMetric"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ProgressReport) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ProgressReport"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ProgressReportStatus) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ProgressReportStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ProgressStatus) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ProgressStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ProgressValues) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ProgressValues"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PyTorchTrainingJob) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.PyTorchTrainingJob"
 }

@@ -74,6 +74,12 @@ func validateStatus(status *batch.TrainingJobStatus, fldPath *field.Path) field.
 	if tb := status.Tensorboard; tb != nil && tb.Type != "" && !contains(supportedDependentTypes, tb.Type) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("tensorboard", "type"), tb.Type, supportedDependentTypes))
 	}
+	if p := status.Progress; p != nil {
+		allErrs = append(allErrs, validateProgressValues(&p.ProgressValues, fldPath.Child("progress"))...)
+		if p.CoalescedReports < 0 {
+			allErrs = append(allErrs, nonNegative(fldPath.Child("progress", "coalescedReports"), p.CoalescedReports))
+		}
+	}
 	if start, end := status.StartTime, status.CompletionTime; start != nil && end != nil && end.Before(start) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("completionTime"), end.String(),
 			fmt.Sprintf("must not be before status.startTime (%s)", start.String())))

@@ -244,6 +244,61 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - type
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.ProgressMetric
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: value
+      type:
+        scalar: string
+      default: ""
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.ProgressStatus
+  map:
+    fields:
+    - name: coalescedReports
+      type:
+        scalar: numeric
+    - name: epoch
+      type:
+        scalar: numeric
+    - name: estimatedFinishTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: message
+      type:
+        scalar: string
+    - name: metrics
+      type:
+        list:
+          elementType:
+            namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.ProgressMetric
+          elementRelationship: associative
+          keys:
+          - name
+    - name: percent
+      type:
+        scalar: numeric
+    - name: remainingSeconds
+      type:
+        scalar: numeric
+    - name: reportTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime
+    - name: reporter
+      type:
+        scalar: string
+    - name: step
+      type:
+        scalar: numeric
+    - name: totalEpochs
+      type:
+        scalar: numeric
+    - name: totalSteps
+      type:
+        scalar: numeric
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.PyTorchTrainingJob
   map:
     fields:
@@ -558,6 +613,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: phase
       type:
         scalar: string
+    - name: progress
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.ProgressStatus
     - name: replicas
       type:
         scalar: numeric
@@ -2911,6 +2969,8 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: time
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime
+  scalar: untyped
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
   map:
     fields:

@@ -100,6 +100,12 @@ func ExtractPyTorchTrainingJobPause(pyTorchTrainingJob *batchv1beta1.PyTorchTrai
 	return ExtractPyTorchTrainingJobFrom(pyTorchTrainingJob, fieldManager, "pause")
 }
 
+// ExtractPyTorchTrainingJobProgress extracts the applied configuration owned by fieldManager from
+// pyTorchTrainingJob for the progress subresource.
+func ExtractPyTorchTrainingJobProgress(pyTorchTrainingJob *batchv1beta1.PyTorchTrainingJob, fieldManager string) (*PyTorchTrainingJobApplyConfiguration, error) {
+	return ExtractPyTorchTrainingJobFrom(pyTorchTrainingJob, fieldManager, "progress")
+}
+
 // ExtractPyTorchTrainingJobResume extracts the applied configuration owned by fieldManager from
 // pyTorchTrainingJob for the resume subresource.
 func ExtractPyTorchTrainingJobResume(pyTorchTrainingJob *batchv1beta1.PyTorchTrainingJob, fieldManager string) (*PyTorchTrainingJobApplyConfiguration, error) {

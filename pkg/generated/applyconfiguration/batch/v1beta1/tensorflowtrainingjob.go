@@ -101,6 +101,12 @@ func ExtractTensorFlowTrainingJobPause(tensorFlowTrainingJob *batchv1beta1.Tenso
 	return ExtractTensorFlowTrainingJobFrom(tensorFlowTrainingJob, fieldManager, "pause")
 }
 
+// ExtractTensorFlowTrainingJobProgress extracts the applied configuration owned by fieldManager from
+// tensorFlowTrainingJob for the progress subresource.
+func ExtractTensorFlowTrainingJobProgress(tensorFlowTrainingJob *batchv1beta1.TensorFlowTrainingJob, fieldManager string) (*TensorFlowTrainingJobApplyConfiguration, error) {
+	return ExtractTensorFlowTrainingJobFrom(tensorFlowTrainingJob, fieldManager, "progress")
+}
+
 // ExtractTensorFlowTrainingJobResume extracts the applied configuration owned by fieldManager from
 // tensorFlowTrainingJob for the resume subresource.
 func ExtractTensorFlowTrainingJobResume(tensorFlowTrainingJob *batchv1beta1.TensorFlowTrainingJob, fieldManager string) (*TensorFlowTrainingJobApplyConfiguration, error) {

@@ -60,6 +60,9 @@ type TrainingJobStatusApplyConfiguration struct {
 	Selector *string `json:"selector,omitempty"`
 	// LastScaleTime is when an elastic job's replica count last changed.
 	LastScaleTime *metav1.Time `json:"lastScaleTime,omitempty"`
+	// Progress is how far the job has come, as its pods last reported
+	// through the progress subresource. Status writes leave it as it is.
+	Progress *ProgressStatusApplyConfiguration `json:"progress,omitempty"`
 }
 
 // TrainingJobStatusApplyConfiguration constructs a declarative configuration of the TrainingJobStatus type for use with
@@ -171,5 +174,13 @@ func (b *TrainingJobStatusApplyConfiguration) WithSelector(value string) *Traini
 // If called multiple times, the LastScaleTime field is set to the value of the last call.
 func (b *TrainingJobStatusApplyConfiguration) WithLastScaleTime(value metav1.Time) *TrainingJobStatusApplyConfiguration {
 	b.LastScaleTime = &value
+	return b
+}
+
+// WithProgress sets the Progress field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Progress field is set to the value of the last call.
+func (b *TrainingJobStatusApplyConfiguration) WithProgress(value *ProgressStatusApplyConfiguration) *TrainingJobStatusApplyConfiguration {
+	b.Progress = value
 	return b
 }

@@ -54,6 +54,7 @@ type PyTorchTrainingJobInterface interface {
 	Pause(ctx context.Context, pyTorchTrainingJobName string, pauseRequest *batchv1beta1.PauseRequest, opts v1.CreateOptions) (*batchv1beta1.PyTorchTrainingJob, error)
 	Resume(ctx context.Context, pyTorchTrainingJobName string, resumeRequest *batchv1beta1.ResumeRequest, opts v1.CreateOptions) (*batchv1beta1.PyTorchTrainingJob, error)
 	Debug(ctx context.Context, pyTorchTrainingJobName string, debugRequest *batchv1beta1.DebugRequest, opts v1.CreateOptions) (*batchv1beta1.PyTorchTrainingJob, error)
+	ReportProgress(ctx context.Context, pyTorchTrainingJobName string, progressReport *batchv1beta1.ProgressReport, opts v1.CreateOptions) (*batchv1beta1.ProgressReport, error)
 
 	PyTorchTrainingJobExpansion
 }
@@ -121,6 +122,22 @@ func (c *pyTorchTrainingJobs) Debug(ctx context.Context, pyTorchTrainingJobName 
 		SubResource("debug").
 		VersionedParams(&opts, scheme.ParameterCodec).
 		Body(debugRequest).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// ReportProgress takes the representation of a progressReport and creates it.  Returns the server's representation of the progressReport, and an error, if there is any.
+func (c *pyTorchTrainingJobs) ReportProgress(ctx context.Context, pyTorchTrainingJobName string, progressReport *batchv1beta1.ProgressReport, opts v1.CreateOptions) (result *batchv1beta1.ProgressReport, err error) {
+	result = &batchv1beta1.ProgressReport{}
+	err = c.GetClient().Post().
+		UseProtobufAsDefault().
+		Namespace(c.GetNamespace()).
+		Resource("pytorchtrainingjobs").
+		Name(pyTorchTrainingJobName).
+		SubResource("progress").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(progressReport).
 		Do(ctx).
 		Into(result)
 	return

@@ -54,6 +54,7 @@ type TensorFlowTrainingJobInterface interface {
 	Pause(ctx context.Context, tensorFlowTrainingJobName string, pauseRequest *batchv1beta1.PauseRequest, opts v1.CreateOptions) (*batchv1beta1.TensorFlowTrainingJob, error)
 	Resume(ctx context.Context, tensorFlowTrainingJobName string, resumeRequest *batchv1beta1.ResumeRequest, opts v1.CreateOptions) (*batchv1beta1.TensorFlowTrainingJob, error)
 	Debug(ctx context.Context, tensorFlowTrainingJobName string, debugRequest *batchv1beta1.DebugRequest, opts v1.CreateOptions) (*batchv1beta1.TensorFlowTrainingJob, error)
+	ReportProgress(ctx context.Context, tensorFlowTrainingJobName string, progressReport *batchv1beta1.ProgressReport, opts v1.CreateOptions) (*batchv1beta1.ProgressReport, error)
 
 	TensorFlowTrainingJobExpansion
 }
@@ -121,6 +122,22 @@ func (c *tensorFlowTrainingJobs) Debug(ctx context.Context, tensorFlowTrainingJo
 		SubResource("debug").
 		VersionedParams(&opts, scheme.ParameterCodec).
 		Body(debugRequest).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// ReportProgress takes the representation of a progressReport and creates it.  Returns the server's representation of the progressReport, and an error, if there is any.
+func (c *tensorFlowTrainingJobs) ReportProgress(ctx context.Context, tensorFlowTrainingJobName string, progressReport *batchv1beta1.ProgressReport, opts v1.CreateOptions) (result *batchv1beta1.ProgressReport, err error) {
+	result = &batchv1beta1.ProgressReport{}
+	err = c.GetClient().Post().
+		UseProtobufAsDefault().
+		Namespace(c.GetNamespace()).
+		Resource("tensorflowtrainingjobs").
+		Name(tensorFlowTrainingJobName).
+		SubResource("progress").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(progressReport).
 		Do(ctx).
 		Into(result)
 	return

@@ -91,3 +91,15 @@ func (c *fakePyTorchTrainingJobs) Debug(ctx context.Context, pyTorchTrainingJobN
 	}
 	return obj.(*v1beta1.PyTorchTrainingJob), err
 }
+
+// ReportProgress takes the representation of a progressReport and creates it.  Returns the server's representation of the progressReport, and an error, if there is any.
+func (c *fakePyTorchTrainingJobs) ReportProgress(ctx context.Context, pyTorchTrainingJobName string, progressReport *v1beta1.ProgressReport, opts v1.CreateOptions) (result *v1beta1.ProgressReport, err error) {
+	emptyResult := &v1beta1.ProgressReport{}
+	obj, err := c.Fake.
+		Invokes(testing.NewCreateSubresourceActionWithOptions(c.Resource(), pyTorchTrainingJobName, "progress", c.Namespace(), progressReport, opts), emptyResult)
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*v1beta1.ProgressReport), err
+}

@@ -1,0 +1,141 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ProgressValues is how far a job has come, in the words of its own training
+// code. Every field is optional; a report carries at least one.
+type ProgressValues struct {
+	// Percent is the share of the work done, from 0 to 100. Without it, the
+	// server derives it from step and totalSteps, or from epoch and
+	// totalEpochs.
+	// +optional
+	Percent *int32 `json:"percent,omitempty" protobuf:"varint,1,opt,name=percent"`
+
+	// Step is the number of training steps done.
+	// +optional
+	Step *int64 `json:"step,omitempty" protobuf:"varint,2,opt,name=step"`
+
+	// TotalSteps is the number of steps the job runs; at least step.
+	// +optional
+	TotalSteps *int64 `json:"totalSteps,omitempty" protobuf:"varint,3,opt,name=totalSteps"`
+
+	// Epoch is the number of passes over the data done.
+	// +optional
+	Epoch *int32 `json:"epoch,omitempty" protobuf:"varint,4,opt,name=epoch"`
+
+	// TotalEpochs is the number of passes the job makes; at least epoch.
+	// +optional
+	TotalEpochs *int32 `json:"totalEpochs,omitempty" protobuf:"varint,5,opt,name=totalEpochs"`
+
+	// RemainingSeconds is the training code's own estimate of the time it
+	// still needs. Without it, the server estimates from the rate of
+	// progress between reports.
+	// +optional
+	RemainingSeconds *int64 `json:"remainingSeconds,omitempty" protobuf:"varint,6,opt,name=remainingSeconds"`
+
+	// Metrics are named figures of the training, such as loss, accuracy or
+	// samples/s, at most 8 (MaxProgressMetrics). kubectl get -o wide shows
+	// the first.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Metrics []ProgressMetric `json:"metrics,omitempty" protobuf:"bytes,7,rep,name=metrics"`
+
+	// Message is a short note for people, at most 256 bytes
+	// (MaxProgressMessageBytes).
+	// +optional
+	Message string `json:"message,omitempty" protobuf:"bytes,8,opt,name=message"`
+}
+
+// ProgressMetric is one named figure of a progress report.
+type ProgressMetric struct {
+	// Name of the metric: letters, digits and "_", "-", ".", "/", starting
+	// with a letter; at most 63 characters.
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
+
+	// Value is a decimal number, such as "0.0213" or "1.5e3"; at most 32
+	// characters.
+	Value string `json:"value" protobuf:"bytes,2,opt,name=value"`
+}
+
+// ProgressStatus is the last progress report that reached storage, and what
+// the server made of it.
+type ProgressStatus struct {
+	ProgressValues `json:",inline" protobuf:"bytes,1,opt,name=values"`
+
+	// EstimatedFinishTime is when the job is expected to finish: the report
+	// time plus the reported remainingSeconds, or, without those, what the
+	// rate of progress since the previous stored report predicts.
+	// +optional
+	EstimatedFinishTime *metav1.Time `json:"estimatedFinishTime,omitempty" protobuf:"bytes,2,opt,name=estimatedFinishTime"`
+
+	// Reporter is who sent the report: the name of the job's pod, or the
+	// user name of anyone else allowed to report.
+	// +optional
+	Reporter string `json:"reporter,omitempty" protobuf:"bytes,3,opt,name=reporter"`
+
+	// ReportTime is when the server received the report.
+	// +optional
+	ReportTime *metav1.MicroTime `json:"reportTime,omitempty" protobuf:"bytes,4,opt,name=reportTime"`
+
+	// CoalescedReports counts the reports the server accepted but never
+	// stored, because a later one replaced them within the same write
+	// interval. A job's progress reaches storage at most once per interval.
+	// +optional
+	CoalescedReports int64 `json:"coalescedReports,omitempty" protobuf:"varint,5,opt,name=coalescedReports"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ProgressReport is the body of a POST to a job's progress subresource, and
+// the answer to it. The job's own pods may send one without any RBAC grant;
+// anyone else needs create on <kind>/progress.
+type ProgressReport struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
+
+	ProgressValues `json:",inline" protobuf:"bytes,2,opt,name=values"`
+
+	// Status is what the server did with the report; it is ignored in a
+	// request.
+	// +optional
+	Status ProgressReportStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
+}
+
+// ProgressReportStatus says whether a report was stored at once or held back.
+type ProgressReportStatus struct {
+	// Stored is true when the report was written to the job with this
+	// request, false when it was held back until the job's next write
+	// interval.
+	// +optional
+	Stored bool `json:"stored,omitempty" protobuf:"varint,1,opt,name=stored"`
+
+	// StoreTime is when a held-back report will be written, unless a later
+	// report replaces it first.
+	// +optional
+	StoreTime *metav1.Time `json:"storeTime,omitempty" protobuf:"bytes,2,opt,name=storeTime"`
+
+	// Replaced is true when the report replaced an earlier held-back one,
+	// which will thus never be stored.
+	// +optional
+	Replaced bool `json:"replaced,omitempty" protobuf:"varint,3,opt,name=replaced"`
+}

@@ -1,0 +1,170 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package trainingjob
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/utils/clock"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+	"tensorstack.dev/training/pkg/apis/batch/validation"
+)
+
+// DefaultProgressWriteInterval is how often, at most, a job's progress
+// reports reach etcd.
+const DefaultProgressWriteInterval = 5 * time.Second
+
+// ProgressConfig is how the progress subresource writes and whom it trusts.
+type ProgressConfig struct {
+	// Interval is the shortest time between two stored reports of a job;
+	// zero means DefaultProgressWriteInterval.
+	Interval time.Duration
+	// Pods finds the pod a pod-bound token names; nil refuses every report
+	// sent with such a token, as nothing can check the pod's job.
+	Pods PodGetter
+	// Clock is the coalescer's clock; nil is the real one.
+	Clock clock.WithDelayedExecution
+}
+
+// ProgressREST is the progress subresource of a job kind: a POST of a
+// ProgressReport records how far the job has come in status.progress. A
+// job's reports reach storage at most once per interval; in between, the
+// latest report waits and replaces any earlier waiting one.
+type ProgressREST struct {
+	// store reads jobs; writes go through the coalescer to progressStore.
+	store     *genericregistry.Store
+	reporters *reporterCheck
+	writer    *progressCoalescer
+}
+
+var _ rest.NamedCreater = &ProgressREST{}
+
+func newProgressREST(store, progressStore *genericregistry.Store, config ProgressConfig) *ProgressREST {
+	interval := config.Interval
+	if interval <= 0 {
+		interval = DefaultProgressWriteInterval
+	}
+	var clk clock.WithDelayedExecution = clock.RealClock{}
+	if config.Clock != nil {
+		clk = config.Clock
+	}
+	write := func(ctx context.Context, key jobKey, report pendingReport, replaced int64) error {
+		return writeProgress(ctx, progressStore, key, report, replaced)
+	}
+	return &ProgressREST{
+		store:     store,
+		reporters: newReporterCheck(config.Pods, store.DefaultQualifiedResource),
+		writer:    newProgressCoalescer(interval, clk, write),
+	}
+}
+
+// New returns an empty report.
+func (r *ProgressREST) New() runtime.Object { return &batch.ProgressReport{} }
+
+// Destroy does nothing: the main resource owns the shared storage.
+func (r *ProgressREST) Destroy() {}
+
+// Create checks a report and who sent it, then stores it now or holds it
+// for the job's next write.
+func (r *ProgressREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	report := obj.(*batch.ProgressReport)
+	if requestMeta, err := meta.Accessor(report); err == nil && requestMeta.GetName() != "" && requestMeta.GetName() != name {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("metadata.name %q of the progress report does not match the job %q in the URL", requestMeta.GetName(), name))
+	}
+	if errs := validation.ValidateProgressReport(report); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(batch.Kind("ProgressReport"), name, errs)
+	}
+	// The watch cache answers: a report costs no etcd read.
+	obj, err := r.store.Get(ctx, name, &metav1.GetOptions{ResourceVersion: "0"})
+	if err != nil {
+		return nil, err
+	}
+	job := obj.(batch.TrainingJob)
+	if err := r.refuseFinished(job); err != nil {
+		return nil, err
+	}
+	reporter, err := r.reporters.reporter(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	if createValidation != nil {
+		if err := createValidation(ctx, report.DeepCopyObject()); err != nil {
+			return nil, err
+		}
+	}
+	answer := report.DeepCopy()
+	answer.Name, answer.Namespace = job.GetName(), job.GetNamespace()
+	if len(options.DryRun) > 0 {
+		answer.Status = batch.ProgressReportStatus{}
+		return answer, nil
+	}
+	key := jobKey{namespace: job.GetNamespace(), name: job.GetName(), uid: job.GetUID()}
+	pending := pendingReport{values: report.ProgressValues, reporter: reporter, received: r.writer.clock.Now()}
+	answer.Status, err = r.writer.report(ctx, key, pending)
+	if err != nil {
+		return nil, err
+	}
+	return answer, nil
+}
+
+func (r *ProgressREST) refuseFinished(job batch.TrainingJob) error {
+	if phase := job.JobStatus().Phase; phase.IsFinished() {
+		return apierrors.NewConflict(r.store.DefaultQualifiedResource, job.GetName(),
+			fmt.Errorf("the job has %s; it takes no more progress reports", phase))
+	}
+	return nil
+}
+
+// writeProgress stores one report in a job's status.progress, unless the
+// job is gone, was replaced by another of the same name, or has finished.
+func writeProgress(ctx context.Context, progressStore *genericregistry.Store, key jobKey, report pendingReport, replaced int64) error {
+	transform := func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
+		job := old.DeepCopyObject().(batch.TrainingJob)
+		if job.GetUID() != key.uid {
+			return nil, apierrors.NewConflict(progressStore.DefaultQualifiedResource, key.name,
+				fmt.Errorf("the job was deleted and created again (uid %s, not %s)", job.GetUID(), key.uid))
+		}
+		status := job.JobStatus()
+		if status.Phase.IsFinished() {
+			return nil, apierrors.NewConflict(progressStore.DefaultQualifiedResource, key.name,
+				fmt.Errorf("the job has %s; it takes no more progress reports", status.Phase))
+		}
+		status.Progress = nextProgress(status.Progress, report, replaced)
+		return job, nil
+	}
+	_, _, err := progressStore.Update(ctx, key.name,
+		rest.DefaultUpdatedObjectInfo(nil, transform), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc,
+		false, &metav1.UpdateOptions{})
+	return err
+}
+
+// jobKey names one job for the coalescer; the UID keeps a job created
+// again under the same name apart from its predecessor.
+type jobKey struct {
+	namespace, name string
+	uid             types.UID
+}

@@ -1,0 +1,101 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package trainingjob
+
+import (
+	"math"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+)
+
+// pendingReport is a checked report on its way to storage.
+type pendingReport struct {
+	values   batch.ProgressValues
+	reporter string
+	received time.Time
+}
+
+// nextProgress is the status.progress a report leads to, after the stored
+// one: the report's values with the percent filled in where the report
+// allows, and the estimated finish time.
+func nextProgress(prev *batch.ProgressStatus, report pendingReport, replaced int64) *batch.ProgressStatus {
+	next := &batch.ProgressStatus{
+		Reporter:         report.reporter,
+		ReportTime:       &metav1.MicroTime{Time: report.received},
+		CoalescedReports: replaced,
+	}
+	report.values.DeepCopyInto(&next.ProgressValues)
+	if prev != nil {
+		next.CoalescedReports += prev.CoalescedReports
+	}
+	done, known := progressFraction(&next.ProgressValues)
+	if next.Percent == nil && known {
+		percent := int32(math.Floor(done * 100))
+		next.Percent = &percent
+	}
+	if finish, ok := estimateFinish(prev, next, done, known); ok {
+		next.EstimatedFinishTime = &metav1.Time{Time: finish.Truncate(time.Second)}
+	}
+	return next
+}
+
+// progressFraction is how much of the work is done, from 0 to 1, by the
+// finest measure a report has: steps, then percent, then epochs.
+func progressFraction(v *batch.ProgressValues) (float64, bool) {
+	switch {
+	case v.Step != nil && v.TotalSteps != nil && *v.TotalSteps > 0:
+		return float64(*v.Step) / float64(*v.TotalSteps), true
+	case v.Percent != nil:
+		return float64(*v.Percent) / 100, true
+	case v.Epoch != nil && v.TotalEpochs != nil && *v.TotalEpochs > 0:
+		return float64(*v.Epoch) / float64(*v.TotalEpochs), true
+	}
+	return 0, false
+}
+
+// estimateFinish: the reporter's own estimate wins; otherwise the rate of
+// progress since the previous stored report is carried forward. Without a
+// previous report, or when progress did not advance (a restart from a
+// checkpoint, a stalled job), there is no estimate.
+func estimateFinish(prev, next *batch.ProgressStatus, done float64, known bool) (time.Time, bool) {
+	at := next.ReportTime.Time
+	if s := next.RemainingSeconds; s != nil {
+		return at.Add(time.Duration(*s) * time.Second), true
+	}
+	if !known {
+		return time.Time{}, false
+	}
+	if done >= 1 {
+		return at, true
+	}
+	if prev == nil || prev.ReportTime == nil {
+		return time.Time{}, false
+	}
+	before, ok := progressFraction(&prev.ProgressValues)
+	elapsed := at.Sub(prev.ReportTime.Time)
+	if !ok || done <= before || elapsed <= 0 {
+		return time.Time{}, false
+	}
+	remaining := time.Duration(float64(elapsed) * (1 - done) / (done - before))
+	if remaining > batch.MaxProgressRemainingSeconds*time.Second {
+		return time.Time{}, false
+	}
+	return at.Add(remaining), true
+}
