@@ -5,6 +5,8 @@
 #   localhost/tensorstack/training:v1   Debian bookworm (minbase), Python 3,
 #                                       Debian's PyTorch (CPU, gloo) and the
 #                                       example scripts of artifacts/examples/scripts
+#                                       and the progress helper of
+#                                       artifacts/python (tensorstack_progress)
 # The Debian root file system is cached (training-base.tar) under a key of
 # its inputs: the suite, the mirror and the package list. The scripts are a
 # layer of their own, so editing them rebuilds in seconds. Needs root
@@ -77,13 +79,16 @@ fi
 
 # The training image: the Debian layer and the scripts.
 scripts="${REPO_ROOT}/artifacts/examples/scripts"
-key="$(cat "${base}.key" "${scripts}"/* "${REPO_ROOT}/hack/images/torchrun" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
+# The progress helper, importable from any training program in the image.
+helper="${REPO_ROOT}/artifacts/python/tensorstack_progress.py"
+key="$(cat "${base}.key" "${scripts}"/* "${helper}" "${REPO_ROOT}/hack/images/torchrun" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
 if stamped "${TRAINING_ARCHIVE}" "${key}"; then
   log "[3/3] ${TRAINING_IMAGE}: up to date"
 else
   root="$(mktemp -d "${IMAGES_DIR}/.scripts-XXXX")"
-  install -d -m 0755 "${root}/opt/tensorstack/examples" "${root}/usr/local/bin"
+  install -d -m 0755 "${root}/opt/tensorstack/examples" "${root}/opt/tensorstack/lib" "${root}/usr/local/bin"
   install -m 0644 "${scripts}"/* "${root}/opt/tensorstack/examples/"
+  install -m 0644 "${helper}" "${root}/opt/tensorstack/lib/"
   install -m 0755 "${REPO_ROOT}/hack/images/torchrun" "${root}/usr/local/bin/torchrun"
   # Debian's torch 1.13 on Debian's Python 3.11: iterating an IntFlag skips
   # its zero member there, so Std.from_str("0") (torchrun's default
@@ -95,7 +100,7 @@ else
   sed -i 's/^            for s in Std:$/            for s in Std.__members__.values():/' "${root}/${std}"
   grep -q 'for s in Std.__members__.values():' "${root}/${std}" || die "patching ${std} failed: its text changed"
   "${BIN_DIR}/ociarchive" -name "${TRAINING_IMAGE}" -layer "${base}" -layer "${root}" \
-    -env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin -env PYTHONPATH=/opt/tensorstack/examples \
+    -env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin -env PYTHONPATH=/opt/tensorstack/lib:/opt/tensorstack/examples \
     -workdir /opt/tensorstack/examples -cmd python3 -out "${TRAINING_ARCHIVE}"
   rm -rf "${root}"
   stamp "${TRAINING_ARCHIVE}" "${key}"

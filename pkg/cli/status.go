@@ -234,6 +234,7 @@ func writeJobStatus(out io.Writer, kind *jobKind, job v1beta1.TrainingJob, event
 	if tb := status.Tensorboard; tb != nil {
 		fmt.Fprintf(w, "TensorBoard:\t%s\n", tensorboardState(tb))
 	}
+	writeProgress(w, status, now)
 	if err := w.Flush(); err != nil {
 		return err
 	}

@@ -32,6 +32,8 @@ import (
 type Adapter interface {
 	// Kind is the job kind; it is also the value of the job-kind label.
 	Kind() string
+	// Resource is the kind's resource name in the API.
+	Resource() string
 	// TrainingContainerName names the container that runs the training
 	// program; the first container is used when none has this name.
 	TrainingContainerName() string

@@ -144,10 +144,21 @@ func (b *Builder) Pod(id ReplicaID) (*corev1.Pod, error) {
 	for i := range pod.Spec.InitContainers {
 		setEnv(&pod.Spec.InitContainers[i], env)
 	}
+	job := b.jobEnv()
 	for i := range pod.Spec.Containers {
 		setEnv(&pod.Spec.Containers[i], env)
+		setEnv(&pod.Spec.Containers[i], job)
 	}
 	return pod, nil
+}
+
+// jobEnv names the job to the code in its containers.
+func (b *Builder) jobEnv() []corev1.EnvVar {
+	return []corev1.EnvVar{
+		envVar(v1beta1.EnvJobName, b.Job.GetName()),
+		envVar(v1beta1.EnvJobNamespace, b.Job.GetNamespace()),
+		envVar(v1beta1.EnvJobResource, b.Adapter.Resource()),
+	}
 }
 
 // startForDebug runs the debug command in place of the training program.

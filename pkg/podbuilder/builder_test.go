@@ -216,3 +216,39 @@ func TestPriorityClassName(t *testing.T) {
 		}
 	}
 }
+
+// TestJobEnv: every container, the training one and a sidecar, can name
+// its job, and a template's own value of those names is overwritten.
+func TestJobEnv(t *testing.T) {
+	job := tfJob("resnet", "worker", 1)
+	spec := &job.Spec.ReplicaSpecs[0].Template.Spec
+	spec.Containers = append(spec.Containers, corev1.Container{Name: "sidecar", Image: "sidecar:1",
+		Env: []corev1.EnvVar{{Name: v1beta1.EnvJobName, Value: "spoofed"}}})
+	b := &Builder{Adapter: TensorFlow, Job: job, Topology: NewTopology(TensorFlow, job, "")}
+	pod, err := b.Pod(ReplicaID{Type: "worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		v1beta1.EnvJobName: "resnet", v1beta1.EnvJobNamespace: "ns", v1beta1.EnvJobResource: "tensorflowtrainingjobs",
+	}
+	for _, c := range pod.Spec.Containers {
+		got := map[string]string{}
+		for _, e := range c.Env {
+			if _, ok := want[e.Name]; ok {
+				if _, dup := got[e.Name]; dup {
+					t.Errorf("container %s: %s twice", c.Name, e.Name)
+				}
+				got[e.Name] = e.Value
+			}
+		}
+		for name, value := range want {
+			if got[name] != value {
+				t.Errorf("container %s: %s=%q, want %q", c.Name, name, got[name], value)
+			}
+		}
+	}
+	if PyTorch.Resource() != v1beta1.PyTorchTrainingJobResource {
+		t.Errorf("PyTorch.Resource() = %s", PyTorch.Resource())
+	}
+}

@@ -37,6 +37,7 @@ type pyTorchAdapter struct{}
 var PyTorch Adapter = pyTorchAdapter{}
 
 func (pyTorchAdapter) Kind() string                  { return PyTorchKind }
+func (pyTorchAdapter) Resource() string              { return v1beta1.PyTorchTrainingJobResource }
 func (pyTorchAdapter) TrainingContainerName() string { return v1beta1.PyTorchContainerName }
 func (pyTorchAdapter) PortNames() []string           { return batch.PyTorchPortNames() }
 func (pyTorchAdapter) DefaultPort() int32            { return v1beta1.PyTorchDefaultPort }

@@ -36,6 +36,7 @@ type tensorFlowAdapter struct{}
 var TensorFlow Adapter = tensorFlowAdapter{}
 
 func (tensorFlowAdapter) Kind() string                  { return TensorFlowKind }
+func (tensorFlowAdapter) Resource() string              { return v1beta1.TensorFlowTrainingJobResource }
 func (tensorFlowAdapter) TrainingContainerName() string { return v1beta1.TensorFlowContainerName }
 func (tensorFlowAdapter) PortNames() []string           { return batch.TensorFlowPortNames() }
 func (tensorFlowAdapter) DefaultPort() int32            { return v1beta1.TensorFlowDefaultPort }

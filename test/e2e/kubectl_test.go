@@ -115,7 +115,7 @@ func TestKubectlGetColumns(t *testing.T) {
 	f.WaitForPhase(pt, v1beta1.JobRunning)
 
 	table := parseTable(t, f.MustKubectl("get", "tj"))
-	if want := []string{"NAME", "PHASE", "READY", "RESTARTS", "AGE"}; !slices.Equal(table.header, want) {
+	if want := []string{"NAME", "PHASE", "READY", "RESTARTS", "PROGRESS", "AGE"}; !slices.Equal(table.header, want) {
 		t.Fatalf("kubectl get tj columns %q, want %q", table.header, want)
 	}
 	row := table.row(t, "columns")
@@ -124,7 +124,7 @@ func TestKubectlGetColumns(t *testing.T) {
 	}
 
 	table = parseTable(t, f.MustKubectl("get", "tj", "-o", "wide"))
-	if want := []string{"NAME", "PHASE", "READY", "RESTARTS", "AGE", "MODE", "REPLICAS", "DURATION"}; !slices.Equal(table.header, want) {
+	if want := []string{"NAME", "PHASE", "READY", "RESTARTS", "PROGRESS", "AGE", "MODE", "REPLICAS", "DURATION", "ETA", "METRIC"}; !slices.Equal(table.header, want) {
 		t.Fatalf("kubectl get tj -o wide columns %q, want %q", table.header, want)
 	}
 	row = table.row(t, "columns")
@@ -335,7 +335,7 @@ func TestKubectlWatch(t *testing.T) {
 	if phases := watchedPhases(w.Stdout(), "watched"); !phases[v1beta1.JobRunning] {
 		t.Errorf("kubectl get tj -w did not print the Running phase:\n%s", w.Stdout())
 	}
-	if hdr := strings.Fields(strings.SplitN(w.Stdout(), "\n", 2)[0]); !slices.Equal(hdr, []string{"NAME", "PHASE", "READY", "RESTARTS", "AGE"}) {
+	if hdr := strings.Fields(strings.SplitN(w.Stdout(), "\n", 2)[0]); !slices.Equal(hdr, []string{"NAME", "PHASE", "READY", "RESTARTS", "PROGRESS", "AGE"}) {
 		t.Errorf("kubectl get tj -w header %q", hdr)
 	}
 }

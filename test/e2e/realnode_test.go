@@ -134,12 +134,13 @@ var stepLine = regexp.MustCompile(`rank=(\d+) step=(\d+) loss=([0-9.]+)`)
 // TestRealNodeTorchrunDDP: the DDP example trains for real. Both ranks join
 // through the headless Service's DNS, run the same number of steps, the
 // loss falls, and the job succeeds; kubectl training logs --all-replicas
-// shows every rank's steps.
+// shows every rank's steps. Rank 0 reports the job's progress from inside
+// its pod (checkDDPProgress).
 func TestRealNodeTorchrunDDP(t *testing.T) {
 	f := onRealNode(t, "real-ddp")
 	applyExample(f, "pytorch-ddp.yaml")
 	ref := f.Ref(framework.KindPyTorch, "pytorch-ddp")
-	waitSucceeded(f, ref)
+	checkDDPProgress(t, f, ref, followProgress(t, f, ref))
 	pods := f.Pods(ref)
 	if len(pods) != 2 {
 		t.Fatalf("%d pods, want 2", len(pods))

@@ -227,21 +227,21 @@ func TestTableColumns(t *testing.T) {
 	for _, c := range table.ColumnDefinitions {
 		columns = append(columns, c.Name)
 	}
-	if got := strings.Join(columns, ","); got != "Name,Phase,Ready,Restarts,Age,Mode,Replicas,Duration" {
+	if got := strings.Join(columns, ","); got != "Name,Phase,Ready,Restarts,Progress,Age,Mode,Replicas,Duration,ETA,Metric" {
 		t.Errorf("columns = %s", got)
 	}
 	if len(table.Rows) != 1 {
 		t.Fatalf("table has %d rows, want 1", len(table.Rows))
 	}
 	cells := table.Rows[0].Cells
-	want := []any{"train", "Pending", "2/4", float64(1)}
+	want := []any{"train", "Pending", "2/4", float64(1), ""}
 	for i, w := range want {
 		if cells[i] != w {
 			t.Errorf("cell %s = %v, want %v", columns[i], cells[i], w)
 		}
 	}
-	if cells[5] != "Immediate" || cells[6] != "chief:1,worker:3" {
-		t.Errorf("wide cells Mode, Replicas = %v, %v; want Immediate, chief:1,worker:3", cells[5], cells[6])
+	if cells[6] != "Immediate" || cells[7] != "chief:1,worker:3" {
+		t.Errorf("wide cells Mode, Replicas = %v, %v; want Immediate, chief:1,worker:3", cells[6], cells[7])
 	}
 }
 
@@ -277,7 +277,7 @@ func TestDiscovery(t *testing.T) {
 		if status := byName[resource+"/status"]; !contains(status.Verbs, "update") || !contains(status.Verbs, "patch") {
 			t.Errorf("%s/status verbs = %v", resource, status.Verbs)
 		}
-		for _, action := range []string{"pause", "resume", "debug"} {
+		for _, action := range []string{"pause", "resume", "debug", "progress"} {
 			if verbs := byName[resource+"/"+action].Verbs; strings.Join(verbs, ",") != "create" {
 				t.Errorf("%s/%s verbs = %v, want create", resource, action, verbs)
 			}

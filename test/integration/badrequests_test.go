@@ -77,6 +77,7 @@ func TestRequestBodyOverLimit(t *testing.T) {
 			{http.MethodPatch, base + "/train", "application/merge-patch+json"},
 			{http.MethodPatch, base + "/train?fieldManager=probe", "application/apply-patch+yaml"},
 			{http.MethodPost, base + "/train/pause", "application/json"},
+			{http.MethodPost, base + "/train/progress", "application/json"},
 		} {
 			for _, declared := range []bool{true, false} {
 				name := fmt.Sprintf("%s %s %s %s declared length %v", protocol.name, request.method, request.url, request.contentType, declared)

@@ -4,7 +4,9 @@ Started by torchrun, which sets RANK, WORLD_SIZE, MASTER_ADDR and
 MASTER_PORT for each process. Every rank fits the same linear model to its
 own shard of a synthetic regression problem; DistributedDataParallel
 averages the gradients, so all ranks keep one model and the loss falls.
-Each rank prints one line per step.
+Each rank prints one line per step, and rank 0 reports the job's progress
+(step, loss) to its progress subresource with tensorstack_progress, so that
+kubectl get shows how far the job is.
 """
 import os
 import time
@@ -14,7 +16,11 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
+from tensorstack_progress import report
+
 STEPS = int(os.environ.get("STEPS", "40"))
+# A pause after each step, so that a short example runs long enough to watch.
+STEP_SECONDS = float(os.environ.get("STEP_SECONDS", "0"))
 FEATURES = 8
 
 
@@ -35,6 +41,9 @@ def main():
         loss.backward()
         optimizer.step()
         print(f"rank={rank} step={step} loss={loss.item():.4f} at={time.time():.3f}", flush=True)
+        if rank == 0:
+            report(step=step, total_steps=STEPS, metrics={"loss": loss.item()})
+        time.sleep(STEP_SECONDS)
     dist.barrier()
     dist.destroy_process_group()
     print(f"rank={rank} done steps={STEPS} at={time.time():.3f}", flush=True)

@@ -26,6 +26,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
 // Jobs are often written in bursts from one template: a sweep, a pipeline,
@@ -51,8 +53,8 @@ func newAcceptedPods(clk clock.PassiveClock) *acceptedPods {
 }
 
 // key identifies a pod up to the name of its job, which the controller
-// puts in the pod's name, its job-name label, its subdomain and the
-// replicas' addresses in its environment: the pods of two jobs written from
+// puts in the pod's name, its job-name label, its subdomain, and the
+// replicas' addresses and the job's name in its environment: the pods of two jobs written from
 // one template share a key. ok is false when the pod cannot be encoded; it
 // is then always dry-run.
 func (c *acceptedPods) key(namespace, jobName string, pod *corev1.Pod) (key string, ok bool) {
@@ -75,6 +77,9 @@ func (c *acceptedPods) key(namespace, jobName string, pod *corev1.Pod) (key stri
 		for i := range containers {
 			for j := range containers[i].Env {
 				e := &containers[i].Env[j]
+				if e.Name == v1beta1.EnvJobName && e.Value == jobName {
+					e.Value = placeholder
+				}
 				e.Value = strings.ReplaceAll(e.Value, address, "."+placeholder+"."+namespace+".svc")
 			}
 		}

@@ -19190,7 +19190,7 @@ func schema_pkg_apis_batch_v1beta1_ProgressStatus(ref common.ReferenceCallback) 
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "ProgressStatus is the last progress report that reached storage, and what the server made of it.",
+				Description: "ProgressStatus is the last progress report that reached storage, and what the server made of it. A report of metrics or a message alone keeps the percent, steps, epochs and estimate of the report before it.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"percent": {

@@ -18,7 +18,6 @@ package trainingjob
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -69,7 +68,9 @@ func newReporterCheck(pods PodGetter, resource schema.GroupResource) *reporterCh
 func (c *reporterCheck) reporter(ctx context.Context, job batch.TrainingJob) (string, error) {
 	u, ok := genericapirequest.UserFrom(ctx)
 	if !ok {
-		return "", c.forbidden(job, errors.New("the request has no user"))
+		// Only a server without authentication has requests without a
+		// user; its authorization let the report through.
+		return "", nil
 	}
 	podName, podUID := extraValue(u, serviceaccount.PodNameKey), extraValue(u, serviceaccount.PodUIDKey)
 	if podName == "" && podUID == "" {

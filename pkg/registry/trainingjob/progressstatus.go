@@ -17,7 +17,6 @@ limitations under the License.
 package trainingjob
 
 import (
-	"math"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,15 +44,44 @@ func nextProgress(prev *batch.ProgressStatus, report pendingReport, replaced int
 	if prev != nil {
 		next.CoalescedReports += prev.CoalescedReports
 	}
+	if !hasMeasure(&next.ProgressValues) && prev != nil {
+		// A report of metrics or a message alone says nothing of how far
+		// the job is: the last measure and its estimate stand.
+		carryMeasure(prev, next)
+		return next
+	}
 	done, known := progressFraction(&next.ProgressValues)
 	if next.Percent == nil && known {
-		percent := int32(math.Floor(done * 100))
+		percent := derivedPercent(&next.ProgressValues)
 		next.Percent = &percent
 	}
 	if finish, ok := estimateFinish(prev, next, done, known); ok {
-		next.EstimatedFinishTime = &metav1.Time{Time: finish.Truncate(time.Second)}
+		next.EstimatedFinishTime = &metav1.Time{Time: finish.Round(time.Second)}
 	}
 	return next
+}
+
+// hasMeasure says whether a report tells how far the job is.
+func hasMeasure(v *batch.ProgressValues) bool {
+	return v.Percent != nil || v.Step != nil || v.Epoch != nil || v.RemainingSeconds != nil
+}
+
+func carryMeasure(prev, next *batch.ProgressStatus) {
+	next.Percent, next.Step, next.TotalSteps = prev.Percent, prev.Step, prev.TotalSteps
+	next.Epoch, next.TotalEpochs = prev.Epoch, prev.TotalEpochs
+	next.EstimatedFinishTime = prev.EstimatedFinishTime
+}
+
+// derivedPercent is the whole percent a report's counts make, in integers
+// so that 29 of 100 is 29%, not the 28.999...% of a float; the caller
+// knows progressFraction found a measure.
+func derivedPercent(v *batch.ProgressValues) int32 {
+	switch {
+	case v.Step != nil && v.TotalSteps != nil && *v.TotalSteps > 0:
+		return int32(*v.Step * 100 / *v.TotalSteps)
+	default:
+		return int32(int64(*v.Epoch) * 100 / int64(*v.TotalEpochs))
+	}
 }
 
 // progressFraction is how much of the work is done, from 0 to 1, by the

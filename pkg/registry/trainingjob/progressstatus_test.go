@@ -140,9 +140,9 @@ func TestNextProgressEstimatedFinish(t *testing.T) {
 		{"reported remaining seconds", nil,
 			batch.ProgressValues{Step: ptr.To[int64](1), RemainingSeconds: ptr.To[int64](3600)},
 			progressT0, at(time.Hour)},
-		{"reported remaining seconds, truncated to the second", nil,
+		{"reported remaining seconds, rounded to the second", nil,
 			batch.ProgressValues{RemainingSeconds: ptr.To[int64](90)},
-			progressT0.Add(1700 * time.Millisecond), at(91 * time.Second)},
+			progressT0.Add(1700 * time.Millisecond), at(92 * time.Second)},
 		{"reported remaining seconds win over the rate", storedProgress(steps(100, 1000), progressT0, 0),
 			batch.ProgressValues{Step: ptr.To[int64](200), TotalSteps: ptr.To[int64](1000), RemainingSeconds: ptr.To[int64](5)},
 			progressT0.Add(10 * time.Second), at(15 * time.Second)},
@@ -155,7 +155,7 @@ func TestNextProgressEstimatedFinish(t *testing.T) {
 			batch.ProgressValues{Percent: ptr.To[int32](60)}, progressT0.Add(40 * time.Second), at(40*time.Second + 40*time.Second)},
 		{"from the rate, by epochs", storedProgress(batch.ProgressValues{Epoch: ptr.To[int32](1), TotalEpochs: ptr.To[int32](4)}, progressT0, 0),
 			batch.ProgressValues{Epoch: ptr.To[int32](2), TotalEpochs: ptr.To[int32](4)}, progressT0.Add(time.Hour), at(3 * time.Hour)},
-		{"from the rate, truncated to the second", storedProgress(steps(100, 1000), progressT0.Add(500*time.Millisecond), 0),
+		{"from the rate, rounded to the second", storedProgress(steps(100, 1000), progressT0.Add(500*time.Millisecond), 0),
 			// 10.4 s for a tenth of the work: 83.2 s left after 10.9 s, 94.1 s.
 			steps(200, 1000), progressT0.Add(10*time.Second + 900*time.Millisecond), at(94 * time.Second)},
 		{"first report without remaining seconds", nil, steps(200, 1000), progressT0, nil},
@@ -171,7 +171,7 @@ func TestNextProgressEstimatedFinish(t *testing.T) {
 			steps(200, 1000), progressT0, nil},
 		{"too slow: beyond ten years", storedProgress(steps(0, 1000000000), progressT0, 0),
 			steps(1, 1000000000), progressT0.Add(time.Second), nil},
-		{"done by steps", nil, steps(1000, 1000), progressT0.Add(1500 * time.Millisecond), at(time.Second)},
+		{"done by steps", nil, steps(1000, 1000), progressT0.Add(1400 * time.Millisecond), at(time.Second)},
 		{"done by steps after a previous report", storedProgress(steps(900, 1000), progressT0, 0),
 			steps(1000, 1000), progressT0.Add(time.Minute), at(time.Minute)},
 		{"done by percent", nil, batch.ProgressValues{Percent: ptr.To[int32](100)}, progressT0, at(0)},
@@ -219,5 +219,42 @@ func TestProgressFraction(t *testing.T) {
 				t.Errorf("progressFraction = %v, %v; want %v, %v", got, known, tc.want, tc.wantKnown)
 			}
 		})
+	}
+}
+
+// TestDerivedPercentIsExact: every count of every total up to 1000 gives
+// the whole percent integer division gives, never one less from a float's
+// rounding (29 of 100 is 29%).
+func TestDerivedPercentIsExact(t *testing.T) {
+	for total := int64(1); total <= 1000; total++ {
+		for step := int64(0); step <= total; step++ {
+			next := nextProgress(nil, pendingReport{values: steps(step, total), received: progressT0}, 0)
+			if want := int32(step * 100 / total); ptr.Deref(next.Percent, -1) != want {
+				t.Fatalf("step %d of %d: percent %d, want %d", step, total, ptr.Deref(next.Percent, -1), want)
+			}
+		}
+	}
+	epochs := nextProgress(nil, pendingReport{values: batch.ProgressValues{Epoch: ptr.To[int32](29), TotalEpochs: ptr.To[int32](100)}, received: progressT0}, 0)
+	if ptr.Deref(epochs.Percent, -1) != 29 {
+		t.Errorf("epoch 29 of 100: percent %d, want 29", ptr.Deref(epochs.Percent, -1))
+	}
+}
+
+// TestReportWithoutMeasureKeepsTheLastOne: metrics or a message alone do
+// not make the job's progress, or its estimate, disappear.
+func TestReportWithoutMeasureKeepsTheLastOne(t *testing.T) {
+	prev := storedProgress(steps(300, 1000), progressT0, 2)
+	prev.Percent = ptr.To[int32](30)
+	finish := metav1.NewTime(progressT0.Add(time.Minute))
+	prev.EstimatedFinishTime = &finish
+	next := nextProgress(prev, pendingReport{values: batch.ProgressValues{
+		Metrics: []batch.ProgressMetric{{Name: "loss", Value: "0.5"}}, Message: "evaluating",
+	}, reporter: "pod-0", received: progressT0.Add(5 * time.Second)}, 1)
+	if ptr.Deref(next.Step, 0) != 300 || ptr.Deref(next.TotalSteps, 0) != 1000 || ptr.Deref(next.Percent, 0) != 30 ||
+		next.EstimatedFinishTime == nil || !next.EstimatedFinishTime.Equal(&finish) {
+		t.Errorf("after a metrics-only report: %+v, want step 300/1000, 30%% and the estimate kept", next)
+	}
+	if len(next.Metrics) != 1 || next.Message != "evaluating" || next.CoalescedReports != 3 || next.Reporter != "pod-0" {
+		t.Errorf("after a metrics-only report: %+v, want its metrics, message and reporter, 3 coalesced", next)
 	}
 }

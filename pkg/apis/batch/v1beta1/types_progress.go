@@ -77,7 +77,8 @@ type ProgressMetric struct {
 }
 
 // ProgressStatus is the last progress report that reached storage, and what
-// the server made of it.
+// the server made of it. A report of metrics or a message alone keeps the
+// percent, steps, epochs and estimate of the report before it.
 type ProgressStatus struct {
 	ProgressValues `json:",inline" protobuf:"bytes,1,opt,name=values"`
 

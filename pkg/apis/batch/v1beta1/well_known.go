@@ -51,6 +51,16 @@ const (
 	CategoryTrainingJobs = "trainingjobs"
 )
 
+// Environment variables every container of a job's pods gets, so that the
+// training code can name its own job: to report its progress, for one.
+const (
+	EnvJobName      = "TENSORSTACK_JOB_NAME"
+	EnvJobNamespace = "TENSORSTACK_JOB_NAMESPACE"
+	// EnvJobResource is the job kind's resource: tensorflowtrainingjobs or
+	// pytorchtrainingjobs.
+	EnvJobResource = "TENSORSTACK_JOB_RESOURCE"
+)
+
 // Container names and default ports of the training replicas; the rules
 // themselves are in pkg/apis/batch (contract.go), which validation applies.
 const (

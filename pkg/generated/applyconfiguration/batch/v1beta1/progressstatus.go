@@ -26,7 +26,8 @@ import (
 // with apply.
 //
 // ProgressStatus is the last progress report that reached storage, and what
-// the server made of it.
+// the server made of it. A report of metrics or a message alone keeps the
+// percent, steps, epochs and estimate of the report before it.
 type ProgressStatusApplyConfiguration struct {
 	ProgressValuesApplyConfiguration `json:""`
 	// EstimatedFinishTime is when the job is expected to finish: the report
