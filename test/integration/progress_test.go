@@ -214,6 +214,7 @@ func TestProgressPythonHelper(t *testing.T) {
 	cmd := exec.Command(python, "-m", "tensorstack_progress", "step=25", "total_steps=100", "epoch=1", "loss=0.125", "message=from python")
 	cmd.Env = append(os.Environ(),
 		"PYTHONPATH="+helperDir(t),
+		"PYTHONDONTWRITEBYTECODE=1",
 		"TENSORSTACK_API_SERVER="+s.Config.Host,
 		"TENSORSTACK_SERVICE_ACCOUNT_DIR="+dir,
 		"TENSORSTACK_JOB_NAME=train",
@@ -240,7 +241,7 @@ func TestProgressPythonHelper(t *testing.T) {
 
 	// Outside a job's pod the helper says why, and the training goes on.
 	cmd = exec.Command(python, "-c", "import tensorstack_progress as p; print(p.report(step=1, total_steps=2))")
-	cmd.Env = []string{"PYTHONPATH=" + helperDir(t), "PATH=" + os.Getenv("PATH")}
+	cmd.Env = []string{"PYTHONPATH=" + helperDir(t), "PYTHONDONTWRITEBYTECODE=1", "PATH=" + os.Getenv("PATH")}
 	out, err = cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "not in a TensorStack training job's pod") || !strings.HasSuffix(strings.TrimSpace(string(out)), "None") {
 		t.Errorf("the helper outside a pod: %v\n%s", err, out)
