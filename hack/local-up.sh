@@ -232,6 +232,9 @@ if training_enabled; then
   # to view, edit or admin behaves locally as it will in a cluster.
   log "installing the user roles of artifacts/deploy (aggregated into view, edit and admin)"
   kubectl_local apply -f "${REPO_ROOT}/artifacts/deploy/base/rbac-users.yaml" >/dev/null
+  # Every service account may send progress reports, as installed; the
+  # server takes them only from the pods of the job reported on.
+  kubectl_local apply -f "${REPO_ROOT}/artifacts/deploy/base/rbac-progress.yaml" >/dev/null
   # The PriorityClasses that t9kScheduler.priority maps to, as installed.
   kubectl_local apply -f "${REPO_ROOT}/artifacts/deploy/base/priorityclasses.yaml" >/dev/null
   # The controller's own API Priority and Fairness level, as installed (it

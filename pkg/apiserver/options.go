@@ -244,7 +244,6 @@ func (o *Options) Config() (*Config, error) {
 	if o.EtcdRequestTimeout > 0 {
 		config.RESTOptionsGetter = boundedRESTOptionsGetter{RESTOptionsGetter: config.RESTOptionsGetter, timeout: o.EtcdRequestTimeout}
 	}
-	config.Authorization.Authorizer = withPodReporters(config.Authorization.Authorizer)
 	pods, err := newKubePods(config.ClientConfig)
 	if err != nil {
 		if embedded != nil {

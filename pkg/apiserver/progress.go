@@ -21,79 +21,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apiserver/pkg/authentication/serviceaccount"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/kubernetes"
 	restclient "k8s.io/client-go/rest"
 
-	"tensorstack.dev/training/pkg/apis/batch"
-	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/registry/trainingjob"
 )
 
-// progressSubresource is where a job's pods report how far they are.
-const progressSubresource = "progress"
-
-// podReporters lets a job's own pods report its progress without an RBAC
-// grant: a create on <kind>/progress in the pod's namespace, made with a
-// service-account token bound to a pod, is allowed here; the progress
-// handler then reads the pod and refuses the report unless the job
-// controls that pod. Every other request is left to the next authorizer.
-type podReporters struct {
-	next authorizer.Authorizer
-}
-
-const podReportReason = "a pod reports its own job's progress; the handler checks the pod's job"
-
-func (p podReporters) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-	if isPodReport(a) {
-		return authorizer.DecisionAllow, podReportReason, nil
-	}
-	return p.next.Authorize(ctx, a)
-}
-
-func (p podReporters) ConditionsAwareAuthorize(ctx context.Context, a authorizer.Attributes) authorizer.ConditionsAwareDecision {
-	if isPodReport(a) {
-		return authorizer.ConditionsAwareDecisionFromParts(authorizer.DecisionAllow, podReportReason, nil)
-	}
-	return p.next.ConditionsAwareAuthorize(ctx, a)
-}
-
-// EvaluateConditions: podReporters decides without conditions, so any
-// conditional decision is the next authorizer's.
-func (p podReporters) EvaluateConditions(ctx context.Context, d authorizer.ConditionsAwareDecision, data authorizer.ConditionsData) (authorizer.Decision, string, error) {
-	return p.next.EvaluateConditions(ctx, d, data)
-}
-
-// isPodReport: a progress report to a named job, sent with a token bound
-// to a pod in the job's namespace.
-func isPodReport(a authorizer.Attributes) bool {
-	if !a.IsResourceRequest() || a.GetVerb() != "create" || a.GetSubresource() != progressSubresource ||
-		a.GetAPIGroup() != batch.GroupName || a.GetName() == "" || !isJobResource(a.GetResource()) {
-		return false
-	}
-	u := a.GetUser()
-	if u == nil || len(u.GetExtra()[serviceaccount.PodNameKey]) != 1 || len(u.GetExtra()[serviceaccount.PodUIDKey]) != 1 {
-		return false
-	}
-	namespace, _, err := serviceaccount.SplitUsername(u.GetName())
-	return err == nil && namespace == a.GetNamespace()
-}
-
-func isJobResource(resource string) bool {
-	return resource == v1beta1.TensorFlowTrainingJobResource || resource == v1beta1.PyTorchTrainingJobResource
-}
-
-// withPodReporters puts podReporters in front of the server's authorizer.
-// A server without one (authorization off) allows everything anyway.
-func withPodReporters(authz authorizer.Authorizer) authorizer.Authorizer {
-	if authz == nil {
-		return nil
-	}
-	return podReporters{next: authz}
-}
-
-// kubePods reads pods from kube-apiserver, as the server's own identity.
+// kubePods reads pods from kube-apiserver, as the server's own identity:
+// the progress subresource checks that a pod-bound token's pod belongs to
+// the job it reports on.
 type kubePods struct {
 	client kubernetes.Interface
 }

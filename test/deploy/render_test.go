@@ -527,6 +527,22 @@ func TestRBACRules(t *testing.T) {
 			}
 		}
 	}
+	// Every service account may send progress reports, and that is all the
+	// binding grants them; the server takes a report only from the job's
+	// own pods.
+	reporter := mustGet[rbacv1.ClusterRole](t, r, "ClusterRole", "", "tensorstack:training-progress-reporter")
+	for _, rule := range reporter.Rules {
+		for _, res := range rule.Resources {
+			if !strings.HasSuffix(res, "/progress") || !slices.Equal(rule.Verbs, []string{"create"}) {
+				t.Errorf("the progress reporter role grants %v on %s, want create on progress subresources only", rule.Verbs, res)
+			}
+		}
+	}
+	reporters := mustGet[rbacv1.ClusterRoleBinding](t, r, "ClusterRoleBinding", "", "tensorstack:training-progress-reporter")
+	wantReporters := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:serviceaccounts"}}
+	if reporters.RoleRef.Name != reporter.Name || !slices.Equal(reporters.Subjects, wantReporters) {
+		t.Errorf("the progress reporter binding binds %s to %+v, want %s to %+v", reporters.RoleRef.Name, reporters.Subjects, reporter.Name, wantReporters)
+	}
 	// The bindings name the ServiceAccounts the Deployments run as.
 	checkBinding := func(kind, ns, name, role, sa string) {
 		t.Helper()

@@ -156,7 +156,7 @@ type table struct {
 }
 
 // parseTable splits kubectl's table output into columns at the header's
-// column starts (cells such as AGE never contain blanks here).
+// column starts, where kubectl aligns every cell; an empty cell is "".
 func parseTable(t *testing.T, out string) table {
 	t.Helper()
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
@@ -164,14 +164,20 @@ func parseTable(t *testing.T, out string) table {
 		t.Fatalf("empty table")
 	}
 	tb := table{header: strings.Fields(lines[0]), raw: out}
+	starts := make([]int, 0, len(tb.header))
+	for i, from := 0, 0; i < len(tb.header); i++ {
+		at := strings.Index(lines[0][from:], tb.header[i]) + from
+		starts = append(starts, at)
+		from = at + len(tb.header[i])
+	}
 	for _, l := range lines[1:] {
-		cells := strings.Fields(l)
-		if len(cells) != len(tb.header) {
-			t.Fatalf("row %q has %d cells, header %q has %d:\n%s", l, len(cells), tb.header, len(tb.header), out)
-		}
 		row := map[string]string{}
 		for i, h := range tb.header {
-			row[h] = cells[i]
+			begin, end := min(starts[i], len(l)), len(l)
+			if i+1 < len(starts) {
+				end = min(starts[i+1], len(l))
+			}
+			row[h] = strings.TrimSpace(l[begin:end])
 		}
 		tb.rows = append(tb.rows, row)
 	}

@@ -62,9 +62,9 @@ func newReporterCheck(pods PodGetter, resource schema.GroupResource) *reporterCh
 // reporter names the sender of a report to the job. A request made with a
 // service-account token bound to a pod (kube-apiserver passes the pod's
 // name and UID on as the user's extra attributes, through the aggregation
-// layer) comes from that pod, which must be one of the job's own: the
-// server's authorizer let it through on that condition alone. Any other
-// user got here because RBAC grants create on the progress subresource.
+// layer) comes from that pod, which must be one of the job's own; any other
+// service-account token is refused. Any other user got here because RBAC
+// grants it create on the progress subresource.
 func (c *reporterCheck) reporter(ctx context.Context, job batch.TrainingJob) (string, error) {
 	u, ok := genericapirequest.UserFrom(ctx)
 	if !ok {
@@ -73,14 +73,21 @@ func (c *reporterCheck) reporter(ctx context.Context, job batch.TrainingJob) (st
 		return "", nil
 	}
 	podName, podUID := extraValue(u, serviceaccount.PodNameKey), extraValue(u, serviceaccount.PodUIDKey)
-	if podName == "" && podUID == "" {
+	namespace, _, err := serviceaccount.SplitUsername(u.GetName())
+	isServiceAccount := err == nil
+	switch {
+	case podName == "" && podUID == "" && !isServiceAccount:
 		return u.GetName(), nil
-	}
-	if podName == "" || podUID == "" {
+	case podName == "" && podUID == "":
+		// Every service account may reach this far (artifacts/deploy binds
+		// the progress subresource to all of them), so only a token bound
+		// to one of the job's pods counts.
+		return "", c.forbidden(job, fmt.Errorf("service account %s reports progress only with a token bound to one of the job's pods, "+
+			"such as the token mounted in every pod", u.GetName()))
+	case podName == "" || podUID == "":
 		return "", c.forbidden(job, fmt.Errorf("the credentials name a pod without both its name and uid"))
 	}
-	namespace, _, err := serviceaccount.SplitUsername(u.GetName())
-	if err != nil || namespace != job.GetNamespace() {
+	if !isServiceAccount || namespace != job.GetNamespace() {
 		return "", c.forbidden(job, fmt.Errorf("pod %s of user %q is not in the job's namespace", podName, u.GetName()))
 	}
 	if jobUID, ok := c.verified.Get(types.UID(podUID)); ok && jobUID == job.GetUID() {

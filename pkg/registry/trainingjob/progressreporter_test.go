@@ -114,7 +114,12 @@ func TestReporter(t *testing.T) {
 		wantMessage []string
 	}{
 		{name: "a user without pod extras", ctx: withUser("alice", "", ""), want: "alice"},
-		{name: "a service account without pod extras", ctx: withUser(nsDefaultSA, "", ""), want: nsDefaultSA},
+		// Every service account passes RBAC (artifacts/deploy binds them
+		// all): one whose token is bound to no pod is refused.
+		{name: "a service account without pod extras", ctx: withUser(nsDefaultSA, "", ""),
+			wantStatus: 403, wantMessage: []string{"only with a token bound to one of the job's pods"}},
+		{name: "a service account of another namespace without pod extras", ctx: withUser("system:serviceaccount:other:ci", "", ""),
+			wantStatus: 403, wantMessage: []string{"only with a token bound to one of the job's pods"}},
 		{name: "the job's own pod", ctx: withUser(nsDefaultSA, "train-master-0", "pod-uid"), want: "train-master-0"},
 		{name: "the pod of another job", ctx: withUser(nsDefaultSA, "other-master-0", "other-pod-uid"),
 			wantStatus: 403, wantMessage: []string{"other-master-0", "PyTorchTrainingJob other", "not to this job"}},
