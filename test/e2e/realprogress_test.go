@@ -75,8 +75,9 @@ var percentCell = regexp.MustCompile(`^(\d+)%$`)
 
 // checkDDPProgress: the DDP example's rank 0 reported every step through
 // the helper in the image: the job's progress reached 100% as it
-// succeeded, the estimated time left fell while it ran, and kubectl get
-// showed the progress, the time left and the loss.
+// succeeded, the estimated time left fell while it ran, kubectl get showed
+// the progress, the time left and the loss, and kubectl describe shows the
+// last report.
 func checkDDPProgress(t *testing.T, f *framework.Framework, ref framework.JobRef, seen progressSeen) {
 	t.Helper()
 	p := seen.job.JobStatus().Progress
@@ -113,6 +114,12 @@ func checkDDPProgress(t *testing.T, f *framework.Framework, ref framework.JobRef
 	}
 	if row := parseTable(t, f.MustKubectl("get", ref.KubectlName())).row(t, ref.Name); row["PROGRESS"] != "100%" {
 		t.Errorf("kubectl get after the job succeeded: PROGRESS %q, want 100%%", row["PROGRESS"])
+	}
+	describe := f.MustKubectl("describe", ref.KubectlName())
+	for _, want := range []string{"Progress:", "Reporter:", ref.Name + "-node-0", "Total Steps:", "Coalesced Reports:"} {
+		if !strings.Contains(describe, want) {
+			t.Errorf("kubectl describe lacks %q:\n%s", want, describe)
+		}
 	}
 }
 
