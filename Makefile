@@ -9,7 +9,7 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(OUTPUT)/tools/staticcheck-$(STATICCHECK_VERSION)
 
 .PHONY: all build test test-unit test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
-	bench-api bench-controller bench-real \
+	bench-api bench-controller bench-real bench-progress \
 	test-binaries node run local-up local-down clean
 
 all: build
@@ -102,6 +102,11 @@ bench-api: build test-binaries
 ## BENCH_PEER=training-operator also through Kubeflow's training-operator v1.9.4; prints a table (docs/benchmarks.md)
 bench-controller: build test-binaries
 	hack/bench-controller.sh
+
+## bench-progress: BENCH_JOBS=500 running jobs, first reporting nothing, then each reporting its progress every
+## BENCH_REPORT_EVERY=1s with its pod's token, on a local control plane of its own; prints a table (docs/benchmarks.md)
+bench-progress: build test-binaries
+	hack/bench-progress.sh
 
 ## bench-real: on a local control plane of its own with the real node: a 2-rank PyTorchTrainingJob from create to every
 ## rank's first step next to a bare Pod of the same image (the floor), and from the last rank's exit to Succeeded
