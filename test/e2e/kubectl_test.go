@@ -96,6 +96,16 @@ func TestKubectlExplain(t *testing.T) {
 		}
 	}
 	// A referenced core type is resolved too.
+	// Every field of a progress report, the inlined ones too.
+	for _, res := range []string{"pj", "tj"} {
+		out = f.MustKubectl("explain", res+".status.progress")
+		for _, s := range []string{"percent", "step", "totalSteps", "epoch", "totalEpochs", "remainingSeconds", "metrics",
+			"message", "estimatedFinishTime", "reporter", "reportTime", "coalescedReports"} {
+			if !strings.Contains(out, "  "+s+"\t") {
+				t.Errorf("kubectl explain %s.status.progress does not document %s:\n%s", res, s, out)
+			}
+		}
+	}
 	out = f.MustKubectl("explain", "tj.spec.replicaSpecs.template.spec.containers.image")
 	if !strings.Contains(out, "FIELD: image") {
 		t.Errorf("kubectl explain cannot follow the pod template:\n%s", out)
