@@ -33,16 +33,7 @@ source "${HACK_DIR}/lib/bench.sh"
 bench_refuse_running_stack
 bench_build bench-progress ./test/bench/progress
 
-# shellcheck disable=SC2317 # invoked through the EXIT trap
-cleanup() {
-  local rc=$?
-  trap '' INT TERM
-  log "stopping the local control plane"
-  "${HACK_DIR}/local-down.sh" || log "WARNING: hack/local-down.sh failed"
-  exit "${rc}"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_stop_stack_on_exit
 
 "${HACK_DIR}/local-up.sh"
 load_settings

@@ -35,16 +35,7 @@ fi
 bench_refuse_running_stack
 bench_build bench-real ./test/bench/real
 
-# shellcheck disable=SC2317 # invoked through the EXIT trap
-cleanup() {
-  local rc=$?
-  trap '' INT TERM
-  log "stopping the local control plane"
-  "${HACK_DIR}/local-down.sh" || log "WARNING: hack/local-down.sh failed"
-  exit "${rc}"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_stop_stack_on_exit
 
 "${HACK_DIR}/local-up.sh"
 load_settings
