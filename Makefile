@@ -113,7 +113,8 @@ bench-progress: build test-binaries
 bench-real: build test-binaries node
 	hack/bench-real.sh
 
-## test-binaries: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, scheduler-plugins and Kueue at pinned versions
+## test-binaries: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, scheduler-plugins, Kueue and
+## kube-state-metrics (patched for aggregated APIs; for artifacts/monitoring and its e2e test) at pinned versions
 test-binaries:
 	hack/build-test-binaries.sh
 
