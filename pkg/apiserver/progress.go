@@ -34,11 +34,22 @@ type kubePods struct {
 	client kubernetes.Interface
 }
 
+// Client-side limits of the pod reads. A pod is read once in a while
+// (trainingjob's verified-pod cache keeps the answer), but when a few hundred
+// jobs start reporting at once each of their pods is read once then; the
+// default 5 reads per second would hold the reports back for minutes.
+const (
+	podReadsQPS   = 100
+	podReadsBurst = 200
+)
+
 // newKubePods returns nil when the server has no kube-apiserver to ask.
 func newKubePods(config *restclient.Config) (trainingjob.PodGetter, error) {
 	if config == nil {
 		return nil, nil
 	}
+	config = restclient.CopyConfig(config)
+	config.QPS, config.Burst = podReadsQPS, podReadsBurst
 	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return nil, err
