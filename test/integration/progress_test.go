@@ -183,6 +183,13 @@ func TestProgressRefusals(t *testing.T) {
 	if p := finished.Status.Progress; p == nil || ptr.Deref(p.Step, 0) != 1 {
 		t.Errorf("a status write without progress removed it: %+v", p)
 	}
+	// The handler judges a report by the watch cache; a read at the
+	// finished version waits until the cache has it. (A report that comes
+	// within moments of the finish may be held back instead, and is then
+	// dropped by the write, which judges the stored job.)
+	if _, err := jobs.Get(ctx, "train", metav1.GetOptions{ResourceVersion: finished.ResourceVersion}); err != nil {
+		t.Fatal(err)
+	}
 	_, err = jobs.ReportProgress(ctx, "train", stepReport(2, 2), metav1.CreateOptions{})
 	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "Succeeded") {
 		t.Errorf("a report for a succeeded job: %v, want 409 saying it Succeeded", err)
