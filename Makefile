@@ -9,7 +9,7 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(OUTPUT)/tools/staticcheck-$(STATICCHECK_VERSION)
 
 .PHONY: all build test test-unit test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
-	bench-api bench-controller bench-real bench-progress \
+	bench-api bench-controller bench-real bench-progress bench-scale \
 	test-binaries node run local-up local-down clean
 
 all: build
@@ -107,6 +107,11 @@ bench-controller: build test-binaries
 ## BENCH_REPORT_EVERY=1s with its pod's token, on a local control plane of its own; prints a table (docs/benchmarks.md)
 bench-progress: build test-binaries
 	hack/bench-progress.sh
+
+## bench-scale: BENCH_JOBS=100000 stored jobs, BENCH_RUNNING=500 of them running: the training-apiserver on that
+## history and the controller starting on it, on a local control plane of its own; prints tables (docs/benchmarks.md)
+bench-scale: build test-binaries
+	hack/bench-scale.sh
 
 ## bench-real: on a local control plane of its own with the real node: a 2-rank PyTorchTrainingJob from create to every
 ## rank's first step next to a bare Pod of the same image (the floor), and from the last rank's exit to Succeeded

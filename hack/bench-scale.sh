@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The scale benchmark (make bench-scale): starts the local control plane
+# (kwok nodes only), stores BENCH_JOBS jobs of which all but BENCH_RUNNING
+# are finished, with the controller stopped, then measures the
+# training-apiserver on that history and the controller starting on it
+# (test/bench/scale), and always stops the stack. Prints markdown tables,
+# also saved in _output/bench/scale.md. How to read them: docs/benchmarks.md.
+#
+# Settings (environment):
+#   BENCH_JOBS=100000         jobs stored (× 5 replicas each)
+#   BENCH_RUNNING=500         of them, jobs whose pods the controller makes
+#   LOCAL_*                   the stack's settings (hack/local-up.sh); the benchmark
+#                             defaults LOCAL_KUEUE, LOCAL_SCHEDULER_PLUGINS,
+#                             LOCAL_GANG_WORKLOAD and LOCAL_REAL_NODE to 0, and
+#                             LOCAL_FAKE_NODES to enough nodes for every pod
+set -euo pipefail
+
+: "${BENCH_JOBS:=100000}"
+: "${BENCH_RUNNING:=500}"
+: "${LOCAL_KUEUE:=0}"
+: "${LOCAL_SCHEDULER_PLUGINS:=0}"
+: "${LOCAL_GANG_WORKLOAD:=0}"
+: "${LOCAL_NODE_PODS:=500}"
+: "${LOCAL_FAKE_NODES:=10}"
+nodes_needed=$(((BENCH_RUNNING * 5 + LOCAL_NODE_PODS - 1) / LOCAL_NODE_PODS))
+if ((LOCAL_FAKE_NODES < nodes_needed)); then
+  LOCAL_FAKE_NODES="${nodes_needed}"
+fi
+export LOCAL_REAL_NODE="${LOCAL_REAL_NODE:-0}"
+export LOCAL_KUEUE LOCAL_SCHEDULER_PLUGINS LOCAL_GANG_WORKLOAD LOCAL_NODE_PODS LOCAL_FAKE_NODES BENCH_JOBS BENCH_RUNNING
+
+HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=hack/lib/common.sh
+source "${HACK_DIR}/lib/common.sh"
+# shellcheck source=hack/lib/local.sh
+source "${HACK_DIR}/lib/local.sh"
+# shellcheck source=hack/lib/bench.sh
+source "${HACK_DIR}/lib/bench.sh"
+
+bench_refuse_running_stack
+bench_build bench-scale ./test/bench/scale
+bench_stop_stack_on_exit
+
+"${HACK_DIR}/local-up.sh"
+load_settings
+"${BENCH_BIN_DIR}/bench-scale" -local-dir "${LOCAL_DIR}" -restart "${HACK_DIR}/local-restart.sh" -out "${BENCH_DIR}/scale.md"

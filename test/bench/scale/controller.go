@@ -1,0 +1,106 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"tensorstack.dev/training/test/bench/internal/benchkit"
+)
+
+// controllerResult is how the controller starts on the history and what it
+// holds.
+type controllerResult struct {
+	emptyRSS, rss int64
+	start         time.Duration
+	firstPod      time.Duration
+	allPods       time.Duration
+	pods          int
+	idleCores     float64
+}
+
+// controllerSettledRSS is the running controller's RSS once it settled.
+func (b *bench) controllerSettledRSS() (int64, error) {
+	pid, err := b.stack.Pid("training-controller-manager")
+	if err != nil {
+		return 0, err
+	}
+	time.Sleep(settle)
+	rss, _, err := benchkit.RSS(pid)
+	return rss, err
+}
+
+// measureController starts the controller on the stored jobs: the running
+// ones have no pods yet, so its first creates show when it got to work.
+func (b *bench) measureController(ctx context.Context, emptyRSS int64) (*controllerResult, error) {
+	r := &controllerResult{emptyRSS: emptyRSS}
+	want := b.o.running * benchkit.PodsPerJob()
+	w, err := b.kube.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer w.Stop()
+	benchkit.Logf("starting the controller on %d jobs", b.o.jobs)
+	start := time.Now()
+	if r.start, err = b.timedRestart("--start", "training-controller-manager"); err != nil {
+		return nil, err
+	}
+	deadline := time.After(15 * time.Minute)
+	for r.pods < want {
+		select {
+		case event, ok := <-w.ResultChan():
+			if !ok {
+				return nil, fmt.Errorf("the pod watch ended after %d pods", r.pods)
+			}
+			if event.Type != watch.Added {
+				continue
+			}
+			r.pods++
+			if r.pods == 1 {
+				r.firstPod = time.Since(start)
+			}
+		case <-deadline:
+			return nil, fmt.Errorf("%d of %d pods after 15 minutes", r.pods, want)
+		}
+	}
+	r.allPods = time.Since(start)
+	benchkit.Logf("the controller made %d pods in %s", r.pods, r.allPods.Round(time.Millisecond))
+	pid, err := b.stack.Pid("training-controller-manager")
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(settle)
+	if r.rss, _, err = benchkit.RSS(pid); err != nil {
+		return nil, err
+	}
+	before, err := benchkit.CPUSeconds(pid)
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(b.o.idle)
+	after, err := benchkit.CPUSeconds(pid)
+	if err != nil {
+		return nil, err
+	}
+	r.idleCores = (after - before) / b.o.idle.Seconds()
+	return r, nil
+}

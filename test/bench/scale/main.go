@@ -1,0 +1,166 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command bench-scale measures how the training-apiserver and the
+// controller fare as history grows: with BENCH_JOBS jobs stored, most of
+// them finished (BENCH_RUNNING of them running), it measures the
+// training-apiserver (RSS, etcd size, a page of a paged LIST, a full LIST in
+// protobuf, a new watch's initial events, a restart) and the controller
+// (RSS against its RSS with no jobs, start-up, the time to its first pod
+// create, CPU while idle). It prints markdown tables.
+//
+// The controller is stopped while the jobs are stored, so that it starts
+// on the full history, as after an upgrade or a failover.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	clientset "tensorstack.dev/training/pkg/generated/clientset/versioned"
+	"tensorstack.dev/training/test/bench/internal/benchkit"
+)
+
+// namespace holds every job of the benchmark.
+const namespace = "bench-scale"
+
+type options struct {
+	localDir  string
+	jobs      int
+	running   int
+	pageSize  int64
+	pages     int
+	idle      time.Duration
+	out       string
+	restarter string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.localDir, "local-dir", "", "the local stack's directory (_output/local)")
+	flag.IntVar(&o.jobs, "jobs", benchkit.IntEnv("BENCH_JOBS", 100000), "jobs stored")
+	flag.IntVar(&o.running, "running", benchkit.IntEnv("BENCH_RUNNING", 500), "of them, jobs running; the rest finished")
+	flag.Int64Var(&o.pageSize, "page-size", 500, "items per page of the paged LIST")
+	flag.IntVar(&o.pages, "pages", 200, "pages timed")
+	flag.DurationVar(&o.idle, "idle", 30*time.Second, "how long the idle CPU is measured")
+	flag.StringVar(&o.out, "out", "", "also write the tables to this file")
+	flag.StringVar(&o.restarter, "restart", "hack/local-restart.sh", "the script that stops and starts a component")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-scale:", err)
+		os.Exit(1)
+	}
+}
+
+// bench holds the stack and its clients.
+type bench struct {
+	o        options
+	stack    *benchkit.Stack
+	kube     kubernetes.Interface
+	direct   clientset.Interface
+	training clientset.Interface
+}
+
+func run(o options) error {
+	stack, err := benchkit.LoadStack(o.localDir)
+	if err != nil {
+		return err
+	}
+	b := &bench{o: o, stack: stack}
+	admin, err := stack.AdminConfig()
+	if err != nil {
+		return err
+	}
+	direct, err := stack.DirectTrainingConfig()
+	if err != nil {
+		return err
+	}
+	direct.ContentType = "application/vnd.kubernetes.protobuf"
+	if b.kube, err = kubernetes.NewForConfig(admin); err != nil {
+		return err
+	}
+	if b.training, err = clientset.NewForConfig(admin); err != nil {
+		return err
+	}
+	if b.direct, err = clientset.NewForConfig(direct); err != nil {
+		return err
+	}
+	ctx := context.Background()
+
+	empty, err := b.controllerSettledRSS()
+	if err != nil {
+		return err
+	}
+	if err := b.restart("--stop", "training-controller-manager"); err != nil {
+		return err
+	}
+	fill, err := b.fill(ctx)
+	if err != nil {
+		return err
+	}
+	storage, err := b.measureStorage(ctx)
+	if err != nil {
+		return err
+	}
+	controller, err := b.measureController(ctx, empty)
+	if err != nil {
+		return err
+	}
+	var sb strings.Builder
+	writeTables(&sb, o, fill, storage, controller)
+	fmt.Print(sb.String())
+	if o.out != "" {
+		return os.WriteFile(o.out, []byte(sb.String()), 0o644)
+	}
+	return nil
+}
+
+// restart runs hack/local-restart.sh with args, and returns how long it
+// took; with no option it stops the component, starts it and waits until
+// it is ready.
+func (b *bench) restart(args ...string) error {
+	_, err := b.timedRestart(args...)
+	return err
+}
+
+func (b *bench) timedRestart(args ...string) (time.Duration, error) {
+	cmd := exec.Command(b.o.restarter, args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.Env = append(os.Environ(), "LOCAL_DIR="+b.stack.Dir)
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("%s %s: %w", b.o.restarter, strings.Join(args, " "), err)
+	}
+	return time.Since(start), nil
+}
+
+// etcdSize is the size of the training-apiserver's embedded etcd's
+// database file.
+func (b *bench) etcdSize() (int64, error) {
+	st, err := os.Stat(filepath.Join(b.stack.Dir, "training-etcd", "member", "snap", "db"))
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
