@@ -235,6 +235,9 @@ type fixture struct {
 	// (removePod); kubeletDone holds the pods it finished.
 	graceful    bool
 	kubeletDone map[string]bool
+	// untrimmedJobs caches jobs as the apiserver has them, without the
+	// informers' transform (trimForCache), to compare the two.
+	untrimmedJobs bool
 }
 
 func newFixture(t testing.TB, objs ...runtime.Object) *fixture {
@@ -410,18 +413,31 @@ func (f *fixture) observe() {
 	tfs, _ := f.jobClient.BatchV1beta1().TensorFlowTrainingJobs("").List(ctx, metav1.ListOptions{})
 	var tfObjs []any
 	for i := range tfs.Items {
-		tfObjs = append(tfObjs, &tfs.Items[i])
+		tfObjs = append(tfObjs, f.cached(&tfs.Items[i]))
 	}
 	f.replaceAll(f.jobInformers.Batch().V1beta1().TensorFlowTrainingJobs().Informer().GetIndexer(), tfObjs)
 	pts, _ := f.jobClient.BatchV1beta1().PyTorchTrainingJobs("").List(ctx, metav1.ListOptions{})
 	var ptObjs []any
 	for i := range pts.Items {
-		ptObjs = append(ptObjs, &pts.Items[i])
+		ptObjs = append(ptObjs, f.cached(&pts.Items[i]))
 	}
 	f.replaceAll(f.jobInformers.Batch().V1beta1().PyTorchTrainingJobs().Informer().GetIndexer(), ptObjs)
 	// Listing is not what the tests are about.
 	f.kubeClient.ClearActions()
 	f.jobClient.ClearActions()
+}
+
+// cached is a job as the controller's informers hold it: through their
+// transform, as in the controller-manager.
+func (f *fixture) cached(job v1beta1.TrainingJob) any {
+	if f.untrimmedJobs {
+		return job
+	}
+	trimmed, err := trimForCache(job)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return trimmed
 }
 
 func servicesOf(items []corev1.Service) []any {
