@@ -193,4 +193,3 @@ func writes(actions []core.Action) []string {
 	}
 	return out
 }
-
