@@ -22,7 +22,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"tensorstack.dev/training/test/bench/internal/benchkit"
 )
@@ -54,33 +53,33 @@ func (b *bench) controllerSettledRSS() (int64, error) {
 func (b *bench) measureController(ctx context.Context, emptyRSS int64) (*controllerResult, error) {
 	r := &controllerResult{emptyRSS: emptyRSS}
 	want := b.o.running * benchkit.PodsPerJob()
-	w, err := b.kube.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	defer w.Stop()
 	benchkit.Logf("starting the controller on %d jobs", b.o.jobs)
 	start := time.Now()
-	if r.start, err = b.timedRestart("--start", "training-controller-manager"); err != nil {
-		return nil, err
-	}
-	deadline := time.After(15 * time.Minute)
+	started := make(chan error, 1)
+	go func() {
+		var err error
+		r.start, err = b.timedRestart("--start", "training-controller-manager")
+		started <- err
+	}()
+	// The pods are counted every pollEvery: the first create is known to
+	// that precision.
+	const pollEvery = 100 * time.Millisecond
+	deadline := time.Now().Add(15 * time.Minute)
 	for r.pods < want {
-		select {
-		case event, ok := <-w.ResultChan():
-			if !ok {
-				return nil, fmt.Errorf("the pod watch ended after %d pods", r.pods)
-			}
-			if event.Type != watch.Added {
-				continue
-			}
-			r.pods++
-			if r.pods == 1 {
-				r.firstPod = time.Since(start)
-			}
-		case <-deadline:
+		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("%d of %d pods after 15 minutes", r.pods, want)
 		}
+		pods, err := b.kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return nil, err
+		}
+		if r.pods = len(pods.Items); r.pods > 0 && r.firstPod == 0 {
+			r.firstPod = time.Since(start)
+		}
+		time.Sleep(pollEvery)
+	}
+	if err := <-started; err != nil {
+		return nil, err
 	}
 	r.allPods = time.Since(start)
 	benchkit.Logf("the controller made %d pods in %s", r.pods, r.allPods.Round(time.Millisecond))

@@ -158,7 +158,7 @@ func (b *bench) timedRestart(args ...string) (time.Duration, error) {
 // etcdSize is the size of the training-apiserver's embedded etcd's
 // database file.
 func (b *bench) etcdSize() (int64, error) {
-	st, err := os.Stat(filepath.Join(b.stack.Dir, "training-etcd", "member", "snap", "db"))
+	st, err := os.Stat(filepath.Join(b.stack.Dir, "training-etcd", "data", "member", "snap", "db"))
 	if err != nil {
 		return 0, err
 	}
