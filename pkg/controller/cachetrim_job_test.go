@@ -176,19 +176,18 @@ func TestTrimmedFinishedJobReconcilesAlike(t *testing.T) {
 func writes(actions []core.Action) []string {
 	var out []string
 	for _, a := range actions {
+		what := fmt.Sprintf("%s %s/%s", a.GetVerb(), a.GetResource().Resource, a.GetSubresource())
 		switch a := a.(type) {
 		case core.PatchAction:
-			out = append(out, fmt.Sprintf("patch %s/%s %s %s", a.GetResource().Resource, a.GetSubresource(), a.GetName(), a.GetPatch()))
+			out = append(out, fmt.Sprintf("%s %s %s", what, a.GetName(), a.GetPatch()))
 		case core.DeleteAction:
-			out = append(out, fmt.Sprintf("delete %s %s", a.GetResource().Resource, a.GetName()))
-		case core.CreateAction:
+			out = append(out, what+" "+a.GetName())
+		case core.CreateAction: // creates and updates
 			name := ""
 			if o, ok := a.GetObject().(metav1.Object); ok {
 				name = o.GetName()
 			}
-			out = append(out, fmt.Sprintf("create %s/%s %s", a.GetResource().Resource, a.GetSubresource(), name))
-		case core.UpdateAction:
-			out = append(out, fmt.Sprintf("update %s/%s", a.GetResource().Resource, a.GetSubresource()))
+			out = append(out, what+" "+name)
 		}
 	}
 	return out
