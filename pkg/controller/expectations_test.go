@@ -18,11 +18,14 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -210,6 +213,50 @@ func TestAdoption(t *testing.T) {
 	// Only the foreign pod's slot was attempted.
 	if got := f.createdPodNames(); !equalStrings(got, []string{"j-worker-1"}) {
 		t.Fatalf("created %v", got)
+	}
+}
+
+// TestAdoptionConflictRetries: when the orphan changed since the cache saw
+// it (its kubelet wrote its status), the adoption patch conflicts; the
+// reconcile is retried, writing nothing, rather than creating a pod of the
+// orphan's name and recording the replica as missing. The next reconcile
+// adopts it and creates nothing for its slot.
+func TestAdoptionConflictRetries(t *testing.T) {
+	job := newTFJob("j").withReplicas("worker", 1).obj()
+	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: "j-worker-0", Namespace: "ns", UID: "orphan", ResourceVersion: "7",
+		Labels: map[string]string{v1beta1.LabelJobName: "j", v1beta1.LabelJobKind: podbuilder.TensorFlowKind},
+	}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "tensorflow"}}}}
+	f := newFixture(t, job, orphan)
+	conflicts := 1
+	f.kubeClient.PrependReactor("patch", "pods", func(core.Action) (bool, runtime.Object, error) {
+		if conflicts == 0 {
+			return false, nil, nil
+		}
+		conflicts--
+		return true, nil, apierrors.NewConflict(corev1.Resource("pods"), "j-worker-0", errors.New("the object has been modified"))
+	})
+	if _, err := f.sync(job); err == nil {
+		t.Fatalf("an adoption that conflicted must be retried")
+	}
+	if got := f.createdPodNames(); len(got) != 0 {
+		t.Fatalf("created %v next to the orphan holding the name", got)
+	}
+	for _, a := range f.jobClient.Actions() {
+		if a.GetSubresource() == "status" {
+			t.Fatalf("the status was written while the orphan was not yet adopted: %v", a)
+		}
+	}
+	f.observe()
+	f.mustSync(job)
+	if ref := metav1.GetControllerOf(f.pod("j-worker-0")); ref == nil || ref.UID != "uid-j" {
+		t.Fatalf("the orphan was not adopted on the retry: %+v", f.pod("j-worker-0").OwnerReferences)
+	}
+	if got := f.createdPodNames(); len(got) != 0 {
+		t.Fatalf("created %v after adopting the orphan", got)
+	}
+	if got := f.deletedPodNames(); len(got) != 0 {
+		t.Fatalf("deleted %v after adopting the orphan", got)
 	}
 }
 

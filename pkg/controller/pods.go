@@ -78,10 +78,15 @@ func (r *reconciler) claimPods(ctx context.Context, finished bool) ([]*corev1.Po
 		}
 		adopted, err := r.c.kubeClient.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		if err != nil {
-			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsInvalid(err) {
-				// Gone or changed; the next reconcile sees what it became.
+			if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
+				// Gone, or not to be taken over; the next reconcile sees
+				// what it became.
 				continue
 			}
+			// A conflict too: the pod changed since the cache saw it (its
+			// kubelet wrote its status). Planning on without it would create
+			// a pod of its name and record the replica as missing; the
+			// reconcile is retried instead, once the cache has caught up.
 			return nil, fmt.Errorf("adopting pod %s: %w", p.Name, err)
 		}
 		r.logger.V(2).Info("Adopted pod", "pod", klog.KObj(adopted))
