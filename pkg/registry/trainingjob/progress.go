@@ -132,11 +132,17 @@ func (r *ProgressREST) Create(ctx context.Context, name string, obj runtime.Obje
 }
 
 func (r *ProgressREST) refuseFinished(job batch.TrainingJob) error {
-	if phase := job.JobStatus().Phase; phase.IsFinished() {
-		return apierrors.NewConflict(r.store.DefaultQualifiedResource, job.GetName(),
-			fmt.Errorf("the job has %s; it takes no more progress reports", phase))
+	return finishedConflict(r.store, job.GetName(), job.JobStatus().Phase)
+}
+
+// finishedConflict is the 409 of a report for a job that has finished, or
+// nil while it has not.
+func finishedConflict(store *genericregistry.Store, name string, phase batch.JobPhase) error {
+	if !phase.IsFinished() {
+		return nil
 	}
-	return nil
+	return apierrors.NewConflict(store.DefaultQualifiedResource, name,
+		fmt.Errorf("the job has %s; it takes no more progress reports", phase))
 }
 
 // writeProgress stores one report in a job's status.progress, unless the
@@ -149,9 +155,8 @@ func writeProgress(ctx context.Context, progressStore *genericregistry.Store, ke
 				fmt.Errorf("the job was deleted and created again (uid %s, not %s)", job.GetUID(), key.uid))
 		}
 		status := job.JobStatus()
-		if status.Phase.IsFinished() {
-			return nil, apierrors.NewConflict(progressStore.DefaultQualifiedResource, key.name,
-				fmt.Errorf("the job has %s; it takes no more progress reports", status.Phase))
+		if err := finishedConflict(progressStore, key.name, status.Phase); err != nil {
+			return nil, err
 		}
 		status.Progress = nextProgress(status.Progress, report, replaced)
 		return job, nil

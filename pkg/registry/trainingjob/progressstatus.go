@@ -74,28 +74,33 @@ func carryMeasure(prev, next *batch.ProgressStatus) {
 
 // derivedPercent is the whole percent a report's counts make, in integers
 // so that 29 of 100 is 29%, not the 28.999...% of a float; the caller
-// knows progressFraction found a measure.
+// knows progressRatio found a measure.
 func derivedPercent(v *batch.ProgressValues) int32 {
-	switch {
-	case v.Step != nil && v.TotalSteps != nil && *v.TotalSteps > 0:
-		return int32(*v.Step * 100 / *v.TotalSteps)
-	default:
-		return int32(int64(*v.Epoch) * 100 / int64(*v.TotalEpochs))
-	}
+	done, total, _ := progressRatio(v)
+	return int32(done * 100 / total)
 }
 
-// progressFraction is how much of the work is done, from 0 to 1, by the
-// finest measure a report has: steps, then percent, then epochs.
+// progressFraction is how much of the work is done, from 0 to 1.
 func progressFraction(v *batch.ProgressValues) (float64, bool) {
+	done, total, ok := progressRatio(v)
+	if !ok {
+		return 0, false
+	}
+	return float64(done) / float64(total), true
+}
+
+// progressRatio is the work done and the whole, by the finest measure a
+// report has: steps, then percent, then epochs.
+func progressRatio(v *batch.ProgressValues) (done, total int64, ok bool) {
 	switch {
 	case v.Step != nil && v.TotalSteps != nil && *v.TotalSteps > 0:
-		return float64(*v.Step) / float64(*v.TotalSteps), true
+		return *v.Step, *v.TotalSteps, true
 	case v.Percent != nil:
-		return float64(*v.Percent) / 100, true
+		return int64(*v.Percent), 100, true
 	case v.Epoch != nil && v.TotalEpochs != nil && *v.TotalEpochs > 0:
-		return float64(*v.Epoch) / float64(*v.TotalEpochs), true
+		return int64(*v.Epoch), int64(*v.TotalEpochs), true
 	}
-	return 0, false
+	return 0, 0, false
 }
 
 // estimateFinish: the reporter's own estimate wins; otherwise the rate of
