@@ -24,19 +24,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
+
+// The pause and debug rules: what a stopped job's replicas record, where a
+// pause stands, and which pods debug mode runs again or replaces.
 
 // planPause deletes every pod; the job is Paused once none is left.
 func (r *reconciler) planPause() {
-	if remaining := r.stopPods("the job is paused", v1beta1.ReplicaDeleted); remaining > 0 {
-		r.setCondition(v1beta1.ConditionPaused, metav1.ConditionTrue, ReasonPausing,
-			fmt.Sprintf("waiting for %d pods to terminate", remaining))
+	reason, message, paused := pauseState(r.stopPods("the job is paused", v1beta1.ReplicaDeleted))
+	r.setCondition(v1beta1.ConditionPaused, metav1.ConditionTrue, reason, message)
+	if !paused {
 		return
 	}
 	// A queued job's Workload is inactive while paused; once the pods are
 	// gone, Kueue's quota can go back.
 	r.queueStopped = true
-	r.setCondition(v1beta1.ConditionPaused, metav1.ConditionTrue, ReasonPaused, "the job is paused: it has no pods")
 	if r.status.Phase != v1beta1.JobPaused {
 		r.status.Phase = v1beta1.JobPaused
 		r.event(corev1.EventTypeNormal, ReasonPaused, "Paused: every pod of the job is gone")
@@ -74,18 +77,49 @@ func (r *reconciler) resume() {
 func (r *reconciler) stopPods(why string, podless v1beta1.ReplicaPhase) int {
 	remaining := len(r.extra)
 	for _, s := range r.slots {
+		s.phase = stoppedReplicaPhase(s.pod != nil, s.prev, podless)
 		if s.pod == nil {
-			s.phase = podless
-			if s.prev != nil && s.prev.UID != "" {
-				s.phase = v1beta1.ReplicaDeleted
-			}
 			continue
 		}
 		remaining++
-		s.phase = v1beta1.ReplicaDeleted
 		if s.pod.DeletionTimestamp == nil {
 			r.delete(s.pod, why)
 		}
 	}
 	return remaining
+}
+
+// stoppedReplicaPhase is what the status records for a replica of a stopped
+// job: Deleted for one that has a pod, or had one (its entry carries a pod
+// UID), so that a resume counts its pod as replaced, not vanished; podless
+// for one that never had a pod.
+func stoppedReplicaPhase(hasPod bool, prev *v1beta1.ReplicaStatus, podless v1beta1.ReplicaPhase) v1beta1.ReplicaPhase {
+	if hasPod || (prev != nil && prev.UID != "") {
+		return v1beta1.ReplicaDeleted
+	}
+	return podless
+}
+
+// pauseState says where a pause stands with remaining pods still to go: the
+// Paused condition's reason and message, and whether the job is Paused.
+func pauseState(remaining int) (reason, message string, paused bool) {
+	if remaining > 0 {
+		return ReasonPausing, fmt.Sprintf("waiting for %d pods to terminate", remaining), false
+	}
+	return ReasonPaused, "the job is paused: it has no pods", true
+}
+
+// rerunsAfterSuccess says whether a replica whose pod succeeded runs again:
+// in debug mode every replica does, otherwise only under RestartPolicy
+// Always.
+func rerunsAfterSuccess(debug bool, policy v1beta1.RestartPolicy) bool {
+	return debug || restartsOnSuccess(policy)
+}
+
+// runModeChanged says whether a pod was made for the other run mode (debug
+// or immediate) and so must be replaced. Pods that predate the annotation
+// are kept.
+func runModeChanged(pod *corev1.Pod, debug bool) bool {
+	made := pod.Annotations[podbuilder.AnnotationRunMode]
+	return made != "" && made != podbuilder.RunMode(debug)
 }

@@ -60,7 +60,7 @@ func (r *reconciler) observeReplica(s *slot, debug bool) {
 			}
 		case v1beta1.ReplicaSucceeded:
 			s.phase = v1beta1.ReplicaSucceeded
-			if debug || restartsOnSuccess(s.group.Spec.RestartPolicy) {
+			if rerunsAfterSuccess(debug, s.group.Spec.RestartPolicy) {
 				s.exit = &replicaExit{containers: s.prev.Containers, succeeded: true, how: "succeeded"}
 			}
 		case v1beta1.ReplicaPending, v1beta1.ReplicaRunning, v1beta1.ReplicaUnknown, v1beta1.ReplicaFailed:
@@ -98,7 +98,7 @@ func (r *reconciler) observeReplica(s *slot, debug bool) {
 	}
 	switch {
 	case p.Status.Phase == corev1.PodSucceeded:
-		if debug || restartsOnSuccess(s.group.Spec.RestartPolicy) {
+		if rerunsAfterSuccess(debug, s.group.Spec.RestartPolicy) {
 			s.exit = &replicaExit{pod: p, succeeded: true, how: "succeeded"}
 		}
 		return
@@ -112,8 +112,8 @@ func (r *reconciler) observeReplica(s *slot, debug bool) {
 		s.exit = &replicaExit{pod: p, how: "was deleted while it ran"}
 		return
 	}
-	if want := podbuilder.RunMode(debug); p.Annotations[podbuilder.AnnotationRunMode] != "" && p.Annotations[podbuilder.AnnotationRunMode] != want {
-		r.discard(s, fmt.Sprintf("the job's run mode changed to %s", want))
+	if runModeChanged(p, debug) {
+		r.discard(s, fmt.Sprintf("the job's run mode changed to %s", podbuilder.RunMode(debug)))
 		return
 	}
 	if want := r.topo.Shape(); p.Annotations[podbuilder.AnnotationTopology] != "" && p.Annotations[podbuilder.AnnotationTopology] != want {
