@@ -36,8 +36,9 @@ limitations under the License.
 //     success.go (the success rule), deadline.go, failurepolicy.go (the
 //     rules' matchers and actions), restarts.go (exits, the restart
 //     policies), backoff.go, finish.go (the finish), cleanup.go (clean-up
-//     and TTL), pause.go (pause and debug), startorder.go, startblockers.go, elastic.go, gang.go and queue.go
-//     (what the reconcile decides about the gang and the queue).
+//     and TTL), pause.go (pause and debug), startorder.go, startblockers.go,
+//     elastic.go, gang.go and queue.go (what the reconcile decides about the
+//     gang and the queue).
 //   - statusderive.go and statuswrites.go: the status and how it is
 //     written; pods.go, service.go: claiming and creating what the job owns.
 //   - controller.go and watch.go: the queues, and what the informers feed
