@@ -143,9 +143,12 @@ func NewKubeInformerFactory(client kubernetes.Interface, resync time.Duration) i
 }
 
 // NewJobInformerFactory returns an informer factory for the training jobs
-// that caches them without their managedFields (trimForCache).
+// that are not finished (finishedjobs.go), cached without their
+// managedFields (trimForCache).
 func NewJobInformerFactory(client versioned.Interface, resync time.Duration) jobinformers.SharedInformerFactory {
-	return jobinformers.NewSharedInformerFactoryWithOptions(client, resync, jobinformers.WithTransform(trimForCache))
+	return jobinformers.NewSharedInformerFactoryWithOptions(client, resync,
+		jobinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = unfinishedJobs }),
+		jobinformers.WithTransform(trimForCache))
 }
 
 // New builds a controller on the given clients and informer factories; the
@@ -232,6 +235,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		c.urgent.ShutDown()
 		return
 	}
+	go c.queueExpiringJobsUntilDone(ctx)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.worker(c.queue), time.Second) })

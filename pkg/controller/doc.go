@@ -42,7 +42,9 @@ limitations under the License.
 //   - statusderive.go and statuswrites.go: the status and how it is
 //     written; pods.go, service.go: claiming and creating what the job owns.
 //   - controller.go and watch.go: the queues, and what the informers feed
-//     them.
+//     them; cachetrim.go: what the caches keep of an object;
+//     finishedjobs.go: finished jobs are not cached, and how the little they
+//     still need reaches them.
 //   - Integrations, each a package behind the few calls the reconcile
 //     makes: owner (which objects are a job's, adoption, owned objects by
 //     name), gang (Workload API and coscheduling backends), kueue (the

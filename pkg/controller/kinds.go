@@ -44,6 +44,9 @@ type kindHandler struct {
 	statusCopy func(job v1beta1.TrainingJob) (v1beta1.TrainingJob, bool)
 	list       func() ([]v1beta1.TrainingJob, error)
 	getFresh   func(ctx context.Context, namespace, name string) (v1beta1.TrainingJob, error)
+	// listPage reads one page of the stored jobs of every namespace, and
+	// the continue token of the next.
+	listPage func(ctx context.Context, opts metav1.ListOptions) (jobs []v1beta1.TrainingJob, next string, err error)
 	// patchStatus sends a merge patch (statusPatch) to the job's status.
 	patchStatus func(ctx context.Context, job v1beta1.TrainingJob, patch []byte) (v1beta1.TrainingJob, error)
 	delete      func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
@@ -57,6 +60,13 @@ func newTensorFlowHandler(client versioned.Interface, factory jobinformers.Share
 		},
 		func(ns string) jobClient[*v1beta1.TensorFlowTrainingJob] {
 			return client.BatchV1beta1().TensorFlowTrainingJobs(ns)
+		},
+		func(ctx context.Context, opts metav1.ListOptions) ([]v1beta1.TrainingJob, string, error) {
+			l, err := client.BatchV1beta1().TensorFlowTrainingJobs(metav1.NamespaceAll).List(ctx, opts)
+			if err != nil {
+				return nil, "", err
+			}
+			return jobsOf(l.Items), l.Continue, nil
 		})
 }
 
@@ -66,7 +76,23 @@ func newPyTorchHandler(client versioned.Interface, factory jobinformers.SharedIn
 		func(ns string) jobGetter[*v1beta1.PyTorchTrainingJob] { return inf.Lister().PyTorchTrainingJobs(ns) },
 		func(ns string) jobClient[*v1beta1.PyTorchTrainingJob] {
 			return client.BatchV1beta1().PyTorchTrainingJobs(ns)
+		},
+		func(ctx context.Context, opts metav1.ListOptions) ([]v1beta1.TrainingJob, string, error) {
+			l, err := client.BatchV1beta1().PyTorchTrainingJobs(metav1.NamespaceAll).List(ctx, opts)
+			if err != nil {
+				return nil, "", err
+			}
+			return jobsOf(l.Items), l.Continue, nil
 		})
+}
+
+// jobsOf addresses the items of a list as jobs.
+func jobsOf[T any, P jobPointer[T]](items []T) []v1beta1.TrainingJob {
+	jobs := make([]v1beta1.TrainingJob, len(items))
+	for i := range items {
+		jobs[i] = P(&items[i])
+	}
+	return jobs
 }
 
 // jobPointer is a kind's versioned type, addressed through its pointer.
@@ -95,7 +121,8 @@ type jobClient[P any] interface {
 // newKindHandler puts a kind's typed informer, lister and client behind the
 // kind-neutral kindHandler.
 func newKindHandler[T any, P jobPointer[T]](adapter podbuilder.Adapter, kind string, informer cache.SharedIndexInformer,
-	lister jobLister[P], namespaced func(ns string) jobGetter[P], client func(ns string) jobClient[P]) *kindHandler {
+	lister jobLister[P], namespaced func(ns string) jobGetter[P], client func(ns string) jobClient[P],
+	listPage func(ctx context.Context, opts metav1.ListOptions) ([]v1beta1.TrainingJob, string, error)) *kindHandler {
 	return &kindHandler{
 		Adapter:  adapter,
 		gvk:      v1beta1.SchemeGroupVersion.WithKind(kind),
@@ -131,5 +158,6 @@ func newKindHandler[T any, P jobPointer[T]](adapter podbuilder.Adapter, kind str
 		delete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
 			return client(ns).Delete(ctx, name, opts)
 		},
+		listPage: listPage,
 	}
 }

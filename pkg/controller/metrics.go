@@ -52,7 +52,7 @@ var (
 	}, []string{"kind"})
 
 	jobsDesc = metrics.NewDesc(metricsSubsystem+"_jobs",
-		"Jobs in the controller's cache, by kind and phase (a job not yet reconciled counts as Pending).",
+		"Unfinished jobs in the controller's cache, by kind and phase (a job not yet reconciled counts as Pending); finished jobs are not cached.",
 		[]string{"kind", "phase"}, nil, metrics.ALPHA, "")
 
 	registerOnce sync.Once
@@ -88,9 +88,10 @@ func (c *Controller) JobsCollector() metrics.StableCollector {
 	return &jobsCollector{c: c}
 }
 
-var allPhases = []v1beta1.JobPhase{
-	v1beta1.JobPending, v1beta1.JobRunning, v1beta1.JobPaused, v1beta1.JobResuming,
-	v1beta1.JobSucceeded, v1beta1.JobFailed, v1beta1.JobUnknown,
+// cachedPhases are the phases of the jobs the cache holds: every phase but
+// the finished ones (finishedjobs.go).
+var cachedPhases = []v1beta1.JobPhase{
+	v1beta1.JobPending, v1beta1.JobRunning, v1beta1.JobPaused, v1beta1.JobResuming, v1beta1.JobUnknown,
 }
 
 func (j *jobsCollector) DescribeWithStability(ch chan<- *metrics.Desc) { ch <- jobsDesc }
@@ -109,7 +110,7 @@ func (j *jobsCollector) CollectWithStability(ch chan<- metrics.Metric) {
 			}
 			counts[phase]++
 		}
-		for _, p := range allPhases {
+		for _, p := range cachedPhases {
 			ch <- metrics.NewLazyConstMetric(jobsDesc, metrics.GaugeValue, float64(counts[p]), kind, string(p))
 		}
 	}

@@ -30,24 +30,22 @@ func TestJobsCollector(t *testing.T) {
 		newTFJob("a").withReplicas("worker", 1).withStatus(v1beta1.TrainingJobStatus{Phase: v1beta1.JobRunning}).obj(),
 		newTFJob("b").withReplicas("worker", 1).withStatus(v1beta1.TrainingJobStatus{Phase: v1beta1.JobRunning}).obj(),
 		newTFJob("c").withReplicas("worker", 1).obj(), // not reconciled yet: Pending
+		// Finished: not cached, so not counted.
 		newPyTorchJob("d").withReplicas("master", 1).withStatus(v1beta1.TrainingJobStatus{Phase: v1beta1.JobFailed}).obj(),
+		newPyTorchJob("e").withReplicas("master", 1).withStatus(v1beta1.TrainingJobStatus{Phase: v1beta1.JobPaused}).obj(),
 	)
 	want := `
-# HELP training_controller_jobs [ALPHA] Jobs in the controller's cache, by kind and phase (a job not yet reconciled counts as Pending).
+# HELP training_controller_jobs [ALPHA] Unfinished jobs in the controller's cache, by kind and phase (a job not yet reconciled counts as Pending); finished jobs are not cached.
 # TYPE training_controller_jobs gauge
-training_controller_jobs{kind="PyTorchTrainingJob",phase="Failed"} 1
-training_controller_jobs{kind="PyTorchTrainingJob",phase="Paused"} 0
+training_controller_jobs{kind="PyTorchTrainingJob",phase="Paused"} 1
 training_controller_jobs{kind="PyTorchTrainingJob",phase="Pending"} 0
 training_controller_jobs{kind="PyTorchTrainingJob",phase="Resuming"} 0
 training_controller_jobs{kind="PyTorchTrainingJob",phase="Running"} 0
-training_controller_jobs{kind="PyTorchTrainingJob",phase="Succeeded"} 0
 training_controller_jobs{kind="PyTorchTrainingJob",phase="Unknown"} 0
-training_controller_jobs{kind="TensorFlowTrainingJob",phase="Failed"} 0
 training_controller_jobs{kind="TensorFlowTrainingJob",phase="Paused"} 0
 training_controller_jobs{kind="TensorFlowTrainingJob",phase="Pending"} 1
 training_controller_jobs{kind="TensorFlowTrainingJob",phase="Resuming"} 0
 training_controller_jobs{kind="TensorFlowTrainingJob",phase="Running"} 2
-training_controller_jobs{kind="TensorFlowTrainingJob",phase="Succeeded"} 0
 training_controller_jobs{kind="TensorFlowTrainingJob",phase="Unknown"} 0
 `
 	if err := testutil.CustomCollectAndCompare(f.c.JobsCollector(), strings.NewReader(want), "training_controller_jobs"); err != nil {

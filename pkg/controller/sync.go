@@ -70,7 +70,10 @@ func (c *Controller) syncJob(ctx context.Context, key jobKey) (requeueAfter time
 		logger.V(4).Info("Finished syncing job", "duration", c.clock.Since(start), "requeueAfter", requeueAfter, "err", err)
 	}()
 
-	cached, err := h.get(key.Namespace, key.Name)
+	cached, err := c.lookUpJob(ctx, h, key)
+	if cached == nil && err == nil {
+		return 0, nil
+	}
 	if apierrors.IsNotFound(err) {
 		c.expectations.DeleteExpectations(key.String())
 		// Its pods are orphans on their way out; no outcome is needed.

@@ -223,8 +223,9 @@ func metaOf(obj any) (metav1.Object, error) {
 	return m, nil
 }
 
-// ownerKey resolves the controller reference of an object to a job the
-// cache knows, with a matching UID.
+// ownerKey resolves the controller reference of an object to a job: one
+// the cache knows, with a matching UID, or one the cache does not hold,
+// which may be finished (finishedjobs.go) and is looked up when reconciled.
 func (c *Controller) ownerKey(obj metav1.Object) (jobKey, bool) {
 	ref := metav1.GetControllerOfNoCopy(obj)
 	if ref == nil {
@@ -239,7 +240,7 @@ func (c *Controller) ownerKey(obj metav1.Object) (jobKey, bool) {
 		return jobKey{}, false
 	}
 	job, err := h.get(obj.GetNamespace(), ref.Name)
-	if err != nil || job.GetUID() != ref.UID {
+	if err == nil && job.GetUID() != ref.UID {
 		return jobKey{}, false
 	}
 	return jobKey{Kind: ref.Kind, Namespace: obj.GetNamespace(), Name: ref.Name}, true

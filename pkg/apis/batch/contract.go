@@ -44,6 +44,10 @@ const (
 	PyTorchDefaultPort      = 23456
 )
 
+// FieldStatusPhase is the field selector label of a job's phase; the
+// selectable fields of a job are metadata.name, metadata.namespace and it.
+const FieldStatusPhase = "status.phase"
+
 // DefaultReplicas is the replica count of a replica spec that sets none, as
 // defaulting fills it in.
 const DefaultReplicas int32 = 1

@@ -31,9 +31,9 @@ import (
 // a field selector. The v1beta1 field label conversion accepts the same set.
 func SelectableFields(job batch.TrainingJob) fields.Set {
 	return fields.Set{
-		"metadata.name":      job.GetName(),
-		"metadata.namespace": job.GetNamespace(),
-		"status.phase":       string(job.JobStatus().Phase),
+		"metadata.name":        job.GetName(),
+		"metadata.namespace":   job.GetNamespace(),
+		batch.FieldStatusPhase: string(job.JobStatus().Phase),
 	}
 }
 

@@ -21,6 +21,8 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tensorstack.dev/training/test/bench/internal/benchkit"
@@ -30,7 +32,12 @@ import (
 // holds.
 type controllerResult struct {
 	emptyRSS, rss int64
-	start         time.Duration
+	// historyRSS and noHistoryRSS are its RSS once restarted on the running
+	// jobs and their pods, with the finished jobs and after they were
+	// deleted: the cost of the history alone.
+	historyRSS, noHistoryRSS int64
+	deleted                  int
+	start                    time.Duration
 	firstPod      time.Duration
 	allPods       time.Duration
 	pods          int
@@ -102,4 +109,37 @@ func (b *bench) measureController(ctx context.Context, emptyRSS int64) (*control
 	}
 	r.idleCores = (after - before) / b.o.idle.Seconds()
 	return r, nil
+}
+
+// measureHistoryCost restarts the controller on the running jobs, whose
+// pods exist by now, first with the finished jobs stored and then after
+// they were deleted, and notes its settled RSS each time.
+func (b *bench) measureHistoryCost(ctx context.Context, r *controllerResult) error {
+	var err error
+	if err = b.restart("training-controller-manager"); err != nil {
+		return err
+	}
+	if r.historyRSS, err = b.controllerSettledRSS(); err != nil {
+		return err
+	}
+	finished := max(b.o.jobs-b.o.running, 0)
+	benchkit.Logf("deleting the %d finished jobs", finished)
+	jobs := b.direct.BatchV1beta1().TensorFlowTrainingJobs(namespace)
+	took, _, err := benchkit.Parallel(ctx, finished, 32, func(ctx context.Context, i int) error {
+		err := jobs.Delete(ctx, jobName(i), metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	r.deleted = finished
+	benchkit.Logf("deleted %d jobs in %s", finished, took.Round(time.Second))
+	if err = b.restart("training-controller-manager"); err != nil {
+		return err
+	}
+	r.noHistoryRSS, err = b.controllerSettledRSS()
+	return err
 }

@@ -127,6 +127,9 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	if err := b.measureHistoryCost(ctx, controller); err != nil {
+		return err
+	}
 	var sb strings.Builder
 	writeTables(&sb, o, fill, storage, controller)
 	fmt.Print(sb.String())

@@ -70,7 +70,7 @@ func addFieldLabelConversionFuncs(scheme *runtime.Scheme) error {
 	for _, kind := range []string{"TensorFlowTrainingJob", "PyTorchTrainingJob"} {
 		err := scheme.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind(kind), func(label, value string) (string, string, error) {
 			switch label {
-			case "metadata.name", "metadata.namespace", "status.phase":
+			case "metadata.name", "metadata.namespace", FieldStatusPhase:
 				return label, value, nil
 			default:
 				return "", "", fmt.Errorf("field label not supported for %s: %s", kind, label)

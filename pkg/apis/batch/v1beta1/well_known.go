@@ -61,6 +61,9 @@ const (
 	EnvJobResource = "TENSORSTACK_JOB_RESOURCE"
 )
 
+// FieldStatusPhase is the field selector label of a job's phase.
+const FieldStatusPhase = batch.FieldStatusPhase
+
 // Container names and default ports of the training replicas; the rules
 // themselves are in pkg/apis/batch (contract.go), which validation applies.
 const (
