@@ -38,10 +38,10 @@ type controllerResult struct {
 	historyRSS, noHistoryRSS int64
 	deleted                  int
 	start                    time.Duration
-	firstPod      time.Duration
-	allPods       time.Duration
-	pods          int
-	idleCores     float64
+	firstPod                 time.Duration
+	allPods                  time.Duration
+	pods                     int
+	idleCores                float64
 }
 
 // controllerSettledRSS is the running controller's RSS once it settled.

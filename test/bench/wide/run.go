@@ -1,0 +1,204 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/test/bench/internal/benchkit"
+	"tensorstack.dev/training/test/e2e/framework"
+)
+
+// result is one run: a workload of o.pods pods, from its create until every
+// pod exists, and o.settle more for its status writes.
+type result struct {
+	title string
+	// allPods is from the create until the last pod was seen.
+	allPods time.Duration
+	pods    int
+	// controllerCPU is the CPU seconds of the process that made the pods,
+	// from the create until the settle ended.
+	controllerCPU float64
+	controller    string
+	statusWrites  float64
+	// statusBytes and objectBytes are the sizes of the largest status seen
+	// and of its object, in JSON.
+	statusBytes, objectBytes int
+}
+
+// podTemplate is the pod both workloads run: the benchmark jobs' container.
+func podTemplate() corev1.PodTemplateSpec {
+	job := framework.NewPyTorchJob("template").WithReplicas("worker", 1).Build(namespace).(*v1beta1.PyTorchTrainingJob)
+	return job.Spec.ReplicaSpecs[0].Template
+}
+
+// runReplicaSet is the floor: kube-controller-manager's ReplicaSet
+// controller making o.pods pods of the same template.
+func (b *bench) runReplicaSet(ctx context.Context) (*result, error) {
+	r := &result{title: "ReplicaSet (kube-controller-manager, the floor)", controller: "kube-controller-manager"}
+	template := podTemplate()
+	template.Labels = map[string]string{"bench-wide": "floor"}
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "floor", Namespace: namespace},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: ptr.To(int32(b.o.pods)),
+			Selector: &metav1.LabelSelector{MatchLabels: template.Labels},
+			Template: template,
+		},
+	}
+	err := b.measure(ctx, r, "replicasets", b.kubeMetrics, func(ctx context.Context) error {
+		_, err := b.kube.AppsV1().ReplicaSets(namespace).Create(ctx, rs, metav1.CreateOptions{})
+		return err
+	}, func(ctx context.Context) (any, any, error) {
+		got, err := b.kube.AppsV1().ReplicaSets(namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, nil, err
+		}
+		return got, got.Status, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, b.deleteAll(ctx, func(ctx context.Context) error {
+		return b.kube.AppsV1().ReplicaSets(namespace).Delete(ctx, rs.Name, metav1.DeleteOptions{})
+	})
+}
+
+// runJob is ours: a PyTorchTrainingJob of one master and o.pods-1 workers.
+func (b *bench) runJob(ctx context.Context) (*result, error) {
+	r := &result{title: "PyTorchTrainingJob (training-controller-manager)", controller: "training-controller-manager"}
+	job := framework.NewPyTorchJob("wide").WithReplicas("master", 1).WithReplicas("worker", int32(b.o.pods-1)).
+		Build(namespace).(*v1beta1.PyTorchTrainingJob)
+	jobs := b.training.BatchV1beta1().PyTorchTrainingJobs(namespace)
+	err := b.measure(ctx, r, v1beta1.PyTorchTrainingJobResource, b.trainingMetrics, func(ctx context.Context) error {
+		_, err := jobs.Create(ctx, job, metav1.CreateOptions{})
+		return err
+	}, func(ctx context.Context) (any, any, error) {
+		got, err := jobs.Get(ctx, job.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, nil, err
+		}
+		return got, got.Status, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, b.deleteAll(ctx, func(ctx context.Context) error {
+		return jobs.Delete(ctx, job.Name, metav1.DeleteOptions{})
+	})
+}
+
+// measure creates a workload, times it until o.pods pods exist, and counts
+// its status writes (resource's, at the apiserver metrics serves) and the
+// controller's CPU until o.settle later; the largest status is sampled
+// every second meanwhile.
+func (b *bench) measure(ctx context.Context, r *result, resource string, metrics rest.Interface,
+	create func(context.Context) error, read func(context.Context) (object, status any, err error)) error {
+	pid, err := b.stack.Pid(r.controller)
+	if err != nil {
+		return err
+	}
+	watcher, err := watchPods(ctx, b.kube, namespace)
+	if err != nil {
+		return err
+	}
+	defer watcher.stop()
+	before, err := benchkit.ScrapeMetrics(ctx, metrics)
+	if err != nil {
+		return err
+	}
+	cpuBefore, err := benchkit.CPUSeconds(pid)
+	if err != nil {
+		return err
+	}
+	benchkit.Logf("%s: creating %d pods", r.title, b.o.pods)
+	start := time.Now()
+	if err := create(ctx); err != nil {
+		return err
+	}
+	sizes := func() error {
+		object, status, err := read(ctx)
+		if err != nil {
+			return err
+		}
+		s, _ := json.Marshal(status)
+		if len(s) > r.statusBytes {
+			o, _ := json.Marshal(object)
+			r.statusBytes, r.objectBytes = len(s), len(o)
+		}
+		return nil
+	}
+	if r.allPods, err = watcher.waitFor(b.o.pods, start, b.o.timeout, sizes); err != nil {
+		return err
+	}
+	r.pods = b.o.pods
+	benchkit.Logf("%s: %d pods exist after %s; counting status writes for %s more", r.title, r.pods,
+		r.allPods.Round(time.Millisecond), b.o.settle)
+	for end := time.Now().Add(b.o.settle); time.Now().Before(end); time.Sleep(time.Second) {
+		if err := sizes(); err != nil {
+			return err
+		}
+	}
+	cpuAfter, err := benchkit.CPUSeconds(pid)
+	if err != nil {
+		return err
+	}
+	r.controllerCPU = cpuAfter - cpuBefore
+	after, err := benchkit.ScrapeMetrics(ctx, metrics)
+	if err != nil {
+		return err
+	}
+	match := func(l map[string]string) bool {
+		return l["resource"] == resource && l["subresource"] == "status" && !benchkit.ReadOnlyVerb(l["verb"]) && l["dry_run"] == ""
+	}
+	r.statusWrites = after.Sum("apiserver_request_total", match) - before.Sum("apiserver_request_total", match)
+	return nil
+}
+
+// deleteAll deletes a workload and waits until its pods are gone.
+func (b *bench) deleteAll(ctx context.Context, del func(context.Context) error) error {
+	if err := del(ctx); err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, time.Second, b.o.timeout, true, func(ctx context.Context) (bool, error) {
+		pods, err := b.kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 0, nil
+	})
+}
+
+func (b *bench) freshNamespace(ctx context.Context) error {
+	_, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", namespace, err)
+	}
+	return nil
+}
