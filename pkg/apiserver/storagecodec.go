@@ -33,6 +33,9 @@ import (
 //   - The replica specs, pod templates inline, are most of a job. Jobs of
 //     one manifest repeat them: they share one copy of the list, or of each
 //     template (sharedSpecs).
+//   - A status repeats a few dozen words (phases, states, reasons), and so
+//     do the managers of managedFields: they share one copy of each
+//     (sharedWords).
 //   - The managedFields of jobs written alike (one client, one template) are
 //     byte for byte the same, about 1 KiB each: they share one copy.
 //
@@ -42,11 +45,12 @@ import (
 type compactingCodec struct {
 	runtime.Codec
 	specs  *sharedSpecs
+	words  *sharedWords
 	fields *sharedBytes
 }
 
 func newCompactingCodec(codec runtime.Codec) compactingCodec {
-	return compactingCodec{Codec: codec, specs: newSharedSpecs(), fields: newSharedBytes(sharedFieldsMax)}
+	return compactingCodec{Codec: codec, specs: newSharedSpecs(), words: newSharedWords(), fields: newSharedBytes(sharedFieldsMax)}
 }
 
 func (c compactingCodec) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
@@ -54,6 +58,7 @@ func (c compactingCodec) Decode(data []byte, defaults *schema.GroupVersionKind, 
 	if err == nil {
 		if job, ok := obj.(batch.TrainingJob); ok {
 			c.specs.share(job.CommonSpec())
+			c.words.share(job)
 			mf := job.GetManagedFields()
 			for i := range mf {
 				if f := mf[i].FieldsV1; f != nil {

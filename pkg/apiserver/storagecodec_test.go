@@ -21,8 +21,10 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -69,8 +71,16 @@ func storedJob(t testing.TB, codec k8sruntime.Codec, i int, arg string) []byte {
 	job.Status = v1beta1.TrainingJobStatus{
 		ObservedGeneration: 1, Phase: v1beta1.JobSucceeded, StartTime: &done, CompletionTime: &done,
 		Conditions: []metav1.Condition{
+			{Type: v1beta1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "ReplicasCreated", Message: "every replica has its pod", LastTransitionTime: done, ObservedGeneration: 1},
+			{Type: v1beta1.ConditionRunning, Status: metav1.ConditionFalse, Reason: "Succeeded", Message: "the job finished", LastTransitionTime: done, ObservedGeneration: 1},
 			{Type: v1beta1.ConditionCompleted, Status: metav1.ConditionTrue, Reason: "Succeeded", Message: "the job succeeded", LastTransitionTime: done, ObservedGeneration: 1},
 		},
+	}
+	job.ManagedFields = []metav1.ManagedFieldsEntry{
+		{Manager: "bench", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "batch.tensorstack.dev/v1beta1", Time: &done,
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:replicaSpecs":{}}}`)},
+		{Manager: "training-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "batch.tensorstack.dev/v1beta1",
+			Time: &done, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:phase":{}}}`), Subresource: "status"},
 	}
 	for _, r := range []struct {
 		typ string
@@ -88,6 +98,8 @@ func storedJob(t testing.TB, codec k8sruntime.Codec, i int, arg string) []byte {
 			task.ReplicaStatus = append(task.ReplicaStatus, v1beta1.ReplicaStatus{
 				Name: v1beta1.PodName(job.Name, v1beta1.ReplicaType(r.typ), i), UID: types.UID(fmt.Sprintf("%s-%s-%d", job.UID, r.typ, i)),
 				Phase: v1beta1.ReplicaDeleted,
+				Containers: []v1beta1.ContainerStatus{{Name: v1beta1.TensorFlowContainerName, State: v1beta1.ContainerStateTerminated,
+					Reason: "Completed", LastTermination: &v1beta1.ContainerTermination{ExitCode: 0, Reason: "Completed", FinishedAt: &done}}},
 			})
 		}
 		job.Status.Tasks = append(job.Status.Tasks, task)
@@ -158,6 +170,40 @@ func TestCompactingCodecSharesReplicaSpecs(t *testing.T) {
 		if &c.Spec.ReplicaSpecs[i].Template.Spec.Containers[0] != &a.Spec.ReplicaSpecs[i].Template.Spec.Containers[0] {
 			t.Errorf("replica spec %d: the same template is held twice", i)
 		}
+	}
+}
+
+func TestCompactingCodecSharesWords(t *testing.T) {
+	compacting, plain := storageCodecs(t)
+	a := decodeJob(t, compacting, storedJob(t, plain, 1, "--lr=0.1"))
+	b := decodeJob(t, compacting, storedJob(t, plain, 2, "--lr=0.2"))
+	same := func(what, x, y string) {
+		t.Helper()
+		if x != y || unsafe.StringData(x) != unsafe.StringData(y) {
+			t.Errorf("%s: %q and %q are not one shared copy", what, x, y)
+		}
+	}
+	same("phase", string(a.Status.Phase), string(b.Status.Phase))
+	same("condition message", a.Status.Conditions[2].Message, b.Status.Conditions[2].Message)
+	ra, rb := a.Status.Tasks[2].ReplicaStatus[1], b.Status.Tasks[2].ReplicaStatus[0]
+	same("replica phase", string(ra.Phase), string(rb.Phase))
+	same("container state", string(ra.Containers[0].State), string(rb.Containers[0].State))
+	same("termination reason", ra.Containers[0].LastTermination.Reason, rb.Containers[0].LastTermination.Reason)
+	same("manager", a.ManagedFields[1].Manager, b.ManagedFields[1].Manager)
+	if unsafe.StringData(a.Name) == unsafe.StringData(b.Name) {
+		t.Error("two names share one copy")
+	}
+
+	words := newSharedWords()
+	long := strings.Repeat("x", sharedWordLen+1)
+	if got := words.word(long); unsafe.StringData(got) != unsafe.StringData(long) {
+		t.Error("a long string was copied")
+	}
+	for i := range sharedWordsMax + 10 {
+		words.word(fmt.Sprintf("w%d", i))
+	}
+	if n := len(words.seen); n > sharedWordsMax {
+		t.Errorf("%d words kept, want at most %d", n, sharedWordsMax)
 	}
 }
 
