@@ -35,8 +35,10 @@ limitations under the License.
 //	scheduling.k8s.io       podgroups                         list, watch, create, patch, delete
 //	scheduling.x-k8s.io     podgroups                         list, watch, create, patch, delete
 //
-// What each is for: jobs get (a fresh read before adopting orphans), list and
-// watch (informer), delete (ttlSecondsAfterFinished); status update (the
+// What each is for: jobs get (a fresh read before adopting orphans, and of a
+// finished job, which is not cached), list and watch (informer, unfinished
+// jobs only; at start, a paged list of the finished jobs with a TTL), delete
+// (ttlSecondsAfterFinished); status update (the
 // controller writes the whole status with optimistic concurrency). Pods and
 // services: list and watch (informers, restricted by the label selector
 // batch.tensorstack.dev/job-name), create, delete (restarts, pause, clean-up,
