@@ -9,6 +9,11 @@
 # Settings (environment):
 #   BENCH_JOBS=100000         jobs stored (× 5 replicas each)
 #   BENCH_RUNNING=500         of them, jobs whose pods the controller makes
+#   BENCH_ETCD=embedded       the training-apiserver's etcd: embedded (the local
+#                             default), or external: the stack's etcd, which
+#                             kube-apiserver uses too (as artifacts/deploy runs
+#                             one etcd beside the server), so that the server's
+#                             RSS holds no etcd
 #   LOCAL_*                   the stack's settings (hack/local-up.sh); the benchmark
 #                             defaults LOCAL_KUEUE, LOCAL_SCHEDULER_PLUGINS,
 #                             LOCAL_GANG_WORKLOAD and LOCAL_REAL_NODE to 0, and
@@ -17,6 +22,7 @@ set -euo pipefail
 
 : "${BENCH_JOBS:=100000}"
 : "${BENCH_RUNNING:=500}"
+: "${BENCH_ETCD:=embedded}"
 : "${LOCAL_KUEUE:=0}"
 : "${LOCAL_SCHEDULER_PLUGINS:=0}"
 : "${LOCAL_GANG_WORKLOAD:=0}"
@@ -26,6 +32,17 @@ nodes_needed=$(((BENCH_RUNNING * 5 + LOCAL_NODE_PODS - 1) / LOCAL_NODE_PODS))
 if ((LOCAL_FAKE_NODES < nodes_needed)); then
   LOCAL_FAKE_NODES="${nodes_needed}"
 fi
+case "${BENCH_ETCD}" in
+  embedded) ;;
+  external)
+    LOCAL_TRAINING_APISERVER_EXTRA_ARGS="${LOCAL_TRAINING_APISERVER_EXTRA_ARGS:-} --etcd-servers=http://127.0.0.1:${LOCAL_ETCD_PORT:-23790}"
+    export LOCAL_TRAINING_APISERVER_EXTRA_ARGS
+    ;;
+  *)
+    echo "BENCH_ETCD=${BENCH_ETCD}: embedded or external" >&2
+    exit 1
+    ;;
+esac
 export LOCAL_REAL_NODE="${LOCAL_REAL_NODE:-0}"
 export LOCAL_KUEUE LOCAL_SCHEDULER_PLUGINS LOCAL_GANG_WORKLOAD LOCAL_NODE_PODS LOCAL_FAKE_NODES BENCH_JOBS BENCH_RUNNING
 
@@ -43,4 +60,4 @@ bench_stop_stack_on_exit
 
 "${HACK_DIR}/local-up.sh"
 load_settings
-"${BENCH_BIN_DIR}/bench-scale" -local-dir "${LOCAL_DIR}" -restart "${HACK_DIR}/local-restart.sh" -out "${BENCH_DIR}/scale.md"
+"${BENCH_BIN_DIR}/bench-scale" -local-dir "${LOCAL_DIR}" -etcd "${BENCH_ETCD}" -restart "${HACK_DIR}/local-restart.sh" -out "${BENCH_DIR}/scale.md"

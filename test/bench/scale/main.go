@@ -54,6 +54,11 @@ type options struct {
 	idle      time.Duration
 	out       string
 	restarter string
+	// storageOnly stops after the training-apiserver's figures, leaving
+	// the jobs stored and the controller stopped, for profiling.
+	storageOnly bool
+	// etcd is embedded or external: where the training-apiserver's data is.
+	etcd string
 }
 
 func main() {
@@ -66,6 +71,8 @@ func main() {
 	flag.DurationVar(&o.idle, "idle", 30*time.Second, "how long the idle CPU is measured")
 	flag.StringVar(&o.out, "out", "", "also write the tables to this file")
 	flag.StringVar(&o.restarter, "restart", "hack/local-restart.sh", "the script that stops and starts a component")
+	flag.BoolVar(&o.storageOnly, "storage-only", false, "stop after the training-apiserver's figures, the jobs left stored and the controller stopped (for profiling)")
+	flag.StringVar(&o.etcd, "etcd", "embedded", "the training-apiserver's etcd: embedded, or external (the stack's etcd, shared with kube-apiserver)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-scale:", err)
@@ -123,6 +130,12 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	if o.storageOnly {
+		var sb strings.Builder
+		writeStorageTable(&sb, o, fill, storage)
+		fmt.Print(sb.String())
+		return nil
+	}
 	controller, err := b.measureController(ctx, empty)
 	if err != nil {
 		return err
@@ -158,10 +171,15 @@ func (b *bench) timedRestart(args ...string) (time.Duration, error) {
 	return time.Since(start), nil
 }
 
-// etcdSize is the size of the training-apiserver's embedded etcd's
-// database file.
+// etcdSize is the size of the database file of the training-apiserver's
+// etcd: its embedded one's, or the stack's etcd's, which holds
+// kube-apiserver's objects too.
 func (b *bench) etcdSize() (int64, error) {
-	st, err := os.Stat(filepath.Join(b.stack.Dir, "training-etcd", "data", "member", "snap", "db"))
+	db := filepath.Join(b.stack.Dir, "training-etcd", "data", "member", "snap", "db")
+	if b.o.etcd == "external" {
+		db = filepath.Join(b.stack.Dir, "etcd", "member", "snap", "db")
+	}
+	st, err := os.Stat(db)
 	if err != nil {
 		return 0, err
 	}
