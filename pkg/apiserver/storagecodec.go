@@ -33,6 +33,8 @@ import (
 //   - The replica specs, pod templates inline, are most of a job. Jobs of
 //     one manifest repeat them: they share one copy of the list, or of each
 //     template (sharedSpecs).
+//   - The decoder grows lists by appending, so they have room to spare: a
+//     status's lists are moved to arrays of exactly their length.
 //   - A status repeats a few dozen words (phases, states, reasons), and so
 //     do the managers of managedFields: they share one copy of each
 //     (sharedWords).
@@ -58,6 +60,7 @@ func (c compactingCodec) Decode(data []byte, defaults *schema.GroupVersionKind, 
 	if err == nil {
 		if job, ok := obj.(batch.TrainingJob); ok {
 			c.specs.share(job.CommonSpec())
+			compactStatus(job.JobStatus())
 			c.words.share(job)
 			mf := job.GetManagedFields()
 			for i := range mf {
@@ -71,6 +74,28 @@ func (c compactingCodec) Decode(data []byte, defaults *schema.GroupVersionKind, 
 		}
 	}
 	return obj, gvk, err
+}
+
+// compactStatus moves the status's lists to arrays of exactly their
+// length.
+func compactStatus(st *batch.TrainingJobStatus) {
+	st.Conditions = exactly(st.Conditions)
+	st.Tasks = exactly(st.Tasks)
+	for i := range st.Tasks {
+		t := &st.Tasks[i]
+		t.ReplicaStatus = exactly(t.ReplicaStatus)
+		for j := range t.ReplicaStatus {
+			t.ReplicaStatus[j].Containers = exactly(t.ReplicaStatus[j].Containers)
+		}
+	}
+}
+
+// exactly returns s in an array of exactly its length.
+func exactly[T any](s []T) []T {
+	if cap(s) == len(s) {
+		return s
+	}
+	return append(make([]T, 0, len(s)), s...)
 }
 
 // sharedFieldsMax bounds the distinct managedFields contents kept for

@@ -132,6 +132,22 @@ func TestCompactingCodecDecodesTheSameJob(t *testing.T) {
 		if n := len(got.Spec.ReplicaSpecs); cap(got.Spec.ReplicaSpecs) != n {
 			t.Errorf("job %d: replica specs have room for %d, want exactly %d", i, cap(got.Spec.ReplicaSpecs), n)
 		}
+		st := got.Status
+		lists := map[string][2]int{
+			"status.conditions": {len(st.Conditions), cap(st.Conditions)},
+			"status.tasks":      {len(st.Tasks), cap(st.Tasks)},
+		}
+		for i, task := range st.Tasks {
+			lists[fmt.Sprintf("status.tasks[%d].replicaStatus", i)] = [2]int{len(task.ReplicaStatus), cap(task.ReplicaStatus)}
+			for j, r := range task.ReplicaStatus {
+				lists[fmt.Sprintf("status.tasks[%d].replicaStatus[%d].containers", i, j)] = [2]int{len(r.Containers), cap(r.Containers)}
+			}
+		}
+		for path, lc := range lists {
+			if lc[0] != lc[1] {
+				t.Errorf("job %d: %s has room for %d, want exactly %d", i, path, lc[1], lc[0])
+			}
+		}
 	}
 }
 
