@@ -24,6 +24,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,6 +40,7 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/install"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 var scheme = func() *runtime.Scheme {
@@ -356,4 +358,46 @@ func hasEnv(c corev1.Container, name string) bool {
 		}
 	}
 	return false
+}
+
+// TestPluginsShareOneRequestsPreviews: both plugins judge the same pods of
+// one request, worked out once: the second finds the first's conversion and
+// previews among the request's attributes, and a debugged job's extra
+// previews do not write into the shared ones.
+func TestPluginsShareOneRequestsPreviews(t *testing.T) {
+	stored := newTFJob(t, 2)
+	for _, tc := range []struct {
+		name     string
+		job, old runtime.Object
+		op       admission.Operation
+	}{
+		{name: "create", job: newTFJob(t, 2), op: admission.Create},
+		{name: "update to debug with a command", job: withDebug(stored, "bash"), old: stored, op: admission.Update},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := attributes(tc.job, tc.old, tc.op, "")
+			unwritten, err := podsToAuthorize(a, objectInterfaces())
+			if err != nil || len(unwritten) == 0 {
+				t.Fatalf("podsToAuthorize = %d pods, %v; want the job's pods", len(unwritten), err)
+			}
+			first, ok := a.GetReinvocationContext().Value(requestJobsKey).(*requestJobs)
+			if !ok {
+				t.Fatalf("the request keeps %T under %q, want its *requestJobs", a.GetReinvocationContext().Value(requestJobsKey), requestJobsKey)
+			}
+			kept := append([]podbuilder.PodPreview(nil), first.run.previews...)
+			job, judged, err := podsToJudge(a, objectInterfaces())
+			if err != nil || len(judged) == 0 {
+				t.Fatalf("podsToJudge = %d pods, %v; want the job's pods", len(judged), err)
+			}
+			if job != first.job || &judged[0] != &first.run.previews[0] {
+				t.Errorf("podsToJudge converted or previewed the job anew; want the authorization plugin's results")
+			}
+			if !apiequality.Semantic.DeepEqual(kept, judged) {
+				t.Errorf("the shared previews changed after podsToAuthorize: %v, want %v", judged, kept)
+			}
+			if want, err := podbuilder.Preview(first.job); err != nil || !apiequality.Semantic.DeepEqual(want, judged) {
+				t.Errorf("shared previews %v, want podbuilder.Preview's %v (%v)", judged, want, err)
+			}
+		})
+	}
 }

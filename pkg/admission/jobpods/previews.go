@@ -18,6 +18,7 @@ package jobpods
 
 import (
 	"fmt"
+	"slices"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,22 +34,22 @@ import (
 // would build the same pods as before. TrainingJobPodValidation dry-runs
 // these.
 func podsToJudge(a admission.Attributes, o admission.ObjectInterfaces) (v1beta1.TrainingJob, []podbuilder.PodPreview, error) {
-	job, old, err := jobsOf(a, o)
-	if job == nil || err != nil {
+	r, err := jobsOf(a, o)
+	if r == nil || err != nil {
 		return nil, nil, err
 	}
-	previews, err := podbuilder.Preview(job)
-	if err != nil || old == nil {
-		return job, previews, err
+	previews, err := r.asRun()
+	if err != nil || r.old == nil {
+		return r.job, previews, err
 	}
-	before, err := podbuilder.Preview(old)
+	before, err := r.oldAsRun()
 	if err != nil {
 		return nil, nil, err
 	}
 	if apiequality.Semantic.DeepEqual(before, previews) {
 		return nil, nil, nil
 	}
-	return job, previews, nil
+	return r.job, previews, nil
 }
 
 // podsToAuthorize returns the pods that the write in a lets the job run and
@@ -73,15 +74,23 @@ func podsToJudge(a admission.Attributes, o admission.ObjectInterfaces) (v1beta1.
 // mode, also while the job is paused or debugged and its templates do not
 // run.
 func podsToAuthorize(a admission.Attributes, o admission.ObjectInterfaces) ([]podbuilder.PodPreview, error) {
-	job, old, err := jobsOf(a, o)
-	if job == nil || err != nil {
+	r, err := jobsOf(a, o)
+	if r == nil || err != nil {
 		return nil, err
 	}
-	mayRun, err := podsAllowedAfter(job)
-	if err != nil || old == nil {
+	asRun, err := r.asRun()
+	if err != nil {
+		return nil, err
+	}
+	mayRun, err := podsAllowedAfter(r.job, asRun)
+	if err != nil || r.old == nil {
 		return mayRun, err
 	}
-	allowed, err := podsAllowedBefore(old)
+	oldAsRun, err := r.oldAsRun()
+	if err != nil {
+		return nil, err
+	}
+	allowed, err := podsAllowedBefore(r.old, oldAsRun)
 	if err != nil {
 		return nil, err
 	}
@@ -95,24 +104,25 @@ func podsToAuthorize(a admission.Attributes, o admission.ObjectInterfaces) ([]po
 }
 
 // podsAllowedAfter are the pods a job written now may run: its pods as it
-// runs them in its mode, and its templates as written.
-func podsAllowedAfter(job v1beta1.TrainingJob) ([]podbuilder.PodPreview, error) {
-	asRun, err := podbuilder.Preview(job)
-	if err != nil || !debugging(job) {
-		return asRun, err
+// runs them in its mode (asRun, its Preview), and its templates as written.
+func podsAllowedAfter(job v1beta1.TrainingJob, asRun []podbuilder.PodPreview) ([]podbuilder.PodPreview, error) {
+	if !debugging(job) {
+		return asRun, nil
 	}
 	asWritten, err := podbuilder.Preview(withRunMode(job, nil))
-	return append(asRun, asWritten...), err
+	// A new slice: asRun is shared with the other plugin.
+	return slices.Concat(asRun, asWritten), err
 }
 
 // podsAllowedBefore are the pods a stored job was already allowed to run:
 // those of podsAllowedAfter, and its templates in debug mode with the
 // default command.
-func podsAllowedBefore(job v1beta1.TrainingJob) ([]podbuilder.PodPreview, error) {
-	allowed, err := podsAllowedAfter(job)
+func podsAllowedBefore(job v1beta1.TrainingJob, asRun []podbuilder.PodPreview) ([]podbuilder.PodPreview, error) {
+	allowed, err := podsAllowedAfter(job, asRun)
 	if err != nil {
 		return nil, err
 	}
+	allowed = slices.Clip(allowed)
 	for _, skipInitContainers := range []bool{false, true} {
 		previews, err := podbuilder.Preview(withRunMode(job, defaultDebugMode(job, skipInitContainers)))
 		if err != nil {
@@ -162,23 +172,37 @@ func containsPod(pods []podbuilder.PodPreview, preview podbuilder.PodPreview) bo
 // jobsOf returns the job a request writes and, on an update, the job as
 // stored before, both in the served version the controller works on; nil
 // when the request writes no job's spec (another resource, or a
-// subresource such as status).
-func jobsOf(a admission.Attributes, o admission.ObjectInterfaces) (job, old v1beta1.TrainingJob, err error) {
+// subresource such as status). Both plugins ask; the first one's answer is
+// kept with the request (requestJobs).
+func jobsOf(a admission.Attributes, o admission.ObjectInterfaces) (*requestJobs, error) {
 	if a.GetResource().Group != v1beta1.GroupName || a.GetSubresource() != "" {
-		return nil, nil, nil
+		return nil, nil
 	}
 	switch a.GetResource().Resource {
 	case v1beta1.TensorFlowTrainingJobResource, v1beta1.PyTorchTrainingJobResource:
 	default:
-		return nil, nil, nil
+		return nil, nil
 	}
-	if job, err = versioned(a.GetObject(), a, o); err != nil || a.GetOperation() != admission.Update {
-		return job, nil, err
+	store := a.GetReinvocationContext()
+	if store != nil {
+		if r, ok := store.Value(requestJobsKey).(*requestJobs); ok {
+			return r, nil
+		}
 	}
-	if old, err = versioned(a.GetOldObject(), a, o); err != nil {
-		return nil, nil, err
+	r := &requestJobs{}
+	var err error
+	if r.job, err = versioned(a.GetObject(), a, o); err != nil {
+		return nil, err
 	}
-	return job, old, nil
+	if a.GetOperation() == admission.Update {
+		if r.old, err = versioned(a.GetOldObject(), a, o); err != nil {
+			return nil, err
+		}
+	}
+	if store != nil {
+		store.SetValue(requestJobsKey, r)
+	}
+	return r, nil
 }
 
 // versioned converts a job as admission holds it (the internal version) to
