@@ -42,7 +42,7 @@ source "${HACK_DIR}/lib/bench.sh"
 
 bench_refuse_running_stack
 bench_build bench-api ./test/bench/api
-tfjob_crd >/dev/null
+kubeflow_crd tfjobs >/dev/null
 
 # shellcheck disable=SC2317 # invoked through the EXIT trap
 cleanup() {
@@ -58,7 +58,7 @@ trap 'exit 130' INT TERM
 "${HACK_DIR}/local-up.sh"
 # Nothing but the benchmark writes the jobs.
 "${HACK_DIR}/local-restart.sh" --stop training-controller-manager
-install_tfjob_crd
+install_kubeflow_crd tfjobs
 
 "${BENCH_BIN_DIR}/bench-api" -local-dir "${LOCAL_DIR}" -memory-jobs 0 -out "${BENCH_DIR}/api.md"
 

@@ -3,7 +3,9 @@
 # (kwok nodes only), stores BENCH_JOBS jobs of which all but BENCH_RUNNING
 # are finished, with the controller stopped, then measures the
 # training-apiserver on that history and the controller starting on it
-# (test/bench/scale), and always stops the stack. Prints markdown tables,
+# (test/bench/scale); with BENCH_CRD=1 (the default) it then stores the same
+# history as Kubeflow TFJobs in kube-apiserver and measures that as ours,
+# and always stops the stack. Prints markdown tables,
 # also saved in _output/bench/scale.md. How to read them: docs/benchmarks.md.
 #
 # Settings (environment):
@@ -14,6 +16,10 @@
 #                             kube-apiserver uses too (as artifacts/deploy runs
 #                             one etcd beside the server), so that the server's
 #                             RSS holds no etcd
+#   BENCH_CRD=1               also Kubeflow's TFJob CRD (training-operator v1.9.4's
+#                             manifest, from the module proxy) on the same history,
+#                             in kube-apiserver with our servers stopped; 0 leaves
+#                             it out
 #   LOCAL_*                   the stack's settings (hack/local-up.sh); the benchmark
 #                             defaults LOCAL_KUEUE, LOCAL_SCHEDULER_PLUGINS,
 #                             LOCAL_GANG_WORKLOAD and LOCAL_REAL_NODE to 0, and
@@ -23,6 +29,7 @@ set -euo pipefail
 : "${BENCH_JOBS:=100000}"
 : "${BENCH_RUNNING:=500}"
 : "${BENCH_ETCD:=embedded}"
+: "${BENCH_CRD:=1}"
 : "${LOCAL_KUEUE:=0}"
 : "${LOCAL_SCHEDULER_PLUGINS:=0}"
 : "${LOCAL_GANG_WORKLOAD:=0}"
@@ -44,7 +51,7 @@ case "${BENCH_ETCD}" in
     ;;
 esac
 export LOCAL_REAL_NODE="${LOCAL_REAL_NODE:-0}"
-export LOCAL_KUEUE LOCAL_SCHEDULER_PLUGINS LOCAL_GANG_WORKLOAD LOCAL_NODE_PODS LOCAL_FAKE_NODES BENCH_JOBS BENCH_RUNNING
+export LOCAL_KUEUE LOCAL_SCHEDULER_PLUGINS LOCAL_GANG_WORKLOAD LOCAL_NODE_PODS LOCAL_FAKE_NODES BENCH_JOBS BENCH_RUNNING BENCH_CRD
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=hack/lib/common.sh
@@ -56,8 +63,14 @@ source "${HACK_DIR}/lib/bench.sh"
 
 bench_refuse_running_stack
 bench_build bench-scale ./test/bench/scale
+if ((BENCH_CRD)); then
+  kubeflow_crd tfjobs >/dev/null
+fi
 bench_stop_stack_on_exit
 
 "${HACK_DIR}/local-up.sh"
 load_settings
+if ((BENCH_CRD)); then
+  install_kubeflow_crd tfjobs
+fi
 "${BENCH_BIN_DIR}/bench-scale" -local-dir "${LOCAL_DIR}" -etcd "${BENCH_ETCD}" -restart "${HACK_DIR}/local-restart.sh" -out "${BENCH_DIR}/scale.md"

@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # The wide-job benchmark (make bench-wide): starts the local control plane
 # (kwok nodes only), makes BENCH_PODS pods with a bare ReplicaSet (the floor,
-# kube-controller-manager) and then with one PyTorchTrainingJob of a master
-# and BENCH_PODS-1 workers (test/bench/wide), and always stops the stack.
-# Prints a markdown table, also saved in _output/bench/wide.md. How to read
-# it: docs/benchmarks.md.
+# kube-controller-manager), then with one PyTorchTrainingJob of a master and
+# BENCH_PODS-1 workers and, with BENCH_PEER=training-operator, with Kubeflow's
+# PyTorchJob of the same shape under training-operator v1.9.4
+# (test/bench/wide), and always stops the stack. Prints a markdown table,
+# also saved in _output/bench/wide.md. How to read it: docs/benchmarks.md.
 #
 # Settings (environment):
-#   BENCH_PODS=1000           pods of the ReplicaSet and of the job
+#   BENCH_PODS=1000           pods of the ReplicaSet and of each job
+#   BENCH_PEER=training-operator
+#                             also run Kubeflow's training-operator (built with
+#                             go install from the module proxy, a few minutes
+#                             cold); needs root for its network namespace
+#                             (hack/lib/peer.sh)
+#   BENCH_PEER_ARGS           its tuning flags
+#                             (default --controller-threads=8 --kube-api-qps=1000 --kube-api-burst=2000)
 #   LOCAL_*                   the stack's settings (hack/local-up.sh); the benchmark
 #                             defaults LOCAL_KUEUE, LOCAL_SCHEDULER_PLUGINS,
 #                             LOCAL_GANG_WORKLOAD and LOCAL_REAL_NODE to 0, and
@@ -15,6 +23,8 @@
 set -euo pipefail
 
 : "${BENCH_PODS:=1000}"
+: "${BENCH_PEER:=}"
+: "${BENCH_PEER_ARGS:=--controller-threads=8 --kube-api-qps=1000 --kube-api-burst=2000}"
 : "${LOCAL_KUEUE:=0}"
 : "${LOCAL_SCHEDULER_PLUGINS:=0}"
 : "${LOCAL_GANG_WORKLOAD:=0}"
@@ -34,11 +44,46 @@ source "${HACK_DIR}/lib/common.sh"
 source "${HACK_DIR}/lib/local.sh"
 # shellcheck source=hack/lib/bench.sh
 source "${HACK_DIR}/lib/bench.sh"
+# shellcheck source=hack/lib/peer.sh
+source "${HACK_DIR}/lib/peer.sh"
+
+peer_setting
 
 bench_refuse_running_stack
 bench_build bench-wide ./test/bench/wide
-bench_stop_stack_on_exit
+if [[ -n "${BENCH_PEER}" ]]; then
+  peer_prepare PyTorchJob
+fi
+BENCH="${BENCH_BIN_DIR}/bench-wide"
+OURS_JSON="${BENCH_DIR}/wide-ours.json"
+PEER_JSON="${BENCH_DIR}/wide-peer.json"
+rm -f "${OURS_JSON}" "${PEER_JSON}"
+
+# shellcheck disable=SC2317 # invoked through the EXIT trap
+cleanup() {
+  local rc=$?
+  trap '' INT TERM
+  peer_stop
+  log "stopping the local control plane"
+  "${HACK_DIR}/local-down.sh" || log "WARNING: hack/local-down.sh failed"
+  exit "${rc}"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 "${HACK_DIR}/local-up.sh"
 load_settings
-"${BENCH_BIN_DIR}/bench-wide" -local-dir "${LOCAL_DIR}" -out "${BENCH_DIR}/wide.md"
+"${BENCH}" run -local-dir "${LOCAL_DIR}" -workloads floor,ours -json "${OURS_JSON}"
+
+results=("${OURS_JSON}")
+if [[ -n "${BENCH_PEER}" ]]; then
+  # The peer gets the machine without our controller.
+  "${HACK_DIR}/local-restart.sh" --stop training-controller-manager
+  # Word splitting of the flags is intended.
+  # shellcheck disable=SC2086
+  peer_start PyTorchJob ${BENCH_PEER_ARGS}
+  "${BENCH}" run -local-dir "${LOCAL_DIR}" -workloads training-operator -controller-pid "${PEER_PID}" -json "${PEER_JSON}"
+  results+=("${PEER_JSON}")
+fi
+"${BENCH}" report -out "${BENCH_DIR}/wide.md" "${results[@]}"
+log "table saved in ${BENCH_DIR#"${REPO_ROOT}/"}/wide.md"

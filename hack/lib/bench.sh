@@ -63,25 +63,27 @@ training_operator_dir() {
   printf '%s\n' "${dir}"
 }
 
-# tfjob_crd prints the path of Kubeflow's TFJob CRD in the module.
-tfjob_crd() {
+# kubeflow_crd RESOURCE prints the path of Kubeflow's CRD of RESOURCE
+# (tfjobs, pytorchjobs) in the module.
+kubeflow_crd() {
   local crd
-  crd="$(training_operator_dir)/manifests/base/crds/kubeflow.org_tfjobs.yaml"
+  crd="$(training_operator_dir)/manifests/base/crds/kubeflow.org_$1.yaml"
   [[ -f "${crd}" ]] || die "${crd} is missing"
   printf '%s\n' "${crd}"
 }
 
-tfjob_crd_established() {
-  [[ "$(kubectl_local get crd tfjobs.kubeflow.org \
+kubeflow_crd_established() {
+  [[ "$(kubectl_local get crd "$1.kubeflow.org" \
     -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" == "True" ]]
 }
 
-# install_tfjob_crd: Kubeflow's TFJob CRD (server-side: it is too big for
-# the last-applied annotation), waits until it is served.
-install_tfjob_crd() {
-  log "installing Kubeflow's TFJob CRD (${TRAINING_OPERATOR_MODULE}@${TRAINING_OPERATOR_VERSION})"
-  kubectl_local apply --server-side -f "$(tfjob_crd)" >/dev/null
-  wait_until "" "CRD tfjobs.kubeflow.org Established" "${LOCAL_TIMEOUT}" tfjob_crd_established
+# install_kubeflow_crd RESOURCE: Kubeflow's CRD of RESOURCE (server-side: it
+# is too big for the last-applied annotation), waits until it is served.
+install_kubeflow_crd() {
+  local resource="$1"
+  log "installing Kubeflow's ${resource} CRD (${TRAINING_OPERATOR_MODULE}@${TRAINING_OPERATOR_VERSION})"
+  kubectl_local apply --server-side -f "$(kubeflow_crd "${resource}")" >/dev/null
+  wait_until "" "CRD ${resource}.kubeflow.org Established" "${LOCAL_TIMEOUT}" kubeflow_crd_established "${resource}"
 }
 
 # build_training_operator: go install of the peer controller into BIN_DIR,

@@ -25,18 +25,13 @@ limitations under the License.
 //	    per job the apiserver counted; the objects made per job.
 //	controller report FILE.json [PEER.json]
 //	    prints the results as a markdown table, with ratios ours/peer.
-//	controller forward -netns NAME -into ADDR -out HOST=NS
-//	    joins the host's loopback with a network namespace's (the peer
-//	    controller runs in one, see hack/bench-controller.sh).
 //
 // See docs/benchmarks.md.
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
-	"strings"
 )
 
 func main() {
@@ -49,8 +44,6 @@ func main() {
 		err = runCommand(os.Args[2:])
 	case "report":
 		err = reportCommand(os.Args[2:])
-	case "forward":
-		err = forwardCommand(os.Args[2:])
 	default:
 		usage()
 	}
@@ -61,44 +54,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: bench-controller run|report|forward [flags] (see docs/benchmarks.md)")
+	fmt.Fprintln(os.Stderr, "usage: bench-controller run|report [flags] (see docs/benchmarks.md)")
 	os.Exit(2)
-}
-
-// rulesFlag collects -into and -out forwarding rules.
-type rulesFlag struct {
-	rules     *[]rule
-	intoNetns bool
-}
-
-func (f rulesFlag) String() string { return "" }
-
-func (f rulesFlag) Set(v string) error {
-	if f.intoNetns {
-		*f.rules = append(*f.rules, rule{listen: v, dial: v, intoNetns: true})
-		return nil
-	}
-	host, ns, ok := strings.Cut(v, "=")
-	if !ok {
-		return fmt.Errorf("want HOSTADDR=NSADDR, got %q", v)
-	}
-	*f.rules = append(*f.rules, rule{listen: host, dial: ns})
-	return nil
-}
-
-func forwardCommand(args []string) error {
-	fs := flag.NewFlagSet("forward", flag.ExitOnError)
-	netns := fs.String("netns", "", "name of the network namespace (ip netns add NAME)")
-	var rules []rule
-	fs.Var(rulesFlag{rules: &rules, intoNetns: true}, "into",
-		"ADDR: listen on ADDR inside the namespace, connect to the same ADDR on the host (repeatable)")
-	fs.Var(rulesFlag{rules: &rules}, "out",
-		"HOSTADDR=NSADDR: listen on HOSTADDR on the host, connect to NSADDR inside the namespace (repeatable)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *netns == "" {
-		return fmt.Errorf("-netns is required")
-	}
-	return forward("/var/run/netns/"+*netns, rules)
 }

@@ -36,6 +36,9 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	clientset "tensorstack.dev/training/pkg/generated/clientset/versioned"
@@ -59,6 +62,9 @@ type options struct {
 	storageOnly bool
 	// etcd is embedded or external: where the training-apiserver's data is.
 	etcd string
+	// crd also stores the history as Kubeflow TFJobs in kube-apiserver
+	// and measures it the same way.
+	crd bool
 }
 
 func main() {
@@ -73,6 +79,7 @@ func main() {
 	flag.StringVar(&o.restarter, "restart", "hack/local-restart.sh", "the script that stops and starts a component")
 	flag.BoolVar(&o.storageOnly, "storage-only", false, "stop after the training-apiserver's figures, the jobs left stored and the controller stopped (for profiling)")
 	flag.StringVar(&o.etcd, "etcd", "embedded", "the training-apiserver's etcd: embedded, or external (the stack's etcd, shared with kube-apiserver)")
+	flag.BoolVar(&o.crd, "crd", benchkit.IntEnv("BENCH_CRD", 1) != 0, "also measure Kubeflow's TFJob CRD in kube-apiserver on the same history (installed beforehand)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-scale:", err)
@@ -87,6 +94,7 @@ type bench struct {
 	kube     kubernetes.Interface
 	direct   clientset.Interface
 	training clientset.Interface
+	dynamic  dynamic.Interface
 }
 
 func run(o options) error {
@@ -113,6 +121,9 @@ func run(o options) error {
 	if b.direct, err = clientset.NewForConfig(direct); err != nil {
 		return err
 	}
+	if b.dynamic, err = dynamic.NewForConfig(admin); err != nil {
+		return err
+	}
 	ctx := context.Background()
 
 	empty, err := b.controllerSettledRSS()
@@ -122,29 +133,36 @@ func run(o options) error {
 	if err := b.restart("--stop", "training-controller-manager"); err != nil {
 		return err
 	}
+	ours := b.ourServer()
+	storage := &storageResult{}
+	if storage.rssEmpty, _, err = b.settledRSS(ours); err != nil {
+		return err
+	}
 	fill, err := b.fill(ctx)
 	if err != nil {
 		return err
 	}
-	storage, err := b.measureStorage(ctx)
-	if err != nil {
+	if err := b.measureStorage(ctx, ours, storage); err != nil {
 		return err
 	}
-	if o.storageOnly {
-		var sb strings.Builder
-		writeStorageTable(&sb, o, fill, storage)
-		fmt.Print(sb.String())
-		return nil
+	var controller *controllerResult
+	if !o.storageOnly {
+		if controller, err = b.measureController(ctx, empty); err != nil {
+			return err
+		}
+		if err := b.measureHistoryCost(ctx, controller); err != nil {
+			return err
+		}
 	}
-	controller, err := b.measureController(ctx, empty)
-	if err != nil {
-		return err
-	}
-	if err := b.measureHistoryCost(ctx, controller); err != nil {
-		return err
+	var crdFill *fillResult
+	var crd *storageResult
+	if o.crd {
+		if crdFill, crd, err = b.measureCRD(ctx); err != nil {
+			return err
+		}
 	}
 	var sb strings.Builder
-	writeTables(&sb, o, fill, storage, controller)
+	writeTables(&sb, o, fill, storage, crdFill, crd, controller)
 	fmt.Print(sb.String())
 	if o.out != "" {
 		return os.WriteFile(o.out, []byte(sb.String()), 0o644)
@@ -171,15 +189,36 @@ func (b *bench) timedRestart(args ...string) (time.Duration, error) {
 	return time.Since(start), nil
 }
 
-// etcdSize is the size of the database file of the training-apiserver's
-// etcd: its embedded one's, or the stack's etcd's, which holds
-// kube-apiserver's objects too.
-func (b *bench) etcdSize() (int64, error) {
+// ourJobs is our TensorFlowTrainingJobs read straight from the
+// training-apiserver with the typed clientset, in protobuf.
+type ourJobs struct {
+	client clientset.Interface
+}
+
+func (c ourJobs) list(ctx context.Context, opts metav1.ListOptions) (int, string, error) {
+	list, err := c.client.BatchV1beta1().TensorFlowTrainingJobs(namespace).List(ctx, opts)
+	if err != nil {
+		return 0, "", err
+	}
+	return len(list.Items), list.Continue, nil
+}
+
+func (c ourJobs) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return c.client.BatchV1beta1().TensorFlowTrainingJobs(namespace).Watch(ctx, opts)
+}
+
+// ourServer is the training-apiserver, on its embedded etcd or on the
+// stack's, which holds kube-apiserver's objects too.
+func (b *bench) ourServer() server {
 	db := filepath.Join(b.stack.Dir, "training-etcd", "data", "member", "snap", "db")
 	if b.o.etcd == "external" {
 		db = filepath.Join(b.stack.Dir, "etcd", "member", "snap", "db")
 	}
-	st, err := os.Stat(db)
+	return server{component: "training-apiserver", jobs: ourJobs{client: b.direct}, etcdDB: db}
+}
+
+func fileSize(path string) (int64, error) {
+	st, err := os.Stat(path)
 	if err != nil {
 		return 0, err
 	}

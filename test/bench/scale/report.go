@@ -31,32 +31,61 @@ const (
 	controllerRSSTarget = 1.5
 )
 
-func writeTables(w io.Writer, o options, fill *fillResult, s *storageResult, c *controllerResult) {
-	writeStorageTable(w, o, fill, s)
-	fmt.Fprintln(w)
-	writeControllerTable(w, o, fill, c)
+func writeTables(w io.Writer, o options, fill *fillResult, s *storageResult, crdFill *fillResult, crd *storageResult, c *controllerResult) {
+	writeStorageTable(w, o, fill, s, crdFill, crd)
+	if c != nil {
+		fmt.Fprintln(w)
+		writeControllerTable(w, o, fill, c)
+	}
 }
 
-func writeStorageTable(w io.Writer, o options, fill *fillResult, s *storageResult) {
-	fmt.Fprintf(w, "%d jobs stored (chief 1, ps 1, worker 3 each), %d finished, %d to run; straight to the training-apiserver in protobuf, 32 at a time; its etcd %s\n\n",
+// writeStorageTable prints ours and, when measured, the CRD's next to it.
+func writeStorageTable(w io.Writer, o options, fill *fillResult, s *storageResult, crdFill *fillResult, crd *storageResult) {
+	fmt.Fprintf(w, "%d jobs stored (chief 1, ps 1, worker 3 each), %d finished, %d not; 32 writes at a time; the training-apiserver's etcd %s",
 		fill.jobs, fill.finished, o.running, o.etcd)
-	t := &benchkit.Table{Header: []string{"training-apiserver", "value", "target"}}
-	t.Add("stored in", fmt.Sprintf("%s creates (%.0f/s), %s status writes (%.0f/s)",
-		fill.creates.Round(time.Second), float64(fill.jobs)/fill.creates.Seconds(),
-		fill.statuses.Round(time.Second), float64(fill.finished)/fill.statuses.Seconds()), "")
-	t.Add("RSS (MiB), anonymous", benchkit.MiB(s.rss)+", "+benchkit.MiB(s.anon), "≤ "+benchkit.MiB(apiserverRSSTarget)+verdict(s.rss <= apiserverRSSTarget))
-	t.Add("RSS after a restart (MiB)", benchkit.MiB(s.rssRestart), "")
+	header := []string{"", "training-apiserver (protobuf)"}
+	if crd != nil {
+		fmt.Fprint(w, "; the same as Kubeflow TFJobs in kube-apiserver (JSON, its one encoding for custom resources), our servers stopped meanwhile")
+		header = append(header, "kube-apiserver, Kubeflow's TFJob CRD (JSON)")
+	}
+	fmt.Fprint(w, "\n\n")
+	t := &benchkit.Table{Header: append(header, "target (ours)")}
+	row := func(name string, cell func(f *fillResult, s *storageResult) string, target string) {
+		cells := []string{name, cell(fill, s)}
+		if crd != nil {
+			cells = append(cells, cell(crdFill, crd))
+		}
+		t.Add(append(cells, target)...)
+	}
+	row("stored in", func(f *fillResult, _ *storageResult) string {
+		return fmt.Sprintf("%s creates (%.0f/s), %s status writes (%.0f/s)",
+			f.creates.Round(time.Second), float64(f.jobs)/f.creates.Seconds(),
+			f.statuses.Round(time.Second), float64(f.finished)/f.statuses.Seconds())
+	}, "")
+	row("RSS before the jobs (MiB)", func(_ *fillResult, s *storageResult) string { return benchkit.MiB(s.rssEmpty) }, "")
+	row("RSS with the jobs (MiB), anonymous", func(_ *fillResult, s *storageResult) string {
+		return benchkit.MiB(s.rss) + ", " + benchkit.MiB(s.anon)
+	}, "≤ "+benchkit.MiB(apiserverRSSTarget)+verdict(s.rss <= apiserverRSSTarget))
+	row("RSS after a restart (MiB)", func(_ *fillResult, s *storageResult) string { return benchkit.MiB(s.rssRestart) }, "")
 	etcd := "etcd database (MiB)"
 	if o.etcd == "external" {
 		etcd = "etcd database, external, kube-apiserver's objects too (MiB)"
 	}
-	t.Add(etcd, benchkit.MiB(s.etcdBytes), "")
+	if crd != nil {
+		etcd += "; the CRD's: the stack's etcd, with kube-apiserver's objects"
+	}
+	row(etcd, func(_ *fillResult, s *storageResult) string { return benchkit.MiB(s.etcdBytes) }, "")
 	p99 := benchkit.Percentile(s.pages, 99)
-	t.Add(fmt.Sprintf("LIST page of %d, p50 / p99 (ms, %d pages)", o.pageSize, len(s.pages)),
-		benchkit.Ms(benchkit.Median(s.pages))+" / "+benchkit.Ms(p99), "p99 ≤ "+benchkit.Ms(pageP99Target)+verdict(p99 <= pageP99Target))
-	t.Add(fmt.Sprintf("full LIST, protobuf (ms, %d items)", s.fullItems), benchkit.Ms(s.fullList), "")
-	t.Add(fmt.Sprintf("new watch to its initial events (ms, %d events)", s.watchEvents), benchkit.Ms(s.watchInit), "")
-	t.Add("restart to ready (s)", fmt.Sprintf("%.1f", s.restart.Seconds()), "")
+	row(fmt.Sprintf("LIST page of %d, p50 / p99 (ms, %d pages)", o.pageSize, len(s.pages)), func(_ *fillResult, s *storageResult) string {
+		return benchkit.Ms(benchkit.Median(s.pages)) + " / " + benchkit.Ms(benchkit.Percentile(s.pages, 99))
+	}, "p99 ≤ "+benchkit.Ms(pageP99Target)+verdict(p99 <= pageP99Target))
+	row("full LIST (ms)", func(_ *fillResult, s *storageResult) string {
+		return fmt.Sprintf("%s (%d items)", benchkit.Ms(s.fullList), s.fullItems)
+	}, "")
+	row("new watch to its initial events (ms)", func(_ *fillResult, s *storageResult) string {
+		return fmt.Sprintf("%s (%d events)", benchkit.Ms(s.watchInit), s.watchEvents)
+	}, "")
+	row("restart to ready (s)", func(_ *fillResult, s *storageResult) string { return fmt.Sprintf("%.1f", s.restart.Seconds()) }, "")
 	_ = t.Write(w)
 }
 

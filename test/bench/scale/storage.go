@@ -21,15 +21,35 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/test/bench/internal/benchkit"
 )
 
-// storageResult is what the training-apiserver does with the history.
+// collection is what the storage figures are read through: our jobs with
+// the typed clientset in protobuf, the CRD's with the dynamic client in
+// JSON, the one encoding kube-apiserver serves custom resources in.
+type collection interface {
+	// list returns how many items a LIST returned and its continue token.
+	list(ctx context.Context, opts metav1.ListOptions) (items int, cont string, err error)
+	watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// server is an apiserver whose storage of the history is measured.
+type server struct {
+	// component names the process in the stack (its pid, its restart).
+	component string
+	jobs      collection
+	// etcdDB is the path of its etcd's database file.
+	etcdDB string
+}
+
+// storageResult is what a server does with the history.
 type storageResult struct {
+	// rssEmpty is the server's RSS before the jobs were stored.
+	rssEmpty    int64
 	rss, anon   int64
 	etcdBytes   int64
 	pages       []time.Duration
@@ -45,79 +65,75 @@ type storageResult struct {
 // (the garbage collector returns it in the background).
 const settle = 15 * time.Second
 
-func (b *bench) measureStorage(ctx context.Context) (*storageResult, error) {
-	r := &storageResult{}
-	pid, err := b.stack.Pid("training-apiserver")
+// settledRSS is the server's RSS after settle.
+func (b *bench) settledRSS(s server) (rss, anon int64, err error) {
+	pid, err := b.stack.Pid(s.component)
 	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
 	time.Sleep(settle)
-	if r.rss, r.anon, err = benchkit.RSS(pid); err != nil {
-		return nil, err
+	return benchkit.RSS(pid)
+}
+
+func (b *bench) measureStorage(ctx context.Context, s server, r *storageResult) error {
+	var err error
+	if r.rss, r.anon, err = b.settledRSS(s); err != nil {
+		return err
 	}
-	if r.etcdBytes, err = b.etcdSize(); err != nil {
-		return nil, err
+	if r.etcdBytes, err = fileSize(s.etcdDB); err != nil {
+		return err
 	}
-	if err := b.timePages(ctx, r); err != nil {
-		return nil, err
+	if err := b.timePages(ctx, s, r); err != nil {
+		return err
 	}
-	if err := b.timeFullList(ctx, r); err != nil {
-		return nil, err
+	if err := timeFullList(ctx, s, r); err != nil {
+		return err
 	}
-	if err := b.timeWatchInit(ctx, r); err != nil {
-		return nil, err
+	if err := timeWatchInit(ctx, s, r); err != nil {
+		return err
 	}
-	benchkit.Logf("restarting the training-apiserver")
-	if r.restart, err = b.timedRestart("training-apiserver"); err != nil {
-		return nil, err
+	benchkit.Logf("restarting the %s", s.component)
+	if r.restart, err = b.timedRestart(s.component); err != nil {
+		return err
 	}
-	if pid, err = b.stack.Pid("training-apiserver"); err != nil {
-		return nil, err
-	}
-	time.Sleep(settle)
-	if r.rssRestart, _, err = benchkit.RSS(pid); err != nil {
-		return nil, err
-	}
-	return r, nil
+	r.rssRestart, _, err = b.settledRSS(s)
+	return err
 }
 
 // timePages reads the jobs page by page, o.pageSize at a time, as kubectl
 // get --chunk-size and informers' initial lists do, and records each page.
-func (b *bench) timePages(ctx context.Context, r *storageResult) error {
-	jobs := b.direct.BatchV1beta1().TensorFlowTrainingJobs(namespace)
+func (b *bench) timePages(ctx context.Context, s server, r *storageResult) error {
 	cont := ""
 	for len(r.pages) < b.o.pages {
 		start := time.Now()
-		list, err := jobs.List(ctx, metav1.ListOptions{Limit: b.o.pageSize, Continue: cont})
+		_, next, err := s.jobs.list(ctx, metav1.ListOptions{Limit: b.o.pageSize, Continue: cont})
 		if err != nil {
 			return fmt.Errorf("page %d: %w", len(r.pages), err)
 		}
 		r.pages = append(r.pages, time.Since(start))
-		if cont = list.Continue; cont == "" {
-			// Start over: the pages of the whole collection are timed.
-			continue
-		}
+		// At the end, start over: the pages of the whole collection are timed.
+		cont = next
 	}
 	return nil
 }
 
-// timeFullList reads every job in one LIST, in protobuf.
-func (b *bench) timeFullList(ctx context.Context, r *storageResult) error {
+// timeFullList reads every job in one LIST.
+func timeFullList(ctx context.Context, s server, r *storageResult) error {
 	start := time.Now()
-	list, err := b.direct.BatchV1beta1().TensorFlowTrainingJobs(namespace).List(ctx, metav1.ListOptions{})
+	items, _, err := s.jobs.list(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
-	r.fullList, r.fullItems = time.Since(start), len(list.Items)
+	r.fullList, r.fullItems = time.Since(start), items
 	return nil
 }
 
 // timeWatchInit opens a watch that starts with every job (the streaming
 // list informers use) and times it until the bookmark that ends the
 // initial events.
-func (b *bench) timeWatchInit(ctx context.Context, r *storageResult) error {
+func timeWatchInit(ctx context.Context, s server, r *storageResult) error {
 	start := time.Now()
-	w, err := b.direct.BatchV1beta1().TensorFlowTrainingJobs(namespace).Watch(ctx, metav1.ListOptions{
+	w, err := s.jobs.watch(ctx, metav1.ListOptions{
 		SendInitialEvents:    ptrTo(true),
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 		AllowWatchBookmarks:  true,
@@ -131,7 +147,7 @@ func (b *bench) timeWatchInit(ctx context.Context, r *storageResult) error {
 		case watch.Added:
 			r.watchEvents++
 		case watch.Bookmark:
-			if job, ok := event.Object.(*v1beta1.TensorFlowTrainingJob); ok && job.Annotations[metav1.InitialEventsAnnotationKey] == "true" {
+			if initialEventsEnd(event.Object) {
 				r.watchInit = time.Since(start)
 				return nil
 			}
@@ -140,6 +156,12 @@ func (b *bench) timeWatchInit(ctx context.Context, r *storageResult) error {
 		}
 	}
 	return fmt.Errorf("the watch ended after %d initial events", r.watchEvents)
+}
+
+// initialEventsEnd tells the bookmark that ends a watch's initial events.
+func initialEventsEnd(obj any) bool {
+	m, err := meta.Accessor(obj)
+	return err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
 }
 
 func ptrTo[T any](v T) *T { return &v }

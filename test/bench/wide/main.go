@@ -17,19 +17,27 @@ limitations under the License.
 // Command bench-wide measures one wide job on the running local stack (make
 // bench-wide): how long a PyTorchTrainingJob of one master and pods-1
 // workers takes until every pod exists, next to a bare ReplicaSet of as
-// many pods, kube-controller-manager's, on the same stack (the floor); the
-// status writes, the largest status and the controller's CPU. It prints a
-// markdown table.
+// many pods, kube-controller-manager's, on the same stack (the floor), and
+// to Kubeflow's PyTorchJob of the same shape under training-operator (the
+// peer); the status writes, the largest status and the controller's CPU.
+//
+//	bench-wide run -workloads floor,ours|training-operator -json FILE
+//	    runs the workloads one after the other and saves their results
+//	bench-wide report -out FILE.md FILE.json...
+//	    prints the results of every run as one markdown table
 package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -40,26 +48,105 @@ import (
 // namespace holds the benchmark's objects.
 const namespace = "bench-wide"
 
+// The workloads, in the order of the table's columns.
+const (
+	workloadFloor = "floor"
+	workloadOurs  = "ours"
+	workloadPeer  = "training-operator"
+)
+
 type options struct {
-	localDir string
-	pods     int
-	settle   time.Duration
-	timeout  time.Duration
-	out      string
+	localDir  string
+	pods      int
+	settle    time.Duration
+	timeout   time.Duration
+	workloads []string
+	// controllerPid is the peer controller's process, which the stack
+	// does not know.
+	controllerPid int
+	json          string
 }
 
 func main() {
-	var o options
-	flag.StringVar(&o.localDir, "local-dir", "", "the local stack's directory (_output/local)")
-	flag.IntVar(&o.pods, "pods", benchkit.IntEnv("BENCH_PODS", 1000), "pods of the job and of the ReplicaSet")
-	flag.DurationVar(&o.settle, "settle", 30*time.Second, "how long after the last pod exists its status writes are still counted")
-	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up waiting for the pods after this long")
-	flag.StringVar(&o.out, "out", "", "also write the table to this file")
-	flag.Parse()
-	if err := run(o); err != nil {
-		fmt.Fprintln(os.Stderr, "bench-wide:", err)
+	if len(os.Args) < 2 {
+		usage()
+	}
+	var err error
+	switch os.Args[1] {
+	case "run":
+		err = runCommand(os.Args[2:])
+	case "report":
+		err = reportCommand(os.Args[2:])
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench-wide %s: %v\n", os.Args[1], err)
 		os.Exit(1)
 	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: bench-wide run|report [flags] (see docs/benchmarks.md)")
+	os.Exit(2)
+}
+
+func runCommand(args []string) error {
+	var o options
+	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	fs.StringVar(&o.localDir, "local-dir", "", "the local stack's directory (_output/local)")
+	fs.IntVar(&o.pods, "pods", benchkit.IntEnv("BENCH_PODS", 1000), "pods of each workload")
+	fs.DurationVar(&o.settle, "settle", 30*time.Second, "how long after the last pod exists its status writes are still counted")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up waiting for the pods after this long")
+	workloads := fs.String("workloads", workloadFloor+","+workloadOurs,
+		"comma-separated, run in this order: "+workloadFloor+", "+workloadOurs+", "+workloadPeer)
+	fs.IntVar(&o.controllerPid, "controller-pid", 0, "the process of training-operator (for its CPU)")
+	fs.StringVar(&o.json, "json", "", "save the results to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	o.workloads = strings.Split(*workloads, ",")
+	if o.json == "" {
+		return errors.New("-json is required")
+	}
+	results, err := run(o)
+	if err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(results, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(o.json, data, 0o644)
+}
+
+func reportCommand(args []string) error {
+	fs := flag.NewFlagSet("report", flag.ExitOnError)
+	out := fs.String("out", "", "also write the table to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var all []*result
+	for _, name := range fs.Args() {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		var results []*result
+		if err := json.Unmarshal(data, &results); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		all = append(all, results...)
+	}
+	var sb strings.Builder
+	if err := writeTable(&sb, all); err != nil {
+		return err
+	}
+	fmt.Print(sb.String())
+	if *out != "" {
+		return os.WriteFile(*out, []byte(sb.String()), 0o644)
+	}
+	return nil
 }
 
 // bench holds the stack and its clients.
@@ -68,57 +155,64 @@ type bench struct {
 	stack    *benchkit.Stack
 	kube     kubernetes.Interface
 	training clientset.Interface
+	dynamic  dynamic.Interface
 	// trainingMetrics and kubeMetrics read the /metrics of the
 	// training-apiserver and of kube-apiserver.
 	trainingMetrics rest.Interface
 	kubeMetrics     rest.Interface
 }
 
-func run(o options) error {
+func run(o options) ([]*result, error) {
 	stack, err := benchkit.LoadStack(o.localDir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	b := &bench{o: o, stack: stack}
 	admin, err := stack.AdminConfig()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	benchkit.Unthrottled(admin)
 	if b.kube, err = kubernetes.NewForConfig(admin); err != nil {
-		return err
+		return nil, err
 	}
 	if b.training, err = clientset.NewForConfig(admin); err != nil {
-		return err
+		return nil, err
+	}
+	if b.dynamic, err = dynamic.NewForConfig(admin); err != nil {
+		return nil, err
 	}
 	direct, err := stack.DirectTrainingConfig()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	directKube, err := kubernetes.NewForConfig(direct)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	b.trainingMetrics = directKube.Discovery().RESTClient()
 	b.kubeMetrics = b.kube.Discovery().RESTClient()
-
 	ctx := context.Background()
 	if err := b.freshNamespace(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	floor, err := b.runReplicaSet(ctx)
-	if err != nil {
-		return err
+	var results []*result
+	for _, w := range o.workloads {
+		var r *result
+		switch w {
+		case workloadFloor:
+			r, err = b.runReplicaSet(ctx)
+		case workloadOurs:
+			r, err = b.runJob(ctx)
+		case workloadPeer:
+			r, err = b.runPeerJob(ctx)
+		default:
+			err = fmt.Errorf("unknown workload %q", w)
+		}
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, r)
 	}
-	ours, err := b.runJob(ctx)
-	if err != nil {
-		return err
-	}
-	var sb strings.Builder
-	writeTable(&sb, o, floor, ours)
-	fmt.Print(sb.String())
-	if o.out != "" {
-		return os.WriteFile(o.out, []byte(sb.String()), 0o644)
-	}
-	return nil
+	return results, nil
 }

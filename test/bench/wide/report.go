@@ -27,21 +27,47 @@ import (
 // times the ReplicaSet's time.
 const floorTarget = 1.2
 
-func writeTable(w io.Writer, o options, floor, ours *result) {
-	fmt.Fprintf(w, "One workload of %d pods at a time on the same stack (kwok nodes); status writes counted until %s after the last pod\n\n",
-		o.pods, o.settle)
-	ratio := ours.allPods.Seconds() / floor.allPods.Seconds()
-	t := &benchkit.Table{Header: []string{"", floor.title, ours.title}}
-	verdict := "NOT met"
-	if ratio <= floorTarget {
-		verdict = "met"
+// writeTable prints one column per result; the first must be the floor.
+func writeTable(w io.Writer, results []*result) error {
+	if len(results) < 2 || results[0].Workload != workloadFloor {
+		return fmt.Errorf("want the floor's result first and at least one job's after it, got %d results", len(results))
 	}
-	t.Add("every pod exists (s)", fmt.Sprintf("%.2f", floor.allPods.Seconds()),
-		fmt.Sprintf("%.2f (%.2f× the floor; target ≤ %.1f×: %s)", ours.allPods.Seconds(), ratio, floorTarget, verdict))
-	t.Add("CPU of the controller making the pods (s)", fmt.Sprintf("%.2f (all of %s)", floor.controllerCPU, floor.controller),
-		fmt.Sprintf("%.2f", ours.controllerCPU))
-	t.Add("status writes", fmt.Sprintf("%.0f", floor.statusWrites), fmt.Sprintf("%.0f", ours.statusWrites))
-	t.Add("largest status, JSON (KiB)", fmt.Sprintf("%.1f", float64(floor.statusBytes)/1024), fmt.Sprintf("%.1f", float64(ours.statusBytes)/1024))
-	t.Add("its whole object, JSON (KiB)", fmt.Sprintf("%.1f", float64(floor.objectBytes)/1024), fmt.Sprintf("%.1f", float64(ours.objectBytes)/1024))
-	_ = t.Write(w)
+	floor := results[0]
+	fmt.Fprintf(w, "One workload of %d pods at a time on the same stack (kwok nodes); status writes counted until %s after the last pod\n\n",
+		floor.Pods, floor.Settle)
+	t := &benchkit.Table{Header: []string{""}}
+	for _, r := range results {
+		t.Header = append(t.Header, r.Title)
+	}
+	row := func(name string, cell func(r *result) string) {
+		cells := []string{name}
+		for _, r := range results {
+			cells = append(cells, cell(r))
+		}
+		t.Add(cells...)
+	}
+	row("every pod exists (s)", func(r *result) string {
+		if r == floor {
+			return fmt.Sprintf("%.2f", r.AllPods.Seconds())
+		}
+		ratio := r.AllPods.Seconds() / floor.AllPods.Seconds()
+		if r.Workload != workloadOurs {
+			return fmt.Sprintf("%.2f (%.2f× the floor)", r.AllPods.Seconds(), ratio)
+		}
+		verdict := "NOT met"
+		if ratio <= floorTarget {
+			verdict = "met"
+		}
+		return fmt.Sprintf("%.2f (%.2f× the floor; target ≤ %.1f×: %s)", r.AllPods.Seconds(), ratio, floorTarget, verdict)
+	})
+	row("CPU of the controller making the pods (s)", func(r *result) string {
+		if r == floor {
+			return fmt.Sprintf("%.2f (all of %s)", r.ControllerCPU, r.Controller)
+		}
+		return fmt.Sprintf("%.2f", r.ControllerCPU)
+	})
+	row("status writes", func(r *result) string { return fmt.Sprintf("%.0f", r.StatusWrites) })
+	row("largest status, JSON (KiB)", func(r *result) string { return fmt.Sprintf("%.1f", float64(r.StatusBytes)/1024) })
+	row("its whole object, JSON (KiB)", func(r *result) string { return fmt.Sprintf("%.1f", float64(r.ObjectBytes)/1024) })
+	return t.Write(w)
 }

@@ -19,6 +19,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -38,18 +39,23 @@ import (
 // result is one run: a workload of o.pods pods, from its create until every
 // pod exists, and o.settle more for its status writes.
 type result struct {
-	title string
-	// allPods is from the create until the last pod was seen.
-	allPods time.Duration
-	pods    int
-	// controllerCPU is the CPU seconds of the process that made the pods,
+	// Workload is one of the workload names, Title the table's heading.
+	Workload string `json:"workload"`
+	Title    string `json:"title"`
+	// AllPods is from the create until the last pod was seen.
+	AllPods time.Duration `json:"allPods"`
+	Pods    int           `json:"pods"`
+	// ControllerCPU is the CPU seconds of the process that made the pods,
 	// from the create until the settle ended.
-	controllerCPU float64
-	controller    string
-	statusWrites  float64
-	// statusBytes and objectBytes are the sizes of the largest status seen
+	ControllerCPU float64 `json:"controllerCPU"`
+	Controller    string  `json:"controller"`
+	StatusWrites  float64 `json:"statusWrites"`
+	// StatusBytes and ObjectBytes are the sizes of the largest status seen
 	// and of its object, in JSON.
-	statusBytes, objectBytes int
+	StatusBytes int `json:"statusBytes"`
+	ObjectBytes int `json:"objectBytes"`
+	// Settle is how long status writes were still counted.
+	Settle time.Duration `json:"settle"`
 }
 
 // podTemplate is the pod both workloads run: the benchmark jobs' container.
@@ -61,7 +67,7 @@ func podTemplate() corev1.PodTemplateSpec {
 // runReplicaSet is the floor: kube-controller-manager's ReplicaSet
 // controller making o.pods pods of the same template.
 func (b *bench) runReplicaSet(ctx context.Context) (*result, error) {
-	r := &result{title: "ReplicaSet (kube-controller-manager, the floor)", controller: "kube-controller-manager"}
+	r := &result{Workload: workloadFloor, Title: "ReplicaSet (kube-controller-manager, the floor)", Controller: "kube-controller-manager"}
 	template := podTemplate()
 	template.Labels = map[string]string{"bench-wide": "floor"}
 	rs := &appsv1.ReplicaSet{
@@ -92,7 +98,7 @@ func (b *bench) runReplicaSet(ctx context.Context) (*result, error) {
 
 // runJob is ours: a PyTorchTrainingJob of one master and o.pods-1 workers.
 func (b *bench) runJob(ctx context.Context) (*result, error) {
-	r := &result{title: "PyTorchTrainingJob (training-controller-manager)", controller: "training-controller-manager"}
+	r := &result{Workload: workloadOurs, Title: "PyTorchTrainingJob (training-controller-manager)", Controller: "training-controller-manager"}
 	job := framework.NewPyTorchJob("wide").WithReplicas("master", 1).WithReplicas("worker", int32(b.o.pods-1)).
 		Build(namespace).(*v1beta1.PyTorchTrainingJob)
 	jobs := b.training.BatchV1beta1().PyTorchTrainingJobs(namespace)
@@ -120,7 +126,7 @@ func (b *bench) runJob(ctx context.Context) (*result, error) {
 // every second meanwhile.
 func (b *bench) measure(ctx context.Context, r *result, resource string, metrics rest.Interface,
 	create func(context.Context) error, read func(context.Context) (object, status any, err error)) error {
-	pid, err := b.stack.Pid(r.controller)
+	pid, err := b.controllerPid(r)
 	if err != nil {
 		return err
 	}
@@ -137,7 +143,7 @@ func (b *bench) measure(ctx context.Context, r *result, resource string, metrics
 	if err != nil {
 		return err
 	}
-	benchkit.Logf("%s: creating %d pods", r.title, b.o.pods)
+	benchkit.Logf("%s: creating %d pods", r.Title, b.o.pods)
 	start := time.Now()
 	if err := create(ctx); err != nil {
 		return err
@@ -148,18 +154,18 @@ func (b *bench) measure(ctx context.Context, r *result, resource string, metrics
 			return err
 		}
 		s, _ := json.Marshal(status)
-		if len(s) > r.statusBytes {
+		if len(s) > r.StatusBytes {
 			o, _ := json.Marshal(object)
-			r.statusBytes, r.objectBytes = len(s), len(o)
+			r.StatusBytes, r.ObjectBytes = len(s), len(o)
 		}
 		return nil
 	}
-	if r.allPods, err = watcher.waitFor(b.o.pods, start, b.o.timeout, sizes); err != nil {
+	if r.AllPods, err = watcher.waitFor(b.o.pods, start, b.o.timeout, sizes); err != nil {
 		return err
 	}
-	r.pods = b.o.pods
-	benchkit.Logf("%s: %d pods exist after %s; counting status writes for %s more", r.title, r.pods,
-		r.allPods.Round(time.Millisecond), b.o.settle)
+	r.Pods, r.Settle = b.o.pods, b.o.settle
+	benchkit.Logf("%s: %d pods exist after %s; counting status writes for %s more", r.Title, r.Pods,
+		r.AllPods.Round(time.Millisecond), b.o.settle)
 	for end := time.Now().Add(b.o.settle); time.Now().Before(end); time.Sleep(time.Second) {
 		if err := sizes(); err != nil {
 			return err
@@ -169,7 +175,7 @@ func (b *bench) measure(ctx context.Context, r *result, resource string, metrics
 	if err != nil {
 		return err
 	}
-	r.controllerCPU = cpuAfter - cpuBefore
+	r.ControllerCPU = cpuAfter - cpuBefore
 	after, err := benchkit.ScrapeMetrics(ctx, metrics)
 	if err != nil {
 		return err
@@ -177,8 +183,20 @@ func (b *bench) measure(ctx context.Context, r *result, resource string, metrics
 	match := func(l map[string]string) bool {
 		return l["resource"] == resource && l["subresource"] == "status" && !benchkit.ReadOnlyVerb(l["verb"]) && l["dry_run"] == ""
 	}
-	r.statusWrites = after.Sum("apiserver_request_total", match) - before.Sum("apiserver_request_total", match)
+	r.StatusWrites = after.Sum("apiserver_request_total", match) - before.Sum("apiserver_request_total", match)
 	return nil
+}
+
+// controllerPid is the process that makes r's pods: a component of the
+// stack, or the peer given on the command line.
+func (b *bench) controllerPid(r *result) (int, error) {
+	if r.Workload != workloadPeer {
+		return b.stack.Pid(r.Controller)
+	}
+	if b.o.controllerPid <= 0 {
+		return 0, errors.New("-controller-pid is required for " + workloadPeer)
+	}
+	return b.o.controllerPid, nil
 }
 
 // deleteAll deletes a workload and waits until its pods are gone.
