@@ -163,6 +163,9 @@ type result struct {
 	// while the creates ran (kube-apiserver for the CRD, the
 	// training-apiserver for ours): user plus system, in seconds.
 	createCPU float64
+	// machineCPU is the CPU time of the whole machine (every process:
+	// apiservers, etcd, the benchmark client) while the creates ran.
+	machineCPU float64
 }
 
 func measure(ctx context.Context, t *target, stack *benchkit.Stack, o options) (*result, error) {
@@ -183,17 +186,26 @@ func measure(ctx context.Context, t *target, stack *benchkit.Stack, o options) (
 	if err != nil {
 		return nil, err
 	}
+	machineBefore, err := benchkit.ReadMachineCPU()
+	if err != nil {
+		return nil, err
+	}
 	r.createWall, r.createLat, err = benchkit.Parallel(ctx, o.jobs, o.concurrency, func(ctx context.Context, i int) error {
 		return t.create(ctx, name(i))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creates: %w", err)
 	}
+	machineAfter, err := benchkit.ReadMachineCPU()
+	if err != nil {
+		return nil, err
+	}
 	cpuAfter, err := benchkit.CPUSeconds(pid)
 	if err != nil {
 		return nil, err
 	}
 	r.createCPU = cpuAfter - cpuBefore
+	r.machineCPU = machineAfter.BusySecondsSince(machineBefore)
 	r.createCT, _ = t.createSeen.get()
 	benchkit.Logf("  created %d in %s", o.jobs, r.createWall.Round(time.Millisecond))
 	if err := waitCount(ctx, t, o.jobs); err != nil {

@@ -74,6 +74,10 @@ func apiMetrics(jobs int) []apiMetric {
 			v := cpuPerCreate(r.createCPU, len(r.createLat))
 			return v, fmt.Sprintf("%.2f (%s)", v, memoryServer(tg))
 		}},
+		{"whole machine's CPU per create (ms)", func(r *result, _ *target) (float64, string) {
+			v := cpuPerCreate(r.machineCPU, len(r.createLat))
+			return v, fmt.Sprintf("%.2f", v)
+		}},
 		{"LIST raw JSON (ms)", func(r *result, _ *target) (float64, string) { return ms(benchkit.Median(r.rawJSON)) }},
 		{"LIST raw JSON size", func(r *result, _ *target) (float64, string) { return listSize(r.rawJSONBytes, jobs) }},
 		{"LIST raw, protobuf asked (ms)", func(r *result, _ *target) (float64, string) {

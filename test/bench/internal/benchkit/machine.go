@@ -34,6 +34,12 @@ type MachineCPU struct {
 	Total uint64
 }
 
+// BusySecondsSince is the CPU time, summed over all CPUs, that the machine
+// spent busy from an earlier reading to this one.
+func (m MachineCPU) BusySecondsSince(earlier MachineCPU) float64 {
+	return float64(m.Busy-earlier.Busy) / clockTicks
+}
+
 // ReadMachineCPU reads the machine's CPU times.
 func ReadMachineCPU() (MachineCPU, error) {
 	f, err := os.Open("/proc/stat")

@@ -77,3 +77,11 @@ func TestBusyFraction(t *testing.T) {
 		}
 	}
 }
+
+func TestBusySecondsSince(t *testing.T) {
+	earlier := MachineCPU{Busy: 1000, Total: 5000}
+	later := MachineCPU{Busy: 1250, Total: 5600}
+	if got := later.BusySecondsSince(earlier); got != 2.5 {
+		t.Errorf("BusySecondsSince = %v, want 2.5 (250 ticks of 1/100 s)", got)
+	}
+}
