@@ -61,6 +61,9 @@ type options struct {
 	settle    time.Duration
 	timeout   time.Duration
 	workloads []string
+	// rounds is how many times the workloads run, one after the other in
+	// each round: a single run of a few seconds varies by a quarter.
+	rounds int
 	// controllerPid is the peer controller's process, which the stack
 	// does not know.
 	controllerPid int
@@ -100,6 +103,7 @@ func runCommand(args []string) error {
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up waiting for the pods after this long")
 	workloads := fs.String("workloads", workloadFloor+","+workloadOurs,
 		"comma-separated, run in this order: "+workloadFloor+", "+workloadOurs+", "+workloadPeer)
+	fs.IntVar(&o.rounds, "rounds", benchkit.IntEnv("BENCH_ROUNDS", 3), "rounds of the workloads; the table shows each figure's median")
 	fs.IntVar(&o.controllerPid, "controller-pid", 0, "the process of training-operator (for its CPU)")
 	fs.StringVar(&o.json, "json", "", "save the results to this file")
 	if err := fs.Parse(args); err != nil {
@@ -197,22 +201,25 @@ func run(o options) ([]*result, error) {
 		return nil, err
 	}
 	var results []*result
-	for _, w := range o.workloads {
-		var r *result
-		switch w {
-		case workloadFloor:
-			r, err = b.runReplicaSet(ctx)
-		case workloadOurs:
-			r, err = b.runJob(ctx)
-		case workloadPeer:
-			r, err = b.runPeerJob(ctx)
-		default:
-			err = fmt.Errorf("unknown workload %q", w)
+	for round := 1; round <= o.rounds; round++ {
+		for _, w := range o.workloads {
+			benchkit.Logf("round %d of %d: %s", round, o.rounds, w)
+			var r *result
+			switch w {
+			case workloadFloor:
+				r, err = b.runReplicaSet(ctx)
+			case workloadOurs:
+				r, err = b.runJob(ctx)
+			case workloadPeer:
+				r, err = b.runPeerJob(ctx)
+			default:
+				err = fmt.Errorf("unknown workload %q", w)
+			}
+			if err != nil {
+				return nil, err
+			}
+			results = append(results, r)
 		}
-		if err != nil {
-			return nil, err
-		}
-		results = append(results, r)
 	}
 	return results, nil
 }

@@ -19,6 +19,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"tensorstack.dev/training/test/bench/internal/benchkit"
 )
@@ -27,47 +28,105 @@ import (
 // times the ReplicaSet's time.
 const floorTarget = 1.2
 
-// writeTable prints one column per result; the first must be the floor.
-func writeTable(w io.Writer, results []*result) error {
-	if len(results) < 2 || results[0].Workload != workloadFloor {
-		return fmt.Errorf("want the floor's result first and at least one job's after it, got %d results", len(results))
-	}
-	floor := results[0]
-	fmt.Fprintf(w, "One workload of %d pods at a time on the same stack (kwok nodes); status writes counted until %s after the last pod\n\n",
-		floor.Pods, floor.Settle)
-	t := &benchkit.Table{Header: []string{""}}
+// column is one workload's runs.
+type column struct {
+	workload, title, controller string
+	runs                        []*result
+}
+
+// columns groups the results by workload, in the order they first ran.
+func columns(results []*result) []*column {
+	var cols []*column
+	byWorkload := map[string]*column{}
 	for _, r := range results {
-		t.Header = append(t.Header, r.Title)
+		c := byWorkload[r.Workload]
+		if c == nil {
+			c = &column{workload: r.Workload, title: r.Title, controller: r.Controller}
+			byWorkload[r.Workload] = c
+			cols = append(cols, c)
+		}
+		c.runs = append(c.runs, r)
 	}
-	row := func(name string, cell func(r *result) string) {
+	return cols
+}
+
+// median is the median of f over the column's runs.
+func (c *column) median(f func(*result) float64) float64 {
+	v := make([]float64, len(c.runs))
+	for i, r := range c.runs {
+		v[i] = f(r)
+	}
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+// spread prints the median of f with its lowest and highest run.
+func (c *column) spread(format string, f func(*result) float64) string {
+	lo, hi := f(c.runs[0]), f(c.runs[0])
+	for _, r := range c.runs {
+		lo, hi = min(lo, f(r)), max(hi, f(r))
+	}
+	m := fmt.Sprintf(format, c.median(f))
+	if len(c.runs) == 1 {
+		return m
+	}
+	return fmt.Sprintf("%s ("+format+"–"+format+")", m, lo, hi)
+}
+
+func allPods(r *result) float64       { return r.AllPods.Seconds() }
+func controllerCPU(r *result) float64 { return r.ControllerCPU }
+func statusWrites(r *result) float64  { return r.StatusWrites }
+func statusKiB(r *result) float64     { return float64(r.StatusBytes) / 1024 }
+func objectKiB(r *result) float64     { return float64(r.ObjectBytes) / 1024 }
+
+// writeTable prints one column per workload, each figure the median of its
+// runs with their range; the floor must have run first.
+func writeTable(w io.Writer, results []*result) error {
+	cols := columns(results)
+	if len(cols) < 2 || cols[0].workload != workloadFloor {
+		return fmt.Errorf("want the floor's results first and a job's after them, got %d workloads", len(cols))
+	}
+	floor := cols[0]
+	fmt.Fprintf(w, "One workload of %d pods at a time on the same stack (kwok nodes), %d rounds each: the median (lowest–highest); "+
+		"status writes counted until %s after the last pod\n\n", floor.runs[0].Pods, len(floor.runs), floor.runs[0].Settle)
+	t := &benchkit.Table{Header: []string{""}}
+	for _, c := range cols {
+		t.Header = append(t.Header, c.title)
+	}
+	row := func(name string, cell func(c *column) string) {
 		cells := []string{name}
-		for _, r := range results {
-			cells = append(cells, cell(r))
+		for _, c := range cols {
+			cells = append(cells, cell(c))
 		}
 		t.Add(cells...)
 	}
-	row("every pod exists (s)", func(r *result) string {
-		if r == floor {
-			return fmt.Sprintf("%.2f", r.AllPods.Seconds())
+	floorPods := floor.median(allPods)
+	row("every pod exists (s)", func(c *column) string {
+		s := c.spread("%.2f", allPods)
+		if c == floor {
+			return s
 		}
-		ratio := r.AllPods.Seconds() / floor.AllPods.Seconds()
-		if r.Workload != workloadOurs {
-			return fmt.Sprintf("%.2f (%.2f× the floor)", r.AllPods.Seconds(), ratio)
+		ratio := c.median(allPods) / floorPods
+		if c.workload != workloadOurs {
+			return fmt.Sprintf("%s; %.2f× the floor", s, ratio)
 		}
 		verdict := "NOT met"
 		if ratio <= floorTarget {
 			verdict = "met"
 		}
-		return fmt.Sprintf("%.2f (%.2f× the floor; target ≤ %.1f×: %s)", r.AllPods.Seconds(), ratio, floorTarget, verdict)
+		return fmt.Sprintf("%s; %.2f× the floor (target ≤ %.1f×: %s)", s, ratio, floorTarget, verdict)
 	})
-	row("CPU of the controller making the pods (s)", func(r *result) string {
-		if r == floor {
-			return fmt.Sprintf("%.2f (all of %s)", r.ControllerCPU, r.Controller)
+	row("CPU of the controller making the pods (s)", func(c *column) string {
+		if c == floor {
+			return c.spread("%.2f", controllerCPU) + " (all of " + c.controller + ")"
 		}
-		return fmt.Sprintf("%.2f", r.ControllerCPU)
+		return c.spread("%.2f", controllerCPU)
 	})
-	row("status writes", func(r *result) string { return fmt.Sprintf("%.0f", r.StatusWrites) })
-	row("largest status, JSON (KiB)", func(r *result) string { return fmt.Sprintf("%.1f", float64(r.StatusBytes)/1024) })
-	row("its whole object, JSON (KiB)", func(r *result) string { return fmt.Sprintf("%.1f", float64(r.ObjectBytes)/1024) })
+	row("status writes", func(c *column) string { return c.spread("%.0f", statusWrites) })
+	row("largest status, JSON (KiB)", func(c *column) string { return c.spread("%.1f", statusKiB) })
+	row("its whole object, JSON (KiB)", func(c *column) string { return c.spread("%.1f", objectKiB) })
 	return t.Write(w)
 }
