@@ -23,10 +23,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"tensorstack.dev/training/pkg/apis/batch"
@@ -102,5 +105,24 @@ func TestAcceptedPodsAreNotDryRunAgain(t *testing.T) {
 	}
 	if n := dryRuns(named("sweep-5", image("other:1"))); n != 2 {
 		t.Errorf("pods refused before are judged again: %d dry runs, want 2", n)
+	}
+}
+
+// BenchmarkAcceptedPodsKey is the CPU a create spends on each replica
+// type's key.
+func BenchmarkAcceptedPodsKey(b *testing.B) {
+	c := newAcceptedPods(clock.RealClock{})
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "mnist-worker-0", Labels: map[string]string{"job-name": "mnist", "replica-type": "worker"}},
+		Spec: corev1.PodSpec{Subdomain: "mnist", Containers: []corev1.Container{{
+			Name: "tensorflow", Image: "tf:2", Command: []string{"python", "train.py"},
+			Env: []corev1.EnvVar{{Name: "TF_CONFIG", Value: `{"cluster":{"chief":["mnist-chief-0.mnist.vision.svc:2222"],"worker":["mnist-worker-0.mnist.vision.svc:2222"]}}`}},
+		}}},
+	}
+	b.ReportAllocs()
+	for range b.N {
+		if _, ok := c.key("vision", "mnist", pod); !ok {
+			b.Fatal("no key")
+		}
 	}
 }
