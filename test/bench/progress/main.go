@@ -36,7 +36,6 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -144,7 +143,7 @@ func run(localDir string, jobs int, every, duration time.Duration, out string) e
 // createJobs creates the jobs, one kwok pod each that runs until deleted,
 // and waits until every pod runs.
 func (b *bench) createJobs(ctx context.Context, n int) error {
-	if _, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := benchkit.EnsureNamespace(ctx, b.kube, namespace); err != nil {
 		return err
 	}
 	training, err := clientset.NewForConfig(b.admin)

@@ -18,11 +18,8 @@ package main
 
 import (
 	"context"
-	"path/filepath"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
@@ -57,7 +54,7 @@ func (b *bench) crdServer() server {
 	return server{
 		component: "kube-apiserver",
 		jobs:      crdJobs{client: b.dynamic.Resource(benchkit.TFJobResource).Namespace(crdNamespace)},
-		etcdDB:    filepath.Join(b.stack.Dir, "etcd", "member", "snap", "db"),
+		etcdDB:    b.stack.EtcdDB(),
 	}
 }
 
@@ -87,7 +84,7 @@ func (b *bench) measureCRD(ctx context.Context) (*fillResult, *storageResult, er
 // but the last o.running of them succeeded, with the status
 // training-operator leaves.
 func (b *bench) fillCRD(ctx context.Context) (*fillResult, error) {
-	if _, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: crdNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := benchkit.EnsureNamespace(ctx, b.kube, crdNamespace); err != nil {
 		return nil, err
 	}
 	r := &fillResult{jobs: b.o.jobs, finished: max(b.o.jobs-b.o.running, 0)}

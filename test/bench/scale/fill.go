@@ -21,8 +21,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -44,7 +42,7 @@ func jobName(i int) string { return fmt.Sprintf("job-%06d", i) }
 // straight to the training-apiserver, and marks all but the last o.running
 // of them finished, with the status the controller would have left.
 func (b *bench) fill(ctx context.Context) (*fillResult, error) {
-	if _, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := benchkit.EnsureNamespace(ctx, b.kube, namespace); err != nil {
 		return nil, err
 	}
 	r := &fillResult{jobs: b.o.jobs, finished: max(b.o.jobs-b.o.running, 0)}

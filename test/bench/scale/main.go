@@ -79,7 +79,7 @@ func main() {
 	flag.StringVar(&o.restarter, "restart", "hack/local-restart.sh", "the script that stops and starts a component")
 	flag.BoolVar(&o.storageOnly, "storage-only", false, "stop after the training-apiserver's figures, the jobs left stored and the controller stopped (for profiling)")
 	flag.StringVar(&o.etcd, "etcd", "embedded", "the training-apiserver's etcd: embedded, or external (the stack's etcd, shared with kube-apiserver)")
-	flag.BoolVar(&o.crd, "crd", benchkit.IntEnv("BENCH_CRD", 1) != 0, "also measure Kubeflow's TFJob CRD in kube-apiserver on the same history (installed beforehand)")
+	flag.BoolVar(&o.crd, "crd", benchkit.IntEnv("BENCH_CRD", 1) != 0, "also measure Kubeflow's TFJob CRD in kube-apiserver on the same history (installed beforehand; not with -storage-only)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-scale:", err)
@@ -156,7 +156,7 @@ func run(o options) error {
 	}
 	var crdFill *fillResult
 	var crd *storageResult
-	if o.crd {
+	if o.crd && !o.storageOnly {
 		if crdFill, crd, err = b.measureCRD(ctx); err != nil {
 			return err
 		}
@@ -212,7 +212,7 @@ func (c ourJobs) watch(ctx context.Context, opts metav1.ListOptions) (watch.Inte
 func (b *bench) ourServer() server {
 	db := filepath.Join(b.stack.Dir, "training-etcd", "data", "member", "snap", "db")
 	if b.o.etcd == "external" {
-		db = filepath.Join(b.stack.Dir, "etcd", "member", "snap", "db")
+		db = b.stack.EtcdDB()
 	}
 	return server{component: "training-apiserver", jobs: ourJobs{client: b.direct}, etcdDB: db}
 }

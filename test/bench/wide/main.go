@@ -197,7 +197,7 @@ func run(o options) ([]*result, error) {
 	b.trainingMetrics = directKube.Discovery().RESTClient()
 	b.kubeMetrics = b.kube.Discovery().RESTClient()
 	ctx := context.Background()
-	if err := b.freshNamespace(ctx); err != nil {
+	if err := benchkit.EnsureNamespace(ctx, b.kube, namespace); err != nil {
 		return nil, err
 	}
 	var results []*result

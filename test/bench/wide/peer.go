@@ -18,11 +18,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"tensorstack.dev/training/test/bench/internal/benchkit"
 )
 
 // pytorchJobResource is Kubeflow's PyTorchJob custom resource
@@ -59,17 +60,9 @@ func (b *bench) runPeerJob(ctx context.Context) (*result, error) {
 // peerJob is a PyTorchJob of a master and pods-1 workers, each running
 // podTemplate (whose container is named pytorch, as Kubeflow asks).
 func peerJob(name string, pods int) (*unstructured.Unstructured, error) {
-	data, err := json.Marshal(podTemplate())
+	template, err := benchkit.UnstructuredTemplate(podTemplate())
 	if err != nil {
 		return nil, err
-	}
-	var template map[string]interface{}
-	if err := json.Unmarshal(data, &template); err != nil {
-		return nil, err
-	}
-	// A typed ObjectMeta always carries creationTimestamp: null.
-	if md, ok := template["metadata"].(map[string]interface{}); ok {
-		delete(md, "creationTimestamp")
 	}
 	replicas := func(n int) map[string]interface{} {
 		return map[string]interface{}{"replicas": int64(n), "restartPolicy": "OnFailure", "template": template}

@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -96,17 +97,9 @@ func KubeflowJob(namespace, name string, o JobOptions) (*unstructured.Unstructur
 		if string(s.Type) != r.Ours {
 			return nil, fmt.Errorf("replica %d is %s, want %s", i, s.Type, r.Ours)
 		}
-		data, err := json.Marshal(s.Template)
+		template, err := UnstructuredTemplate(s.Template)
 		if err != nil {
 			return nil, err
-		}
-		var template map[string]interface{}
-		if err := json.Unmarshal(data, &template); err != nil {
-			return nil, err
-		}
-		// A typed ObjectMeta always carries creationTimestamp: null.
-		if md, ok := template["metadata"].(map[string]interface{}); ok {
-			delete(md, "creationTimestamp")
 		}
 		specs[r.Kubeflow] = map[string]interface{}{
 			"replicas": int64(r.Replicas),
@@ -126,4 +119,22 @@ func KubeflowJob(namespace, name string, o JobOptions) (*unstructured.Unstructur
 			"tfReplicaSpecs": specs,
 		},
 	}}, nil
+}
+
+// UnstructuredTemplate is a pod template as a Kubeflow job's replica spec
+// holds it in an unstructured object.
+func UnstructuredTemplate(t corev1.PodTemplateSpec) (map[string]interface{}, error) {
+	data, err := json.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	var template map[string]interface{}
+	if err := json.Unmarshal(data, &template); err != nil {
+		return nil, err
+	}
+	// A typed ObjectMeta always carries creationTimestamp: null.
+	if md, ok := template["metadata"].(map[string]interface{}); ok {
+		delete(md, "creationTimestamp")
+	}
+	return template, nil
 }

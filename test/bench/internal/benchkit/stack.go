@@ -22,12 +22,17 @@ package benchkit
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/flowcontrol"
@@ -104,6 +109,18 @@ func (s *Stack) Port(setting string) (int, error) {
 
 // Kubeconfig is the admin kubeconfig (system:masters) of the stack.
 func (s *Stack) Kubeconfig() string { return filepath.Join(s.Dir, "kubeconfig") }
+
+// EtcdDB is the database file of the stack's etcd, kube-apiserver's.
+func (s *Stack) EtcdDB() string { return filepath.Join(s.Dir, "etcd", "member", "snap", "db") }
+
+// EnsureNamespace creates the namespace unless it exists.
+func EnsureNamespace(ctx context.Context, kube kubernetes.Interface, name string) error {
+	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}
 
 // PKI returns the path of a file in the stack's PKI directory.
 func (s *Stack) PKI(name string) string { return filepath.Join(s.Dir, "pki", name) }
