@@ -9,7 +9,7 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(OUTPUT)/tools/staticcheck-$(STATICCHECK_VERSION)
 
 .PHONY: all build test test-unit test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
-	bench-api bench-controller bench-real bench-progress bench-scale bench-wide \
+	bench-api bench-controller bench-real bench-progress bench-replicas bench-scale bench-wide \
 	test-binaries node run local-up local-down clean
 
 all: build
@@ -112,6 +112,11 @@ bench-progress: build test-binaries
 ## history and the controller starting on it, on a local control plane of its own; prints tables (docs/benchmarks.md)
 bench-scale: build test-binaries
 	hack/bench-scale.sh
+
+## bench-replicas: one training-apiserver against two on one etcd (creates direct and through kube-apiserver, pages,
+## a watch on the other replica, memory), on a local control plane of its own; prints a table (docs/benchmarks.md)
+bench-replicas: build test-binaries
+	hack/bench-replicas.sh
 
 ## bench-wide: one job of BENCH_PODS=1000 pods (a master and 999 workers) next to a bare ReplicaSet of as many pods
 ## (the floor), on a local control plane of its own; prints a table (docs/benchmarks.md)
