@@ -77,6 +77,9 @@ func run() error {
 	flag.IntVar(&o.balancerPort, "balancer-port", 18446, "the connection balancer's port on 127.0.0.1")
 	flag.StringVar(&o.out, "out", "", "also write the table to this file")
 	flag.Parse()
+	if o.rounds < 1 || o.jobs < 1 || o.concurrency < 1 {
+		return fmt.Errorf("-rounds (%d), -jobs (%d) and -concurrency (%d) must be 1 or more", o.rounds, o.jobs, o.concurrency)
+	}
 
 	stack, err := benchkit.LoadStack(o.localDir)
 	if err != nil {

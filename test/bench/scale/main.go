@@ -79,7 +79,7 @@ func main() {
 	flag.StringVar(&o.restarter, "restart", "hack/local-restart.sh", "the script that stops and starts a component")
 	flag.BoolVar(&o.storageOnly, "storage-only", false, "stop after the training-apiserver's figures, the jobs left stored and the controller stopped (for profiling)")
 	flag.StringVar(&o.etcd, "etcd", "embedded", "the training-apiserver's etcd: embedded, or external (the stack's etcd, shared with kube-apiserver)")
-	flag.BoolVar(&o.crd, "crd", benchkit.IntEnv("BENCH_CRD", 1) != 0, "also measure Kubeflow's TFJob CRD in kube-apiserver on the same history (installed beforehand; not with -storage-only)")
+	flag.BoolVar(&o.crd, "crd", benchkit.BoolEnv("BENCH_CRD", true), "also measure Kubeflow's TFJob CRD in kube-apiserver on the same history (installed beforehand; not with -storage-only)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-scale:", err)

@@ -113,6 +113,9 @@ func runCommand(args []string) error {
 	if o.json == "" {
 		return errors.New("-json is required")
 	}
+	if o.rounds < 1 || o.pods < 1 {
+		return fmt.Errorf("-rounds (%d) and -pods (%d) must be 1 or more", o.rounds, o.pods)
+	}
 	results, err := run(o)
 	if err != nil {
 		return err

@@ -161,3 +161,24 @@ func TestKubeflowJobMatchesOurs(t *testing.T) {
 		t.Errorf("PodsPerJob = %d", PodsPerJob())
 	}
 }
+
+func TestEnvSettings(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  int
+	}{{"", 7}, {"0", 0}, {"12", 12}, {"-1", 7}, {"many", 7}} {
+		t.Setenv("BENCH_TEST_COUNT", tc.value)
+		if got := IntEnv("BENCH_TEST_COUNT", 7); got != tc.want {
+			t.Errorf("IntEnv with %q = %d, want %d", tc.value, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		value string
+		want  bool
+	}{{"", true}, {"0", false}, {"1", true}, {"false", false}, {"maybe", true}} {
+		t.Setenv("BENCH_TEST_SWITCH", tc.value)
+		if got := BoolEnv("BENCH_TEST_SWITCH", true); got != tc.want {
+			t.Errorf("BoolEnv with %q = %t, want %t", tc.value, got, tc.want)
+		}
+	}
+}

@@ -64,17 +64,34 @@ func Parallel(ctx context.Context, n, c int, fn func(ctx context.Context, i int)
 }
 
 // IntEnv returns the integer environment variable name, or def when unset.
+// Zero is a value (BENCH_RUNNING=0: no running jobs); a negative number or
+// a word is reported and def used instead.
 func IntEnv(name string, def int) int {
 	v := os.Getenv(name)
 	if v == "" {
 		return def
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		fmt.Fprintf(os.Stderr, "%s=%q is not a positive integer; using %d\n", name, v, def)
+	if err != nil || n < 0 {
+		fmt.Fprintf(os.Stderr, "%s=%q is not a whole number of 0 or more; using %d\n", name, v, def)
 		return def
 	}
 	return n
+}
+
+// BoolEnv returns the environment variable name as a switch, 1 or 0 as the
+// scripts write it (or true/false), or def when unset.
+func BoolEnv(name string, def bool) bool {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s=%q is neither 1 nor 0; using %t\n", name, v, def)
+		return def
+	}
+	return b
 }
 
 // StringEnv returns the environment variable name, or def when unset.
