@@ -23,7 +23,6 @@ import (
 	"io"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,7 +42,7 @@ type balancer struct {
 	mu       sync.Mutex
 	backends []int // ports on 127.0.0.1
 	next     int
-	conns    map[int]*atomic.Int64
+	conns    map[int]int64 // connections given to each backend port
 	open     map[net.Conn]struct{}
 }
 
@@ -52,7 +51,7 @@ func newBalancer(port int) (*balancer, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &balancer{listener: l, conns: map[int]*atomic.Int64{}, open: map[net.Conn]struct{}{}}
+	b := &balancer{listener: l, conns: map[int]int64{}, open: map[net.Conn]struct{}{}}
 	go b.serve()
 	return b, nil
 }
@@ -68,21 +67,13 @@ func (b *balancer) setBackends(ports ...int) {
 	for c := range b.open {
 		_ = c.Close()
 	}
-	for _, p := range ports {
-		if b.conns[p] == nil {
-			b.conns[p] = &atomic.Int64{}
-		}
-	}
 }
 
 // connections is how many connections went to the backend on port so far.
 func (b *balancer) connections(port int) int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if c := b.conns[port]; c != nil {
-		return c.Load()
-	}
-	return 0
+	return b.conns[port]
 }
 
 func (b *balancer) pick() (int, error) {
@@ -93,7 +84,7 @@ func (b *balancer) pick() (int, error) {
 	}
 	p := b.backends[b.next%len(b.backends)]
 	b.next++
-	b.conns[p].Add(1)
+	b.conns[p]++
 	return p, nil
 }
 

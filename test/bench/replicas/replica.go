@@ -124,9 +124,6 @@ func (r *replica) waitReady(ctx context.Context, timeout time.Duration) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s not ready on port %d after %s: %v (log: logs/%s.log)", r.name, r.port, timeout, err, r.name)
 		}
-		if r.cmd != nil && r.cmd.ProcessState != nil {
-			return fmt.Errorf("%s exited (log: logs/%s.log)", r.name, r.name)
-		}
 		time.Sleep(200 * time.Millisecond)
 	}
 }
