@@ -77,9 +77,11 @@ func TestElasticScale(t *testing.T) {
 			}
 			uids[p.Name] = p.UID
 		}
-		job := f.WaitForJob(ref, fmt.Sprintf("status replicas %d", n), framework.Timeout, func(job v1beta1.TrainingJob) (bool, error) {
-			r := job.JobStatus().Replicas
-			return r != nil && int(*r) == n, nil
+		// The status that counts n replicas can be written while the new
+		// pods are still starting; the one that follows says Running.
+		job := f.WaitForJob(ref, fmt.Sprintf("status replicas %d, Running", n), framework.Timeout, func(job v1beta1.TrainingJob) (bool, error) {
+			st := job.JobStatus()
+			return st.Replicas != nil && int(*st.Replicas) == n && st.Phase == v1beta1.JobRunning, nil
 		})
 		if st := job.JobStatus(); st.BackoffCount != 0 || st.Phase != v1beta1.JobRunning || st.LastScaleTime == nil {
 			t.Errorf("after scaling to %d: phase %s, backoffCount %d, lastScaleTime %v; want Running, 0 and a time", n, st.Phase, st.BackoffCount, st.LastScaleTime)
