@@ -46,6 +46,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/restclient"              // client-go request metrics
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"               // workqueue metrics
 	"k8s.io/klog/v2"
+	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"tensorstack.dev/training/pkg/controller"
 	"tensorstack.dev/training/pkg/controller/gang"
@@ -195,7 +196,8 @@ type managedController struct {
 	*controller.Controller
 	kubeInformers informers.SharedInformerFactory
 	jobInformers  jobinformers.SharedInformerFactory
-	dynamic       dynamicinformer.DynamicSharedInformerFactory // nil without coscheduling or Kueue
+	dynamic       dynamicinformer.DynamicSharedInformerFactory // nil without coscheduling
+	kueue         *kueue.Queue                                 // nil without Kueue
 	workers       int
 }
 
@@ -223,10 +225,10 @@ func newController(ctx context.Context, logger klog.Logger, opts *options, c *cl
 		jobInformers:  controller.NewJobInformerFactory(c.jobs, opts.jobResync),
 		workers:       opts.concurrentSyncs,
 	}
-	// Coscheduling's PodGroups and Kueue's Workloads are CRDs, served
-	// through the dynamic client.
+	// Coscheduling's PodGroups are a CRD, served through the dynamic
+	// client; Kueue's Workloads through Kueue's own clientset.
 	var dynamicClient dynamic.Interface
-	if gangScheduler == gang.SchedulerCoscheduling || queueing == kueue.QueueingKueue {
+	if gangScheduler == gang.SchedulerCoscheduling {
 		if dynamicClient, err = dynamic.NewForConfig(c.config); err != nil {
 			return nil, fmt.Errorf("building dynamic client: %w", err)
 		}
@@ -243,7 +245,14 @@ func newController(ctx context.Context, logger klog.Logger, opts *options, c *cl
 		return nil, err
 	}
 	if queueing == kueue.QueueingKueue {
-		ctrlOpts.Kueue = kueue.New(dynamicClient, m.dynamic)
+		kueueClient, err := kueueclient.NewForConfig(c.config)
+		if err != nil {
+			return nil, fmt.Errorf("building Kueue client: %w", err)
+		}
+		m.kueue = kueue.New(kueueClient, 0)
+		ctrlOpts.Kueue = m.kueue
+	} else {
+		ctrlOpts.Unqueued = why
 	}
 	if m.Controller, err = controller.New(ctx, c.kube, c.jobs, m.kubeInformers, m.jobInformers, ctrlOpts); err != nil {
 		return nil, err
@@ -260,11 +269,17 @@ func (m *managedController) run(ctx context.Context) {
 	if m.dynamic != nil {
 		m.dynamic.Start(ctx.Done())
 	}
+	if m.kueue != nil {
+		m.kueue.Start(ctx.Done())
+	}
 	m.Run(ctx, m.workers)
 	m.kubeInformers.Shutdown()
 	m.jobInformers.Shutdown()
 	if m.dynamic != nil {
 		m.dynamic.Shutdown()
+	}
+	if m.kueue != nil {
+		m.kueue.Shutdown()
 	}
 }
 

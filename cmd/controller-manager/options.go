@@ -129,7 +129,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.queueing, "queueing", o.queueing,
 		"Queueing system that admits the jobs naming a queue (spec.scheduler.t9kScheduler.queue or the label "+
 			"kueue.x-k8s.io/queue-name): kueue, none (they run at once), or auto (kueue when the cluster serves "+
-			"kueue.x-k8s.io/v1beta1 Workloads).")
+			"kueue.x-k8s.io/v1beta2 Workloads, Kueue v0.16 or newer, and the controller may use them). Jobs naming a "+
+			"queue that run unqueued say so in their Queued condition.")
 	fs.StringVar(&o.gangScheduler, "gang-scheduler", o.gangScheduler,
 		"How jobs with spec.scheduler.t9kScheduler are gang-scheduled: workload (the Workload API, "+
 			"scheduling.k8s.io/v1beta1), coscheduling (scheduler-plugins' PodGroups, scheduling.x-k8s.io/v1alpha1), "+

@@ -72,6 +72,10 @@ type Options struct {
 	// Kueue queues the jobs naming a queue (kueue.New); nil runs every job
 	// at once.
 	Kueue *kueue.Queue
+	// Unqueued says why jobs that name a queue run unqueued when Kueue is
+	// nil (kueue.ResolveQueueing); such jobs carry it in their Queued
+	// condition.
+	Unqueued string
 	// PodEventBatchPeriod is how long a change to a job's pods waits for
 	// more before the job is reconciled (DefaultPodEventBatchPeriod in the
 	// controller-manager); zero reconciles on every change.
@@ -111,8 +115,10 @@ type Controller struct {
 	broadcaster  record.EventBroadcaster
 	clock        clock.WithTicker
 	backoff      RestartBackoff
-	// kueue queues the jobs that name a queue; nil without Kueue.
-	kueue *kueue.Queue
+	// kueue queues the jobs that name a queue; nil without Kueue, and
+	// then unqueued says why.
+	kueue    *kueue.Queue
+	unqueued string
 	// statusWrites holds reconciles back until the cache has their job's
 	// last status write.
 	statusWrites *statusWrites

@@ -23,10 +23,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/podbuilder"
@@ -138,25 +138,23 @@ func TestElasticPartialAdmission(t *testing.T) {
 	job := b.obj()
 	f := newKueueFixture(t, []runtime.Object{resourceFlavor("gpu-a", nil)}, job)
 	f.step(job)
-	sets, _, _ := unstructured.NestedSlice(f.workload("pj-p").Object, "spec", "podSets")
+	sets := f.workload("pj-p").Spec.PodSets
 	if len(sets) != 2 {
 		t.Fatalf("pod sets %v, want master and worker", sets)
 	}
-	worker := sets[1].(map[string]any)
-	if worker["count"] != int64(4) || worker["minCount"] != int64(1) {
-		t.Errorf("worker pod set count %v minCount %v, want 4 and 1 (minReplicas 2 less the master)", worker["count"], worker["minCount"])
+	worker := sets[1]
+	if worker.Count != 4 || ptr.Deref(worker.MinCount, 0) != 1 {
+		t.Errorf("worker pod set count %v minCount %v, want 4 and 1 (minReplicas 2 less the master)", worker.Count, worker.MinCount)
 	}
-	if _, ok := sets[0].(map[string]any)["minCount"]; ok {
+	if sets[0].MinCount != nil {
 		t.Errorf("the master's pod set has a minCount; only the scaled type may be admitted partially")
 	}
 
 	// Kueue admits 2 of the 4 workers.
-	f.setWorkload("pj-p", func(wl *unstructured.Unstructured) {
+	f.setWorkload("pj-p", func(wl *kueuev1beta2.Workload) {
 		admit("gpu-a", "master", "worker")(wl)
-		assignments, _, _ := unstructured.NestedSlice(wl.Object, "status", "admission", "podSetAssignments")
-		assignments[0].(map[string]any)["count"] = int64(1)
-		assignments[1].(map[string]any)["count"] = int64(2)
-		_ = unstructured.SetNestedSlice(wl.Object, assignments, "status", "admission", "podSetAssignments")
+		wl.Status.Admission.PodSetAssignments[0].Count = ptr.To[int32](1)
+		wl.Status.Admission.PodSetAssignments[1].Count = ptr.To[int32](2)
 	})
 	f.mustSync(job)
 	created := names(f.createdPods())

@@ -43,6 +43,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+	kueuefake "sigs.k8s.io/kueue/client-go/clientset/versioned/fake"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/gang"
@@ -230,6 +231,8 @@ type fixture struct {
 	// fixture with that gang backend (newGangFixture).
 	dynamicClient    *dynamicfake.FakeDynamicClient
 	dynamicInformers dynamicinformer.DynamicSharedInformerFactory
+	// kueueClient serves Kueue's objects in a newKueueFixture.
+	kueueClient *kueuefake.Clientset
 	// gangScheduler is the gang backend of a newGangFixture.
 	gangScheduler gang.Scheduler
 	// graceful: deleted pods stay until the test lets the kubelet finish

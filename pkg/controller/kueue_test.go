@@ -18,36 +18,33 @@ package controller
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueuefake "sigs.k8s.io/kueue/client-go/clientset/versioned/fake"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/kueue"
 )
 
 // newKueueFixture is a fixture whose controller queues jobs with Kueue; objs
-// may hold Kueue objects (unstructured) for the fake dynamic client.
+// may hold Kueue objects for the fake Kueue clientset.
 func newKueueFixture(t *testing.T, kueueObjs []runtime.Object, objs ...runtime.Object) *fixture {
 	t.Helper()
 	logger, ctx := ktesting.NewTestContext(t)
 	return newFixtureWithContext(t, ctx, logger, record.NewFakeRecorder(1000), false, func(f *fixture, o *Options) {
-		f.dynamicClient = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-			map[schema.GroupVersionResource]string{
-				kueue.WorkloadGVR: "WorkloadList", kueue.FlavorGVR: "ResourceFlavorList", kueue.PriorityClassGVR: "WorkloadPriorityClassList",
-			}, kueueObjs...)
-		assignUIDs(f.dynamicClient)
-		f.dynamicInformers = NewDynamicInformerFactory(f.dynamicClient, 0)
-		o.Kueue = kueue.New(f.dynamicClient, f.dynamicInformers)
+		f.kueueClient = kueuefake.NewSimpleClientset(kueueObjs...) //nolint:staticcheck // merge patches, as the controller sends
+		assignUIDs(f.kueueClient)
+		o.Kueue = kueue.New(f.kueueClient, 0)
 	}, objs...)
 }
 
@@ -57,22 +54,22 @@ func (f *fixture) observeKueue() {
 	if f.c.kueue == nil {
 		return
 	}
-	list, err := f.dynamicClient.Resource(kueue.WorkloadGVR).List(context.Background(), metav1.ListOptions{})
+	list, err := f.kueueClient.KueueV1beta2().Workloads("").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	var objs []any
 	for i := range list.Items {
-		if _, ok := list.Items[i].GetLabels()[v1beta1.LabelJobName]; ok {
+		if _, ok := list.Items[i].Labels[v1beta1.LabelJobName]; ok {
 			objs = append(objs, &list.Items[i])
 		}
 	}
 	f.replaceAll(f.c.kueue.Informer().GetIndexer(), objs)
 }
 
-func (f *fixture) workload(name string) *unstructured.Unstructured {
+func (f *fixture) workload(name string) *kueuev1beta2.Workload {
 	f.t.Helper()
-	wl, err := f.dynamicClient.Resource(kueue.WorkloadGVR).Namespace("ns").Get(context.Background(), name, metav1.GetOptions{})
+	wl, err := f.kueueClient.KueueV1beta2().Workloads("ns").Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		f.t.Fatalf("getting Workload %s: %v", name, err)
 	}
@@ -81,59 +78,54 @@ func (f *fixture) workload(name string) *unstructured.Unstructured {
 
 // setWorkload changes the Workload in the fake apiserver, as Kueue would,
 // and lets the cache see it.
-func (f *fixture) setWorkload(name string, change func(wl *unstructured.Unstructured)) {
+func (f *fixture) setWorkload(name string, change func(wl *kueuev1beta2.Workload)) {
 	f.t.Helper()
 	wl := f.workload(name)
 	change(wl)
-	if _, err := f.dynamicClient.Resource(kueue.WorkloadGVR).Namespace("ns").Update(context.Background(), wl, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.kueueClient.KueueV1beta2().Workloads("ns").Update(context.Background(), wl, metav1.UpdateOptions{}); err != nil {
 		f.t.Fatal(err)
 	}
 	f.observe()
 }
 
-func setWorkloadConditions(wl *unstructured.Unstructured, conds ...metav1.Condition) {
-	var raw []any
-	for i := range conds {
-		if conds[i].LastTransitionTime.IsZero() {
-			conds[i].LastTransitionTime = metav1.NewTime(testStart)
-		}
-		m, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&conds[i])
-		raw = append(raw, m)
+func setCondition(wl *kueuev1beta2.Workload, c metav1.Condition) {
+	if c.LastTransitionTime.IsZero() {
+		c.LastTransitionTime = metav1.NewTime(testStart)
 	}
-	_ = unstructured.SetNestedSlice(wl.Object, raw, "status", "conditions")
+	meta.SetStatusCondition(&wl.Status.Conditions, c)
 }
 
-// admit admits the Workload in cluster-queue, every pod set on the flavor.
-func admit(flavor string, podSets ...string) func(*unstructured.Unstructured) {
-	return func(wl *unstructured.Unstructured) {
-		setWorkloadConditions(wl,
-			metav1.Condition{Type: kueue.ConditionQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved"},
-			metav1.Condition{Type: kueue.ConditionAdmitted, Status: metav1.ConditionTrue, Reason: "Admitted"})
-		var assignments []any
+// admit admits the Workload in cluster-queue, every pod set on the flavor;
+// as Kueue does, an earlier eviction is no longer in force.
+func admit(flavor string, podSets ...string) func(*kueuev1beta2.Workload) {
+	return func(wl *kueuev1beta2.Workload) {
+		if meta.FindStatusCondition(wl.Status.Conditions, kueuev1beta2.WorkloadEvicted) != nil {
+			setCondition(wl, metav1.Condition{Type: kueuev1beta2.WorkloadEvicted, Status: metav1.ConditionFalse, Reason: "QuotaReserved"})
+		}
+		setCondition(wl, metav1.Condition{Type: kueuev1beta2.WorkloadQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved"})
+		setCondition(wl, metav1.Condition{Type: kueuev1beta2.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: "Admitted"})
+		wl.Status.Admission = &kueuev1beta2.Admission{ClusterQueue: "cluster-queue"}
 		for _, ps := range podSets {
-			assignments = append(assignments, map[string]any{"name": ps, "flavors": map[string]any{"nvidia.com/gpu": flavor}})
+			wl.Status.Admission.PodSetAssignments = append(wl.Status.Admission.PodSetAssignments, kueuev1beta2.PodSetAssignment{
+				Name: kueuev1beta2.PodSetReference(ps), Flavors: map[corev1.ResourceName]kueuev1beta2.ResourceFlavorReference{
+					"nvidia.com/gpu": kueuev1beta2.ResourceFlavorReference(flavor)},
+			})
 		}
-		_ = unstructured.SetNestedField(wl.Object, map[string]any{"clusterQueue": "cluster-queue", "podSetAssignments": assignments},
-			"status", "admission")
 	}
 }
 
-func evict(reason string) func(*unstructured.Unstructured) {
-	return func(wl *unstructured.Unstructured) {
-		conds := kueue.WorkloadConditions(wl)
-		meta.SetStatusCondition(&conds, metav1.Condition{Type: kueue.ConditionEvicted, Status: metav1.ConditionTrue, Reason: reason,
-			Message: "Preempted to accommodate a workload of higher priority", LastTransitionTime: metav1.NewTime(testStart)})
-		setWorkloadConditions(wl, conds...)
+func evict(reason string) func(*kueuev1beta2.Workload) {
+	return func(wl *kueuev1beta2.Workload) {
+		setCondition(wl, metav1.Condition{Type: kueuev1beta2.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: reason,
+			Message: "Preempted to accommodate a workload of higher priority"})
 	}
 }
 
-func resourceFlavor(name string, labels map[string]any, tolerations ...any) *unstructured.Unstructured {
-	rf := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor",
-		"metadata": map[string]any{"name": name},
-		"spec":     map[string]any{"nodeLabels": labels, "tolerations": tolerations},
-	}}
-	return rf
+func resourceFlavor(name string, labels map[string]string, tolerations ...corev1.Toleration) *kueuev1beta2.ResourceFlavor {
+	return &kueuev1beta2.ResourceFlavor{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       kueuev1beta2.ResourceFlavorSpec{NodeLabels: labels, Tolerations: tolerations},
+	}
 }
 
 func gpuJob(name string) *jobBuilder {
@@ -156,25 +148,23 @@ func TestKueueWorkloadFromJob(t *testing.T) {
 	}
 	wl := f.workload("pj-p")
 	if !metav1.IsControlledBy(wl, job) {
-		t.Errorf("the Workload is not controlled by the job: %+v", wl.GetOwnerReferences())
+		t.Errorf("the Workload is not controlled by the job: %+v", wl.OwnerReferences)
 	}
-	spec := wl.Object["spec"].(map[string]any)
-	if spec["queueName"] != "user-queue" || spec["priority"] != int64(40) || spec["active"] != true {
-		t.Errorf("spec queueName %v priority %v active %v, want user-queue 40 true", spec["queueName"], spec["priority"], spec["active"])
+	spec := wl.Spec
+	if spec.QueueName != "user-queue" || ptr.Deref(spec.Priority, -1) != 40 || !ptr.Deref(spec.Active, false) {
+		t.Errorf("spec queueName %v priority %v active %v, want user-queue 40 true", spec.QueueName, spec.Priority, spec.Active)
 	}
-	sets := spec["podSets"].([]any)
-	if len(sets) != 2 {
-		t.Fatalf("pod sets %v, want master and worker", sets)
+	if len(spec.PodSets) != 2 {
+		t.Fatalf("pod sets %v, want master and worker", spec.PodSets)
 	}
 	for i, want := range []struct {
-		name  string
-		count int64
+		name  kueuev1beta2.PodSetReference
+		count int32
 	}{{"master", 1}, {"worker", 3}} {
-		ps := sets[i].(map[string]any)
-		containers, _, _ := unstructured.NestedSlice(ps, "template", "spec", "containers")
-		req, _, _ := unstructured.NestedString(containers[0].(map[string]any), "resources", "requests", "nvidia.com/gpu")
-		if ps["name"] != want.name || ps["count"] != want.count || req != "1" {
-			t.Errorf("pod set %d: name %v count %v gpus %q, want %s %d 1", i, ps["name"], ps["count"], req, want.name, want.count)
+		ps := spec.PodSets[i]
+		gpus := ps.Template.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"]
+		if ps.Name != want.name || ps.Count != want.count || gpus.String() != "1" {
+			t.Errorf("pod set %d: name %v count %v gpus %s, want %s %d 1", i, ps.Name, ps.Count, gpus.String(), want.name, want.count)
 		}
 	}
 	st := f.status(job)
@@ -185,15 +175,14 @@ func TestKueueWorkloadFromJob(t *testing.T) {
 func TestKueuePriorityClassLabel(t *testing.T) {
 	job := gpuJob("p").obj()
 	job.SetLabels(map[string]string{kueue.LabelQueueName: "user-queue", kueue.LabelPriorityClass: "high"})
-	wpc := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass",
-		"metadata": map[string]any{"name": "high"}, "value": int64(1000),
-	}}
+	wpc := &kueuev1beta2.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}
 	f := newKueueFixture(t, []runtime.Object{wpc}, job)
 	f.step(job)
-	spec := f.workload("pj-p").Object["spec"].(map[string]any)
-	if spec["priority"] != int64(1000) || spec["priorityClassName"] != "high" || spec["priorityClassSource"] != kueue.PriorityClassSource {
-		t.Errorf("priority %v class %v source %v, want 1000 high %s", spec["priority"], spec["priorityClassName"], spec["priorityClassSource"], kueue.PriorityClassSource)
+	spec := f.workload("pj-p").Spec
+	ref := spec.PriorityClassRef
+	if ptr.Deref(spec.Priority, -1) != 1000 || ref == nil || ref.Name != "high" || ref.Kind != kueuev1beta2.WorkloadPriorityClassKind ||
+		ref.Group != kueuev1beta2.WorkloadPriorityClassGroup {
+		t.Errorf("priority %v class %+v, want 1000 and WorkloadPriorityClass high", spec.Priority, ref)
 	}
 }
 
@@ -203,8 +192,8 @@ func TestKueuePriorityClassLabel(t *testing.T) {
 // finished at once).
 func TestKueueAdmissionEvictionFinish(t *testing.T) {
 	job := gpuJob("p").withGang("user-queue", 0).obj()
-	flavor := resourceFlavor("gpu-a", map[string]any{"gpu-type": "a100"},
-		map[string]any{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"})
+	flavor := resourceFlavor("gpu-a", map[string]string{"gpu-type": "a100"},
+		corev1.Toleration{Key: "gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
 	f := newKueueFixture(t, []runtime.Object{flavor}, job)
 	f.step(job)
 	f.setWorkload("pj-p", admit("gpu-a", "master", "worker"))
@@ -226,7 +215,7 @@ func TestKueueAdmissionEvictionFinish(t *testing.T) {
 	assertCondition(t, st, v1beta1.ConditionQueued, metav1.ConditionFalse, v1beta1.ReasonAdmitted)
 
 	// Preempted: the pods go, the job stays.
-	f.setWorkload("pj-p", evict(kueue.EvictedByPreemption))
+	f.setWorkload("pj-p", evict(kueuev1beta2.WorkloadEvictedByPreemption))
 	f.mustSync(job)
 	if got := f.deletedPodNames(); len(got) != 4 {
 		t.Fatalf("deleted %v on eviction, want every pod", got)
@@ -235,18 +224,18 @@ func TestKueueAdmissionEvictionFinish(t *testing.T) {
 	f.step(job)
 	st = f.status(job)
 	assertPhase(t, st, v1beta1.JobPaused)
-	assertCondition(t, st, v1beta1.ConditionQueued, metav1.ConditionTrue, kueue.EvictedByPreemption)
+	assertCondition(t, st, v1beta1.ConditionQueued, metav1.ConditionTrue, kueuev1beta2.WorkloadEvictedByPreemption)
 	if st.BackoffCount != 0 {
 		t.Errorf("backoffCount %d after an eviction, want 0", st.BackoffCount)
 	}
-	if !hasEvent(f.events(), corev1.EventTypeWarning, kueue.EvictedByPreemption) {
+	if !hasEvent(f.events(), corev1.EventTypeWarning, kueuev1beta2.WorkloadEvictedByPreemption) {
 		t.Errorf("no event for the eviction")
 	}
 	wl := f.workload("pj-p")
-	conds := kueue.WorkloadConditions(wl)
-	if kueue.WorkloadAdmission(wl) != nil || meta.IsStatusConditionTrue(conds, kueue.ConditionQuotaReserved) ||
-		!meta.IsStatusConditionTrue(conds, kueue.ConditionRequeued) || meta.IsStatusConditionTrue(conds, kueue.ConditionAdmitted) {
-		t.Fatalf("the evicted Workload kept its quota: admission %v conditions %+v", kueue.WorkloadAdmission(wl), conds)
+	conds := wl.Status.Conditions
+	if wl.Status.Admission != nil || meta.IsStatusConditionTrue(conds, kueuev1beta2.WorkloadQuotaReserved) ||
+		!meta.IsStatusConditionTrue(conds, kueuev1beta2.WorkloadRequeued) || meta.IsStatusConditionTrue(conds, kueuev1beta2.WorkloadAdmitted) {
+		t.Fatalf("the evicted Workload kept its quota: admission %v conditions %+v", wl.Status.Admission, conds)
 	}
 	if got := f.podNames(); len(got) != 0 {
 		t.Fatalf("pods %v left", got)
@@ -268,7 +257,7 @@ func TestKueueAdmissionEvictionFinish(t *testing.T) {
 	f.setPod("p-master-0", succeeded)
 	f.step(job)
 	assertPhase(t, f.status(job), v1beta1.JobSucceeded)
-	c := meta.FindStatusCondition(kueue.WorkloadConditions(f.workload("pj-p")), kueue.ConditionFinished)
+	c := meta.FindStatusCondition(f.workload("pj-p").Status.Conditions, kueuev1beta2.WorkloadFinished)
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != "Succeeded" {
 		t.Errorf("Workload Finished condition %+v, want True Succeeded", c)
 	}
@@ -296,7 +285,7 @@ func TestKueuePause(t *testing.T) {
 			paused.CommonSpec().RunMode = &v1beta1.RunMode{Pause: &v1beta1.PauseMode{Enabled: true}}
 			f.updateJob(paused)
 			f.step(paused)
-			if active := kueue.WorkloadActive(f.workload("pj-p")); active {
+			if active := kueue.Active(f.workload("pj-p")); active {
 				t.Errorf("the paused job's Workload is active")
 			}
 			if admitted {
@@ -310,16 +299,126 @@ func TestKueuePause(t *testing.T) {
 				t.Errorf("pods %v of a paused job", got)
 			}
 			assertPhase(t, f.status(paused), v1beta1.JobPaused)
-			if wl := f.workload("pj-p"); kueue.WorkloadAdmission(wl) != nil {
-				t.Errorf("the paused job's Workload keeps its admission: %v", kueue.WorkloadAdmission(wl))
+			if wl := f.workload("pj-p"); wl.Status.Admission != nil {
+				t.Errorf("the paused job's Workload keeps its admission: %v", wl.Status.Admission)
 			}
 			resumed := f.job(paused)
 			resumed.CommonSpec().RunMode = nil
 			f.updateJob(resumed)
 			f.step(resumed)
-			if !kueue.WorkloadActive(f.workload("pj-p")) {
+			if !kueue.Active(f.workload("pj-p")) {
 				t.Errorf("the resumed job's Workload is inactive")
 			}
 		})
+	}
+}
+
+// podsReadyOf is the PodsReady condition of the job's Workload, or nil.
+func (f *fixture) podsReadyOf(workload string) *metav1.Condition {
+	f.t.Helper()
+	return meta.FindStatusCondition(f.workload(workload).Status.Conditions, kueuev1beta2.WorkloadPodsReady)
+}
+
+func assertPodsReady(t *testing.T, c *metav1.Condition, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	if c == nil || c.Status != status || c.Reason != reason {
+		t.Fatalf("PodsReady %+v, want %s %s", c, status, reason)
+	}
+}
+
+// TestKueuePodsReady: the admitted job's Workload says whether every pod is
+// ready (Kueue's waitForPodsReady evicts it otherwise): not before they are,
+// True once they are and while succeeded replicas stay done, False with
+// WaitForRecovery when a running job loses a pod, Recovered once it is
+// whole again; after an eviction it waits for a start again.
+func TestKueuePodsReady(t *testing.T) {
+	job := gpuJob("p").withGang("user-queue", 0).withRestartPolicy("worker", v1beta1.RestartPolicyOnFailure).withBackoffLimit(5).obj()
+	f := newKueueFixture(t, []runtime.Object{resourceFlavor("gpu-a", nil)}, job)
+	f.step(job)
+	if c := f.podsReadyOf("pj-p"); c != nil {
+		t.Fatalf("PodsReady %+v before admission; jobframework writes it only once admitted", c)
+	}
+	f.setWorkload("pj-p", admit("gpu-a", "master", "worker"))
+	f.step(job)
+	f.step(job)
+	assertPodsReady(t, f.podsReadyOf("pj-p"), metav1.ConditionFalse, kueuev1beta2.WorkloadWaitForStart)
+
+	// Running is not enough: readiness is.
+	f.setAll(running)
+	f.step(job)
+	assertPodsReady(t, f.podsReadyOf("pj-p"), metav1.ConditionFalse, kueuev1beta2.WorkloadWaitForStart)
+	f.setAll(ready)
+	f.step(job)
+	assertPodsReady(t, f.podsReadyOf("pj-p"), metav1.ConditionTrue, kueuev1beta2.WorkloadStarted)
+
+	// A worker that succeeded still counts.
+	f.setPod("p-worker-2", succeeded)
+	f.step(job)
+	assertPodsReady(t, f.podsReadyOf("pj-p"), metav1.ConditionTrue, kueuev1beta2.WorkloadStarted)
+
+	// A worker fails: its pod goes and comes back after the restart backoff.
+	f.setPod("p-worker-1", failed(1))
+	f.step(job)
+	f.step(job)
+	assertPodsReady(t, f.podsReadyOf("pj-p"), metav1.ConditionFalse, kueuev1beta2.WorkloadWaitForRecovery)
+	f.clock.Step(DefaultRestartBackoffMax)
+	for range 4 {
+		f.step(job)
+	}
+	if f.pod("p-worker-1") == nil {
+		t.Fatalf("worker-1 was not replaced; pods %v", f.podNames())
+	}
+	f.setPod("p-worker-1", ready)
+	f.step(job)
+	assertPodsReady(t, f.podsReadyOf("pj-p"), metav1.ConditionTrue, kueuev1beta2.WorkloadRecovered)
+
+	// Evicted: once the pods are gone the quota goes back and the next
+	// admission times a new start.
+	f.setWorkload("pj-p", evict(kueuev1beta2.WorkloadEvictedByPodsReadyTimeout))
+	for range 3 {
+		f.step(job)
+	}
+	wl := f.workload("pj-p")
+	if wl.Status.Admission != nil {
+		t.Fatalf("the evicted Workload keeps its admission")
+	}
+	assertPodsReady(t, f.podsReadyOf("pj-p"), metav1.ConditionFalse, kueuev1beta2.WorkloadWaitForStart)
+	if c := meta.FindStatusCondition(wl.Status.Conditions, kueuev1beta2.WorkloadRequeued); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("Requeued %+v after a PodsReady timeout, want False: Kueue requeues it after its backoff", c)
+	}
+	st := f.status(job)
+	assertPhase(t, st, v1beta1.JobPaused)
+	assertCondition(t, st, v1beta1.ConditionQueued, metav1.ConditionTrue, kueuev1beta2.WorkloadEvictedByPodsReadyTimeout)
+	if !hasEvent(f.events(), corev1.EventTypeWarning, kueuev1beta2.WorkloadEvictedByPodsReadyTimeout) {
+		t.Errorf("no event for the eviction")
+	}
+}
+
+// TestKueueUnqueued: without Kueue, a job that names a queue runs, and its
+// Queued condition and an event say that it runs outside any quota and
+// why; a job that names no queue says nothing of queues.
+func TestKueueUnqueued(t *testing.T) {
+	queued := gpuJob("q").withGang("user-queue", 0).obj()
+	plain := gpuJob("plain").obj()
+	logger, ctx := ktesting.NewTestContext(t)
+	const why = "the cluster does not serve kueue.x-k8s.io/v1beta2 workloads"
+	f := newFixtureWithContext(t, ctx, logger, record.NewFakeRecorder(1000), false, func(_ *fixture, o *Options) {
+		o.Unqueued = why
+	}, queued, plain)
+	f.step(queued)
+	f.step(plain)
+	if n := len(f.podNames()); n != 8 {
+		t.Fatalf("%d pods, want both jobs' 8: a job naming a queue runs when nothing queues", n)
+	}
+	st := f.status(queued)
+	assertCondition(t, st, v1beta1.ConditionQueued, metav1.ConditionFalse, v1beta1.ReasonUnqueued)
+	if c := condition(st, v1beta1.ConditionQueued); !strings.Contains(c.Message, "user-queue") || !strings.Contains(c.Message, why) {
+		t.Errorf("Queued message %q, want the queue and the reason", c.Message)
+	}
+	if !hasEvent(f.events(), corev1.EventTypeWarning, v1beta1.ReasonUnqueued) {
+		t.Errorf("no %s event", v1beta1.ReasonUnqueued)
+	}
+	if c := condition(f.status(plain), v1beta1.ConditionQueued); c != nil {
+		t.Errorf("a job naming no queue has Queued %+v", c)
 	}
 }

@@ -51,6 +51,13 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"kind"})
 
+	unqueuedJobs = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      metricsSubsystem,
+		Name:           "unqueued_jobs_total",
+		Help:           "Jobs that name a queue but run unqueued, because Kueue is absent or unusable, by job kind.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"kind"})
+
 	jobsDesc = metrics.NewDesc(metricsSubsystem+"_jobs",
 		"Unfinished jobs in the controller's cache, by kind and phase (a job not yet reconciled counts as Pending); finished jobs are not cached.",
 		[]string{"kind", "phase"}, nil, metrics.ALPHA, "")
@@ -63,7 +70,7 @@ var (
 // not call it.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(reconcileDuration, podsCreated, podsDeleted)
+		legacyregistry.MustRegister(reconcileDuration, podsCreated, podsDeleted, unqueuedJobs)
 	})
 }
 

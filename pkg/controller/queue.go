@@ -23,7 +23,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
@@ -39,6 +38,10 @@ import (
 func (c *Controller) setUpQueueing(logger klog.Logger, opts Options) error {
 	c.kueue = opts.Kueue
 	if c.kueue == nil {
+		c.unqueued = opts.Unqueued
+		if c.unqueued == "" {
+			c.unqueued = "the controller queues with no system"
+		}
 		return nil
 	}
 	return c.watchOwned(logger, "Kueue Workloads", c.kueue.Informer())
@@ -56,6 +59,22 @@ func (r *reconciler) readQueue() error {
 	}
 	r.queue = queue
 	return nil
+}
+
+// planUnqueued says, on a job that names a queue while the controller
+// queues nothing, that it runs unqueued and why: a job must not pass its
+// quota in silence.
+func (r *reconciler) planUnqueued() {
+	queue := kueue.QueueName(r.job)
+	if r.c.kueue != nil || queue == "" || r.status.Phase.IsFinished() {
+		return
+	}
+	message := fmt.Sprintf("the job names queue %s but runs unqueued: %s", queue, r.c.unqueued)
+	if c := meta.FindStatusCondition(r.status.Conditions, v1beta1.ConditionQueued); c == nil || c.Reason != v1beta1.ReasonUnqueued {
+		r.event(corev1.EventTypeWarning, v1beta1.ReasonUnqueued, "Runs unqueued: %s", message)
+		unqueuedJobs.WithLabelValues(r.kind.Kind()).Inc()
+	}
+	r.setCondition(v1beta1.ConditionQueued, metav1.ConditionFalse, v1beta1.ReasonUnqueued, message)
 }
 
 // podSetCount is how many pod sets the job's Workload has.
@@ -117,8 +136,7 @@ func (r *reconciler) planQueued() {
 
 // markAdmitted notes, on a queued job allowed to run, that it is admitted.
 func (r *reconciler) markAdmitted() {
-	cq, _, _ := unstructured.NestedString(r.queue.Workload.Object, "status", "admission", "clusterQueue")
-	message := "admitted by ClusterQueue " + cq
+	message := "admitted by ClusterQueue " + string(r.queue.Workload.Status.Admission.ClusterQueue)
 	if last := len(r.topo.Groups) - 1; last >= 0 {
 		if g, n := &r.topo.Groups[last], r.admittedReplicas(last); n < g.Replicas {
 			message += fmt.Sprintf("; %d of the %d %s replicas, the others wait until the job is admitted again", n, g.Replicas, g.Type)
@@ -133,7 +151,8 @@ func (r *reconciler) actOnQueue(ctx context.Context) error {
 	if r.queue == nil {
 		return nil
 	}
-	want := kueue.Want{Active: !pauseEnabled(r.spec), Stopped: r.queueStopped, Phase: r.status.Phase, Now: r.now}
+	want := kueue.Want{Active: !pauseEnabled(r.spec), Stopped: r.queueStopped, PodsReady: r.podsReady(),
+		Phase: r.status.Phase, Now: r.now}
 	if !want.Phase.IsFinished() {
 		var err error
 		if want.PodSets, want.Digest, err = kueue.PodSets(r.topo.Groups, r.elasticMinCount); err != nil {
@@ -152,4 +171,21 @@ func (r *reconciler) actOnQueue(ctx context.Context) error {
 		r.placements = placements
 	}
 	return nil
+}
+
+// podsReady says whether every pod the admission allows is Ready or its
+// replica has succeeded: Kueue's PodsReady (kueue.PodsReadyCondition).
+func (r *reconciler) podsReady() bool {
+	if len(r.slots) == 0 {
+		return false
+	}
+	for _, s := range r.slots {
+		switch {
+		case s.phase == v1beta1.ReplicaSucceeded:
+		case s.pod == nil || s.pod.DeletionTimestamp != nil || s.replacing ||
+			s.pod.Status.Phase != corev1.PodRunning || !podReady(s.pod):
+			return false
+		}
+	}
+	return true
 }

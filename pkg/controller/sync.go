@@ -290,6 +290,7 @@ func (r *reconciler) plan() {
 	} else {
 		r.planActive()
 		r.planStartupGates()
+		r.planUnqueued()
 	}
 	r.fillStatus()
 	r.planGang()

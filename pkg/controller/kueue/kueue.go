@@ -14,12 +14,13 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package kueue queues training jobs with Kueue. It follows the contract of Kueue's jobframework, which
-// its own integrations and external frameworks (such as AppWrapper) use,
-// implemented here rather than imported: Kueue's module would pin other
-// versions of k8s.io/* and controller-runtime. Kueue's objects are served
-// as unstructured through the dynamic client, as the coscheduling PodGroups
-// are.
+// Package kueue queues training jobs with Kueue. It follows the contract of
+// Kueue's jobframework, which its own integrations and external frameworks
+// (such as AppWrapper) use, implemented here on Kueue's typed
+// kueue.x-k8s.io/v1beta2 API and clientset (sigs.k8s.io/kueue/apis,
+// sigs.k8s.io/kueue/client-go). v1beta2 is the version Kueue stores from
+// v0.16 and the only one it serves from v0.20; the controller never asks
+// for v1beta1.
 //
 // A job is queued when it names a queue: spec.scheduler.t9kScheduler.queue,
 // or the label kueue.x-k8s.io/queue-name (the label wins, as Kueue's users
@@ -27,20 +28,22 @@ limitations under the License.
 //   - creates a Workload owned by the job, one pod set per replica type
 //     (its count and pod template), with the queue name and the priority:
 //     the WorkloadPriorityClass the label kueue.x-k8s.io/priority-class
-//     names (its value, with priorityClassSource
-//     kueue.x-k8s.io/workloadpriorityclass), else t9kScheduler.priority
-//     (0-100) as the Workload's priority;
+//     names (its value, and a priorityClassRef to it), else
+//     t9kScheduler.priority (0-100) as the Workload's priority;
 //   - creates no pod until Kueue admits the Workload; then it creates them
 //     with the node labels and tolerations of the ResourceFlavors the
 //     admission assigned to each pod set, and the labels, annotations, node
 //     selector and tolerations of admission checks' pod set updates;
+//   - reports the Workload's PodsReady condition, which Kueue's
+//     waitForPodsReady (on by default from v0.19) waits for: see
+//     PodsReadyCondition;
 //   - on eviction (preemption, reclaimed quota, an inactive Workload, a
-//     pods-ready timeout) deletes every pod and keeps the job, Paused with
+//     PodsReady timeout) deletes every pod and keeps the job, Paused with
 //     the eviction's reason in its Queued condition; once the pods are gone
 //     it gives the quota back (clears the admission, QuotaReserved False,
-//     Requeued as jobframework sets it), and the job resumes, as after a
-//     pause, when Kueue admits it again. Pods deleted for an eviction are
-//     not failures and use no restart;
+//     Requeued as jobframework sets it, PodsReady back to WaitForStart),
+//     and the job resumes, as after a pause, when Kueue admits it again.
+//     Pods deleted for an eviction are not failures and use no restart;
 //   - keeps the Workload's spec.active equal to "not paused": pausing a
 //     job releases its quota (Kueue evicts an inactive Workload) and
 //     resuming queues it again;
@@ -50,26 +53,26 @@ limitations under the License.
 //     resized only while paused).
 //
 // Of jobframework's features, these are not supported: partial admission
-// (minCount; a training job needs all its replicas), waitForPodsReady (the
-// PodsReady condition is not reported), reclaimable pods (pods of finished
-// replicas keep their quota until the job ends), workload slices (elastic
-// jobs), topology-aware scheduling, MultiKueue. The Workload carries no
-// finalizer: the garbage collector deletes it with its job, and Kueue frees
-// the quota of a deleted Workload.
+// beyond an elastic job's minCount (a training job needs all its
+// replicas), reclaimable pods (pods of finished replicas keep their quota
+// until the job ends), workload slices, topology-aware scheduling,
+// MultiKueue. The Workload carries no finalizer: the garbage collector
+// deletes it with its job, and Kueue frees the quota of a deleted Workload.
 package kueue
 
 import (
 	"context"
 	"fmt"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/tools/cache"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
+	kueueinformers "sigs.k8s.io/kueue/client-go/informers/externalversions"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/served"
@@ -97,44 +100,28 @@ func ParseQueueing(s string) (Queueing, error) {
 	return "", fmt.Errorf("unknown queueing %q: want auto, kueue or none", s)
 }
 
-var (
-	WorkloadGVR      = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "workloads"}
-	FlavorGVR        = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "resourceflavors"}
-	PriorityClassGVR = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "workloadpriorityclasses"}
-	workloadAPI      = served.Resource{GroupVersion: "kueue.x-k8s.io/v1beta1", Resource: "workloads"}
-)
+// workloadAPI is the API the controller needs Kueue to serve.
+var workloadAPI = served.Resource{GroupVersion: kueuev1beta2.SchemeGroupVersion.String(), Resource: "workloads"}
 
-// Kueue's labels, names and conditions that the controller reads or writes.
+// Kueue's labels and limits that the controller reads or writes.
 const (
 	LabelQueueName     = "kueue.x-k8s.io/queue-name"
 	LabelPriorityClass = "kueue.x-k8s.io/priority-class"
-	workloadKind       = "Workload"
-	// PriorityClassSource says that a Workload's priority comes from a
-	// WorkloadPriorityClass.
-	PriorityClassSource = "kueue.x-k8s.io/workloadpriorityclass"
 	// MaxPodSets is the most pod sets a Workload may have.
 	MaxPodSets = 8
-	// Conditions of a Workload.
-	ConditionQuotaReserved = "QuotaReserved"
-	ConditionAdmitted      = "Admitted"
-	ConditionEvicted       = "Evicted"
-	ConditionRequeued      = "Requeued"
-	ConditionFinished      = "Finished"
-	// Eviction reasons after which jobframework marks a Workload Requeued.
-	EvictedByPreemption   = "Preempted"
-	EvictedByNodeFailures = "NodeFailures"
 )
 
 // ResolveQueueing turns QueueingAuto into Kueue or none, from what the
 // cluster serves and what the controller may do there, and checks both for
 // an explicit Kueue. Without the Workload permissions (the RBAC component
 // artifacts/deploy/components/kueue), auto runs the jobs unqueued rather
-// than waiting for caches it may not fill; the reason is returned.
+// than waiting for caches it may not fill. The reason is returned: jobs
+// that name a queue carry it in their Queued condition.
 func ResolveQueueing(ctx context.Context, d discovery.ServerResourcesInterfaceWithContext,
 	reviews authorizationv1client.SelfSubjectAccessReviewInterface, requested Queueing) (Queueing, string, error) {
 	switch requested {
 	case QueueingNone:
-		return QueueingNone, "", nil
+		return QueueingNone, "the controller runs with --queueing=none", nil
 	case QueueingKueue, QueueingAuto:
 	default:
 		return "", "", fmt.Errorf("unknown queueing %q", requested)
@@ -144,22 +131,29 @@ func ResolveQueueing(ctx context.Context, d discovery.ServerResourcesInterfaceWi
 		return "", "", err
 	}
 	if !ok {
-		why := fmt.Sprintf("the cluster does not serve %s %s", workloadAPI.GroupVersion, workloadAPI.Resource)
+		why := fmt.Sprintf("the cluster does not serve %s %s (Kueue v0.16 or newer)", workloadAPI.GroupVersion, workloadAPI.Resource)
 		if requested == QueueingKueue {
 			return "", "", fmt.Errorf("--queueing=kueue: %s", why)
 		}
 		return QueueingNone, why, nil
 	}
-	for _, verb := range []string{"list", "watch", "create", "patch"} {
+	group := kueuev1beta2.SchemeGroupVersion.Group
+	for _, access := range []struct{ verb, subresource string }{
+		{"list", ""}, {"watch", ""}, {"create", ""}, {"patch", ""}, {"update", "status"},
+	} {
 		review, err := reviews.Create(ctx, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: WorkloadGVR.Group, Resource: WorkloadGVR.Resource},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: access.verb, Group: group,
+				Resource: workloadAPI.Resource, Subresource: access.subresource},
 		}}, metav1.CreateOptions{})
 		if err != nil {
 			return "", "", fmt.Errorf("checking access to Kueue Workloads: %w", err)
 		}
 		if !review.Status.Allowed {
-			why := fmt.Sprintf("Kueue is served, but this controller may not %s %s.%s in every namespace", verb,
-				WorkloadGVR.Resource, WorkloadGVR.Group)
+			resource := workloadAPI.Resource
+			if access.subresource != "" {
+				resource += "/" + access.subresource
+			}
+			why := fmt.Sprintf("Kueue is served, but this controller may not %s %s.%s in every namespace", access.verb, resource, group)
 			if requested == QueueingKueue {
 				return "", "", fmt.Errorf("--queueing=kueue: %s", why)
 			}
@@ -172,27 +166,32 @@ func ResolveQueueing(ctx context.Context, d discovery.ServerResourcesInterfaceWi
 // Queue talks to Kueue: its Workloads, ResourceFlavors and
 // WorkloadPriorityClasses.
 type Queue struct {
-	workloads       dynamic.NamespaceableResourceInterface
-	flavors         dynamic.NamespaceableResourceInterface
-	priorityClasses dynamic.NamespaceableResourceInterface
-	// informer sees the Workloads with the job-name label, i.e. ours.
-	informer cache.SharedIndexInformer
+	client kueueclient.Interface
+	// informers see only objects with the job-name label, i.e. ours.
+	informers kueueinformers.SharedInformerFactory
+	workloads cache.SharedIndexInformer
 }
 
-// New builds the Queue on the dynamic client and an informer factory that
-// sees only objects with the job-name label (the factory is started by the
-// caller).
-func New(client dynamic.Interface, factory dynamicinformer.DynamicSharedInformerFactory) *Queue {
+// New builds the Queue on Kueue's clientset; its informers see only the
+// Workloads with the job-name label and run from Start.
+func New(client kueueclient.Interface, resync time.Duration) *Queue {
+	factory := kueueinformers.NewSharedInformerFactoryWithOptions(client, resync,
+		kueueinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = v1beta1.LabelJobName }))
 	return &Queue{
-		workloads:       client.Resource(WorkloadGVR),
-		flavors:         client.Resource(FlavorGVR),
-		priorityClasses: client.Resource(PriorityClassGVR),
-		informer:        factory.ForResource(WorkloadGVR).Informer(),
+		client:    client,
+		informers: factory,
+		workloads: factory.Kueue().V1beta2().Workloads().Informer(),
 	}
 }
 
 // Informer is the cache of the jobs' Workloads.
-func (q *Queue) Informer() cache.SharedIndexInformer { return q.informer }
+func (q *Queue) Informer() cache.SharedIndexInformer { return q.workloads }
+
+// Start runs the informers until stop is closed.
+func (q *Queue) Start(stop <-chan struct{}) { q.informers.Start(stop) }
+
+// Shutdown waits for the informers to stop.
+func (q *Queue) Shutdown() { q.informers.Shutdown() }
 
 // QueueName is the Kueue queue the job names, or "".
 func QueueName(job v1beta1.TrainingJob) string {

@@ -29,7 +29,12 @@ import (
 )
 
 func TestResolveQueueing(t *testing.T) {
-	kueueList := &metav1.APIResourceList{GroupVersion: "kueue.x-k8s.io/v1beta1", APIResources: []metav1.APIResource{
+	kueueList := &metav1.APIResourceList{GroupVersion: "kueue.x-k8s.io/v1beta2", APIResources: []metav1.APIResource{
+		{Name: "workloads", Namespaced: true, Kind: "Workload"},
+	}}
+	// Kueue v0.15 and older serve only v1beta1, which v0.20 stops serving:
+	// the controller does not use it.
+	oldKueueList := &metav1.APIResourceList{GroupVersion: "kueue.x-k8s.io/v1beta1", APIResources: []metav1.APIResource{
 		{Name: "workloads", Namespaced: true, Kind: "Workload"},
 	}}
 	coreList := &metav1.APIResourceList{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "pods", Namespaced: true, Kind: "Pod"}}}
@@ -43,6 +48,9 @@ func TestResolveQueueing(t *testing.T) {
 	}{
 		{"auto with Kueue and access", []*metav1.APIResourceList{coreList, kueueList}, "", QueueingAuto, QueueingKueue, false},
 		{"auto without Kueue", []*metav1.APIResourceList{coreList}, "", QueueingAuto, QueueingNone, false},
+		{"auto with only v1beta1", []*metav1.APIResourceList{coreList, oldKueueList}, "", QueueingAuto, QueueingNone, false},
+		{"kueue with only v1beta1", []*metav1.APIResourceList{coreList, oldKueueList}, "", QueueingKueue, "", true},
+		{"auto without status access", []*metav1.APIResourceList{kueueList}, "update", QueueingAuto, QueueingNone, false},
 		{"auto without access runs unqueued", []*metav1.APIResourceList{kueueList}, "watch", QueueingAuto, QueueingNone, false},
 		{"kueue without access", []*metav1.APIResourceList{kueueList}, "create", QueueingKueue, "", true},
 		{"kueue not served", []*metav1.APIResourceList{coreList}, "", QueueingKueue, "", true},
@@ -65,6 +73,9 @@ func TestResolveQueueing(t *testing.T) {
 			}
 			if tc.denied != "" && !tc.wantErr && !strings.Contains(why, tc.denied) {
 				t.Errorf("the reason %q does not name the verb %s", why, tc.denied)
+			}
+			if got == QueueingNone && why == "" {
+				t.Errorf("queueing none with no reason: jobs naming a queue could not say why they run unqueued")
 			}
 		})
 	}

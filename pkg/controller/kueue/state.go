@@ -18,12 +18,10 @@ package kueue
 
 import (
 	"fmt"
-	"math"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/owner"
@@ -31,7 +29,7 @@ import (
 
 // State is what a queued job's Workload says.
 type State struct {
-	Workload *unstructured.Unstructured // nil until it exists
+	Workload *kueuev1beta2.Workload // nil until it exists; the cache's, never edited
 	// Admitted: the job may run.
 	Admitted bool
 	// Evicted is the Evicted condition when True.
@@ -46,7 +44,7 @@ type State struct {
 
 // Read reads the job's Workload from the cache.
 func (q *Queue) Read(job *owner.Job) (*State, error) {
-	wl, err := owner.Cached[*unstructured.Unstructured](q.informer.GetIndexer(), job.Object.GetNamespace(),
+	wl, err := owner.Cached[*kueuev1beta2.Workload](q.workloads.GetIndexer(), job.Object.GetNamespace(),
 		WorkloadName(job.Kind, job.Object.GetName()))
 	if err != nil {
 		return nil, fmt.Errorf("getting the job's Workload: %w", err)
@@ -56,76 +54,36 @@ func (q *Queue) Read(job *owner.Job) (*State, error) {
 		return st, nil
 	}
 	st.Workload = wl
-	conds := WorkloadConditions(wl)
-	if c := meta.FindStatusCondition(conds, ConditionEvicted); c != nil && c.Status == metav1.ConditionTrue {
+	conds := wl.Status.Conditions
+	if c := meta.FindStatusCondition(conds, kueuev1beta2.WorkloadEvicted); c != nil && c.Status == metav1.ConditionTrue {
 		st.Evicted = c
 	}
-	if c := meta.FindStatusCondition(conds, ConditionQuotaReserved); c == nil || c.Status != metav1.ConditionTrue {
+	if c := meta.FindStatusCondition(conds, kueuev1beta2.WorkloadQuotaReserved); c == nil || c.Status != metav1.ConditionTrue {
 		st.Waiting = c
 		if st.Waiting == nil {
-			st.Waiting = &metav1.Condition{Type: ConditionQuotaReserved, Reason: "Pending", Message: "waiting for Kueue"}
+			st.Waiting = &metav1.Condition{Type: kueuev1beta2.WorkloadQuotaReserved, Reason: "Pending", Message: "waiting for Kueue"}
 		}
 	}
-	st.Admitted = meta.IsStatusConditionTrue(conds, ConditionAdmitted) && st.Evicted == nil && WorkloadActive(wl) &&
-		WorkloadAdmission(wl) != nil
+	st.Admitted = meta.IsStatusConditionTrue(conds, kueuev1beta2.WorkloadAdmitted) && st.Evicted == nil && Active(wl) &&
+		wl.Status.Admission != nil
 	if st.Admitted {
 		st.AdmittedCounts = admittedCounts(wl)
 	}
 	return st, nil
 }
 
-// WorkloadConditions reads status.conditions of a Workload.
-func WorkloadConditions(wl *unstructured.Unstructured) []metav1.Condition {
-	raw, _, _ := unstructured.NestedSlice(wl.Object, "status", "conditions")
-	return appendDecoded(make([]metav1.Condition, 0, len(raw)), raw)
-}
-
-// appendDecoded appends the items of an unstructured list that decode as a
-// T; the others, which Kueue never writes, are skipped.
-func appendDecoded[T any](to []T, raw []any) []T {
-	for _, item := range raw {
-		m, ok := item.(map[string]any)
-		if !ok {
-			continue
-		}
-		var t T
-		if err := runtimeConverter.FromUnstructured(m, &t); err == nil {
-			to = append(to, t)
-		}
-	}
-	return to
-}
-
-// WorkloadActive reads spec.active; unset means active.
-func WorkloadActive(wl *unstructured.Unstructured) bool {
-	active, found, err := unstructured.NestedBool(wl.Object, "spec", "active")
-	return !found || err != nil || active
+// Active reads spec.active; unset means active.
+func Active(wl *kueuev1beta2.Workload) bool {
+	return wl.Spec.Active == nil || *wl.Spec.Active
 }
 
 // admittedCounts reads the count of every pod set assignment that has one.
-func admittedCounts(wl *unstructured.Unstructured) map[v1beta1.ReplicaType]int32 {
+func admittedCounts(wl *kueuev1beta2.Workload) map[v1beta1.ReplicaType]int32 {
 	out := map[v1beta1.ReplicaType]int32{}
-	assignments, _, _ := unstructured.NestedSlice(wl.Object, "status", "admission", "podSetAssignments")
-	for _, item := range assignments {
-		a, ok := item.(map[string]any)
-		if !ok {
-			continue
-		}
-		name, _, _ := unstructured.NestedString(a, "name")
-		if count, found, err := unstructured.NestedInt64(a, "count"); found && err == nil {
-			out[v1beta1.ReplicaType(name)] = int32(min(max(count, 0), math.MaxInt32))
+	for _, a := range wl.Status.Admission.PodSetAssignments {
+		if a.Count != nil {
+			out[v1beta1.ReplicaType(a.Name)] = max(*a.Count, 0)
 		}
 	}
 	return out
 }
-
-// WorkloadAdmission reads status.admission, or nil.
-func WorkloadAdmission(wl *unstructured.Unstructured) map[string]any {
-	a, found, err := unstructured.NestedMap(wl.Object, "status", "admission")
-	if !found || err != nil {
-		return nil
-	}
-	return a
-}
-
-var runtimeConverter = runtime.DefaultUnstructuredConverter

@@ -27,9 +27,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/owner"
@@ -45,19 +46,19 @@ const AnnotationPodSets = v1beta1.GroupName + "/pod-sets"
 // rank order, and a digest of them. minCount gives the minCount of the
 // pod set of the group at an index, 0 for none (an elastic job's scaled
 // group may be admitted partially).
-func PodSets(groups []podbuilder.ReplicaGroup, minCount func(gi int) int32) ([]any, string, error) {
-	var sets []any
+func PodSets(groups []podbuilder.ReplicaGroup, minCount func(gi int) int32) ([]kueuev1beta2.PodSet, string, error) {
+	var sets []kueuev1beta2.PodSet
 	for gi, g := range groups {
 		if g.Replicas == 0 {
 			continue
 		}
-		tmpl, err := runtimeConverter.ToUnstructured(&g.Spec.Template)
-		if err != nil {
-			return nil, "", fmt.Errorf("pod template of %s: %w", g.Type, err)
+		set := kueuev1beta2.PodSet{
+			Name:     kueuev1beta2.PodSetReference(g.Type),
+			Count:    g.Replicas,
+			Template: *g.Spec.Template.DeepCopy(),
 		}
-		set := map[string]any{"name": string(g.Type), "count": int64(g.Replicas), "template": tmpl}
 		if n := minCount(gi); n > 0 {
-			set["minCount"] = int64(n)
+			set.MinCount = ptr.To(n)
 		}
 		sets = append(sets, set)
 	}
@@ -72,12 +73,14 @@ func PodSets(groups []podbuilder.ReplicaGroup, minCount func(gi int) int32) ([]a
 // Want is what a queued job asks of its Workload now.
 type Want struct {
 	// PodSets and Digest are the job's (PodSets).
-	PodSets []any
+	PodSets []kueuev1beta2.PodSet
 	Digest  string
 	// Active: the job is not paused.
 	Active bool
 	// Stopped: the job has no pods left, after an eviction.
 	Stopped bool
+	// PodsReady: every pod the admission allows is Ready or has succeeded.
+	PodsReady bool
 	// Phase is the job's phase as planned now.
 	Phase v1beta1.JobPhase
 	Now   time.Time
@@ -85,7 +88,9 @@ type Want struct {
 
 // Sync brings the job's Workload in line with the job: it exists, its
 // activity follows pause, its pod sets follow a resize, an evicted job
-// that stopped gives its quota back, and a finished job frees it.
+// that stopped gives its quota back, an admitted job reports whether its
+// pods are ready, and a finished job frees its quota. It makes at most one
+// write: the Workload's change that follows brings the job back.
 func (q *Queue) Sync(ctx context.Context, job *owner.Job, st *State, want Want) error {
 	if want.Phase.IsFinished() {
 		return q.finish(ctx, job, st.Workload, want)
@@ -101,49 +106,64 @@ func (q *Queue) Sync(ctx context.Context, job *owner.Job, st *State, want Want) 
 		}
 		return q.create(ctx, job, want)
 	}
-	wls := q.workloads.Namespace(wl.GetNamespace())
-	reserved := meta.IsStatusConditionTrue(WorkloadConditions(wl), ConditionQuotaReserved)
+	wls := q.client.KueueV1beta2().Workloads(wl.Namespace)
+	reserved := meta.IsStatusConditionTrue(wl.Status.Conditions, kueuev1beta2.WorkloadQuotaReserved)
 	switch {
-	case WorkloadActive(wl) != want.Active:
+	case Active(wl) != want.Active:
 		patch := fmt.Sprintf(`{"spec":{"active":%t}}`, want.Active)
-		if _, err := wls.Patch(ctx, wl.GetName(), types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-			return fmt.Errorf("setting Workload %s active=%t: %w", wl.GetName(), want.Active, err)
+		if _, err := wls.Patch(ctx, wl.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("setting Workload %s active=%t: %w", wl.Name, want.Active, err)
 		}
 		job.Logger.V(2).Info("Set the Workload's activity", "workload", klog.KObj(wl), "active", want.Active)
 		return nil
-	case !reserved && wl.GetAnnotations()[AnnotationPodSets] != want.Digest:
+	case !reserved && wl.Annotations[AnnotationPodSets] != want.Digest:
 		patch, err := json.Marshal(map[string]any{
-			"metadata": map[string]any{"annotations": map[string]string{AnnotationPodSets: want.Digest}, "resourceVersion": wl.GetResourceVersion()},
+			"metadata": map[string]any{"annotations": map[string]string{AnnotationPodSets: want.Digest}, "resourceVersion": wl.ResourceVersion},
 			"spec":     map[string]any{"podSets": want.PodSets},
 		})
 		if err != nil {
 			return err
 		}
-		if _, err := wls.Patch(ctx, wl.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			return fmt.Errorf("resizing Workload %s: %w", wl.GetName(), err)
+		if _, err := wls.Patch(ctx, wl.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("resizing Workload %s: %w", wl.Name, err)
 		}
-		job.Normalf(owner.ReasonSuccessfulUpdate, "Resized Workload %s to the job's replicas", wl.GetName())
+		job.Normalf(owner.ReasonSuccessfulUpdate, "Resized Workload %s to the job's replicas", wl.Name)
 		return nil
-	case st.Evicted != nil && want.Stopped && WorkloadAdmission(wl) != nil:
+	case st.Evicted != nil && want.Stopped && wl.Status.Admission != nil:
 		return q.releaseEvictedQuota(ctx, job, wl, st.Evicted, want.Now)
+	case st.Admitted:
+		return q.reportPodsReady(ctx, job, wl, want)
 	}
 	return nil
 }
 
-// finish marks a finished job's Workload Finished, as Kueue's own
-// integrations do, so that its quota goes back.
-func (q *Queue) finish(ctx context.Context, job *owner.Job, wl *unstructured.Unstructured, want Want) error {
-	if wl == nil || meta.IsStatusConditionTrue(WorkloadConditions(wl), ConditionFinished) {
+// reportPodsReady writes the PodsReady condition of an admitted job's
+// Workload when it changes.
+func (q *Queue) reportPodsReady(ctx context.Context, job *owner.Job, wl *kueuev1beta2.Workload, want Want) error {
+	next := PodsReadyCondition(meta.FindStatusCondition(wl.Status.Conditions, kueuev1beta2.WorkloadPodsReady), want.PodsReady)
+	if c := meta.FindStatusCondition(wl.Status.Conditions, kueuev1beta2.WorkloadPodsReady); c != nil &&
+		c.Status == next.Status && c.Reason == next.Reason {
 		return nil
 	}
-	reason, message := "Succeeded", "the job succeeded"
-	if want.Phase == v1beta1.JobFailed {
-		reason, message = "Failed", "the job failed"
+	return q.updateStatus(ctx, job, wl, "reporting whether the pods are ready", func(s *kueuev1beta2.WorkloadStatus) {
+		meta.SetStatusCondition(&s.Conditions, condition(wl, want.Now, next))
+	})
+}
+
+// finish marks a finished job's Workload Finished, as Kueue's own
+// integrations do, so that its quota goes back.
+func (q *Queue) finish(ctx context.Context, job *owner.Job, wl *kueuev1beta2.Workload, want Want) error {
+	if wl == nil || meta.IsStatusConditionTrue(wl.Status.Conditions, kueuev1beta2.WorkloadFinished) {
+		return nil
 	}
-	return q.updateStatus(ctx, job, wl, "marking the Workload finished", func(conds []metav1.Condition) []metav1.Condition {
-		meta.SetStatusCondition(&conds, condition(wl, want.Now, ConditionFinished, metav1.ConditionTrue, reason, message))
-		return conds
-	}, false)
+	finished := metav1.Condition{Type: kueuev1beta2.WorkloadFinished, Status: metav1.ConditionTrue,
+		Reason: kueuev1beta2.WorkloadFinishedReasonSucceeded, Message: "the job succeeded"}
+	if want.Phase == v1beta1.JobFailed {
+		finished.Reason, finished.Message = kueuev1beta2.WorkloadFinishedReasonFailed, "the job failed"
+	}
+	return q.updateStatus(ctx, job, wl, "marking the Workload finished", func(s *kueuev1beta2.WorkloadStatus) {
+		meta.SetStatusCondition(&s.Conditions, condition(wl, want.Now, finished))
+	})
 }
 
 // create creates the job's Workload with its pod sets.
@@ -152,119 +172,110 @@ func (q *Queue) create(ctx context.Context, job *owner.Job, want Want) error {
 	if err != nil {
 		return err
 	}
-	created, err := q.workloads.Namespace(wl.GetNamespace()).Create(ctx, wl, metav1.CreateOptions{})
+	created, err := q.client.KueueV1beta2().Workloads(wl.Namespace).Create(ctx, wl, metav1.CreateOptions{})
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		return nil // the cache is behind
 	case err != nil:
-		job.Warningf(owner.ReasonFailedCreate, "Error creating Workload %s: %v", wl.GetName(), err)
-		return fmt.Errorf("creating Workload %s: %w", wl.GetName(), err)
+		job.Warningf(owner.ReasonFailedCreate, "Error creating Workload %s: %v", wl.Name, err)
+		return fmt.Errorf("creating Workload %s: %w", wl.Name, err)
 	}
 	queue := QueueName(job.Object)
 	job.Logger.V(2).Info("Created Workload", "workload", klog.KObj(created), "queue", queue)
-	job.Normalf(owner.ReasonSuccessfulCreate, "Created Workload %s in queue %s", created.GetName(), queue)
+	job.Normalf(owner.ReasonSuccessfulCreate, "Created Workload %s in queue %s", created.Name, queue)
 	return nil
 }
 
 // releaseEvictedQuota gives back the quota of an evicted Workload once the
 // job is stopped, as jobframework does; Kueue then requeues the Workload.
-func (q *Queue) releaseEvictedQuota(ctx context.Context, job *owner.Job, wl *unstructured.Unstructured, ev *metav1.Condition, now time.Time) error {
-	requeued := ev.Reason == EvictedByPreemption || ev.Reason == EvictedByNodeFailures
-	return q.updateStatus(ctx, job, wl, "giving back the quota of the evicted Workload", func(conds []metav1.Condition) []metav1.Condition {
+// PodsReady goes back to WaitForStart: Kueue times the next start from the
+// next admission, not from the eviction.
+func (q *Queue) releaseEvictedQuota(ctx context.Context, job *owner.Job, wl *kueuev1beta2.Workload, ev *metav1.Condition, now time.Time) error {
+	requeued := ev.Reason == kueuev1beta2.WorkloadEvictedByPreemption || ev.Reason == kueuev1beta2.WorkloadEvictedDueToNodeFailures
+	return q.updateStatus(ctx, job, wl, "giving back the quota of the evicted Workload", func(s *kueuev1beta2.WorkloadStatus) {
 		status := metav1.ConditionFalse
 		if requeued {
 			status = metav1.ConditionTrue
 		}
-		meta.SetStatusCondition(&conds, condition(wl, now, ConditionRequeued, status, ev.Reason, ev.Message))
-		meta.SetStatusCondition(&conds, condition(wl, now, ConditionQuotaReserved, metav1.ConditionFalse, "Pending", ev.Message))
-		if c := meta.FindStatusCondition(conds, ConditionAdmitted); c != nil && c.Status == metav1.ConditionTrue {
-			meta.SetStatusCondition(&conds, condition(wl, now, ConditionAdmitted, metav1.ConditionFalse, "NoReservation", "The workload has no reservation"))
+		set := func(c metav1.Condition) { meta.SetStatusCondition(&s.Conditions, condition(wl, now, c)) }
+		set(metav1.Condition{Type: kueuev1beta2.WorkloadRequeued, Status: status, Reason: ev.Reason, Message: ev.Message})
+		set(metav1.Condition{Type: kueuev1beta2.WorkloadQuotaReserved, Status: metav1.ConditionFalse, Reason: "Pending", Message: ev.Message})
+		if c := meta.FindStatusCondition(s.Conditions, kueuev1beta2.WorkloadAdmitted); c != nil && c.Status == metav1.ConditionTrue {
+			set(metav1.Condition{Type: kueuev1beta2.WorkloadAdmitted, Status: metav1.ConditionFalse,
+				Reason: "NoReservation", Message: "The workload has no reservation"})
 		}
-		return conds
-	}, true)
+		if c := meta.FindStatusCondition(s.Conditions, kueuev1beta2.WorkloadPodsReady); c != nil {
+			set(PodsReadyCondition(nil, false))
+		}
+		s.Admission = nil
+	})
 }
 
 // priority is the Workload's priority and the class it came from: the
 // WorkloadPriorityClass the job's label names, else t9kScheduler's
 // priority.
-func (q *Queue) priority(ctx context.Context, job v1beta1.TrainingJob) (priority int64, class string, err error) {
+func (q *Queue) priority(ctx context.Context, job v1beta1.TrainingJob) (priority int32, class string, err error) {
 	if class = job.GetLabels()[LabelPriorityClass]; class != "" {
-		wpc, err := q.priorityClasses.Get(ctx, class, metav1.GetOptions{})
+		wpc, err := q.client.KueueV1beta2().WorkloadPriorityClasses().Get(ctx, class, metav1.GetOptions{})
 		if err != nil {
 			return 0, "", fmt.Errorf("reading WorkloadPriorityClass %s: %w", class, err)
 		}
-		value, _, _ := unstructured.NestedInt64(wpc.Object, "value")
-		return value, class, nil
+		return wpc.Value, class, nil
 	}
 	if t9k := podbuilder.T9kScheduler(job.CommonSpec()); t9k != nil {
-		return int64(t9k.Priority), "", nil
+		return t9k.Priority, "", nil
 	}
 	return 0, "", nil
 }
 
 // newWorkload builds the job's Workload.
-func (q *Queue) newWorkload(ctx context.Context, job *owner.Job, want Want) (*unstructured.Unstructured, error) {
+func (q *Queue) newWorkload(ctx context.Context, job *owner.Job, want Want) (*kueuev1beta2.Workload, error) {
 	priority, class, err := q.priority(ctx, job.Object)
 	if err != nil {
 		return nil, err
 	}
-	spec := map[string]any{
-		"podSets":   want.PodSets,
-		"queueName": QueueName(job.Object),
-		"priority":  priority,
-		"active":    want.Active,
+	wl := &kueuev1beta2.Workload{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            WorkloadName(job.Kind, job.Object.GetName()),
+			Namespace:       job.Object.GetNamespace(),
+			Labels:          job.Labels(),
+			Annotations:     map[string]string{AnnotationPodSets: want.Digest},
+			OwnerReferences: []metav1.OwnerReference{job.ControllerRef()},
+		},
+		Spec: kueuev1beta2.WorkloadSpec{
+			PodSets:   want.PodSets,
+			QueueName: kueuev1beta2.LocalQueueName(QueueName(job.Object)),
+			Priority:  ptr.To(priority),
+			Active:    ptr.To(want.Active),
+		},
 	}
 	if class != "" {
-		spec["priorityClassName"] = class
-		spec["priorityClassSource"] = PriorityClassSource
+		wl.Spec.PriorityClassRef = kueuev1beta2.NewPriorityClassRef(kueuev1beta2.WorkloadPriorityClassGroup,
+			kueuev1beta2.WorkloadPriorityClassKind, class)
 	}
-	wl := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
-	wl.SetAPIVersion(WorkloadGVR.GroupVersion().String())
-	wl.SetKind(workloadKind)
-	wl.SetName(WorkloadName(job.Kind, job.Object.GetName()))
-	wl.SetNamespace(job.Object.GetNamespace())
-	wl.SetLabels(job.Labels())
-	wl.SetAnnotations(map[string]string{AnnotationPodSets: want.Digest})
-	wl.SetOwnerReferences([]metav1.OwnerReference{job.ControllerRef()})
 	return wl, nil
 }
 
-// condition is a Workload condition set now.
-func condition(wl *unstructured.Unstructured, now time.Time, typ string, status metav1.ConditionStatus, reason, message string) metav1.Condition {
-	return metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: message,
-		ObservedGeneration: wl.GetGeneration(), LastTransitionTime: metav1.NewTime(now).Rfc3339Copy(),
-	}
+// condition is c on the Workload, set now.
+func condition(wl *kueuev1beta2.Workload, now time.Time, c metav1.Condition) metav1.Condition {
+	c.ObservedGeneration = wl.Generation
+	c.LastTransitionTime = metav1.NewTime(now).Rfc3339Copy()
+	return c
 }
 
-// updateStatus writes the Workload's conditions, edited by edit,
-// and, with clearAdmission, drops its admission. The resourceVersion makes
-// it fail on a Workload that changed in the meantime; the change that
-// caused it requeues the job.
-func (q *Queue) updateStatus(ctx context.Context, job *owner.Job, wl *unstructured.Unstructured, what string,
-	edit func([]metav1.Condition) []metav1.Condition, clearAdmission bool) error {
+// updateStatus writes the Workload's status, edited by edit. The
+// resourceVersion makes it fail on a Workload that changed in the
+// meantime; the change that caused it requeues the job.
+func (q *Queue) updateStatus(ctx context.Context, job *owner.Job, wl *kueuev1beta2.Workload, what string,
+	edit func(*kueuev1beta2.WorkloadStatus)) error {
 	updated := wl.DeepCopy()
-	conds := edit(WorkloadConditions(wl))
-	raw := make([]any, 0, len(conds))
-	for i := range conds {
-		m, err := runtimeConverter.ToUnstructured(&conds[i])
-		if err != nil {
-			return err
-		}
-		raw = append(raw, m)
-	}
-	if err := unstructured.SetNestedSlice(updated.Object, raw, "status", "conditions"); err != nil {
-		return err
-	}
-	if clearAdmission {
-		unstructured.RemoveNestedField(updated.Object, "status", "admission")
-	}
-	_, err := q.workloads.Namespace(wl.GetNamespace()).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	edit(&updated.Status)
+	_, err := q.client.KueueV1beta2().Workloads(wl.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 	if err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("%s %s: %w", what, wl.GetName(), err)
+		return fmt.Errorf("%s %s: %w", what, wl.Name, err)
 	}
 	job.Logger.V(2).Info("Updated the Workload's status", "workload", klog.KObj(wl), "what", what)
 	return nil
@@ -274,57 +285,44 @@ func (q *Queue) updateStatus(ctx context.Context, job *owner.Job, wl *unstructur
 // labels and tolerations of the ResourceFlavors assigned to it and the
 // admission checks' pod set updates: where the job's pods go. Called
 // before pods are created.
-func (q *Queue) Placements(ctx context.Context, wl *unstructured.Unstructured) (map[v1beta1.ReplicaType]*podbuilder.Placement, error) {
+func (q *Queue) Placements(ctx context.Context, wl *kueuev1beta2.Workload) (map[v1beta1.ReplicaType]*podbuilder.Placement, error) {
 	placements := map[v1beta1.ReplicaType]*podbuilder.Placement{}
-	flavors := map[string]*unstructured.Unstructured{}
-	assignments, _, _ := unstructured.NestedSlice(wl.Object, "status", "admission", "podSetAssignments")
-	for _, item := range assignments {
-		a, ok := item.(map[string]any)
-		if !ok {
-			continue
-		}
-		name, _, _ := unstructured.NestedString(a, "name")
+	if wl.Status.Admission == nil {
+		return placements, nil
+	}
+	flavors := map[kueuev1beta2.ResourceFlavorReference]*kueuev1beta2.ResourceFlavor{}
+	for _, a := range wl.Status.Admission.PodSetAssignments {
 		p := &podbuilder.Placement{NodeSelector: map[string]string{}, Labels: map[string]string{}, Annotations: map[string]string{}}
-		placements[v1beta1.ReplicaType(name)] = p
-		assigned, _, _ := unstructured.NestedStringMap(a, "flavors")
-		for _, flavor := range assigned {
+		placements[v1beta1.ReplicaType(a.Name)] = p
+		for _, flavor := range a.Flavors {
 			rf, seen := flavors[flavor]
 			if !seen {
-				got, err := q.flavors.Get(ctx, flavor, metav1.GetOptions{})
+				got, err := q.client.KueueV1beta2().ResourceFlavors().Get(ctx, string(flavor), metav1.GetOptions{})
 				if err != nil {
 					return nil, fmt.Errorf("reading ResourceFlavor %s: %w", flavor, err)
 				}
 				rf, flavors[flavor] = got, got
 			}
-			labels, _, _ := unstructured.NestedStringMap(rf.Object, "spec", "nodeLabels")
-			for k, v := range labels {
+			for k, v := range rf.Spec.NodeLabels {
 				p.NodeSelector[k] = v
 			}
-			tolerations, _, _ := unstructured.NestedSlice(rf.Object, "spec", "tolerations")
-			p.Tolerations = appendDecoded(p.Tolerations, tolerations)
+			p.Tolerations = append(p.Tolerations, rf.Spec.Tolerations...)
 		}
 	}
-	checks, _, _ := unstructured.NestedSlice(wl.Object, "status", "admissionChecks")
-	for _, item := range checks {
-		updates, _, _ := unstructured.NestedSlice(item.(map[string]any), "podSetUpdates")
-		for _, u := range updates {
-			update, ok := u.(map[string]any)
-			if !ok {
-				continue
-			}
-			name, _, _ := unstructured.NestedString(update, "name")
-			p := placements[v1beta1.ReplicaType(name)]
+	for _, check := range wl.Status.AdmissionChecks {
+		for _, update := range check.PodSetUpdates {
+			p := placements[v1beta1.ReplicaType(update.Name)]
 			if p == nil {
 				continue
 			}
-			for field, into := range map[string]map[string]string{"nodeSelector": p.NodeSelector, "labels": p.Labels, "annotations": p.Annotations} {
-				values, _, _ := unstructured.NestedStringMap(update, field)
-				for k, v := range values {
-					into[k] = v
+			for _, m := range []struct{ from, into map[string]string }{
+				{update.NodeSelector, p.NodeSelector}, {update.Labels, p.Labels}, {update.Annotations, p.Annotations},
+			} {
+				for k, v := range m.from {
+					m.into[k] = v
 				}
 			}
-			tolerations, _, _ := unstructured.NestedSlice(update, "tolerations")
-			p.Tolerations = appendDecoded(p.Tolerations, tolerations)
+			p.Tolerations = append(p.Tolerations, update.Tolerations...)
 		}
 	}
 	return placements, nil

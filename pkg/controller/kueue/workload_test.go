@@ -20,7 +20,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/podbuilder"
@@ -50,14 +52,15 @@ func TestPodSets(t *testing.T) {
 		t.Fatalf("%d pod sets, want 2 (the empty type has none)", len(sets))
 	}
 	for i, want := range []struct {
-		name  string
-		count int64
+		name  kueuev1beta2.PodSetReference
+		count int32
 	}{{"master", 1}, {"ps", 2}} {
-		set := sets[i].(map[string]any)
-		if set["name"] != want.name || set["count"] != want.count || set["template"] == nil {
-			t.Errorf("pod set %d: %v, want %s x%d with a template", i, set, want.name, want.count)
+		set := sets[i]
+		if set.Name != want.name || set.Count != want.count || len(set.Template.Spec.Containers) != 1 {
+			t.Errorf("pod set %d: %s x%d with %d containers, want %s x%d with the template", i, set.Name, set.Count,
+				len(set.Template.Spec.Containers), want.name, want.count)
 		}
-		if _, ok := set["minCount"]; ok {
+		if set.MinCount != nil {
 			t.Errorf("pod set %s has a minCount", want.name)
 		}
 	}
@@ -72,38 +75,61 @@ func TestPodSets(t *testing.T) {
 	if same != digest || resized == digest {
 		t.Errorf("digests: same %v, resized differs %v", same == digest, resized != digest)
 	}
-	if m := elasticSets[1].(map[string]any)["minCount"]; m != int64(2) || elastic == digest {
+	if m := elasticSets[1].MinCount; m == nil || *m != 2 || elastic == digest {
 		t.Errorf("the scaled pod set's minCount %v, want 2", m)
 	}
 }
 
-// TestReadAdmission reads what Kueue wrote: conditions, activity, the
-// admission and its counts.
-func TestReadAdmission(t *testing.T) {
-	wl := &unstructured.Unstructured{Object: map[string]any{
-		"spec": map[string]any{"active": false},
-		"status": map[string]any{
-			"conditions": []any{map[string]any{"type": "Admitted", "status": "True", "reason": "Admitted",
-				"lastTransitionTime": "2026-03-01T10:00:00Z", "message": ""}},
-			"admission": map[string]any{"clusterQueue": "cq", "podSetAssignments": []any{
-				map[string]any{"name": "worker", "count": int64(3)}, map[string]any{"name": "master"},
-			}},
-		},
-	}}
-	if c := WorkloadConditions(wl); len(c) != 1 || c[0].Type != ConditionAdmitted {
-		t.Errorf("conditions %+v", c)
+// TestAdmittedCounts reads the counts of an admission's pod set
+// assignments; an assignment without one leaves its pod set whole.
+func TestAdmittedCounts(t *testing.T) {
+	wl := &kueuev1beta2.Workload{
+		Spec: kueuev1beta2.WorkloadSpec{Active: ptr.To(false)},
+		Status: kueuev1beta2.WorkloadStatus{Admission: &kueuev1beta2.Admission{ClusterQueue: "cq",
+			PodSetAssignments: []kueuev1beta2.PodSetAssignment{{Name: "worker", Count: ptr.To[int32](3)}, {Name: "master"}}}},
 	}
-	if WorkloadActive(wl) {
+	if Active(wl) {
 		t.Errorf("spec.active false reads as active")
-	}
-	if WorkloadAdmission(wl) == nil {
-		t.Errorf("no admission")
 	}
 	counts := admittedCounts(wl)
 	if len(counts) != 1 || counts["worker"] != 3 {
 		t.Errorf("admitted counts %v, want worker 3 only", counts)
 	}
-	if !WorkloadActive(&unstructured.Unstructured{Object: map[string]any{}}) {
+	if !Active(&kueuev1beta2.Workload{}) {
 		t.Errorf("a Workload without spec.active is active")
+	}
+}
+
+// TestPodsReadyCondition walks the condition through a job's life: not
+// ready before the first start, Started, WaitForRecovery when a pod is
+// lost (and while it stays lost), Recovered, and WaitForRecovery again.
+func TestPodsReadyCondition(t *testing.T) {
+	var current *metav1.Condition
+	for i, step := range []struct {
+		ready  bool
+		status metav1.ConditionStatus
+		reason string
+	}{
+		{false, metav1.ConditionFalse, kueuev1beta2.WorkloadWaitForStart},
+		{false, metav1.ConditionFalse, kueuev1beta2.WorkloadWaitForStart},
+		{true, metav1.ConditionTrue, kueuev1beta2.WorkloadStarted},
+		{true, metav1.ConditionTrue, kueuev1beta2.WorkloadStarted},
+		{false, metav1.ConditionFalse, kueuev1beta2.WorkloadWaitForRecovery},
+		{false, metav1.ConditionFalse, kueuev1beta2.WorkloadWaitForRecovery},
+		{true, metav1.ConditionTrue, kueuev1beta2.WorkloadRecovered},
+		{false, metav1.ConditionFalse, kueuev1beta2.WorkloadWaitForRecovery},
+	} {
+		next := PodsReadyCondition(current, step.ready)
+		if next.Type != kueuev1beta2.WorkloadPodsReady || next.Status != step.status || next.Reason != step.reason || next.Message == "" {
+			t.Fatalf("step %d (ready %v, from %+v): %s %s %s, want %s %s", i, step.ready, current,
+				next.Type, next.Status, next.Reason, step.status, step.reason)
+		}
+		current = &next
+	}
+	// Kueue's own reason before v0.16 ("PodsReady" while False) counts as
+	// not started.
+	old := &metav1.Condition{Type: kueuev1beta2.WorkloadPodsReady, Status: metav1.ConditionFalse, Reason: "PodsReady"}
+	if next := PodsReadyCondition(old, false); next.Reason != kueuev1beta2.WorkloadWaitForStart {
+		t.Errorf("from Kueue's old reason: %s, want %s", next.Reason, kueuev1beta2.WorkloadWaitForStart)
 	}
 }

@@ -59,12 +59,15 @@ const ReasonWaitingForGang = "WaitingForGang"
 // or the label kueue.x-k8s.io/queue-name), says whether it waits for
 // admission: True with ReasonWaitingForAdmission before it is admitted, or
 // with Kueue's eviction reason (Preempted, InactiveWorkload, ...) once it was
-// evicted; False with ReasonAdmitted while it may run. kubectl get shows the
-// reason of a True condition after the phase.
+// evicted; False with ReasonAdmitted while it may run, or with
+// ReasonUnqueued when the controller queues nothing (Kueue absent or
+// unusable) and the job runs outside any quota; the message says why.
+// kubectl get shows the reason of a True condition after the phase.
 const (
 	ConditionQueued           = "Queued"
 	ReasonWaitingForAdmission = "WaitingForAdmission"
 	ReasonAdmitted            = "Admitted"
+	ReasonUnqueued            = "Unqueued"
 )
 
 // TrainingJobStatus is what the controller observed of a job; both kinds
