@@ -31,13 +31,16 @@
 #                             PodGroup CRD scheduling.x-k8s.io/v1alpha1 installed (pods join a
 #                             group with the label scheduling.x-k8s.io/pod-group=<name>);
 #                             hack/build-test-binaries.sh then skips its build too
-#   LOCAL_KUEUE=0             no Kueue: without it Kueue v0.15.0 runs (component kueue) with
+#   LOCAL_KUEUE=0             no Kueue: without it Kueue v0.19.2 runs (component kueue) with
 #                             its CRDs kueue.x-k8s.io, its webhooks for Kueue's kinds and
 #                             batch/v1 Jobs, TensorFlowTrainingJob and PyTorchTrainingJob as
 #                             external frameworks, and the queues of hack/local/kueue/queues.yaml
 #                             (ClusterQueue cluster-queue for all namespaces, LocalQueue
 #                             default/user-queue); hack/build-test-binaries.sh then skips its build
 #   LOCAL_KUEUE_GPU_QUOTA=8   nvidia.com/gpu nominal quota of ClusterQueue cluster-queue
+#   LOCAL_KUEUE_PODS_READY_TIMEOUT=30m   Kueue's waitForPodsReady timeout (on, as in
+#                             Kueue v0.19's default configuration)
+#   LOCAL_KUEUE_V1BETA1=1     0 marks kueue.x-k8s.io/v1beta1 unserved, as Kueue v0.20 does
 #   LOCAL_TIMEOUT=120         seconds to wait for each component
 #   LOCAL_APISERVER_EXTRA_ARGS, LOCAL_TRAINING_APISERVER_EXTRA_ARGS,
 #   LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS   extra flags (space separated)

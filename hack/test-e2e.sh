@@ -11,6 +11,8 @@
 #   E2E_RESTART      hack/local-restart.sh: "$E2E_RESTART [--stop|--start] training-apiserver"
 #   E2E_FAKE_NODES   number of fake (kwok) nodes; E2E_NODE_GPUS: nvidia.com/gpu per node
 #   E2E_REAL_NODE    1 when the stack runs its real node (hack/lib/node.sh)
+#   E2E_KUEUE_PODS_READY_TIMEOUT  Kueue's waitForPodsReady timeout (60s here)
+#   E2E_KUEUE_V1BETA1  1 when the stack serves Kueue's v1beta1 (0 here, as Kueue v0.20)
 # After the stack is down, it fails when the real node left anything on the
 # host (node_leftovers).
 # Extra go test flags: E2E_GO_TEST_FLAGS (e.g. "-run TestPause -v").
@@ -49,6 +51,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Kueue as v0.20 serves it (v1beta1 unserved: the controller must not need
+# it), with waitForPodsReady's timeout short enough for a test to pass it.
+export LOCAL_KUEUE_V1BETA1="${LOCAL_KUEUE_V1BETA1:-0}"
+export LOCAL_KUEUE_PODS_READY_TIMEOUT="${LOCAL_KUEUE_PODS_READY_TIMEOUT:-60s}"
+
 # Our components run as the ServiceAccounts of artifacts/deploy, so every
 # scenario also shows the installation's RBAC is enough.
 use_service_account_identities "${LOCAL_DIR}-identities"
@@ -69,6 +76,8 @@ export E2E_RESTART="${HACK_DIR}/local-restart.sh"
 export E2E_FAKE_NODES="${LOCAL_FAKE_NODES}"
 export E2E_NODE_GPUS="${LOCAL_NODE_GPUS}"
 export E2E_REAL_NODE="${LOCAL_REAL_NODE_RUNNING}"
+export E2E_KUEUE_PODS_READY_TIMEOUT="${LOCAL_KUEUE_PODS_READY_TIMEOUT}"
+export E2E_KUEUE_V1BETA1="${LOCAL_KUEUE_V1BETA1}"
 
 # Word splitting of the extra flags is intended.
 # shellcheck disable=SC2086

@@ -34,7 +34,7 @@ LOCAL_SETTINGS=(
   LOCAL_TRAINING_METRICS_PORT LOCAL_TRAINING_HEALTH_PORT LOCAL_FAKE_NODES LOCAL_NODE_CPU
   LOCAL_NODE_MEMORY LOCAL_NODE_PODS LOCAL_NODE_GPUS LOCAL_SKIP_TRAINING LOCAL_GANG_WORKLOAD
   LOCAL_SCHEDULER_PLUGINS LOCAL_KUEUE LOCAL_KUEUE_WEBHOOK_PORT LOCAL_KUEUE_METRICS_PORT
-  LOCAL_KUEUE_HEALTH_PORT LOCAL_KUEUE_GPU_QUOTA LOCAL_TIMEOUT
+  LOCAL_KUEUE_HEALTH_PORT LOCAL_KUEUE_GPU_QUOTA LOCAL_KUEUE_PODS_READY_TIMEOUT LOCAL_KUEUE_V1BETA1 LOCAL_TIMEOUT
   LOCAL_APISERVER_EXTRA_ARGS LOCAL_TRAINING_APISERVER_EXTRA_ARGS LOCAL_TRAINING_APISERVER_ENV
   LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS LOCAL_REAL_NODE LOCAL_REAL_NODE_RUNNING
 )
@@ -69,11 +69,20 @@ LOCAL_SETTINGS=(
 # hack/local/kueue/queues.yaml, whose ClusterQueue cluster-queue has
 # LOCAL_KUEUE_GPU_QUOTA nvidia.com/gpu. It lists TensorFlowTrainingJob and
 # PyTorchTrainingJob as external frameworks (hack/local/kueue/kueue-config.yaml).
+# Its configuration is Kueue's default but for two settings:
+#   LOCAL_KUEUE_PODS_READY_TIMEOUT  waitForPodsReady's timeout (on by default from
+#                                   Kueue v0.19; 30m as Kueue's default; the e2e
+#                                   tests shorten it, never switch it off)
+#   LOCAL_KUEUE_V1BETA1             1 serves kueue.x-k8s.io/v1beta1 beside v1beta2, as
+#                                   Kueue v0.19 ships; 0 marks it unserved in every
+#                                   CRD, as Kueue v0.20 does (the e2e tests run so)
 : "${LOCAL_KUEUE:=1}"
 : "${LOCAL_KUEUE_WEBHOOK_PORT:=16263}"
 : "${LOCAL_KUEUE_METRICS_PORT:=16264}"
 : "${LOCAL_KUEUE_HEALTH_PORT:=16265}"
 : "${LOCAL_KUEUE_GPU_QUOTA:=8}"
+: "${LOCAL_KUEUE_PODS_READY_TIMEOUT:=30m}"
+: "${LOCAL_KUEUE_V1BETA1:=1}"
 : "${LOCAL_TIMEOUT:=120}"
 : "${LOCAL_APISERVER_EXTRA_ARGS:=}"
 : "${LOCAL_TRAINING_APISERVER_EXTRA_ARGS:=}"
@@ -114,8 +123,8 @@ KWOK_USER="local-kwok"
 # its certificate rotator keeps the serving certificate in KUEUE_WEBHOOK_SECRET
 # and writes its CA into the caBundle of the webhook configurations
 # kueue-mutating-webhook-configuration and kueue-validating-webhook-configuration
-# (names Kueue v0.15.0 derives from the Service's) and of the CRDs in
-# KUEUE_CONVERSION_CRDS (those it converts between v1beta1, stored, and v1beta2).
+# (names Kueue derives from the Service's) and of the CRDs in
+# KUEUE_CONVERSION_CRDS (those it converts between v1beta1 and v1beta2, stored).
 KUEUE_USER="system:kueue"
 KUEUE_NAMESPACE="kueue-system"
 KUEUE_WEBHOOK_SERVICE="kueue-webhook-service"
@@ -717,7 +726,7 @@ wait_component() {
       wait_until kueue "Kueue's webhook certificate in ${KUEUE_NAMESPACE}/${KUEUE_WEBHOOK_SECRET}" "${t}" kueue_sync_certs
       wait_until kueue "kueue /readyz on 127.0.0.1:${LOCAL_KUEUE_HEALTH_PORT}" "${t}" \
         curl -fsS --max-time 5 "http://127.0.0.1:${LOCAL_KUEUE_HEALTH_PORT}/readyz"
-      wait_until kueue "Kueue's webhooks (a dry-run v1beta1 ClusterQueue through kube-apiserver)" "${t}" kueue_webhooks_answer
+      wait_until kueue "Kueue's webhooks (a dry-run ClusterQueue through kube-apiserver)" "${t}" kueue_webhooks_answer
       ;;
     kwok)
       wait_until kwok "kwok /healthz on 127.0.0.1:${LOCAL_KWOK_PORT}" "${t}" \
@@ -876,13 +885,15 @@ generate_kueue_configs() {
     -e "s|@METRICS_PORT@|${LOCAL_KUEUE_METRICS_PORT}|g" \
     -e "s|@WEBHOOK_PORT@|${port}|g" \
     -e "s|@CERT_DIR@|$(kueue_cert_dir)|g" \
+    -e "s|@PODS_READY_TIMEOUT@|${LOCAL_KUEUE_PODS_READY_TIMEOUT}|g" \
     "${LOCAL_HACK_DIR}/kueue/kueue-config.yaml" >"${LOCAL_CONFIG_DIR}/kueue.yaml"
   sed -e "s|@WEBHOOK_PORT@|${port}|g" \
     "${LOCAL_HACK_DIR}/kueue/system.yaml" >"${LOCAL_CONFIG_DIR}/kueue-system.yaml"
 
   # Every CRD of the module (Kueue's controllers watch most of them); those it
-  # converts between v1beta1 (stored) and v1beta2 get the conversion webhook,
+  # converts between v1beta1 and v1beta2 (stored) get the conversion webhook,
   # as Kueue's kustomization patches them (config/components/crd/patches).
+  # With LOCAL_KUEUE_V1BETA1=0, v1beta1 is marked unserved (kueue_crd_versions).
   out="${LOCAL_CONFIG_DIR}/kueue-crds.yaml"
   : >"${out}"
   for crd in "${bases}"/kueue.x-k8s.io_*.yaml; do
@@ -890,7 +901,7 @@ generate_kueue_configs() {
     name="${name#kueue.x-k8s.io_}"
     if [[ " ${KUEUE_CONVERSION_CRDS[*]} " == *" ${name} "* ]]; then
       [[ "$(grep -c '^spec:$' "${crd}")" == 1 ]] || die "${crd}: expected one top-level spec:"
-      sed -e "/^spec:\$/a\\
+      kueue_crd_versions <"${crd}" | sed -e "/^spec:\$/a\\
   conversion:\\
     strategy: Webhook\\
     webhook:\\
@@ -901,9 +912,9 @@ generate_kueue_configs() {
           path: /convert\\
           port: ${port}\\
       conversionReviewVersions:\\
-      - v1" "${crd}" >>"${out}"
+      - v1" >>"${out}"
     else
-      cat "${crd}" >>"${out}"
+      kueue_crd_versions <"${crd}" >>"${out}"
     fi
   done
   for name in "${KUEUE_CONVERSION_CRDS[@]}"; do
@@ -947,6 +958,23 @@ generate_kueue_configs() {
     "${LOCAL_HACK_DIR}/kueue/queues.yaml" >"${LOCAL_CONFIG_DIR}/kueue-queues.yaml"
 }
 
+# kueue_crd_versions copies a Kueue CRD from stdin to stdout; with
+# LOCAL_KUEUE_V1BETA1=0 its v1beta1 version is not served, as in Kueue v0.20
+# (kueue#14558). controller-gen writes each version as "  - ..." with
+# "    name:" and "    served:" inside it.
+kueue_crd_versions() {
+  if [[ "${LOCAL_KUEUE_V1BETA1}" != 0 ]]; then
+    cat
+    return
+  fi
+  awk '
+    /^  - / { version = "" }
+    /^    name: / { version = $2 }
+    /^    served: true$/ && version == "v1beta1" { print "    served: false"; next }
+    { print }
+  '
+}
+
 kueue_crds_established() {
   local n
   n="$(kubectl_local get crd -o jsonpath='{range .items[*]}{.spec.group} {.status.conditions[?(@.type=="Established")].status}{"\n"}{end}' |
@@ -981,12 +1009,11 @@ kueue_sync_certs() {
   base64 -d <<<"${crt}" >"${dir}/tls.crt.tmp" && mv -f "${dir}/tls.crt.tmp" "${dir}/tls.crt"
 }
 
-# kueue_webhooks_answer: a v1beta1 ClusterQueue, created as a dry run, goes
-# through the conversion webhook (the admission webhooks take v1beta2) and
+# kueue_webhooks_answer: a ClusterQueue, created as a dry run, goes through
 # Kueue's mutating and validating webhooks.
 kueue_webhooks_answer() {
   kubectl_local create --dry-run=server -o name -f - <<EOF
-apiVersion: kueue.x-k8s.io/v1beta1
+apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
 metadata:
   name: local-up-webhook-check

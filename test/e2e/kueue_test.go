@@ -23,8 +23,9 @@ import (
 	"testing"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/test/e2e/framework"
@@ -109,7 +110,7 @@ func TestKueueQuota(t *testing.T) {
 			if err != nil {
 				return false, err
 			}
-			if !workloadCondition(wl, "Finished") {
+			if !apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueuev1beta2.WorkloadFinished) {
 				return false, nil
 			}
 		}
@@ -193,8 +194,7 @@ func TestKueuePauseQueued(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		active, found, _ := unstructured.NestedBool(wl.Object, "spec", "active")
-		return found && !active, nil
+		return wl.Spec.Active != nil && !*wl.Spec.Active, nil
 	})
 	f.WaitForPhase(second, v1beta1.JobPaused)
 	f.MustAction(second, "resume", "")
@@ -203,20 +203,8 @@ func TestKueuePauseQueued(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		active, found, _ := unstructured.NestedBool(wl.Object, "spec", "active")
-		return !found || active, nil
+		return wl.Spec.Active == nil || *wl.Spec.Active, nil
 	})
 	checkSucceeded(t, f.WaitForPhase(first, v1beta1.JobSucceeded))
 	checkSucceeded(t, f.WaitForPhase(second, v1beta1.JobSucceeded))
-}
-
-func workloadCondition(wl *unstructured.Unstructured, typ string) bool {
-	conds, _, _ := unstructured.NestedSlice(wl.Object, "status", "conditions")
-	for _, c := range conds {
-		m, ok := c.(map[string]any)
-		if ok && m["type"] == typ && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
 }

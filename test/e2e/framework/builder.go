@@ -63,6 +63,8 @@ type JobBuilder struct {
 	sched   *v1beta1.SchedulePolicy
 	pool    *NodePool
 	gpus    int64
+	// selector is added to every replica's node selector.
+	selector map[string]string
 }
 
 type replicaOptions struct {
@@ -258,6 +260,15 @@ func (b *JobBuilder) OnPool(pool *NodePool) *JobBuilder {
 	return b
 }
 
+// NodeSelector adds a node label that every replica's pods require.
+func (b *JobBuilder) NodeSelector(key, value string) *JobBuilder {
+	if b.selector == nil {
+		b.selector = map[string]string{}
+	}
+	b.selector[key] = value
+	return b
+}
+
 // Kind is the kind the builder builds.
 func (b *JobBuilder) Kind() Kind { return b.kind }
 
@@ -275,6 +286,12 @@ func (b *JobBuilder) common() v1beta1.TrainingJobSpec {
 		if b.pool != nil {
 			s.Template.Spec.NodeSelector = b.pool.Selector()
 			s.Template.Spec.Tolerations = []corev1.Toleration{b.pool.Toleration()}
+		}
+		for k, v := range b.selector {
+			if s.Template.Spec.NodeSelector == nil {
+				s.Template.Spec.NodeSelector = map[string]string{}
+			}
+			s.Template.Spec.NodeSelector[k] = v
 		}
 		o := b.perType[string(s.Type)]
 		if o == nil {

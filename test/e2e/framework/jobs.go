@@ -23,6 +23,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/retry"
 
@@ -162,6 +163,17 @@ func (f *Framework) Pods(ref JobRef) []corev1.Pod {
 		f.T.Fatalf("listing pods of %s: %v", ref, err)
 	}
 	return pods
+}
+
+// JobEvents lists the events recorded on the job.
+func (f *Framework) JobEvents(ctx context.Context, ref JobRef) ([]corev1.Event, error) {
+	list, err := f.Kube.CoreV1().Events(ref.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.Set{"involvedObject.name": ref.Name, "involvedObject.kind": string(ref.Kind)}.String(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
 }
 
 // ActionBody is the request body of an action subresource.

@@ -18,30 +18,34 @@ package framework
 
 import (
 	"context"
-	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 )
 
-// Kueue's resources, as the e2e tests create and read them.
-var (
-	KueueWorkloads       = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "workloads"}
-	kueueClusterQueues   = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "clusterqueues"}
-	kueueLocalQueues     = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "localqueues"}
-	kueueResourceFlavors = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "resourceflavors"}
-)
-
-// KueueServed says whether the stack runs Kueue (its Workloads are served).
+// KueueServed says whether the stack runs Kueue: it serves v1beta2
+// Workloads, the version the controller uses.
 func (f *Framework) KueueServed() bool {
-	list, err := f.Kube.Discovery().ServerResourcesForGroupVersion("kueue.x-k8s.io/v1beta1")
+	return f.serves("kueue.x-k8s.io/v1beta2", "workloads")
+}
+
+// KueueV1beta1Served says whether the stack still serves Kueue's v1beta1,
+// which Kueue v0.20 stops serving and the e2e stack marks unserved.
+func (f *Framework) KueueV1beta1Served() bool {
+	return f.serves("kueue.x-k8s.io/v1beta1", "workloads")
+}
+
+func (f *Framework) serves(groupVersion, resource string) bool {
+	list, err := f.Kube.Discovery().ServerResourcesForGroupVersion(groupVersion)
 	if err != nil {
 		return false
 	}
 	for _, r := range list.APIResources {
-		if r.Name == "workloads" {
+		if r.Name == resource {
 			return true
 		}
 	}
@@ -58,78 +62,77 @@ func (f *Framework) Dynamic() dynamic.Interface {
 	return d
 }
 
+// Kueue is Kueue's typed clientset on the admin credentials.
+func (f *Framework) Kueue() kueueclient.Interface {
+	f.T.Helper()
+	c, err := kueueclient.NewForConfig(f.Config)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	return c
+}
+
 // NewKueueQueue gives the test a queue of its own: a ResourceFlavor that
 // places pods on pool (its node labels and toleration; any node without a
-// pool), a ClusterQueue with
-// gpus GPUs of it that preempts lower priorities, and a LocalQueue named
-// queue in the test's namespace, whose name it returns. The cluster-scoped
-// ones are deleted when the test ends, the LocalQueue with the namespace.
+// pool), a ClusterQueue with gpus GPUs of it that preempts lower
+// priorities, and a LocalQueue named queue in the test's namespace, whose
+// name it returns. The cluster-scoped ones are deleted when the test ends,
+// the LocalQueue with the namespace.
 func (f *Framework) NewKueueQueue(pool *NodePool, gpus int64, queue string) string {
 	f.T.Helper()
-	d := f.Dynamic()
-	ctx := f.Context()
-	name := f.Namespace
-	flavor := map[string]any{}
+	flavor := &kueuev1beta2.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: f.Namespace}}
 	if pool != nil {
-		labels := map[string]any{}
-		for k, v := range pool.Selector() {
-			labels[k] = v
-		}
-		tol := pool.Toleration()
-		flavor = map[string]any{"nodeLabels": labels, "tolerations": []any{map[string]any{
-			"key": tol.Key, "operator": string(tol.Operator), "value": tol.Value, "effect": string(tol.Effect)}}}
+		flavor.Spec.NodeLabels = pool.Selector()
+		flavor.Spec.Tolerations = []corev1.Toleration{pool.Toleration()}
 	}
-	objects := []struct {
-		gvr schema.GroupVersionResource
-		obj map[string]any
-	}{
-		{kueueResourceFlavors, map[string]any{
-			"kind": "ResourceFlavor", "metadata": map[string]any{"name": name}, "spec": flavor,
-		}},
-		{kueueClusterQueues, map[string]any{
-			"kind": "ClusterQueue", "metadata": map[string]any{"name": name},
-			"spec": map[string]any{
-				"namespaceSelector": map[string]any{},
-				"preemption":        map[string]any{"withinClusterQueue": "LowerPriority"},
-				"resourceGroups": []any{map[string]any{
-					"coveredResources": []any{"cpu", "memory", string(ResourceGPU)},
-					"flavors": []any{map[string]any{"name": name, "resources": []any{
-						map[string]any{"name": "cpu", "nominalQuota": "1000"},
-						map[string]any{"name": "memory", "nominalQuota": "10Ti"},
-						map[string]any{"name": string(ResourceGPU), "nominalQuota": fmt.Sprint(gpus)},
-					}}},
-				}},
-			},
-		}},
-		{kueueLocalQueues, map[string]any{
-			"kind": "LocalQueue", "metadata": map[string]any{"name": queue, "namespace": f.Namespace},
-			"spec": map[string]any{"clusterQueue": name},
-		}},
-	}
-	for _, o := range objects {
-		u := &unstructured.Unstructured{Object: o.obj}
-		u.SetAPIVersion("kueue.x-k8s.io/v1beta1")
-		ri := d.Resource(o.gvr)
-		var err error
-		if u.GetNamespace() != "" {
-			_, err = ri.Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
-		} else {
-			_, err = ri.Create(ctx, u, metav1.CreateOptions{})
-			gvr, n := o.gvr, u.GetName()
-			f.T.Cleanup(func() { _ = d.Resource(gvr).Delete(context.Background(), n, metav1.DeleteOptions{}) })
-		}
-		if err != nil {
-			f.T.Fatalf("creating %s %s: %v", o.gvr.Resource, u.GetName(), err)
-		}
-	}
+	f.NewKueueQueueWithFlavor(flavor, gpus, queue)
 	return queue
 }
 
+// NewKueueQueueWithFlavor is NewKueueQueue on a flavor the test builds; the
+// ClusterQueue takes the flavor's name.
+func (f *Framework) NewKueueQueueWithFlavor(flavor *kueuev1beta2.ResourceFlavor, gpus int64, queue string) {
+	f.T.Helper()
+	kc := f.Kueue().KueueV1beta2()
+	ctx := f.Context()
+	name := flavor.Name
+	if _, err := kc.ResourceFlavors().Create(ctx, flavor, metav1.CreateOptions{}); err != nil {
+		f.T.Fatalf("creating ResourceFlavor %s: %v", name, err)
+	}
+	f.T.Cleanup(func() { _ = kc.ResourceFlavors().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	cq := &kueuev1beta2.ClusterQueue{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: kueuev1beta2.ClusterQueueSpec{
+			NamespaceSelector: &metav1.LabelSelector{},
+			Preemption:        &kueuev1beta2.ClusterQueuePreemption{WithinClusterQueue: kueuev1beta2.PreemptionPolicyLowerPriority},
+			ResourceGroups: []kueuev1beta2.ResourceGroup{{
+				CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, ResourceGPU},
+				Flavors: []kueuev1beta2.FlavorQuotas{{Name: kueuev1beta2.ResourceFlavorReference(name), Resources: []kueuev1beta2.ResourceQuota{
+					{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("1000")},
+					{Name: corev1.ResourceMemory, NominalQuota: resource.MustParse("10Ti")},
+					{Name: ResourceGPU, NominalQuota: *resource.NewQuantity(gpus, resource.DecimalSI)},
+				}}},
+			}},
+		},
+	}
+	if _, err := kc.ClusterQueues().Create(ctx, cq, metav1.CreateOptions{}); err != nil {
+		f.T.Fatalf("creating ClusterQueue %s: %v", name, err)
+	}
+	f.T.Cleanup(func() { _ = kc.ClusterQueues().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	lq := &kueuev1beta2.LocalQueue{
+		ObjectMeta: metav1.ObjectMeta{Name: queue, Namespace: f.Namespace},
+		Spec:       kueuev1beta2.LocalQueueSpec{ClusterQueue: kueuev1beta2.ClusterQueueReference(name)},
+	}
+	if _, err := kc.LocalQueues(f.Namespace).Create(ctx, lq, metav1.CreateOptions{}); err != nil {
+		f.T.Fatalf("creating LocalQueue %s: %v", queue, err)
+	}
+}
+
 // Workload returns the job's Kueue Workload.
-func (f *Framework) Workload(ctx context.Context, ref JobRef) (*unstructured.Unstructured, error) {
+func (f *Framework) Workload(ctx context.Context, ref JobRef) (*kueuev1beta2.Workload, error) {
 	prefix := "tj-"
 	if ref.Kind == KindPyTorch {
 		prefix = "pj-"
 	}
-	return f.Dynamic().Resource(KueueWorkloads).Namespace(f.Namespace).Get(ctx, prefix+ref.Name, metav1.GetOptions{})
+	return f.Kueue().KueueV1beta2().Workloads(f.Namespace).Get(ctx, prefix+ref.Name, metav1.GetOptions{})
 }
