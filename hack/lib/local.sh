@@ -1131,6 +1131,8 @@ metadata:
     kubernetes.io/os: linux
     kubernetes.io/arch: amd64
     nvidia.com/gpu.present: "true"
+    topology.tensorstack.dev/block: block-$((i / 4))
+    topology.tensorstack.dev/rack: rack-$((i / 2))
 status:
   capacity:
     cpu: "${LOCAL_NODE_CPU}"

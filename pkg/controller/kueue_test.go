@@ -18,6 +18,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -32,6 +33,7 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueuefake "sigs.k8s.io/kueue/client-go/clientset/versioned/fake"
 
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/kueue"
 )
@@ -420,5 +422,46 @@ func TestKueueUnqueued(t *testing.T) {
 	}
 	if c := condition(f.status(plain), v1beta1.ConditionQueued); c != nil {
 		t.Errorf("a job naming no queue has Queued %+v", c)
+	}
+}
+
+// TestKueueTopologyPlacement: a job admitted with a topology assignment
+// gets its pods behind Kueue's topology gate, labelled with their pod set
+// and annotated with their Workload, so that Kueue's ungater gives each its
+// domain; a job admitted without one gets no gate.
+func TestKueueTopologyPlacement(t *testing.T) {
+	for _, tas := range []bool{true, false} {
+		t.Run(fmt.Sprintf("tas=%v", tas), func(t *testing.T) {
+			job := gpuJob("p").withGang("user-queue", 0).obj()
+			job.SetAnnotations(map[string]string{batch.AnnotationRequiredTopology: "rack"})
+			f := newKueueFixture(t, []runtime.Object{resourceFlavor("gpu-a", nil)}, job)
+			f.step(job)
+			sets := f.workload("pj-p").Spec.PodSets
+			if r := sets[1].TopologyRequest; r == nil || ptr.Deref(r.Required, "") != "rack" {
+				t.Fatalf("worker pod set topologyRequest %+v, want rack required", r)
+			}
+			f.setWorkload("pj-p", func(wl *kueuev1beta2.Workload) {
+				admit("gpu-a", "master", "worker")(wl)
+				if tas {
+					for i := range wl.Status.Admission.PodSetAssignments {
+						wl.Status.Admission.PodSetAssignments[i].TopologyAssignment = &kueuev1beta2.TopologyAssignment{Levels: []string{"rack"}}
+					}
+				}
+			})
+			f.mustSync(job)
+			created := f.createdPods()
+			if len(created) != 4 {
+				t.Fatalf("created %v, want 4 pods", names(created))
+			}
+			for _, p := range created {
+				gated := len(p.Spec.SchedulingGates) == 1 && p.Spec.SchedulingGates[0].Name == kueuev1beta2.TopologySchedulingGate
+				labelled := p.Labels["kueue.x-k8s.io/podset"] == p.Labels[v1beta1.LabelReplicaType] &&
+					p.Annotations[kueuev1beta2.WorkloadAnnotation] == "pj-p"
+				if gated != tas || labelled != tas {
+					t.Errorf("pod %s: gates %v podset label %q workload annotation %q, want TAS's only with a topology assignment",
+						p.Name, p.Spec.SchedulingGates, p.Labels["kueue.x-k8s.io/podset"], p.Annotations[kueuev1beta2.WorkloadAnnotation])
+				}
+			}
+		})
 	}
 }

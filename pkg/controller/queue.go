@@ -155,7 +155,7 @@ func (r *reconciler) actOnQueue(ctx context.Context) error {
 		Phase: r.status.Phase, Now: r.now}
 	if !want.Phase.IsFinished() {
 		var err error
-		if want.PodSets, want.Digest, err = kueue.PodSets(r.topo.Groups, r.elasticMinCount); err != nil {
+		if want.PodSets, want.Digest, err = kueue.PodSets(r.job.GetAnnotations(), r.topo.Groups, r.elasticMinCount); err != nil {
 			return err
 		}
 	}

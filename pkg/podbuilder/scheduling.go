@@ -61,13 +61,15 @@ func T9kScheduler(spec *v1beta1.TrainingJobSpec) *v1beta1.T9kScheduler {
 }
 
 // Placement is what a queue's admission asks of one replica type's pods:
-// the assigned flavors' node labels and tolerations, and the admission
-// checks' updates.
+// the assigned flavors' node labels and tolerations, the admission checks'
+// updates, and the scheduling gates the queue lifts itself (Kueue's
+// topology gate).
 type Placement struct {
-	NodeSelector map[string]string
-	Tolerations  []corev1.Toleration
-	Labels       map[string]string
-	Annotations  map[string]string
+	NodeSelector    map[string]string
+	Tolerations     []corev1.Toleration
+	Labels          map[string]string
+	Annotations     map[string]string
+	SchedulingGates []string
 }
 
 // place applies the placement to a replica's pod. The job's own labels are
@@ -87,5 +89,8 @@ func (p *Placement) place(pod *corev1.Pod) {
 	}
 	for k, v := range p.Annotations {
 		pod.Annotations[k] = v
+	}
+	for _, gate := range p.SchedulingGates {
+		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: gate})
 	}
 }

@@ -208,3 +208,21 @@ func TestKueuePauseQueued(t *testing.T) {
 	checkSucceeded(t, f.WaitForPhase(first, v1beta1.JobSucceeded))
 	checkSucceeded(t, f.WaitForPhase(second, v1beta1.JobSucceeded))
 }
+
+// TestKueueMissingQueue: a job naming a LocalQueue that does not exist
+// waits with no pod, and its Queued condition carries Kueue's word on it.
+func TestKueueMissingQueue(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t, "kueue-noqueue")
+	needsKueue(t, f)
+	ref := f.Create(fourGPUJob("lost", "no-such-queue"))
+	job := f.WaitForJob(ref, "queued, naming the missing queue", framework.Timeout, func(job v1beta1.TrainingJob) (bool, error) {
+		c := framework.Condition(job, v1beta1.ConditionQueued)
+		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "no-such-queue") &&
+			strings.Contains(c.Message, "exist"), nil
+	})
+	t.Logf("queued: %s", framework.Condition(job, v1beta1.ConditionQueued).Message)
+	if pods := f.Pods(ref); len(pods) != 0 {
+		t.Errorf("pods %v of a job whose queue does not exist", podSummary(pods))
+	}
+}

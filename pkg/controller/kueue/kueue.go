@@ -34,6 +34,9 @@ limitations under the License.
 //     with the node labels and tolerations of the ResourceFlavors the
 //     admission assigned to each pod set, and the labels, annotations, node
 //     selector and tolerations of admission checks' pod set updates;
+//   - asks for topology-aware placement (Kueue's TAS) where the job does
+//     (batch.TopologyOf; topology.go), and holds TAS-admitted pods at
+//     Kueue's topology gate until Kueue gives each its domain;
 //   - reports the Workload's PodsReady condition, which Kueue's
 //     waitForPodsReady (on by default from v0.19) waits for: see
 //     PodsReadyCondition;
@@ -55,8 +58,7 @@ limitations under the License.
 // Of jobframework's features, these are not supported: partial admission
 // beyond an elastic job's minCount (a training job needs all its
 // replicas), reclaimable pods (pods of finished replicas keep their quota
-// until the job ends), workload slices, topology-aware scheduling,
-// MultiKueue. The Workload carries no finalizer: the garbage collector
+// until the job ends), workload slices, MultiKueue. The Workload carries no finalizer: the garbage collector
 // deletes it with its job, and Kueue frees the quota of a deleted Workload.
 package kueue
 

@@ -32,6 +32,7 @@ import (
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/owner"
 	"tensorstack.dev/training/pkg/podbuilder"
@@ -45,23 +46,26 @@ const AnnotationPodSets = v1beta1.GroupName + "/pod-sets"
 // PodSets are a job's pod sets: one per replica type with replicas, in
 // rank order, and a digest of them. minCount gives the minCount of the
 // pod set of the group at an index, 0 for none (an elastic job's scaled
-// group may be admitted partially).
-func PodSets(groups []podbuilder.ReplicaGroup, minCount func(gi int) int32) ([]kueuev1beta2.PodSet, string, error) {
+// group may be admitted partially). jobAnnotations are the job's: a
+// topology request there is for all its pods together.
+func PodSets(jobAnnotations map[string]string, groups []podbuilder.ReplicaGroup, minCount func(gi int) int32) ([]kueuev1beta2.PodSet, string, error) {
 	var sets []kueuev1beta2.PodSet
 	for gi, g := range groups {
 		if g.Replicas == 0 {
 			continue
 		}
 		set := kueuev1beta2.PodSet{
-			Name:     kueuev1beta2.PodSetReference(g.Type),
-			Count:    g.Replicas,
-			Template: *g.Spec.Template.DeepCopy(),
+			Name:            kueuev1beta2.PodSetReference(g.Type),
+			Count:           g.Replicas,
+			Template:        *g.Spec.Template.DeepCopy(),
+			TopologyRequest: topologyRequest(batch.TopologyOf(jobAnnotations, g.Spec.Template.Annotations)),
 		}
 		if n := minCount(gi); n > 0 {
 			set.MinCount = ptr.To(n)
 		}
 		sets = append(sets, set)
 	}
+	groupWholeJob(sets)
 	data, err := json.Marshal(sets)
 	if err != nil {
 		return nil, "", err
@@ -294,6 +298,9 @@ func (q *Queue) Placements(ctx context.Context, wl *kueuev1beta2.Workload) (map[
 	for _, a := range wl.Status.Admission.PodSetAssignments {
 		p := &podbuilder.Placement{NodeSelector: map[string]string{}, Labels: map[string]string{}, Annotations: map[string]string{}}
 		placements[v1beta1.ReplicaType(a.Name)] = p
+		if a.TopologyAssignment != nil {
+			placeInTopology(p, wl.Name, a.Name)
+		}
 		for _, flavor := range a.Flavors {
 			rf, seen := flavors[flavor]
 			if !seen {

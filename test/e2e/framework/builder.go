@@ -65,6 +65,8 @@ type JobBuilder struct {
 	gpus    int64
 	// selector is added to every replica's node selector.
 	selector map[string]string
+	// annotations are the job's.
+	annotations map[string]string
 }
 
 type replicaOptions struct {
@@ -260,6 +262,15 @@ func (b *JobBuilder) OnPool(pool *NodePool) *JobBuilder {
 	return b
 }
 
+// Annotate sets an annotation on the job.
+func (b *JobBuilder) Annotate(key, value string) *JobBuilder {
+	if b.annotations == nil {
+		b.annotations = map[string]string{}
+	}
+	b.annotations[key] = value
+	return b
+}
+
 // NodeSelector adds a node label that every replica's pods require.
 func (b *JobBuilder) NodeSelector(key, value string) *JobBuilder {
 	if b.selector == nil {
@@ -320,7 +331,7 @@ func (b *JobBuilder) common() v1beta1.TrainingJobSpec {
 }
 
 func (b *JobBuilder) meta(namespace string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: b.name, Namespace: namespace, Labels: b.labels}
+	return metav1.ObjectMeta{Name: b.name, Namespace: namespace, Labels: b.labels, Annotations: b.annotations}
 }
 
 // Build returns the job object in namespace.

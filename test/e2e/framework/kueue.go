@@ -18,11 +18,13 @@ package framework
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 )
@@ -126,6 +128,44 @@ func (f *Framework) NewKueueQueueWithFlavor(flavor *kueuev1beta2.ResourceFlavor,
 	if _, err := kc.LocalQueues(f.Namespace).Create(ctx, lq, metav1.CreateOptions{}); err != nil {
 		f.T.Fatalf("creating LocalQueue %s: %v", queue, err)
 	}
+}
+
+// Topology levels of a NewTopologyQueue, as node labels.
+const (
+	LabelBlock = "e2e.tensorstack.dev/block"
+	LabelRack  = "e2e.tensorstack.dev/rack"
+)
+
+// NewTopologyQueue gives the test a queue whose flavor places pods by
+// Kueue's topology-aware scheduling on a pool of racks × nodesPerRack
+// nodes of gpus GPUs each, in one block: a Topology (block, rack,
+// hostname), a ResourceFlavor that uses it, a ClusterQueue of quota GPUs
+// and the LocalQueue queue. Rack j's nodes carry LabelRack <namespace>-r<j>.
+func (f *Framework) NewTopologyQueue(racks, nodesPerRack int, gpus, quota int64, queue string) *NodePool {
+	f.T.Helper()
+	pool := f.NewLabelledNodePool(racks*nodesPerRack, gpus, func(i int) map[string]string {
+		return map[string]string{LabelBlock: f.Namespace + "-b0", LabelRack: fmt.Sprintf("%s-r%d", f.Namespace, i/nodesPerRack)}
+	})
+	kc := f.Kueue().KueueV1beta2()
+	topology := &kueuev1beta2.Topology{
+		ObjectMeta: metav1.ObjectMeta{Name: f.Namespace},
+		Spec: kueuev1beta2.TopologySpec{Levels: []kueuev1beta2.TopologyLevel{
+			{NodeLabel: LabelBlock}, {NodeLabel: LabelRack}, {NodeLabel: corev1.LabelHostname},
+		}},
+	}
+	if _, err := kc.Topologies().Create(f.Context(), topology, metav1.CreateOptions{}); err != nil {
+		f.T.Fatalf("creating Topology %s: %v", topology.Name, err)
+	}
+	f.T.Cleanup(func() { _ = kc.Topologies().Delete(context.Background(), topology.Name, metav1.DeleteOptions{}) })
+	f.NewKueueQueueWithFlavor(&kueuev1beta2.ResourceFlavor{
+		ObjectMeta: metav1.ObjectMeta{Name: f.Namespace},
+		Spec: kueuev1beta2.ResourceFlavorSpec{
+			NodeLabels:   pool.Selector(),
+			Tolerations:  []corev1.Toleration{pool.Toleration()},
+			TopologyName: ptr.To(kueuev1beta2.TopologyReference(topology.Name)),
+		},
+	}, quota, queue)
+	return pool
 }
 
 // Workload returns the job's Kueue Workload.

@@ -51,6 +51,13 @@ func (p *NodePool) Toleration() corev1.Toleration {
 // after the test's namespace, and deletes them when the test ends.
 func (f *Framework) NewNodePool(n int, gpus int64) *NodePool {
 	f.T.Helper()
+	return f.NewLabelledNodePool(n, gpus, nil)
+}
+
+// NewLabelledNodePool is NewNodePool whose i-th node also carries
+// labels(i), when labels is not nil.
+func (f *Framework) NewLabelledNodePool(n int, gpus int64, labels func(i int) map[string]string) *NodePool {
+	f.T.Helper()
 	pool := &NodePool{Name: f.Namespace}
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("64"),
@@ -60,11 +67,17 @@ func (f *Framework) NewNodePool(n int, gpus int64) *NodePool {
 	}
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("%s-%d", f.Namespace, i)
+		nodeLabels := map[string]string{poolKey: pool.Name, "type": "kwok", corev1.LabelHostname: name}
+		if labels != nil {
+			for k, v := range labels(i) {
+				nodeLabels[k] = v
+			}
+		}
 		_, err := f.Kube.CoreV1().Nodes().Create(f.Context(), &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:        name,
 				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-				Labels:      map[string]string{poolKey: pool.Name, "type": "kwok", corev1.LabelHostname: name},
+				Labels:      nodeLabels,
 			},
 			Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: poolKey, Value: pool.Name, Effect: corev1.TaintEffectNoSchedule}}},
 			Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},

@@ -115,6 +115,8 @@ func ValidateDebugRequest(request *batch.DebugRequest) field.ErrorList {
 func validateJobCreate(meta *metav1.ObjectMeta, spec *batch.TrainingJobSpec, rules *kindRules) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMeta(meta, true, apivalidation.NameIsDNS1035Label, metadataPath)
 	allErrs = append(allErrs, validateDerivedNames(meta.Name, spec, metadataPath.Child("name"))...)
+	allErrs = append(allErrs, validateTopologyRequests(meta.Annotations, spec.ReplicaSpecs,
+		metadataPath.Child("annotations"), specPath.Child("replicaSpecs"))...)
 	return append(allErrs, rules.validateSpec(spec, specPath)...)
 }
 
@@ -126,6 +128,8 @@ func validateJobUpdate(meta, oldMeta *metav1.ObjectMeta, spec, oldSpec *batch.Tr
 	// The name cannot change, but the spec decides which names are derived
 	// from it: adding a TensorBoard to a job with a long name is refused here.
 	allErrs = append(allErrs, validateDerivedNames(meta.Name, spec, metadataPath.Child("name"))...)
+	allErrs = append(allErrs, validateTopologyRequests(meta.Annotations, spec.ReplicaSpecs,
+		metadataPath.Child("annotations"), specPath.Child("replicaSpecs"))...)
 	allErrs = append(allErrs, rules.validateSpec(spec, specPath)...)
 	return append(allErrs, validateSpecUpdate(spec, oldSpec, oldStatus, specPath)...)
 }

@@ -1,0 +1,87 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package kueue
+
+import (
+	"k8s.io/utils/ptr"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
+)
+
+// Topology-aware scheduling (TAS): a job's topology request
+// (batch.TopologyOf) becomes its pod sets' topologyRequest. Kueue admits
+// such a Workload with a topology assignment, the domains and how many pods
+// go to each; the controller then creates the pods behind Kueue's topology
+// scheduling gate, labelled with their pod set and annotated with their
+// Workload, and Kueue's ungater lifts the gate with each pod's node
+// selector for its domain, in the order of the replica index.
+
+// labelPodSet is the label by which Kueue's ungater finds a pod set's pods.
+const labelPodSet = "kueue.x-k8s.io/podset"
+
+// wholeJobGroup is the pod set group of a job that asks for one domain for
+// all its pods.
+const wholeJobGroup = "job"
+
+// topologyRequest is the pod set's topologyRequest for a job's request, or
+// nil. Pods rank by their replica index.
+func topologyRequest(r *batch.TopologyRequest) *kueuev1beta2.PodSetTopologyRequest {
+	if r == nil {
+		return nil
+	}
+	req := &kueuev1beta2.PodSetTopologyRequest{PodIndexLabel: ptr.To(v1beta1.LabelReplicaIndex)}
+	if r.Required {
+		req.Required = ptr.To(r.Level)
+	} else {
+		req.Preferred = ptr.To(r.Level)
+	}
+	if r.WholeJob {
+		req.PodSetGroupName = ptr.To(wholeJobGroup)
+	}
+	return req
+}
+
+// groupWholeJob leaves a pod set group only where Kueue takes one: two pod
+// sets placed together. A job of one pod set needs no group, and
+// validation refuses the whole-job request for more.
+func groupWholeJob(sets []kueuev1beta2.PodSet) {
+	grouped := 0
+	for i := range sets {
+		if r := sets[i].TopologyRequest; r != nil && r.PodSetGroupName != nil {
+			grouped++
+		}
+	}
+	if grouped == batch.MaxWholeJobTopologyTypes {
+		return
+	}
+	for i := range sets {
+		if r := sets[i].TopologyRequest; r != nil {
+			r.PodSetGroupName = nil
+		}
+	}
+}
+
+// placeInTopology holds a pod set's pods at Kueue's topology gate until
+// Kueue gives each its domain.
+func placeInTopology(p *podbuilder.Placement, workload string, podSet kueuev1beta2.PodSetReference) {
+	p.SchedulingGates = append(p.SchedulingGates, kueuev1beta2.TopologySchedulingGate)
+	p.Labels[labelPodSet] = string(podSet)
+	p.Annotations[kueuev1beta2.WorkloadAnnotation] = workload
+}
