@@ -19,6 +19,10 @@
 set -euo pipefail
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# Kueue as v0.20 serves it (v1beta1 unserved: the controller must not need
+# it), with waitForPodsReady's timeout short enough for a test to pass it.
+export LOCAL_KUEUE_V1BETA1="${LOCAL_KUEUE_V1BETA1:-0}"
+export LOCAL_KUEUE_PODS_READY_TIMEOUT="${LOCAL_KUEUE_PODS_READY_TIMEOUT:-60s}"
 # shellcheck source=hack/lib/common.sh
 source "${HACK_DIR}/lib/common.sh"
 # shellcheck source=hack/lib/local.sh
@@ -50,11 +54,6 @@ cleanup() {
   exit "${rc}"
 }
 trap cleanup EXIT
-
-# Kueue as v0.20 serves it (v1beta1 unserved: the controller must not need
-# it), with waitForPodsReady's timeout short enough for a test to pass it.
-export LOCAL_KUEUE_V1BETA1="${LOCAL_KUEUE_V1BETA1:-0}"
-export LOCAL_KUEUE_PODS_READY_TIMEOUT="${LOCAL_KUEUE_PODS_READY_TIMEOUT:-60s}"
 
 # Our components run as the ServiceAccounts of artifacts/deploy, so every
 # scenario also shows the installation's RBAC is enough.

@@ -455,8 +455,11 @@ func TestKueueTopologyPlacement(t *testing.T) {
 			}
 			for _, p := range created {
 				gated := len(p.Spec.SchedulingGates) == 1 && p.Spec.SchedulingGates[0].Name == kueuev1beta2.TopologySchedulingGate
+				// Kueue's ungater acts on the events of pods that carry
+				// their pod set's topology annotation.
 				labelled := p.Labels["kueue.x-k8s.io/podset"] == p.Labels[v1beta1.LabelReplicaType] &&
-					p.Annotations[kueuev1beta2.WorkloadAnnotation] == "pj-p"
+					p.Annotations[kueuev1beta2.WorkloadAnnotation] == "pj-p" &&
+					p.Annotations[kueuev1beta2.PodSetRequiredTopologyAnnotation] == "rack"
 				if gated != tas || labelled != tas {
 					t.Errorf("pod %s: gates %v podset label %q workload annotation %q, want TAS's only with a topology assignment",
 						p.Name, p.Spec.SchedulingGates, p.Labels["kueue.x-k8s.io/podset"], p.Annotations[kueuev1beta2.WorkloadAnnotation])

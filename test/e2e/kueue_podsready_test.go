@@ -152,6 +152,7 @@ func TestKueuePodsReady(t *testing.T) {
 	pool := f.NewNodePool(1, 8)
 	queue := f.NewKueueQueue(pool, 8, "lq")
 	ref := f.Create(framework.NewPyTorchJob("steady").WithReplicas("master", 1).WithReplicas("worker", 2).GPUs(1).
+		WithRestartPolicy("worker", v1beta1.RestartPolicyOnFailure).
 		Label("kueue.x-k8s.io/queue-name", queue).ExitCode(0).RunFor("40s"))
 	history := watchWorkload(t, f, ref)
 	f.WaitForRunningPods(ref, 3)

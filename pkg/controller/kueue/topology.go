@@ -58,6 +58,21 @@ func topologyRequest(r *batch.TopologyRequest) *kueuev1beta2.PodSetTopologyReque
 	return req
 }
 
+// topologyAnnotation is the annotation by which Kueue's ungater knows a pod
+// of a TAS pod set (it acts on the events of pods that carry one): the pod
+// set's request, or unconstrained when Kueue placed a pod set that asked
+// for none.
+func topologyAnnotation(req *kueuev1beta2.PodSetTopologyRequest) (key, value string) {
+	switch {
+	case req != nil && req.Required != nil:
+		return kueuev1beta2.PodSetRequiredTopologyAnnotation, *req.Required
+	case req != nil && req.Preferred != nil:
+		return kueuev1beta2.PodSetPreferredTopologyAnnotation, *req.Preferred
+	default:
+		return kueuev1beta2.PodSetUnconstrainedTopologyAnnotation, "true"
+	}
+}
+
 // groupWholeJob leaves a pod set group only where Kueue takes one: two pod
 // sets placed together. A job of one pod set needs no group, and
 // validation refuses the whole-job request for more.
@@ -68,20 +83,33 @@ func groupWholeJob(sets []kueuev1beta2.PodSet) {
 			grouped++
 		}
 	}
-	if grouped == batch.MaxWholeJobTopologyTypes {
-		return
-	}
 	for i := range sets {
-		if r := sets[i].TopologyRequest; r != nil {
+		r := sets[i].TopologyRequest
+		switch {
+		case r == nil || r.PodSetGroupName == nil:
+		case grouped != batch.MaxWholeJobTopologyTypes:
 			r.PodSetGroupName = nil
+		default:
+			// Kueue ranks a group's pods as one sequence, the single pod
+			// first; replica indexes restart at 0 in each type, so the
+			// ungater places the group's pods without ranks.
+			r.PodIndexLabel = nil
 		}
 	}
 }
 
 // placeInTopology holds a pod set's pods at Kueue's topology gate until
 // Kueue gives each its domain.
-func placeInTopology(p *podbuilder.Placement, workload string, podSet kueuev1beta2.PodSetReference) {
+func placeInTopology(p *podbuilder.Placement, wl *kueuev1beta2.Workload, podSet kueuev1beta2.PodSetReference) {
 	p.SchedulingGates = append(p.SchedulingGates, kueuev1beta2.TopologySchedulingGate)
 	p.Labels[labelPodSet] = string(podSet)
-	p.Annotations[kueuev1beta2.WorkloadAnnotation] = workload
+	p.Annotations[kueuev1beta2.WorkloadAnnotation] = wl.Name
+	var req *kueuev1beta2.PodSetTopologyRequest
+	for i := range wl.Spec.PodSets {
+		if wl.Spec.PodSets[i].Name == podSet {
+			req = wl.Spec.PodSets[i].TopologyRequest
+		}
+	}
+	key, value := topologyAnnotation(req)
+	p.Annotations[key] = value
 }

@@ -40,7 +40,9 @@ func TestPodSetsTopology(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &kueuev1beta2.PodSetTopologyRequest{Required: ptr.To(rack), PodIndexLabel: index, PodSetGroupName: ptr.To(wholeJobGroup)}
+	// A group's pods are placed without ranks: Kueue ranks a group as one
+	// sequence, and replica indexes restart in each type.
+	want := &kueuev1beta2.PodSetTopologyRequest{Required: ptr.To(rack), PodSetGroupName: ptr.To(wholeJobGroup)}
 	for _, s := range sets {
 		if diff := cmp.Diff(want, s.TopologyRequest); diff != "" {
 			t.Errorf("pod set %s (-want +got):\n%s", s.Name, diff)

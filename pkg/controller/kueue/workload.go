@@ -299,7 +299,7 @@ func (q *Queue) Placements(ctx context.Context, wl *kueuev1beta2.Workload) (map[
 		p := &podbuilder.Placement{NodeSelector: map[string]string{}, Labels: map[string]string{}, Annotations: map[string]string{}}
 		placements[v1beta1.ReplicaType(a.Name)] = p
 		if a.TopologyAssignment != nil {
-			placeInTopology(p, wl.Name, a.Name)
+			placeInTopology(p, wl, a.Name)
 		}
 		for _, flavor := range a.Flavors {
 			rf, seen := flavors[flavor]
