@@ -19,6 +19,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -106,6 +107,9 @@ func (r *reconciler) planQueued() {
 		message = fmt.Sprintf("waiting for its Workload in queue %s", kueue.QueueName(r.job))
 	case q.Waiting != nil:
 		message = fmt.Sprintf("waiting for admission in queue %s: %s", kueue.QueueName(r.job), q.Waiting.Message)
+		if levels := kueue.RequestedLevels(q.Workload); len(levels) > 0 {
+			message += fmt.Sprintf(" (the job asks for topology level %s)", strings.Join(levels, ", "))
+		}
 	default:
 		message = fmt.Sprintf("quota reserved in queue %s; waiting for admission checks", kueue.QueueName(r.job))
 	}

@@ -29,6 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/gang"
 	"tensorstack.dev/training/pkg/controller/kueue"
@@ -92,6 +93,12 @@ func (c *Controller) syncJob(ctx context.Context, key jobKey) (requeueAfter time
 		// The garbage collector removes what the job owns; the finalizers
 		// must not hold it up.
 		return 0, c.releaseAll(ctx, logger, key, cached.GetUID())
+	}
+	if managedBy := cached.CommonSpec().ManagedBy; !batch.ManagedByUs(managedBy) {
+		// Another controller runs it (MultiKueue, in a worker cluster) and
+		// writes its status: nothing here may act on it.
+		logger.V(4).Info("Leaving the job to the controller spec.managedBy names", "managedBy", *managedBy)
+		return 0, nil
 	}
 	// Only the status is edited: copying the spec, pod templates and all, on
 	// every reconcile would cost more than the rest of a quiet reconcile.

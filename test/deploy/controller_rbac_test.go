@@ -277,15 +277,15 @@ func (s *scenarios) pause(t *testing.T) {
 // the controller then queues the job with Kueue before it runs.
 func (s *scenarios) kueueLocalQueue(ctx context.Context, name string) {
 	s.t.Helper()
-	if _, err := s.c.kube.Discovery().ServerResourcesForGroupVersion("kueue.x-k8s.io/v1beta1"); err != nil {
+	if _, err := s.c.kube.Discovery().ServerResourcesForGroupVersion("kueue.x-k8s.io/v1beta2"); err != nil {
 		return
 	}
 	lq := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
+		"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
 		"metadata": map[string]any{"name": name, "namespace": s.ns},
 		"spec":     map[string]any{"clusterQueue": "cluster-queue"},
 	}}
-	gvr := schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "localqueues"}
+	gvr := schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "localqueues"}
 	if _, err := s.c.dynamic.Resource(gvr).Namespace(s.ns).Create(ctx, lq, metav1.CreateOptions{}); err != nil {
 		s.t.Fatalf("creating LocalQueue %s: %v", name, err)
 	}

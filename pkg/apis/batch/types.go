@@ -117,6 +117,9 @@ type TrainingJobSpec struct {
 
 	// TensorboardSpec asks for a TensorBoard that shows the job's training logs.
 	TensorboardSpec *TensorBoardSpec `json:"tensorboardSpec,omitempty"`
+
+	// ManagedBy names the controller that runs the job; empty is ours.
+	ManagedBy *string `json:"managedBy,omitempty"`
 }
 
 // ReplicaType names a group of replicas within a job.

@@ -17,6 +17,8 @@ limitations under the License.
 package kueue
 
 import (
+	"slices"
+
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -112,4 +114,23 @@ func placeInTopology(p *podbuilder.Placement, wl *kueuev1beta2.Workload, podSet 
 	}
 	key, value := topologyAnnotation(req)
 	p.Annotations[key] = value
+}
+
+// RequestedLevels are the topology levels the Workload's pod sets ask for,
+// each once, in pod set order: Kueue's refusals name the flavor, not the
+// level.
+func RequestedLevels(wl *kueuev1beta2.Workload) []string {
+	var levels []string
+	for _, ps := range wl.Spec.PodSets {
+		r := ps.TopologyRequest
+		if r == nil {
+			continue
+		}
+		for _, level := range []*string{r.Required, r.Preferred} {
+			if level != nil && !slices.Contains(levels, *level) {
+				levels = append(levels, *level)
+			}
+		}
+	}
+	return levels
 }

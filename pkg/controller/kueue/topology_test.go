@@ -17,6 +17,7 @@ limitations under the License.
 package kueue
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -71,5 +72,17 @@ func TestPodSetsTopology(t *testing.T) {
 	_, requested, _ := PodSets(whole, groups(1, 3), noMinCount)
 	if sets[0].TopologyRequest != nil || sets[1].TopologyRequest != nil || plain == requested {
 		t.Errorf("no request: %+v %+v; digests differ %v", sets[0].TopologyRequest, sets[1].TopologyRequest, plain != requested)
+	}
+}
+
+func TestRequestedLevels(t *testing.T) {
+	wl := &kueuev1beta2.Workload{Spec: kueuev1beta2.WorkloadSpec{PodSets: []kueuev1beta2.PodSet{
+		{Name: "master", TopologyRequest: &kueuev1beta2.PodSetTopologyRequest{Required: ptr.To("rack")}},
+		{Name: "worker", TopologyRequest: &kueuev1beta2.PodSetTopologyRequest{Required: ptr.To("rack")}},
+		{Name: "ps", TopologyRequest: &kueuev1beta2.PodSetTopologyRequest{Preferred: ptr.To("block")}},
+		{Name: "evaluator"},
+	}}}
+	if got := RequestedLevels(wl); !slices.Equal(got, []string{"rack", "block"}) {
+		t.Errorf("RequestedLevels = %v, want rack and block once each", got)
 	}
 }

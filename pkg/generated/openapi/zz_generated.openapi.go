@@ -19537,6 +19537,13 @@ func schema_pkg_apis_batch_v1beta1_PyTorchTrainingJobSpec(ref common.ReferenceCa
 							Ref:         ref(v1beta1.TensorBoardSpec{}.OpenAPIModelName()),
 						},
 					},
+					"managedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ManagedBy names the controller that runs the job: empty or batch.tensorstack.dev/training-controller for training-controller-manager, or kueue.x-k8s.io/multikueue for Kueue's MultiKueue, which runs the job in a worker cluster and copies its status back; training-controller-manager then leaves the job alone. It cannot change once the job exists.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"torchrunConfig": {
 						SchemaProps: spec.SchemaProps{
 							Description: "TorchrunConfig, when enabled, starts the training container through torchrun, which spawns procPerNode workers on each replica.",
@@ -20234,6 +20241,13 @@ func schema_pkg_apis_batch_v1beta1_TensorFlowTrainingJobSpec(ref common.Referenc
 							Ref:         ref(v1beta1.TensorBoardSpec{}.OpenAPIModelName()),
 						},
 					},
+					"managedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ManagedBy names the controller that runs the job: empty or batch.tensorstack.dev/training-controller for training-controller-manager, or kueue.x-k8s.io/multikueue for Kueue's MultiKueue, which runs the job in a worker cluster and copies its status back; training-controller-manager then leaves the job alone. It cannot change once the job exists.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"replicaSpecs"},
 			},
@@ -20357,6 +20371,13 @@ func schema_pkg_apis_batch_v1beta1_TrainingJobSpec(ref common.ReferenceCallback)
 						SchemaProps: spec.SchemaProps{
 							Description: "TensorboardSpec asks for a TensorBoard that shows the job's training logs.",
 							Ref:         ref(v1beta1.TensorBoardSpec{}.OpenAPIModelName()),
+						},
+					},
+					"managedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ManagedBy names the controller that runs the job: empty or batch.tensorstack.dev/training-controller for training-controller-manager, or kueue.x-k8s.io/multikueue for Kueue's MultiKueue, which runs the job in a worker cluster and copies its status back; training-controller-manager then leaves the job alone. It cannot change once the job exists.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},

@@ -67,6 +67,8 @@ type JobBuilder struct {
 	selector map[string]string
 	// annotations are the job's.
 	annotations map[string]string
+	// managedBy is spec.managedBy.
+	managedBy *string
 }
 
 type replicaOptions struct {
@@ -271,6 +273,12 @@ func (b *JobBuilder) Annotate(key, value string) *JobBuilder {
 	return b
 }
 
+// ManagedBy sets spec.managedBy.
+func (b *JobBuilder) ManagedBy(controller string) *JobBuilder {
+	b.managedBy = &controller
+	return b
+}
+
 // NodeSelector adds a node label that every replica's pods require.
 func (b *JobBuilder) NodeSelector(key, value string) *JobBuilder {
 	if b.selector == nil {
@@ -287,7 +295,8 @@ func (b *JobBuilder) Kind() Kind { return b.kind }
 func (b *JobBuilder) Name() string { return b.name }
 
 func (b *JobBuilder) common() v1beta1.TrainingJobSpec {
-	spec := v1beta1.TrainingJobSpec{RunPolicy: b.policy, RunMode: b.mode, TensorboardSpec: b.tb, Scheduler: b.sched}
+	spec := v1beta1.TrainingJobSpec{RunPolicy: b.policy, RunMode: b.mode, TensorboardSpec: b.tb, Scheduler: b.sched,
+		ManagedBy: b.managedBy}
 	for _, s := range b.specs {
 		s = *s.DeepCopy()
 		if b.gpus > 0 {

@@ -1915,6 +1915,13 @@ func (m *TrainingJobSpec) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if m.ManagedBy != nil {
+		i -= len(*m.ManagedBy)
+		copy(dAtA[i:], *m.ManagedBy)
+		i = encodeVarintGenerated(dAtA, i, uint64(len(*m.ManagedBy)))
+		i--
+		dAtA[i] = 0x32
+	}
 	if m.TensorboardSpec != nil {
 		{
 			size, err := m.TensorboardSpec.MarshalToSizedBuffer(dAtA[:i])
@@ -2830,6 +2837,10 @@ func (m *TrainingJobSpec) Size() (n int) {
 		l = m.TensorboardSpec.Size()
 		n += 1 + l + sovGenerated(uint64(l))
 	}
+	if m.ManagedBy != nil {
+		l = len(*m.ManagedBy)
+		n += 1 + l + sovGenerated(uint64(l))
+	}
 	return n
 }
 
@@ -3406,6 +3417,7 @@ func (this *TrainingJobSpec) String() string {
 		`RunPolicy:` + strings.Replace(strings.Replace(this.RunPolicy.String(), "RunPolicy", "RunPolicy", 1), `&`, ``, 1) + `,`,
 		`Scheduler:` + strings.Replace(this.Scheduler.String(), "SchedulePolicy", "SchedulePolicy", 1) + `,`,
 		`TensorboardSpec:` + strings.Replace(this.TensorboardSpec.String(), "TensorBoardSpec", "TensorBoardSpec", 1) + `,`,
+		`ManagedBy:` + valueToStringGenerated(this.ManagedBy) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -9136,6 +9148,39 @@ func (m *TrainingJobSpec) Unmarshal(dAtA []byte) error {
 			if err := m.TensorboardSpec.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
+			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ManagedBy", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			s := string(dAtA[iNdEx:postIndex])
+			m.ManagedBy = &s
 			iNdEx = postIndex
 		default:
 			iNdEx = preIndex

@@ -148,6 +148,14 @@ type TrainingJobSpec struct {
 	// TensorboardSpec asks for a TensorBoard that shows the job's training logs.
 	// +optional
 	TensorboardSpec *TensorBoardSpec `json:"tensorboardSpec,omitempty" protobuf:"bytes,5,opt,name=tensorboardSpec"`
+
+	// ManagedBy names the controller that runs the job: empty or
+	// batch.tensorstack.dev/training-controller for training-controller-manager,
+	// or kueue.x-k8s.io/multikueue for Kueue's MultiKueue, which runs the job
+	// in a worker cluster and copies its status back; training-controller-manager
+	// then leaves the job alone. It cannot change once the job exists.
+	// +optional
+	ManagedBy *string `json:"managedBy,omitempty" protobuf:"bytes,6,opt,name=managedBy"`
 }
 
 // ReplicaType names a group of replicas within a job.

@@ -1279,6 +1279,7 @@ func autoConvert_v1beta1_TrainingJobSpec_To_batch_TrainingJobSpec(in *TrainingJo
 	}
 	out.Scheduler = (*batch.SchedulePolicy)(unsafe.Pointer(in.Scheduler))
 	out.TensorboardSpec = (*batch.TensorBoardSpec)(unsafe.Pointer(in.TensorboardSpec))
+	out.ManagedBy = (*string)(unsafe.Pointer(in.ManagedBy))
 	return nil
 }
 
@@ -1303,6 +1304,7 @@ func autoConvert_batch_TrainingJobSpec_To_v1beta1_TrainingJobSpec(in *batch.Trai
 	}
 	out.Scheduler = (*SchedulePolicy)(unsafe.Pointer(in.Scheduler))
 	out.TensorboardSpec = (*TensorBoardSpec)(unsafe.Pointer(in.TensorboardSpec))
+	out.ManagedBy = (*string)(unsafe.Pointer(in.ManagedBy))
 	return nil
 }
 

@@ -985,6 +985,11 @@ func (in *TrainingJobSpec) DeepCopyInto(out *TrainingJobSpec) {
 		*out = new(TensorBoardSpec)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.ManagedBy != nil {
+		in, out := &in.ManagedBy, &out.ManagedBy
+		*out = new(string)
+		**out = **in
+	}
 	return
 }
 

@@ -18,6 +18,7 @@ package validation
 
 import (
 	"fmt"
+	"slices"
 
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -57,7 +58,19 @@ func (k *kindRules) validateSpec(spec *batch.TrainingJobSpec, fldPath *field.Pat
 	if spec.TensorboardSpec != nil {
 		allErrs = append(allErrs, validateTensorBoardSpec(spec.TensorboardSpec, fldPath.Child("tensorboardSpec"))...)
 	}
-	return allErrs
+	return append(allErrs, validateManagedBy(spec.ManagedBy, fldPath.Child("managedBy"))...)
+}
+
+// managedByValues are the controllers spec.managedBy may name.
+var managedByValues = []string{batch.ManagedByTrainingController, batch.ManagedByMultiKueue}
+
+// validateManagedBy refuses a controller nobody runs: a job naming one
+// would never run, and no error would say why.
+func validateManagedBy(managedBy *string, fldPath *field.Path) field.ErrorList {
+	if managedBy == nil || *managedBy == "" || slices.Contains(managedByValues, *managedBy) {
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(fldPath, *managedBy, managedByValues)}
 }
 
 // validateReplicaSpecs checks each replica spec and then the kind's rules

@@ -23,6 +23,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch"
 )
@@ -53,6 +54,10 @@ func validateSpecUpdate(spec, old *batch.TrainingJobSpec, oldStatus *batch.Train
 	}
 	allErrs = append(allErrs, apivalidation.ValidateImmutableField(resumeSpecsOf(spec), resumeSpecsOf(old),
 		fldPath.Child("runMode", "pause", "resumeSpecs"))...)
+	// Who runs the job cannot change under it: two controllers would act on
+	// it, or none.
+	allErrs = append(allErrs, apivalidation.ValidateImmutableField(ptr.Deref(spec.ManagedBy, ""), ptr.Deref(old.ManagedBy, ""),
+		fldPath.Child("managedBy"))...)
 	return allErrs
 }
 

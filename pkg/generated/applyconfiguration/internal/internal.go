@@ -326,6 +326,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: elastic
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.ElasticConfig
+    - name: managedBy
+      type:
+        scalar: string
     - name: replicaSpecs
       type:
         list:
@@ -541,6 +544,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.TensorFlowTrainingJobSpec
   map:
     fields:
+    - name: managedBy
+      type:
+        scalar: string
     - name: replicaSpecs
       type:
         list:

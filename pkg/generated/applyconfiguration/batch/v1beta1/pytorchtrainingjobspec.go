@@ -83,6 +83,14 @@ func (b *PyTorchTrainingJobSpecApplyConfiguration) WithTensorboardSpec(value *Te
 	return b
 }
 
+// WithManagedBy sets the ManagedBy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ManagedBy field is set to the value of the last call.
+func (b *PyTorchTrainingJobSpecApplyConfiguration) WithManagedBy(value string) *PyTorchTrainingJobSpecApplyConfiguration {
+	b.TrainingJobSpecApplyConfiguration.ManagedBy = &value
+	return b
+}
+
 // WithTorchrunConfig sets the TorchrunConfig field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the TorchrunConfig field is set to the value of the last call.

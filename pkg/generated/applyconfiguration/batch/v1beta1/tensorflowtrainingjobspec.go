@@ -76,3 +76,11 @@ func (b *TensorFlowTrainingJobSpecApplyConfiguration) WithTensorboardSpec(value 
 	b.TrainingJobSpecApplyConfiguration.TensorboardSpec = value
 	return b
 }
+
+// WithManagedBy sets the ManagedBy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ManagedBy field is set to the value of the last call.
+func (b *TensorFlowTrainingJobSpecApplyConfiguration) WithManagedBy(value string) *TensorFlowTrainingJobSpecApplyConfiguration {
+	b.TrainingJobSpecApplyConfiguration.ManagedBy = &value
+	return b
+}

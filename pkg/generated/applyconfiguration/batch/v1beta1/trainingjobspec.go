@@ -40,6 +40,12 @@ type TrainingJobSpecApplyConfiguration struct {
 	Scheduler *SchedulePolicyApplyConfiguration `json:"scheduler,omitempty"`
 	// TensorboardSpec asks for a TensorBoard that shows the job's training logs.
 	TensorboardSpec *TensorBoardSpecApplyConfiguration `json:"tensorboardSpec,omitempty"`
+	// ManagedBy names the controller that runs the job: empty or
+	// batch.tensorstack.dev/training-controller for training-controller-manager,
+	// or kueue.x-k8s.io/multikueue for Kueue's MultiKueue, which runs the job
+	// in a worker cluster and copies its status back; training-controller-manager
+	// then leaves the job alone. It cannot change once the job exists.
+	ManagedBy *string `json:"managedBy,omitempty"`
 }
 
 // TrainingJobSpecApplyConfiguration constructs a declarative configuration of the TrainingJobSpec type for use with
@@ -90,5 +96,13 @@ func (b *TrainingJobSpecApplyConfiguration) WithScheduler(value *SchedulePolicyA
 // If called multiple times, the TensorboardSpec field is set to the value of the last call.
 func (b *TrainingJobSpecApplyConfiguration) WithTensorboardSpec(value *TensorBoardSpecApplyConfiguration) *TrainingJobSpecApplyConfiguration {
 	b.TensorboardSpec = value
+	return b
+}
+
+// WithManagedBy sets the ManagedBy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ManagedBy field is set to the value of the last call.
+func (b *TrainingJobSpecApplyConfiguration) WithManagedBy(value string) *TrainingJobSpecApplyConfiguration {
+	b.ManagedBy = &value
 	return b
 }
