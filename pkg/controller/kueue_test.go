@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -407,8 +408,22 @@ func TestKueueUnqueued(t *testing.T) {
 	f := newFixtureWithContext(t, ctx, logger, record.NewFakeRecorder(1000), false, func(_ *fixture, o *Options) {
 		o.Unqueued = why
 	}, queued, plain)
+	RegisterMetrics()
+	counted := func() float64 {
+		t.Helper()
+		v, err := testutil.GetCounterMetricValue(unqueuedJobs.WithLabelValues(queued.GetObjectKind().GroupVersionKind().Kind))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := counted()
 	f.step(queued)
 	f.step(plain)
+	f.step(queued)
+	if n := counted() - before; n != 1 {
+		t.Errorf("training_controller_unqueued_jobs_total rose by %v, want 1: one job runs unqueued, reconciled twice", n)
+	}
 	if n := len(f.podNames()); n != 8 {
 		t.Fatalf("%d pods, want both jobs' 8: a job naming a queue runs when nothing queues", n)
 	}
