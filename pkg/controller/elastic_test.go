@@ -23,6 +23,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -173,6 +174,11 @@ func TestElasticPartialAdmission(t *testing.T) {
 	if c := condition(st, v1beta1.ConditionQueued); c == nil || !strings.Contains(c.Message, "2 of the 4 worker replicas") {
 		t.Errorf("Queued condition %+v, want it to say 2 of the 4 workers run", c)
 	}
+	// Kueue expects the pods it admitted: once those are ready, so is the
+	// Workload, though the job asks for more.
+	f.setAll(ready)
+	f.step(job)
+	assertPodsReady(t, f.podsReadyOf("pj-p"), metav1.ConditionTrue, kueuev1beta2.WorkloadStarted)
 
 	// Scaled out while admitted: nothing more runs until admitted again.
 	scale := func(n int32) {
