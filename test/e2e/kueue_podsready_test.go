@@ -76,10 +76,7 @@ func (h *workloadHistory) Evictions() []string {
 // watchWorkload records the job's Workload until the test ends.
 func watchWorkload(t *testing.T, f *framework.Framework, ref framework.JobRef) *workloadHistory {
 	t.Helper()
-	name := "pj-" + ref.Name
-	if ref.Kind == framework.KindTF {
-		name = "tj-" + ref.Name
-	}
+	name := framework.WorkloadName(ref)
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := f.Kueue().KueueV1beta2().Workloads(f.Namespace).Watch(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),

@@ -42,22 +42,46 @@ const labelPodSet = "kueue.x-k8s.io/podset"
 // all its pods.
 const wholeJobGroup = "job"
 
-// topologyRequest is the pod set's topologyRequest for a job's request, or
-// nil. Pods rank by their replica index.
-func topologyRequest(r *batch.TopologyRequest) *kueuev1beta2.PodSetTopologyRequest {
-	if r == nil {
-		return nil
+// topologyRequests are the topologyRequests of the pod sets of the groups
+// with replicas, by group index (nil where the job asks for none). A
+// request for the whole job groups its pod sets where Kueue takes a group,
+// two pod sets placed together; a job of one pod set needs none, and
+// validation refuses the whole-job request for more. Pods rank by their
+// replica index, but for a group: Kueue ranks a group's pods as one
+// sequence, the single pod first, while replica indexes restart at 0 in
+// each type, so the ungater places a group's pods without ranks.
+func topologyRequests(jobAnnotations map[string]string, groups []podbuilder.ReplicaGroup) []*kueuev1beta2.PodSetTopologyRequest {
+	requests := make([]*batch.TopologyRequest, len(groups))
+	wholeJob := 0
+	for gi, g := range groups {
+		if g.Replicas == 0 {
+			continue
+		}
+		requests[gi] = batch.TopologyOf(jobAnnotations, g.Spec.Template.Annotations)
+		if requests[gi] != nil && requests[gi].WholeJob {
+			wholeJob++
+		}
 	}
-	req := &kueuev1beta2.PodSetTopologyRequest{PodIndexLabel: ptr.To(v1beta1.LabelReplicaIndex)}
-	if r.Required {
-		req.Required = ptr.To(r.Level)
-	} else {
-		req.Preferred = ptr.To(r.Level)
+	grouped := wholeJob == batch.MaxWholeJobTopologyTypes
+	out := make([]*kueuev1beta2.PodSetTopologyRequest, len(groups))
+	for gi, r := range requests {
+		if r == nil {
+			continue
+		}
+		req := &kueuev1beta2.PodSetTopologyRequest{}
+		if r.Required {
+			req.Required = ptr.To(r.Level)
+		} else {
+			req.Preferred = ptr.To(r.Level)
+		}
+		if r.WholeJob && grouped {
+			req.PodSetGroupName = ptr.To(wholeJobGroup)
+		} else {
+			req.PodIndexLabel = ptr.To(v1beta1.LabelReplicaIndex)
+		}
+		out[gi] = req
 	}
-	if r.WholeJob {
-		req.PodSetGroupName = ptr.To(wholeJobGroup)
-	}
-	return req
+	return out
 }
 
 // topologyAnnotation is the annotation by which Kueue's ungater knows a pod
@@ -75,31 +99,6 @@ func topologyAnnotation(req *kueuev1beta2.PodSetTopologyRequest) (key, value str
 	}
 }
 
-// groupWholeJob leaves a pod set group only where Kueue takes one: two pod
-// sets placed together. A job of one pod set needs no group, and
-// validation refuses the whole-job request for more.
-func groupWholeJob(sets []kueuev1beta2.PodSet) {
-	grouped := 0
-	for i := range sets {
-		if r := sets[i].TopologyRequest; r != nil && r.PodSetGroupName != nil {
-			grouped++
-		}
-	}
-	for i := range sets {
-		r := sets[i].TopologyRequest
-		switch {
-		case r == nil || r.PodSetGroupName == nil:
-		case grouped != batch.MaxWholeJobTopologyTypes:
-			r.PodSetGroupName = nil
-		default:
-			// Kueue ranks a group's pods as one sequence, the single pod
-			// first; replica indexes restart at 0 in each type, so the
-			// ungater places the group's pods without ranks.
-			r.PodIndexLabel = nil
-		}
-	}
-}
-
 // placeInTopology holds a pod set's pods at Kueue's topology gate until
 // Kueue gives each its domain.
 func placeInTopology(p *podbuilder.Placement, wl *kueuev1beta2.Workload, podSet kueuev1beta2.PodSetReference) {
@@ -107,10 +106,8 @@ func placeInTopology(p *podbuilder.Placement, wl *kueuev1beta2.Workload, podSet 
 	p.Labels[labelPodSet] = string(podSet)
 	p.Annotations[kueuev1beta2.WorkloadAnnotation] = wl.Name
 	var req *kueuev1beta2.PodSetTopologyRequest
-	for i := range wl.Spec.PodSets {
-		if wl.Spec.PodSets[i].Name == podSet {
-			req = wl.Spec.PodSets[i].TopologyRequest
-		}
+	if i := slices.IndexFunc(wl.Spec.PodSets, func(ps kueuev1beta2.PodSet) bool { return ps.Name == podSet }); i >= 0 {
+		req = wl.Spec.PodSets[i].TopologyRequest
 	}
 	key, value := topologyAnnotation(req)
 	p.Annotations[key] = value

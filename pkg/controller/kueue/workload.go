@@ -32,7 +32,6 @@ import (
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/owner"
 	"tensorstack.dev/training/pkg/podbuilder"
@@ -50,6 +49,7 @@ const AnnotationPodSets = v1beta1.GroupName + "/pod-sets"
 // topology request there is for all its pods together.
 func PodSets(jobAnnotations map[string]string, groups []podbuilder.ReplicaGroup, minCount func(gi int) int32) ([]kueuev1beta2.PodSet, string, error) {
 	var sets []kueuev1beta2.PodSet
+	requests := topologyRequests(jobAnnotations, groups)
 	for gi, g := range groups {
 		if g.Replicas == 0 {
 			continue
@@ -58,14 +58,13 @@ func PodSets(jobAnnotations map[string]string, groups []podbuilder.ReplicaGroup,
 			Name:            kueuev1beta2.PodSetReference(g.Type),
 			Count:           g.Replicas,
 			Template:        *g.Spec.Template.DeepCopy(),
-			TopologyRequest: topologyRequest(batch.TopologyOf(jobAnnotations, g.Spec.Template.Annotations)),
+			TopologyRequest: requests[gi],
 		}
 		if n := minCount(gi); n > 0 {
 			set.MinCount = ptr.To(n)
 		}
 		sets = append(sets, set)
 	}
-	groupWholeJob(sets)
 	data, err := json.Marshal(sets)
 	if err != nil {
 		return nil, "", err
@@ -144,9 +143,9 @@ func (q *Queue) Sync(ctx context.Context, job *owner.Job, st *State, want Want) 
 // reportPodsReady writes the PodsReady condition of an admitted job's
 // Workload when it changes.
 func (q *Queue) reportPodsReady(ctx context.Context, job *owner.Job, wl *kueuev1beta2.Workload, want Want) error {
-	next := PodsReadyCondition(meta.FindStatusCondition(wl.Status.Conditions, kueuev1beta2.WorkloadPodsReady), want.PodsReady)
-	if c := meta.FindStatusCondition(wl.Status.Conditions, kueuev1beta2.WorkloadPodsReady); c != nil &&
-		c.Status == next.Status && c.Reason == next.Reason {
+	current := meta.FindStatusCondition(wl.Status.Conditions, kueuev1beta2.WorkloadPodsReady)
+	next := PodsReadyCondition(current, want.PodsReady)
+	if current != nil && current.Status == next.Status && current.Reason == next.Reason {
 		return nil
 	}
 	return q.updateStatus(ctx, job, wl, "reporting whether the pods are ready", func(s *kueuev1beta2.WorkloadStatus) {

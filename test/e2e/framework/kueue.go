@@ -23,7 +23,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
@@ -52,16 +51,6 @@ func (f *Framework) serves(groupVersion, resource string) bool {
 		}
 	}
 	return false
-}
-
-// Dynamic is a dynamic client on the admin credentials.
-func (f *Framework) Dynamic() dynamic.Interface {
-	f.T.Helper()
-	d, err := dynamic.NewForConfig(f.Config)
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	return d
 }
 
 // Kueue is Kueue's typed clientset on the admin credentials.
@@ -168,11 +157,15 @@ func (f *Framework) NewTopologyQueue(racks, nodesPerRack int, gpus, quota int64,
 	return pool
 }
 
+// WorkloadName is the name of the job's Kueue Workload.
+func WorkloadName(ref JobRef) string {
+	if ref.Kind == KindPyTorch {
+		return "pj-" + ref.Name
+	}
+	return "tj-" + ref.Name
+}
+
 // Workload returns the job's Kueue Workload.
 func (f *Framework) Workload(ctx context.Context, ref JobRef) (*kueuev1beta2.Workload, error) {
-	prefix := "tj-"
-	if ref.Kind == KindPyTorch {
-		prefix = "pj-"
-	}
-	return f.Kueue().KueueV1beta2().Workloads(f.Namespace).Get(ctx, prefix+ref.Name, metav1.GetOptions{})
+	return f.Kueue().KueueV1beta2().Workloads(f.Namespace).Get(ctx, WorkloadName(ref), metav1.GetOptions{})
 }

@@ -26,6 +26,9 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch"
 )
 
+// topologyKeys are the annotations of a topology request.
+var topologyKeys = []string{batch.AnnotationRequiredTopology, batch.AnnotationPreferredTopology}
+
 // validateTopologyRequests checks the topology requests a job makes of
 // Kueue (batch.TopologyOf): each names a node label, at most one of
 // required and preferred per place, the job's or its replica types' but
@@ -39,7 +42,7 @@ func validateTopologyRequests(jobAnnotations map[string]string, specs []batch.Re
 		path := specsPath.Index(i).Child("template", "metadata", "annotations")
 		allErrs = append(allErrs, validateTopologyAnnotations(specs[i].Template.Annotations, path)...)
 		if wholeJob != nil {
-			for _, key := range []string{batch.AnnotationRequiredTopology, batch.AnnotationPreferredTopology} {
+			for _, key := range topologyKeys {
 				if _, ok := specs[i].Template.Annotations[key]; ok {
 					allErrs = append(allErrs, field.Forbidden(path.Key(key), fmt.Sprintf(
 						"the job asks for one topology domain for all its pods (%s); a replica type may not ask for its own",
@@ -69,7 +72,7 @@ func validateTopologyRequests(jobAnnotations map[string]string, specs []batch.Re
 func validateTopologyAnnotations(annotations map[string]string, path *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	_, required := annotations[batch.AnnotationRequiredTopology]
-	for _, key := range []string{batch.AnnotationRequiredTopology, batch.AnnotationPreferredTopology} {
+	for _, key := range topologyKeys {
 		level, ok := annotations[key]
 		if !ok {
 			continue
