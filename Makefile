@@ -8,7 +8,7 @@ LDFLAGS := -X tensorstack.dev/training/pkg/version.gitVersion=$(VERSION)
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(OUTPUT)/tools/staticcheck-$(STATICCHECK_VERSION)
 
-.PHONY: all build test test-unit test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
+.PHONY: all build images test test-unit test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
 	bench-api bench-controller bench-real bench-progress bench-replicas bench-scale bench-wide \
 	test-binaries node run local-up local-down clean
 
@@ -21,11 +21,18 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/training-controller-manager ./cmd/controller-manager
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-training ./cmd/kubectl-training
 
+## images: the product's images (training-apiserver, training-controller-manager, training-etcd) as OCI archives in
+## _output/images/product, for linux/amd64 and linux/arm64 (IMAGE_PLATFORMS), with no Docker (hack/build-images.sh)
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+images:
+	hack/build-images.sh --platforms $(IMAGE_PLATFORMS) --version $(VERSION)
+
 ## test: everything CI checks: lint, generated code, unit, a bounded fuzz run, integration and end-to-end tests
 test: lint verify-codegen test-unit test-fuzz-short test-integration test-e2e test-chaos test-deploy
 
 test-unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/...
+	cd hack/images/builder && $(GO) test -count=1 ./...
 
 test-integration:
 	$(GO) test -count=1 -timeout 20m ./test/integration/...
@@ -71,6 +78,7 @@ lint: $(STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	cd hack/images/builder && $(GO) vet ./...
 	$(STATICCHECK) $$($(GO) list ./... | grep -v /pkg/generated/)
 	GO=$(GO) hack/verify-imports.sh
 

@@ -6,8 +6,10 @@
 #   kubelet, kube-proxy                        Kubernetes (tools/kubenode)
 #   coredns                                    CoreDNS with the plugins it needs (tools/coredns)
 #   cni/bridge, cni/host-local, cni/loopback, cni/portmap   CNI plugins (tools/cni)
+#   registry                                   CNCF Distribution (tools/registry): the stack's image registry
+#   local-path-provisioner                     Rancher's (tools/local-path-provisioner): its StorageClass
 #   nodeproxy, pause                           this repository (test/localnode/nodeproxy, hack/images/pause)
-# and then the node's images (hack/build-images.sh). Skips what is already
+# and then the node's images (hack/build-node-images.sh). Skips what is already
 # built (hack/lib/build.sh); one compile at a time. Where the real node
 # cannot run (not root, no cgroup v1, ...) or LOCAL_REAL_NODE=0, it says so in
 # one line and builds nothing: the local stack then runs kwok nodes only.
@@ -38,7 +40,7 @@ require_packages "the real node" libseccomp-dev:/usr/include/seccomp.h iptables:
   debootstrap:debootstrap
 export GOFLAGS="${GOFLAGS:+${GOFLAGS} }-mod=mod"
 
-build_total=13
+build_total=15
 log "building the real node into ${BIN_DIR#"${REPO_ROOT}/"} (containerd ${CONTAINERD_VERSION}, runc ${RUNC_VERSION}, kubelet ${KUBE_VERSION}, CoreDNS ${COREDNS_VERSION}, CNI plugins ${CNI_PLUGINS_VERSION})"
 
 containerd_tags="no_btrfs no_devmapper no_zfs"
@@ -59,6 +61,9 @@ build_one coredns "${COREDNS_VERSION}" "${TOOLS_DIR}/coredns" . \
 for plugin in ipam/host-local main/bridge main/loopback meta/portmap; do
   build_one "cni/${plugin##*/}" "${CNI_PLUGINS_VERSION}" "${TOOLS_DIR}/cni" "github.com/containernetworking/plugins/plugins/${plugin}"
 done
+build_one registry "${REGISTRY_VERSION}" "${TOOLS_DIR}/registry" github.com/distribution/distribution/v3/cmd/registry
+build_one local-path-provisioner "${LOCAL_PATH_PROVISIONER_VERSION}" "${TOOLS_DIR}/local-path-provisioner" \
+  github.com/rancher/local-path-provisioner
 # This repository's: the pause image's binary (static), and the bridge
 # between the host's loopback and the node's network namespace. Their
 # stamps are digests of their sources, so an edit rebuilds them.
@@ -67,4 +72,4 @@ nodeproxy_version="$(cat "${REPO_ROOT}"/test/localnode/nodeproxy/*.go "${REPO_RO
 build_one nodeproxy "${nodeproxy_version}" "${REPO_ROOT}" ./test/localnode/nodeproxy
 
 log "real node built in $(elapsed): ${built} built, ${skipped} already up to date"
-"${REPO_ROOT}/hack/build-images.sh"
+"${REPO_ROOT}/hack/build-node-images.sh"

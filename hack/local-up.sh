@@ -221,7 +221,12 @@ kubectl_local apply -f "${LOCAL_CONFIG_DIR}/fake-nodes.yaml" >/dev/null
 wait_until kwok "${LOCAL_FAKE_NODES} fake nodes Ready" "${LOCAL_TIMEOUT}" all_fake_nodes_ready
 
 if real_node_running; then
+  start_component registry
+  wait_component registry
   node_up
+  install_storage
+  start_component local-path-provisioner
+  wait_component local-path-provisioner
 fi
 
 if training_enabled; then

@@ -29,6 +29,9 @@ CONTAINERD_VERSION="v2.3.4"
 RUNC_VERSION="v1.4.3"
 COREDNS_VERSION="v1.13.1"
 CNI_PLUGINS_VERSION="v1.8.0"
+# The real node's registry (CNCF Distribution) and storage (local-path-provisioner).
+REGISTRY_VERSION="v3.1.2"
+LOCAL_PATH_PROVISIONER_VERSION="v0.0.30"
 
 # log prints a timestamped progress line on stderr.
 # It never fails: a closed stderr (say, a pipe whose reader died on Ctrl-C)

@@ -16,3 +16,26 @@ DEBIAN_SUITE="bookworm"
 DEBIAN_MIRROR="http://deb.debian.org/debian"
 # Debian's PyTorch 1.13 (CPU, gloo; torch.distributed.run is torchrun).
 TRAINING_PACKAGES=(python3 python3-torch)
+
+# The image builder (hack/images/builder: ko and go-containerregistry), built
+# into _output/bin by build_image_builder; needs hack/lib/build.sh.
+IMAGE_BUILDER="${BIN_DIR}/builder"
+IMAGE_BUILDER_DIR="${REPO_ROOT}/hack/images/builder"
+
+# build_image_builder builds the image builder unless it is up to date.
+build_image_builder() {
+  local version
+  version="$(cat "${IMAGE_BUILDER_DIR}"/*.go | sha256sum | cut -c1-12)"
+  build_total=$((build_total + 1))
+  GOFLAGS=-mod=mod build_one builder "${version}" "${IMAGE_BUILDER_DIR}" .
+}
+
+# image_builder_stamp prints the built image builder's version stamp, for
+# the keys of images it makes: a change of the builder rebuilds them.
+image_builder_stamp() {
+  cat "${BIN_DIR}/.builder.version"
+}
+
+# Where the product's images are published (hack/build-images.sh,
+# hack/release.sh); a release's install.yaml names them here, by digest.
+PRODUCT_IMAGE_REPOSITORY="ghcr.io/tensorstack"

@@ -36,7 +36,7 @@ LOCAL_SETTINGS=(
   LOCAL_SCHEDULER_PLUGINS LOCAL_KUEUE LOCAL_KUEUE_WEBHOOK_PORT LOCAL_KUEUE_METRICS_PORT
   LOCAL_KUEUE_HEALTH_PORT LOCAL_KUEUE_GPU_QUOTA LOCAL_KUEUE_PODS_READY_TIMEOUT LOCAL_KUEUE_V1BETA1 LOCAL_TIMEOUT
   LOCAL_APISERVER_EXTRA_ARGS LOCAL_TRAINING_APISERVER_EXTRA_ARGS LOCAL_TRAINING_APISERVER_ENV
-  LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS LOCAL_REAL_NODE LOCAL_REAL_NODE_RUNNING
+  LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS LOCAL_REAL_NODE LOCAL_REAL_NODE_RUNNING LOCAL_REGISTRY_PORT
 )
 : "${LOCAL_ETCD_PORT:=23790}"
 : "${LOCAL_ETCD_PEER_PORT:=23791}"
@@ -144,7 +144,7 @@ KUEUE_CLUSTER_QUEUE="cluster-queue"
 # Start order. Stop order is the reverse.
 LOCAL_COMPONENTS=(
   etcd kube-apiserver kube-controller-manager kube-scheduler scheduler-plugins kueue kwok
-  training-apiserver training-controller-manager
+  registry local-path-provisioner training-apiserver training-controller-manager
 )
 
 # Its discovery cache is the stack's own: the scripts run kubectl before the
@@ -205,6 +205,10 @@ active_components() {
     if [[ "${c}" == kueue ]] && ! kueue_enabled; then
       continue
     fi
+    # The registry and the storage provisioner serve the real node.
+    if [[ "${c}" == registry || "${c}" == local-path-provisioner ]] && ! real_node_running; then
+      continue
+    fi
     echo "${c}"
   done
 }
@@ -242,6 +246,8 @@ component_ports() {
       echo "LOCAL_KUEUE_HEALTH_PORT ${LOCAL_KUEUE_HEALTH_PORT}"
       ;;
     kwok) echo "LOCAL_KWOK_PORT ${LOCAL_KWOK_PORT}" ;;
+    registry) echo "LOCAL_REGISTRY_PORT ${LOCAL_REGISTRY_PORT}" ;;
+    local-path-provisioner) ;;
     training-apiserver) echo "LOCAL_TRAINING_PORT ${LOCAL_TRAINING_PORT}" ;;
     training-controller-manager)
       echo "LOCAL_TRAINING_METRICS_PORT ${LOCAL_TRAINING_METRICS_PORT}"
@@ -412,6 +418,18 @@ component_args() {
         --tls-private-key-file="${pki}/kwok-kubelet.key"
         --node-lease-duration-seconds=40
         --server-address="127.0.0.1:${LOCAL_KWOK_PORT}"
+      )
+      ;;
+    registry)
+      ARGS=(serve "${LOCAL_CONFIG_DIR}/registry.yaml")
+      ;;
+    local-path-provisioner)
+      ARGS=(
+        start
+        --config="${LOCAL_CONFIG_DIR}/local-path-provisioner.json"
+        --kubeconfig="${pki}/local-path-provisioner.kubeconfig"
+        --namespace="${STORAGE_NAMESPACE}"
+        --helper-image="${TRAINING_IMAGE}"
       )
       ;;
     training-apiserver)
@@ -732,6 +750,12 @@ wait_component() {
       wait_until kwok "kwok /healthz on 127.0.0.1:${LOCAL_KWOK_PORT}" "${t}" \
         curl -fsS --max-time 5 --cacert "${LOCAL_PKI_DIR}/ca.crt" "https://127.0.0.1:${LOCAL_KWOK_PORT}/healthz"
       ;;
+    registry)
+      wait_until registry "the image registry on ${LOCAL_REGISTRY}" "${t}" registry_ready
+      ;;
+    local-path-provisioner)
+      wait_until local-path-provisioner "local-path-provisioner watching claims" "${t}" storage_provisioner_ready
+      ;;
     training-apiserver)
       wait_until training-apiserver "training-apiserver /readyz on 127.0.0.1:${LOCAL_TRAINING_PORT}" "${t}" \
         curl -fsS --max-time 5 --cacert "${LOCAL_PKI_DIR}/training-ca.crt" \
@@ -786,6 +810,11 @@ generate_pki() {
     pki_cert "${pki}" ca scheduler-plugins "/CN=${SCHEDULER_PLUGINS_NAME}" client
     write_kubeconfig "${pki}/scheduler-plugins.kubeconfig" "${server}" "${pki}/ca.crt" \
       "${pki}/scheduler-plugins.crt" "${pki}/scheduler-plugins.key" "${SCHEDULER_PLUGINS_NAME}"
+  fi
+  if real_node_running; then
+    pki_cert "${pki}" ca local-path-provisioner "/O=system:masters/CN=${STORAGE_USER}" client
+    write_kubeconfig "${pki}/local-path-provisioner.kubeconfig" "${server}" "${pki}/ca.crt" \
+      "${pki}/local-path-provisioner.crt" "${pki}/local-path-provisioner.key" "${STORAGE_USER}"
   fi
   if kueue_enabled; then
     pki_cert "${pki}" ca kueue "/O=system:masters/CN=${KUEUE_USER}" client
@@ -1071,6 +1100,11 @@ EOF
   printf '2026-01-01T00:00:0%d.000000000Z stdout F fake training replica: %s\n' \
     0 "started" 1 "step 1 loss 0.9" 2 "step 2 loss 0.5" >"${LOCAL_CONFIG_DIR}/replica.log"
 
+  if real_node_running; then
+    generate_registry_config
+    generate_storage_config
+  fi
+
   cat >"${LOCAL_CONFIG_DIR}/kube-scheduler.yaml" <<EOF
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -1161,3 +1195,7 @@ EOF
 source "${REPO_ROOT}/hack/lib/images.sh"
 # shellcheck source=hack/lib/node.sh
 source "${REPO_ROOT}/hack/lib/node.sh"
+# shellcheck source=hack/lib/registry.sh
+source "${REPO_ROOT}/hack/lib/registry.sh"
+# shellcheck source=hack/lib/storage.sh
+source "${REPO_ROOT}/hack/lib/storage.sh"

@@ -83,7 +83,7 @@ node_cannot_run() {
 node_binaries_missing() {
   local b
   for b in containerd ctr containerd-shim-runc-v2 runc kubelet kube-proxy coredns nodeproxy \
-    cni/bridge cni/host-local cni/loopback cni/portmap; do
+    cni/bridge cni/host-local cni/loopback cni/portmap registry local-path-provisioner; do
     [[ -x "${BIN_DIR}/${b}" ]] || echo "${b}"
   done
   [[ -f "${PAUSE_ARCHIVE}" ]] || echo "${PAUSE_ARCHIVE#"${REPO_ROOT}/"}"
@@ -166,7 +166,7 @@ node_generate_pki() {
 # node_generate_configs: containerd, CNI, kubelet, kube-proxy, CoreDNS.
 node_generate_configs() {
   local cfg="${NODE_DIR}/config"
-  mkdir -p "${cfg}/cni" "${NODE_DIR}/run" "${NODE_DIR}/containerd" "${NODE_DIR}/kubelet" "${NODE_DIR}/overlay"
+  mkdir -p "${cfg}/cni" "${cfg}/registries/${LOCAL_REGISTRY}" "${NODE_DIR}/run" "${NODE_DIR}/containerd" "${NODE_DIR}/kubelet" "${NODE_DIR}/overlay"
   # Version 3. NRI and the opt plugin are off: they open /var/run/nri and
   # create /opt/containerd. The OOM score adjustment is restricted because
   # root here lacks CAP_SYS_RESOURCE for the sandbox's -998.
@@ -185,13 +185,17 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.opt",
 [debug]
   address = "${NODE_SOCKET}.debug"
 
+# /run is the node's run directory in its mount namespace (node_holder_up),
+# and containerd allows a socket_dir of 42 characters at most.
 [plugins.'io.containerd.shim.v1.manager']
-  socket_dir = "${NODE_DIR}/run/s"
+  socket_dir = "/run/s"
 
 [plugins.'io.containerd.cri.v1.images']
   snapshotter = "overlayfs"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
     sandbox = "${PAUSE_IMAGE}"
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    config_path = "${cfg}/registries"
 
 [plugins.'io.containerd.cri.v1.runtime']
   restrict_oom_score_adj = true
@@ -207,6 +211,14 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.opt",
         BinaryName = "${BIN_DIR}/runc"
         Root = "${NODE_DIR}/run/runc"
         SystemdCgroup = false
+EOF
+  # The stack's registry (hack/lib/registry.sh) speaks plain HTTP on loopback,
+  # which nodeproxy forwards into the namespace.
+  cat >"${cfg}/registries/${LOCAL_REGISTRY}/hosts.toml" <<EOF
+server = "http://${LOCAL_REGISTRY}"
+
+[host."http://${LOCAL_REGISTRY}"]
+  capabilities = ["pull", "resolve"]
 EOF
   # Pods on one bridge. No masquerade and no default route: traffic has
   # nowhere to leave the namespace to.
@@ -405,6 +417,7 @@ node_prepare() {
   node_start nodeproxy "${BIN_DIR}/nodeproxy" -netns "/run/netns/${NODE_NETNS}" \
     -forward "127.0.0.1:${LOCAL_APISERVER_PORT}=127.0.0.1:${LOCAL_APISERVER_PORT}" \
     -forward "${NODE_IP}:${LOCAL_APISERVER_PORT}=127.0.0.1:${LOCAL_APISERVER_PORT}" \
+    -forward "${LOCAL_REGISTRY}=${LOCAL_REGISTRY}" \
     -egress "${NODE_EGRESS_SOCKET}"
   node_wait nodeproxy "nodeproxy on ${NODE_EGRESS_SOCKET#"${REPO_ROOT}/"}" test -S "${NODE_EGRESS_SOCKET}"
 }
@@ -415,7 +428,7 @@ node_up() {
   local start=${SECONDS}
   log "starting the real node ${NODE_NAME}"
   sed -e "s|@NODE_IP@|${NODE_IP}|g" -e "s|@APISERVER_PORT@|${LOCAL_APISERVER_PORT}|g" \
-    -e "s|@IMAGE_PREFIX@|${REAL_NODE_IMAGE_PREFIX}|g" -e "s|@NODE_TAINT@|${NODE_TAINT}|g" \
+    -e "s|@IMAGE_PREFIX@|${REAL_NODE_IMAGE_PREFIX}|g" -e "s|@REGISTRY_PREFIX@|${LOCAL_REGISTRY}/|g" -e "s|@NODE_TAINT@|${NODE_TAINT}|g" \
     -e "s|@NODE_LABEL_KEY@|${NODE_LABEL}|g" -e "s|@NODE_LABEL_KEY_PATCH@|${NODE_LABEL//\//~1}|g" \
     "${LOCAL_HACK_DIR}/real-node.yaml" | kubectl_local apply -f - >/dev/null
   node_start containerd "${BIN_DIR}/containerd" --config "${NODE_DIR}/config/containerd.toml"

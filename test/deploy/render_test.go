@@ -23,7 +23,6 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
-	"os"
 	"path"
 	"regexp"
 	"slices"
@@ -619,61 +618,6 @@ func TestFlagsKnownToBinaries(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-// TestDockerfile: the images are built in a Go stage and run from a
-// distroless static image as a non-root user, from packages that exist.
-func TestDockerfile(t *testing.T) {
-	e := staticEnv(t)
-	data, err := os.ReadFile(e.path("build/Dockerfile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(data)
-	base := regexp.MustCompile(`(?m)^ARG BASE_IMAGE=(\S+)$`).FindStringSubmatch(text)
-	if base == nil || !strings.Contains(base[1], "distroless/static") || !strings.HasSuffix(base[1], ":nonroot") {
-		t.Errorf("the run stage is not distroless static nonroot: %v", base)
-	}
-	stages := regexp.MustCompile(`(?m)^FROM (\S+(?: \S+)*) AS (\S+)$`).FindAllStringSubmatch(text, -1)
-	got := map[string]string{}
-	for _, s := range stages {
-		got[s[2]] = s[1]
-	}
-	if !strings.Contains(got["build"], "golang:") {
-		t.Errorf("no golang build stage: %v", got)
-	}
-	for _, target := range []string{"training-apiserver", "training-controller-manager"} {
-		if got[target] != "${BASE_IMAGE}" {
-			t.Errorf("stage %s is FROM %q, want ${BASE_IMAGE}", target, got[target])
-		}
-		// The stage, up to the next FROM.
-		stage := text[strings.Index(text, "AS "+target):]
-		if i := strings.Index(stage[1:], "\nFROM "); i >= 0 {
-			stage = stage[:i+1]
-		}
-		for _, want := range []string{"USER 65532:65532", `ENTRYPOINT ["/usr/local/bin/` + target + `"]`, "/out/" + target} {
-			if !strings.Contains(stage, want) {
-				t.Errorf("stage %s lacks %s", target, want)
-			}
-		}
-		if !strings.Contains(text, "-o /out/"+target+" ./cmd/") {
-			t.Errorf("the build stage does not build /out/%s", target)
-		}
-	}
-	for _, m := range regexp.MustCompile(`-o /out/\S+ (\./cmd/\S+)`).FindAllStringSubmatch(text, -1) {
-		if _, err := os.Stat(e.path(m[1] + "/main.go")); err != nil {
-			t.Errorf("the Dockerfile builds %s: %v", m[1], err)
-		}
-	}
-	// The version lands where the Makefile puts it.
-	makefile, err := os.ReadFile(e.path("Makefile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const symbol = "-X tensorstack.dev/training/pkg/version.gitVersion="
-	if !strings.Contains(string(makefile), symbol) || !strings.Contains(text, symbol) {
-		t.Errorf("the Dockerfile and the Makefile set the version differently (want %s in both)", symbol)
 	}
 }
 

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Builds the real node's images as OCI archives under _output/images, with
+# no Docker and no registry (hack/images/builder, go-containerregistry);
+# hack/lib/node.sh imports them into containerd.
+#   localhost/tensorstack/pause:v1      the pod sandbox: one static binary
+#   localhost/tensorstack/training:v1   Debian bookworm (minbase), Python 3,
+#                                       Debian's PyTorch (CPU, gloo) and the
+#                                       example scripts of artifacts/examples/scripts
+#                                       and the progress helper of
+#                                       artifacts/python (tensorstack_progress)
+# The Debian root file system is cached (training-base.tar) under a key of
+# its inputs: the suite, the mirror and the package list. The scripts are a
+# layer of their own, so editing them rebuilds in seconds. Needs root
+# (debootstrap, chroot).
+set -euo pipefail
+
+# shellcheck source=hack/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+# shellcheck source=hack/lib/packages.sh
+source "${REPO_ROOT}/hack/lib/packages.sh"
+# shellcheck source=hack/lib/build.sh
+source "${REPO_ROOT}/hack/lib/build.sh"
+# shellcheck source=hack/lib/images.sh
+source "${REPO_ROOT}/hack/lib/images.sh"
+
+[[ "$(id -u)" == 0 ]] || die "building the real node's images needs root (debootstrap, chroot)"
+require_packages "the training image" debootstrap:debootstrap
+mkdir -p "${IMAGES_DIR}"
+start=${SECONDS}
+
+build_image_builder
+[[ -x "${BIN_DIR}/pause" ]] || die "no ${BIN_DIR}/pause: run hack/build-node-binaries.sh first"
+
+# stamped FILE KEY: whether FILE was made from inputs whose digest is KEY.
+stamped() { [[ -f "$1" && -f "$1.key" && "$(cat "$1.key")" == "$2" ]]; }
+stamp() { printf '%s\n' "$2" >"$1.key"; }
+
+# The pause image.
+key="$({ sha256sum "${BIN_DIR}/pause"; image_builder_stamp; } | sha256sum | cut -c1-16)"
+if stamped "${PAUSE_ARCHIVE}" "${key}"; then
+  log "[1/3] ${PAUSE_IMAGE}: up to date"
+else
+  root="$(mktemp -d "${IMAGES_DIR}/.pause-XXXX")"
+  install -m 0755 "${BIN_DIR}/pause" "${root}/pause"
+  "${IMAGE_BUILDER}" image -name "${PAUSE_IMAGE}" -layer "${root}" -entrypoint /pause -out "${PAUSE_ARCHIVE}"
+  rm -rf "${root}"
+  stamp "${PAUSE_ARCHIVE}" "${key}"
+  log "[1/3] ${PAUSE_IMAGE}: built, $(du -h "${PAUSE_ARCHIVE}" | cut -f1)"
+fi
+
+# The training image's Debian layer.
+base="${IMAGES_DIR}/training-base.tar"
+key="$(printf '%s\n' "${DEBIAN_SUITE}" "${DEBIAN_MIRROR}" "${TRAINING_PACKAGES[@]}" "v1" | sha256sum | cut -c1-16)"
+if stamped "${base}" "${key}"; then
+  log "[2/3] training image's Debian layer: up to date"
+else
+  rootfs="${IMAGES_DIR}/training-rootfs"
+  rm -rf "${rootfs}"
+  log "[2/3] training image's Debian layer: debootstrap ${DEBIAN_SUITE} (minbase), then ${TRAINING_PACKAGES[*]}; about 2 minutes"
+  step=${SECONDS}
+  debootstrap --variant=minbase "${DEBIAN_SUITE}" "${rootfs}" "${DEBIAN_MIRROR}" >"${IMAGES_DIR}/debootstrap.log" 2>&1 ||
+    { tail -n 20 "${IMAGES_DIR}/debootstrap.log" >&2; die "debootstrap failed (log: ${IMAGES_DIR}/debootstrap.log)"; }
+  log "[2/3] debootstrap: $((SECONDS - step))s"
+  step=${SECONDS}
+  cp /etc/resolv.conf "${rootfs}/etc/resolv.conf"
+  # A private mount namespace: /proc for the packages' scripts, gone when
+  # the install ends.
+  unshare --mount --propagation private sh -c '
+    mount -t proc proc "$1/proc" && shift &&
+    chroot "$0" sh -c "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $* && apt-get clean"
+  ' "${rootfs}" "${rootfs}" "${TRAINING_PACKAGES[@]}" >"${IMAGES_DIR}/apt.log" 2>&1 ||
+    { tail -n 20 "${IMAGES_DIR}/apt.log" >&2; die "installing the training packages failed (log: ${IMAGES_DIR}/apt.log)"; }
+  log "[2/3] apt-get install: $((SECONDS - step))s"
+  rm -rf "${rootfs}/var/lib/apt/lists/"* "${rootfs}/usr/share/doc" "${rootfs}/usr/share/man" "${rootfs}/usr/share/locale" \
+    "${rootfs}/var/cache/"* "${rootfs}/var/log/"*
+  : >"${rootfs}/etc/resolv.conf"
+  "${IMAGE_BUILDER}" layer -dir "${rootfs}" -out "${base}"
+  rm -rf "${rootfs}"
+  stamp "${base}" "${key}"
+  log "[2/3] training image's Debian layer: built, $(du -h "${base}" | cut -f1)"
+fi
+
+# The training image: the Debian layer and the scripts.
+scripts="${REPO_ROOT}/artifacts/examples/scripts"
+# The progress helper, importable from any training program in the image.
+helper="${REPO_ROOT}/artifacts/python/tensorstack_progress.py"
+key="$({ cat "${base}.key" "${scripts}"/* "${helper}" "${REPO_ROOT}/hack/images/torchrun" "${BASH_SOURCE[0]}"; image_builder_stamp; } | sha256sum | cut -c1-16)"
+if stamped "${TRAINING_ARCHIVE}" "${key}"; then
+  log "[3/3] ${TRAINING_IMAGE}: up to date"
+else
+  root="$(mktemp -d "${IMAGES_DIR}/.scripts-XXXX")"
+  install -d -m 0755 "${root}/opt/tensorstack/examples" "${root}/opt/tensorstack/lib" "${root}/usr/local/bin"
+  install -m 0644 "${scripts}"/* "${root}/opt/tensorstack/examples/"
+  install -m 0644 "${helper}" "${root}/opt/tensorstack/lib/"
+  install -m 0755 "${REPO_ROOT}/hack/images/torchrun" "${root}/usr/local/bin/torchrun"
+  # Debian's torch 1.13 on Debian's Python 3.11: iterating an IntFlag skips
+  # its zero member there, so Std.from_str("0") (torchrun's default
+  # --redirects and --tee) returns None and torchrun fails after the
+  # rendezvous. torch 2.0 fixed it the same way; this layer carries the
+  # patched file.
+  std="usr/lib/python3/dist-packages/torch/distributed/elastic/multiprocessing/api.py"
+  tar -C "${root}" -xf "${base}" "${std}"
+  sed -i 's/^            for s in Std:$/            for s in Std.__members__.values():/' "${root}/${std}"
+  grep -q 'for s in Std.__members__.values():' "${root}/${std}" || die "patching ${std} failed: its text changed"
+  "${IMAGE_BUILDER}" image -name "${TRAINING_IMAGE}" -layer "${base}" -layer "${root}" \
+    -env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin -env PYTHONPATH=/opt/tensorstack/lib:/opt/tensorstack/examples \
+    -workdir /opt/tensorstack/examples -cmd python3 -out "${TRAINING_ARCHIVE}"
+  rm -rf "${root}"
+  stamp "${TRAINING_ARCHIVE}" "${key}"
+  log "[3/3] ${TRAINING_IMAGE}: built, $(du -h "${TRAINING_ARCHIVE}" | cut -f1)"
+fi
+log "images ready in $((SECONDS - start))s"
