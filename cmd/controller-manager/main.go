@@ -145,6 +145,7 @@ func runManager(ctx context.Context, opts *options) error {
 	if err := servers.serve("health probes", opts.healthAddr, healthHandler(opts.leaderElect, &leading, watchdog, ctrl.HasSynced)); err != nil {
 		return err
 	}
+	startServingCert(ctx, logger, opts, c)
 	if !opts.leaderElect {
 		ctrl.run(ctx)
 		return nil
@@ -157,6 +158,7 @@ func runManager(ctx context.Context, opts *options) error {
 // (fence.go).
 type clients struct {
 	config *rest.Config // fenced when electing
+	base   *rest.Config // never fenced: for what every replica does
 	kube   kubernetes.Interface
 	jobs   versioned.Interface
 	// unfenced writes the lease and asks the access reviews, which are
@@ -172,7 +174,7 @@ func newClients(opts *options) (*clients, error) {
 	}
 	cfg.QPS, cfg.Burst = opts.kubeAPIQPS, opts.kubeAPIBurst
 	cfg = rest.AddUserAgent(cfg, component+"/"+version.Get())
-	c := &clients{config: cfg}
+	c := &clients{config: cfg, base: cfg}
 	if c.unfenced, err = kubernetes.NewForConfig(protobufConfig(cfg)); err != nil {
 		return nil, fmt.Errorf("building the unfenced client: %w", err)
 	}

@@ -26,6 +26,7 @@ import (
 	"tensorstack.dev/training/pkg/controller"
 	"tensorstack.dev/training/pkg/controller/gang"
 	"tensorstack.dev/training/pkg/controller/kueue"
+	"tensorstack.dev/training/pkg/controller/servingcert"
 )
 
 // options are the command-line flags.
@@ -57,6 +58,15 @@ type options struct {
 	queueing                  string
 	queueingSystem            kueue.Queueing
 	coschedulingSchedulerName string
+
+	// The training-apiserver's serving certificate (servingcert.go).
+	servingCertSecret        string
+	servingCertAPIService    string
+	servingCertDNSNames      []string
+	servingCertCAValidity    time.Duration
+	servingCertValidity      time.Duration
+	servingCertRenewBefore   time.Duration
+	servingCertCheckInterval time.Duration
 }
 
 func newOptions() *options {
@@ -83,6 +93,13 @@ func newOptions() *options {
 		gangScheduler:             string(gang.SchedulerAuto),
 		queueing:                  string(kueue.QueueingAuto),
 		coschedulingSchedulerName: gang.DefaultCoschedulingSchedulerName,
+
+		servingCertAPIService:    "v1beta1.batch.tensorstack.dev",
+		servingCertDNSNames:      []string{"training-apiserver.tensorstack-system.svc", "training-apiserver.tensorstack-system.svc.cluster.local"},
+		servingCertCAValidity:    servingcert.DefaultCAValidity,
+		servingCertValidity:      servingcert.DefaultCertValidity,
+		servingCertRenewBefore:   servingcert.DefaultRenewBefore,
+		servingCertCheckInterval: servingcert.DefaultCheckInterval,
 	}
 }
 
@@ -137,6 +154,23 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 			"none, or auto: workload if the cluster serves it, else coscheduling if served, else none. Decided at start-up.")
 	fs.StringVar(&o.coschedulingSchedulerName, "coscheduling-scheduler-name", o.coschedulingSchedulerName,
 		"The scheduler running the Coscheduling plugin; with the coscheduling backend, every pod of a gang job is scheduled by it.")
+	fs.StringVar(&o.servingCertSecret, "serving-cert-secret", o.servingCertSecret,
+		"NAMESPACE/NAME of the Secret holding the training-apiserver's serving certificate, which every replica then "+
+			"keeps: a CA of the installation's own, a certificate it signs, renewed before expiry, and the CA in the "+
+			"APIService's caBundle. The Secret must carry the annotation "+servingcert.ManagedByAnnotation+"="+
+			servingcert.ManagedByValue+". Empty: another source (cert-manager) provides the certificate.")
+	fs.StringVar(&o.servingCertAPIService, "serving-cert-apiservice", o.servingCertAPIService,
+		"The APIService whose caBundle gets the CA.")
+	fs.StringSliceVar(&o.servingCertDNSNames, "serving-cert-dns-names", o.servingCertDNSNames,
+		"The serving certificate's DNS names, the training-apiserver Service's first.")
+	fs.DurationVar(&o.servingCertCAValidity, "serving-cert-ca-validity", o.servingCertCAValidity,
+		"How long a new CA is valid. A new CA changes the APIService's caBundle.")
+	fs.DurationVar(&o.servingCertValidity, "serving-cert-validity", o.servingCertValidity,
+		"How long a new serving certificate is valid.")
+	fs.DurationVar(&o.servingCertRenewBefore, "serving-cert-renew-before", o.servingCertRenewBefore,
+		"How long before its end a certificate or CA is renewed.")
+	fs.DurationVar(&o.servingCertCheckInterval, "serving-cert-check-interval", o.servingCertCheckInterval,
+		"How often the certificate's validity is checked; shorter than --serving-cert-renew-before.")
 	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
 }
 
@@ -169,6 +203,9 @@ func (o *options) validate() error {
 		if errs := validation.IsDNS1123Subdomain(o.clusterDomain); len(errs) > 0 {
 			return fmt.Errorf("--cluster-domain %q: %v", o.clusterDomain, errs)
 		}
+	}
+	if _, _, err := o.servingCertConfig(); err != nil {
+		return err
 	}
 	if o.leaderElect {
 		if o.leaderElectNamespace == "" || o.leaderElectID == "" {

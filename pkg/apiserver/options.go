@@ -79,6 +79,10 @@ type Options struct {
 	// ProgressWriteInterval is the shortest time between two stored
 	// progress reports of a job.
 	ProgressWriteInterval time.Duration
+	// TLSCertWait is how long the server waits at start for its
+	// --tls-cert-file and --tls-private-key-file to appear; zero does not
+	// wait.
+	TLSCertWait time.Duration
 }
 
 // NewOptions returns the options with their defaults: objects are stored as
@@ -132,6 +136,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ProgressWriteInterval, "progress-write-interval", o.ProgressWriteInterval,
 		"The shortest time between two writes of a job's progress reports to etcd. Reports that come sooner wait, "+
 			"and the latest of them is written at the end of the interval.")
+	fs.DurationVar(&o.TLSCertWait, "tls-cert-wait", o.TLSCertWait,
+		"How long to wait at start for --tls-cert-file and --tls-private-key-file to exist, as when another "+
+			"component writes them into a mounted Secret; 0 does not wait.")
 	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth,
 		"Whether unauthenticated requests are treated as system:anonymous. When false, they are "+
 			"accepted only on the paths of --authorization-always-allow-paths (health checks).")
@@ -170,6 +177,9 @@ func (o *Options) Validate() error {
 	if o.EtcdRequestTimeout < 0 {
 		errs = append(errs, errors.New("--etcd-request-timeout must not be negative"))
 	}
+	if o.TLSCertWait < 0 {
+		errs = append(errs, errors.New("--tls-cert-wait must not be negative"))
+	}
 	if o.usesEmbeddedEtcd() {
 		if o.EmbeddedEtcdDir == "" {
 			return fmt.Errorf("--embedded-etcd-dir must be set when --etcd-servers is empty")
@@ -187,6 +197,10 @@ func (o *Options) Validate() error {
 // external one is configured. The caller owns the returned etcd through the
 // server's Run.
 func (o *Options) Config() (*Config, error) {
+	certKey := o.RecommendedOptions.SecureServing.ServerCert.CertKey
+	if err := waitForServingCert(context.Background(), certKey.CertFile, certKey.KeyFile, o.TLSCertWait, time.Second); err != nil {
+		return nil, err
+	}
 	if err := o.RecommendedOptions.SecureServing.MaybeDefaultWithSelfSignedCerts(
 		"localhost", nil, []net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
 		return nil, fmt.Errorf("creating self-signed serving certificate: %w", err)

@@ -173,6 +173,7 @@ var overlays = []overlay{
 	{name: "single", dir: deployDir + "/overlays/single"},
 	{name: "cert-manager", dir: deployDir + "/overlays/cert-manager", etcdCluster: true, certs: "cert-manager"},
 	{name: "generated-certs", dir: deployDir + "/overlays/generated-certs", etcdCluster: true, certs: "generated"},
+	{name: "managed-certs", dir: deployDir + "/overlays/managed-certs", etcdCluster: true, certs: "managed"},
 	{name: "single+cert-manager", dir: deployDir + "/overlays/single",
 		components: []string{deployDir + "/components/cert-manager"}, certs: "cert-manager"},
 	{name: "single+generated-certs", dir: deployDir + "/overlays/single",

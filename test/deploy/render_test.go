@@ -37,6 +37,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"tensorstack.dev/training/pkg/controller/servingcert"
 )
 
 // TestRenderOverlays renders every installation with kubectl kustomize and
@@ -359,6 +361,34 @@ func checkAPIService(t *testing.T, r *rendered, o overlay) {
 		checkGeneratedCerts(t, r, caBundle)
 	case "cert-manager":
 		checkCertManager(t, r, u)
+	case "managed":
+		checkManagedCerts(t, r, caBundle)
+	}
+}
+
+// checkManagedCerts: the Secret ships empty and handed to the
+// controller-manager, which is told to keep it; the apiserver waits for its
+// files; the caBundle is the controller-manager's to write.
+func checkManagedCerts(t *testing.T, r *rendered, caBundle string) {
+	t.Helper()
+	if caBundle != "" {
+		t.Errorf("the APIService ships a caBundle; the controller-manager writes it")
+	}
+	secret := mustGet[corev1.Secret](t, r, "Secret", systemNamespace, servingSecretName)
+	if len(secret.Data)+len(secret.StringData) != 0 || secret.Type != corev1.SecretTypeOpaque {
+		t.Errorf("Secret %s ships type %q with %d keys, want an empty Opaque Secret", secret.Name, secret.Type, len(secret.Data)+len(secret.StringData))
+	}
+	if got := secret.Annotations[servingcert.ManagedByAnnotation]; got != servingcert.ManagedByValue {
+		t.Errorf("Secret %s: annotation %s=%q, want %q", secret.Name, servingcert.ManagedByAnnotation, got, servingcert.ManagedByValue)
+	}
+	controller := mustGet[appsv1.Deployment](t, r, "Deployment", systemNamespace, "training-controller-manager")
+	want := "$(POD_NAMESPACE)/" + servingSecretName
+	if got := flagValue(controller.Spec.Template.Spec.Containers[0].Args, "--serving-cert-secret"); got != want {
+		t.Errorf("the controller-manager keeps --serving-cert-secret=%q, want %q", got, want)
+	}
+	apiserver := mustGet[appsv1.Deployment](t, r, "Deployment", systemNamespace, "training-apiserver")
+	if flagValue(apiserver.Spec.Template.Spec.Containers[0].Args, "--tls-cert-wait") == "" {
+		t.Errorf("the apiserver does not wait for the certificate (--tls-cert-wait): it would crash-loop until it is written")
 	}
 }
 
