@@ -8,7 +8,7 @@ LDFLAGS := -X tensorstack.dev/training/pkg/version.gitVersion=$(VERSION)
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(OUTPUT)/tools/staticcheck-$(STATICCHECK_VERSION)
 
-.PHONY: all build images test test-unit test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
+.PHONY: all build images release test test-unit test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
 	bench-api bench-controller bench-real bench-progress bench-replicas bench-scale bench-wide \
 	test-binaries node run local-up local-down clean
 
@@ -17,15 +17,20 @@ all: build
 ## build: compile the apiserver, the controller-manager and the kubectl plugin into _output/bin
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/training-apiserver ./cmd/apiserver
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/training-controller-manager ./cmd/controller-manager
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-training ./cmd/kubectl-training
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/training-apiserver ./cmd/apiserver
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/training-controller-manager ./cmd/controller-manager
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-training ./cmd/kubectl-training
 
 ## images: the product's images (training-apiserver, training-controller-manager, training-etcd) as OCI archives in
 ## _output/images/product, for linux/amd64 and linux/arm64 (IMAGE_PLATFORMS), with no Docker (hack/build-images.sh)
 IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
 images:
 	hack/build-images.sh --platforms $(IMAGE_PLATFORMS) --version $(VERSION)
+
+## release: a release in _output/release/$(VERSION) (VERSION=vX.Y.Z): images as OCI archives, install.yaml pinned by
+## digest, kubectl-training archives, the krew manifest, release notes and checksums.txt (hack/release.sh)
+release: test-binaries
+	hack/release.sh $(VERSION)
 
 ## test: everything CI checks: lint, generated code, unit, a bounded fuzz run, integration and end-to-end tests
 test: lint verify-codegen test-unit test-fuzz-short test-integration test-e2e test-chaos test-deploy

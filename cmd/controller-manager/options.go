@@ -63,6 +63,7 @@ type options struct {
 	servingCertSecret        string
 	servingCertAPIService    string
 	servingCertDNSNames      []string
+	servingCertDir           string
 	servingCertCAValidity    time.Duration
 	servingCertValidity      time.Duration
 	servingCertRenewBefore   time.Duration
@@ -96,6 +97,7 @@ func newOptions() *options {
 
 		servingCertAPIService:    "v1beta1.batch.tensorstack.dev",
 		servingCertDNSNames:      []string{"training-apiserver.tensorstack-system.svc", "training-apiserver.tensorstack-system.svc.cluster.local"},
+		servingCertDir:           "/var/run/training-apiserver/serving-cert",
 		servingCertCAValidity:    servingcert.DefaultCAValidity,
 		servingCertValidity:      servingcert.DefaultCertValidity,
 		servingCertRenewBefore:   servingcert.DefaultRenewBefore,
@@ -163,6 +165,9 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"The APIService whose caBundle gets the CA.")
 	fs.StringSliceVar(&o.servingCertDNSNames, "serving-cert-dns-names", o.servingCertDNSNames,
 		"The serving certificate's DNS names, the training-apiserver Service's first.")
+	fs.StringVar(&o.servingCertDir, "serving-cert-dir", o.servingCertDir,
+		"Where the Secret of --serving-cert-secret is mounted in this pod: the rotator stops, saying so, when "+
+			"what it writes never reaches the pods.")
 	fs.DurationVar(&o.servingCertCAValidity, "serving-cert-ca-validity", o.servingCertCAValidity,
 		"How long a new CA is valid. A new CA changes the APIService's caBundle.")
 	fs.DurationVar(&o.servingCertValidity, "serving-cert-validity", o.servingCertValidity,

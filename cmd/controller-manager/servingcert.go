@@ -46,6 +46,7 @@ func (o *options) servingCertConfig() (cfg servingcert.Config, ok bool, err erro
 		Secret:        types.NamespacedName{Namespace: namespace, Name: name},
 		APIService:    o.servingCertAPIService,
 		DNSNames:      o.servingCertDNSNames,
+		CertDir:       o.servingCertDir,
 		CAValidity:    o.servingCertCAValidity,
 		CertValidity:  o.servingCertValidity,
 		RenewBefore:   o.servingCertRenewBefore,

@@ -53,7 +53,7 @@ build_one() {
   rm -f "${stamp_file}"
   (
     cd "${module_dir}"
-    CGO_ENABLED="${cgo}" go build ${tags:+-tags "${tags}"} -ldflags "${ldflags}" -o "${out}.tmp" "${pkg}"
+    CGO_ENABLED="${cgo}" go build -trimpath ${tags:+-tags "${tags}"} -ldflags "${ldflags}" -o "${out}.tmp" "${pkg}"
   ) >"${build_log}" 2>&1 &
   local pid=$! rc=0 next=$((SECONDS + 30))
   while kill -0 "${pid}" 2>/dev/null; do

@@ -35,7 +35,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
@@ -86,6 +85,10 @@ type Config struct {
 	// DNSNames are the certificate's names, the first its common name: the
 	// apiserver's Service as kube-apiserver dials it.
 	DNSNames []string
+	// CertDir is where the Secret is mounted in this pod. The rotator
+	// checks that the files reach the pods (it gives up rotating when they
+	// never do, as then nothing it writes would be served).
+	CertDir string
 	// CAValidity and CertValidity are how long a new CA and a new serving
 	// certificate are valid; each is renewed RenewBefore its end, checked
 	// every CheckInterval.
@@ -100,6 +103,9 @@ func (c Config) Validate() error {
 	}
 	if c.APIService == "" {
 		errs = append(errs, errors.New("the APIService name is empty"))
+	}
+	if c.CertDir == "" {
+		errs = append(errs, errors.New("the directory the Secret is mounted at is empty"))
 	}
 	if len(c.DNSNames) == 0 || c.DNSNames[0] == "" {
 		errs = append(errs, errors.New("the certificate needs at least one DNS name"))
@@ -164,16 +170,9 @@ func Run(ctx context.Context, cfg *rest.Config, c Config) error {
 	if err != nil {
 		return fmt.Errorf("the certificate rotator's manager: %w", err)
 	}
-	// The rotator also waits for the files in CertDir, for a process that
-	// serves with them; this one does not, and the directory stays empty.
-	certDir, err := os.MkdirTemp("", "serving-cert-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(certDir)
 	err = rotator.AddRotator(mgr, &rotator.CertRotator{
 		SecretKey:              c.Secret,
-		CertDir:                certDir,
+		CertDir:                c.CertDir,
 		CAName:                 "tensorstack-training-ca",
 		CAOrganization:         "TensorStack Training",
 		DNSName:                c.DNSNames[0],

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The release installed for real (make test-install): builds two releases
+# of this commit (A and B, differing in version) for the machine's own
+# architecture, checks a rebuild of A is identical, starts a local stack of
+# its own without our host processes (LOCAL_SKIP_TRAINING=1) but with the real
+# node, its registry and its StorageClass, pushes both releases' images to the
+# registry, and runs go test ./test/install: install A as Pods from
+# install.yaml, train, upgrade to B under load, faults, uninstall. It stops
+# the stack afterwards and fails when the real node left anything on the host.
+#
+# Where the real node cannot run (not root, no cgroup v1, ...) it says so
+# and skips: an installation is only shown on real nodes.
+#
+# The tests get INSTALL_RELEASE_A/B (release directories), INSTALL_REGISTRY
+# (host:port), KUBECONFIG and KUBECTL.
+# Extra go test flags: INSTALL_GO_TEST_FLAGS (e.g. "-v").
+set -euo pipefail
+
+HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+export LOCAL_DIR="${LOCAL_DIR:-_output/li}"
+export LOCAL_SKIP_TRAINING=1
+export LOCAL_KUEUE="${LOCAL_KUEUE:-0}"
+export LOCAL_SCHEDULER_PLUGINS="${LOCAL_SCHEDULER_PLUGINS:-0}"
+export LOCAL_FAKE_NODES="${LOCAL_FAKE_NODES:-1}"
+# shellcheck source=hack/lib/common.sh
+source "${HACK_DIR}/lib/common.sh"
+# shellcheck source=hack/lib/local.sh
+source "${HACK_DIR}/lib/local.sh"
+
+if ! real_node_enabled; then
+  log "install test: skipped, LOCAL_REAL_NODE=0 (an installation is shown on a real node)"
+  exit 0
+fi
+if why="$(node_cannot_run)"; then
+  log "install test: skipped, the real node cannot run here: ${why}"
+  exit 0
+fi
+running="$(running_components | tr '\n' ' ')"
+if [[ -n "${running// /}" ]]; then
+  die "a local control plane is already running (${running% }); stop it first with hack/local-down.sh (make local-down)"
+fi
+
+arch="$(go env GOARCH)"
+releases="${OUTPUT_DIR}/install-test"
+export RELEASE_IMAGE_PLATFORMS="linux/${arch}" RELEASE_PLUGIN_PLATFORMS="linux/${arch}"
+start=${SECONDS}
+for v in a b; do
+  RELEASE_DIR="${releases}/${v}" "${HACK_DIR}/release.sh" "v0.0.0-install.${v}"
+done
+# Reproducible: the same commit gives the same release, byte for byte.
+RELEASE_DIR="${releases}/a-again" "${HACK_DIR}/release.sh" v0.0.0-install.a
+if ! diff -u "${releases}/a/checksums.txt" "${releases}/a-again/checksums.txt" >&2; then
+  die "two builds of release v0.0.0-install.a differ (checksums above)"
+fi
+log "a rebuild of release v0.0.0-install.a is identical ($(wc -l <"${releases}/a/checksums.txt") files, $(grep -c . "${releases}/a/images/images.txt") images)"
+rm -rf "${releases}/a-again"
+
+# shellcheck disable=SC2317 # invoked through the EXIT trap
+cleanup() {
+  local rc=$? left
+  log "stopping the install test stack"
+  "${HACK_DIR}/local-down.sh" || log "WARNING: hack/local-down.sh failed"
+  left="$(node_leftovers)"
+  if [[ -n "${left}" ]]; then
+    log "ERROR: the real node left on the host after hack/local-down.sh:"
+    printf '  %s\n' "${left}" >&2
+    rc=1
+  fi
+  exit "${rc}"
+}
+trap cleanup EXIT
+"${HACK_DIR}/local-up.sh"
+load_settings
+if ! real_node_running; then
+  die "the install test stack has no real node (see above)"
+fi
+
+for v in a b; do
+  while read -r name _ _; do
+    registry_push "${releases}/${v}/images/${name}.tar" "tensorstack/${name}" >/dev/null
+  done <"${releases}/${v}/images/images.txt"
+done
+log "pushed releases a and b to the registry ${LOCAL_REGISTRY} (images built and pushed in $((SECONDS - start))s)"
+
+cd "${REPO_ROOT}"
+export KUBECONFIG="${LOCAL_KUBECONFIG}" KUBECTL="${BIN_DIR}/kubectl"
+export INSTALL_RELEASE_A="${releases}/a" INSTALL_RELEASE_B="${releases}/b" INSTALL_REGISTRY="${LOCAL_REGISTRY}"
+# shellcheck disable=SC2086 # word splitting of the extra flags is intended
+set -- ${INSTALL_GO_TEST_FLAGS:-}
+log "running go test -count=1 -timeout 30m $* ./test/install/..."
+rc=0
+go test -count=1 -timeout 30m "$@" ./test/install/... || rc=$?
+log "go test exited with ${rc}"
+exit "${rc}"
