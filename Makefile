@@ -10,7 +10,7 @@ STATICCHECK := $(OUTPUT)/tools/staticcheck-$(STATICCHECK_VERSION)
 
 .PHONY: all build images release test test-unit test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
 	bench-api bench-controller bench-real bench-progress bench-replicas bench-scale bench-wide \
-	test-binaries node run local-up local-down clean
+	test-binaries node run local-up local-down clean test-install
 
 all: build
 
@@ -33,7 +33,7 @@ release: test-binaries
 	hack/release.sh $(VERSION)
 
 ## test: everything CI checks: lint, generated code, unit, a bounded fuzz run, integration and end-to-end tests
-test: lint verify-codegen test-unit test-fuzz-short test-integration test-e2e test-chaos test-deploy
+test: lint verify-codegen test-unit test-fuzz-short test-integration test-e2e test-chaos test-deploy test-install
 
 test-unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/...
@@ -50,6 +50,11 @@ test-e2e: build test-binaries node
 ## leader failovers on a local stack of its own (test/chaos/README.md); about 5 minutes
 test-chaos: build test-binaries
 	hack/test-chaos.sh
+
+## test-install: a release built here (hack/release.sh, this machine's architecture) installed from the local stack's
+## registry as Pods on the real node: apply, train, upgrade under load, faults, uninstall (hack/test-install.sh)
+test-install: build test-binaries node
+	hack/test-install.sh
 
 ## test-deploy: the installation manifests (artifacts/deploy) against a local stack of their own
 test-deploy: build test-binaries

@@ -128,7 +128,7 @@ rm -rf "${stage}"
 EOT
   done
 } >"${out}/training.yaml"
-if grep -q "RELEASE\|v0\.0\.0" "${out}/training.yaml"; then
+if grep -q "# RELEASE\|00000000000000000000" "${out}/training.yaml"; then
   die "the krew manifest still has placeholders: ${out}/training.yaml"
 fi
 

@@ -42,8 +42,8 @@ func testUpgrade(t *testing.T, e *env) {
 		stored = append(stored, j.Name)
 	}
 
-	// About two minutes of training, longer than the upgrade.
-	e.run(t, exampleJob(t, "ddp-upgrade", 240), "apply", "-f", "-")
+	// About 90 seconds of training, longer than the upgrade.
+	e.run(t, exampleJob(t, "ddp-upgrade", 180), "apply", "-f", "-")
 	waitFor(t, "job ddp-upgrade's pods running", 3*time.Minute, time.Second, func(ctx context.Context) (bool, error) {
 		pods, err := e.kube.CoreV1().Pods(jobsNamespace).List(ctx, metav1.ListOptions{LabelSelector: v1beta1.LabelJobName + "=ddp-upgrade"})
 		if err != nil || len(pods.Items) != 2 {
