@@ -98,8 +98,12 @@ func (r *ProgressREST) Create(ctx context.Context, name string, obj runtime.Obje
 	if errs := validation.ValidateProgressReport(report); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(batch.Kind("ProgressReport"), name, errs)
 	}
-	// The watch cache answers: a report costs no etcd read.
+	// The watch cache answers: a report costs no etcd read. A job created a
+	// moment ago may not be in it yet; etcd decides before a 404.
 	obj, err := r.store.Get(ctx, name, &metav1.GetOptions{ResourceVersion: "0"})
+	if apierrors.IsNotFound(err) {
+		obj, err = r.store.Get(ctx, name, &metav1.GetOptions{})
+	}
 	if err != nil {
 		return nil, err
 	}
