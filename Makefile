@@ -10,7 +10,7 @@ STATICCHECK := $(OUTPUT)/tools/staticcheck-$(STATICCHECK_VERSION)
 
 .PHONY: all build images release test test-unit test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
 	bench-api bench-controller bench-real bench-progress bench-replicas bench-scale bench-wide \
-	test-binaries node run local-up local-down clean test-install
+	test-binaries node run local-up local-down clean test-install local-install local-uninstall
 
 all: build
 
@@ -165,6 +165,14 @@ local-up: build test-binaries node
 
 local-down:
 	hack/local-down.sh
+
+## local-install: a release of this checkout installed into the running stack (make local-up) as Pods on its real node,
+## from its registry, in place of the stack's own training processes; local-uninstall undoes it (docs/install.md)
+local-install: build test-binaries
+	hack/local-install.sh
+
+local-uninstall:
+	hack/local-uninstall.sh
 
 clean:
 	rm -rf $(OUTPUT)
