@@ -42,7 +42,7 @@ kubectl_local delete apiservice "${TRAINING_APISERVICE}" --ignore-not-found >/de
 kubectl_local -n "${TRAINING_NAMESPACE}" delete service "${TRAINING_SERVICE}" --ignore-not-found >/dev/null
 
 start=${SECONDS}
-sed "s#${PRODUCT_IMAGE_REPOSITORY}/#${LOCAL_REGISTRY}/tensorstack/#" "${release}/install.yaml" |
+registry_install_yaml "${release}/install.yaml" |
   kubectl_local apply --server-side --force-conflicts -f - >/dev/null
 wait_until "" "APIService ${TRAINING_APISERVICE} Available (the installation's pods)" 600 apiservice_available
 log "installed ${version} in $((SECONDS - start))s: kubectl -n ${TRAINING_NAMESPACE} get pods; make local-uninstall undoes it"

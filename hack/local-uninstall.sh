@@ -16,7 +16,7 @@ install_yaml="${OUTPUT_DIR}/local-release/install.yaml"
 start=${SECONDS}
 kubectl_local delete tj,pj --all --all-namespaces --wait --timeout=5m >/dev/null
 kubectl_local delete apiservice "${TRAINING_APISERVICE}" --ignore-not-found >/dev/null
-sed "s#${PRODUCT_IMAGE_REPOSITORY}/#${LOCAL_REGISTRY}/tensorstack/#" "${install_yaml}" |
+registry_install_yaml "${install_yaml}" |
   kubectl_local delete --ignore-not-found --wait --timeout=5m -f - >/dev/null
 log "uninstalled in $((SECONDS - start))s; starting the stack's own training-apiserver and controller-manager"
 kubectl_local apply -f "${LOCAL_CONFIG_DIR}/training-apiservice.yaml" >/dev/null

@@ -98,7 +98,6 @@ for platform in "${platforms[@]}"; do
   CGO_ENABLED=0 GOOS="${os}" GOARCH="${arch}" go build -trimpath \
     -ldflags "-s -w -X tensorstack.dev/training/pkg/version.gitVersion=${version}" \
     -o "${stage}/kubectl-training${exe}" ./cmd/kubectl-training
-  cp LICENSE "${stage}/LICENSE" 2>/dev/null || true
   archive="kubectl-training_${version}_${os}_${arch}.tar.gz"
   touch -d "@${epoch}" "${stage}"/*
   tar --sort=name --mtime="@${epoch}" --owner=0 --group=0 --numeric-owner -C "${stage}" -cf - . | gzip -9n >"${out}/${archive}"

@@ -45,3 +45,10 @@ registry_ready() {
 registry_push() {
   "${IMAGE_BUILDER}" push -archive "$1" -to "${LOCAL_REGISTRY}/$2"
 }
+
+# registry_install_yaml FILE prints a release's install.yaml with its images
+# taken from the local registry, as docs/install.md says to install from a
+# registry of one's own (the digests stay).
+registry_install_yaml() {
+  sed "s#${PRODUCT_IMAGE_REPOSITORY}/#${LOCAL_REGISTRY}/tensorstack/#" "$1"
+}

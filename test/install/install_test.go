@@ -168,14 +168,12 @@ func exampleJob(t *testing.T, name string, steps int) []byte {
 		t.Fatal(err)
 	}
 	s := strings.Replace(string(data), "name: pytorch-ddp", "name: "+name+"\n  namespace: "+jobsNamespace, 1)
-	s = strings.Replace(s, "- name: STEPS\n                  value: \"40\"", "- name: STEPS\n                  value: \""+itoa(steps)+"\"", 1)
-	if !strings.Contains(s, "namespace: "+jobsNamespace) || !strings.Contains(s, "value: \""+itoa(steps)+"\"") {
+	s = strings.Replace(s, "- name: STEPS\n                  value: \"40\"", "- name: STEPS\n                  value: \""+strconv.Itoa(steps)+"\"", 1)
+	if !strings.Contains(s, "namespace: "+jobsNamespace) || !strings.Contains(s, "value: \""+strconv.Itoa(steps)+"\"") {
 		t.Fatalf("artifacts/examples/pytorch-ddp.yaml changed shape; the test cannot set its name or STEPS")
 	}
 	return []byte(s)
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
 
 // completed: the job's Completed condition is True.
 func (e *env) completed(name string) func(ctx context.Context) (bool, error) {
