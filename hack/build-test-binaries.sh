@@ -11,6 +11,9 @@
 #                           with LOCAL_KUEUE=0). Cold: about 2.5 min on 2 idle cores,
 #                           6 on busy ones, 1.9 GB of build cache (its k8s.io/* are
 #                           v0.34: little is shared with the other binaries)
+#   helm                    helm.sh/helm/v3 (hack/tools/helm): lints and renders the
+#                           chart in test/deploy, packs nothing (hack/release.sh does),
+#                           installs it in the install test
 #   kube-state-metrics      k8s.io/kube-state-metrics/v2 with hack/tools/kube-state-metrics/
 #                           aggregated-apis.patch applied to a copy of the module in
 #                           _output/src/kube-state-metrics (it finds no resource of an
@@ -41,10 +44,10 @@ mkdir -p "${BIN_DIR}"
 export GOFLAGS="${GOFLAGS:+${GOFLAGS} }-mod=mod"
 export CGO_ENABLED="${CGO_ENABLED:-0}"
 
-build_total=8
+build_total=9
 scheduler_plugins_enabled && build_total=$((build_total + 1))
 kueue_enabled && build_total=$((build_total + 1))
-log "building test binaries into ${BIN_DIR#"${REPO_ROOT}/"} (kubernetes ${KUBE_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}, scheduler-plugins ${SCHEDULER_PLUGINS_VERSION}, kueue ${KUEUE_VERSION}, kube-state-metrics ${KUBE_STATE_METRICS_VERSION})"
+log "building test binaries into ${BIN_DIR#"${REPO_ROOT}/"} (kubernetes ${KUBE_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}, scheduler-plugins ${SCHEDULER_PLUGINS_VERSION}, kueue ${KUEUE_VERSION}, kube-state-metrics ${KUBE_STATE_METRICS_VERSION}, helm ${HELM_VERSION})"
 
 build_one etcd "${ETCD_VERSION}" "${TOOLS_DIR}/etcd" go.etcd.io/etcd/server/v3
 build_one etcdctl "${ETCD_VERSION}" "${TOOLS_DIR}/etcd" go.etcd.io/etcd/etcdctl/v3
@@ -53,6 +56,8 @@ ldflags="$(kube_ldflags)"
 for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
   build_one "${cmd}" "${KUBE_VERSION}" "${TOOLS_DIR}/kube" "k8s.io/kubernetes/cmd/${cmd}" "${ldflags}"
 done
+build_one helm "${HELM_VERSION}" "${TOOLS_DIR}/helm" helm.sh/helm/v3/cmd/helm \
+  "-X helm.sh/helm/v3/internal/version.version=${HELM_VERSION} -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
 # scheduler-plugins' own release builds set only this version variable.
 if ! scheduler_plugins_enabled; then
   log "kube-scheduler-plugins: not built (LOCAL_SCHEDULER_PLUGINS=0)"

@@ -6,6 +6,8 @@
 #   install.yaml             the default installation in one file
 #                            (artifacts/deploy/overlays/managed-certs), every
 #                            image named by its digest
+#   training-X.Y.Z.tgz       the Helm chart (artifacts/charts/training), the
+#                            same installation with values, images by digest
 #   kubectl-training_VERSION_<os>_<arch>.tar.gz   the kubectl plugin
 #   training.yaml            the krew manifest, with the archives' URLs and sha256
 #   RELEASE-NOTES.md         CHANGELOG.md's section for VERSION (its
@@ -87,7 +89,37 @@ if grep -E '^\s+image: ' "${out}/install.yaml" | grep -v '@sha256:' >&2; then
 fi
 log "install.yaml: $(grep -c '^kind: ' "${out}/install.yaml") objects"
 
-# 3. The kubectl plugin for each platform, in reproducible archives.
+# 3. The Helm chart: artifacts/charts/training with the manifests it links
+# copied in (as its .helmignore leaves them), versioned as the release, every
+# image pinned by digest. Packed here rather than by helm package, whose
+# archives carry the time of packing.
+helm="${BIN_DIR}/helm"
+[[ -x "${helm}" ]] || die "${helm#"${REPO_ROOT}/"} not found (it checks the chart); run make test-binaries"
+chart_version="${version#v}"
+stage="${out}/.chart"
+rm -rf "${stage}"
+mkdir -p "${stage}"
+cp -RL "${REPO_ROOT}/artifacts/charts/training" "${stage}/training"
+find "${stage}/training/files" \( -name kustomization.yaml -o -name README.md -o -name '*.json' \) -delete
+sed -i -e "s|^version: .*|version: ${chart_version}|" -e "s|^appVersion: .*|appVersion: ${version}|" "${stage}/training/Chart.yaml"
+values="${stage}/training/values.yaml"
+sed -i "s|^  registry: .*|  registry: ${repository}|" "${values}"
+for name in training-apiserver training-controller-manager training-etcd; do
+  sed -i "/^    repository: ${name}\$/{n;s|^    digest: \"\"\$|    digest: \"${digests[${name}]}\"|}" "${values}"
+done
+"${helm}" lint --strict "${stage}/training" --namespace tensorstack-system >/dev/null 2>&1 ||
+  die "the release's chart does not lint: ${helm} lint --strict ${stage}/training --namespace tensorstack-system"
+if "${helm}" template training "${stage}/training" --namespace tensorstack-system |
+  grep -E '^\s+image: ' | grep -v "@sha256:" >&2; then
+  die "the chart renders the images above without a digest"
+fi
+chart="training-${chart_version}.tgz"
+find "${stage}" -exec touch -h -d "@${epoch}" {} +
+tar --sort=name --mtime="@${epoch}" --owner=0 --group=0 --numeric-owner -C "${stage}" -cf - training | gzip -9n >"${out}/${chart}"
+rm -rf "${stage}"
+log "${chart}: $(du -h "${out}/${chart}" | cut -f1)"
+
+# 4. The kubectl plugin for each platform, in reproducible archives.
 stage="${out}/.plugin"
 IFS=, read -ra platforms <<<"${plugin_platforms}"
 for platform in "${platforms[@]}"; do
@@ -105,7 +137,7 @@ for platform in "${platforms[@]}"; do
 done
 rm -rf "${stage}"
 
-# 4. The krew manifest: the template's description, and a platform for
+# 5. The krew manifest: the template's description, and a platform for
 # each archive built.
 {
   echo "# Krew plugin manifest of kubectl-training ${version} (hack/release.sh)."
@@ -131,7 +163,7 @@ if grep -q "# RELEASE\|00000000000000000000" "${out}/training.yaml"; then
   die "the krew manifest still has placeholders: ${out}/training.yaml"
 fi
 
-# 5. Release notes: the CHANGELOG's section for this version.
+# 6. Release notes: the CHANGELOG's section for this version.
 notes="$(awk -v v="${version#v}" '
   /^## / { if (found) exit; if ($0 ~ "^## \\[?v?" v "\\]?( |$)") found = 1; next }
   found { print }
@@ -145,6 +177,6 @@ fi
 printf '# TensorStack Training %s\n%s\n' "${version}" "${notes}" >"${out}/RELEASE-NOTES.md"
 log "release notes from CHANGELOG.md's ${from} section"
 
-# 6. Checksums of everything published.
+# 7. Checksums of everything published.
 (cd "${out}" && find . -type f ! -name checksums.txt -printf '%P\n' | LC_ALL=C sort | xargs sha256sum >checksums.txt)
 log "release ${version} built in $((SECONDS - start))s: ${out#"${REPO_ROOT}/"}"

@@ -32,6 +32,8 @@ CNI_PLUGINS_VERSION="v1.8.0"
 # The real node's registry (CNCF Distribution) and storage (local-path-provisioner).
 REGISTRY_VERSION="v3.1.2"
 LOCAL_PATH_PROVISIONER_VERSION="v0.0.30"
+# Helm lints and renders the chart (artifacts/charts/training) and installs it in the install test.
+HELM_VERSION="v3.22.0"
 
 # log prints a timestamped progress line on stderr.
 # It never fails: a closed stderr (say, a pipe whose reader died on Ctrl-C)
