@@ -4,7 +4,8 @@
 # per image with an image for every platform asked for:
 #   training-apiserver            ./cmd/apiserver
 #   training-controller-manager   ./cmd/controller-manager
-#   training-etcd                 etcd (go.etcd.io/etcd/server/v3 ETCD_VERSION, pinned by hack/tools/etcd)
+#   training-etcd                 ./cmd/training-etcd: etcd (go.etcd.io/etcd/server/v3, the main
+#                                 module's, ETCD_VERSION) and its restore from a snapshot
 # Each is written as an OCI archive, OUT/<name>.tar, and OUT/images.txt lists
 # "name reference digest", one line each. The builds are reproducible: the
 # images are dated at the commit's time, the binaries are built with
@@ -53,10 +54,9 @@ builder_log="${BUILD_LOG_DIR}/images.log"
 {
   "${IMAGE_BUILDER}" go "${common[@]}" -dir "${REPO_ROOT}" \
     -ldflag -s -ldflag -w -ldflag "-X tensorstack.dev/training/pkg/version.gitVersion=${version}" \
-    ./cmd/apiserver=training-apiserver ./cmd/controller-manager=training-controller-manager
-  GOFLAGS=-mod=mod "${IMAGE_BUILDER}" go "${common[@]}" -dir "${TOOLS_DIR}/etcd" \
-    -ldflag -s -ldflag -w -ldflag "-X go.etcd.io/etcd/api/v3/version.GitSHA=${ETCD_VERSION}" \
-    go.etcd.io/etcd/server/v3=training-etcd
+    -ldflag "-X go.etcd.io/etcd/api/v3/version.GitSHA=${ETCD_VERSION}" \
+    ./cmd/apiserver=training-apiserver ./cmd/controller-manager=training-controller-manager \
+    ./cmd/training-etcd=training-etcd
 } >"${out}/images.txt.tmp" 2>"${builder_log}" || { tail -n 20 "${builder_log}" >&2; die "building the images failed (log: ${builder_log#"${REPO_ROOT}/"})"; }
 mv "${out}/images.txt.tmp" "${out}/images.txt"
 while read -r name ref digest; do

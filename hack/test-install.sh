@@ -83,7 +83,7 @@ done
 log "pushed releases a and b to the registry ${LOCAL_REGISTRY} (images built and pushed in $((SECONDS - start))s)"
 
 cd "${REPO_ROOT}"
-export KUBECONFIG="${LOCAL_KUBECONFIG}" KUBECTL="${BIN_DIR}/kubectl"
+export KUBECONFIG="${LOCAL_KUBECONFIG}" KUBECTL="${BIN_DIR}/kubectl" HELM="${BIN_DIR}/helm" ETCDCTL="${BIN_DIR}/etcdctl"
 export INSTALL_RELEASE_A="${releases}/a" INSTALL_RELEASE_B="${releases}/b" INSTALL_REGISTRY="${LOCAL_REGISTRY}"
 # shellcheck disable=SC2086 # word splitting of the extra flags is intended
 set -- ${INSTALL_GO_TEST_FLAGS:-}

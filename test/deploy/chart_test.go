@@ -115,6 +115,11 @@ func TestChartMatchesKustomize(t *testing.T) {
 			values: []string{"kueue.enabled=true"},
 		},
 		{
+			overlay: overlay{name: "managed-certs+etcd-restore", dir: deployDir + "/overlays/managed-certs",
+				components: []string{deployDir + "/components/etcd-restore"}},
+			values: []string{"etcd.cluster.restore.claimName=training-etcd-restore"},
+		},
+		{
 			overlay: overlayByName(t, "base"),
 			values:  []string{"certificates.source=secret", "certificates.secret.caBundle=Y2E="},
 			adjust: func(t *testing.T, chart *rendered) {
@@ -303,6 +308,9 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"etcd.mode=external", "etcd.external.servers={etcd:2379}"}, "/etcd/external/servers/0"},
 		{[]string{"etcd.mode=embedded"}, "apiserver.replicas: 2 must be 1 with etcd.mode embedded"},
 		{[]string{"certificates.source=secret"}, "certificates.secret.caBundle: required"},
+		{[]string{"etcd.cluster.restore.snapshot=../etc/passwd"}, "/etcd/cluster/restore/snapshot"},
+		{[]string{"etcd.mode=embedded", "apiserver.replicas=1", "etcd.cluster.restore.claimName=backup"},
+			"etcd.cluster.restore.claimName: set with etcd.mode embedded"},
 	} {
 		_, err := e.helmTemplate(t, tc.values...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -51,12 +51,19 @@ var apiServices = schema.GroupVersionResource{Group: "apiregistration.k8s.io", V
 
 type env struct {
 	kubectl, kubeconfig string
+	helm, etcdctl       string
 	releases            map[string]string // "a", "b": release directories
 	registry            string
 	config              *rest.Config
 	kube                kubernetes.Interface
 	jobs                versioned.Interface
 	dynamic             dynamic.Interface
+
+	// workDir outlives the steps: the backup step's snapshot is restored
+	// by a later one.
+	workDir  string
+	snapshot string
+	backedUp map[string]storedJob
 }
 
 func newEnv(t *testing.T) *env {
@@ -64,12 +71,15 @@ func newEnv(t *testing.T) *env {
 	e := &env{
 		kubectl:    os.Getenv("KUBECTL"),
 		kubeconfig: os.Getenv("KUBECONFIG"),
+		helm:       os.Getenv("HELM"),
+		etcdctl:    os.Getenv("ETCDCTL"),
 		releases:   map[string]string{"a": os.Getenv("INSTALL_RELEASE_A"), "b": os.Getenv("INSTALL_RELEASE_B")},
 		registry:   os.Getenv("INSTALL_REGISTRY"),
 	}
-	if e.kubectl == "" || e.kubeconfig == "" || e.releases["a"] == "" || e.releases["b"] == "" || e.registry == "" {
-		t.Skip("run by hack/test-install.sh (make test-install): KUBECTL, KUBECONFIG, INSTALL_RELEASE_A/B, INSTALL_REGISTRY")
+	if e.kubectl == "" || e.kubeconfig == "" || e.helm == "" || e.etcdctl == "" || e.releases["a"] == "" || e.releases["b"] == "" || e.registry == "" {
+		t.Skip("run by hack/test-install.sh (make test-install): KUBECTL, KUBECONFIG, HELM, ETCDCTL, INSTALL_RELEASE_A/B, INSTALL_REGISTRY")
 	}
+	e.workDir = t.TempDir()
 	cfg, err := clientcmd.BuildConfigFromFlags("", e.kubeconfig)
 	if err != nil {
 		t.Fatal(err)

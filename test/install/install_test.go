@@ -37,7 +37,9 @@ import (
 const jobsNamespace = "install-test"
 
 // TestInstall walks an installation's life: install release A, train,
-// upgrade to B under load, faults, uninstall. The steps depend on each
+// upgrade to B under load, faults, an etcd snapshot, a Helm install
+// refused over it, uninstall; then the same release from its Helm chart,
+// restored from the snapshot, and its uninstall. The steps depend on each
 // other; the first to fail ends the test.
 func TestInstall(t *testing.T) {
 	e := newEnv(t)
@@ -49,7 +51,10 @@ func TestInstall(t *testing.T) {
 		{"train", testTrain},
 		{"upgrade", testUpgrade},
 		{"faults", testFaults},
+		{"backup", testBackup},
+		{"helm-refuses", testHelmRefusesOverKubectl},
 		{"uninstall", testUninstall},
+		{"helm", testHelmInstall},
 	}
 	for _, s := range steps {
 		if !t.Run(s.name, func(t *testing.T) { s.run(t, e) }) {

@@ -31,8 +31,10 @@ import (
 )
 
 // loadClient is a user of the API while the installation changes under
-// it: it creates a job (paused, so it makes no pods) and reads it back,
-// again and again, through kube-apiserver and the APIService.
+// it: it creates a job (paused, so it makes no pods), reads it back and
+// deletes it again, but for every keepEvery-th job, which stays for the
+// check that nothing acknowledged is lost; through kube-apiserver and the
+// APIService. Keeping few keeps the uninstall short.
 type loadClient struct {
 	e      *env
 	prefix string
@@ -40,11 +42,13 @@ type loadClient struct {
 	mu       sync.Mutex
 	requests int
 	failures []string
-	acked    []string // jobs whose create was acknowledged
+	acked    []string // jobs whose create was acknowledged, and that it kept
 
 	stop chan struct{}
 	done chan struct{}
 }
+
+const keepEvery = 5
 
 func startLoad(e *env, prefix string, every time.Duration) *loadClient {
 	l := &loadClient{e: e, prefix: prefix, stop: make(chan struct{}), done: make(chan struct{})}
@@ -67,11 +71,16 @@ func (l *loadClient) loop(every time.Duration) {
 		_, err := l.e.jobs.BatchV1beta1().PyTorchTrainingJobs(jobsNamespace).Create(ctx, pausedJob(name), metav1.CreateOptions{})
 		l.record("create "+name, err)
 		if err == nil {
-			l.mu.Lock()
-			l.acked = append(l.acked, name)
-			l.mu.Unlock()
 			_, err = l.e.jobs.BatchV1beta1().PyTorchTrainingJobs(jobsNamespace).Get(ctx, name, metav1.GetOptions{})
 			l.record("get "+name, err)
+			if i%keepEvery == 0 {
+				l.mu.Lock()
+				l.acked = append(l.acked, name)
+				l.mu.Unlock()
+			} else {
+				err = l.e.jobs.BatchV1beta1().PyTorchTrainingJobs(jobsNamespace).Delete(ctx, name, metav1.DeleteOptions{})
+				l.record("delete "+name, err)
+			}
 		}
 		cancel()
 	}

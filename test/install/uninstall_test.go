@@ -34,7 +34,6 @@ const partOf = "app.kubernetes.io/part-of=tensorstack-training"
 // then everything install.yaml made. Afterwards namespaces delete, no
 // APIService is left unavailable, and nothing of ours remains.
 func testUninstall(t *testing.T, e *env) {
-	ctx := context.Background()
 	start := time.Now()
 	e.run(t, nil, "delete", "pytorchtrainingjobs,tensorflowtrainingjobs", "--all", "--all-namespaces", "--wait=true", "--timeout=5m")
 	jobsDeleted := time.Since(start)
@@ -43,13 +42,22 @@ func testUninstall(t *testing.T, e *env) {
 	t.Logf("uninstalled in %.1fs (deleting the jobs %.1fs, then the installation %.1fs)", time.Since(start).Seconds(),
 		jobsDeleted.Seconds(), (time.Since(start) - jobsDeleted).Seconds())
 
+	e.checkNothingLeft(t)
+}
+
+// checkNothingLeft: after an uninstall, no APIService of ours, namespaces
+// delete, no cluster-wide object of the installation and no volume of its
+// etcd remain, and discovery no longer lists the group.
+func (e *env) checkNothingLeft(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
 	if _, err := e.dynamic.Resource(apiServices).Get(ctx, apiServiceName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("APIService %s is still there: %v", apiServiceName, err)
 	}
 	waitFor(t, "namespace "+systemNamespace+" gone", 3*time.Minute, time.Second, e.namespaceGone(systemNamespace))
 	// Namespace deletion is not stalled anywhere (an unavailable APIService
 	// would stall it in the whole cluster).
-	if err := e.kube.CoreV1().Namespaces().Delete(ctx, jobsNamespace, metav1.DeleteOptions{}); err != nil {
+	if err := e.kube.CoreV1().Namespaces().Delete(ctx, jobsNamespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
 	took := waitFor(t, "namespace "+jobsNamespace+" gone", 2*time.Minute, 500*time.Millisecond, e.namespaceGone(jobsNamespace))

@@ -163,3 +163,39 @@ Usage: include "training.setFlag" (list $container "etcd-servers" $value) (print
 {{- define "training.etcdHost" -}}
 {{- printf "%s.training-etcd.%s.svc" . "tensorstack-system" -}}
 {{- end -}}
+
+{{- /*
+Applies components/etcd-restore's patch (restore.yaml: an init container and
+a volume added to the pod) to the StatefulSet, with this installation's
+image, members, claim and file.
+*/ -}}
+{{- define "training.etcdRestore" -}}
+{{- $root := index . 0 -}}
+{{- $obj := index . 1 -}}
+{{- $initialCluster := index . 2 -}}
+{{- $restore := $root.Values.etcd.cluster.restore -}}
+{{- $pod := $obj.spec.template.spec -}}
+{{- $file := "files/deploy/components/etcd-restore/restore.yaml" -}}
+{{- range $op := fromYamlArray ($root.Files.Get $file) -}}
+{{- $field := trimPrefix "/spec/template/spec/" $op.path -}}
+{{- if or (ne $op.op "add") (eq $field $op.path) (contains "/" $field) -}}
+{{- fail (printf "the chart cannot apply %s: %s %s" $file $op.op $op.path) -}}
+{{- end -}}
+{{- $_ := set $pod $field (concat (get $pod $field | default list) $op.value) -}}
+{{- end -}}
+{{- range $init := $pod.initContainers -}}
+{{- if eq $init.name "restore" -}}
+{{- $_ := set $init "image" (include "training.image" (list $root "etcd")) -}}
+{{- with $root.Values.images.pullPolicy -}}
+{{- $_ := set $init "imagePullPolicy" . -}}
+{{- end -}}
+{{- include "training.setFlag" (list $init "initial-cluster" $initialCluster) -}}
+{{- include "training.setFlag" (list $init "snapshot" (printf "/var/run/training-etcd/restore/%s" $restore.snapshot)) -}}
+{{- end -}}
+{{- end -}}
+{{- range $volume := $pod.volumes -}}
+{{- if eq $volume.name "restore" -}}
+{{- $_ := set $volume.persistentVolumeClaim "claimName" $restore.claimName -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
