@@ -234,6 +234,14 @@ func (o *Options) Config() (*Config, error) {
 	config.FeatureGate = utilfeature.DefaultFeatureGate
 	config.EffectiveVersion = basecompatibility.NewEffectiveVersionFromString(baseversion.DefaultKubeBinaryVersion, "", "")
 	applyRequestLimits(&config.Config)
+	// A stopping replica keeps its port open until the requests it has
+	// drain, answering new ones 429 with Retry-After and Connection: close.
+	// kube-apiserver passes that on and clients retry, on a new connection
+	// that reaches a replica still serving; closing at once instead fails
+	// requests that kube-apiserver has already sent over its pooled
+	// connection to this replica (503), even past the preStop delay that
+	// takes the pod out of the Service.
+	config.ShutdownSendRetryAfter = true
 
 	if err := o.applyStorageCodec(); err != nil {
 		if embedded != nil {

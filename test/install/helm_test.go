@@ -88,6 +88,8 @@ func testHelmRefusesOverKubectl(t *testing.T, e *env) {
 // testHelmInstall: on the cluster the kubectl uninstall left, the chart
 // installs the same product from the registry, its etcd restored from the
 // backup step's snapshot (every job back with its status); a job trains;
+// its serving certificates, minutes long, renew twice under kubectl get
+// traffic with no request failed and the APIService always Available;
 // helm uninstall, as docs/install.md says, leaves nothing behind.
 func testHelmInstall(t *testing.T, e *env) {
 	ctx := context.Background()
@@ -98,7 +100,8 @@ func testHelmInstall(t *testing.T, e *env) {
 	}
 	e.stageSnapshot(t)
 	start := time.Now()
-	e.runHelm(t, e.helmInstallArgs(t, "b", "--set", "etcd.cluster.restore.claimName="+restoreClaim)...)
+	e.runHelm(t, e.helmInstallArgs(t, "b", append([]string{"--set", "etcd.cluster.restore.claimName=" + restoreClaim},
+		shortCertificates...)...)...)
 	available := waitFor(t, "APIService "+apiServiceName+" Available", 10*time.Minute, 500*time.Millisecond,
 		func(ctx context.Context) (bool, error) {
 			ok, _ := e.apiServiceAvailable(ctx)
@@ -108,12 +111,31 @@ func testHelmInstall(t *testing.T, e *env) {
 	waitFor(t, "the installation rolled out", 5*time.Minute, time.Second, e.rolledOut)
 	t.Logf("helm install to every Deployment and the StatefulSet ready: %.1fs", time.Since(start).Seconds())
 	e.checkPods(t, e.releaseDigests(t, "b"))
+	// From here on, kubectl get traffic while the certificates renew.
+	firstCerts := e.servedCertificates(t)
+	gets := startGets(e)
+	availability := sampleAvailability(e)
+
 	e.checkRestored(t)
 	t.Logf("restored from the snapshot: its %d jobs, each the same object with the same conditions", len(e.backedUp))
 
 	e.run(t, exampleJob(t, "ddp-helm", 8), "apply", "-f", "-")
 	took := waitFor(t, "job ddp-helm Completed", 5*time.Minute, time.Second, e.completed("ddp-helm"))
 	t.Logf("a 2-rank DDP job (8 steps) on the Helm installation, create to Completed: %.1fs", took.Seconds())
+
+	served, renewed := e.waitRenewed(t, firstCerts, 6*time.Minute)
+	unavailable := availability.finish()
+	requests, failures := gets.finish()
+	t.Logf("serving certificates valid 4 minutes, renewed after 1: every apiserver served two renewed ones %.0fs after the "+
+		"first check (%d certificates in all); %d gets meanwhile, %d failed; APIService unavailable %.2fs",
+		renewed.Seconds(), served, requests, len(failures), unavailable.Seconds())
+	if len(failures) > 0 {
+		t.Errorf("%d of %d gets failed while the certificates renewed; the first:\n%s", len(failures), requests,
+			strings.Join(failures[:min(10, len(failures))], "\n"))
+	}
+	if unavailable > 0 {
+		t.Errorf("the APIService was unavailable for %v while the certificates renewed", unavailable)
+	}
 
 	start = time.Now()
 	e.run(t, nil, "delete", "pytorchtrainingjobs,tensorflowtrainingjobs", "--all", "--all-namespaces", "--wait=true", "--timeout=5m")
