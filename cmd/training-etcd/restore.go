@@ -94,8 +94,13 @@ func runRestore(args []string, stderr io.Writer) error {
 	if entries, err := os.ReadDir(o.dataDir); err == nil && len(entries) > 0 {
 		return fmt.Errorf("%s holds files but no etcd member; move them away first", o.dataDir)
 	}
-	if _, err := os.Stat(o.snapshot); err != nil {
+	if f, err := os.Open(o.snapshot); err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("the snapshot: %w (this runs as user %d: make the file readable by it, e.g. mode 0644)", err, os.Getuid())
+		}
 		return fmt.Errorf("the snapshot: %w", err)
+	} else {
+		_ = f.Close()
 	}
 	staging := o.dataDir + ".restoring"
 	if err := os.RemoveAll(staging); err != nil {

@@ -158,6 +158,8 @@ func (e *env) stageSnapshot(t *testing.T) {
 		return err == nil && p.Status.Phase == corev1.PodRunning, nil
 	})
 	e.run(t, nil, "cp", e.snapshot, systemNamespace+"/"+loader.Name+":/restore/snapshot.db")
+	// etcdctl saves the file for its owner only; etcd runs as user 65532.
+	e.run(t, nil, "exec", "--namespace", systemNamespace, loader.Name, "--", "chmod", "0644", "/restore/snapshot.db")
 	e.run(t, nil, "delete", "pod", "--namespace", systemNamespace, loader.Name, "--wait=true")
 }
 

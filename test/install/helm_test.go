@@ -88,7 +88,7 @@ func testHelmRefusesOverKubectl(t *testing.T, e *env) {
 // testHelmInstall: on the cluster the kubectl uninstall left, the chart
 // installs the same product from the registry, its etcd restored from the
 // backup step's snapshot (every job back with its status); a job trains;
-// its serving certificates, minutes long, renew twice under kubectl get
+// its serving certificates, minutes long, renew under kubectl get
 // traffic with no request failed and the APIService always Available;
 // helm uninstall, as docs/install.md says, leaves nothing behind.
 func testHelmInstall(t *testing.T, e *env) {
@@ -126,7 +126,7 @@ func testHelmInstall(t *testing.T, e *env) {
 	served, renewed := e.waitRenewed(t, firstCerts, 6*time.Minute)
 	unavailable := availability.finish()
 	requests, failures := gets.finish()
-	t.Logf("serving certificates valid 4 minutes, renewed after 1: every apiserver served two renewed ones %.0fs after the "+
+	t.Logf("serving certificates valid 4 minutes, renewed after 1: every apiserver served a renewed one %.0fs after the "+
 		"first check (%d certificates in all); %d gets meanwhile, %d failed; APIService unavailable %.2fs",
 		renewed.Seconds(), served, requests, len(failures), unavailable.Seconds())
 	if len(failures) > 0 {
