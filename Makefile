@@ -5,6 +5,9 @@ OUTPUT := _output
 BIN := $(OUTPUT)/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 LDFLAGS := -X tensorstack.dev/training/pkg/version.gitVersion=$(VERSION)
+# Tests compile with -trimpath too, as the binaries, images and releases do:
+# each package is compiled once for all of them (hack/lib/common.sh says the same).
+export GOFLAGS := -trimpath $(filter-out -trimpath,$(GOFLAGS))
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(OUTPUT)/tools/staticcheck-$(STATICCHECK_VERSION)
 

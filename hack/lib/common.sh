@@ -12,6 +12,14 @@ OUTPUT_DIR="${REPO_ROOT}/_output"
 BIN_DIR="${OUTPUT_DIR}/bin"
 TOOLS_DIR="${REPO_ROOT}/hack/tools"
 
+# Every build and test compiles with -trimpath, as the binaries and images
+# are built: one build cache entry per package instead of two, which saves
+# minutes of a cold build (the Makefile sets the same).
+case " ${GOFLAGS:-} " in
+  *" -trimpath "*) ;;
+  *) export GOFLAGS="-trimpath${GOFLAGS:+ ${GOFLAGS}}" ;;
+esac
+
 # Pinned versions of the test binaries. The tools modules under hack/tools pin
 # the same versions; change both together.
 KUBE_VERSION="v1.37.1"
