@@ -18,7 +18,9 @@ package install
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"fmt"
 	"sync"
 	"testing"
@@ -34,7 +36,7 @@ var shortCertificates = []string{
 	"--set", "controllerManager.extraArgs={--serving-cert-validity=4m,--serving-cert-renew-before=3m,--serving-cert-check-interval=10s}",
 }
 
-// servedCertificates are the serial numbers of the serving certificate each
+// servedCertificates are the fingerprints of the serving certificate each
 // training-apiserver pod presents, by pod.
 func (e *env) servedCertificates(t *testing.T) map[string]string {
 	t.Helper()
@@ -55,7 +57,9 @@ func (e *env) servedCertificates(t *testing.T) map[string]string {
 			stop()
 			t.Fatalf("TLS to %s: %v", p.Name, err)
 		}
-		out[p.Name] = conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
+		// By fingerprint: cert-controller gives every certificate serial 1.
+		sum := sha256.Sum256(conn.ConnectionState().PeerCertificates[0].Raw)
+		out[p.Name] = hex.EncodeToString(sum[:8])
 		_ = conn.Close()
 		stop()
 	}
@@ -117,25 +121,25 @@ func (e *env) waitRenewed(t *testing.T, first map[string]string, timeout time.Du
 	t.Helper()
 	start := time.Now()
 	seen := map[string]map[string]bool{}
-	for pod, serial := range first {
-		seen[pod] = map[string]bool{serial: true}
+	for pod, fingerprint := range first {
+		seen[pod] = map[string]bool{fingerprint: true}
 	}
 	for {
 		done := true
-		for pod, serial := range e.servedCertificates(t) {
+		for pod, fingerprint := range e.servedCertificates(t) {
 			if seen[pod] == nil {
 				seen[pod] = map[string]bool{}
 			}
-			seen[pod][serial] = true
+			seen[pod][fingerprint] = true
 			if len(seen[pod]) < 2 {
 				done = false
 			}
 		}
 		if done {
 			distinct := map[string]bool{}
-			for _, serials := range seen {
-				for s := range serials {
-					distinct[s] = true
+			for _, fingerprints := range seen {
+				for f := range fingerprints {
+					distinct[f] = true
 				}
 			}
 			return len(distinct), time.Since(start)

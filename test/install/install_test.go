@@ -39,7 +39,8 @@ const jobsNamespace = "install-test"
 // TestInstall walks an installation's life: install release A, train,
 // upgrade to B under load, faults, an etcd snapshot, a Helm install
 // refused over it, uninstall; then the same release from its Helm chart,
-// restored from the snapshot, and its uninstall. The steps depend on each
+// restored from the snapshot, and its uninstall; last, an installation
+// with a wrong image and no default StorageClass. The steps depend on each
 // other; the first to fail ends the test.
 func TestInstall(t *testing.T) {
 	e := newEnv(t)
@@ -55,6 +56,7 @@ func TestInstall(t *testing.T) {
 		{"helm-refuses", testHelmRefusesOverKubectl},
 		{"uninstall", testUninstall},
 		{"helm", testHelmInstall},
+		{"bad-input", testBadInput},
 	}
 	for _, s := range steps {
 		if !t.Run(s.name, func(t *testing.T) { s.run(t, e) }) {
