@@ -102,15 +102,7 @@ func testHelmInstall(t *testing.T, e *env) {
 	start := time.Now()
 	e.runHelm(t, e.helmInstallArgs(t, "b", append([]string{"--set", "etcd.cluster.restore.claimName=" + restoreClaim},
 		shortCertificates...)...)...)
-	available := waitFor(t, "APIService "+apiServiceName+" Available", 10*time.Minute, 500*time.Millisecond,
-		func(ctx context.Context) (bool, error) {
-			ok, _ := e.apiServiceAvailable(ctx)
-			return ok, nil
-		})
-	t.Logf("helm install to APIService Available: %.1fs", available.Seconds())
-	waitFor(t, "the installation rolled out", 5*time.Minute, time.Second, e.rolledOut)
-	t.Logf("helm install to every Deployment and the StatefulSet ready: %.1fs", time.Since(start).Seconds())
-	e.checkPods(t, e.releaseDigests(t, "b"))
+	e.waitInstalled(t, "helm install", start, "b")
 	// From here on, kubectl get traffic while the certificates renew.
 	firstCerts := e.servedCertificates(t)
 	gets := startGets(e)

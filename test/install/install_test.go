@@ -71,15 +71,7 @@ func TestInstall(t *testing.T) {
 func testApply(t *testing.T, e *env) {
 	start := time.Now()
 	e.run(t, e.installYAML(t, "a"), "apply", "--server-side", "-f", "-")
-	available := waitFor(t, "APIService "+apiServiceName+" Available", 10*time.Minute, 500*time.Millisecond,
-		func(ctx context.Context) (bool, error) {
-			ok, _ := e.apiServiceAvailable(ctx)
-			return ok, nil
-		})
-	t.Logf("apply to APIService Available: %.1fs", available.Seconds())
-	waitFor(t, "the installation rolled out", 5*time.Minute, time.Second, e.rolledOut)
-	t.Logf("apply to every Deployment and the StatefulSet ready: %.1fs", time.Since(start).Seconds())
-	e.checkPods(t, e.releaseDigests(t, "a"))
+	e.waitInstalled(t, "apply", start, "a")
 
 	claims, err := e.kube.CoreV1().PersistentVolumeClaims(systemNamespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
@@ -94,6 +86,22 @@ func testApply(t *testing.T, e *env) {
 	if bound != 3 || len(claims.Items) != 3 {
 		t.Errorf("%d of %d PersistentVolumeClaims bound, want the 3 etcd members' bound", bound, len(claims.Items))
 	}
+}
+
+// waitInstalled waits until the APIService is Available and the
+// installation has rolled out, logging the seconds since start, and checks
+// that its pods run the release's images on the real node.
+func (e *env) waitInstalled(t *testing.T, how string, start time.Time, release string) {
+	t.Helper()
+	waitFor(t, "APIService "+apiServiceName+" Available", 10*time.Minute, 500*time.Millisecond,
+		func(ctx context.Context) (bool, error) {
+			ok, _ := e.apiServiceAvailable(ctx)
+			return ok, nil
+		})
+	t.Logf("%s to APIService Available: %.1fs", how, time.Since(start).Seconds())
+	waitFor(t, "the installation rolled out", 5*time.Minute, time.Second, e.rolledOut)
+	t.Logf("%s to every Deployment and the StatefulSet ready: %.1fs", how, time.Since(start).Seconds())
+	e.checkPods(t, e.releaseDigests(t, release))
 }
 
 // rolledOut: both Deployments and the etcd StatefulSet run their current
