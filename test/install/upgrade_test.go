@@ -73,7 +73,7 @@ func testUpgrade(t *testing.T, e *env) {
 		t.Logf("the failed requests:\n%s", strings.Join(failures[:min(10, len(failures))], "\n"))
 	}
 	// The target is none. One create in about 700 still fails now and then
-	// (4 runs of 6): kube-apiserver routes to the Service and keeps its
+	// (2 runs of 7): kube-apiserver routes to the Service and keeps its
 	// pooled connection to a replica that is stopping, and a POST sent as
 	// that connection closes is answered 503 (docs/install.md, Upgrade).
 	// More than that is a regression.
