@@ -39,14 +39,10 @@ fi
 
 # shellcheck disable=SC2317 # invoked through the EXIT trap
 cleanup() {
-  local rc=$? left
+  local rc=$?
   log "stopping the local control plane"
-  "${HACK_DIR}/local-down.sh" || log "WARNING: hack/local-down.sh failed"
   # local-down must leave nothing of the real node on the host.
-  left="$(node_leftovers)"
-  if [[ -n "${left}" ]]; then
-    log "ERROR: the real node left on the host after hack/local-down.sh:"
-    printf '  %s\n' "${left}" >&2
+  if ! local_down_checked; then
     rc=1
   elif [[ "${LOCAL_REAL_NODE_RUNNING:-0}" == 1 ]]; then
     log "hack/local-down.sh left no process, mount, network namespace, link, iptables rule, cgroup or sysctl of the real node"

@@ -57,15 +57,9 @@ rm -rf "${releases}/a-again"
 
 # shellcheck disable=SC2317 # invoked through the EXIT trap
 cleanup() {
-  local rc=$? left
+  local rc=$?
   log "stopping the install test stack"
-  "${HACK_DIR}/local-down.sh" || log "WARNING: hack/local-down.sh failed"
-  left="$(node_leftovers)"
-  if [[ -n "${left}" ]]; then
-    log "ERROR: the real node left on the host after hack/local-down.sh:"
-    printf '  %s\n' "${left}" >&2
-    rc=1
-  fi
+  local_down_checked || rc=1
   exit "${rc}"
 }
 trap cleanup EXIT

@@ -542,6 +542,19 @@ node_down() {
   return 0
 }
 
+# local_down_checked stops the stack (hack/local-down.sh) and fails when the
+# real node left anything of its own on the host, saying what.
+local_down_checked() {
+  local left
+  "${REPO_ROOT}/hack/local-down.sh" || log "WARNING: hack/local-down.sh failed"
+  left="$(node_leftovers)"
+  if [[ -n "${left}" ]]; then
+    log "ERROR: the real node left on the host after hack/local-down.sh:"
+    printf '  %s\n' "${left}" >&2
+    return 1
+  fi
+}
+
 # node_leftovers prints what the real node left on the host, one line each:
 # nothing after node_down.
 node_leftovers() {
