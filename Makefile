@@ -8,12 +8,21 @@ LDFLAGS := -X tensorstack.dev/training/pkg/version.gitVersion=$(VERSION)
 # Tests compile with -trimpath too, as the binaries, images and releases do:
 # each package is compiled once for all of them (hack/lib/common.sh says the same).
 export GOFLAGS := -trimpath $(filter-out -trimpath,$(GOFLAGS))
+# Without cgo, for the same reason (hack/lib/common.sh says more).
+CGO_ENABLED ?= 0
+export CGO_ENABLED
+# The tools modules (hack/tools) that build their shared libraries at the main module's versions, so that a cold
+# make test compiles client-go, grpc and the rest once instead of once per tool (hack/alignmodules). Not Kueue and
+# scheduler-plugins: they compile Kubernetes' scheduler framework of another minor release, which does not build
+# against this one's libraries; not kube-state-metrics, built from a patched copy with its own go.mod.
+ALIGNED_MODULES := $(addprefix hack/tools/,cni containerd coredns etcd helm kube kubenode kwok local-path-provisioner \
+	registry runc) hack/images/builder
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(OUTPUT)/tools/staticcheck-$(STATICCHECK_VERSION)
 
 .PHONY: all build images release test test-unit test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
 	bench-api bench-controller bench-real bench-progress bench-replicas bench-scale bench-wide \
-	test-binaries node run local-up local-down clean test-install local-install local-uninstall
+	test-binaries node run local-up local-down clean test-install local-install local-uninstall align-modules
 
 all: build
 
@@ -86,7 +95,8 @@ update-codegen:
 verify-codegen:
 	hack/verify-codegen.sh
 
-## lint: gofmt, go vet, staticcheck (pinned, built from the Go module proxy into _output/tools) and the import rules (hack/verify-imports.sh)
+## lint: gofmt, go vet, staticcheck (pinned, built from the Go module proxy into _output/tools), the import rules
+## (hack/verify-imports.sh) and the tools modules' alignment with the main module (hack/alignmodules)
 lint: $(STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -94,6 +104,11 @@ lint: $(STATICCHECK)
 	cd hack/images/builder && $(GO) vet ./...
 	$(STATICCHECK) $$($(GO) list ./... | grep -v /pkg/generated/)
 	GO=$(GO) hack/verify-imports.sh
+	$(GO) run ./hack/alignmodules -verify $(ALIGNED_MODULES)
+
+## align-modules: raise the tools modules' shared libraries to the main module's versions (after a go.mod change)
+align-modules:
+	$(GO) run ./hack/alignmodules $(ALIGNED_MODULES)
 
 # staticcheck, pinned, built from the Go module proxy. Generated code is left
 # out: its deprecated calls are the generators' to change.

@@ -19,6 +19,11 @@ case " ${GOFLAGS:-} " in
   *" -trimpath "*) ;;
   *) export GOFLAGS="-trimpath${GOFLAGS:+ ${GOFLAGS}}" ;;
 esac
+# And without cgo, as the test binaries, images and releases are built: a
+# package compiled with cgo (net, os/user, and all that imports them) is a
+# second compilation of the same source. The tools modules build their shared
+# libraries at the main module's versions for the same reason (hack/alignmodules).
+export CGO_ENABLED="${CGO_ENABLED:-0}"
 
 # Pinned versions of the test binaries. The tools modules under hack/tools pin
 # the same versions; change both together.

@@ -1,6 +1,9 @@
 // Tools module: pins the CNI plugins of the local stack's real node (bridge,
 // host-local, loopback, portmap). Built by hack/build-node-binaries.sh; not
 // part of the main module.
+//
+// The libraries it shares with the main module are raised to the main
+// module's versions, so one compilation serves both (make align-modules).
 module tensorstack.dev/training/hack/tools/cni
 
 go 1.26.0
@@ -23,6 +26,6 @@ require (
 	github.com/safchain/ethtool v0.6.2 // indirect
 	github.com/vishvananda/netlink v1.3.1 // indirect
 	github.com/vishvananda/netns v0.0.5 // indirect
-	golang.org/x/sys v0.35.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 	sigs.k8s.io/knftables v0.0.18 // indirect
 )

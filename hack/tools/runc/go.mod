@@ -2,6 +2,9 @@
 // (the version containerd's own CI pins). A tools module because runc's
 // go.mod excludes versions, which `go install pkg@version` refuses. Built by
 // hack/build-node-binaries.sh; not part of the main module.
+//
+// The libraries it shares with the main module are raised to the main
+// module's versions, so one compilation serves both (make align-modules).
 module tensorstack.dev/training/hack/tools/runc
 
 go 1.26.0
@@ -29,11 +32,11 @@ require (
 	github.com/opencontainers/selinux v1.13.0 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	github.com/seccomp/libseccomp-golang v0.11.1 // indirect
-	github.com/sirupsen/logrus v1.9.3 // indirect
+	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/urfave/cli v1.22.17 // indirect
 	github.com/vishvananda/netlink v1.3.1 // indirect
 	github.com/vishvananda/netns v0.0.5 // indirect
 	golang.org/x/net v0.43.0 // indirect
-	golang.org/x/sys v0.38.0 // indirect
-	google.golang.org/protobuf v1.36.8 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af // indirect
 )
