@@ -250,6 +250,10 @@ if training_enabled; then
   kubectl_local apply -f "${REPO_ROOT}/artifacts/deploy/base/flowcontrol.yaml" >/dev/null
 fi
 
+if multikueue_enabled; then
+  multikueue_worker_up
+fi
+
 wait_until "" "serviceaccount default in namespace default" "${LOCAL_TIMEOUT}" default_serviceaccount_exists
 
 ready=1

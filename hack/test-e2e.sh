@@ -13,6 +13,8 @@
 #   E2E_REAL_NODE    1 when the stack runs its real node (hack/lib/node.sh)
 #   E2E_KUEUE_PODS_READY_TIMEOUT  Kueue's waitForPodsReady timeout (60s here)
 #   E2E_KUEUE_V1BETA1  1 when the stack serves Kueue's v1beta1 (0 here, as Kueue v0.20)
+#   E2E_MULTIKUEUE_WORKER_KUBECONFIG  the admin kubeconfig of the MultiKueue worker
+#                    cluster (LOCAL_MULTIKUEUE=1, the default here)
 # After the stack is down, it fails when the real node left anything on the
 # host (node_leftovers).
 # Extra go test flags: E2E_GO_TEST_FLAGS (e.g. "-run TestPause -v").
@@ -23,6 +25,9 @@ HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # it), with waitForPodsReady's timeout short enough for a test to pass it.
 export LOCAL_KUEUE_V1BETA1="${LOCAL_KUEUE_V1BETA1:-0}"
 export LOCAL_KUEUE_PODS_READY_TIMEOUT="${LOCAL_KUEUE_PODS_READY_TIMEOUT:-60s}"
+# A MultiKueue worker cluster beside the stack (hack/lib/multikueue.sh), for
+# TestMultiKueue.
+export LOCAL_MULTIKUEUE="${LOCAL_MULTIKUEUE:-1}"
 # shellcheck source=hack/lib/common.sh
 source "${HACK_DIR}/lib/common.sh"
 # shellcheck source=hack/lib/local.sh
@@ -73,6 +78,9 @@ export E2E_NODE_GPUS="${LOCAL_NODE_GPUS}"
 export E2E_REAL_NODE="${LOCAL_REAL_NODE_RUNNING}"
 export E2E_KUEUE_PODS_READY_TIMEOUT="${LOCAL_KUEUE_PODS_READY_TIMEOUT}"
 export E2E_KUEUE_V1BETA1="${LOCAL_KUEUE_V1BETA1}"
+if multikueue_enabled; then
+  export E2E_MULTIKUEUE_WORKER_KUBECONFIG="${MULTIKUEUE_WORKER_DIR}/kubeconfig"
+fi
 
 # Word splitting of the extra flags is intended.
 # shellcheck disable=SC2086

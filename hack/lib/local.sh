@@ -37,6 +37,7 @@ LOCAL_SETTINGS=(
   LOCAL_KUEUE_HEALTH_PORT LOCAL_KUEUE_GPU_QUOTA LOCAL_KUEUE_PODS_READY_TIMEOUT LOCAL_KUEUE_V1BETA1 LOCAL_TIMEOUT
   LOCAL_APISERVER_EXTRA_ARGS LOCAL_TRAINING_APISERVER_EXTRA_ARGS LOCAL_TRAINING_APISERVER_ENV
   LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS LOCAL_REAL_NODE LOCAL_REAL_NODE_RUNNING LOCAL_REGISTRY_PORT
+  LOCAL_MULTIKUEUE
 )
 : "${LOCAL_ETCD_PORT:=23790}"
 : "${LOCAL_ETCD_PEER_PORT:=23791}"
@@ -68,7 +69,9 @@ LOCAL_SETTINGS=(
 # kueue, its CRDs (kueue.x-k8s.io), webhooks and the example queues of
 # hack/local/kueue/queues.yaml, whose ClusterQueue cluster-queue has
 # LOCAL_KUEUE_GPU_QUOTA nvidia.com/gpu. It lists TensorFlowTrainingJob and
-# PyTorchTrainingJob as external frameworks (hack/local/kueue/kueue-config.yaml).
+# PyTorchTrainingJob as external frameworks, of its job integrations and of
+# MultiKueue (hack/local/kueue/kueue-config.yaml). LOCAL_MULTIKUEUE=1 adds a
+# worker cluster MultiKueue dispatches to (hack/lib/multikueue.sh).
 # Its configuration is Kueue's default but for two settings:
 #   LOCAL_KUEUE_PODS_READY_TIMEOUT  waitForPodsReady's timeout (on by default from
 #                                   Kueue v0.19; 30m as Kueue's default; the e2e
@@ -606,6 +609,7 @@ stop_component() {
 # Prints whether anything ran.
 stop_all() {
   local i stopped=0 LOCAL_PROCESSES
+  multikueue_worker_down
   node_down
   LOCAL_PROCESSES="$(local_processes)"
   for ((i = ${#LOCAL_COMPONENTS[@]} - 1; i >= 0; i--)); do
@@ -981,10 +985,19 @@ generate_kueue_configs() {
   ' "${dir}/config/components/webhook/manifests.yaml" >"${LOCAL_CONFIG_DIR}/kueue-webhooks.yaml" ||
     die "the webhook manifests of Kueue ${KUEUE_VERSION} lack one of KUEUE_WEBHOOKS"
 
+  kueue_fill_quotas <"${LOCAL_HACK_DIR}/kueue/queues.yaml" >"${LOCAL_CONFIG_DIR}/kueue-queues.yaml"
+  if multikueue_enabled; then
+    kueue_fill_quotas <"${LOCAL_HACK_DIR}/multikueue/manager.yaml" >"${LOCAL_CONFIG_DIR}/multikueue-manager.yaml"
+  fi
+}
+
+# kueue_fill_quotas copies a queues file from stdin to stdout with the quota
+# placeholders filled in: LOCAL_KUEUE_GPU_QUOTA GPUs, the fake nodes' cpu and
+# memory.
+kueue_fill_quotas() {
   sed -e "s|@GPU_QUOTA@|${LOCAL_KUEUE_GPU_QUOTA}|g" \
     -e "s|@CPU_QUOTA@|$(kueue_quantity_times "${LOCAL_NODE_CPU}" "${LOCAL_FAKE_NODES}")|g" \
-    -e "s|@MEMORY_QUOTA@|$(kueue_quantity_times "${LOCAL_NODE_MEMORY}" "${LOCAL_FAKE_NODES}")|g" \
-    "${LOCAL_HACK_DIR}/kueue/queues.yaml" >"${LOCAL_CONFIG_DIR}/kueue-queues.yaml"
+    -e "s|@MEMORY_QUOTA@|$(kueue_quantity_times "${LOCAL_NODE_MEMORY}" "${LOCAL_FAKE_NODES}")|g"
 }
 
 # kueue_crd_versions copies a Kueue CRD from stdin to stdout; with
@@ -1199,3 +1212,5 @@ source "${REPO_ROOT}/hack/lib/node.sh"
 source "${REPO_ROOT}/hack/lib/registry.sh"
 # shellcheck source=hack/lib/storage.sh
 source "${REPO_ROOT}/hack/lib/storage.sh"
+# shellcheck source=hack/lib/multikueue.sh
+source "${REPO_ROOT}/hack/lib/multikueue.sh"

@@ -19,6 +19,8 @@ package controller
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // An elastic PyTorch job (spec.elastic.enabled) runs its elastic total of
@@ -53,15 +55,17 @@ func (r *reconciler) admittedReplicas(gi int) int32 {
 	return g.Replicas
 }
 
+func (r *reconciler) elasticMinCount(gi int) int32 { return elasticMinCount(r.topo, gi) }
+
 // elasticMinCount is the minCount of an elastic job's scaled pod set: the
 // fewest of its replicas the job trains with; 0 when the pod set is not
 // scaled or cannot be admitted partially.
-func (r *reconciler) elasticMinCount(gi int) int32 {
-	if !r.topo.Scaled(gi) {
+func elasticMinCount(topo *podbuilder.Topology, gi int) int32 {
+	if !topo.Scaled(gi) {
 		return 0
 	}
-	g := &r.topo.Groups[gi]
-	n := max(r.topo.Elastic.Min-(r.topo.Total-g.Replicas), 1)
+	g := &topo.Groups[gi]
+	n := max(topo.Elastic.Min-(topo.Total-g.Replicas), 1)
 	if n >= g.Replicas {
 		return 0
 	}

@@ -17,17 +17,20 @@ limitations under the License.
 package controller
 
 import (
+	"context"
 	"testing"
 
-	core "k8s.io/client-go/testing"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch"
+	"tensorstack.dev/training/pkg/controller/kueue"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
-// TestManagedBy: a job whose spec.managedBy names another controller
-// (MultiKueue) is left alone: no pod, no Service, no Workload, no status
-// write; one that names ours runs.
+// TestManagedBy: a job whose spec.managedBy names MultiKueue gets its
+// Workload (which MultiKueue dispatches to a worker cluster) and nothing
+// else: no pod, no Service, no status write; one that names ours runs.
 func TestManagedBy(t *testing.T) {
 	for _, tc := range []struct {
 		managedBy *string
@@ -47,16 +50,27 @@ func TestManagedBy(t *testing.T) {
 			job := b.obj()
 			f := newKueueFixture(t, nil, job)
 			f.step(job)
-			var writes []string
-			for _, actions := range [][]core.Action{f.kubeClient.Actions(), f.jobClient.Actions(), f.kueueClient.Actions()} {
-				for _, a := range actions {
-					if verb := a.GetVerb(); verb != "get" && verb != "list" && verb != "watch" {
-						writes = append(writes, verb+" "+a.GetResource().Resource)
-					}
-				}
+			pods, err := f.kubeClient.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if tc.ours != (len(writes) > 0) {
-				t.Errorf("managedBy %v: writes %v; want some only when ours", name, writes)
+			services, err := f.kubeClient.CoreV1().Services("ns").List(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wl := f.workload(kueue.WorkloadName(podbuilder.PyTorchKind, "p"))
+			if wl == nil || len(wl.Spec.PodSets) != 2 || !metav1.IsControlledBy(wl, job) {
+				t.Fatalf("managedBy %v: Workload %+v; want one with the job's two pod sets, controlled by the job", name, wl)
+			}
+			phase := f.job(job).JobStatus().Phase
+			if tc.ours {
+				if len(pods.Items) == 0 && len(services.Items) == 0 || phase == "" {
+					t.Errorf("managedBy %v: %d pods, %d services, phase %q; want the job run here", name, len(pods.Items), len(services.Items), phase)
+				}
+				return
+			}
+			if len(pods.Items) != 0 || len(services.Items) != 0 || phase != "" {
+				t.Errorf("managedBy %v: %d pods, %d services, phase %q; want nothing but the Workload", name, len(pods.Items), len(services.Items), phase)
 			}
 		})
 	}

@@ -32,8 +32,8 @@ import (
 )
 
 // TestManagedBy: a job whose spec.managedBy names MultiKueue is left to it:
-// no pod, no Service, no Workload and no status from our controller, even
-// in a queue. The field cannot change, and a controller nobody runs is
+// no pod, no Service and no status from our controller, only the Workload
+// MultiKueue dispatches (TestMultiKueue dispatches one). The field cannot change, and a controller nobody runs is
 // refused with the field's path.
 func TestManagedBy(t *testing.T) {
 	t.Parallel()
@@ -57,8 +57,9 @@ func TestManagedBy(t *testing.T) {
 			return fmt.Errorf("its Service: %v", err)
 		}
 		if f.KueueServed() {
-			if _, err := f.Workload(ctx, ref); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("its Workload: %v", err)
+			// Kueue needs the Workload to dispatch the job.
+			if _, err := f.Workload(ctx, ref); err != nil {
+				return fmt.Errorf("its Workload, which MultiKueue dispatches: %v", err)
 			}
 		}
 		return nil

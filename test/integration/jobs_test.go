@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/test/integration/framework"
 )
@@ -175,6 +176,38 @@ func testStatusSubresource[J jobPointer, L any](t *testing.T, k kind[J, L]) {
 	}
 	if n := *afterSpec.CommonSpec().RunPolicy.BackoffLimit; n != 7 || afterSpec.GetGeneration() != 2 {
 		t.Errorf("backoffLimit after spec update = %d, generation %d; want 7 and 2", n, afterSpec.GetGeneration())
+	}
+}
+
+func TestStatusOfDispatchedJob(t *testing.T) {
+	s := framework.StartTestServer(t, "")
+	bothKinds(t, s, testStatusOfDispatchedJob, testStatusOfDispatchedJob)
+}
+
+// testStatusOfDispatchedJob: a status write carries status.progress only for a
+// job MultiKueue runs elsewhere (whose whole status it copies back); for one
+// of ours progress is its pods' to report, and a status write keeps it.
+func testStatusOfDispatchedJob[J jobPointer, L any](t *testing.T, k kind[J, L]) {
+	ctx := context.Background()
+	client := k.client("dispatched")
+	for _, managedBy := range []*string{ptr.To(batch.ManagedByMultiKueue), nil} {
+		job := k.newJob(fmt.Sprintf("train-%t", managedBy != nil))
+		job.CommonSpec().ManagedBy = managedBy
+		job, err := client.Create(ctx, job, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		job.JobStatus().Phase = v1beta1.JobRunning
+		job.JobStatus().Progress = &v1beta1.ProgressStatus{ProgressValues: v1beta1.ProgressValues{Step: ptr.To[int64](40)}}
+		got, err := client.UpdateStatus(ctx, job, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatalf("update status: %v", err)
+		}
+		kept := got.JobStatus().Progress != nil
+		if want := managedBy != nil; kept != want || got.JobStatus().Phase != v1beta1.JobRunning {
+			t.Errorf("managedBy %v: phase %q, progress kept %t; want Running, progress kept %t",
+				ptr.Deref(managedBy, "ours"), got.JobStatus().Phase, kept, want)
+		}
 	}
 }
 

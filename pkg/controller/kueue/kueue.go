@@ -58,9 +58,9 @@ limitations under the License.
 // Of jobframework's features, these are not supported: partial admission
 // beyond an elastic job's minCount (a training job needs all its
 // replicas), reclaimable pods (pods of finished replicas keep their quota
-// until the job ends), workload slices, MultiKueue. The Workload carries
-// no finalizer: the garbage collector deletes it with its job, and Kueue
-// frees the quota of a deleted Workload.
+// until the job ends), workload slices. MultiKueue is (multikueue.go).
+// The Workload carries no finalizer: the garbage collector deletes it with
+// its job, and Kueue frees the quota of a deleted Workload.
 package kueue
 
 import (

@@ -40,17 +40,27 @@ type State struct {
 	// status.admission.podSetAssignments; below the pod set's count when
 	// Kueue admitted an elastic job partially.
 	AdmittedCounts map[v1beta1.ReplicaType]int32
+	// Prebuilt: the Workload was made for the job beforehand (by
+	// MultiKueue) and keeps the pod sets it was made with.
+	Prebuilt bool
+	// Unadopted: the prebuilt Workload has no controller yet; the job
+	// takes it before anything else, and does not run until then.
+	Unadopted bool
 }
 
 // Read reads the job's Workload from the cache.
 func (q *Queue) Read(job *owner.Job) (*State, error) {
-	wl, err := owner.Cached[*kueuev1beta2.Workload](q.workloads.GetIndexer(), job.Object.GetNamespace(),
-		WorkloadName(job.Kind, job.Object.GetName()))
+	wl, err := owner.Cached[*kueuev1beta2.Workload](q.workloads.GetIndexer(), job.Object.GetNamespace(), workloadNameOf(job))
 	if err != nil {
 		return nil, fmt.Errorf("getting the job's Workload: %w", err)
 	}
-	st := &State{}
-	if wl == nil || !metav1.IsControlledBy(wl, job.Object) {
+	st := &State{Prebuilt: PrebuiltWorkload(job.Object) != ""}
+	switch {
+	case wl == nil:
+		return st, nil
+	case st.Prebuilt && metav1.GetControllerOf(wl) == nil:
+		st.Unadopted = true
+	case !metav1.IsControlledBy(wl, job.Object):
 		return st, nil
 	}
 	st.Workload = wl
@@ -65,7 +75,7 @@ func (q *Queue) Read(job *owner.Job) (*State, error) {
 		}
 	}
 	st.Admitted = meta.IsStatusConditionTrue(conds, kueuev1beta2.WorkloadAdmitted) && st.Evicted == nil && Active(wl) &&
-		wl.Status.Admission != nil
+		wl.Status.Admission != nil && !st.Unadopted
 	if st.Admitted {
 		st.AdmittedCounts = admittedCounts(wl)
 	}

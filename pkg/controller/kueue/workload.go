@@ -104,7 +104,8 @@ func (q *Queue) Sync(ctx context.Context, job *owner.Job, st *State, want Want) 
 	}
 	wl := st.Workload
 	if wl == nil {
-		if len(want.PodSets) == 0 {
+		if len(want.PodSets) == 0 || st.Prebuilt {
+			// A prebuilt Workload is MultiKueue's to create.
 			return nil
 		}
 		return q.create(ctx, job, want)
@@ -112,6 +113,8 @@ func (q *Queue) Sync(ctx context.Context, job *owner.Job, st *State, want Want) 
 	wls := q.client.KueueV1beta2().Workloads(wl.Namespace)
 	reserved := meta.IsStatusConditionTrue(wl.Status.Conditions, kueuev1beta2.WorkloadQuotaReserved)
 	switch {
+	case st.Unadopted:
+		return q.adopt(ctx, job, wl)
 	case Active(wl) != want.Active:
 		patch := fmt.Sprintf(`{"spec":{"active":%t}}`, want.Active)
 		if _, err := wls.Patch(ctx, wl.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
@@ -119,7 +122,7 @@ func (q *Queue) Sync(ctx context.Context, job *owner.Job, st *State, want Want) 
 		}
 		job.Logger.V(2).Info("Set the Workload's activity", "workload", klog.KObj(wl), "active", want.Active)
 		return nil
-	case !reserved && wl.Annotations[AnnotationPodSets] != want.Digest:
+	case !reserved && !st.Prebuilt && wl.Annotations[AnnotationPodSets] != want.Digest:
 		patch, err := json.Marshal(map[string]any{
 			"metadata": map[string]any{"annotations": map[string]string{AnnotationPodSets: want.Digest}, "resourceVersion": wl.ResourceVersion},
 			"spec":     map[string]any{"podSets": want.PodSets},
@@ -239,7 +242,7 @@ func (q *Queue) newWorkload(ctx context.Context, job *owner.Job, want Want) (*ku
 	}
 	wl := &kueuev1beta2.Workload{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            WorkloadName(job.Kind, job.Object.GetName()),
+			Name:            workloadNameOf(job),
 			Namespace:       job.Object.GetNamespace(),
 			Labels:          job.Labels(),
 			Annotations:     map[string]string{AnnotationPodSets: want.Digest},

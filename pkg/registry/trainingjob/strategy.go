@@ -156,11 +156,15 @@ func (statusStrategy[J, S]) GetResetFields() map[fieldpath.APIVersion]*fieldpath
 // PrepareForUpdate keeps the stored spec and progress: only the rest of the
 // status changes. Progress is the job's own pods' to write, through the
 // progress subresource, so the controller's status writes never undo a
-// report.
+// report. A job another controller runs (spec.managedBy: MultiKueue) has no
+// pods here: its whole status, progress included, is that controller's
+// copy of the worker's.
 func (s statusStrategy[J, S]) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	job, oldJob := obj.(J), old.(J)
 	*s.kind.Spec(job) = *s.kind.Spec(oldJob)
-	job.JobStatus().Progress = oldJob.JobStatus().Progress
+	if batch.ManagedByUs(oldJob.CommonSpec().ManagedBy) {
+		job.JobStatus().Progress = oldJob.JobStatus().Progress
+	}
 }
 
 func (statusStrategy[J, S]) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {

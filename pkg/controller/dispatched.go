@@ -1,0 +1,78 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/klog/v2"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/kueue"
+	"tensorstack.dev/training/pkg/controller/owner"
+	"tensorstack.dev/training/pkg/podbuilder"
+)
+
+// syncDispatched is the reconcile of a job that names MultiKueue in
+// spec.managedBy, in the manager cluster: MultiKueue runs it in a worker
+// cluster and copies the worker's status onto it. Kueue still needs its
+// Workload here, made as for any queued job, which MultiKueue dispatches;
+// that Workload is all the controller keeps. No pod, no Service, no status
+// write: those are the worker's. A job that names no queue, or a controller
+// that queues with no Kueue, leaves the job alone.
+func (c *Controller) syncDispatched(ctx context.Context, h *kindHandler, cached v1beta1.TrainingJob, logger klog.Logger) error {
+	if c.kueue == nil || kueue.QueueName(cached) == "" {
+		logger.V(4).Info("Leaving the job to MultiKueue; no Workload to keep", "queue", kueue.QueueName(cached))
+		return nil
+	}
+	job, ok := h.statusCopy(cached)
+	if !ok {
+		return fmt.Errorf("%T is not a %s", cached, h.Kind())
+	}
+	// Events need the kind, which objects from the cache may lack.
+	job.GetObjectKind().SetGroupVersionKind(h.gvk)
+	jobOwner := &owner.Job{Object: job, Kind: h.Kind(), Recorder: c.recorder, Logger: logger}
+	st, err := c.kueue.Read(jobOwner)
+	if err != nil {
+		return err
+	}
+	topo := podbuilder.NewTopology(h, job, c.clusterDomain)
+	status := job.JobStatus()
+	want := kueue.Want{
+		Active: !pauseEnabled(job.CommonSpec()),
+		// No pod ever runs here: an evicted Workload's quota may go back
+		// at once (MultiKueue removes the worker's copy).
+		Stopped:   true,
+		PodsReady: kueue.DispatchedPodsReady(status, topo.Total),
+		Phase:     status.Phase,
+		Now:       c.clock.Now(),
+	}
+	if !want.Phase.IsFinished() {
+		if want.PodSets, want.Digest, err = kueue.PodSets(job.GetAnnotations(), topo.Groups,
+			func(gi int) int32 { return elasticMinCount(topo, gi) }); err != nil {
+			return err
+		}
+	}
+	return c.kueue.Sync(ctx, jobOwner, st, want)
+}
+
+// dispatched says whether a job with this spec.managedBy is MultiKueue's.
+func dispatched(managedBy *string) bool {
+	return managedBy != nil && *managedBy == batch.ManagedByMultiKueue
+}
