@@ -475,6 +475,8 @@ node_remove_cgroups() {
 
 # node_processes prints pids of processes that run a binary of the node
 # (containerd's shims, left by a crash, among them) or hold its namespace.
+# Only this stack's: their command lines name its directory or namespace, so
+# a second stack beside it (the MultiKueue worker) leaves its node alone.
 node_processes() {
   local link pid exe holder=""
   [[ -f "${LOCAL_PID_DIR}/node-holder.pid" ]] && holder="$(cat "${LOCAL_PID_DIR}/node-holder.pid")"
@@ -484,7 +486,11 @@ node_processes() {
     exe="$(readlink "${link}" 2>/dev/null)" || continue
     exe="${exe% (deleted)}"
     case "${exe#"${BIN_DIR}/"}" in
-      containerd | containerd-shim-runc-v2 | kubelet | kube-proxy | coredns | nodeproxy | runc) echo "${pid}" ;;
+      containerd | containerd-shim-runc-v2 | kubelet | kube-proxy | coredns | nodeproxy | runc)
+        if tr '\0' '\n' <"/proc/${pid}/cmdline" 2>/dev/null | grep -qF -e "${LOCAL_DIR}/" -e "${NODE_NETNS}"; then
+          echo "${pid}"
+        fi
+        ;;
     esac
   done < <(find /proc -mindepth 2 -maxdepth 2 -name exe -lname "${BIN_DIR}/*" 2>/dev/null)
   if [[ -n "${holder}" ]] && pid_alive "${holder}" && tr '\0' ' ' <"/proc/${holder}/cmdline" | grep -q '^sleep infinity'; then
