@@ -73,10 +73,12 @@ func testUpgrade(t *testing.T, e *env) {
 		t.Logf("the failed requests:\n%s", strings.Join(failures[:min(10, len(failures))], "\n"))
 	}
 	// The target is none. One create in about 700 still fails now and then
-	// (2 runs of 7): kube-apiserver routes to the Service and keeps its
-	// pooled connection to a replica that is stopping, and a POST sent as
-	// that connection closes is answered 503 (docs/install.md, Upgrade).
-	// More than that is a regression.
+	// (2 runs of 7): with kube-apiserver's default routing to the Service,
+	// a POST on its pooled HTTP/2 connection to a replica that is stopping
+	// cannot be retried by its proxy and is answered 503
+	// (kubernetes/kubernetes#135285; docs/install.md, Upgrade). The stack
+	// keeps kube-apiserver's default, so the test allows that; more is a
+	// regression.
 	if len(failures) > max(1, requests/500) {
 		t.Errorf("%d of %d requests failed during the upgrade, more than one in 500", len(failures), requests)
 	}
