@@ -42,21 +42,12 @@ import (
 	"golang.org/x/mod/semver"
 )
 
-// module is the part of `go list -m -json` this command reads.
+// module is the part of `go list -deps` this command reads.
 type module struct {
-	Path    string
-	Version string
-	Main    bool
-	Replace *module
-}
-
-// effectiveVersion is the version a build compiles: the replacement's when a
-// replace directive names another version of the same path.
-func (m module) effectiveVersion() string {
-	if m.Replace != nil {
-		return m.Replace.Version
-	}
-	return m.Version
+	Path     string
+	Version  string
+	Main     bool
+	Replaced bool // a replace directive pins it
 }
 
 func main() {
@@ -120,10 +111,10 @@ func raisesFor(dir string, main map[string]module) ([]raise, error) {
 	var raises []raise
 	for path, t := range tool {
 		m, ok := main[path]
-		if !ok || t.Main || m.Main || t.Replace != nil || m.Replace != nil {
+		if !ok || t.Main || m.Main || t.Replaced || m.Replaced {
 			continue
 		}
-		have, want := t.effectiveVersion(), m.effectiveVersion()
+		have, want := t.Version, m.Version
 		if semver.Compare(have, want) < 0 {
 			raises = append(raises, raise{current: path + "@" + have, target: path + "@" + want})
 		}
@@ -179,9 +170,7 @@ func buildList(dir string) (map[string]module, error) {
 			continue
 		}
 		m := module{Path: fields[0], Version: fields[1], Main: fields[2] == "true"}
-		if len(fields) == 4 {
-			m.Replace = &module{Path: m.Path, Version: fields[3]}
-		}
+		m.Replaced = len(fields) == 4
 		modules[m.Path] = m
 	}
 	return modules, nil

@@ -22,7 +22,6 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/kueue"
 	"tensorstack.dev/training/pkg/controller/owner"
@@ -54,25 +53,16 @@ func (c *Controller) syncDispatched(ctx context.Context, h *kindHandler, cached 
 	}
 	topo := podbuilder.NewTopology(h, job, c.clusterDomain)
 	status := job.JobStatus()
-	want := kueue.Want{
-		Active: !pauseEnabled(job.CommonSpec()),
+	want, err := queueWant(job, topo, kueue.Want{
 		// No pod ever runs here: an evicted Workload's quota may go back
 		// at once (MultiKueue removes the worker's copy).
 		Stopped:   true,
 		PodsReady: kueue.DispatchedPodsReady(status, topo.Total),
 		Phase:     status.Phase,
 		Now:       c.clock.Now(),
-	}
-	if !want.Phase.IsFinished() {
-		if want.PodSets, want.Digest, err = kueue.PodSets(job.GetAnnotations(), topo.Groups,
-			func(gi int) int32 { return elasticMinCount(topo, gi) }); err != nil {
-			return err
-		}
+	})
+	if err != nil {
+		return err
 	}
 	return c.kueue.Sync(ctx, jobOwner, st, want)
-}
-
-// dispatched says whether a job with this spec.managedBy is MultiKueue's.
-func dispatched(managedBy *string) bool {
-	return managedBy != nil && *managedBy == batch.ManagedByMultiKueue
 }

@@ -55,8 +55,6 @@ func (r *reconciler) admittedReplicas(gi int) int32 {
 	return g.Replicas
 }
 
-func (r *reconciler) elasticMinCount(gi int) int32 { return elasticMinCount(r.topo, gi) }
-
 // elasticMinCount is the minCount of an elastic job's scaled pod set: the
 // fewest of its replicas the job trains with; 0 when the pod set is not
 // scaled or cannot be admitted partially.

@@ -28,6 +28,7 @@ import (
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/kueue"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // What the reconcile does for a job queued with Kueue (package kueue keeps
@@ -155,13 +156,10 @@ func (r *reconciler) actOnQueue(ctx context.Context) error {
 	if r.queue == nil {
 		return nil
 	}
-	want := kueue.Want{Active: !pauseEnabled(r.spec), Stopped: r.queueStopped, PodsReady: r.podsReady(),
-		Phase: r.status.Phase, Now: r.now}
-	if !want.Phase.IsFinished() {
-		var err error
-		if want.PodSets, want.Digest, err = kueue.PodSets(r.job.GetAnnotations(), r.topo.Groups, r.elasticMinCount); err != nil {
-			return err
-		}
+	want, err := queueWant(r.job, r.topo, kueue.Want{Stopped: r.queueStopped, PodsReady: r.podsReady(),
+		Phase: r.status.Phase, Now: r.now})
+	if err != nil {
+		return err
 	}
 	if err := r.c.kueue.Sync(ctx, r.jobOwner, r.queue, want); err != nil {
 		return err
@@ -175,6 +173,20 @@ func (r *reconciler) actOnQueue(ctx context.Context) error {
 		r.placements = placements
 	}
 	return nil
+}
+
+// queueWant completes what a queued job asks of its Workload (want, with
+// what only the caller knows): its activity, which follows pause, and,
+// unless it has finished, its pod sets.
+func queueWant(job v1beta1.TrainingJob, topo *podbuilder.Topology, want kueue.Want) (kueue.Want, error) {
+	want.Active = !pauseEnabled(job.CommonSpec())
+	if want.Phase.IsFinished() {
+		return want, nil
+	}
+	var err error
+	want.PodSets, want.Digest, err = kueue.PodSets(job.GetAnnotations(), topo.Groups,
+		func(gi int) int32 { return elasticMinCount(topo, gi) })
+	return want, err
 }
 
 // podsReady says whether every pod the admission allows is Ready or its

@@ -97,7 +97,7 @@ func (c *Controller) syncJob(ctx context.Context, key jobKey) (requeueAfter time
 	if managedBy := cached.CommonSpec().ManagedBy; !batch.ManagedByUs(managedBy) {
 		// Another controller runs it (MultiKueue, in a worker cluster) and
 		// writes its status: nothing here may act on it but its Workload.
-		if dispatched(managedBy) {
+		if batch.DispatchedByMultiKueue(managedBy) {
 			return 0, c.syncDispatched(ctx, h, cached, logger)
 		}
 		logger.V(4).Info("Leaving the job to the controller spec.managedBy names", "managedBy", *managedBy)

@@ -31,3 +31,9 @@ const (
 func ManagedByUs(managedBy *string) bool {
 	return managedBy == nil || *managedBy == "" || *managedBy == ManagedByTrainingController
 }
+
+// DispatchedByMultiKueue says whether Kueue's MultiKueue runs a job whose
+// spec.managedBy is managedBy, in a worker cluster.
+func DispatchedByMultiKueue(managedBy *string) bool {
+	return managedBy != nil && *managedBy == ManagedByMultiKueue
+}
