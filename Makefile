@@ -15,7 +15,7 @@ export CGO_ENABLED
 # make test compiles client-go, grpc and the rest once instead of once per tool (hack/alignmodules). Not Kueue and
 # scheduler-plugins: they compile Kubernetes' scheduler framework of another minor release, which does not build
 # against this one's libraries; not kube-state-metrics, built from a patched copy with its own go.mod.
-ALIGNED_MODULES := $(addprefix hack/tools/,cni containerd coredns etcd helm kube kubenode kwok local-path-provisioner \
+ALIGNED_MODULES := $(addprefix hack/tools/,cni containerd coredns etcd helm kube kubenode kwok local-path-provisioner prometheus \
 	registry runc) hack/images/builder
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(OUTPUT)/tools/staticcheck-$(STATICCHECK_VERSION)

@@ -47,6 +47,8 @@ REGISTRY_VERSION="v3.1.2"
 LOCAL_PATH_PROVISIONER_VERSION="v0.0.30"
 # Helm lints and renders the chart (artifacts/charts/training) and installs it in the install test.
 HELM_VERSION="v3.22.0"
+# github.com/prometheus/prometheus: a real Prometheus for the monitoring e2e test and promtool for the alert rules' unit tests.
+PROMETHEUS_VERSION="v0.316.0"
 
 # log prints a timestamped progress line on stderr.
 # It never fails: a closed stderr (say, a pipe whose reader died on Ctrl-C)
