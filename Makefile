@@ -14,7 +14,7 @@ export CGO_ENABLED
 # The tools modules (hack/tools) that build their shared libraries at the main module's versions, so that a cold
 # make test compiles client-go, grpc and the rest once instead of once per tool (hack/alignmodules). Not Kueue and
 # scheduler-plugins: they compile Kubernetes' scheduler framework of another minor release, which does not build
-# against this one's libraries; not kube-state-metrics, built from a patched copy with its own go.mod.
+# against this one's libraries.
 ALIGNED_MODULES := $(addprefix hack/tools/,cni containerd coredns etcd helm kube kubenode kwok local-path-provisioner prometheus \
 	registry runc) hack/images/builder
 STATICCHECK_VERSION := v0.8.2
@@ -164,8 +164,8 @@ bench-wide: build test-binaries
 bench-real: build test-binaries node
 	hack/bench-real.sh
 
-## test-binaries: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, scheduler-plugins, Kueue and
-## kube-state-metrics (patched for aggregated APIs; for artifacts/monitoring and its e2e test) at pinned versions
+## test-binaries: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, scheduler-plugins, Kueue,
+## Helm, Prometheus and promtool (for artifacts/monitoring and its tests) at pinned versions
 test-binaries:
 	hack/build-test-binaries.sh
 

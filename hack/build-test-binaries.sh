@@ -14,14 +14,6 @@
 #   helm                    helm.sh/helm/v3 (hack/tools/helm): lints and renders the
 #                           chart in test/deploy, packs nothing (hack/release.sh does),
 #                           installs it in the install test
-#   kube-state-metrics      k8s.io/kube-state-metrics/v2 with hack/tools/kube-state-metrics/
-#                           aggregated-apis.patch applied to a copy of the module in
-#                           _output/src/kube-state-metrics (it finds no resource of an
-#                           aggregated API otherwise); for the e2e test TestMonitoring and
-#                           artifacts/monitoring. Measured on 2 idle cores: 1m44s with an
-#                           empty build cache (its 80 modules, 331 MB, download in 5 s more),
-#                           1m18s with the cache the other binaries leave, seconds after a patch
-#                           edit; 0.9 GB of memory at most, 0.9 GB of build cache
 #   prometheus, promtool    github.com/prometheus/prometheus (hack/tools/prometheus): a real
 #                           Prometheus for the e2e test TestMonitoring, promtool for the alert
 #                           rules' unit tests. Only the kubernetes, file, http and static service
@@ -55,10 +47,10 @@ mkdir -p "${BIN_DIR}"
 export GOFLAGS="${GOFLAGS:+${GOFLAGS} }-mod=mod"
 export CGO_ENABLED="${CGO_ENABLED:-0}"
 
-build_total=11
+build_total=10
 scheduler_plugins_enabled && build_total=$((build_total + 1))
 kueue_enabled && build_total=$((build_total + 1))
-log "building test binaries into ${BIN_DIR#"${REPO_ROOT}/"} (kubernetes ${KUBE_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}, scheduler-plugins ${SCHEDULER_PLUGINS_VERSION}, kueue ${KUEUE_VERSION}, kube-state-metrics ${KUBE_STATE_METRICS_VERSION}, helm ${HELM_VERSION}, prometheus ${PROMETHEUS_VERSION})"
+log "building test binaries into ${BIN_DIR#"${REPO_ROOT}/"} (kubernetes ${KUBE_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}, scheduler-plugins ${SCHEDULER_PLUGINS_VERSION}, kueue ${KUEUE_VERSION}, helm ${HELM_VERSION}, prometheus ${PROMETHEUS_VERSION})"
 
 build_one etcd "${ETCD_VERSION}" "${TOOLS_DIR}/etcd" go.etcd.io/etcd/server/v3
 build_one etcdctl "${ETCD_VERSION}" "${TOOLS_DIR}/etcd" go.etcd.io/etcd/etcdctl/v3
@@ -97,35 +89,5 @@ else
   build_one kueue "${KUEUE_VERSION}" "${TOOLS_DIR}/kueue" sigs.k8s.io/kueue/cmd/kueue \
     "-X sigs.k8s.io/kueue/pkg/version.GitVersion=${KUEUE_VERSION} -X sigs.k8s.io/kueue/pkg/version.BuildDate=1970-01-01T00:00:00Z"
 fi
-
-# kube-state-metrics builds from a patched copy of its module, with the
-# module's own go.mod and go.sum; the patch's digest is part of the version
-# stamp, so editing the patch rebuilds it.
-KSM_SRC="${OUTPUT_DIR}/src/kube-state-metrics"
-prepare_kube_state_metrics() {
-  local tools="${TOOLS_DIR}/kube-state-metrics" patch_file stamp dir
-  patch_file="${tools}/aggregated-apis.patch"
-  stamp="$(stamp_for "${KUBE_STATE_METRICS_VERSION}" "${tools}" "${patch_file}")"
-  if [[ -f "${KSM_SRC}/.prepared" && "$(cat "${KSM_SRC}/.prepared")" == "${stamp}" ]]; then
-    return 0
-  fi
-  dir="$(cd "${tools}" && go mod download -json k8s.io/kube-state-metrics/v2 |
-    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')" || true
-  [[ -n "${dir}" && -f "${dir}/go.mod" ]] ||
-    die "k8s.io/kube-state-metrics/v2 ${KUBE_STATE_METRICS_VERSION} is not in the Go module cache and could not be downloaded"
-  rm -rf "${KSM_SRC}"
-  mkdir -p "$(dirname "${KSM_SRC}")"
-  cp -R "${dir}" "${KSM_SRC}"
-  chmod -R u+w "${KSM_SRC}"
-  # git apply as a plain patch tool: the ceiling keeps it from taking the
-  # copy for part of this repository.
-  GIT_CEILING_DIRECTORIES="$(dirname "${KSM_SRC}")" git -C "${KSM_SRC}" apply -p1 "${patch_file}" ||
-    die "${patch_file#"${REPO_ROOT}/"} does not apply to kube-state-metrics ${KUBE_STATE_METRICS_VERSION}"
-  printf '%s\n' "${stamp}" >"${KSM_SRC}/.prepared"
-}
-prepare_kube_state_metrics
-build_one kube-state-metrics "${KUBE_STATE_METRICS_VERSION}+aggregated-apis.$(sha256sum "${TOOLS_DIR}/kube-state-metrics/aggregated-apis.patch" | cut -c1-8)" \
-  "${KSM_SRC}" k8s.io/kube-state-metrics/v2 \
-  "-X github.com/prometheus/common/version.Version=${KUBE_STATE_METRICS_VERSION} -X github.com/prometheus/common/version.BuildDate=1970-01-01T00:00:00Z"
 
 log "test binaries done in $(elapsed): ${built} built, ${skipped} already up to date"

@@ -21,6 +21,8 @@
 #   LOCAL_TRAINING_PORT=18443 LOCAL_TRAINING_METRICS_PORT=18080 LOCAL_TRAINING_HEALTH_PORT=18081
 #   LOCAL_FAKE_NODES=10 LOCAL_NODE_CPU=1000 LOCAL_NODE_MEMORY=4Ti LOCAL_NODE_PODS=500 LOCAL_NODE_GPUS=64
 #   LOCAL_SKIP_TRAINING=1     do not start training-apiserver / training-controller-manager
+#   LOCAL_TRAINING_METRICS_SECURE=0  the controller's metrics over plain HTTP without authentication
+#                             (default 1: HTTPS, a token authorized for /metrics)
 #   LOCAL_GANG_WORKLOAD=0     no Workload API: without it kube-apiserver, kube-controller-manager
 #                             and kube-scheduler run with --feature-gates=GenericWorkload=true
 #                             (and kube-apiserver --runtime-config=scheduling.k8s.io/v1beta1=true):

@@ -34,6 +34,8 @@ limitations under the License.
 //	scheduling.k8s.io       workloads                         list, watch, create, patch, delete
 //	scheduling.k8s.io       podgroups                         list, watch, create, patch, delete
 //	scheduling.x-k8s.io     podgroups                         list, watch, create, patch, delete
+//	authentication.k8s.io   tokenreviews                      create
+//	authorization.k8s.io    subjectaccessreviews              create
 //
 // What each is for: jobs get (a fresh read before adopting orphans, and of a
 // finished job, which is not cached), list and watch (informer, unfinished
@@ -53,5 +55,7 @@ limitations under the License.
 // changed minimum count: a member finished for good, or the replicas
 // changed; workloads only for the latter), delete (clean-up policies All and
 // Unfinished). Which backend runs is decided from discovery, which every
-// authenticated user may read.
+// authenticated user may read. Token and access reviews: the metrics
+// endpoint asks who sent a scrape and whether they may read it
+// (metricsserver.go), as the ClusterRole system:auth-delegator allows.
 package main

@@ -18,11 +18,11 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"os/signal"
 	"sync/atomic"
@@ -139,10 +139,14 @@ func runManager(ctx context.Context, opts *options) error {
 	}
 	servers := &httpServers{logger: logger}
 	defer servers.shutdown()
-	if err := servers.serve("metrics", opts.metricsAddr, metricsHandler(opts.profiling)); err != nil {
+	metrics, err := newMetricsEndpoint(ctx, logger, opts, c.unfenced)
+	if err != nil {
 		return err
 	}
-	if err := servers.serve("health probes", opts.healthAddr, healthHandler(opts.leaderElect, &leading, watchdog, ctrl.HasSynced)); err != nil {
+	if err := servers.serve("metrics", opts.metricsAddr, metrics.handler, metrics.tls); err != nil {
+		return err
+	}
+	if err := servers.serve("health probes", opts.healthAddr, healthHandler(opts.leaderElect, &leading, watchdog, ctrl.HasSynced), nil); err != nil {
 		return err
 	}
 	startServingCert(ctx, logger, opts, c)
@@ -260,7 +264,7 @@ func newController(ctx context.Context, logger klog.Logger, opts *options, c *cl
 		return nil, err
 	}
 	controller.RegisterMetrics()
-	legacyregistry.CustomMustRegister(m.JobsCollector())
+	legacyregistry.CustomMustRegister(m.JobsCollector(), m.JobSeriesCollector())
 	return m, nil
 }
 
@@ -314,28 +318,15 @@ func healthHandler(electing bool, leading *atomic.Bool, watchdog *leaderelection
 	return mux
 }
 
-// metricsHandler serves /metrics, and /debug/pprof when profiling.
-func metricsHandler(profiling bool) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", legacyregistry.Handler())
-	if profiling {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	}
-	return mux
-}
-
 // httpServers are the manager's endpoints, shut down together.
 type httpServers struct {
 	logger  klog.Logger
 	servers []*http.Server
 }
 
-// serve listens on addr ("" or "0" for not at all) and serves h there.
-func (s *httpServers) serve(name, addr string, h http.Handler) error {
+// serve listens on addr ("" or "0" for not at all) and serves h there,
+// over TLS when tlsConfig is not nil.
+func (s *httpServers) serve(name, addr string, h http.Handler, tlsConfig *tls.Config) error {
 	if addr == "" || addr == "0" {
 		return nil
 	}
@@ -343,7 +334,10 @@ func (s *httpServers) serve(name, addr string, h http.Handler) error {
 	if err != nil {
 		return fmt.Errorf("listening for %s on %s: %w", name, addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsConfig}
 	s.servers = append(s.servers, srv)
 	s.logger.Info("Serving", "endpoint", name, "address", ln.Addr().String())
 	go func() {

@@ -47,6 +47,8 @@ type options struct {
 	renewDeadline        time.Duration
 	retryPeriod          time.Duration
 	metricsAddr          string
+	metricsSecure        bool
+	metricsCertDir       string
 	healthAddr           string
 	profiling            bool
 	showVersion          bool
@@ -88,7 +90,8 @@ func newOptions() *options {
 		leaseDuration:        15 * time.Second,
 		renewDeadline:        10 * time.Second,
 		retryPeriod:          2 * time.Second,
-		metricsAddr:          ":8080",
+		metricsAddr:          ":8443",
+		metricsSecure:        true,
 		healthAddr:           ":8081",
 
 		gangScheduler:             string(gang.SchedulerAuto),
@@ -140,11 +143,18 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"How long to wait between attempts to acquire or renew.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", o.metricsAddr,
 		"Address serving Prometheus metrics at /metrics; empty or 0 disables.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", o.metricsSecure,
+		"Serve the metrics over HTTPS to requests whose bearer token kube-apiserver accepts and authorizes for "+
+			"the path (TokenReview and SubjectAccessReview; the ClusterRole training-metrics-reader grants /metrics). "+
+			"false serves plain HTTP to anyone: for a local stack only.")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", o.metricsCertDir,
+		"Directory with tls.crt and tls.key for the metrics endpoint, read again when they change. Empty: a "+
+			"self-signed certificate made at start-up.")
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", o.healthAddr,
 		"Address serving /healthz, /livez and /readyz; empty or 0 disables.")
 	fs.BoolVar(&o.profiling, "profiling", o.profiling,
-		"Serve Go's profiles at /debug/pprof/ on the metrics address. That address has no authentication: "+
-			"enable it only where the address is private.")
+		"Serve Go's profiles at /debug/pprof/ on the metrics address, to users authorized for the path as "+
+			"for /metrics (with --metrics-secure=false, to anyone who reaches the address).")
 	fs.StringVar(&o.queueing, "queueing", o.queueing,
 		"Queueing system that admits the jobs naming a queue (spec.scheduler.t9kScheduler.queue or the label "+
 			"kueue.x-k8s.io/queue-name): kueue, none (they run at once), or auto (kueue when the cluster serves "+
@@ -203,6 +213,9 @@ func (o *options) validate() error {
 	}
 	if o.concurrentSyncs < 1 {
 		return fmt.Errorf("--concurrent-syncs must be at least 1, got %d", o.concurrentSyncs)
+	}
+	if o.metricsCertDir != "" && !o.metricsSecure {
+		return fmt.Errorf("--metrics-cert-dir needs --metrics-secure: plain HTTP uses no certificate")
 	}
 	if o.clusterDomain != "" {
 		if errs := validation.IsDNS1123Subdomain(o.clusterDomain); len(errs) > 0 {

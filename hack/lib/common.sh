@@ -34,9 +34,6 @@ KWOK_VERSION="v0.8.0"
 SCHEDULER_PLUGINS_VERSION="v0.32.7"
 # sigs.k8s.io/kueue: job queueing and quota (ClusterQueue, LocalQueue, Workload) of the local stack.
 KUEUE_VERSION="v0.19.2"
-# k8s.io/kube-state-metrics/v2: the training jobs' series for Prometheus (artifacts/monitoring), patched
-# to find aggregated APIs (hack/tools/kube-state-metrics); only the e2e test TestMonitoring runs it.
-KUBE_STATE_METRICS_VERSION="v2.15.0"
 # The real node of the local stack (hack/build-node-binaries.sh, hack/lib/node.sh).
 CONTAINERD_VERSION="v2.3.4"
 RUNC_VERSION="v1.4.3"

@@ -31,7 +31,7 @@ LOCAL_HACK_DIR="${REPO_ROOT}/hack/local"
 LOCAL_SETTINGS=(
   LOCAL_ETCD_PORT LOCAL_ETCD_PEER_PORT LOCAL_APISERVER_PORT LOCAL_KCM_PORT
   LOCAL_SCHEDULER_PORT LOCAL_SCHEDULER_PLUGINS_PORT LOCAL_KWOK_PORT LOCAL_TRAINING_PORT
-  LOCAL_TRAINING_METRICS_PORT LOCAL_TRAINING_HEALTH_PORT LOCAL_FAKE_NODES LOCAL_NODE_CPU
+  LOCAL_TRAINING_METRICS_PORT LOCAL_TRAINING_METRICS_SECURE LOCAL_TRAINING_HEALTH_PORT LOCAL_FAKE_NODES LOCAL_NODE_CPU
   LOCAL_NODE_MEMORY LOCAL_NODE_PODS LOCAL_NODE_GPUS LOCAL_SKIP_TRAINING LOCAL_GANG_WORKLOAD
   LOCAL_SCHEDULER_PLUGINS LOCAL_KUEUE LOCAL_KUEUE_WEBHOOK_PORT LOCAL_KUEUE_METRICS_PORT
   LOCAL_KUEUE_HEALTH_PORT LOCAL_KUEUE_GPU_QUOTA LOCAL_KUEUE_PODS_READY_TIMEOUT LOCAL_KUEUE_V1BETA1 LOCAL_TIMEOUT
@@ -48,6 +48,9 @@ LOCAL_SETTINGS=(
 : "${LOCAL_KWOK_PORT:=16247}"
 : "${LOCAL_TRAINING_PORT:=18443}"
 : "${LOCAL_TRAINING_METRICS_PORT:=18080}"
+# The controller's metrics over HTTPS with delegated authentication, as
+# installed; 0 serves them over plain HTTP to anyone on 127.0.0.1.
+: "${LOCAL_TRAINING_METRICS_SECURE:=1}"
 : "${LOCAL_TRAINING_HEALTH_PORT:=18081}"
 : "${LOCAL_FAKE_NODES:=10}"
 : "${LOCAL_NODE_CPU:=1000}"
@@ -444,6 +447,9 @@ component_args() {
         --kubeconfig="${LOCAL_KUBECONFIG}"
         --authentication-kubeconfig="${LOCAL_KUBECONFIG}"
         --authorization-kubeconfig="${LOCAL_KUBECONFIG}"
+        # As installed: requests without credentials get 401, except for
+        # the health checks.
+        --anonymous-auth=false
         --embedded-etcd-dir="${LOCAL_DIR}/training-etcd"
         # Test data only, like kube-apiserver's etcd above.
         --embedded-etcd-unsafe-no-fsync
@@ -458,6 +464,7 @@ component_args() {
         --metrics-bind-address="127.0.0.1:${LOCAL_TRAINING_METRICS_PORT}"
         --health-probe-bind-address="127.0.0.1:${LOCAL_TRAINING_HEALTH_PORT}"
       )
+      [[ "${LOCAL_TRAINING_METRICS_SECURE}" == 1 ]] || ARGS+=(--metrics-secure=false)
       # shellcheck disable=SC2206
       ARGS+=(${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS})
       ;;

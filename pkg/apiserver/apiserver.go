@@ -89,6 +89,10 @@ func (c CompletedConfig) New() (*Server, error) {
 	if c.shutdownTimeout > 0 {
 		generic.ShutdownTimeout = c.shutdownTimeout
 	}
+	if c.generic.SecureServing != nil {
+		observeServingCert(c.generic.SecureServing.Cert)
+	}
+	observeEmbeddedEtcd(c.embeddedEtcd)
 	if c.authnSources != nil {
 		if err := c.authnSources.start(generic); err != nil {
 			return nil, err

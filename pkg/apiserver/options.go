@@ -99,6 +99,9 @@ func NewOptions() *Options {
 		ProgressWriteInterval: trainingjob.DefaultProgressWriteInterval,
 	}
 	o.RecommendedOptions.Etcd.DefaultStorageMediaType = runtime.ContentTypeProtobuf
+	// Profiles only when asked for (--profiling); they are behind the same
+	// authorization as /metrics then.
+	o.RecommendedOptions.Features.EnableProfiling = false
 	setServerFeatureDefaults(utilfeature.DefaultMutableFeatureGate)
 	// The plugins judging jobs by their pods run after the generic ones, on
 	// by default; --disable-admission-plugins switches them off.
@@ -254,6 +257,9 @@ func (o *Options) Config() (*Config, error) {
 			embedded.Close()
 		}
 		return nil, err
+	}
+	if authn := o.RecommendedOptions.Authentication; authn != nil {
+		config.Authentication.Authenticator = restrictAnonymousAuthenticator(authn.Anonymous, config.Authentication.Authenticator)
 	}
 	// Before any storage reads: objects an earlier release stored under
 	// another key.

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
@@ -58,6 +59,29 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"kind"})
 
+	// The finished-job metrics count what jobs ended as: the controller
+	// caches no finished job, so their per-job series end with them
+	// (jobseries.go). Their labels are bounded by the namespaces.
+	jobsFinished = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           jobSeriesPrefix + "finished_total",
+		Help:           "Jobs the controller finished, by namespace, kind, result (Succeeded or Failed) and the reason of the result.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"namespace", "kind", "result", "reason"})
+
+	jobDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Name:           jobSeriesPrefix + "duration_seconds",
+		Help:           "How long finished jobs ran, from their start (from their creation if they never started) to their completion, by namespace, kind and result.",
+		Buckets:        metrics.ExponentialBuckets(30, 2, 16), // 30 s to 11 days
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"namespace", "kind", "result"})
+
+	jobQueued = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Name:           jobSeriesPrefix + "queued_seconds",
+		Help:           "How long finished jobs waited from their creation to their start, by namespace and kind; jobs that never started are left out.",
+		Buckets:        metrics.ExponentialBuckets(1, 2, 18), // 1 s to 36 hours
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"namespace", "kind"})
+
 	jobsDesc = metrics.NewDesc(metricsSubsystem+"_jobs",
 		"Unfinished jobs in the controller's cache, by kind and phase (a job not yet reconciled counts as Pending); finished jobs are not cached.",
 		[]string{"kind", "phase"}, nil, metrics.ALPHA, "")
@@ -70,7 +94,8 @@ var (
 // not call it.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(reconcileDuration, podsCreated, podsDeleted, unqueuedJobs)
+		legacyregistry.MustRegister(reconcileDuration, podsCreated, podsDeleted, unqueuedJobs,
+			jobsFinished, jobDuration, jobQueued)
 	})
 }
 
@@ -81,6 +106,30 @@ func observeReconcile(kind string, d time.Duration, err error) {
 	}
 	reconcileDuration.WithLabelValues(kind, result).Observe(d.Seconds())
 }
+
+// observeFinished counts a job whose status write just finished it.
+func observeFinished(kind string, job v1beta1.TrainingJob) {
+	st := job.JobStatus()
+	result := string(st.Phase)
+	reason := ReasonSucceeded
+	if c := meta.FindStatusCondition(st.Conditions, v1beta1.ConditionFailed); st.Phase == v1beta1.JobFailed && c != nil {
+		reason = c.Reason
+	}
+	ns := job.GetNamespace()
+	jobsFinished.WithLabelValues(ns, kind, result, reason).Inc()
+	created := job.GetCreationTimestamp().Time
+	began := created
+	if st.StartTime != nil {
+		began = st.StartTime.Time
+		jobQueued.WithLabelValues(ns, kind).Observe(nonNegativeSeconds(began.Sub(created)))
+	}
+	if st.CompletionTime != nil {
+		jobDuration.WithLabelValues(ns, kind, result).Observe(nonNegativeSeconds(st.CompletionTime.Sub(began)))
+	}
+}
+
+// nonNegativeSeconds guards the histograms against clocks that disagree.
+func nonNegativeSeconds(d time.Duration) float64 { return max(d.Seconds(), 0) }
 
 // jobsCollector counts the cached jobs by phase whenever it is scraped, so
 // the numbers never drift from the cache.

@@ -439,6 +439,9 @@ func (r *reconciler) writeStatus(ctx context.Context) error {
 	}
 	r.logger.V(4).Info("Updated job status", "phase", r.status.Phase)
 	r.c.statusWrites.wrote(r.key, updated.GetResourceVersion())
+	if !r.old.Phase.IsFinished() && r.status.Phase.IsFinished() {
+		observeFinished(r.key.Kind, updated)
+	}
 	r.setJob(updated)
 	return nil
 }

@@ -19,6 +19,7 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -71,7 +72,8 @@ func TestChartLint(t *testing.T) {
 		{"etcd.mode=embedded", "apiserver.replicas=1", "certificates.source=cert-manager"},
 		{"etcd.mode=external", "etcd.external.servers={https://etcd.example.com:2379}", "etcd.external.tlsSecret=etcd-client"},
 		{"certificates.source=secret", "certificates.secret.caBundle=Y2E=", "kueue.enabled=true",
-			"monitoring.podMonitor.enabled=true", "monitoring.prometheusRule.enabled=true"},
+			"monitoring.serviceMonitors.enabled=true", "monitoring.prometheusRule.enabled=true",
+			"monitoring.grafanaDashboard.enabled=true"},
 	} {
 		args := []string{"lint", "--strict", e.path(chartDir), "--namespace", systemNamespace}
 		for _, s := range values {
@@ -279,11 +281,27 @@ func TestChartValues(t *testing.T) {
 	})
 
 	t.Run("monitoring", func(t *testing.T) {
-		r := e.mustHelmTemplate(t, "monitoring.podMonitor.enabled=true", "monitoring.prometheusRule.enabled=true")
-		if len(r.ofKind("PodMonitor")) != 1 || len(r.ofKind("PrometheusRule")) != 1 {
-			t.Errorf("want a PodMonitor and a PrometheusRule, got %d and %d", len(r.ofKind("PodMonitor")), len(r.ofKind("PrometheusRule")))
+		r := e.mustHelmTemplate(t, "monitoring.serviceMonitors.enabled=true", "monitoring.prometheusRule.enabled=true",
+			"monitoring.grafanaDashboard.enabled=true")
+		if n, p, rules := len(r.ofKind("ServiceMonitor")), len(r.ofKind("PodMonitor")), len(r.ofKind("PrometheusRule")); n != 2 || p != 1 || rules != 1 {
+			t.Errorf("want 2 ServiceMonitors, a PodMonitor and a PrometheusRule, got %d, %d and %d", n, p, rules)
 		}
-		if off := e.mustHelmTemplate(t); len(off.ofKind("PodMonitor"))+len(off.ofKind("PrometheusRule")) != 0 {
+		dashboard := r.find("ConfigMap", systemNamespace, "tensorstack-training-dashboard")
+		want, err := os.ReadFile(filepath.Join(e.repo, "artifacts/monitoring/grafana-dashboard.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dashboard == nil {
+			t.Fatal("no dashboard ConfigMap")
+		}
+		if got, _, _ := unstructured.NestedString(dashboard.Object, "data", "grafana-dashboard.json"); got != string(want) {
+			t.Errorf("the dashboard ConfigMap holds %d bytes, not artifacts/monitoring/grafana-dashboard.json (%d)", len(got), len(want))
+		}
+		if dashboard.GetLabels()["grafana_dashboard"] != "1" {
+			t.Errorf("the dashboard ConfigMap lacks the label grafana_dashboard=1 the Grafana sidecar looks for")
+		}
+		off := e.mustHelmTemplate(t)
+		if n := len(off.ofKind("ServiceMonitor")) + len(off.ofKind("PodMonitor")) + len(off.ofKind("PrometheusRule")); n != 0 {
 			t.Errorf("monitoring objects rendered by default: the cluster may not serve their CRDs")
 		}
 	})

@@ -17,8 +17,10 @@ limitations under the License.
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -28,19 +30,12 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
-
-	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
-	"tensorstack.dev/training/test/e2e/framework"
 )
 
 // The monitoring artifacts, relative to the repository root.
 const (
-	ksmConfigFile = "artifacts/monitoring/kube-state-metrics-config.yaml"
 	dashboardFile = "artifacts/monitoring/grafana-dashboard.json"
 	rulesFile     = "artifacts/monitoring/prometheus-rules.yaml"
-	rbacFile      = "artifacts/monitoring/kube-state-metrics-rbac.yaml"
-	// ksmBinary is built by hack/build-test-binaries.sh.
-	ksmBinary = "_output/bin/kube-state-metrics"
 )
 
 // metricFamily is a family the dashboard and the alerts may select: its
@@ -51,29 +46,75 @@ type metricFamily struct {
 	labels []string
 }
 
-// controllerFamilies are the training-controller-manager's own families
-// the dashboard and the alerts may use. TestMonitoring checks each against
-// the running controller's /metrics; TestMonitoringQueriesNameKnownSeries
-// checks the queries against this list without a stack.
+// jobLabels are on every per-job series.
+var jobLabels = []string{"namespace", "name", "kind"}
+
+func withJobLabels(extra ...string) []string { return append(slices.Clone(jobLabels), extra...) }
+
+// controllerFamilies are the training-controller-manager's families the
+// dashboard and the alerts may use: the per-job series, the finished-job
+// metrics and its own. TestMonitoring checks each against the running
+// controller's /metrics; TestMonitoringQueriesNameKnownSeries checks the
+// queries against this list without a stack.
 var controllerFamilies = map[string]metricFamily{
-	"training_controller_jobs":                       {"gauge", []string{"kind", "phase"}},
-	"training_controller_pods_created_total":         {"counter", []string{"kind"}},
-	"training_controller_reconcile_duration_seconds": {"histogram", []string{"kind", "result"}},
-	"workqueue_adds_total":                           {"counter", []string{"name"}},
-	"workqueue_depth":                                {"gauge", []string{"name"}},
-	"workqueue_longest_running_processor_seconds":    {"gauge", []string{"name"}},
-	"workqueue_queue_duration_seconds":               {"histogram", []string{"name"}},
-	"workqueue_retries_total":                        {"counter", []string{"name"}},
-	"workqueue_unfinished_work_seconds":              {"gauge", []string{"name"}},
-	"workqueue_work_duration_seconds":                {"histogram", []string{"name"}},
-	"rest_client_requests_total":                     {"counter", []string{"code", "host", "method"}},
+	"tensorstack_trainingjob_phase":                                       {"gauge", withJobLabels("phase")},
+	"tensorstack_trainingjob_condition":                                   {"gauge", withJobLabels("type", "status")},
+	"tensorstack_trainingjob_replicas":                                    {"gauge", withJobLabels("state")},
+	"tensorstack_trainingjob_pods_replaced":                               {"gauge", withJobLabels()},
+	"tensorstack_trainingjob_restarts":                                    {"gauge", withJobLabels()},
+	"tensorstack_trainingjob_info":                                        {"gauge", withJobLabels("uid", "queue")},
+	"tensorstack_trainingjob_created_timestamp_seconds":                   {"gauge", withJobLabels()},
+	"tensorstack_trainingjob_start_timestamp_seconds":                     {"gauge", withJobLabels()},
+	"tensorstack_trainingjob_progress_percent":                            {"gauge", withJobLabels()},
+	"tensorstack_trainingjob_progress_step":                               {"gauge", withJobLabels()},
+	"tensorstack_trainingjob_progress_total_steps":                        {"gauge", withJobLabels()},
+	"tensorstack_trainingjob_progress_epoch":                              {"gauge", withJobLabels()},
+	"tensorstack_trainingjob_progress_total_epochs":                       {"gauge", withJobLabels()},
+	"tensorstack_trainingjob_progress_estimated_finish_timestamp_seconds": {"gauge", withJobLabels()},
+	"tensorstack_trainingjob_progress_report_timestamp_seconds":           {"gauge", withJobLabels()},
+	"tensorstack_trainingjob_progress_metric":                             {"gauge", withJobLabels("metric")},
+	"tensorstack_trainingjob_finished_total":                              {"counter", []string{"namespace", "kind", "result", "reason"}},
+	"tensorstack_trainingjob_duration_seconds":                            {"histogram", []string{"namespace", "kind", "result"}},
+	"tensorstack_trainingjob_queued_seconds":                              {"histogram", []string{"namespace", "kind"}},
+	"training_controller_jobs":                                            {"gauge", []string{"kind", "phase"}},
+	"training_controller_pods_created_total":                              {"counter", []string{"kind"}},
+	"training_controller_reconcile_duration_seconds":                      {"histogram", []string{"kind", "result"}},
+	"workqueue_adds_total":                                                {"counter", []string{"name"}},
+	"workqueue_depth":                                                     {"gauge", []string{"name"}},
+	"workqueue_longest_running_processor_seconds":                         {"gauge", []string{"name"}},
+	"workqueue_queue_duration_seconds":                                    {"histogram", []string{"name"}},
+	"workqueue_retries_total":                                             {"counter", []string{"name"}},
+	"workqueue_unfinished_work_seconds":                                   {"gauge", []string{"name"}},
+	"workqueue_work_duration_seconds":                                     {"histogram", []string{"name"}},
+	"rest_client_requests_total":                                          {"counter", []string{"code", "host", "method"}},
+}
+
+// controlPlaneFamilies are the families of training-apiserver, its etcd
+// and kube-apiserver the alerts use, with the labels the queries may match.
+var controlPlaneFamilies = map[string]metricFamily{
+	"apiserver_request_total": {"counter", []string{"code", "verb", "resource", "group", "version"}},
+	"training_apiserver_serving_certificate_expiration_timestamp_seconds": {"gauge", nil},
+	"etcd_server_has_leader":           {"gauge", nil},
+	"etcd_mvcc_db_total_size_in_bytes": {"gauge", nil},
+	"etcd_server_quota_backend_bytes":  {"gauge", nil},
+	// kube-apiserver's: whether it reaches an APIService.
+	"aggregator_unavailable_apiservice": {"gauge", []string{"name"}},
+	// The controller's leader election (client-go's metrics).
+	"leader_election_master_status": {"gauge", []string{"name"}},
+}
+
+// allFamilies are the families the queries may select.
+func allFamilies() map[string]metricFamily {
+	out := maps.Clone(controllerFamilies)
+	maps.Copy(out, controlPlaneFamilies)
+	return out
 }
 
 // prometheusSeries are series Prometheus itself makes for every target.
 var prometheusSeries = map[string][]string{"up": nil}
 
-// targetLabels are labels Prometheus adds to the series it scrapes
-// (kube-state-metrics' own namespace label wins with honor_labels).
+// targetLabels are labels Prometheus adds to the series it scrapes (the
+// per-job series' own namespace label wins with honor_labels).
 var targetLabels = []string{"job", "instance", "namespace", "pod", "container", "endpoint", "service"}
 
 // sampleNames lists the names a family's samples have in the text format.
@@ -99,124 +140,6 @@ func repoRoot(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return root
-}
-
-// ---- kube-state-metrics configuration
-
-// ksmConfig is the part of a CustomResourceStateMetrics configuration the
-// tests read (k8s.io/kube-state-metrics/v2/pkg/customresourcestate).
-type ksmConfig struct {
-	Kind string `json:"kind"`
-	Spec struct {
-		Resources []ksmResource `json:"resources"`
-	} `json:"spec"`
-}
-
-type ksmResource struct {
-	GroupVersionKind struct {
-		Group   string `json:"group"`
-		Version string `json:"version"`
-		Kind    string `json:"kind"`
-	} `json:"groupVersionKind"`
-	ResourcePlural   string              `json:"resourcePlural"`
-	MetricNamePrefix *string             `json:"metricNamePrefix"`
-	CommonLabels     map[string]string   `json:"commonLabels"`
-	LabelsFromPath   map[string][]string `json:"labelsFromPath"`
-	Metrics          []ksmMetric         `json:"metrics"`
-	ErrorLogV        int                 `json:"errorLogV"`
-}
-
-type ksmMetric struct {
-	Name           string              `json:"name"`
-	Help           string              `json:"help"`
-	LabelsFromPath map[string][]string `json:"labelsFromPath"`
-	CommonLabels   map[string]string   `json:"commonLabels"`
-	ErrorLogV      int                 `json:"errorLogV"`
-	Each           struct {
-		Type     string         `json:"type"`
-		Gauge    *ksmEachLabels `json:"gauge"`
-		StateSet *ksmEachLabels `json:"stateSet"`
-		Info     *ksmEachLabels `json:"info"`
-	} `json:"each"`
-}
-
-// ksmEachLabels holds what of each.gauge, each.stateSet and each.info
-// names labels.
-type ksmEachLabels struct {
-	Path           []string            `json:"path"`
-	LabelsFromPath map[string][]string `json:"labelsFromPath"`
-	LabelFromKey   string              `json:"labelFromKey"`
-	LabelName      string              `json:"labelName"`
-	List           []string            `json:"list"`
-	ValueFrom      []string            `json:"valueFrom"`
-	NilIsZero      bool                `json:"nilIsZero"`
-}
-
-func loadKSMConfig(t *testing.T, root string) *ksmConfig {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root, ksmConfigFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg ksmConfig
-	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
-		t.Fatalf("%s: %v", ksmConfigFile, err)
-	}
-	return &cfg
-}
-
-// families returns the metric families the configuration produces, with
-// the labels their series carry, as kube-state-metrics names them: prefix,
-// "_", name; customresource_group/version/kind on every series.
-func (c *ksmConfig) families() map[string]metricFamily {
-	out := map[string]metricFamily{}
-	for _, r := range c.Spec.Resources {
-		prefix := "kube_customresource"
-		if r.MetricNamePrefix != nil {
-			prefix = *r.MetricNamePrefix
-		}
-		base := []string{"customresource_group", "customresource_version", "customresource_kind"}
-		for k := range r.CommonLabels {
-			base = append(base, k)
-		}
-		for k := range r.LabelsFromPath {
-			base = append(base, k)
-		}
-		for _, m := range r.Metrics {
-			name := m.Name
-			if prefix != "" {
-				name = prefix + "_" + m.Name
-			}
-			labels := slices.Clone(base)
-			for k := range m.LabelsFromPath {
-				labels = append(labels, k)
-			}
-			for k := range m.CommonLabels {
-				labels = append(labels, k)
-			}
-			for _, each := range []*ksmEachLabels{m.Each.Gauge, m.Each.StateSet, m.Each.Info} {
-				if each == nil {
-					continue
-				}
-				for k := range each.LabelsFromPath {
-					labels = append(labels, k)
-				}
-				if each.LabelFromKey != "" {
-					labels = append(labels, each.LabelFromKey)
-				}
-				if each.LabelName != "" {
-					labels = append(labels, each.LabelName)
-				}
-			}
-			f := out[name]
-			f.typ = strings.ToLower(m.Each.Type)
-			f.labels = append(f.labels, labels...)
-			slices.Sort(f.labels)
-			f.labels = slices.Compact(f.labels)
-			out[name] = f
-		}
-	}
-	return out
 }
 
 // ---- the shipped queries
@@ -323,16 +246,16 @@ func ruleQueries(groups []ruleGroup) []query {
 	return out
 }
 
-// checkQueries checks that every selector of every query names a known
-// series and matches only labels that series carries (or that Prometheus
-// adds). known maps sample names to their labels.
-func checkQueries(t *testing.T, queries []query, known map[string][]string, source string) {
+// querySelectors parses every query with Prometheus' parser and returns
+// their selectors by query; a query that does not parse fails the test.
+func querySelectors(t *testing.T, p *prometheus, queries []query) map[query][]selector {
 	t.Helper()
 	if len(queries) == 0 {
 		t.Fatal("no queries found")
 	}
+	out := map[query][]selector{}
 	for _, q := range queries {
-		sels, err := promqlSelectors(substituteGrafanaVariables(q.Expr))
+		sels, err := p.selectors(context.Background(), substituteGrafanaVariables(q.Expr))
 		if err != nil {
 			t.Errorf("%s: %v", q.Where, err)
 			continue
@@ -340,6 +263,17 @@ func checkQueries(t *testing.T, queries []query, known map[string][]string, sour
 		if len(sels) == 0 {
 			t.Errorf("%s: the query %q selects no series", q.Where, q.Expr)
 		}
+		out[q] = sels
+	}
+	return out
+}
+
+// checkQueries checks that every selector of every query names a known
+// series and matches only labels that series carries (or that Prometheus
+// adds). known maps sample names to their labels.
+func checkQueries(t *testing.T, selectors map[query][]selector, known map[string][]string, source string) {
+	t.Helper()
+	for q, sels := range selectors {
 		for _, sel := range sels {
 			if sel.Metric == "" {
 				t.Errorf("%s: selector %s has no metric name", q.Where, sel)
@@ -360,44 +294,15 @@ func checkQueries(t *testing.T, queries []query, known map[string][]string, sour
 }
 
 // TestMonitoringQueriesNameKnownSeries checks the monitoring artifacts
-// without a cluster: every series the dashboard and the alerts select is one
-// the kube-state-metrics configuration or the controller produces (or that
-// Prometheus makes, up), and matches only labels it has.
+// without a cluster: every query parses (with Prometheus' own parser), and
+// every series the dashboard and the alerts select is one our servers,
+// their etcd or kube-apiserver produce (or that Prometheus makes, up), and
+// matches only labels it has.
 func TestMonitoringQueriesNameKnownSeries(t *testing.T) {
 	t.Parallel()
 	root := repoRoot(t)
-	cfg := loadKSMConfig(t, root)
-
-	if cfg.Kind != "CustomResourceStateMetrics" {
-		t.Errorf("%s: kind %q, want CustomResourceStateMetrics", ksmConfigFile, cfg.Kind)
-	}
-	kinds := map[string][]string{}
-	for _, r := range cfg.Spec.Resources {
-		gvk := r.GroupVersionKind
-		if gvk.Group != v1beta1.GroupName || gvk.Version != v1beta1.SchemeGroupVersion.Version {
-			t.Errorf("%s: resource %+v is not in %s", ksmConfigFile, gvk, v1beta1.SchemeGroupVersion)
-		}
-		if r.CommonLabels["kind"] != gvk.Kind {
-			t.Errorf("%s: %s has commonLabels.kind %q", ksmConfigFile, gvk.Kind, r.CommonLabels["kind"])
-		}
-		for _, m := range r.Metrics {
-			each := map[string]bool{"gauge": m.Each.Gauge != nil, "stateset": m.Each.StateSet != nil, "info": m.Each.Info != nil}
-			typ := strings.ToLower(m.Each.Type)
-			if set, ok := each[typ]; !ok || !set {
-				t.Errorf("%s: %s metric %s: type %q without each.%s", ksmConfigFile, gvk.Kind, m.Name, m.Each.Type, typ)
-			}
-			kinds[gvk.Kind] = append(kinds[gvk.Kind], m.Name)
-		}
-	}
-	if tf, pt := kinds[string(framework.KindTF)], kinds[string(framework.KindPyTorch)]; len(tf) == 0 || !slices.Equal(tf, pt) {
-		t.Errorf("%s: the two kinds have different metrics:\n  TensorFlowTrainingJob %v\n  PyTorchTrainingJob    %v", ksmConfigFile, tf, pt)
-	}
-
 	known := map[string][]string{}
-	for name, f := range cfg.families() {
-		known[name] = f.labels
-	}
-	for name, f := range controllerFamilies {
+	for name, f := range allFamilies() {
 		for _, s := range sampleNames(name, f.typ) {
 			labels := f.labels
 			if strings.HasSuffix(s, "_bucket") {
@@ -421,7 +326,10 @@ func TestMonitoringQueriesNameKnownSeries(t *testing.T) {
 		}
 	}
 	queries := append(dashboardQueries(t, root), ruleQueries(groups)...)
-	checkQueries(t, queries, known, "neither kube-state-metrics-config.yaml nor the controller")
+	// Prometheus' own parser reads the queries; a server without targets
+	// is enough for that.
+	p := startPrometheus(t, root, "global: {}\n", map[string]string{})
+	checkQueries(t, querySelectors(t, p, queries), known, "our servers")
 
 	// Every target queries the dashboard's data source variable.
 	data, err := os.ReadFile(filepath.Join(root, dashboardFile))
