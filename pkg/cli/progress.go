@@ -19,6 +19,8 @@ package cli
 import (
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -81,6 +83,70 @@ func writeProgress(w io.Writer, status *v1beta1.TrainingJobStatus, now time.Time
 		reported += fmt.Sprintf(" (%d earlier reports replaced before they were stored)", p.CoalescedReports)
 	}
 	fmt.Fprintln(w, reported)
+	writeMetricChart(w, p.History)
+}
+
+// writeMetricChart draws the recent values of one metric of the history:
+// the loss if the job reports one, else the first metric it reported last.
+// It draws nothing with fewer than two numeric values.
+func writeMetricChart(w io.Writer, history []v1beta1.ProgressSample) {
+	name := chartMetric(history)
+	if name == "" {
+		return
+	}
+	var values []float64
+	var firstStep, lastStep *int64
+	for _, s := range history {
+		for _, m := range s.Metrics {
+			if m.Name != name {
+				continue
+			}
+			v, err := strconv.ParseFloat(m.Value, 64)
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+				continue
+			}
+			values = append(values, v)
+			if firstStep == nil {
+				firstStep = s.Step
+			}
+			lastStep = s.Step
+		}
+	}
+	rows := metricChart(values, chartHeight)
+	if rows == nil {
+		return
+	}
+	title := fmt.Sprintf("%s, last %d reports", name, len(values))
+	if firstStep != nil && lastStep != nil {
+		title += fmt.Sprintf(", steps %d to %d", *firstStep, *lastStep)
+	}
+	fmt.Fprintf(w, "Chart:\t%s\n", title)
+	for _, row := range rows {
+		fmt.Fprintln(w, "  "+row)
+	}
+}
+
+// chartMetric is the metric to draw: one named loss, else one whose name
+// has "loss" in it, else the first of the last sample.
+func chartMetric(history []v1beta1.ProgressSample) string {
+	if len(history) == 0 {
+		return ""
+	}
+	last := history[len(history)-1].Metrics
+	for _, m := range last {
+		if strings.EqualFold(m.Name, "loss") {
+			return m.Name
+		}
+	}
+	for _, m := range last {
+		if strings.Contains(strings.ToLower(m.Name), "loss") {
+			return m.Name
+		}
+	}
+	if len(last) > 0 {
+		return last[0].Name
+	}
+	return ""
 }
 
 // progressBar draws percent as a bar of progressBarWidth cells.

@@ -64,6 +64,42 @@ Conditions:
 	}
 }
 
+// TestStatusDrawsTheLoss: a history of reports with a loss and an
+// accuracy draws the loss; non-numeric values are left out.
+func TestStatusDrawsTheLoss(t *testing.T) {
+	job := runningPyTorchJob()
+	var history []v1beta1.ProgressSample
+	for i, loss := range []string{"2.0", "1.6", "not-a-number", "1.2", "0.9", "0.8", "0.5"} {
+		history = append(history, v1beta1.ProgressSample{
+			ReportTime: metav1.MicroTime{Time: testNow.Add(time.Duration(i-10) * time.Second)},
+			Step:       ptr.To(int64(100 * (i + 1))),
+			Metrics:    []v1beta1.ProgressMetric{{Name: "accuracy", Value: "0.5"}, {Name: "train_loss", Value: loss}},
+		})
+	}
+	job.Status.Progress = &v1beta1.ProgressStatus{
+		ProgressValues: v1beta1.ProgressValues{Step: ptr.To[int64](700), Metrics: history[len(history)-1].Metrics},
+		ReportTime:     &metav1.MicroTime{Time: testNow.Add(-4 * time.Second)},
+		History:        history,
+	}
+	out := newFixture(t, job).mustRun("status", "resnet")
+	want := `Chart:       train_loss, last 6 reports, steps 100 to 700
+    2 |*
+      | *
+      |
+      |  *
+      |   **
+  0.5 |     *
+`
+	if !strings.Contains(out, want) {
+		t.Errorf("output:\n%s\nwant it to contain:\n%s", out, want)
+	}
+	// One value is no trend.
+	job.Status.Progress.History = history[:1]
+	if out := newFixture(t, job).mustRun("status", "resnet"); strings.Contains(out, "Chart:") {
+		t.Errorf("a chart of one value:\n%s", out)
+	}
+}
+
 func TestStatusWithoutProgress(t *testing.T) {
 	out := newFixture(t, runningPyTorchJob()).mustRun("status", "resnet")
 	for _, line := range []string{"Progress:", "ETA:", "Metrics:", "Reported:"} {

@@ -18,12 +18,15 @@ package controller
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/utils/ptr"
@@ -269,5 +272,71 @@ func TestFinishedJobMetricsStayBounded(t *testing.T) {
 	// catches any per-job memory and leaves room for the runtime's noise.
 	if grew := int64(heapAfter100k) - int64(heapAfter1k); grew > 1<<20 {
 		t.Errorf("heap grew by %d KiB over 99,000 finished jobs", grew/1024)
+	}
+}
+
+// BenchmarkScrape measures a scrape of the controller's metrics with 500
+// running jobs in its cache, each with four conditions, full progress and
+// three reported metrics, through the handler /metrics serves (gathering
+// and encoding in the text format). The floor is the same scrape without the per-job
+// series; the difference is what the series cost per scrape.
+func BenchmarkScrape(b *testing.B) {
+	reported := metav1.NewMicroTime(testStart.Add(time.Minute))
+	finish := metav1.NewTime(testStart.Add(time.Hour))
+	jobs := benchJobsList()
+	objs := make([]k8sruntime.Object, len(jobs))
+	for i, job := range jobs {
+		*job.JobStatus() = v1beta1.TrainingJobStatus{
+			Phase: v1beta1.JobRunning,
+			Conditions: []metav1.Condition{
+				{Type: "Initialized", Status: metav1.ConditionTrue}, {Type: v1beta1.ConditionRunning, Status: metav1.ConditionTrue},
+				{Type: "Queued", Status: metav1.ConditionFalse}, {Type: "PodsReady", Status: metav1.ConditionTrue},
+			},
+			Aggregate: v1beta1.Aggregate{Running: benchReplicas},
+			StartTime: &metav1.Time{Time: testStart},
+			Progress: &v1beta1.ProgressStatus{
+				ProgressValues: v1beta1.ProgressValues{
+					Percent: ptr.To[int32](40), Step: ptr.To[int64](400), TotalSteps: ptr.To[int64](1000),
+					Epoch: ptr.To[int32](2), TotalEpochs: ptr.To[int32](5),
+					Metrics: []v1beta1.ProgressMetric{{Name: "loss", Value: "0.4213"}, {Name: "accuracy", Value: "0.87"}, {Name: "samples/s", Value: "1520"}},
+				},
+				EstimatedFinishTime: &finish, ReportTime: &reported,
+			},
+		}
+		objs[i] = job
+	}
+	f := newQuietFixture(b, objs...)
+	for _, withJobs := range []bool{false, true} {
+		name := "floor: the controller's own metrics"
+		registry := metrics.NewKubeRegistry()
+		registry.MustRegister(reconcileDuration, podsCreated, podsDeleted, unqueuedJobs, jobsFinished, jobDuration, jobQueued)
+		registry.CustomMustRegister(f.c.JobsCollector())
+		if withJobs {
+			name = "with the per-job series of 500 running jobs"
+			registry.CustomMustRegister(f.c.JobSeriesCollector())
+		}
+		handler := metrics.HandlerFor(registry, metrics.HandlerOpts{})
+		b.Run(name, func(b *testing.B) {
+			var bytes, series int
+			b.ReportAllocs()
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+				req.Header.Set("Accept", "text/plain;version=0.0.4")
+				rec := httptest.NewRecorder()
+				handler.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("status %d", rec.Code)
+				}
+				bytes = rec.Body.Len()
+				series = 0
+				for _, line := range strings.Split(rec.Body.String(), "\n") {
+					if line != "" && !strings.HasPrefix(line, "#") {
+						series++
+					}
+				}
+			}
+			b.ReportMetric(float64(series), "series")
+			b.ReportMetric(float64(bytes), "bytes/scrape")
+		})
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -33,6 +34,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
@@ -206,6 +208,11 @@ func TestMonitoringAlerts(t *testing.T) {
 		}
 	}
 
+	t.Run("queue backlog", func(t *testing.T) {
+		f := f.For(t)
+		stallQueue(t, f, p)
+	})
+
 	t.Run("controller stopped", func(t *testing.T) {
 		f := f.For(t)
 		f.RestartComponent("--stop", "training-controller-manager")
@@ -276,6 +283,93 @@ func TestMonitoringAlerts(t *testing.T) {
 		t.Logf("TrainingServingCertificateExpiring resolved %.1f s after the certificate was restored", time.Since(back).Seconds())
 		f.WaitForAPIServiceAvailable()
 	})
+}
+
+// stallQueue makes the controller fall behind as a slow admission webhook
+// would: a webhook on the test namespace's pod creations whose server takes
+// connections and never answers, so that every pod create waits out the
+// webhook's 30 s. With every worker waiting, jobs pile up in the queue
+// until TrainingControllerQueueBacklog fires; removing the webhook drains
+// it and the alert resolves.
+func stallQueue(t *testing.T, f *framework.Framework, p *prometheus) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	unstall := func() {
+		_ = ln.Close()
+		<-accepted
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}
+	webhooks := f.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	none := admissionregistrationv1.SideEffectClassNone
+	ignore := admissionregistrationv1.Ignore
+	hook := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: f.Namespace + "-stall"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:         "stall.e2e.tensorstack.dev",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://" + ln.Addr().String() + "/validate")},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+			}},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": f.Namespace}},
+			// training-apiserver dry-runs a job's pods when the job is
+			// created: those must not wait.
+			MatchConditions:         []admissionregistrationv1.MatchCondition{{Name: "not-a-dry-run", Expression: "!request.dryRun"}},
+			FailurePolicy:           &ignore,
+			SideEffects:             &none,
+			AdmissionReviewVersions: []string{"v1"},
+			TimeoutSeconds:          ptr.To[int32](30),
+		}},
+	}
+	if _, err := webhooks.Create(f.Context(), hook, metav1.CreateOptions{}); err != nil {
+		unstall()
+		t.Fatal(err)
+	}
+	removed := false
+	remove := func() {
+		if removed {
+			return
+		}
+		removed = true
+		if err := webhooks.Delete(context.Background(), hook.Name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting the webhook: %v", err)
+		}
+		unstall()
+	}
+	defer remove()
+	// More jobs than the alert's 100 beyond the workers that wait.
+	const jobs = 150
+	start := time.Now()
+	for i := range jobs {
+		job := framework.NewTFJob(fmt.Sprintf("stalled-%03d", i)).WithReplicas("worker", 1).Build(f.Namespace)
+		if err := f.CreateJob(f.Context(), job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitForAlert(t, p, "TrainingControllerQueueBacklog", map[string]string{"name": "trainingjob"}, 3*time.Minute)
+	t.Logf("TrainingControllerQueueBacklog fired %.1f s after the first of %d jobs was created behind a webhook that never answers (for: %s)",
+		time.Since(start).Seconds(), jobs, alertFor)
+	remove()
+	drained := time.Now()
+	waitForResolved(t, p, "TrainingControllerQueueBacklog", 3*time.Minute)
+	t.Logf("TrainingControllerQueueBacklog resolved %.1f s after the webhook was removed", time.Since(drained).Seconds())
 }
 
 // liveSeries asks Prometheus for the series of every selector's metric and

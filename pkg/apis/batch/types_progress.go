@@ -29,6 +29,10 @@ const (
 	MaxProgressMessageBytes    = 256
 	// MaxProgressRemainingSeconds is ten years.
 	MaxProgressRemainingSeconds = 10 * 365 * 24 * 3600
+	// MaxProgressHistory is how many stored reports status.progress.history
+	// keeps the metrics of: enough for a chart of the recent trend, at most
+	// a few kilobytes.
+	MaxProgressHistory = 30
 )
 
 // ProgressValues is how far a job has come, as its training code reports it.
@@ -56,6 +60,16 @@ type ProgressStatus struct {
 	Reporter            string            `json:"reporter,omitempty"`
 	ReportTime          *metav1.MicroTime `json:"reportTime,omitempty"`
 	CoalescedReports    int64             `json:"coalescedReports,omitempty"`
+	History             []ProgressSample  `json:"history,omitempty"`
+}
+
+// ProgressSample is the metrics of one stored report, with the step and
+// epoch the job was at.
+type ProgressSample struct {
+	ReportTime metav1.MicroTime `json:"reportTime"`
+	Step       *int64           `json:"step,omitempty"`
+	Epoch      *int32           `json:"epoch,omitempty"`
+	Metrics    []ProgressMetric `json:"metrics"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

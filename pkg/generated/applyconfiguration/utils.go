@@ -56,6 +56,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.PauseModeApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ProgressMetric"):
 		return &batchv1beta1.ProgressMetricApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ProgressSample"):
+		return &batchv1beta1.ProgressSampleApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ProgressStatus"):
 		return &batchv1beta1.ProgressStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ProgressValues"):

@@ -375,6 +375,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.ProgressMetric{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_ProgressMetric(ref),
 		v1beta1.ProgressReport{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_ProgressReport(ref),
 		v1beta1.ProgressReportStatus{}.OpenAPIModelName():              schema_pkg_apis_batch_v1beta1_ProgressReportStatus(ref),
+		v1beta1.ProgressSample{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_ProgressSample(ref),
 		v1beta1.ProgressStatus{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_ProgressStatus(ref),
 		v1beta1.ProgressValues{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_ProgressValues(ref),
 		v1beta1.PyTorchTrainingJob{}.OpenAPIModelName():                schema_pkg_apis_batch_v1beta1_PyTorchTrainingJob(ref),
@@ -19186,6 +19187,63 @@ func schema_pkg_apis_batch_v1beta1_ProgressReportStatus(ref common.ReferenceCall
 	}
 }
 
+func schema_pkg_apis_batch_v1beta1_ProgressSample(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ProgressSample is the metrics of one stored progress report, with the step and epoch the job had reached.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"reportTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ReportTime is when the server received the report.",
+							Ref:         ref(metav1.MicroTime{}.OpenAPIModelName()),
+						},
+					},
+					"step": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Step is the report's step, or the last one reported before it.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"epoch": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Epoch is the report's epoch, or the last one reported before it.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"metrics": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Metrics are the report's metrics.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ProgressMetric{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"reportTime", "metrics"},
+			},
+		},
+		Dependencies: []string{
+			metav1.MicroTime{}.OpenAPIModelName(), v1beta1.ProgressMetric{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_batch_v1beta1_ProgressStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -19289,11 +19347,29 @@ func schema_pkg_apis_batch_v1beta1_ProgressStatus(ref common.ReferenceCallback) 
 							Format:      "int64",
 						},
 					},
+					"history": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "History holds the metrics of the last stored reports that carried any, oldest first, at most 30 (MaxProgressHistory): the recent trend of the loss, say, which kubectl training status draws. Reports held back by the write interval are not in it.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ProgressSample{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			metav1.MicroTime{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName(), v1beta1.ProgressMetric{}.OpenAPIModelName()},
+			metav1.MicroTime{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName(), v1beta1.ProgressMetric{}.OpenAPIModelName(), v1beta1.ProgressSample{}.OpenAPIModelName()},
 	}
 }
 

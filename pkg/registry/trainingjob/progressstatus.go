@@ -48,17 +48,39 @@ func nextProgress(prev *batch.ProgressStatus, report pendingReport, replaced int
 		// A report of metrics or a message alone says nothing of how far
 		// the job is: the last measure and its estimate stand.
 		carryMeasure(prev, next)
-		return next
+	} else {
+		done, known := progressFraction(&next.ProgressValues)
+		if next.Percent == nil && known {
+			percent := derivedPercent(&next.ProgressValues)
+			next.Percent = &percent
+		}
+		if finish, ok := estimateFinish(prev, next, done, known); ok {
+			next.EstimatedFinishTime = &metav1.Time{Time: finish.Round(time.Second)}
+		}
 	}
-	done, known := progressFraction(&next.ProgressValues)
-	if next.Percent == nil && known {
-		percent := derivedPercent(&next.ProgressValues)
-		next.Percent = &percent
-	}
-	if finish, ok := estimateFinish(prev, next, done, known); ok {
-		next.EstimatedFinishTime = &metav1.Time{Time: finish.Round(time.Second)}
-	}
+	next.History = nextHistory(prev, next)
 	return next
+}
+
+// nextHistory is the history after a stored report: the earlier one, and
+// the report's metrics if it has any, the oldest dropped beyond
+// MaxProgressHistory.
+func nextHistory(prev, next *batch.ProgressStatus) []batch.ProgressSample {
+	var history []batch.ProgressSample
+	if prev != nil {
+		history = prev.History
+	}
+	if len(next.Metrics) == 0 {
+		return history
+	}
+	sample := batch.ProgressSample{
+		ReportTime: *next.ReportTime,
+		Step:       next.Step,
+		Epoch:      next.Epoch,
+		Metrics:    next.Metrics,
+	}
+	keep := history[max(len(history)+1-batch.MaxProgressHistory, 0):]
+	return append(append(make([]batch.ProgressSample, 0, len(keep)+1), keep...), sample)
 }
 
 // hasMeasure says whether a report tells how far the job is.

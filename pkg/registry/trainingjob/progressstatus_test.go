@@ -258,3 +258,34 @@ func TestReportWithoutMeasureKeepsTheLastOne(t *testing.T) {
 		t.Errorf("after a metrics-only report: %+v, want its metrics, message and reporter, 3 coalesced", next)
 	}
 }
+
+// TestProgressHistory: every stored report with metrics adds a sample, with
+// the step it was at (carried over for a report of metrics alone); reports
+// without metrics add none; the oldest go beyond MaxProgressHistory.
+func TestProgressHistory(t *testing.T) {
+	loss := func(v string) []batch.ProgressMetric { return []batch.ProgressMetric{{Name: "loss", Value: v}} }
+	at := func(i int) time.Time { return progressT0.Add(time.Duration(i) * time.Second) }
+	var p *batch.ProgressStatus
+	p = nextProgress(p, pendingReport{values: batch.ProgressValues{Step: ptr.To[int64](1), Metrics: loss("2.0")}, received: at(0)}, 0)
+	p = nextProgress(p, pendingReport{values: batch.ProgressValues{Metrics: loss("1.5")}, received: at(1)}, 0)
+	p = nextProgress(p, pendingReport{values: batch.ProgressValues{Step: ptr.To[int64](3), Message: "no metrics"}, received: at(2)}, 0)
+	if len(p.History) != 2 {
+		t.Fatalf("history of %d samples, want 2: %+v", len(p.History), p.History)
+	}
+	if s := p.History[1]; *s.Step != 1 || s.Metrics[0].Value != "1.5" || !s.ReportTime.Time.Equal(at(1)) {
+		t.Errorf("second sample %+v, want step 1 (carried), loss 1.5 at %s", s, at(1))
+	}
+	first := p.History[0]
+	for i := 3; i < 3+batch.MaxProgressHistory; i++ {
+		p = nextProgress(p, pendingReport{values: batch.ProgressValues{Step: ptr.To(int64(i)), Metrics: loss("1.0")}, received: at(i)}, 0)
+	}
+	if len(p.History) != batch.MaxProgressHistory {
+		t.Fatalf("history of %d samples, want %d", len(p.History), batch.MaxProgressHistory)
+	}
+	if last := p.History[len(p.History)-1]; *last.Step != int64(2+batch.MaxProgressHistory) {
+		t.Errorf("last sample at step %d, want the last report's", *last.Step)
+	}
+	if *p.History[0].Step != 3 || *first.Step != 1 {
+		t.Errorf("oldest sample at step %d after the limit, want 3, the first of the last 30 (and the first sample kept its step 1, not %d)", *p.History[0].Step, *first.Step)
+	}
+}

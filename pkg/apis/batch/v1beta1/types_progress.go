@@ -102,6 +102,34 @@ type ProgressStatus struct {
 	// interval. A job's progress reaches storage at most once per interval.
 	// +optional
 	CoalescedReports int64 `json:"coalescedReports,omitempty" protobuf:"varint,5,opt,name=coalescedReports"`
+
+	// History holds the metrics of the last stored reports that carried
+	// any, oldest first, at most 30 (MaxProgressHistory): the recent trend
+	// of the loss, say, which kubectl training status draws. Reports held
+	// back by the write interval are not in it.
+	// +listType=atomic
+	// +optional
+	History []ProgressSample `json:"history,omitempty" protobuf:"bytes,6,rep,name=history"`
+}
+
+// ProgressSample is the metrics of one stored progress report, with the
+// step and epoch the job had reached.
+type ProgressSample struct {
+	// ReportTime is when the server received the report.
+	ReportTime metav1.MicroTime `json:"reportTime" protobuf:"bytes,1,opt,name=reportTime"`
+
+	// Step is the report's step, or the last one reported before it.
+	// +optional
+	Step *int64 `json:"step,omitempty" protobuf:"varint,2,opt,name=step"`
+
+	// Epoch is the report's epoch, or the last one reported before it.
+	// +optional
+	Epoch *int32 `json:"epoch,omitempty" protobuf:"varint,3,opt,name=epoch"`
+
+	// Metrics are the report's metrics.
+	// +listType=map
+	// +listMapKey=name
+	Metrics []ProgressMetric `json:"metrics" protobuf:"bytes,4,rep,name=metrics"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

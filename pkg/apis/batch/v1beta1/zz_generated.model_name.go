@@ -102,6 +102,11 @@ func (in ProgressReportStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ProgressSample) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ProgressSample"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ProgressStatus) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ProgressStatus"
 }

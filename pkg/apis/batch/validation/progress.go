@@ -122,3 +122,17 @@ func int64Of(v *int32) *int64 {
 	n := int64(*v)
 	return &n
 }
+
+// validateProgressHistory bounds a history that arrives with a whole status,
+// as another controller's copy of a job (MultiKueue) writes it; the server
+// keeps the history of its own jobs itself.
+func validateProgressHistory(history []batch.ProgressSample, fldPath *field.Path) field.ErrorList {
+	if len(history) > batch.MaxProgressHistory {
+		return field.ErrorList{field.TooMany(fldPath, len(history), batch.MaxProgressHistory)}
+	}
+	var allErrs field.ErrorList
+	for i := range history {
+		allErrs = append(allErrs, validateProgressMetrics(history[i].Metrics, fldPath.Index(i).Child("metrics"))...)
+	}
+	return allErrs
+}

@@ -189,10 +189,26 @@ func TestStatusUpdateProgress(t *testing.T) {
 			[]wantErr{invalid("status.progress.metrics[0].value")}},
 		{"negative coalesced reports", &batch.ProgressStatus{CoalescedReports: -1},
 			[]wantErr{invalid("status.progress.coalescedReports")}},
+		{"a history of the limit", &batch.ProgressStatus{History: history(batch.MaxProgressHistory)}, nil},
+		{"a history too long", &batch.ProgressStatus{History: history(batch.MaxProgressHistory + 1)},
+			[]wantErr{tooMany("status.progress.history")}},
+		{"a bad metric in the history", &batch.ProgressStatus{History: []batch.ProgressSample{
+			{Metrics: []batch.ProgressMetric{{Name: "loss", Value: "0.5"}}},
+			{Metrics: []batch.ProgressMetric{{Name: "loss", Value: "NaN"}}},
+		}}, []wantErr{invalid("status.progress.history[1].metrics[0].value")}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			expectErrors(t, ValidateTrainingJobStatusUpdate(withProgress(tc.progress), old), tc.want...)
 		})
 	}
+}
+
+// history is n samples of a loss.
+func history(n int) []batch.ProgressSample {
+	out := make([]batch.ProgressSample, n)
+	for i := range out {
+		out[i].Metrics = []batch.ProgressMetric{{Name: "loss", Value: "0.5"}}
+	}
+	return out
 }

@@ -79,6 +79,7 @@ func validateStatus(status *batch.TrainingJobStatus, fldPath *field.Path) field.
 		if p.CoalescedReports < 0 {
 			allErrs = append(allErrs, nonNegative(fldPath.Child("progress", "coalescedReports"), p.CoalescedReports))
 		}
+		allErrs = append(allErrs, validateProgressHistory(p.History, fldPath.Child("progress", "history"))...)
 	}
 	if start, end := status.StartTime, status.CompletionTime; start != nil && end != nil && end.Before(start) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("completionTime"), end.String(),

@@ -255,6 +255,26 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.ProgressSample
+  map:
+    fields:
+    - name: epoch
+      type:
+        scalar: numeric
+    - name: metrics
+      type:
+        list:
+          elementType:
+            namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.ProgressMetric
+          elementRelationship: associative
+          keys:
+          - name
+    - name: reportTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime
+    - name: step
+      type:
+        scalar: numeric
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.ProgressStatus
   map:
     fields:
@@ -267,6 +287,12 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: estimatedFinishTime
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: history
+      type:
+        list:
+          elementType:
+            namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.ProgressSample
+          elementRelationship: atomic
     - name: message
       type:
         scalar: string

@@ -43,6 +43,11 @@ type ProgressStatusApplyConfiguration struct {
 	// stored, because a later one replaced them within the same write
 	// interval. A job's progress reaches storage at most once per interval.
 	CoalescedReports *int64 `json:"coalescedReports,omitempty"`
+	// History holds the metrics of the last stored reports that carried
+	// any, oldest first, at most 30 (MaxProgressHistory): the recent trend
+	// of the loss, say, which kubectl training status draws. Reports held
+	// back by the write interval are not in it.
+	History []ProgressSampleApplyConfiguration `json:"history,omitempty"`
 }
 
 // ProgressStatusApplyConfiguration constructs a declarative configuration of the ProgressStatus type for use with
@@ -149,5 +154,18 @@ func (b *ProgressStatusApplyConfiguration) WithReportTime(value v1.MicroTime) *P
 // If called multiple times, the CoalescedReports field is set to the value of the last call.
 func (b *ProgressStatusApplyConfiguration) WithCoalescedReports(value int64) *ProgressStatusApplyConfiguration {
 	b.CoalescedReports = &value
+	return b
+}
+
+// WithHistory adds the given value to the History field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the History field.
+func (b *ProgressStatusApplyConfiguration) WithHistory(values ...*ProgressSampleApplyConfiguration) *ProgressStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithHistory")
+		}
+		b.History = append(b.History, *values[i])
+	}
 	return b
 }
