@@ -20,7 +20,7 @@ ALIGNED_MODULES := $(addprefix hack/tools/,cni containerd coredns etcd helm kube
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(OUTPUT)/tools/staticcheck-$(STATICCHECK_VERSION)
 
-.PHONY: all build images release test test-unit test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
+.PHONY: all build images release test test-unit test-python test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
 	bench-api bench-controller bench-real bench-progress bench-replicas bench-scale bench-wide \
 	test-binaries node run local-up local-down clean test-install local-install local-uninstall align-modules
 
@@ -45,7 +45,7 @@ release: test-binaries
 	hack/release.sh $(VERSION)
 
 ## test: everything CI checks: lint, generated code, unit, a bounded fuzz run, integration and end-to-end tests
-test: lint verify-codegen test-unit test-fuzz-short test-integration test-e2e test-chaos test-deploy test-install
+test: lint verify-codegen test-unit test-python test-fuzz-short test-integration test-e2e test-chaos test-deploy test-install
 
 test-unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/...
@@ -53,6 +53,11 @@ test-unit:
 
 test-integration:
 	$(GO) test -count=1 -timeout 20m ./test/integration/...
+
+## test-python: the Python client (python/) built into a wheel in _output/python, and its unit tests run against it
+## with Debian's /usr/bin/python3 (run as root, it installs python3-kubernetes, python3-pytest and the build tools)
+test-python:
+	hack/test-python.sh
 
 ## test-e2e: build the pinned control plane, start it, run test/e2e, stop it
 test-e2e: build test-binaries node

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Builds the Python client (python/) into a wheel in _output/python and runs
+# its unit tests against what the wheel holds, with Debian's Python
+# (/usr/bin/python3: the interpreter that sees Debian's python3-kubernetes;
+# a python3 earlier on PATH may be another one). Run as root, it installs the
+# Debian packages it needs (hack/lib/packages.sh).
+set -euo pipefail
+
+# shellcheck source=hack/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+# shellcheck source=hack/lib/packages.sh
+source "${REPO_ROOT}/hack/lib/packages.sh"
+
+PYTHON=/usr/bin/python3
+DIST=/usr/lib/python3/dist-packages
+require_packages "the Python client" python3:"${PYTHON}" python3-kubernetes:"${DIST}/kubernetes" \
+  python3-yaml:"${DIST}/yaml" python3-pytest:"${DIST}/pytest" python3-build:"${DIST}/build" \
+  python3-hatchling:"${DIST}/hatchling"
+
+out="${OUTPUT_DIR}/python"
+rm -rf "${out}"
+mkdir -p "${out}"
+# Debian ships no python3-editables, which hatchling's metadata lists for
+# editable installs only: the wheel needs none of it, so the check is off.
+"${PYTHON}" -m build --wheel --no-isolation --skip-dependency-check --outdir "${out}" "${REPO_ROOT}/python" \
+  >"${out}/build.log" 2>&1 || { tail -n 20 "${out}/build.log" >&2; die "building the wheel failed"; }
+wheel="$(ls "${out}"/*.whl)"
+log "built ${wheel#"${REPO_ROOT}/"} ($(stat -c %s "${wheel}") bytes)"
+
+# The tests import the package from the unpacked wheel, so that a module
+# the wheel leaves out fails them.
+unpacked="$(mktemp -d)"
+trap 'rm -rf "${unpacked}"' EXIT
+"${PYTHON}" -m zipfile -e "${wheel}" "${unpacked}"
+cd "${REPO_ROOT}/python"
+PYTHONPATH="${unpacked}" PYTHONDONTWRITEBYTECODE=1 "${PYTHON}" -m pytest -q -p no:cacheprovider tests

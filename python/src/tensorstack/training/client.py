@@ -1,0 +1,345 @@
+# Copyright The TensorStack Training Authors.
+# Licensed under the Apache License, Version 2.0.
+"""``TrainingClient``: TensorStack training jobs from Python.
+
+It talks to the cluster as the ``kubernetes`` package does: the kubeconfig
+(``KUBECONFIG`` or ``~/.kube/config``, or the file and context given), or,
+inside a pod, its ServiceAccount. Every refusal of the server is raised as a
+typed error (:mod:`tensorstack.training.errors`).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
+
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+from .builders import GROUP, KINDS, VERSION, TrainingJobBuilder, job_from_dict
+from .errors import BuildError, JobDeleted, NotFoundError, TrainingError, WaitTimeout, from_api_exception
+
+#: The label every pod of a job carries, with the job's name.
+JOB_NAME_LABEL = f"{GROUP}/job-name"
+
+FINISHED_PHASES = ("Succeeded", "Failed")
+
+Job = Dict[str, Any]
+
+
+def _kind(kind: str) -> str:
+    aliases = {
+        "pytorchtrainingjob": "PyTorchTrainingJob", "pytorchtrainingjobs": "PyTorchTrainingJob", "pj": "PyTorchTrainingJob",
+        "tensorflowtrainingjob": "TensorFlowTrainingJob", "tensorflowtrainingjobs": "TensorFlowTrainingJob",
+        "tj": "TensorFlowTrainingJob",
+    }
+    resolved = aliases.get(kind.lower(), kind)
+    if resolved not in KINDS:
+        raise TrainingError(f"unknown kind {kind!r}: PyTorchTrainingJob (pj) or TensorFlowTrainingJob (tj)")
+    return resolved
+
+
+def _plural(kind: str) -> str:
+    return KINDS[_kind(kind)][0]
+
+
+def last_condition(job: Mapping[str, Any]) -> Dict[str, Any]:
+    """The job's most recently changed condition, or {}."""
+    conditions = (job.get("status") or {}).get("conditions") or []
+    if not conditions:
+        return {}
+    return dict(max(conditions, key=lambda c: c.get("lastTransitionTime") or ""))
+
+
+class TrainingClient:
+    """Create, read, follow and steer training jobs.
+
+    ``namespace`` is the default namespace of every call: the kubeconfig
+    context's, or the pod's own inside a cluster, unless given.
+    """
+
+    def __init__(
+        self,
+        namespace: Optional[str] = None,
+        *,
+        config_file: Optional[str] = None,
+        context: Optional[str] = None,
+        api_client: Optional[k8s.ApiClient] = None,
+    ):
+        if api_client is None:
+            default_namespace = "default"
+            try:
+                k8s_config.load_kube_config(config_file=config_file, context=context)
+                _, current = k8s_config.list_kube_config_contexts(config_file=config_file)
+                if context:
+                    contexts, _ = k8s_config.list_kube_config_contexts(config_file=config_file)
+                    current = next((c for c in contexts if c["name"] == context), current)
+                default_namespace = (current.get("context") or {}).get("namespace") or "default"
+            except k8s_config.ConfigException:
+                k8s_config.load_incluster_config()
+                try:
+                    with open("/var/run/secrets/kubernetes.io/serviceaccount/namespace") as f:
+                        default_namespace = f.read().strip() or "default"
+                except OSError:
+                    pass
+            api_client = k8s.ApiClient()
+            namespace = namespace or default_namespace
+        self.namespace = namespace or "default"
+        self.api_client = api_client
+        self.custom = k8s.CustomObjectsApi(api_client)
+        self.core = k8s.CoreV1Api(api_client)
+
+    # ---- plain calls
+
+    def _call(self, fn, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ApiException as exc:
+            raise from_api_exception(exc) from None
+
+    def create(self, job: Union[TrainingJobBuilder, Mapping[str, Any]], namespace: Optional[str] = None) -> Job:
+        """Create a job from a builder or a dict; returns it as stored."""
+        obj = job.to_dict() if isinstance(job, TrainingJobBuilder) else job_from_dict(job)
+        ns = namespace or obj.get("metadata", {}).get("namespace") or self.namespace
+        return self._call(self.custom.create_namespaced_custom_object, GROUP, VERSION, ns, _plural(obj["kind"]), obj)
+
+    def get(self, name: str, kind: Optional[str] = None, namespace: Optional[str] = None) -> Job:
+        """Read a job. Without a kind, the one of that name of either kind;
+        two of the same name need the kind."""
+        ns = namespace or self.namespace
+        if kind:
+            return self._call(self.custom.get_namespaced_custom_object, GROUP, VERSION, ns, _plural(kind), name)
+        found = []
+        for k in KINDS:
+            try:
+                found.append(self.get(name, k, ns))
+            except NotFoundError:
+                continue
+        if not found:
+            raise NotFoundError(404, "NotFound", f"no training job {name!r} in namespace {ns!r}")
+        if len(found) > 1:
+            raise TrainingError(f"{name!r} names a PyTorchTrainingJob and a TensorFlowTrainingJob in {ns!r}: give the kind")
+        return found[0]
+
+    def list(
+        self,
+        kind: Optional[str] = None,
+        namespace: Optional[str] = None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        all_namespaces: bool = False,
+    ) -> List[Job]:
+        """List jobs of one kind or both, in a namespace or all of them,
+        filtered by label and field selectors (``status.phase=Running``)."""
+        kinds = [_kind(kind)] if kind else list(KINDS)
+        out: List[Job] = []
+        for k in kinds:
+            if all_namespaces:
+                res = self._call(self.custom.list_cluster_custom_object, GROUP, VERSION, _plural(k),
+                                 label_selector=label_selector, field_selector=field_selector)
+            else:
+                res = self._call(self.custom.list_namespaced_custom_object, GROUP, VERSION, namespace or self.namespace,
+                                 _plural(k), label_selector=label_selector, field_selector=field_selector)
+            for item in res.get("items", []):
+                item.setdefault("kind", k)
+                out.append(item)
+        return out
+
+    def delete(self, name: str, kind: Optional[str] = None, namespace: Optional[str] = None) -> None:
+        """Delete a job; its pods and Services go with it."""
+        job = self.get(name, kind, namespace)
+        self._call(self.custom.delete_namespaced_custom_object, GROUP, VERSION, job["metadata"]["namespace"],
+                   _plural(job["kind"]), name)
+
+    # ---- waiting
+
+    def wait(
+        self,
+        name: str,
+        kind: Optional[str] = None,
+        namespace: Optional[str] = None,
+        *,
+        phase: Optional[str] = "Succeeded",
+        condition: Optional[str] = None,
+        condition_status: str = "True",
+        timeout: float = 600,
+        interval: float = 1.0,
+    ) -> Job:
+        """Wait until the job is in ``phase``, or has ``condition`` with
+        ``condition_status``, and return it.
+
+        Raises :class:`WaitTimeout` (with the job's last phase and condition)
+        after ``timeout`` seconds, :class:`JobDeleted` when the job goes
+        meanwhile, and :class:`TrainingError` when it finishes in another
+        phase, which it cannot leave.
+        """
+        job = self.get(name, kind, namespace)
+        kind, ns = job["kind"], job["metadata"]["namespace"]
+        deadline = time.monotonic() + timeout
+        while True:
+            status = job.get("status") or {}
+            current = status.get("phase", "")
+            if condition:
+                if any(c.get("type") == condition and c.get("status") == condition_status
+                       for c in status.get("conditions") or []):
+                    return job
+            elif current == phase:
+                return job
+            if current in FINISHED_PHASES and (condition or current != phase):
+                last = last_condition(job)
+                raise TrainingError(f"{kind} {ns}/{name} finished as {current} "
+                                    f"({last.get('reason', '')}: {last.get('message', '')})")
+            if time.monotonic() >= deadline:
+                last = last_condition(job)
+                want = f"condition {condition}={condition_status}" if condition else f"phase {phase}"
+                raise WaitTimeout(
+                    f"{kind} {ns}/{name}: no {want} within {timeout:g} s; it is {current or 'not reconciled yet'}"
+                    + (f", last condition {last.get('type')}={last.get('status')} ({last.get('reason', '')}: "
+                       f"{last.get('message', '')})" if last else ""),
+                    phase=current, condition=last)
+            time.sleep(interval)
+            try:
+                job = self.get(name, kind, ns)
+            except NotFoundError:
+                raise JobDeleted(f"{kind} {ns}/{name} was deleted while waiting") from None
+
+    # ---- what it says
+
+    def progress(self, name: str, kind: Optional[str] = None, namespace: Optional[str] = None) -> Dict[str, Any]:
+        """The job's last stored progress report (``status.progress``), or {}."""
+        return dict((self.get(name, kind, namespace).get("status") or {}).get("progress") or {})
+
+    def events(self, name: str, kind: Optional[str] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+        """The events of the job itself, oldest first."""
+        job = self.get(name, kind, namespace)
+        ns = job["metadata"]["namespace"]
+        selector = f"involvedObject.name={name},involvedObject.kind={job['kind']}"
+        res = self._call(self.core.list_namespaced_event, ns, field_selector=selector)
+        events = [self.api_client.sanitize_for_serialization(e) for e in res.items]
+        return sorted(events, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+
+    def pods(self, name: str, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+        """The job's pods, by name."""
+        res = self._call(self.core.list_namespaced_pod, namespace or self.namespace,
+                         label_selector=f"{JOB_NAME_LABEL}={name}")
+        pods = [self.api_client.sanitize_for_serialization(p) for p in res.items]
+        return sorted(pods, key=lambda p: p["metadata"]["name"])
+
+    def logs(
+        self,
+        name: str,
+        replica: Optional[str] = None,
+        kind: Optional[str] = None,
+        namespace: Optional[str] = None,
+        *,
+        follow: bool = False,
+        container: Optional[str] = None,
+        tail_lines: Optional[int] = None,
+    ) -> Iterator[str]:
+        """The log lines of one replica (``"worker-0"``) or, without one, of
+        every pod, each line then prefixed with ``[pod]``. With
+        ``follow=True`` the lines come as they are written, until every
+        container ends."""
+        job = self.get(name, kind, namespace)
+        ns = job["metadata"]["namespace"]
+        container = container or KINDS[job["kind"]][1]
+        if replica:
+            pods = [f"{name}-{replica}"]
+        else:
+            pods = [p["metadata"]["name"] for p in self.pods(name, ns)]
+        if len(pods) == 1:
+            yield from self._pod_log(pods[0], ns, container, follow, tail_lines, prefix="" if replica else f"[{pods[0]}] ")
+            return
+        yield from self._merged_logs(pods, ns, container, follow, tail_lines)
+
+    def _pod_log(self, pod: str, ns: str, container: str, follow: bool, tail_lines: Optional[int],
+                 prefix: str = "") -> Iterator[str]:
+        kwargs: Dict[str, Any] = {"container": container, "follow": follow, "_preload_content": False}
+        if tail_lines is not None:
+            kwargs["tail_lines"] = tail_lines
+        resp = self._call(self.core.read_namespaced_pod_log, pod, ns, **kwargs)
+        try:
+            pending = b""
+            for chunk in resp.stream(4096):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    yield prefix + line.decode("utf-8", "replace")
+            if pending:
+                yield prefix + pending.decode("utf-8", "replace")
+        finally:
+            resp.release_conn()
+
+    def _merged_logs(self, pods: List[str], ns: str, container: str, follow: bool,
+                     tail_lines: Optional[int]) -> Iterator[str]:
+        lines: "queue.Queue[Any]" = queue.Queue(maxsize=1000)
+        done = object()
+
+        def read(pod: str) -> None:
+            try:
+                for line in self._pod_log(pod, ns, container, follow, tail_lines, prefix=f"[{pod}] "):
+                    lines.put(line)
+            except TrainingError as err:
+                lines.put(err)
+            finally:
+                lines.put(done)
+
+        for pod in pods:
+            threading.Thread(target=read, args=(pod,), daemon=True).start()
+        remaining = len(pods)
+        while remaining:
+            item = lines.get()
+            if item is done:
+                remaining -= 1
+            elif isinstance(item, Exception):
+                raise item
+            else:
+                yield item
+
+    # ---- steering
+
+    def _post_action(self, name: str, action: str, body: Dict[str, Any], kind: Optional[str],
+                     namespace: Optional[str]) -> Job:
+        job = self.get(name, kind, namespace)
+        ns = job["metadata"]["namespace"]
+        path = f"/apis/{GROUP}/{VERSION}/namespaces/{ns}/{_plural(job['kind'])}/{name}/{action}"
+        self._call(self.api_client.call_api, path, "POST",
+                   header_params={"Accept": "application/json", "Content-Type": "application/json"},
+                   body=body, response_type="object", auth_settings=["BearerToken"], _return_http_data_only=True)
+        return self.get(name, job["kind"], ns)
+
+    def pause(self, name: str, kind: Optional[str] = None, namespace: Optional[str] = None) -> Job:
+        """Pause a job: its pods are deleted, the job stays (``Paused``)."""
+        return self._post_action(name, "pause", {"apiVersion": f"{GROUP}/{VERSION}", "kind": "PauseRequest"},
+                                 kind, namespace)
+
+    def resume(self, name: str, kind: Optional[str] = None, namespace: Optional[str] = None) -> Job:
+        """Resume a paused job."""
+        return self._post_action(name, "resume", {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResumeRequest"},
+                                 kind, namespace)
+
+    def debug(self, name: str, kind: Optional[str] = None, namespace: Optional[str] = None, *,
+              replica_specs: Optional[List[Mapping[str, Any]]] = None) -> Job:
+        """Restart a job in debug mode: its pods start and wait, for
+        ``kubectl exec``; ``replica_specs`` (type, command, skipInitContainer)
+        say how."""
+        body: Dict[str, Any] = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "DebugRequest"}
+        if replica_specs:
+            body["replicaSpecs"] = [dict(s) for s in replica_specs]
+        return self._post_action(name, "debug", body, kind, namespace)
+
+    def scale(self, name: str, replicas: int, namespace: Optional[str] = None) -> Dict[str, Any]:
+        """Set an elastic PyTorch job's replicas (its ``scale`` subresource);
+        returns the Scale."""
+        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
+            raise BuildError("spec.replicas", f"must be a whole number of at least 0, not {replicas!r}")
+        ns = namespace or self.namespace
+        path = f"/apis/{GROUP}/{VERSION}/namespaces/{ns}/pytorchtrainingjobs/{name}/scale"
+        return self._call(self.api_client.call_api, path, "PATCH",
+                          header_params={"Accept": "application/json", "Content-Type": "application/merge-patch+json"},
+                          body={"spec": {"replicas": replicas}}, response_type="object",
+                          auth_settings=["BearerToken"], _return_http_data_only=True)

@@ -1,0 +1,122 @@
+# Copyright The TensorStack Training Authors.
+# Licensed under the Apache License, Version 2.0.
+"""TrainingClient without a cluster: refusals become typed errors with the
+server's details, and wait ends as the job does."""
+
+import json
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from tensorstack.training import (
+    ConflictError,
+    ForbiddenError,
+    InvalidError,
+    JobDeleted,
+    NotFoundError,
+    TrainingClient,
+    TrainingError,
+    WaitTimeout,
+)
+from tensorstack.training.errors import from_api_exception
+
+
+def api_exception(status, body):
+    exc = ApiException(status=status, reason="refused")
+    exc.body = json.dumps(body)
+    return exc
+
+
+def test_422_names_the_fields():
+    err = from_api_exception(api_exception(422, {
+        "kind": "Status", "status": "Failure", "reason": "Invalid", "code": 422,
+        "message": 'PyTorchTrainingJob.batch.tensorstack.dev "x" is invalid: spec.replicaSpecs[0].replicas: Invalid value: -1',
+        "details": {"causes": [{"reason": "FieldValueInvalid", "message": "Invalid value: -1: must be at least 0",
+                                "field": "spec.replicaSpecs[0].replicas"}]},
+    }))
+    assert isinstance(err, InvalidError)
+    assert err.paths == ["spec.replicaSpecs[0].replicas"]
+    assert err.fields[0].reason == "FieldValueInvalid"
+    assert "422" in str(err) and "spec.replicaSpecs[0].replicas" in str(err)
+
+
+def test_403_names_the_verb_and_resource():
+    err = from_api_exception(api_exception(403, {
+        "kind": "Status", "reason": "Forbidden", "code": 403,
+        "message": 'pytorchtrainingjobs.batch.tensorstack.dev is forbidden: User "alice" cannot create resource '
+                   '"pytorchtrainingjobs" in API group "batch.tensorstack.dev" in the namespace "team"',
+    }))
+    assert isinstance(err, ForbiddenError)
+    assert (err.user, err.verb, err.resource) == ("alice", "create", "pytorchtrainingjobs")
+
+
+def test_409_and_others_keep_the_status():
+    err = from_api_exception(api_exception(409, {"reason": "Conflict", "message": "the job is finished"}))
+    assert isinstance(err, ConflictError) and err.status == 409 and err.message == "the job is finished"
+    raw = ApiException(status=500, reason="Internal Server Error")
+    raw.body = "not json"
+    err = from_api_exception(raw)
+    assert err.status == 500 and err.message == "not json"
+
+
+class FakeJobs:
+    """Answers get_namespaced_custom_object from a script of jobs; None
+    stands for a 404."""
+
+    def __init__(self, script):
+        self.script = list(script)
+
+    def get_namespaced_custom_object(self, group, version, namespace, plural, name):
+        item = self.script.pop(0) if len(self.script) > 1 else self.script[0]
+        if item is None:
+            raise api_exception(404, {"reason": "NotFound", "message": f"{name} not found"})
+        return item
+
+
+def job(phase, *conditions):
+    return {"kind": "PyTorchTrainingJob", "metadata": {"name": "x", "namespace": "ns"},
+            "status": {"phase": phase, "conditions": [
+                {"type": t, "status": s, "reason": r, "message": m, "lastTransitionTime": f"2026-01-01T00:00:0{i}Z"}
+                for i, (t, s, r, m) in enumerate(conditions)]}}
+
+
+def fake_client(script):
+    c = TrainingClient("ns", api_client=k8s.ApiClient(k8s.Configuration()))
+    c.custom = FakeJobs(script)
+    return c
+
+
+def test_wait_returns_the_job_in_its_phase():
+    c = fake_client([job("Pending"), job("Running"), job("Succeeded")])
+    assert c.wait("x", "pj", interval=0)["status"]["phase"] == "Succeeded"
+
+
+def test_wait_for_a_condition():
+    c = fake_client([job("Running"), job("Running", ("Queued", "False", "Admitted", "admitted"))])
+    got = c.wait("x", "pj", condition="Queued", condition_status="False", interval=0)
+    assert got["status"]["conditions"][0]["reason"] == "Admitted"
+
+
+def test_wait_times_out_naming_the_last_condition():
+    c = fake_client([job("Pending", ("Queued", "True", "WaitingForAdmission", "waiting in queue user-queue"))])
+    with pytest.raises(WaitTimeout) as err:
+        c.wait("x", "pj", timeout=0.05, interval=0.01)
+    assert err.value.phase == "Pending"
+    assert err.value.condition["reason"] == "WaitingForAdmission"
+    assert "waiting in queue user-queue" in str(err.value)
+
+
+def test_wait_ends_when_the_job_fails_or_goes():
+    c = fake_client([job("Running"), job("Failed", ("Failed", "True", "BackoffLimitExceeded", "too many restarts"))])
+    with pytest.raises(TrainingError, match="finished as Failed.*BackoffLimitExceeded"):
+        c.wait("x", "pj", interval=0)
+    c = fake_client([job("Running"), None])
+    with pytest.raises(JobDeleted):
+        c.wait("x", "pj", interval=0)
+
+
+def test_get_without_kind_finds_either_kind():
+    c = fake_client([None])
+    with pytest.raises(NotFoundError):
+        c.get("x")
