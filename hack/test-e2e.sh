@@ -18,6 +18,8 @@
 # After the stack is down, it fails when the real node left anything on the
 # host (node_leftovers).
 # Extra go test flags: E2E_GO_TEST_FLAGS (e.g. "-run TestPause -v").
+# A whole run (no E2E_GO_TEST_FLAGS), or E2E_PYTHON=1, then runs the Python
+# client's e2e tests on the same stack (hack/test-python.sh e2e).
 set -euo pipefail
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -113,6 +115,14 @@ if [[ "${E2E_GANG_BACKEND}" == workload && -z "${E2E_GO_TEST_FLAGS:-}" ]] && sch
   log "running the gang tests again with the coscheduling backend"
   go test -count=1 -timeout 10m -run '^TestGang' ./test/e2e/... || rc=$?
   log "go test exited with ${rc}"
+  ((rc == 0)) || exit "${rc}"
+fi
+
+# The Python client against the same stack (python/tests/e2e), on a whole
+# run; its quick start trains on the real node.
+if [[ -z "${E2E_GO_TEST_FLAGS:-}" || "${E2E_PYTHON:-0}" == 1 ]]; then
+  log "running the Python client's e2e tests"
+  "${HACK_DIR}/test-python.sh" e2e || rc=$?
   ((rc == 0)) || exit "${rc}"
 fi
 

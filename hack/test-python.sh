@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Builds the Python client (python/) into a wheel in _output/python and runs
-# its unit tests against what the wheel holds, with Debian's Python
+# its tests against what the wheel holds, with Debian's Python
 # (/usr/bin/python3: the interpreter that sees Debian's python3-kubernetes;
 # a python3 earlier on PATH may be another one). Run as root, it installs the
 # Debian packages it needs (hack/lib/packages.sh).
+#
+# Usage: hack/test-python.sh          the unit tests (python/tests)
+#        hack/test-python.sh e2e      the e2e tests (python/tests/e2e) against the
+#                                     running stack that KUBECONFIG and E2E_LOCAL_DIR
+#                                     name (hack/test-e2e.sh runs it so)
 set -euo pipefail
+mode="${1:-unit}"
 
 # shellcheck source=hack/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
@@ -33,4 +39,12 @@ unpacked="$(mktemp -d)"
 trap 'rm -rf "${unpacked}"' EXIT
 "${PYTHON}" -m zipfile -e "${wheel}" "${unpacked}"
 cd "${REPO_ROOT}/python"
-PYTHONPATH="${unpacked}" PYTHONDONTWRITEBYTECODE=1 "${PYTHON}" -m pytest -q -p no:cacheprovider tests
+case "${mode}" in
+  unit) tests=(tests --ignore=tests/e2e) ;;
+  e2e)
+    [[ -n "${KUBECONFIG:-}" && -n "${E2E_LOCAL_DIR:-}" ]] || die "e2e: KUBECONFIG and E2E_LOCAL_DIR must name a running stack"
+    tests=(tests/e2e -rs)
+    ;;
+  *) die "usage: hack/test-python.sh [e2e]" ;;
+esac
+PYTHONPATH="${unpacked}" PYTHONDONTWRITEBYTECODE=1 "${PYTHON}" -m pytest -q -p no:cacheprovider "${tests[@]}"
