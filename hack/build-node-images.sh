@@ -6,8 +6,9 @@
 #   localhost/tensorstack/training:v1   Debian bookworm (minbase), Python 3,
 #                                       Debian's PyTorch (CPU, gloo) and the
 #                                       example scripts of artifacts/examples/scripts
-#                                       and the progress helper of
-#                                       artifacts/python (tensorstack_progress)
+#                                       and the Python package of python/ (its in-pod
+#                                       progress helper, tensorstack.training.progress),
+#                                       installed from its wheel
 # The Debian root file system is cached (training-base.tar) under a key of
 # its inputs: the suite, the mirror and the package list. The scripts are a
 # layer of their own, so editing them rebuilds in seconds. Needs root
@@ -24,7 +25,8 @@ source "${REPO_ROOT}/hack/lib/build.sh"
 source "${REPO_ROOT}/hack/lib/images.sh"
 
 [[ "$(id -u)" == 0 ]] || die "building the real node's images needs root (debootstrap, chroot)"
-require_packages "the training image" debootstrap:debootstrap
+require_packages "the training image" debootstrap:debootstrap python3-build:/usr/lib/python3/dist-packages/build \
+  python3-hatchling:/usr/lib/python3/dist-packages/hatchling
 mkdir -p "${IMAGES_DIR}"
 start=${SECONDS}
 
@@ -82,16 +84,25 @@ fi
 
 # The training image: the Debian layer and the scripts.
 scripts="${REPO_ROOT}/artifacts/examples/scripts"
-# The progress helper, importable from any training program in the image.
-helper="${REPO_ROOT}/artifacts/python/tensorstack_progress.py"
-key="$({ cat "${base}.key" "${scripts}"/* "${helper}" "${REPO_ROOT}/hack/images/torchrun" "${BASH_SOURCE[0]}"; image_builder_stamp; } | sha256sum | cut -c1-16)"
+# The Python package (python/), for its progress helper: importable from any
+# training program in the image.
+package_files=("${REPO_ROOT}/python/pyproject.toml")
+while IFS= read -r f; do package_files+=("${f}"); done < <(find "${REPO_ROOT}/python/src" -name '*.py' | sort)
+key="$({ cat "${base}.key" "${scripts}"/* "${package_files[@]}" "${REPO_ROOT}/hack/images/torchrun" "${BASH_SOURCE[0]}"; image_builder_stamp; } | sha256sum | cut -c1-16)"
 if stamped "${TRAINING_ARCHIVE}" "${key}"; then
   log "[3/3] ${TRAINING_IMAGE}: up to date"
 else
   root="$(mktemp -d "${IMAGES_DIR}/.scripts-XXXX")"
-  install -d -m 0755 "${root}/opt/tensorstack/examples" "${root}/opt/tensorstack/lib" "${root}/usr/local/bin"
+  install -d -m 0755 "${root}/opt/tensorstack/examples" "${root}/usr/local/bin" "${root}/usr/lib/python3/dist-packages"
   install -m 0644 "${scripts}"/* "${root}/opt/tensorstack/examples/"
-  install -m 0644 "${helper}" "${root}/opt/tensorstack/lib/"
+  # Installed as pip installs a pure-Python wheel: its files, dist-info
+  # included, under Debian's dist-packages. (Debian has no python3-editables,
+  # which hatchling lists for editable installs only: hence no check.)
+  wheel_dir="$(mktemp -d)"
+  /usr/bin/python3 -m build --wheel --no-isolation --skip-dependency-check --outdir "${wheel_dir}" "${REPO_ROOT}/python" \
+    >"${wheel_dir}/build.log" 2>&1 || { tail -n 20 "${wheel_dir}/build.log" >&2; die "building the Python package's wheel failed"; }
+  /usr/bin/python3 -m zipfile -e "${wheel_dir}"/*.whl "${root}/usr/lib/python3/dist-packages"
+  rm -rf "${wheel_dir}"
   install -m 0755 "${REPO_ROOT}/hack/images/torchrun" "${root}/usr/local/bin/torchrun"
   # Debian's torch 1.13 on Debian's Python 3.11: iterating an IntFlag skips
   # its zero member there, so Std.from_str("0") (torchrun's default
@@ -103,7 +114,7 @@ else
   sed -i 's/^            for s in Std:$/            for s in Std.__members__.values():/' "${root}/${std}"
   grep -q 'for s in Std.__members__.values():' "${root}/${std}" || die "patching ${std} failed: its text changed"
   "${IMAGE_BUILDER}" image -name "${TRAINING_IMAGE}" -layer "${base}" -layer "${root}" \
-    -env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin -env PYTHONPATH=/opt/tensorstack/lib:/opt/tensorstack/examples \
+    -env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin -env PYTHONPATH=/opt/tensorstack/examples \
     -workdir /opt/tensorstack/examples -cmd python3 -out "${TRAINING_ARCHIVE}"
   rm -rf "${root}"
   stamp "${TRAINING_ARCHIVE}" "${key}"

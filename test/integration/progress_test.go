@@ -197,7 +197,7 @@ func TestProgressRefusals(t *testing.T) {
 }
 
 // TestProgressPythonHelper runs the helper of the training image,
-// artifacts/python/tensorstack_progress.py, against the server as a pod
+// tensorstack.training.progress of the Python package, against the server as a pod
 // would: the API address, the job and the token come from its environment
 // and files.
 func TestProgressPythonHelper(t *testing.T) {
@@ -218,7 +218,7 @@ func TestProgressPythonHelper(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), servingCA(t, s.Config.Host), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(python, "-m", "tensorstack_progress", "step=25", "total_steps=100", "epoch=1", "loss=0.125", "message=from python")
+	cmd := exec.Command(python, "-m", "tensorstack.training.progress", "step=25", "total_steps=100", "epoch=1", "loss=0.125", "message=from python")
 	cmd.Env = append(os.Environ(),
 		"PYTHONPATH="+helperDir(t),
 		"PYTHONDONTWRITEBYTECODE=1",
@@ -247,7 +247,7 @@ func TestProgressPythonHelper(t *testing.T) {
 	}
 
 	// Outside a job's pod the helper says why, and the training goes on.
-	cmd = exec.Command(python, "-c", "import tensorstack_progress as p; print(p.report(step=1, total_steps=2))")
+	cmd = exec.Command(python, "-c", "import tensorstack.training.progress as p; print(p.report(step=1, total_steps=2))")
 	cmd.Env = []string{"PYTHONPATH=" + helperDir(t), "PYTHONDONTWRITEBYTECODE=1", "PATH=" + os.Getenv("PATH")}
 	out, err = cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "not in a TensorStack training job's pod") || !strings.HasSuffix(strings.TrimSpace(string(out)), "None") {
@@ -258,7 +258,7 @@ func TestProgressPythonHelper(t *testing.T) {
 // helperDir is where the helper's module is, from this package.
 func helperDir(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "artifacts", "python"))
+	dir, err := filepath.Abs(filepath.Join("..", "..", "python", "src"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ MASTER_PORT for each process. Every rank fits the same linear model to its
 own shard of a synthetic regression problem; DistributedDataParallel
 averages the gradients, so all ranks keep one model and the loss falls.
 Each rank prints one line per step, and rank 0 reports the job's progress
-(step, loss) to its progress subresource with tensorstack_progress, so that
+(step, loss) to its progress subresource with tensorstack.training.progress, so that
 kubectl get shows how far the job is.
 """
 import os
@@ -16,7 +16,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from tensorstack_progress import report
+from tensorstack.training.progress import report
 
 STEPS = int(os.environ.get("STEPS", "40"))
 # A pause after each step, so that a short example runs long enough to watch.

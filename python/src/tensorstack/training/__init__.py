@@ -12,38 +12,31 @@ steer them.
   progress from its training code.
 """
 
-from .builders import (
-    API_VERSION,
-    GROUP,
-    KINDS,
-    QUEUE_LABEL,
-    VERSION,
-    PyTorchJob,
-    Replica,
-    TensorFlowJob,
-    TrainingJobBuilder,
-    job_from_dict,
-    job_from_yaml,
-)
-from .client import JOB_NAME_LABEL, TrainingClient, last_condition
-from .errors import (
-    ApiError,
-    BuildError,
-    ConflictError,
-    FieldError,
-    ForbiddenError,
-    InvalidError,
-    JobDeleted,
-    NotFoundError,
-    TrainingError,
-    UnauthorizedError,
-    WaitTimeout,
-)
+# The rest of the package is loaded when first used: the in-pod helper
+# (tensorstack.training.progress) runs in training images that have no
+# kubernetes client, and importing it must not need one.
+_EXPORTS = {
+    "builders": ["API_VERSION", "GROUP", "KINDS", "QUEUE_LABEL", "VERSION", "PyTorchJob", "Replica", "TensorFlowJob",
+                 "TrainingJobBuilder", "job_from_dict", "job_from_yaml"],
+    "client": ["JOB_NAME_LABEL", "TrainingClient", "last_condition"],
+    "errors": ["ApiError", "BuildError", "ConflictError", "FieldError", "ForbiddenError", "InvalidError", "JobDeleted",
+               "NotFoundError", "TrainingError", "UnauthorizedError", "WaitTimeout"],
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
-__all__ = [
-    "JOB_NAME_LABEL", "TrainingClient", "last_condition",
-    "API_VERSION", "GROUP", "KINDS", "QUEUE_LABEL", "VERSION",
-    "PyTorchJob", "Replica", "TensorFlowJob", "TrainingJobBuilder", "job_from_dict", "job_from_yaml",
-    "ApiError", "BuildError", "ConflictError", "FieldError", "ForbiddenError", "InvalidError", "JobDeleted",
-    "NotFoundError", "TrainingError", "UnauthorizedError", "WaitTimeout",
-]
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name):
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

@@ -1,8 +1,10 @@
+# Copyright The TensorStack Training Authors.
+# Licensed under the Apache License, Version 2.0.
 """Report how far a TensorStack training job has come, from its own pods.
 
 One call in the training loop:
 
-    from tensorstack_progress import report
+    from tensorstack.training.progress import report
 
     for step in range(1, steps + 1):
         loss = train_one_step()
@@ -19,7 +21,9 @@ controller names the job in every container's environment
 (TENSORSTACK_JOB_NAME, TENSORSTACK_JOB_NAMESPACE, TENSORSTACK_JOB_RESOURCE);
 Kubernetes gives the API address (KUBERNETES_SERVICE_HOST and _PORT).
 
-The module uses only Python's standard library. Reporting never stops the
+The module uses only Python's standard library (importing it loads none of
+the rest of the package, which needs the kubernetes client): the training
+image installs the package's wheel for it. Reporting never stops the
 training: a failed report is printed once to stderr and dropped, unless the
 Reporter is strict. Calls closer together than min_interval seconds
 (TENSORSTACK_PROGRESS_INTERVAL, 1 by default) are skipped, except the one
@@ -102,7 +106,7 @@ class Reporter:
                 raise
             if not self._warned:
                 self._warned = True
-                print("tensorstack_progress: progress not reported: %s" % err, file=sys.stderr, flush=True)
+                print("tensorstack.training.progress: progress not reported: %s" % err, file=sys.stderr, flush=True)
             return None
 
     def _post(self, body):
@@ -162,7 +166,7 @@ def report(**kwargs):
 
 
 if __name__ == "__main__":
-    # A report from a shell: python3 -m tensorstack_progress step=10 total_steps=100 loss=0.5
+    # A report from a shell: python3 -m tensorstack.training.progress step=10 total_steps=100 loss=0.5
     values, metrics = {}, {}
     for arg in sys.argv[1:]:
         key, _, value = arg.partition("=")
