@@ -10,6 +10,9 @@
 #                            same installation with values, images by digest
 #   kubectl-training_VERSION_<os>_<arch>.tar.gz   the kubectl plugin
 #   training.yaml            the krew manifest, with the archives' URLs and sha256
+#   tensorstack_training-V-py3-none-any.whl   the Python package (python/), V the
+#                            release's version in Python's terms: 0.2.0, or 0.2.0+rc.1
+#                            for v0.2.0-rc.1 (hack/test-python.sh tests it)
 #   RELEASE-NOTES.md         CHANGELOG.md's section for VERSION (its
 #                            "Unreleased" section while there is none)
 #   checksums.txt            sha256 of every file above
@@ -29,6 +32,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 # shellcheck source=hack/lib/images.sh
 source "${REPO_ROOT}/hack/lib/images.sh"
+# shellcheck source=hack/lib/packages.sh
+source "${REPO_ROOT}/hack/lib/packages.sh"
 
 version="${1:-}"
 [[ "${version}" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] ||
@@ -163,7 +168,26 @@ if grep -q "# RELEASE\|00000000000000000000" "${out}/training.yaml"; then
   die "the krew manifest still has placeholders: ${out}/training.yaml"
 fi
 
-# 6. Release notes: the CHANGELOG's section for this version.
+# 6. The Python package's wheel, with the release's version: a pre-release
+# such as -rc.1 becomes a local version label, +rc.1, which Python's version
+# rules accept for any label. The file dates come from the commit.
+require_packages "the release's Python wheel" python3-build:/usr/lib/python3/dist-packages/build \
+  python3-hatchling:/usr/lib/python3/dist-packages/hatchling
+py_version="${version#v}"
+if [[ "${py_version}" == *-* ]]; then
+  pre="${py_version#*-}"
+  py_version="${py_version%%-*}+${pre//-/.}"
+fi
+py_src="$(mktemp -d)"
+cp -R "${REPO_ROOT}/python/." "${py_src}/"
+sed -i "s/^version = \".*\"$/version = \"${py_version}\"/" "${py_src}/pyproject.toml"
+grep -q "^version = \"${py_version}\"$" "${py_src}/pyproject.toml" || die "could not set the Python package's version"
+SOURCE_DATE_EPOCH="${epoch}" /usr/bin/python3 -m build --wheel --no-isolation --skip-dependency-check --outdir "${out}" "${py_src}" \
+  >"${py_src}.log" 2>&1 || { tail -n 20 "${py_src}.log" >&2; die "building the Python wheel failed"; }
+rm -rf "${py_src}" "${py_src}.log"
+log "$(cd "${out}" && ls tensorstack_training-*.whl): $(du -h "${out}"/tensorstack_training-*.whl | cut -f1)"
+
+# 7. Release notes: the CHANGELOG's section for this version.
 notes="$(awk -v v="${version#v}" '
   /^## / { if (found) exit; if ($0 ~ "^## \\[?v?" v "\\]?( |$)") found = 1; next }
   found { print }
@@ -177,6 +201,6 @@ fi
 printf '# TensorStack Training %s\n%s\n' "${version}" "${notes}" >"${out}/RELEASE-NOTES.md"
 log "release notes from CHANGELOG.md's ${from} section"
 
-# 7. Checksums of everything published.
+# 8. Checksums of everything published.
 (cd "${out}" && find . -type f ! -name checksums.txt -printf '%P\n' | LC_ALL=C sort | xargs sha256sum >checksums.txt)
 log "release ${version} built in $((SECONDS - start))s: ${out#"${REPO_ROOT}/"}"
