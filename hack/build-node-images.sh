@@ -19,14 +19,16 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 # shellcheck source=hack/lib/packages.sh
 source "${REPO_ROOT}/hack/lib/packages.sh"
+# shellcheck source=hack/lib/python.sh
+source "${REPO_ROOT}/hack/lib/python.sh"
 # shellcheck source=hack/lib/build.sh
 source "${REPO_ROOT}/hack/lib/build.sh"
 # shellcheck source=hack/lib/images.sh
 source "${REPO_ROOT}/hack/lib/images.sh"
 
 [[ "$(id -u)" == 0 ]] || die "building the real node's images needs root (debootstrap, chroot)"
-require_packages "the training image" debootstrap:debootstrap python3-build:/usr/lib/python3/dist-packages/build \
-  python3-hatchling:/usr/lib/python3/dist-packages/hatchling
+require_packages "the training image" debootstrap:debootstrap
+require_python_build
 mkdir -p "${IMAGES_DIR}"
 start=${SECONDS}
 
@@ -96,12 +98,9 @@ else
   install -d -m 0755 "${root}/opt/tensorstack/examples" "${root}/usr/local/bin" "${root}/usr/lib/python3/dist-packages"
   install -m 0644 "${scripts}"/* "${root}/opt/tensorstack/examples/"
   # Installed as pip installs a pure-Python wheel: its files, dist-info
-  # included, under Debian's dist-packages. (Debian has no python3-editables,
-  # which hatchling lists for editable installs only: hence no check.)
+  # included, under Debian's dist-packages.
   wheel_dir="$(mktemp -d)"
-  /usr/bin/python3 -m build --wheel --no-isolation --skip-dependency-check --outdir "${wheel_dir}" "${REPO_ROOT}/python" \
-    >"${wheel_dir}/build.log" 2>&1 || { tail -n 20 "${wheel_dir}/build.log" >&2; die "building the Python package's wheel failed"; }
-  /usr/bin/python3 -m zipfile -e "${wheel_dir}"/*.whl "${root}/usr/lib/python3/dist-packages"
+  "${PYTHON}" -m zipfile -e "$(build_python_wheel "${REPO_ROOT}/python" "${wheel_dir}")" "${root}${PYTHON_DIST}"
   rm -rf "${wheel_dir}"
   install -m 0755 "${REPO_ROOT}/hack/images/torchrun" "${root}/usr/local/bin/torchrun"
   # Debian's torch 1.13 on Debian's Python 3.11: iterating an IntFlag skips

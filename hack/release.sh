@@ -34,6 +34,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 source "${REPO_ROOT}/hack/lib/images.sh"
 # shellcheck source=hack/lib/packages.sh
 source "${REPO_ROOT}/hack/lib/packages.sh"
+# shellcheck source=hack/lib/python.sh
+source "${REPO_ROOT}/hack/lib/python.sh"
 
 version="${1:-}"
 [[ "${version}" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] ||
@@ -171,8 +173,7 @@ fi
 # 6. The Python package's wheel, with the release's version: a pre-release
 # such as -rc.1 becomes a local version label, +rc.1, which Python's version
 # rules accept for any label. The file dates come from the commit.
-require_packages "the release's Python wheel" python3-build:/usr/lib/python3/dist-packages/build \
-  python3-hatchling:/usr/lib/python3/dist-packages/hatchling
+require_python_build
 py_version="${version#v}"
 if [[ "${py_version}" == *-* ]]; then
   pre="${py_version#*-}"
@@ -182,10 +183,9 @@ py_src="$(mktemp -d)"
 cp -R "${REPO_ROOT}/python/." "${py_src}/"
 sed -i "s/^version = \".*\"$/version = \"${py_version}\"/" "${py_src}/pyproject.toml"
 grep -q "^version = \"${py_version}\"$" "${py_src}/pyproject.toml" || die "could not set the Python package's version"
-SOURCE_DATE_EPOCH="${epoch}" /usr/bin/python3 -m build --wheel --no-isolation --skip-dependency-check --outdir "${out}" "${py_src}" \
-  >"${py_src}.log" 2>&1 || { tail -n 20 "${py_src}.log" >&2; die "building the Python wheel failed"; }
-rm -rf "${py_src}" "${py_src}.log"
-log "$(cd "${out}" && ls tensorstack_training-*.whl): $(du -h "${out}"/tensorstack_training-*.whl | cut -f1)"
+wheel="$(SOURCE_DATE_EPOCH="${epoch}" build_python_wheel "${py_src}" "${out}")"
+rm -rf "${py_src}"
+log "${wheel##*/}: $(du -h "${wheel}" | cut -f1)"
 
 # 7. Release notes: the CHANGELOG's section for this version.
 notes="$(awk -v v="${version#v}" '

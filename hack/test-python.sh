@@ -16,21 +16,17 @@ mode="${1:-unit}"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 # shellcheck source=hack/lib/packages.sh
 source "${REPO_ROOT}/hack/lib/packages.sh"
+# shellcheck source=hack/lib/python.sh
+source "${REPO_ROOT}/hack/lib/python.sh"
 
-PYTHON=/usr/bin/python3
-DIST=/usr/lib/python3/dist-packages
-require_packages "the Python client" python3:"${PYTHON}" python3-kubernetes:"${DIST}/kubernetes" \
-  python3-yaml:"${DIST}/yaml" python3-pytest:"${DIST}/pytest" python3-build:"${DIST}/build" \
-  python3-hatchling:"${DIST}/hatchling"
+require_python_build
+require_packages "the Python client's tests" python3-kubernetes:"${PYTHON_DIST}/kubernetes" \
+  python3-yaml:"${PYTHON_DIST}/yaml" python3-pytest:"${PYTHON_DIST}/pytest"
 
 out="${OUTPUT_DIR}/python"
 rm -rf "${out}"
 mkdir -p "${out}"
-# Debian ships no python3-editables, which hatchling's metadata lists for
-# editable installs only: the wheel needs none of it, so the check is off.
-"${PYTHON}" -m build --wheel --no-isolation --skip-dependency-check --outdir "${out}" "${REPO_ROOT}/python" \
-  >"${out}/build.log" 2>&1 || { tail -n 20 "${out}/build.log" >&2; die "building the wheel failed"; }
-wheel="$(ls "${out}"/*.whl)"
+wheel="$(build_python_wheel "${REPO_ROOT}/python" "${out}")"
 log "built ${wheel#"${REPO_ROOT}/"} ($(stat -c %s "${wheel}") bytes)"
 
 # The tests import the package from the unpacked wheel, so that a module

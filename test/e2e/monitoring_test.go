@@ -292,11 +292,7 @@ func TestMonitoring(t *testing.T) {
 
 	// What the test set up, spelled out, beyond "as the API says".
 	id := func(ref framework.JobRef, extra ...string) map[string]string {
-		m := map[string]string{"namespace": ref.Namespace, "name": ref.Name, "kind": string(ref.Kind)}
-		for i := 0; i+1 < len(extra); i += 2 {
-			m[extra[i]] = extra[i+1]
-		}
-		return m
+		return withLabels(map[string]string{"namespace": ref.Namespace, "name": ref.Name, "kind": string(ref.Kind)}, extra...)
 	}
 	expect := func(metric string, labels map[string]string, want float64) {
 		t.Helper()
@@ -331,8 +327,8 @@ func TestMonitoring(t *testing.T) {
 		}
 	}
 	ns := map[string]string{"namespace": f.Namespace, "kind": string(finished.Kind)}
-	expect("tensorstack_trainingjob_finished_total", with(ns, "result", "Succeeded", "reason", "Succeeded"), 1)
-	expect("tensorstack_trainingjob_duration_seconds_count", with(ns, "result", "Succeeded"), 1)
+	expect("tensorstack_trainingjob_finished_total", withLabels(ns, "result", "Succeeded", "reason", "Succeeded"), 1)
+	expect("tensorstack_trainingjob_duration_seconds_count", withLabels(ns, "result", "Succeeded"), 1)
 	expect("tensorstack_trainingjob_queued_seconds_count", ns, 1)
 
 	// No two series alike.
@@ -430,8 +426,8 @@ func TestMetricsEndpointsRefuse(t *testing.T) {
 	}
 }
 
-// with returns a copy of labels with the extra name, value pairs added.
-func with(labels map[string]string, extra ...string) map[string]string {
+// withLabels returns a copy of labels with the extra name, value pairs added.
+func withLabels(labels map[string]string, extra ...string) map[string]string {
 	m := maps.Clone(labels)
 	for i := 0; i+1 < len(extra); i += 2 {
 		m[extra[i]] = extra[i+1]
