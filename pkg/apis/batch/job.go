@@ -31,6 +31,9 @@ type TrainingJob interface {
 	CommonSpec() *TrainingJobSpec
 	// JobStatus returns the job's status.
 	JobStatus() *TrainingJobStatus
+	// TrainingContainerName is the name of the container that runs the
+	// training program (TrainingContainer picks the first without one).
+	TrainingContainerName() string
 }
 
 var (
@@ -44,11 +47,17 @@ func (j *TensorFlowTrainingJob) CommonSpec() *TrainingJobSpec { return &j.Spec.T
 // JobStatus returns the job's status.
 func (j *TensorFlowTrainingJob) JobStatus() *TrainingJobStatus { return &j.Status }
 
+// TrainingContainerName is TensorFlowContainerName.
+func (j *TensorFlowTrainingJob) TrainingContainerName() string { return TensorFlowContainerName }
+
 // CommonSpec returns the part of the spec every kind shares.
 func (j *PyTorchTrainingJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
 
 // JobStatus returns the job's status.
 func (j *PyTorchTrainingJob) JobStatus() *TrainingJobStatus { return &j.Status }
+
+// TrainingContainerName is PyTorchContainerName.
+func (j *PyTorchTrainingJob) TrainingContainerName() string { return PyTorchContainerName }
 
 // IsFinished says whether the phase is final: a Succeeded or Failed job never
 // runs again.

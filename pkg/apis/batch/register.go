@@ -55,6 +55,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&ResumeRequest{},
 		&DebugRequest{},
 		&ProgressReport{},
+		&CheckpointReport{},
 	)
 	return nil
 }

@@ -60,7 +60,9 @@ type ProgressStatus struct {
 	Reporter            string            `json:"reporter,omitempty"`
 	ReportTime          *metav1.MicroTime `json:"reportTime,omitempty"`
 	CoalescedReports    int64             `json:"coalescedReports,omitempty"`
-	History             []ProgressSample  `json:"history,omitempty"`
+	// AdvanceTime is when a stored report last changed the step or epoch.
+	AdvanceTime *metav1.MicroTime `json:"advanceTime,omitempty"`
+	History     []ProgressSample  `json:"history,omitempty"`
 }
 
 // ProgressSample is the metrics of one stored report, with the step and

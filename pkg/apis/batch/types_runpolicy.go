@@ -58,6 +58,19 @@ type RunPolicy struct {
 	// also when unset) or the other replicas' containers wait for the
 	// job's leaders to be ready (InOrder).
 	StartupPolicy StartupPolicy `json:"startupPolicy,omitempty"`
+
+	// Checkpoint, when set, says where the job keeps its checkpoints and
+	// makes every stop ask for one first.
+	Checkpoint *CheckpointPolicy `json:"checkpoint,omitempty"`
+
+	// ProgressDeadlineSeconds, when set, is how long every replica may run
+	// without a progress report that advances the step or epoch before the
+	// job is Stalled.
+	ProgressDeadlineSeconds *int64 `json:"progressDeadlineSeconds,omitempty"`
+
+	// StallPolicy says what a Stalled job does: None (the default),
+	// Restart or Fail.
+	StallPolicy StallPolicy `json:"stallPolicy,omitempty"`
 }
 
 // FailurePolicy holds the rules that decide what a failed pod does to the

@@ -110,6 +110,17 @@ type TrainingJobStatus struct {
 	LastScaleTime *metav1.Time `json:"lastScaleTime,omitempty"`
 	// Progress is the job's last stored progress report.
 	Progress *ProgressStatus `json:"progress,omitempty"`
+
+	// Checkpoint is the job's last good checkpoint, the ones before it, and
+	// the controller's standing request for a new one.
+	Checkpoint *CheckpointStatus `json:"checkpoint,omitempty"`
+
+	// Accounting is where the job's time went and the work its
+	// interruptions lost.
+	Accounting *Accounting `json:"accounting,omitempty"`
+
+	// Stall is what the controller saw when it last found the job Stalled.
+	Stall *StallStatus `json:"stall,omitempty"`
 }
 
 // TaskStatus reports one replica type.

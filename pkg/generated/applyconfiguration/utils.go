@@ -32,8 +32,18 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=batch.tensorstack.dev, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithKind("Accounting"):
+		return &batchv1beta1.AccountingApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("Aggregate"):
 		return &batchv1beta1.AggregateApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("CheckpointPolicy"):
+		return &batchv1beta1.CheckpointPolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("CheckpointRecord"):
+		return &batchv1beta1.CheckpointRecordApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("CheckpointStatus"):
+		return &batchv1beta1.CheckpointStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("CheckpointValues"):
+		return &batchv1beta1.CheckpointValuesApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ContainerStatus"):
 		return &batchv1beta1.ContainerStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ContainerTermination"):
@@ -52,6 +62,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.FailurePolicyOnPodConditionApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("FailurePolicyRule"):
 		return &batchv1beta1.FailurePolicyRuleApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("Interruption"):
+		return &batchv1beta1.InterruptionApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("PauseMode"):
 		return &batchv1beta1.PauseModeApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ProgressMetric"):
@@ -68,6 +80,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.PyTorchTrainingJobSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ReplicaDebugSpec"):
 		return &batchv1beta1.ReplicaDebugSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ReplicaLogTail"):
+		return &batchv1beta1.ReplicaLogTailApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ReplicaSpec"):
 		return &batchv1beta1.ReplicaSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ReplicaStatus"):
@@ -80,6 +94,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.RunPolicyApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("SchedulePolicy"):
 		return &batchv1beta1.SchedulePolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("StallStatus"):
+		return &batchv1beta1.StallStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("T9kScheduler"):
 		return &batchv1beta1.T9kSchedulerApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("TaskStatus"):

@@ -359,7 +359,13 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		runtime.Unknown{}.OpenAPIModelName():                           schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
 		intstr.IntOrString{}.OpenAPIModelName():                        schema_apimachinery_pkg_util_intstr_IntOrString(ref),
 		version.Info{}.OpenAPIModelName():                              schema_k8sio_apimachinery_pkg_version_Info(ref),
+		v1beta1.Accounting{}.OpenAPIModelName():                        schema_pkg_apis_batch_v1beta1_Accounting(ref),
 		v1beta1.Aggregate{}.OpenAPIModelName():                         schema_pkg_apis_batch_v1beta1_Aggregate(ref),
+		v1beta1.CheckpointPolicy{}.OpenAPIModelName():                  schema_pkg_apis_batch_v1beta1_CheckpointPolicy(ref),
+		v1beta1.CheckpointRecord{}.OpenAPIModelName():                  schema_pkg_apis_batch_v1beta1_CheckpointRecord(ref),
+		v1beta1.CheckpointReport{}.OpenAPIModelName():                  schema_pkg_apis_batch_v1beta1_CheckpointReport(ref),
+		v1beta1.CheckpointStatus{}.OpenAPIModelName():                  schema_pkg_apis_batch_v1beta1_CheckpointStatus(ref),
+		v1beta1.CheckpointValues{}.OpenAPIModelName():                  schema_pkg_apis_batch_v1beta1_CheckpointValues(ref),
 		v1beta1.ContainerStatus{}.OpenAPIModelName():                   schema_pkg_apis_batch_v1beta1_ContainerStatus(ref),
 		v1beta1.ContainerTermination{}.OpenAPIModelName():              schema_pkg_apis_batch_v1beta1_ContainerTermination(ref),
 		v1beta1.DebugMode{}.OpenAPIModelName():                         schema_pkg_apis_batch_v1beta1_DebugMode(ref),
@@ -370,6 +376,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.FailurePolicyOnExitCodes{}.OpenAPIModelName():          schema_pkg_apis_batch_v1beta1_FailurePolicyOnExitCodes(ref),
 		v1beta1.FailurePolicyOnPodCondition{}.OpenAPIModelName():       schema_pkg_apis_batch_v1beta1_FailurePolicyOnPodCondition(ref),
 		v1beta1.FailurePolicyRule{}.OpenAPIModelName():                 schema_pkg_apis_batch_v1beta1_FailurePolicyRule(ref),
+		v1beta1.Interruption{}.OpenAPIModelName():                      schema_pkg_apis_batch_v1beta1_Interruption(ref),
 		v1beta1.PauseMode{}.OpenAPIModelName():                         schema_pkg_apis_batch_v1beta1_PauseMode(ref),
 		v1beta1.PauseRequest{}.OpenAPIModelName():                      schema_pkg_apis_batch_v1beta1_PauseRequest(ref),
 		v1beta1.ProgressMetric{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_ProgressMetric(ref),
@@ -382,6 +389,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.PyTorchTrainingJobList{}.OpenAPIModelName():            schema_pkg_apis_batch_v1beta1_PyTorchTrainingJobList(ref),
 		v1beta1.PyTorchTrainingJobSpec{}.OpenAPIModelName():            schema_pkg_apis_batch_v1beta1_PyTorchTrainingJobSpec(ref),
 		v1beta1.ReplicaDebugSpec{}.OpenAPIModelName():                  schema_pkg_apis_batch_v1beta1_ReplicaDebugSpec(ref),
+		v1beta1.ReplicaLogTail{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_ReplicaLogTail(ref),
 		v1beta1.ReplicaSpec{}.OpenAPIModelName():                       schema_pkg_apis_batch_v1beta1_ReplicaSpec(ref),
 		v1beta1.ReplicaStatus{}.OpenAPIModelName():                     schema_pkg_apis_batch_v1beta1_ReplicaStatus(ref),
 		v1beta1.ResumeRequest{}.OpenAPIModelName():                     schema_pkg_apis_batch_v1beta1_ResumeRequest(ref),
@@ -389,6 +397,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.RunMode{}.OpenAPIModelName():                           schema_pkg_apis_batch_v1beta1_RunMode(ref),
 		v1beta1.RunPolicy{}.OpenAPIModelName():                         schema_pkg_apis_batch_v1beta1_RunPolicy(ref),
 		v1beta1.SchedulePolicy{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_SchedulePolicy(ref),
+		v1beta1.StallStatus{}.OpenAPIModelName():                       schema_pkg_apis_batch_v1beta1_StallStatus(ref),
 		v1beta1.T9kScheduler{}.OpenAPIModelName():                      schema_pkg_apis_batch_v1beta1_T9kScheduler(ref),
 		v1beta1.TaskStatus{}.OpenAPIModelName():                        schema_pkg_apis_batch_v1beta1_TaskStatus(ref),
 		v1beta1.TensorBoardSpec{}.OpenAPIModelName():                   schema_pkg_apis_batch_v1beta1_TensorBoardSpec(ref),
@@ -18345,6 +18354,102 @@ func schema_k8sio_apimachinery_pkg_version_Info(ref common.ReferenceCallback) co
 	}
 }
 
+func schema_pkg_apis_batch_v1beta1_Accounting(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Accounting is where a job's time went and the work it lost. The seconds count up to stateSince; the time since then belongs to state.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"queuedSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "QueuedSeconds is the time spent waiting for admission.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"startingSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartingSeconds is the time spent with some replica not yet running.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"runningSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RunningSeconds is the time every replica ran.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"pausedSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PausedSeconds is the time spent paused.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"state": {
+						SchemaProps: spec.SchemaProps{
+							Description: "State is what the job does now: Queued, Starting, Running or Paused; empty once it finished.\n\nPossible enum values:\n - `\"Paused\"` : paused by a user, or evicted and stopped.\n - `\"Queued\"` : waiting for admission by its queue.\n - `\"Running\"` : every replica runs.\n - `\"Starting\"` : admitted, with replicas not yet running.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Paused", "Queued", "Running", "Starting"},
+						},
+					},
+					"stateSince": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StateSince is when the job entered state.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"interruptions": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Interruptions counts every stop of running replicas that sent the training back to its last checkpoint.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"lostReplicaSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LostReplicaSeconds is the work all interruptions lost: for each, the time since the last checkpoint (or since the replicas started, when none is newer) times the replicas that ran.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"lostSteps": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LostSteps is the steps all interruptions lost, as far as the job reports steps.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"recent": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Recent holds the last interruptions, oldest first, at most 10 (MaxRecentInterruptions).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.Interruption{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName(), v1beta1.Interruption{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_batch_v1beta1_Aggregate(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -18403,6 +18508,266 @@ func schema_pkg_apis_batch_v1beta1_Aggregate(ref common.ReferenceCallback) commo
 					},
 				},
 				Required: []string{"creating", "pending", "running", "succeeded", "failed", "unknown", "deleted"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_CheckpointPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CheckpointPolicy says where a job keeps its checkpoints and how long a stop waits for one.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"volumeName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VolumeName names the pod volume that holds the checkpoints, typically a PersistentVolumeClaim. Every replica type's template has it and its training container mounts it, read-write and at the same path; that path is TENSORSTACK_CHECKPOINT_DIR, and reported checkpoints lie under it.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"intervalSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "IntervalSeconds is how often the job means to write a checkpoint; replicas see it as TENSORSTACK_CHECKPOINT_INTERVAL_SECONDS. From 1 to 604800 (a week).",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"stopGraceSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StopGraceSeconds is how long a stop waits, after it asked, for a checkpoint report newer than its request before it removes the pods. From 1 to 3600, and at most the terminationGracePeriodSeconds of every replica type's template (30 when unset). Defaults to 30, or to the shortest of those grace periods when that is shorter.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"volumeName"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_CheckpointRecord(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CheckpointRecord is a checkpoint the server accepted.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Path is where the checkpoint lies: absolute, or relative to the checkpoint directory (TENSORSTACK_CHECKPOINT_DIR), and inside it in either case. At most 1024 bytes.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"step": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Step is the training step the checkpoint holds the state after; a new pod resumes at step + 1.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"epoch": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Epoch is the number of passes over the data the checkpoint holds.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"sizeBytes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SizeBytes is the checkpoint's size.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"reporter": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reporter is who sent the report: the name of the job's pod, or the user name of anyone else allowed to report.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reportTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ReportTime is when the server received the report.",
+							Ref:         ref(metav1.MicroTime{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"path", "reportTime"},
+			},
+		},
+		Dependencies: []string{
+			metav1.MicroTime{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_CheckpointReport(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CheckpointReport is the body of a POST to a job's checkpoint subresource, and the answer to it: a checkpoint the job finished writing. As with progress, the job's own pods may send one without any RBAC grant; anyone else needs create on <kind>/checkpoint. The step may not go below the latest checkpoint's unless the reporting pod started after it (the job was restarted without resuming).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Path is where the checkpoint lies: absolute, or relative to the checkpoint directory (TENSORSTACK_CHECKPOINT_DIR), and inside it in either case. At most 1024 bytes.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"step": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Step is the training step the checkpoint holds the state after; a new pod resumes at step + 1.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"epoch": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Epoch is the number of passes over the data the checkpoint holds.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"sizeBytes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SizeBytes is the checkpoint's size.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"reportTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ReportTime, in the answer, is when the server stored the report; it is ignored in a request.",
+							Ref:         ref(metav1.MicroTime{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"path"},
+			},
+		},
+		Dependencies: []string{
+			metav1.MicroTime{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_CheckpointStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CheckpointStatus is a job's checkpoints and the controller's request for a new one.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"latest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Latest is the last good checkpoint: the one new pods resume from (TENSORSTACK_RESUME_FROM and TENSORSTACK_RESUME_STEP). Its path is always absolute.",
+							Ref:         ref(v1beta1.CheckpointRecord{}.OpenAPIModelName()),
+						},
+					},
+					"history": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "History holds the checkpoints before latest, oldest first, at most 10 (MaxCheckpointHistory).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.CheckpointRecord{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"requestTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RequestTime is when the controller asked the pods for a checkpoint before it stops them; a report received after it answers the request. Cleared once the stop is done.",
+							Ref:         ref(metav1.MicroTime{}.OpenAPIModelName()),
+						},
+					},
+					"requestReason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RequestReason is the stop the request is for: Pause, Evicted, ScaleDown, RestartJob or Stalled.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.MicroTime{}.OpenAPIModelName(), v1beta1.CheckpointRecord{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_CheckpointValues(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CheckpointValues describe one checkpoint, as the training code reports it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Path is where the checkpoint lies: absolute, or relative to the checkpoint directory (TENSORSTACK_CHECKPOINT_DIR), and inside it in either case. At most 1024 bytes.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"step": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Step is the training step the checkpoint holds the state after; a new pod resumes at step + 1.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"epoch": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Epoch is the number of passes over the data the checkpoint holds.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"sizeBytes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SizeBytes is the checkpoint's size.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+				Required: []string{"path"},
 			},
 		},
 	}
@@ -18923,6 +19288,81 @@ func schema_pkg_apis_batch_v1beta1_FailurePolicyRule(ref common.ReferenceCallbac
 	}
 }
 
+func schema_pkg_apis_batch_v1beta1_Interruption(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Interruption is one stop of a job's running replicas and the work it lost.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"time": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Time is when the replicas were stopped.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is the stop: Paused, Evicted, ScaledDown, RestartJob, ReplicaRestart or Stalled.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"replicas": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Replicas is how many replicas ran and were stopped.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"lostSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LostSeconds is the time since the last checkpoint, or since the replicas started when no checkpoint is newer.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"lostReplicaSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LostReplicaSeconds is lostSeconds times replicas.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"lostSteps": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LostSteps is the last reported step minus the checkpoint's step, when both are known.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"resumeStep": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ResumeStep is the step of the checkpoint the job resumes from.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"checkpointAnswered": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CheckpointAnswered says, for a stop that asked for a checkpoint, whether one arrived within the grace period.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"time", "reason", "replicas", "lostSeconds", "lostReplicaSeconds"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_batch_v1beta1_PauseMode(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -19365,6 +19805,12 @@ func schema_pkg_apis_batch_v1beta1_ProgressStatus(ref common.ReferenceCallback) 
 							},
 						},
 					},
+					"advanceTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AdvanceTime is when a stored report last raised the step or epoch; progressDeadlineSeconds counts from here.",
+							Ref:         ref(metav1.MicroTime{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
@@ -19689,6 +20135,42 @@ func schema_pkg_apis_batch_v1beta1_ReplicaDebugSpec(ref common.ReferenceCallback
 	}
 }
 
+func schema_pkg_apis_batch_v1beta1_ReplicaLogTail(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReplicaLogTail is the end of one replica's log.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the replica's pod name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"lines": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Lines are the log's last lines.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"error": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Error says why the log could not be read.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_batch_v1beta1_ReplicaSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -20006,11 +20488,32 @@ func schema_pkg_apis_batch_v1beta1_RunPolicy(ref common.ReferenceCallback) commo
 							Enum:        []interface{}{"AnyOrder", "InOrder"},
 						},
 					},
+					"checkpoint": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Checkpoint, when set, says where the job keeps its checkpoints. Every replica then learns the checkpoint directory and the last good checkpoint from its environment, and every stop the controller makes (pause, Kueue eviction, elastic scale-down, RestartJob, a stall restart) asks the job for a checkpoint and waits for it first. Unset, stops remove the pods at once.",
+							Ref:         ref(v1beta1.CheckpointPolicy{}.OpenAPIModelName()),
+						},
+					},
+					"progressDeadlineSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ProgressDeadlineSeconds, when set, is how long the job may go without a progress report that raises its step or epoch while every replica runs, before it is Stalled. Time paused, queued or starting does not count: the clock starts when the last replica runs. From 1 to 315360000 (ten years).",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"stallPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StallPolicy says what a Stalled job does: None records the condition and an event, Restart restarts every replica (from the last checkpoint, counted against backoffLimit), Fail fails the job. Before Restart or Fail, the last lines of each replica's log are kept in status.stall. Defaults to None; needs progressDeadlineSeconds.\n\nPossible enum values:\n - `\"Fail\"` fails the job with reason Stalled.\n - `\"None\"` records the Stalled condition and an event only.\n - `\"Restart\"` restarts every replica, from the last checkpoint, counted once against backoffLimit.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Fail", "None", "Restart"},
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1beta1.FailurePolicy{}.OpenAPIModelName()},
+			v1beta1.CheckpointPolicy{}.OpenAPIModelName(), v1beta1.FailurePolicy{}.OpenAPIModelName()},
 	}
 }
 
@@ -20032,6 +20535,66 @@ func schema_pkg_apis_batch_v1beta1_SchedulePolicy(ref common.ReferenceCallback) 
 		},
 		Dependencies: []string{
 			v1beta1.T9kScheduler{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_StallStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "StallStatus is what the controller saw when it found a job Stalled.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"time": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Time is when the job was found Stalled.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"reporter": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reporter sent the last progress report that raised the step or epoch.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"step": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Step and Epoch are where the job stood.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"epoch": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
+					"logs": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Logs are the last lines of each replica's training container, at most 16 replicas (MaxStallLogReplicas), 10 lines and 2048 bytes each; kept only before a Restart or Fail.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ReplicaLogTail{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"time"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName(), v1beta1.ReplicaLogTail{}.OpenAPIModelName()},
 	}
 }
 
@@ -20591,10 +21154,28 @@ func schema_pkg_apis_batch_v1beta1_TrainingJobStatus(ref common.ReferenceCallbac
 							Ref:         ref(v1beta1.ProgressStatus{}.OpenAPIModelName()),
 						},
 					},
+					"checkpoint": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Checkpoint is the job's last good checkpoint and the ones before it, as its pods reported them through the checkpoint subresource, and the controller's request for a new one while a stop waits. Status writes leave the reports as they are.",
+							Ref:         ref(v1beta1.CheckpointStatus{}.OpenAPIModelName()),
+						},
+					},
+					"accounting": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Accounting is where the job's time went (queued, starting, running, paused) and the work its interruptions lost.",
+							Ref:         ref(v1beta1.Accounting{}.OpenAPIModelName()),
+						},
+					},
+					"stall": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Stall is what the controller saw when it last found the job Stalled: the last report and the end of each replica's log.",
+							Ref:         ref(v1beta1.StallStatus{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName(), v1beta1.Aggregate{}.OpenAPIModelName(), v1beta1.DependentStatus{}.OpenAPIModelName(), v1beta1.ProgressStatus{}.OpenAPIModelName(), v1beta1.TaskStatus{}.OpenAPIModelName()},
+			metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName(), v1beta1.Accounting{}.OpenAPIModelName(), v1beta1.Aggregate{}.OpenAPIModelName(), v1beta1.CheckpointStatus{}.OpenAPIModelName(), v1beta1.DependentStatus{}.OpenAPIModelName(), v1beta1.ProgressStatus{}.OpenAPIModelName(), v1beta1.StallStatus{}.OpenAPIModelName(), v1beta1.TaskStatus{}.OpenAPIModelName()},
 	}
 }

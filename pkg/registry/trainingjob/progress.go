@@ -77,7 +77,7 @@ func newProgressREST(store, progressStore *genericregistry.Store, config Progres
 	}
 	return &ProgressREST{
 		store:     store,
-		reporters: newReporterCheck(config.Pods, store.DefaultQualifiedResource),
+		reporters: newReporterCheck(config.Pods, store.DefaultQualifiedResource, "progress"),
 		writer:    newProgressCoalescer(interval, clk, write),
 	}
 }

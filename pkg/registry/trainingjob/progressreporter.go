@@ -49,13 +49,30 @@ const (
 // reporterCheck decides who a progress report comes from, and refuses a
 // report sent with the token of a pod that is not the job's.
 type reporterCheck struct {
-	pods     PodGetter
+	pods PodGetter
+	// resource is the subresource reported to, for errors:
+	// <kind>/progress or <kind>/checkpoint.
 	resource schema.GroupResource
-	// verified maps a pod UID to the UID of the job found to control it.
+	// verified maps a pod UID to the verifiedPod found for it.
 	verified *utilcache.LRUExpireCache
 }
 
-func newReporterCheck(pods PodGetter, resource schema.GroupResource) *reporterCheck {
+// verifiedPod is what a check of a pod found: the job that controls it and
+// when the pod was created.
+type verifiedPod struct {
+	jobUID  types.UID
+	created time.Time
+}
+
+// reporterInfo is who sent a report: a pod's name or a user's, and for a
+// pod when it was created.
+type reporterInfo struct {
+	name       string
+	podCreated *time.Time
+}
+
+func newReporterCheck(pods PodGetter, resource schema.GroupResource, subresource string) *reporterCheck {
+	resource.Resource += "/" + subresource
 	return &reporterCheck{pods: pods, resource: resource, verified: utilcache.NewLRUExpireCache(verifiedPodsSize)}
 }
 
@@ -66,66 +83,75 @@ func newReporterCheck(pods PodGetter, resource schema.GroupResource) *reporterCh
 // service-account token is refused. Any other user got here because RBAC
 // grants it create on the progress subresource.
 func (c *reporterCheck) reporter(ctx context.Context, job batch.TrainingJob) (string, error) {
+	info, err := c.reporterInfo(ctx, job)
+	return info.name, err
+}
+
+// reporterInfo is reporter, with the reporting pod's creation time.
+func (c *reporterCheck) reporterInfo(ctx context.Context, job batch.TrainingJob) (reporterInfo, error) {
 	u, ok := genericapirequest.UserFrom(ctx)
 	if !ok {
 		// Only a server without authentication has requests without a
 		// user; its authorization let the report through.
-		return "", nil
+		return reporterInfo{}, nil
 	}
 	podName, podUID := extraValue(u, serviceaccount.PodNameKey), extraValue(u, serviceaccount.PodUIDKey)
 	namespace, _, err := serviceaccount.SplitUsername(u.GetName())
 	isServiceAccount := err == nil
 	switch {
 	case podName == "" && podUID == "" && !isServiceAccount:
-		return u.GetName(), nil
+		return reporterInfo{name: u.GetName()}, nil
 	case podName == "" && podUID == "":
 		// Every service account may reach this far (artifacts/deploy binds
 		// the progress subresource to all of them), so only a token bound
 		// to one of the job's pods counts.
-		return "", c.forbidden(job, fmt.Errorf("service account %s reports progress only with a token bound to one of the job's pods, "+
+		return reporterInfo{}, c.forbidden(job, fmt.Errorf("service account %s reports progress only with a token bound to one of the job's pods, "+
 			"such as the token mounted in every pod", u.GetName()))
 	case podName == "" || podUID == "":
-		return "", c.forbidden(job, fmt.Errorf("the credentials name a pod without both its name and uid"))
+		return reporterInfo{}, c.forbidden(job, fmt.Errorf("the credentials name a pod without both its name and uid"))
 	}
 	if !isServiceAccount || namespace != job.GetNamespace() {
-		return "", c.forbidden(job, fmt.Errorf("pod %s of user %q is not in the job's namespace", podName, u.GetName()))
+		return reporterInfo{}, c.forbidden(job, fmt.Errorf("pod %s of user %q is not in the job's namespace", podName, u.GetName()))
 	}
-	if jobUID, ok := c.verified.Get(types.UID(podUID)); ok && jobUID == job.GetUID() {
-		return podName, nil
+	if v, ok := c.verified.Get(types.UID(podUID)); ok && v.(verifiedPod).jobUID == job.GetUID() {
+		created := v.(verifiedPod).created
+		return reporterInfo{name: podName, podCreated: &created}, nil
 	}
-	if err := c.checkPod(ctx, job, podName, types.UID(podUID)); err != nil {
-		return "", err
+	created, err := c.checkPod(ctx, job, podName, types.UID(podUID))
+	if err != nil {
+		return reporterInfo{}, err
 	}
-	c.verified.Add(types.UID(podUID), job.GetUID(), verifiedPodTTL)
-	return podName, nil
+	c.verified.Add(types.UID(podUID), verifiedPod{jobUID: job.GetUID(), created: created}, verifiedPodTTL)
+	return reporterInfo{name: podName, podCreated: &created}, nil
 }
 
-// checkPod finds the token's pod and its controller.
-func (c *reporterCheck) checkPod(ctx context.Context, job batch.TrainingJob, name string, uid types.UID) error {
+// checkPod finds the token's pod and its controller, and returns when the
+// pod was created.
+func (c *reporterCheck) checkPod(ctx context.Context, job batch.TrainingJob, name string, uid types.UID) (time.Time, error) {
 	if c.pods == nil {
-		return c.forbidden(job, fmt.Errorf("this server has no access to pods, so it cannot tell whether pod %s belongs to the job", name))
+		return time.Time{}, c.forbidden(job, fmt.Errorf("this server has no access to pods, so it cannot tell whether pod %s belongs to the job", name))
 	}
 	pod, err := c.pods.GetPod(ctx, job.GetNamespace(), name)
 	switch {
 	case apierrors.IsNotFound(err):
-		return c.forbidden(job, fmt.Errorf("pod %s no longer exists", name))
+		return time.Time{}, c.forbidden(job, fmt.Errorf("pod %s no longer exists", name))
 	case err != nil:
-		return apierrors.NewServiceUnavailable(fmt.Sprintf("reading pod %s to check that it belongs to the job: %v", name, err))
+		return time.Time{}, apierrors.NewServiceUnavailable(fmt.Sprintf("reading pod %s to check that it belongs to the job: %v", name, err))
 	case pod.UID != uid:
-		return c.forbidden(job, fmt.Errorf("pod %s with uid %s no longer exists", name, uid))
+		return time.Time{}, c.forbidden(job, fmt.Errorf("pod %s with uid %s no longer exists", name, uid))
 	}
 	ref := metav1.GetControllerOf(pod)
 	switch {
 	case ref == nil:
-		return c.forbidden(job, fmt.Errorf("pod %s is not controlled by a job", name))
+		return time.Time{}, c.forbidden(job, fmt.Errorf("pod %s is not controlled by a job", name))
 	case ref.UID != job.GetUID():
-		return c.forbidden(job, fmt.Errorf("pod %s belongs to %s %s, not to this job", name, ref.Kind, ref.Name))
+		return time.Time{}, c.forbidden(job, fmt.Errorf("pod %s belongs to %s %s, not to this job", name, ref.Kind, ref.Name))
 	}
-	return nil
+	return pod.CreationTimestamp.Time, nil
 }
 
 func (c *reporterCheck) forbidden(job batch.TrainingJob, err error) error {
-	return apierrors.NewForbidden(schema.GroupResource{Group: c.resource.Group, Resource: c.resource.Resource + "/progress"}, job.GetName(), err)
+	return apierrors.NewForbidden(c.resource, job.GetName(), err)
 }
 
 func extraValue(u user.Info, key string) string {

@@ -161,7 +161,7 @@ func TestReporter(t *testing.T) {
 			case tc.pods != nil:
 				getter = tc.pods
 			}
-			check := newReporterCheck(getter, batch.Resource("pytorchtrainingjobs"))
+			check := newReporterCheck(getter, batch.Resource("pytorchtrainingjobs"), "progress")
 			got, err := check.reporter(tc.ctx, reporterJob())
 			if tc.wantStatus == 0 {
 				if err != nil || got != tc.want {
@@ -203,7 +203,7 @@ func TestReporterRemembersVerifiedPods(t *testing.T) {
 	pods := &fakePods{pods: map[string]*corev1.Pod{
 		"ns/train-master-0": jobPod("train-master-0", "pod-uid", "train", reporterJobUID),
 	}}
-	check := newReporterCheck(pods, batch.Resource("pytorchtrainingjobs"))
+	check := newReporterCheck(pods, batch.Resource("pytorchtrainingjobs"), "progress")
 	ctx := withUser(nsDefaultSA, "train-master-0", "pod-uid")
 	for i := range 3 {
 		if got, err := check.reporter(ctx, reporterJob()); err != nil || got != "train-master-0" {

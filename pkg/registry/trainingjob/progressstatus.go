@@ -59,7 +59,30 @@ func nextProgress(prev *batch.ProgressStatus, report pendingReport, replaced int
 		}
 	}
 	next.History = nextHistory(prev, next)
+	next.AdvanceTime = advanceTime(prev, next)
 	return next
+}
+
+// advanceTime is when the step or epoch last moved: the new report's time
+// when it changed either (a restart from a checkpoint moves them back,
+// which is movement too), else the time carried from before.
+func advanceTime(prev, next *batch.ProgressStatus) *metav1.MicroTime {
+	var before batch.ProgressValues
+	var at *metav1.MicroTime
+	if prev != nil {
+		before, at = prev.ProgressValues, prev.AdvanceTime
+	}
+	if next.Step == nil && next.Epoch == nil {
+		return at
+	}
+	if at == nil || !equalPtr(before.Step, next.Step) || !equalPtr(before.Epoch, next.Epoch) {
+		return next.ReportTime
+	}
+	return at
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
 }
 
 // nextHistory is the history after a stored report: the earlier one, and

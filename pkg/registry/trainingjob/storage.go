@@ -42,6 +42,8 @@ type Storage struct {
 	Debug  *ActionREST
 	// Progress takes the job's progress reports.
 	Progress *ProgressREST
+	// Checkpoint takes the job's checkpoint reports.
+	Checkpoint *CheckpointREST
 	// Scale is the kind's scale subresource, when it has one.
 	Scale rest.Storage
 }
@@ -83,11 +85,14 @@ func NewStorage[J batch.TrainingJob, S any](optsGetter generic.RESTOptionsGetter
 
 	progressStore := *store
 	progressStore.UpdateStrategy = progressStrategy[J, S]{strategy}
+	checkpointStore := *store
+	checkpointStore.UpdateStrategy = checkpointStrategy[J, S]{strategy}
 
 	storage := &Storage{
-		Job:      &REST{Store: store, shortNames: kind.ShortNames, kind: versionedKind.GroupKind()},
-		Status:   &StatusREST{store: &statusStore, kind: versionedKind.GroupKind()},
-		Progress: newProgressREST(store, &progressStore, progress),
+		Job:        &REST{Store: store, shortNames: kind.ShortNames, kind: versionedKind.GroupKind()},
+		Status:     &StatusREST{store: &statusStore, kind: versionedKind.GroupKind()},
+		Progress:   newProgressREST(store, &progressStore, progress),
+		Checkpoint: newCheckpointREST(store, &checkpointStore, progress),
 	}
 	newJob := func() runtime.Object {
 		job, _ := updatePath.Scheme.New(versionedKind)
@@ -110,12 +115,13 @@ func NewStorage[J batch.TrainingJob, S any](optsGetter generic.RESTOptionsGetter
 // keyed the way an API group's storage map expects.
 func (s *Storage) Resources(resource string) map[string]rest.Storage {
 	m := map[string]rest.Storage{
-		resource:               s.Job,
-		resource + "/status":   s.Status,
-		resource + "/pause":    s.Pause,
-		resource + "/resume":   s.Resume,
-		resource + "/debug":    s.Debug,
-		resource + "/progress": s.Progress,
+		resource:                 s.Job,
+		resource + "/status":     s.Status,
+		resource + "/pause":      s.Pause,
+		resource + "/resume":     s.Resume,
+		resource + "/debug":      s.Debug,
+		resource + "/progress":   s.Progress,
+		resource + "/checkpoint": s.Checkpoint,
 	}
 	if s.Scale != nil {
 		m[resource+"/scale"] = s.Scale

@@ -164,6 +164,27 @@ func (s statusStrategy[J, S]) PrepareForUpdate(_ context.Context, obj, old runti
 	*s.kind.Spec(job) = *s.kind.Spec(oldJob)
 	if batch.ManagedByUs(oldJob.CommonSpec().ManagedBy) {
 		job.JobStatus().Progress = oldJob.JobStatus().Progress
+		keepCheckpointReports(job.JobStatus(), oldJob.JobStatus())
+	}
+}
+
+// keepCheckpointReports puts the stored checkpoint reports back into a
+// status write, which may change only the controller's request.
+func keepCheckpointReports(status, old *batch.TrainingJobStatus) {
+	var latest *batch.CheckpointRecord
+	var history []batch.CheckpointRecord
+	if old.Checkpoint != nil {
+		latest, history = old.Checkpoint.Latest, old.Checkpoint.History
+	}
+	if status.Checkpoint == nil {
+		if latest == nil && history == nil {
+			return
+		}
+		status.Checkpoint = &batch.CheckpointStatus{}
+	}
+	status.Checkpoint.Latest, status.Checkpoint.History = latest, history
+	if c := status.Checkpoint; c.Latest == nil && c.History == nil && c.RequestTime == nil && c.RequestReason == "" {
+		status.Checkpoint = nil
 	}
 }
 
@@ -172,6 +193,39 @@ func (statusStrategy[J, S]) ValidateUpdate(_ context.Context, obj, old runtime.O
 }
 
 func (statusStrategy[J, S]) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
+	return nil
+}
+
+// checkpointStrategy is the behaviour of the checkpoint subresource's
+// writes: the checkpoint reports in status.checkpoint change, and nothing
+// else, not even the controller's request beside them.
+type checkpointStrategy[J batch.TrainingJob, S any] struct {
+	jobStrategy[J, S]
+}
+
+// PrepareForUpdate keeps everything of the stored job but its checkpoint
+// reports.
+func (s checkpointStrategy[J, S]) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	job, oldJob := obj.(J), old.(J)
+	*s.kind.Spec(job) = *s.kind.Spec(oldJob)
+	status := *oldJob.JobStatus()
+	reported := job.JobStatus().Checkpoint
+	var checkpoint batch.CheckpointStatus
+	if status.Checkpoint != nil {
+		checkpoint = *status.Checkpoint
+	}
+	if reported != nil {
+		checkpoint.Latest, checkpoint.History = reported.Latest, reported.History
+	}
+	status.Checkpoint = &checkpoint
+	*job.JobStatus() = status
+}
+
+func (checkpointStrategy[J, S]) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateTrainingJobStatusUpdate(obj.(J), old.(J))
+}
+
+func (checkpointStrategy[J, S]) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
 	return nil
 }
 

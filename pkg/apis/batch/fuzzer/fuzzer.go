@@ -64,6 +64,12 @@ func internalFuncs() []interface{} {
 			if p.CleanUpPolicy == "" {
 				p.CleanUpPolicy = oneOf(c, batch.CleanUpPolicyAll, batch.CleanUpPolicyUnfinished, batch.CleanUpPolicyNone)
 			}
+			if p.Checkpoint != nil && p.Checkpoint.StopGraceSeconds == nil {
+				p.Checkpoint.StopGraceSeconds = ptr.To(1 + c.Int31n(batch.DefaultStopGraceSeconds))
+			}
+			if p.ProgressDeadlineSeconds != nil && p.StallPolicy == "" {
+				p.StallPolicy = oneOf(c, batch.StallPolicyNone, batch.StallPolicyRestart, batch.StallPolicyFail)
+			}
 		},
 		func(d *batch.ReplicaDebugSpec, c randfill.Continue) {
 			c.FillNoCustom(d)

@@ -57,6 +57,23 @@ func SetDefaults_RunPolicy(obj *RunPolicy) {
 	}
 }
 
+// SetDefaults_TrainingJobSpec fills what depends on more than one part of
+// the spec: the stop grace of a checkpoint policy (batch.DefaultStopGrace)
+// and the stall policy of a job with a progress deadline.
+func SetDefaults_TrainingJobSpec(obj *TrainingJobSpec) {
+	policy := &obj.RunPolicy
+	if c := policy.Checkpoint; c != nil && c.StopGraceSeconds == nil {
+		templates := make([]*corev1.PodSpec, 0, len(obj.ReplicaSpecs))
+		for i := range obj.ReplicaSpecs {
+			templates = append(templates, &obj.ReplicaSpecs[i].Template.Spec)
+		}
+		c.StopGraceSeconds = ptr.To(batch.DefaultStopGrace(templates))
+	}
+	if policy.ProgressDeadlineSeconds != nil && policy.StallPolicy == "" {
+		policy.StallPolicy = StallPolicyNone
+	}
+}
+
 // SetDefaults_FailurePolicyOnPodCondition fills the condition status a rule
 // matches: True, the status of a condition that happened (a pod lost to a
 // disruption has DisruptionTarget True).

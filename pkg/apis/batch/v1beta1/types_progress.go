@@ -110,6 +110,11 @@ type ProgressStatus struct {
 	// +listType=atomic
 	// +optional
 	History []ProgressSample `json:"history,omitempty" protobuf:"bytes,6,rep,name=history"`
+
+	// AdvanceTime is when a stored report last changed the step or epoch;
+	// progressDeadlineSeconds counts from here.
+	// +optional
+	AdvanceTime *metav1.MicroTime `json:"advanceTime,omitempty" protobuf:"bytes,7,opt,name=advanceTime"`
 }
 
 // ProgressSample is the metrics of one stored progress report, with the

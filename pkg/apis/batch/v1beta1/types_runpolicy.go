@@ -79,7 +79,71 @@ type RunPolicy struct {
 	// runs the training container's image and needs a POSIX shell in it.
 	// +optional
 	StartupPolicy StartupPolicy `json:"startupPolicy,omitempty" protobuf:"bytes,8,opt,name=startupPolicy,casttype=StartupPolicy"`
+
+	// Checkpoint, when set, says where the job keeps its checkpoints. Every
+	// replica then learns the checkpoint directory and the last good
+	// checkpoint from its environment, and every stop the controller makes
+	// (pause, Kueue eviction, elastic scale-down, RestartJob, a stall
+	// restart) asks the job for a checkpoint and waits for it first. Unset,
+	// stops remove the pods at once.
+	// +optional
+	Checkpoint *CheckpointPolicy `json:"checkpoint,omitempty" protobuf:"bytes,9,opt,name=checkpoint"`
+
+	// ProgressDeadlineSeconds, when set, is how long the job may go without
+	// a progress report that changes its step or epoch while every replica
+	// runs, before it is Stalled. Time paused, queued or starting does not
+	// count: the clock starts when the last replica runs. From 1 to
+	// 315360000 (ten years).
+	// +optional
+	ProgressDeadlineSeconds *int64 `json:"progressDeadlineSeconds,omitempty" protobuf:"varint,10,opt,name=progressDeadlineSeconds"`
+
+	// StallPolicy says what a Stalled job does: None records the condition
+	// and an event, Restart restarts every replica (from the last checkpoint,
+	// counted against backoffLimit), Fail fails the job. Before Restart or
+	// Fail, the last lines of each replica's log are kept in status.stall.
+	// Defaults to None; needs progressDeadlineSeconds.
+	// +optional
+	StallPolicy StallPolicy `json:"stallPolicy,omitempty" protobuf:"bytes,11,opt,name=stallPolicy,casttype=StallPolicy"`
 }
+
+// CheckpointPolicy says where a job keeps its checkpoints and how long a stop
+// waits for one.
+type CheckpointPolicy struct {
+	// VolumeName names the pod volume that holds the checkpoints, typically
+	// a PersistentVolumeClaim. Every replica type's template has it and its
+	// training container mounts it, read-write and at the same path; that
+	// path is TENSORSTACK_CHECKPOINT_DIR, and reported checkpoints lie under
+	// it.
+	VolumeName string `json:"volumeName" protobuf:"bytes,1,opt,name=volumeName"`
+
+	// IntervalSeconds is how often the job means to write a checkpoint;
+	// replicas see it as TENSORSTACK_CHECKPOINT_INTERVAL_SECONDS. From 1 to
+	// 604800 (a week).
+	// +optional
+	IntervalSeconds *int32 `json:"intervalSeconds,omitempty" protobuf:"varint,2,opt,name=intervalSeconds"`
+
+	// StopGraceSeconds is how long a stop waits, after it asked, for a
+	// checkpoint report newer than its request before it removes the pods.
+	// From 1 to 3600, and at most the terminationGracePeriodSeconds of every
+	// replica type's template (30 when unset). Defaults to 30, or to the
+	// shortest of those grace periods when that is shorter.
+	// +optional
+	StopGraceSeconds *int32 `json:"stopGraceSeconds,omitempty" protobuf:"varint,3,opt,name=stopGraceSeconds"`
+}
+
+// StallPolicy is what a Stalled job does.
+// +enum
+type StallPolicy string
+
+const (
+	// StallPolicyNone records the Stalled condition and an event only.
+	StallPolicyNone StallPolicy = "None"
+	// StallPolicyRestart restarts every replica, from the last checkpoint,
+	// counted once against backoffLimit.
+	StallPolicyRestart StallPolicy = "Restart"
+	// StallPolicyFail fails the job with reason Stalled.
+	StallPolicyFail StallPolicy = "Fail"
+)
 
 // FailurePolicy holds the rules that decide what a failed pod does to the
 // job. The first rule that matches decides; when none does, the replica's

@@ -48,6 +48,17 @@ const (
 	// says whether its whole gang of pods is placed; False with reason
 	// ReasonWaitingForGang while they wait for room for all of them.
 	ConditionGangScheduled = "GangScheduled"
+	// ConditionStalled, on a job with spec.runPolicy.progressDeadlineSeconds,
+	// is True with reason ProgressDeadlineExceeded once every replica ran
+	// that long without a report that changed the step or epoch, and False
+	// again once one does or the pods are replaced.
+	ConditionStalled = "Stalled"
+)
+
+// Reasons of the Stalled condition.
+const (
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	ReasonProgressing              = "Progressing"
 )
 
 // ReasonWaitingForGang is the reason of a False GangScheduled condition
@@ -139,6 +150,23 @@ type TrainingJobStatus struct {
 	// through the progress subresource. Status writes leave it as it is.
 	// +optional
 	Progress *ProgressStatus `json:"progress,omitempty" protobuf:"bytes,13,opt,name=progress"`
+
+	// Checkpoint is the job's last good checkpoint and the ones before it,
+	// as its pods reported them through the checkpoint subresource, and the
+	// controller's request for a new one while a stop waits. Status writes
+	// leave the reports as they are.
+	// +optional
+	Checkpoint *CheckpointStatus `json:"checkpoint,omitempty" protobuf:"bytes,14,opt,name=checkpoint"`
+
+	// Accounting is where the job's time went (queued, starting, running,
+	// paused) and the work its interruptions lost.
+	// +optional
+	Accounting *Accounting `json:"accounting,omitempty" protobuf:"bytes,15,opt,name=accounting"`
+
+	// Stall is what the controller saw when it last found the job Stalled:
+	// the last report and the end of each replica's log.
+	// +optional
+	Stall *StallStatus `json:"stall,omitempty" protobuf:"bytes,16,opt,name=stall"`
 }
 
 // TaskStatus reports one replica type.

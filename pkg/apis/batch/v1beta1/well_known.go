@@ -61,6 +61,38 @@ const (
 	EnvJobResource = "TENSORSTACK_JOB_RESOURCE"
 )
 
+// Environment of every replica of a job with spec.runPolicy.checkpoint: the
+// checkpoint contract as the training code sees it.
+const (
+	// EnvCheckpointDir is the directory, in the training container, where
+	// the job writes its checkpoints: the checkpoint volume's mount path.
+	EnvCheckpointDir = "TENSORSTACK_CHECKPOINT_DIR"
+	// EnvCheckpointInterval is spec.runPolicy.checkpoint.intervalSeconds,
+	// when set.
+	EnvCheckpointInterval = "TENSORSTACK_CHECKPOINT_INTERVAL_SECONDS"
+	// EnvCheckpointRequestFile names a file that is empty until the
+	// controller asks for a checkpoint before it stops the pods; then it
+	// holds the request's time (RFC 3339). The file is a downward API
+	// projection of AnnotationCheckpointRequest.
+	EnvCheckpointRequestFile = "TENSORSTACK_CHECKPOINT_REQUEST_FILE"
+	// EnvResumeFrom and EnvResumeStep are the path and step of the job's
+	// last good checkpoint when the pod was made; unset before the first.
+	EnvResumeFrom = "TENSORSTACK_RESUME_FROM"
+	EnvResumeStep = "TENSORSTACK_RESUME_STEP"
+)
+
+// AnnotationCheckpointRequest is set by the controller on a job's pods when
+// it asks for a checkpoint before a stop: the request's time, RFC 3339 with
+// fractions of a second.
+const AnnotationCheckpointRequest = GroupName + "/checkpoint-request"
+
+// CheckpointRequestDir is where the training container finds the file of
+// EnvCheckpointRequestFile; CheckpointRequestFileName is its name there.
+const (
+	CheckpointRequestDir      = "/etc/tensorstack/checkpoint"
+	CheckpointRequestFileName = "request"
+)
+
 // FieldStatusPhase is the field selector label of a job's phase.
 const FieldStatusPhase = batch.FieldStatusPhase
 

@@ -24,6 +24,7 @@ package v1beta1
 import (
 	unsafe "unsafe"
 
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	conversion "k8s.io/apimachinery/pkg/conversion"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	batch "tensorstack.dev/training/pkg/apis/batch"
@@ -36,6 +37,16 @@ func init() {
 // RegisterConversions adds conversion functions to the given scheme.
 // Public to allow building arbitrary schemes.
 func RegisterConversions(s *runtime.Scheme) error {
+	if err := s.AddGeneratedConversionFunc((*Accounting)(nil), (*batch.Accounting)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_Accounting_To_batch_Accounting(a.(*Accounting), b.(*batch.Accounting), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.Accounting)(nil), (*Accounting)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_Accounting_To_v1beta1_Accounting(a.(*batch.Accounting), b.(*Accounting), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*Aggregate)(nil), (*batch.Aggregate)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1beta1_Aggregate_To_batch_Aggregate(a.(*Aggregate), b.(*batch.Aggregate), scope)
 	}); err != nil {
@@ -43,6 +54,56 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*batch.Aggregate)(nil), (*Aggregate)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_batch_Aggregate_To_v1beta1_Aggregate(a.(*batch.Aggregate), b.(*Aggregate), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*CheckpointPolicy)(nil), (*batch.CheckpointPolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CheckpointPolicy_To_batch_CheckpointPolicy(a.(*CheckpointPolicy), b.(*batch.CheckpointPolicy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.CheckpointPolicy)(nil), (*CheckpointPolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_CheckpointPolicy_To_v1beta1_CheckpointPolicy(a.(*batch.CheckpointPolicy), b.(*CheckpointPolicy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*CheckpointRecord)(nil), (*batch.CheckpointRecord)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CheckpointRecord_To_batch_CheckpointRecord(a.(*CheckpointRecord), b.(*batch.CheckpointRecord), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.CheckpointRecord)(nil), (*CheckpointRecord)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_CheckpointRecord_To_v1beta1_CheckpointRecord(a.(*batch.CheckpointRecord), b.(*CheckpointRecord), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*CheckpointReport)(nil), (*batch.CheckpointReport)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CheckpointReport_To_batch_CheckpointReport(a.(*CheckpointReport), b.(*batch.CheckpointReport), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.CheckpointReport)(nil), (*CheckpointReport)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_CheckpointReport_To_v1beta1_CheckpointReport(a.(*batch.CheckpointReport), b.(*CheckpointReport), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*CheckpointStatus)(nil), (*batch.CheckpointStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CheckpointStatus_To_batch_CheckpointStatus(a.(*CheckpointStatus), b.(*batch.CheckpointStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.CheckpointStatus)(nil), (*CheckpointStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_CheckpointStatus_To_v1beta1_CheckpointStatus(a.(*batch.CheckpointStatus), b.(*CheckpointStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*CheckpointValues)(nil), (*batch.CheckpointValues)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CheckpointValues_To_batch_CheckpointValues(a.(*CheckpointValues), b.(*batch.CheckpointValues), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.CheckpointValues)(nil), (*CheckpointValues)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_CheckpointValues_To_v1beta1_CheckpointValues(a.(*batch.CheckpointValues), b.(*CheckpointValues), scope)
 	}); err != nil {
 		return err
 	}
@@ -138,6 +199,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*batch.FailurePolicyRule)(nil), (*FailurePolicyRule)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_batch_FailurePolicyRule_To_v1beta1_FailurePolicyRule(a.(*batch.FailurePolicyRule), b.(*FailurePolicyRule), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*Interruption)(nil), (*batch.Interruption)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_Interruption_To_batch_Interruption(a.(*Interruption), b.(*batch.Interruption), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.Interruption)(nil), (*Interruption)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_Interruption_To_v1beta1_Interruption(a.(*batch.Interruption), b.(*Interruption), scope)
 	}); err != nil {
 		return err
 	}
@@ -256,6 +327,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*ReplicaLogTail)(nil), (*batch.ReplicaLogTail)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ReplicaLogTail_To_batch_ReplicaLogTail(a.(*ReplicaLogTail), b.(*batch.ReplicaLogTail), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.ReplicaLogTail)(nil), (*ReplicaLogTail)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_ReplicaLogTail_To_v1beta1_ReplicaLogTail(a.(*batch.ReplicaLogTail), b.(*ReplicaLogTail), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*ReplicaSpec)(nil), (*batch.ReplicaSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1beta1_ReplicaSpec_To_batch_ReplicaSpec(a.(*ReplicaSpec), b.(*batch.ReplicaSpec), scope)
 	}); err != nil {
@@ -323,6 +404,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*batch.SchedulePolicy)(nil), (*SchedulePolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_batch_SchedulePolicy_To_v1beta1_SchedulePolicy(a.(*batch.SchedulePolicy), b.(*SchedulePolicy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*StallStatus)(nil), (*batch.StallStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_StallStatus_To_batch_StallStatus(a.(*StallStatus), b.(*batch.StallStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.StallStatus)(nil), (*StallStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_StallStatus_To_v1beta1_StallStatus(a.(*batch.StallStatus), b.(*StallStatus), scope)
 	}); err != nil {
 		return err
 	}
@@ -429,6 +520,26 @@ func RegisterConversions(s *runtime.Scheme) error {
 	return nil
 }
 
+func autoConvert_v1beta1_Accounting_To_batch_Accounting(in *Accounting, out *batch.Accounting, s conversion.Scope) error {
+	*out = *(*batch.Accounting)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_Accounting_To_batch_Accounting is an autogenerated conversion function.
+func Convert_v1beta1_Accounting_To_batch_Accounting(in *Accounting, out *batch.Accounting, s conversion.Scope) error {
+	return autoConvert_v1beta1_Accounting_To_batch_Accounting(in, out, s)
+}
+
+func autoConvert_batch_Accounting_To_v1beta1_Accounting(in *batch.Accounting, out *Accounting, s conversion.Scope) error {
+	*out = *(*Accounting)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_batch_Accounting_To_v1beta1_Accounting is an autogenerated conversion function.
+func Convert_batch_Accounting_To_v1beta1_Accounting(in *batch.Accounting, out *Accounting, s conversion.Scope) error {
+	return autoConvert_batch_Accounting_To_v1beta1_Accounting(in, out, s)
+}
+
 func autoConvert_v1beta1_Aggregate_To_batch_Aggregate(in *Aggregate, out *batch.Aggregate, s conversion.Scope) error {
 	*out = *(*batch.Aggregate)(unsafe.Pointer(in))
 	return nil
@@ -447,6 +558,114 @@ func autoConvert_batch_Aggregate_To_v1beta1_Aggregate(in *batch.Aggregate, out *
 // Convert_batch_Aggregate_To_v1beta1_Aggregate is an autogenerated conversion function.
 func Convert_batch_Aggregate_To_v1beta1_Aggregate(in *batch.Aggregate, out *Aggregate, s conversion.Scope) error {
 	return autoConvert_batch_Aggregate_To_v1beta1_Aggregate(in, out, s)
+}
+
+func autoConvert_v1beta1_CheckpointPolicy_To_batch_CheckpointPolicy(in *CheckpointPolicy, out *batch.CheckpointPolicy, s conversion.Scope) error {
+	*out = *(*batch.CheckpointPolicy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_CheckpointPolicy_To_batch_CheckpointPolicy is an autogenerated conversion function.
+func Convert_v1beta1_CheckpointPolicy_To_batch_CheckpointPolicy(in *CheckpointPolicy, out *batch.CheckpointPolicy, s conversion.Scope) error {
+	return autoConvert_v1beta1_CheckpointPolicy_To_batch_CheckpointPolicy(in, out, s)
+}
+
+func autoConvert_batch_CheckpointPolicy_To_v1beta1_CheckpointPolicy(in *batch.CheckpointPolicy, out *CheckpointPolicy, s conversion.Scope) error {
+	*out = *(*CheckpointPolicy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_batch_CheckpointPolicy_To_v1beta1_CheckpointPolicy is an autogenerated conversion function.
+func Convert_batch_CheckpointPolicy_To_v1beta1_CheckpointPolicy(in *batch.CheckpointPolicy, out *CheckpointPolicy, s conversion.Scope) error {
+	return autoConvert_batch_CheckpointPolicy_To_v1beta1_CheckpointPolicy(in, out, s)
+}
+
+func autoConvert_v1beta1_CheckpointRecord_To_batch_CheckpointRecord(in *CheckpointRecord, out *batch.CheckpointRecord, s conversion.Scope) error {
+	*out = *(*batch.CheckpointRecord)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_CheckpointRecord_To_batch_CheckpointRecord is an autogenerated conversion function.
+func Convert_v1beta1_CheckpointRecord_To_batch_CheckpointRecord(in *CheckpointRecord, out *batch.CheckpointRecord, s conversion.Scope) error {
+	return autoConvert_v1beta1_CheckpointRecord_To_batch_CheckpointRecord(in, out, s)
+}
+
+func autoConvert_batch_CheckpointRecord_To_v1beta1_CheckpointRecord(in *batch.CheckpointRecord, out *CheckpointRecord, s conversion.Scope) error {
+	*out = *(*CheckpointRecord)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_batch_CheckpointRecord_To_v1beta1_CheckpointRecord is an autogenerated conversion function.
+func Convert_batch_CheckpointRecord_To_v1beta1_CheckpointRecord(in *batch.CheckpointRecord, out *CheckpointRecord, s conversion.Scope) error {
+	return autoConvert_batch_CheckpointRecord_To_v1beta1_CheckpointRecord(in, out, s)
+}
+
+func autoConvert_v1beta1_CheckpointReport_To_batch_CheckpointReport(in *CheckpointReport, out *batch.CheckpointReport, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1beta1_CheckpointValues_To_batch_CheckpointValues(&in.CheckpointValues, &out.CheckpointValues, s); err != nil {
+		return err
+	}
+	out.ReportTime = (*v1.MicroTime)(unsafe.Pointer(in.ReportTime))
+	return nil
+}
+
+// Convert_v1beta1_CheckpointReport_To_batch_CheckpointReport is an autogenerated conversion function.
+func Convert_v1beta1_CheckpointReport_To_batch_CheckpointReport(in *CheckpointReport, out *batch.CheckpointReport, s conversion.Scope) error {
+	return autoConvert_v1beta1_CheckpointReport_To_batch_CheckpointReport(in, out, s)
+}
+
+func autoConvert_batch_CheckpointReport_To_v1beta1_CheckpointReport(in *batch.CheckpointReport, out *CheckpointReport, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_batch_CheckpointValues_To_v1beta1_CheckpointValues(&in.CheckpointValues, &out.CheckpointValues, s); err != nil {
+		return err
+	}
+	out.ReportTime = (*v1.MicroTime)(unsafe.Pointer(in.ReportTime))
+	return nil
+}
+
+// Convert_batch_CheckpointReport_To_v1beta1_CheckpointReport is an autogenerated conversion function.
+func Convert_batch_CheckpointReport_To_v1beta1_CheckpointReport(in *batch.CheckpointReport, out *CheckpointReport, s conversion.Scope) error {
+	return autoConvert_batch_CheckpointReport_To_v1beta1_CheckpointReport(in, out, s)
+}
+
+func autoConvert_v1beta1_CheckpointStatus_To_batch_CheckpointStatus(in *CheckpointStatus, out *batch.CheckpointStatus, s conversion.Scope) error {
+	*out = *(*batch.CheckpointStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_CheckpointStatus_To_batch_CheckpointStatus is an autogenerated conversion function.
+func Convert_v1beta1_CheckpointStatus_To_batch_CheckpointStatus(in *CheckpointStatus, out *batch.CheckpointStatus, s conversion.Scope) error {
+	return autoConvert_v1beta1_CheckpointStatus_To_batch_CheckpointStatus(in, out, s)
+}
+
+func autoConvert_batch_CheckpointStatus_To_v1beta1_CheckpointStatus(in *batch.CheckpointStatus, out *CheckpointStatus, s conversion.Scope) error {
+	*out = *(*CheckpointStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_batch_CheckpointStatus_To_v1beta1_CheckpointStatus is an autogenerated conversion function.
+func Convert_batch_CheckpointStatus_To_v1beta1_CheckpointStatus(in *batch.CheckpointStatus, out *CheckpointStatus, s conversion.Scope) error {
+	return autoConvert_batch_CheckpointStatus_To_v1beta1_CheckpointStatus(in, out, s)
+}
+
+func autoConvert_v1beta1_CheckpointValues_To_batch_CheckpointValues(in *CheckpointValues, out *batch.CheckpointValues, s conversion.Scope) error {
+	*out = *(*batch.CheckpointValues)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_CheckpointValues_To_batch_CheckpointValues is an autogenerated conversion function.
+func Convert_v1beta1_CheckpointValues_To_batch_CheckpointValues(in *CheckpointValues, out *batch.CheckpointValues, s conversion.Scope) error {
+	return autoConvert_v1beta1_CheckpointValues_To_batch_CheckpointValues(in, out, s)
+}
+
+func autoConvert_batch_CheckpointValues_To_v1beta1_CheckpointValues(in *batch.CheckpointValues, out *CheckpointValues, s conversion.Scope) error {
+	*out = *(*CheckpointValues)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_batch_CheckpointValues_To_v1beta1_CheckpointValues is an autogenerated conversion function.
+func Convert_batch_CheckpointValues_To_v1beta1_CheckpointValues(in *batch.CheckpointValues, out *CheckpointValues, s conversion.Scope) error {
+	return autoConvert_batch_CheckpointValues_To_v1beta1_CheckpointValues(in, out, s)
 }
 
 func autoConvert_v1beta1_ContainerStatus_To_batch_ContainerStatus(in *ContainerStatus, out *batch.ContainerStatus, s conversion.Scope) error {
@@ -649,6 +868,26 @@ func Convert_batch_FailurePolicyRule_To_v1beta1_FailurePolicyRule(in *batch.Fail
 	return autoConvert_batch_FailurePolicyRule_To_v1beta1_FailurePolicyRule(in, out, s)
 }
 
+func autoConvert_v1beta1_Interruption_To_batch_Interruption(in *Interruption, out *batch.Interruption, s conversion.Scope) error {
+	*out = *(*batch.Interruption)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_Interruption_To_batch_Interruption is an autogenerated conversion function.
+func Convert_v1beta1_Interruption_To_batch_Interruption(in *Interruption, out *batch.Interruption, s conversion.Scope) error {
+	return autoConvert_v1beta1_Interruption_To_batch_Interruption(in, out, s)
+}
+
+func autoConvert_batch_Interruption_To_v1beta1_Interruption(in *batch.Interruption, out *Interruption, s conversion.Scope) error {
+	*out = *(*Interruption)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_batch_Interruption_To_v1beta1_Interruption is an autogenerated conversion function.
+func Convert_batch_Interruption_To_v1beta1_Interruption(in *batch.Interruption, out *Interruption, s conversion.Scope) error {
+	return autoConvert_batch_Interruption_To_v1beta1_Interruption(in, out, s)
+}
+
 func autoConvert_v1beta1_PauseMode_To_batch_PauseMode(in *PauseMode, out *batch.PauseMode, s conversion.Scope) error {
 	out.Enabled = in.Enabled
 	// WARNING: in.Enable requires manual conversion: does not exist in peer-type
@@ -780,7 +1019,15 @@ func Convert_batch_ProgressSample_To_v1beta1_ProgressSample(in *batch.ProgressSa
 }
 
 func autoConvert_v1beta1_ProgressStatus_To_batch_ProgressStatus(in *ProgressStatus, out *batch.ProgressStatus, s conversion.Scope) error {
-	*out = *(*batch.ProgressStatus)(unsafe.Pointer(in))
+	if err := Convert_v1beta1_ProgressValues_To_batch_ProgressValues(&in.ProgressValues, &out.ProgressValues, s); err != nil {
+		return err
+	}
+	out.EstimatedFinishTime = (*v1.Time)(unsafe.Pointer(in.EstimatedFinishTime))
+	out.Reporter = in.Reporter
+	out.ReportTime = (*v1.MicroTime)(unsafe.Pointer(in.ReportTime))
+	out.CoalescedReports = in.CoalescedReports
+	out.History = *(*[]batch.ProgressSample)(unsafe.Pointer(&in.History))
+	out.AdvanceTime = (*v1.MicroTime)(unsafe.Pointer(in.AdvanceTime))
 	return nil
 }
 
@@ -790,7 +1037,15 @@ func Convert_v1beta1_ProgressStatus_To_batch_ProgressStatus(in *ProgressStatus, 
 }
 
 func autoConvert_batch_ProgressStatus_To_v1beta1_ProgressStatus(in *batch.ProgressStatus, out *ProgressStatus, s conversion.Scope) error {
-	*out = *(*ProgressStatus)(unsafe.Pointer(in))
+	if err := Convert_batch_ProgressValues_To_v1beta1_ProgressValues(&in.ProgressValues, &out.ProgressValues, s); err != nil {
+		return err
+	}
+	out.EstimatedFinishTime = (*v1.Time)(unsafe.Pointer(in.EstimatedFinishTime))
+	out.Reporter = in.Reporter
+	out.ReportTime = (*v1.MicroTime)(unsafe.Pointer(in.ReportTime))
+	out.CoalescedReports = in.CoalescedReports
+	out.AdvanceTime = (*v1.MicroTime)(unsafe.Pointer(in.AdvanceTime))
+	out.History = *(*[]ProgressSample)(unsafe.Pointer(&in.History))
 	return nil
 }
 
@@ -939,6 +1194,26 @@ func autoConvert_batch_ReplicaDebugSpec_To_v1beta1_ReplicaDebugSpec(in *batch.Re
 // Convert_batch_ReplicaDebugSpec_To_v1beta1_ReplicaDebugSpec is an autogenerated conversion function.
 func Convert_batch_ReplicaDebugSpec_To_v1beta1_ReplicaDebugSpec(in *batch.ReplicaDebugSpec, out *ReplicaDebugSpec, s conversion.Scope) error {
 	return autoConvert_batch_ReplicaDebugSpec_To_v1beta1_ReplicaDebugSpec(in, out, s)
+}
+
+func autoConvert_v1beta1_ReplicaLogTail_To_batch_ReplicaLogTail(in *ReplicaLogTail, out *batch.ReplicaLogTail, s conversion.Scope) error {
+	*out = *(*batch.ReplicaLogTail)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ReplicaLogTail_To_batch_ReplicaLogTail is an autogenerated conversion function.
+func Convert_v1beta1_ReplicaLogTail_To_batch_ReplicaLogTail(in *ReplicaLogTail, out *batch.ReplicaLogTail, s conversion.Scope) error {
+	return autoConvert_v1beta1_ReplicaLogTail_To_batch_ReplicaLogTail(in, out, s)
+}
+
+func autoConvert_batch_ReplicaLogTail_To_v1beta1_ReplicaLogTail(in *batch.ReplicaLogTail, out *ReplicaLogTail, s conversion.Scope) error {
+	*out = *(*ReplicaLogTail)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_batch_ReplicaLogTail_To_v1beta1_ReplicaLogTail is an autogenerated conversion function.
+func Convert_batch_ReplicaLogTail_To_v1beta1_ReplicaLogTail(in *batch.ReplicaLogTail, out *ReplicaLogTail, s conversion.Scope) error {
+	return autoConvert_batch_ReplicaLogTail_To_v1beta1_ReplicaLogTail(in, out, s)
 }
 
 func autoConvert_v1beta1_ReplicaSpec_To_batch_ReplicaSpec(in *ReplicaSpec, out *batch.ReplicaSpec, s conversion.Scope) error {
@@ -1113,6 +1388,26 @@ func autoConvert_batch_SchedulePolicy_To_v1beta1_SchedulePolicy(in *batch.Schedu
 // Convert_batch_SchedulePolicy_To_v1beta1_SchedulePolicy is an autogenerated conversion function.
 func Convert_batch_SchedulePolicy_To_v1beta1_SchedulePolicy(in *batch.SchedulePolicy, out *SchedulePolicy, s conversion.Scope) error {
 	return autoConvert_batch_SchedulePolicy_To_v1beta1_SchedulePolicy(in, out, s)
+}
+
+func autoConvert_v1beta1_StallStatus_To_batch_StallStatus(in *StallStatus, out *batch.StallStatus, s conversion.Scope) error {
+	*out = *(*batch.StallStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_StallStatus_To_batch_StallStatus is an autogenerated conversion function.
+func Convert_v1beta1_StallStatus_To_batch_StallStatus(in *StallStatus, out *batch.StallStatus, s conversion.Scope) error {
+	return autoConvert_v1beta1_StallStatus_To_batch_StallStatus(in, out, s)
+}
+
+func autoConvert_batch_StallStatus_To_v1beta1_StallStatus(in *batch.StallStatus, out *StallStatus, s conversion.Scope) error {
+	*out = *(*StallStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_batch_StallStatus_To_v1beta1_StallStatus is an autogenerated conversion function.
+func Convert_batch_StallStatus_To_v1beta1_StallStatus(in *batch.StallStatus, out *StallStatus, s conversion.Scope) error {
+	return autoConvert_batch_StallStatus_To_v1beta1_StallStatus(in, out, s)
 }
 
 func autoConvert_v1beta1_T9kScheduler_To_batch_T9kScheduler(in *T9kScheduler, out *batch.T9kScheduler, s conversion.Scope) error {
@@ -1344,7 +1639,32 @@ func Convert_batch_TrainingJobSpec_To_v1beta1_TrainingJobSpec(in *batch.Training
 }
 
 func autoConvert_v1beta1_TrainingJobStatus_To_batch_TrainingJobStatus(in *TrainingJobStatus, out *batch.TrainingJobStatus, s conversion.Scope) error {
-	*out = *(*batch.TrainingJobStatus)(unsafe.Pointer(in))
+	out.ObservedGeneration = in.ObservedGeneration
+	out.Phase = batch.JobPhase(in.Phase)
+	out.Conditions = *(*[]v1.Condition)(unsafe.Pointer(&in.Conditions))
+	out.Tasks = *(*[]batch.TaskStatus)(unsafe.Pointer(&in.Tasks))
+	if err := Convert_v1beta1_Aggregate_To_batch_Aggregate(&in.Aggregate, &out.Aggregate, s); err != nil {
+		return err
+	}
+	out.BackoffCount = in.BackoffCount
+	out.Tensorboard = (*batch.DependentStatus)(unsafe.Pointer(in.Tensorboard))
+	out.StartTime = (*v1.Time)(unsafe.Pointer(in.StartTime))
+	out.CompletionTime = (*v1.Time)(unsafe.Pointer(in.CompletionTime))
+	out.Replicas = (*int32)(unsafe.Pointer(in.Replicas))
+	out.Selector = in.Selector
+	out.LastScaleTime = (*v1.Time)(unsafe.Pointer(in.LastScaleTime))
+	if in.Progress != nil {
+		in, out := &in.Progress, &out.Progress
+		*out = new(batch.ProgressStatus)
+		if err := Convert_v1beta1_ProgressStatus_To_batch_ProgressStatus(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Progress = nil
+	}
+	out.Checkpoint = (*batch.CheckpointStatus)(unsafe.Pointer(in.Checkpoint))
+	out.Accounting = (*batch.Accounting)(unsafe.Pointer(in.Accounting))
+	out.Stall = (*batch.StallStatus)(unsafe.Pointer(in.Stall))
 	return nil
 }
 
@@ -1354,7 +1674,32 @@ func Convert_v1beta1_TrainingJobStatus_To_batch_TrainingJobStatus(in *TrainingJo
 }
 
 func autoConvert_batch_TrainingJobStatus_To_v1beta1_TrainingJobStatus(in *batch.TrainingJobStatus, out *TrainingJobStatus, s conversion.Scope) error {
-	*out = *(*TrainingJobStatus)(unsafe.Pointer(in))
+	out.ObservedGeneration = in.ObservedGeneration
+	out.Phase = JobPhase(in.Phase)
+	out.Conditions = *(*[]v1.Condition)(unsafe.Pointer(&in.Conditions))
+	out.Tasks = *(*[]TaskStatus)(unsafe.Pointer(&in.Tasks))
+	if err := Convert_batch_Aggregate_To_v1beta1_Aggregate(&in.Aggregate, &out.Aggregate, s); err != nil {
+		return err
+	}
+	out.BackoffCount = in.BackoffCount
+	out.Tensorboard = (*DependentStatus)(unsafe.Pointer(in.Tensorboard))
+	out.StartTime = (*v1.Time)(unsafe.Pointer(in.StartTime))
+	out.CompletionTime = (*v1.Time)(unsafe.Pointer(in.CompletionTime))
+	out.Replicas = (*int32)(unsafe.Pointer(in.Replicas))
+	out.Selector = in.Selector
+	out.LastScaleTime = (*v1.Time)(unsafe.Pointer(in.LastScaleTime))
+	if in.Progress != nil {
+		in, out := &in.Progress, &out.Progress
+		*out = new(ProgressStatus)
+		if err := Convert_batch_ProgressStatus_To_v1beta1_ProgressStatus(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Progress = nil
+	}
+	out.Checkpoint = (*CheckpointStatus)(unsafe.Pointer(in.Checkpoint))
+	out.Accounting = (*Accounting)(unsafe.Pointer(in.Accounting))
+	out.Stall = (*StallStatus)(unsafe.Pointer(in.Stall))
 	return nil
 }
 

@@ -46,6 +46,7 @@ func SetObjectDefaults_DebugRequest(in *DebugRequest) {
 }
 
 func SetObjectDefaults_PyTorchTrainingJob(in *PyTorchTrainingJob) {
+	SetDefaults_TrainingJobSpec(&in.Spec.TrainingJobSpec)
 	for i := range in.Spec.TrainingJobSpec.ReplicaSpecs {
 		a := &in.Spec.TrainingJobSpec.ReplicaSpecs[i]
 		SetDefaults_ReplicaSpec(a)
@@ -258,6 +259,7 @@ func SetObjectDefaults_PyTorchTrainingJobList(in *PyTorchTrainingJobList) {
 }
 
 func SetObjectDefaults_TensorFlowTrainingJob(in *TensorFlowTrainingJob) {
+	SetDefaults_TrainingJobSpec(&in.Spec.TrainingJobSpec)
 	for i := range in.Spec.TrainingJobSpec.ReplicaSpecs {
 		a := &in.Spec.TrainingJobSpec.ReplicaSpecs[i]
 		SetDefaults_ReplicaSpec(a)

@@ -22,8 +22,38 @@ limitations under the License.
 package v1beta1
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Accounting) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.Accounting"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Aggregate) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.Aggregate"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CheckpointPolicy) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.CheckpointPolicy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CheckpointRecord) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.CheckpointRecord"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CheckpointReport) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.CheckpointReport"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CheckpointStatus) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.CheckpointStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CheckpointValues) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.CheckpointValues"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
@@ -74,6 +104,11 @@ func (in FailurePolicyOnPodCondition) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in FailurePolicyRule) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.FailurePolicyRule"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Interruption) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.Interruption"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
@@ -137,6 +172,11 @@ func (in ReplicaDebugSpec) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ReplicaLogTail) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ReplicaLogTail"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReplicaSpec) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ReplicaSpec"
 }
@@ -169,6 +209,11 @@ func (in RunPolicy) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SchedulePolicy) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.SchedulePolicy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in StallStatus) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.StallStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

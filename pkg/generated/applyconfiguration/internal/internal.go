@@ -39,6 +39,42 @@ func Parser() *typed.Parser {
 var parserOnce sync.Once
 var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.Accounting
+  map:
+    fields:
+    - name: interruptions
+      type:
+        scalar: numeric
+    - name: lostReplicaSeconds
+      type:
+        scalar: numeric
+    - name: lostSteps
+      type:
+        scalar: numeric
+    - name: pausedSeconds
+      type:
+        scalar: numeric
+    - name: queuedSeconds
+      type:
+        scalar: numeric
+    - name: recent
+      type:
+        list:
+          elementType:
+            namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.Interruption
+          elementRelationship: atomic
+    - name: runningSeconds
+      type:
+        scalar: numeric
+    - name: startingSeconds
+      type:
+        scalar: numeric
+    - name: state
+      type:
+        scalar: string
+    - name: stateSince
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.Aggregate
   map:
     fields:
@@ -70,6 +106,59 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: numeric
       default: 0
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.CheckpointPolicy
+  map:
+    fields:
+    - name: intervalSeconds
+      type:
+        scalar: numeric
+    - name: stopGraceSeconds
+      type:
+        scalar: numeric
+    - name: volumeName
+      type:
+        scalar: string
+      default: ""
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.CheckpointRecord
+  map:
+    fields:
+    - name: epoch
+      type:
+        scalar: numeric
+    - name: path
+      type:
+        scalar: string
+      default: ""
+    - name: reportTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime
+    - name: reporter
+      type:
+        scalar: string
+    - name: sizeBytes
+      type:
+        scalar: numeric
+    - name: step
+      type:
+        scalar: numeric
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.CheckpointStatus
+  map:
+    fields:
+    - name: history
+      type:
+        list:
+          elementType:
+            namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.CheckpointRecord
+          elementRelationship: atomic
+    - name: latest
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.CheckpointRecord
+    - name: requestReason
+      type:
+        scalar: string
+    - name: requestTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.ContainerStatus
   map:
     fields:
@@ -227,6 +316,37 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             scalar: string
           elementRelationship: associative
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.Interruption
+  map:
+    fields:
+    - name: checkpointAnswered
+      type:
+        scalar: boolean
+    - name: lostReplicaSeconds
+      type:
+        scalar: numeric
+      default: 0
+    - name: lostSeconds
+      type:
+        scalar: numeric
+      default: 0
+    - name: lostSteps
+      type:
+        scalar: numeric
+    - name: reason
+      type:
+        scalar: string
+      default: ""
+    - name: replicas
+      type:
+        scalar: numeric
+      default: 0
+    - name: resumeStep
+      type:
+        scalar: numeric
+    - name: time
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.PauseMode
   map:
     fields:
@@ -278,6 +398,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.ProgressStatus
   map:
     fields:
+    - name: advanceTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime
     - name: coalescedReports
       type:
         scalar: numeric
@@ -395,6 +518,19 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.ReplicaLogTail
+  map:
+    fields:
+    - name: error
+      type:
+        scalar: string
+    - name: lines
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+      default: ""
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.ReplicaSpec
   map:
     fields:
@@ -480,12 +616,21 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: backoffLimit
       type:
         scalar: numeric
+    - name: checkpoint
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.CheckpointPolicy
     - name: cleanUpPolicy
       type:
         scalar: string
     - name: failurePolicy
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.FailurePolicy
+    - name: progressDeadlineSeconds
+      type:
+        scalar: numeric
+    - name: stallPolicy
+      type:
+        scalar: string
     - name: startTimeoutSeconds
       type:
         scalar: numeric
@@ -504,6 +649,27 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: t9kScheduler
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.T9kScheduler
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.StallStatus
+  map:
+    fields:
+    - name: epoch
+      type:
+        scalar: numeric
+    - name: logs
+      type:
+        list:
+          elementType:
+            namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.ReplicaLogTail
+          elementRelationship: atomic
+    - name: reporter
+      type:
+        scalar: string
+    - name: step
+      type:
+        scalar: numeric
+    - name: time
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.T9kScheduler
   map:
     fields:
@@ -618,6 +784,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingJobStatus
   map:
     fields:
+    - name: accounting
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.Accounting
     - name: aggregate
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.Aggregate
@@ -625,6 +794,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: backoffCount
       type:
         scalar: numeric
+    - name: checkpoint
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.CheckpointStatus
     - name: completionTime
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
@@ -654,6 +826,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: selector
       type:
         scalar: string
+    - name: stall
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.StallStatus
     - name: startTime
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time

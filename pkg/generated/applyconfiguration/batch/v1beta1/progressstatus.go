@@ -48,6 +48,9 @@ type ProgressStatusApplyConfiguration struct {
 	// of the loss, say, which kubectl training status draws. Reports held
 	// back by the write interval are not in it.
 	History []ProgressSampleApplyConfiguration `json:"history,omitempty"`
+	// AdvanceTime is when a stored report last raised the step or epoch;
+	// progressDeadlineSeconds counts from here.
+	AdvanceTime *v1.MicroTime `json:"advanceTime,omitempty"`
 }
 
 // ProgressStatusApplyConfiguration constructs a declarative configuration of the ProgressStatus type for use with
@@ -167,5 +170,13 @@ func (b *ProgressStatusApplyConfiguration) WithHistory(values ...*ProgressSample
 		}
 		b.History = append(b.History, *values[i])
 	}
+	return b
+}
+
+// WithAdvanceTime sets the AdvanceTime field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the AdvanceTime field is set to the value of the last call.
+func (b *ProgressStatusApplyConfiguration) WithAdvanceTime(value v1.MicroTime) *ProgressStatusApplyConfiguration {
+	b.AdvanceTime = &value
 	return b
 }

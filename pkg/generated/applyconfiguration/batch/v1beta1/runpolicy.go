@@ -69,6 +69,25 @@ type RunPolicyApplyConfiguration struct {
 	// gang-placed, together; only their containers wait. The init container
 	// runs the training container's image and needs a POSIX shell in it.
 	StartupPolicy *batchv1beta1.StartupPolicy `json:"startupPolicy,omitempty"`
+	// Checkpoint, when set, says where the job keeps its checkpoints. Every
+	// replica then learns the checkpoint directory and the last good
+	// checkpoint from its environment, and every stop the controller makes
+	// (pause, Kueue eviction, elastic scale-down, RestartJob, a stall
+	// restart) asks the job for a checkpoint and waits for it first. Unset,
+	// stops remove the pods at once.
+	Checkpoint *CheckpointPolicyApplyConfiguration `json:"checkpoint,omitempty"`
+	// ProgressDeadlineSeconds, when set, is how long the job may go without
+	// a progress report that raises its step or epoch while every replica
+	// runs, before it is Stalled. Time paused, queued or starting does not
+	// count: the clock starts when the last replica runs. From 1 to
+	// 315360000 (ten years).
+	ProgressDeadlineSeconds *int64 `json:"progressDeadlineSeconds,omitempty"`
+	// StallPolicy says what a Stalled job does: None records the condition
+	// and an event, Restart restarts every replica (from the last checkpoint,
+	// counted against backoffLimit), Fail fails the job. Before Restart or
+	// Fail, the last lines of each replica's log are kept in status.stall.
+	// Defaults to None; needs progressDeadlineSeconds.
+	StallPolicy *batchv1beta1.StallPolicy `json:"stallPolicy,omitempty"`
 }
 
 // RunPolicyApplyConfiguration constructs a declarative configuration of the RunPolicy type for use with
@@ -138,5 +157,29 @@ func (b *RunPolicyApplyConfiguration) WithStartTimeoutSeconds(value int64) *RunP
 // If called multiple times, the StartupPolicy field is set to the value of the last call.
 func (b *RunPolicyApplyConfiguration) WithStartupPolicy(value batchv1beta1.StartupPolicy) *RunPolicyApplyConfiguration {
 	b.StartupPolicy = &value
+	return b
+}
+
+// WithCheckpoint sets the Checkpoint field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Checkpoint field is set to the value of the last call.
+func (b *RunPolicyApplyConfiguration) WithCheckpoint(value *CheckpointPolicyApplyConfiguration) *RunPolicyApplyConfiguration {
+	b.Checkpoint = value
+	return b
+}
+
+// WithProgressDeadlineSeconds sets the ProgressDeadlineSeconds field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ProgressDeadlineSeconds field is set to the value of the last call.
+func (b *RunPolicyApplyConfiguration) WithProgressDeadlineSeconds(value int64) *RunPolicyApplyConfiguration {
+	b.ProgressDeadlineSeconds = &value
+	return b
+}
+
+// WithStallPolicy sets the StallPolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the StallPolicy field is set to the value of the last call.
+func (b *RunPolicyApplyConfiguration) WithStallPolicy(value batchv1beta1.StallPolicy) *RunPolicyApplyConfiguration {
+	b.StallPolicy = &value
 	return b
 }

@@ -63,6 +63,17 @@ type TrainingJobStatusApplyConfiguration struct {
 	// Progress is how far the job has come, as its pods last reported
 	// through the progress subresource. Status writes leave it as it is.
 	Progress *ProgressStatusApplyConfiguration `json:"progress,omitempty"`
+	// Checkpoint is the job's last good checkpoint and the ones before it,
+	// as its pods reported them through the checkpoint subresource, and the
+	// controller's request for a new one while a stop waits. Status writes
+	// leave the reports as they are.
+	Checkpoint *CheckpointStatusApplyConfiguration `json:"checkpoint,omitempty"`
+	// Accounting is where the job's time went (queued, starting, running,
+	// paused) and the work its interruptions lost.
+	Accounting *AccountingApplyConfiguration `json:"accounting,omitempty"`
+	// Stall is what the controller saw when it last found the job Stalled:
+	// the last report and the end of each replica's log.
+	Stall *StallStatusApplyConfiguration `json:"stall,omitempty"`
 }
 
 // TrainingJobStatusApplyConfiguration constructs a declarative configuration of the TrainingJobStatus type for use with
@@ -182,5 +193,29 @@ func (b *TrainingJobStatusApplyConfiguration) WithLastScaleTime(value metav1.Tim
 // If called multiple times, the Progress field is set to the value of the last call.
 func (b *TrainingJobStatusApplyConfiguration) WithProgress(value *ProgressStatusApplyConfiguration) *TrainingJobStatusApplyConfiguration {
 	b.Progress = value
+	return b
+}
+
+// WithCheckpoint sets the Checkpoint field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Checkpoint field is set to the value of the last call.
+func (b *TrainingJobStatusApplyConfiguration) WithCheckpoint(value *CheckpointStatusApplyConfiguration) *TrainingJobStatusApplyConfiguration {
+	b.Checkpoint = value
+	return b
+}
+
+// WithAccounting sets the Accounting field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Accounting field is set to the value of the last call.
+func (b *TrainingJobStatusApplyConfiguration) WithAccounting(value *AccountingApplyConfiguration) *TrainingJobStatusApplyConfiguration {
+	b.Accounting = value
+	return b
+}
+
+// WithStall sets the Stall field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Stall field is set to the value of the last call.
+func (b *TrainingJobStatusApplyConfiguration) WithStall(value *StallStatusApplyConfiguration) *TrainingJobStatusApplyConfiguration {
+	b.Stall = value
 	return b
 }
