@@ -27,6 +27,7 @@ limitations under the License.
 //	batch.tensorstack.dev   tensorflowtrainingjobs/status     update
 //	batch.tensorstack.dev   pytorchtrainingjobs/status        update
 //	""                      pods                              get, list, watch, create, delete, patch
+//	""                      pods/log                          get
 //	""                      services                          get, list, watch, create, delete, patch
 //	apps                    deployments                       list, watch, create, update, delete
 //	""                      events                            create, patch

@@ -95,7 +95,7 @@ var (
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(reconcileDuration, podsCreated, podsDeleted, unqueuedJobs,
-			jobsFinished, jobDuration, jobQueued)
+			jobsFinished, jobDuration, jobQueued, jobStateSeconds, jobInterruptions, jobLostWork)
 	})
 }
 

@@ -27,8 +27,11 @@ import (
 // planActive plans a job that has not finished.
 func (r *reconciler) planActive() {
 	st := r.status
+	if !pauseEnabled(r.spec) && (r.queue == nil || r.queue.Admitted) && r.resizing() {
+		r.holdResize = !r.stopRunning(StopResize)
+	}
 	for _, p := range r.extra {
-		if p.DeletionTimestamp == nil {
+		if p.DeletionTimestamp == nil && !r.holdResize {
 			r.delete(p, "it belongs to no replica of the job")
 		}
 	}
@@ -71,10 +74,14 @@ func (r *reconciler) planActive() {
 		r.finish(v1beta1.JobFailed, reason, message)
 		return
 	}
+	if reason, message := r.planStall(debug); reason != "" {
+		r.finish(v1beta1.JobFailed, reason, message)
+		return
+	}
 
 	started := r.topo.Total > 0
 	for _, s := range r.slots {
-		if s.pod == nil && s.phase == v1beta1.ReplicaCreating {
+		if s.pod == nil && s.phase == v1beta1.ReplicaCreating && !r.holdResize {
 			r.creates = append(r.creates, s)
 		}
 		if s.phase != v1beta1.ReplicaRunning && s.phase != v1beta1.ReplicaSucceeded {

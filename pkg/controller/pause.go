@@ -32,6 +32,11 @@ import (
 
 // planPause deletes every pod; the job is Paused once none is left.
 func (r *reconciler) planPause() {
+	if !r.stopRunning(StopPause) {
+		r.holdPods()
+		r.setCondition(v1beta1.ConditionPaused, metav1.ConditionTrue, ReasonPausing, r.checkpointWaitMessage())
+		return
+	}
 	reason, message, paused := pauseState(r.stopPods("the job is paused", v1beta1.ReplicaDeleted))
 	r.setCondition(v1beta1.ConditionPaused, metav1.ConditionTrue, reason, message)
 	if !paused {

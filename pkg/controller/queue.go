@@ -95,7 +95,6 @@ func (r *reconciler) podSetCount() int {
 // after an eviction.
 func (r *reconciler) planQueued() {
 	q, st := r.queue, r.status
-	remaining := r.stopPods("the job is no longer admitted by Kueue", v1beta1.ReplicaCreating)
 	reason, message := v1beta1.ReasonWaitingForAdmission, ""
 	switch {
 	case q.Evicted != nil:
@@ -119,6 +118,12 @@ func (r *reconciler) planQueued() {
 			r.event(corev1.EventTypeWarning, reason, "Evicted by Kueue: %s", q.Evicted.Message)
 		}
 	}
+	if !r.stopRunning(StopEvicted) {
+		r.holdPods()
+		r.setCondition(v1beta1.ConditionQueued, metav1.ConditionTrue, reason, message+"; "+r.checkpointWaitMessage())
+		return
+	}
+	remaining := r.stopPods("the job is no longer admitted by Kueue", v1beta1.ReplicaCreating)
 	r.setCondition(v1beta1.ConditionQueued, metav1.ConditionTrue, reason, message)
 	if remaining > 0 {
 		return

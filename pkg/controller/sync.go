@@ -165,6 +165,17 @@ type reconciler struct {
 	// scaleNoted: the Scaled event of this reconcile is recorded.
 	scaleNoted bool
 
+	// stopping: a stop that removes running pods was decided or held now;
+	// stopDecided is its outcome (stopRunning), asks the pods to ask for a
+	// checkpoint, holdResize a resize held for one.
+	stopping    bool
+	stopDecided *bool
+	asks        []*corev1.Pod
+	holdResize  bool
+	// stallLogs: the job stalled and acts on it; its pods' last log lines
+	// are read into status.stall before the status is written.
+	stallLogs bool
+
 	restarts      map[v1beta1.ReplicaType]int32 // replacements decided now, per type
 	restartingJob bool                          // a RestartJob decided now
 	failure       string                        // a replica failure seen now, for ReplicaFailure
@@ -302,7 +313,9 @@ func (r *reconciler) plan() {
 		r.planStartupGates()
 		r.planUnqueued()
 	}
+	r.planCheckpointRequest()
 	r.fillStatus()
+	r.planAccounting()
 	r.planGang()
 	r.resolveReplicaFailure(ReasonStatusTooLarge, ReasonStatusStored, "the job's status is stored again")
 	r.firstPods = r.firstPodsOnly()
@@ -323,12 +336,18 @@ func (r *reconciler) act(ctx context.Context) (time.Duration, error) {
 	if err := r.syncOwnedObjects(ctx); err != nil {
 		errs = append(errs, err)
 	}
+	if r.stallLogs {
+		r.readStallLogs(ctx)
+	}
 	if !r.firstPods && !r.holdStarts() {
 		if err := r.writeStatus(ctx); err != nil {
 			return 0, err
 		}
 	}
 	r.flushEvents()
+	if err := r.askForCheckpoint(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	// The status holds the outcomes now: the pods may go.
 	if err := r.releaseRecorded(ctx); err != nil {
 		errs = append(errs, err)
@@ -442,6 +461,7 @@ func (r *reconciler) writeStatus(ctx context.Context) error {
 	if !r.old.Phase.IsFinished() && r.status.Phase.IsFinished() {
 		observeFinished(r.key.Kind, updated)
 	}
+	observeAccounting(updated, r.old.Accounting, r.status.Accounting)
 	r.setJob(updated)
 	return nil
 }

@@ -149,6 +149,7 @@ func (b *Builder) Pod(id ReplicaID) (*corev1.Pod, error) {
 		setEnv(&pod.Spec.Containers[i], env)
 		setEnv(&pod.Spec.Containers[i], job)
 	}
+	b.addCheckpointContract(pod, ci)
 	return pod, nil
 }
 

@@ -556,14 +556,14 @@ func TestRBACRules(t *testing.T) {
 			}
 		}
 	}
-	// Every service account may send progress reports, and that is all the
-	// binding grants them; the server takes a report only from the job's
-	// own pods.
+	// Every service account may send progress and checkpoint reports, and
+	// that is all the binding grants them; the server takes a report only
+	// from the job's own pods.
 	reporter := mustGet[rbacv1.ClusterRole](t, r, "ClusterRole", "", "tensorstack:training-progress-reporter")
 	for _, rule := range reporter.Rules {
 		for _, res := range rule.Resources {
-			if !strings.HasSuffix(res, "/progress") || !slices.Equal(rule.Verbs, []string{"create"}) {
-				t.Errorf("the progress reporter role grants %v on %s, want create on progress subresources only", rule.Verbs, res)
+			if !(strings.HasSuffix(res, "/progress") || strings.HasSuffix(res, "/checkpoint")) || !slices.Equal(rule.Verbs, []string{"create"}) {
+				t.Errorf("the progress reporter role grants %v on %s, want create on progress and checkpoint subresources only", rule.Verbs, res)
 			}
 		}
 	}

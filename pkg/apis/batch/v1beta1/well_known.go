@@ -91,6 +91,9 @@ const AnnotationCheckpointRequest = GroupName + "/checkpoint-request"
 const (
 	CheckpointRequestDir      = "/etc/tensorstack/checkpoint"
 	CheckpointRequestFileName = "request"
+	// CheckpointRequestVolume is the name of the downward API volume that
+	// projects the request into CheckpointRequestDir.
+	CheckpointRequestVolume = "tensorstack-checkpoint-request"
 )
 
 // FieldStatusPhase is the field selector label of a job's phase.

@@ -9,7 +9,9 @@ steer them.
 - the errors of :mod:`tensorstack.training.errors`, every refusal of the
   server typed, with its details;
 - :mod:`tensorstack.training.progress`: the in-pod helper that reports a job's
-  progress from its training code.
+  progress from its training code, and its checkpoints: :func:`checkpoint_dir`,
+  :func:`resume_from`, :func:`resume_step`, :func:`should_checkpoint` and
+  :func:`report_checkpoint` (standard library only, like the module).
 """
 
 # The rest of the package is loaded when first used: the in-pod helper
@@ -21,6 +23,7 @@ _EXPORTS = {
     "client": ["JOB_NAME_LABEL", "TrainingClient", "last_condition"],
     "errors": ["ApiError", "BuildError", "ConflictError", "FieldError", "ForbiddenError", "InvalidError", "JobDeleted",
                "NotFoundError", "TrainingError", "UnauthorizedError", "WaitTimeout"],
+    "progress": ["checkpoint_dir", "report_checkpoint", "resume_from", "resume_step", "should_checkpoint"],
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 

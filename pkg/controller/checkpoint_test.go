@@ -1,0 +1,380 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
+// withCheckpoints gives every replica type a checkpoint volume mounted at
+// /ckpt and a checkpoint policy with the given stop grace.
+func (b *jobBuilder) withCheckpoints(grace int32) *jobBuilder {
+	for i := range b.spec().ReplicaSpecs {
+		pod := &b.spec().ReplicaSpecs[i].Template.Spec
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "ckpt",
+			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "ckpt"}}})
+		pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "ckpt", MountPath: "/ckpt"})
+	}
+	b.spec().RunPolicy.Checkpoint = &v1beta1.CheckpointPolicy{VolumeName: "ckpt", StopGraceSeconds: ptr.To(grace)}
+	return b
+}
+
+// reportCheckpoint stores a checkpoint report as the checkpoint
+// subresource would, at the fixture's clock.
+func (f *fixture) reportCheckpoint(job v1beta1.TrainingJob, step int64) {
+	f.t.Helper()
+	j := f.job(job)
+	st := j.JobStatus()
+	if st.Checkpoint == nil {
+		st.Checkpoint = &v1beta1.CheckpointStatus{}
+	}
+	if st.Checkpoint.Latest != nil {
+		st.Checkpoint.History = append(st.Checkpoint.History, *st.Checkpoint.Latest)
+	}
+	st.Checkpoint.Latest = &v1beta1.CheckpointRecord{
+		CheckpointValues: v1beta1.CheckpointValues{Path: "/ckpt/step-" + itoa64(step) + ".pt", Step: ptr.To(step)},
+		Reporter:         "j-master-0",
+		ReportTime:       metav1.NewMicroTime(f.clock.Now()),
+	}
+	f.updateJob(j)
+}
+
+// reportProgress stores a progress report at the fixture's clock.
+func (f *fixture) reportProgress(job v1beta1.TrainingJob, step int64, advanced bool) {
+	f.t.Helper()
+	j := f.job(job)
+	st := j.JobStatus()
+	now := metav1.NewMicroTime(f.clock.Now())
+	if st.Progress == nil {
+		st.Progress = &v1beta1.ProgressStatus{}
+	}
+	st.Progress.Step, st.Progress.ReportTime, st.Progress.Reporter = ptr.To(step), &now, "j-master-0"
+	if advanced {
+		st.Progress.AdvanceTime = &now
+	}
+	f.updateJob(j)
+}
+
+func itoa64(i int64) string { return strconv.FormatInt(i, 10) }
+
+func podEnv(p *corev1.Pod) map[string]string {
+	for i := range p.Spec.Containers {
+		if p.Spec.Containers[i].Name == "pytorch" {
+			return envOf(&p.Spec.Containers[i])
+		}
+	}
+	return nil
+}
+
+func TestCheckpointContractInPods(t *testing.T) {
+	job := newPyTorchJob("j").withReplicas("master", 1).withReplicas("worker", 1).withCheckpoints(20).obj()
+	f := newFixture(t, job)
+	f.start(job)
+	p := f.pod("j-worker-0")
+	env := podEnv(p)
+	if env[v1beta1.EnvCheckpointDir] != "/ckpt" || env[v1beta1.EnvCheckpointRequestFile] != "/etc/tensorstack/checkpoint/request" {
+		t.Errorf("env %v: want the checkpoint directory and the request file", env)
+	}
+	if _, ok := env[v1beta1.EnvResumeFrom]; ok {
+		t.Errorf("env %v: a job without a checkpoint has nothing to resume from", env)
+	}
+	var projected bool
+	for _, v := range p.Spec.Volumes {
+		if v.Name == v1beta1.CheckpointRequestVolume && v.DownwardAPI != nil &&
+			v.DownwardAPI.Items[0].FieldRef.FieldPath == "metadata.annotations['"+v1beta1.AnnotationCheckpointRequest+"']" {
+			projected = true
+		}
+	}
+	if !projected {
+		t.Errorf("volumes %+v: no downward API projection of the request annotation", p.Spec.Volumes)
+	}
+}
+
+func TestPauseWaitsForCheckpoint(t *testing.T) {
+	job := newPyTorchJob("j").withReplicas("master", 1).withReplicas("worker", 1).withCheckpoints(20).obj()
+	f := newFixture(t, job)
+	f.gracefulDeletes()
+	f.start(job)
+	f.clock.Step(time.Minute)
+	f.reportProgress(job, 25, true)
+
+	paused := f.job(job)
+	paused.CommonSpec().RunMode = &v1beta1.RunMode{Pause: &v1beta1.PauseMode{Enabled: true}}
+	f.updateJob(paused)
+	requeue := f.mustSync(paused)
+	f.observe()
+	if got := f.deletedPodNames(); len(got) != 0 {
+		t.Fatalf("deleted %v before the checkpoint", got)
+	}
+	st := f.status(paused)
+	if st.Checkpoint == nil || st.Checkpoint.RequestTime == nil || st.Checkpoint.RequestReason != StopPause {
+		t.Fatalf("status.checkpoint %+v: want a request for the pause", st.Checkpoint)
+	}
+	if requeue <= 0 || requeue > 20*time.Second {
+		t.Errorf("requeue after %v, want within the 20s grace", requeue)
+	}
+	assertCondition(t, st, v1beta1.ConditionPaused, metav1.ConditionTrue, ReasonPausing)
+	want := st.Checkpoint.RequestTime.Format(metav1.RFC3339Micro)
+	for _, name := range []string{"j-master-0", "j-worker-0"} {
+		if got := f.pod(name).Annotations[v1beta1.AnnotationCheckpointRequest]; got != want {
+			t.Errorf("pod %s request annotation %q, want %q", name, got, want)
+		}
+	}
+	if !hasEvent(f.events(), corev1.EventTypeNormal, ReasonCheckpointRequested) {
+		t.Errorf("no CheckpointRequested event")
+	}
+
+	// Still waiting: nothing goes.
+	f.clock.Step(3 * time.Second)
+	f.step(paused)
+	if got := f.deletedPodNames(); len(got) != 0 {
+		t.Fatalf("deleted %v while waiting", got)
+	}
+	// The checkpoint arrives: the pods go.
+	f.clock.Step(2 * time.Second)
+	f.reportCheckpoint(paused, 24)
+	f.mustSync(paused)
+	if got := f.deletedPodNames(); !equalStrings(got, []string{"j-master-0", "j-worker-0"}) {
+		t.Fatalf("deleted %v, want every pod once the checkpoint came", got)
+	}
+	f.observe()
+	if !hasEvent(f.events(), corev1.EventTypeNormal, ReasonCheckpointWritten) {
+		t.Errorf("no CheckpointWritten event")
+	}
+	st = f.status(paused)
+	if st.Checkpoint.RequestTime != nil {
+		t.Errorf("the request stays after its stop went ahead: %+v", st.Checkpoint)
+	}
+	a := st.Accounting
+	if a == nil || a.Interruptions != 1 || len(a.Recent) != 1 {
+		t.Fatalf("accounting %+v: want one interruption", a)
+	}
+	in := a.Recent[0]
+	if in.Reason != StopPause || in.Replicas != 2 || in.CheckpointAnswered == nil || !*in.CheckpointAnswered ||
+		in.LostSeconds != 0 || in.ResumeStep == nil || *in.ResumeStep != 24 || in.LostSteps == nil || *in.LostSteps != 1 {
+		t.Errorf("interruption %+v: want a pause of 2 replicas answered at step 24, 1 step and no time lost", in)
+	}
+
+	// Resumed, every pod starts from the checkpoint.
+	for _, p := range []string{"j-master-0", "j-worker-0"} {
+		f.removePod(p)
+	}
+	f.step(paused)
+	resumed := f.job(paused)
+	resumed.CommonSpec().RunMode.Pause.Enabled = false
+	f.updateJob(resumed)
+	f.step(resumed)
+	env := podEnv(f.pod("j-master-0"))
+	if env[v1beta1.EnvResumeFrom] != "/ckpt/step-24.pt" || env[v1beta1.EnvResumeStep] != "24" {
+		t.Errorf("env %v: want to resume from step 24", env)
+	}
+}
+
+func TestPauseCheckpointTimesOut(t *testing.T) {
+	job := newPyTorchJob("j").withReplicas("master", 1).withReplicas("worker", 1).withCheckpoints(20).obj()
+	f := newFixture(t, job)
+	f.start(job)
+	f.clock.Step(90 * time.Second)
+	paused := f.job(job)
+	paused.CommonSpec().RunMode = &v1beta1.RunMode{Pause: &v1beta1.PauseMode{Enabled: true}}
+	f.updateJob(paused)
+	f.step(paused)
+	f.clock.Step(20 * time.Second)
+	f.mustSync(paused)
+	if got := f.deletedPodNames(); len(got) != 2 {
+		t.Fatalf("deleted %v, want both pods once the grace ran out", got)
+	}
+	f.observe()
+	if !hasEvent(f.events(), corev1.EventTypeWarning, ReasonCheckpointTimedOut) {
+		t.Errorf("no CheckpointTimedOut event")
+	}
+	in := f.status(paused).Accounting.Recent[0]
+	if in.CheckpointAnswered == nil || *in.CheckpointAnswered || in.LostSeconds != 110 || in.LostReplicaSeconds != 220 {
+		t.Errorf("interruption %+v: want unanswered, 110s lost on each of 2 replicas", in)
+	}
+}
+
+func TestPauseWithoutCheckpointPolicyStopsAtOnce(t *testing.T) {
+	job := newPyTorchJob("j").withReplicas("master", 1).withReplicas("worker", 1).obj()
+	f := newFixture(t, job)
+	f.start(job)
+	f.clock.Step(30 * time.Second)
+	paused := f.job(job)
+	paused.CommonSpec().RunMode = &v1beta1.RunMode{Pause: &v1beta1.PauseMode{Enabled: true}}
+	f.updateJob(paused)
+	f.mustSync(paused)
+	if got := f.deletedPodNames(); len(got) != 2 {
+		t.Fatalf("deleted %v, want both pods at once", got)
+	}
+	f.observe()
+	st := f.status(paused)
+	if st.Checkpoint != nil {
+		t.Errorf("status.checkpoint %+v on a job without the contract", st.Checkpoint)
+	}
+	if a := st.Accounting; a == nil || a.Interruptions != 1 || a.Recent[0].LostReplicaSeconds != 60 || a.Recent[0].CheckpointAnswered != nil {
+		t.Errorf("accounting %+v: want one interruption of 30s on 2 replicas, no checkpoint asked", a)
+	}
+}
+
+func TestRestartJobWaitsForCheckpoint(t *testing.T) {
+	job := newPyTorchJob("j").withReplicas("master", 1).withReplicas("worker", 1).withCheckpoints(20).obj()
+	job.CommonSpec().RunPolicy.FailurePolicy = &v1beta1.FailurePolicy{Rules: []v1beta1.FailurePolicyRule{{Action: v1beta1.FailurePolicyActionRestartJob}}}
+	f := newFixture(t, job)
+	f.start(job)
+	f.setPod("j-worker-0", failed(137))
+	f.mustSync(job)
+	f.observe()
+	if got := f.deletedPodNames(); len(got) != 0 {
+		t.Fatalf("deleted %v before asking the master for a checkpoint", got)
+	}
+	st := f.status(job)
+	if st.BackoffCount != 0 || st.Checkpoint == nil || st.Checkpoint.RequestReason != StopRestartJob {
+		t.Fatalf("backoffCount %d, checkpoint %+v: want a RestartJob request, nothing counted yet", st.BackoffCount, st.Checkpoint)
+	}
+	if f.pod("j-master-0").Annotations[v1beta1.AnnotationCheckpointRequest] == "" {
+		t.Errorf("the surviving master was not asked")
+	}
+	f.clock.Step(time.Second)
+	f.reportCheckpoint(job, 7)
+	f.mustSync(job)
+	if got := f.deletedPodNames(); len(got) != 2 {
+		t.Fatalf("deleted %v, want the whole job restarted", got)
+	}
+	f.observe()
+	if st := f.status(job); st.BackoffCount != 1 {
+		t.Errorf("backoffCount %d, want the restart counted once", st.BackoffCount)
+	}
+}
+
+func TestStall(t *testing.T) {
+	for _, tc := range []struct {
+		policy      v1beta1.StallPolicy
+		wantPhase   v1beta1.JobPhase
+		wantDeletes int
+	}{
+		{v1beta1.StallPolicyNone, v1beta1.JobRunning, 0},
+		{v1beta1.StallPolicyFail, v1beta1.JobFailed, 2}, // clean-up policy Unfinished
+		{v1beta1.StallPolicyRestart, v1beta1.JobRunning, 2},
+	} {
+		t.Run(string(tc.policy), func(t *testing.T) {
+			b := newPyTorchJob("j").withReplicas("master", 1).withReplicas("worker", 1)
+			b.spec().RunPolicy.ProgressDeadlineSeconds = ptr.To[int64](60)
+			b.spec().RunPolicy.StallPolicy = tc.policy
+			job := b.obj()
+			f := newFixture(t, job)
+			f.start(job)
+			started := f.clock.Now()
+			f.setAll(func(p *corev1.Pod) {
+				running(p)
+				for i := range p.Status.ContainerStatuses {
+					p.Status.ContainerStatuses[i].State.Running.StartedAt = metav1.NewTime(started)
+				}
+			})
+			f.clock.Step(40 * time.Second)
+			f.reportProgress(job, 10, true)
+			// 59s after the last step moved: not yet.
+			f.clock.Step(59 * time.Second)
+			f.reportProgress(job, 10, false)
+			if d := f.step(job); d <= 0 || d > time.Second {
+				t.Errorf("requeue after %v, want at the deadline, 1s away", d)
+			}
+			if c := condition(f.status(job), v1beta1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue {
+				t.Fatalf("stalled before the deadline: %+v", c)
+			}
+			f.clock.Step(time.Second)
+			f.mustSync(job)
+			if got := f.deletedPodNames(); len(got) != tc.wantDeletes {
+				t.Errorf("deleted %v, want %d pods", got, tc.wantDeletes)
+			}
+			f.observe()
+			st := f.status(job)
+			assertCondition(t, st, v1beta1.ConditionStalled, metav1.ConditionTrue, v1beta1.ReasonProgressDeadlineExceeded)
+			if c := condition(st, v1beta1.ConditionStalled); !strings.Contains(c.Message, "step 10") || !strings.Contains(c.Message, "j-master-0") {
+				t.Errorf("Stalled message %q does not name the last step and reporter", c.Message)
+			}
+			assertPhase(t, st, tc.wantPhase)
+			if !hasEvent(f.events(), corev1.EventTypeWarning, ReasonStalled) {
+				t.Errorf("no Stalled event")
+			}
+			logged := st.Stall != nil && len(st.Stall.Logs) == 2
+			if acts := tc.policy != v1beta1.StallPolicyNone; logged != acts {
+				t.Errorf("status.stall %+v: log tails kept %v, want %v", st.Stall, logged, acts)
+			}
+			if tc.policy == v1beta1.StallPolicyFail {
+				assertCondition(t, st, v1beta1.ConditionFailed, metav1.ConditionTrue, ReasonStalled)
+			}
+			if tc.policy == v1beta1.StallPolicyRestart {
+				if st.BackoffCount != 1 || st.Accounting.Interruptions != 1 || st.Accounting.Recent[0].Reason != StopStalled {
+					t.Errorf("backoffCount %d, accounting %+v: want one counted stall restart", st.BackoffCount, st.Accounting)
+				}
+			}
+		})
+	}
+}
+
+func TestStallClockSkipsStarting(t *testing.T) {
+	b := newPyTorchJob("j").withReplicas("master", 1).withReplicas("worker", 1)
+	b.spec().RunPolicy.ProgressDeadlineSeconds = ptr.To[int64](60)
+	job := b.obj()
+	f := newFixture(t, job)
+	f.step(job)
+	// Pods pending for ten minutes: no stall.
+	f.clock.Step(10 * time.Minute)
+	f.step(job)
+	if c := condition(f.status(job), v1beta1.ConditionStalled); c != nil {
+		t.Fatalf("a starting job stalled: %+v", c)
+	}
+	now := f.clock.Now()
+	f.setAll(func(p *corev1.Pod) {
+		running(p)
+		for i := range p.Status.ContainerStatuses {
+			p.Status.ContainerStatuses[i].State.Running.StartedAt = metav1.NewTime(now)
+		}
+	})
+	if d := f.step(job); d != 60*time.Second {
+		t.Errorf("requeue after %v, want the full deadline from when the replicas run", d)
+	}
+}
+
+func TestAccountingStates(t *testing.T) {
+	job := newPyTorchJob("j").withReplicas("master", 1).obj()
+	f := newFixture(t, job)
+	f.step(job)
+	f.clock.Step(7 * time.Second)
+	f.setAll(running)
+	f.step(job)
+	a := f.status(job).Accounting
+	if a == nil || a.State != v1beta1.AccountingRunning || a.StartingSeconds != 7 {
+		t.Fatalf("accounting %+v: want Running after 7s starting", a)
+	}
+	f.clock.Step(100 * time.Second)
+	f.setAll(succeeded)
+	f.step(job)
+	a = f.status(job).Accounting
+	if a.State != "" || a.StateSince != nil || a.RunningSeconds != 100 || a.StartingSeconds != 7 {
+		t.Errorf("accounting %+v: want 100s running, 7s starting, no state once finished", a)
+	}
+}
