@@ -19807,7 +19807,7 @@ func schema_pkg_apis_batch_v1beta1_ProgressStatus(ref common.ReferenceCallback) 
 					},
 					"advanceTime": {
 						SchemaProps: spec.SchemaProps{
-							Description: "AdvanceTime is when a stored report last raised the step or epoch; progressDeadlineSeconds counts from here.",
+							Description: "AdvanceTime is when a stored report last changed the step or epoch; progressDeadlineSeconds counts from here.",
 							Ref:         ref(metav1.MicroTime{}.OpenAPIModelName()),
 						},
 					},
@@ -20496,7 +20496,7 @@ func schema_pkg_apis_batch_v1beta1_RunPolicy(ref common.ReferenceCallback) commo
 					},
 					"progressDeadlineSeconds": {
 						SchemaProps: spec.SchemaProps{
-							Description: "ProgressDeadlineSeconds, when set, is how long the job may go without a progress report that raises its step or epoch while every replica runs, before it is Stalled. Time paused, queued or starting does not count: the clock starts when the last replica runs. From 1 to 315360000 (ten years).",
+							Description: "ProgressDeadlineSeconds, when set, is how long the job may go without a progress report that changes its step or epoch while every replica runs, before it is Stalled. Time paused, queued or starting does not count: the clock starts when the last replica runs. From 1 to 315360000 (ten years).",
 							Type:        []string{"integer"},
 							Format:      "int64",
 						},
@@ -20553,7 +20553,7 @@ func schema_pkg_apis_batch_v1beta1_StallStatus(ref common.ReferenceCallback) com
 					},
 					"reporter": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Reporter sent the last progress report that raised the step or epoch.",
+							Description: "Reporter sent the last progress report that moved the step or epoch.",
 							Type:        []string{"string"},
 							Format:      "",
 						},

@@ -39,7 +39,8 @@ should_checkpoint() says, and reports each finished checkpoint:
 
     start = 1
     if progress.resume_from():
-        start = load(progress.resume_from()) + 1  # resume_step() + 1
+        load(progress.resume_from())
+        start = progress.resume_step() + 1
     for step in range(start, steps + 1):
         train_one_step()
         if progress.should_checkpoint():

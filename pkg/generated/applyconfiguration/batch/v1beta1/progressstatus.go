@@ -48,7 +48,7 @@ type ProgressStatusApplyConfiguration struct {
 	// of the loss, say, which kubectl training status draws. Reports held
 	// back by the write interval are not in it.
 	History []ProgressSampleApplyConfiguration `json:"history,omitempty"`
-	// AdvanceTime is when a stored report last raised the step or epoch;
+	// AdvanceTime is when a stored report last changed the step or epoch;
 	// progressDeadlineSeconds counts from here.
 	AdvanceTime *v1.MicroTime `json:"advanceTime,omitempty"`
 }

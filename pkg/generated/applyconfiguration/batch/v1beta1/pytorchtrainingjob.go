@@ -88,6 +88,12 @@ func ExtractPyTorchTrainingJob(pyTorchTrainingJob *batchv1beta1.PyTorchTrainingJ
 	return ExtractPyTorchTrainingJobFrom(pyTorchTrainingJob, fieldManager, "")
 }
 
+// ExtractPyTorchTrainingJobCheckpoint extracts the applied configuration owned by fieldManager from
+// pyTorchTrainingJob for the checkpoint subresource.
+func ExtractPyTorchTrainingJobCheckpoint(pyTorchTrainingJob *batchv1beta1.PyTorchTrainingJob, fieldManager string) (*PyTorchTrainingJobApplyConfiguration, error) {
+	return ExtractPyTorchTrainingJobFrom(pyTorchTrainingJob, fieldManager, "checkpoint")
+}
+
 // ExtractPyTorchTrainingJobDebug extracts the applied configuration owned by fieldManager from
 // pyTorchTrainingJob for the debug subresource.
 func ExtractPyTorchTrainingJobDebug(pyTorchTrainingJob *batchv1beta1.PyTorchTrainingJob, fieldManager string) (*PyTorchTrainingJobApplyConfiguration, error) {

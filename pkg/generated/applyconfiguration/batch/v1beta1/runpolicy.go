@@ -77,7 +77,7 @@ type RunPolicyApplyConfiguration struct {
 	// stops remove the pods at once.
 	Checkpoint *CheckpointPolicyApplyConfiguration `json:"checkpoint,omitempty"`
 	// ProgressDeadlineSeconds, when set, is how long the job may go without
-	// a progress report that raises its step or epoch while every replica
+	// a progress report that changes its step or epoch while every replica
 	// runs, before it is Stalled. Time paused, queued or starting does not
 	// count: the clock starts when the last replica runs. From 1 to
 	// 315360000 (ten years).

@@ -29,7 +29,7 @@ import (
 type StallStatusApplyConfiguration struct {
 	// Time is when the job was found Stalled.
 	Time *v1.Time `json:"time,omitempty"`
-	// Reporter sent the last progress report that raised the step or epoch.
+	// Reporter sent the last progress report that moved the step or epoch.
 	Reporter *string `json:"reporter,omitempty"`
 	// Step and Epoch are where the job stood.
 	Step  *int64 `json:"step,omitempty"`

@@ -89,6 +89,12 @@ func ExtractTensorFlowTrainingJob(tensorFlowTrainingJob *batchv1beta1.TensorFlow
 	return ExtractTensorFlowTrainingJobFrom(tensorFlowTrainingJob, fieldManager, "")
 }
 
+// ExtractTensorFlowTrainingJobCheckpoint extracts the applied configuration owned by fieldManager from
+// tensorFlowTrainingJob for the checkpoint subresource.
+func ExtractTensorFlowTrainingJobCheckpoint(tensorFlowTrainingJob *batchv1beta1.TensorFlowTrainingJob, fieldManager string) (*TensorFlowTrainingJobApplyConfiguration, error) {
+	return ExtractTensorFlowTrainingJobFrom(tensorFlowTrainingJob, fieldManager, "checkpoint")
+}
+
 // ExtractTensorFlowTrainingJobDebug extracts the applied configuration owned by fieldManager from
 // tensorFlowTrainingJob for the debug subresource.
 func ExtractTensorFlowTrainingJobDebug(tensorFlowTrainingJob *batchv1beta1.TensorFlowTrainingJob, fieldManager string) (*TensorFlowTrainingJobApplyConfiguration, error) {

@@ -55,6 +55,7 @@ type PyTorchTrainingJobInterface interface {
 	Resume(ctx context.Context, pyTorchTrainingJobName string, resumeRequest *batchv1beta1.ResumeRequest, opts v1.CreateOptions) (*batchv1beta1.PyTorchTrainingJob, error)
 	Debug(ctx context.Context, pyTorchTrainingJobName string, debugRequest *batchv1beta1.DebugRequest, opts v1.CreateOptions) (*batchv1beta1.PyTorchTrainingJob, error)
 	ReportProgress(ctx context.Context, pyTorchTrainingJobName string, progressReport *batchv1beta1.ProgressReport, opts v1.CreateOptions) (*batchv1beta1.ProgressReport, error)
+	ReportCheckpoint(ctx context.Context, pyTorchTrainingJobName string, checkpointReport *batchv1beta1.CheckpointReport, opts v1.CreateOptions) (*batchv1beta1.CheckpointReport, error)
 
 	PyTorchTrainingJobExpansion
 }
@@ -138,6 +139,22 @@ func (c *pyTorchTrainingJobs) ReportProgress(ctx context.Context, pyTorchTrainin
 		SubResource("progress").
 		VersionedParams(&opts, scheme.ParameterCodec).
 		Body(progressReport).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// ReportCheckpoint takes the representation of a checkpointReport and creates it.  Returns the server's representation of the checkpointReport, and an error, if there is any.
+func (c *pyTorchTrainingJobs) ReportCheckpoint(ctx context.Context, pyTorchTrainingJobName string, checkpointReport *batchv1beta1.CheckpointReport, opts v1.CreateOptions) (result *batchv1beta1.CheckpointReport, err error) {
+	result = &batchv1beta1.CheckpointReport{}
+	err = c.GetClient().Post().
+		UseProtobufAsDefault().
+		Namespace(c.GetNamespace()).
+		Resource("pytorchtrainingjobs").
+		Name(pyTorchTrainingJobName).
+		SubResource("checkpoint").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(checkpointReport).
 		Do(ctx).
 		Into(result)
 	return

@@ -55,6 +55,7 @@ type TensorFlowTrainingJobInterface interface {
 	Resume(ctx context.Context, tensorFlowTrainingJobName string, resumeRequest *batchv1beta1.ResumeRequest, opts v1.CreateOptions) (*batchv1beta1.TensorFlowTrainingJob, error)
 	Debug(ctx context.Context, tensorFlowTrainingJobName string, debugRequest *batchv1beta1.DebugRequest, opts v1.CreateOptions) (*batchv1beta1.TensorFlowTrainingJob, error)
 	ReportProgress(ctx context.Context, tensorFlowTrainingJobName string, progressReport *batchv1beta1.ProgressReport, opts v1.CreateOptions) (*batchv1beta1.ProgressReport, error)
+	ReportCheckpoint(ctx context.Context, tensorFlowTrainingJobName string, checkpointReport *batchv1beta1.CheckpointReport, opts v1.CreateOptions) (*batchv1beta1.CheckpointReport, error)
 
 	TensorFlowTrainingJobExpansion
 }
@@ -138,6 +139,22 @@ func (c *tensorFlowTrainingJobs) ReportProgress(ctx context.Context, tensorFlowT
 		SubResource("progress").
 		VersionedParams(&opts, scheme.ParameterCodec).
 		Body(progressReport).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// ReportCheckpoint takes the representation of a checkpointReport and creates it.  Returns the server's representation of the checkpointReport, and an error, if there is any.
+func (c *tensorFlowTrainingJobs) ReportCheckpoint(ctx context.Context, tensorFlowTrainingJobName string, checkpointReport *batchv1beta1.CheckpointReport, opts v1.CreateOptions) (result *batchv1beta1.CheckpointReport, err error) {
+	result = &batchv1beta1.CheckpointReport{}
+	err = c.GetClient().Post().
+		UseProtobufAsDefault().
+		Namespace(c.GetNamespace()).
+		Resource("tensorflowtrainingjobs").
+		Name(tensorFlowTrainingJobName).
+		SubResource("checkpoint").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(checkpointReport).
 		Do(ctx).
 		Into(result)
 	return

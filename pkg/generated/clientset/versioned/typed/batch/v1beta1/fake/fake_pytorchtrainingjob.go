@@ -103,3 +103,15 @@ func (c *fakePyTorchTrainingJobs) ReportProgress(ctx context.Context, pyTorchTra
 	}
 	return obj.(*v1beta1.ProgressReport), err
 }
+
+// ReportCheckpoint takes the representation of a checkpointReport and creates it.  Returns the server's representation of the checkpointReport, and an error, if there is any.
+func (c *fakePyTorchTrainingJobs) ReportCheckpoint(ctx context.Context, pyTorchTrainingJobName string, checkpointReport *v1beta1.CheckpointReport, opts v1.CreateOptions) (result *v1beta1.CheckpointReport, err error) {
+	emptyResult := &v1beta1.CheckpointReport{}
+	obj, err := c.Fake.
+		Invokes(testing.NewCreateSubresourceActionWithOptions(c.Resource(), pyTorchTrainingJobName, "checkpoint", c.Namespace(), checkpointReport, opts), emptyResult)
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*v1beta1.CheckpointReport), err
+}

@@ -103,3 +103,15 @@ func (c *fakeTensorFlowTrainingJobs) ReportProgress(ctx context.Context, tensorF
 	}
 	return obj.(*v1beta1.ProgressReport), err
 }
+
+// ReportCheckpoint takes the representation of a checkpointReport and creates it.  Returns the server's representation of the checkpointReport, and an error, if there is any.
+func (c *fakeTensorFlowTrainingJobs) ReportCheckpoint(ctx context.Context, tensorFlowTrainingJobName string, checkpointReport *v1beta1.CheckpointReport, opts v1.CreateOptions) (result *v1beta1.CheckpointReport, err error) {
+	emptyResult := &v1beta1.CheckpointReport{}
+	obj, err := c.Fake.
+		Invokes(testing.NewCreateSubresourceActionWithOptions(c.Resource(), tensorFlowTrainingJobName, "checkpoint", c.Namespace(), checkpointReport, opts), emptyResult)
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*v1beta1.CheckpointReport), err
+}
