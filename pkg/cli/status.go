@@ -235,6 +235,8 @@ func writeJobStatus(out io.Writer, kind *jobKind, job v1beta1.TrainingJob, event
 		fmt.Fprintf(w, "TensorBoard:\t%s\n", tensorboardState(tb))
 	}
 	writeProgress(w, status, now)
+	writeCheckpoint(w, status, now)
+	writeAccounting(w, status, now)
 	if err := w.Flush(); err != nil {
 		return err
 	}

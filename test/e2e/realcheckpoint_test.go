@@ -1,0 +1,411 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/test/e2e/framework"
+)
+
+// The checkpoint contract on the real node: the DDP example saves real
+// checkpoints with torch.save on a PersistentVolume of the stack's
+// local-path provisioner, and every interruption resumes from one.
+
+// ddpCheckpointJob is the DDP example as a checkpointing job: two torchrun
+// replicas, a PersistentVolumeClaim named ckpt mounted at /ckpt, and the
+// given run policy and environment.
+func ddpCheckpointJob(name, runPolicy string, env map[string]string) string {
+	var vars strings.Builder
+	for k, v := range env {
+		fmt.Fprintf(&vars, "            - {name: %s, value: %q}\n", k, v)
+	}
+	return fmt.Sprintf(`
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: %s
+spec:
+  torchrunConfig: {enabled: true, procPerNode: "1", rdzvBackend: c10d}
+  runPolicy:
+    cleanUpPolicy: None
+%s
+  replicaSpecs:
+  - type: node
+    replicas: 2
+    restartPolicy: Never
+    template:
+      spec:
+        terminationGracePeriodSeconds: 30
+        containers:
+        - name: pytorch
+          image: localhost/tensorstack/training:v1
+          command: ["python3", "pytorch_ddp.py"]
+          env:
+%s          volumeMounts:
+          - {name: ckpt, mountPath: /ckpt}
+          resources:
+            requests: {cpu: 250m, memory: 512Mi}
+            limits: {cpu: "1", memory: 2Gi}
+        volumes:
+        - name: ckpt
+          persistentVolumeClaim: {claimName: ckpt}
+`, name, indent(runPolicy, 4), vars.String())
+}
+
+func indent(s string, n int) string {
+	pad := strings.Repeat(" ", n)
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
+		out = append(out, pad+line)
+	}
+	return strings.Join(out, "\n")
+}
+
+// checkpointClaim makes the test's PersistentVolumeClaim ckpt, provisioned
+// on the real node by the stack's default StorageClass.
+func checkpointClaim(f *framework.Framework) {
+	f.T.Helper()
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "ckpt"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if _, err := f.Kube.CoreV1().PersistentVolumeClaims(f.Namespace).Create(f.Context(), pvc, metav1.CreateOptions{}); err != nil {
+		f.T.Fatalf("creating the checkpoint claim: %v", err)
+	}
+}
+
+var (
+	resumedLine = regexp.MustCompile(`rank=(\d+) resumed from step=(\d+) path=(\S+)`)
+	savedLine   = regexp.MustCompile(`rank=0 checkpoint saved step=(\d+) path=(\S+) reason=(\w+) reported=(\w+)`)
+)
+
+// stepLosses are the losses a pod's log shows, by step, for one rank.
+func stepLosses(log string, rank int) map[int]float64 {
+	losses := map[int]float64{}
+	for _, m := range stepLine.FindAllStringSubmatch(log, -1) {
+		if r, _ := strconv.Atoi(m[1]); r != rank {
+			continue
+		}
+		step, _ := strconv.Atoi(m[2])
+		loss, _ := strconv.ParseFloat(m[3], 64)
+		losses[step] = loss
+	}
+	return losses
+}
+
+// lowestStep is the lowest step in losses.
+func lowestStep(losses map[int]float64) int {
+	first := -1
+	for s := range losses {
+		if first < 0 || s < first {
+			first = s
+		}
+	}
+	return first
+}
+
+// waitForStep waits until the job's progress reached step.
+func waitForStep(f *framework.Framework, ref framework.JobRef, step int64) v1beta1.TrainingJob {
+	f.T.Helper()
+	return f.WaitForJob(ref, fmt.Sprintf("progress at step %d", step), realNodeTimeout, func(job v1beta1.TrainingJob) (bool, error) {
+		if job.JobStatus().Phase.IsFinished() {
+			return false, framework.Stop("the job finished early: %s", f.DumpJob(ref))
+		}
+		p := job.JobStatus().Progress
+		return p != nil && ptr.Deref(p.Step, 0) >= step, nil
+	})
+}
+
+// eventMessage is the message of the job's last event with the reason, or "".
+func eventMessage(f *framework.Framework, ref framework.JobRef, reason string) string {
+	events, err := f.JobEvents(f.Context(), ref)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	msg := ""
+	for _, e := range events {
+		if e.Reason == reason {
+			msg = e.Message
+		}
+	}
+	return msg
+}
+
+var writtenAfter = regexp.MustCompile(`written ([0-9.]+)s after the request`)
+
+// checkResumedFrom checks that each rank's log of the resumed run names the
+// checkpoint and trains from the step after it, with a loss far below the
+// first run's first: the training went on, it did not start over.
+func checkResumedFrom(t *testing.T, f *framework.Framework, ref framework.JobRef, step int64, firstLoss float64) {
+	t.Helper()
+	for _, p := range f.Pods(ref) {
+		log := podLog(f, p.Name)
+		m := resumedLine.FindStringSubmatch(log)
+		if m == nil {
+			t.Errorf("pod %s did not resume from a checkpoint:\n%s", p.Name, log)
+			continue
+		}
+		rank, _ := strconv.Atoi(m[1])
+		if got, _ := strconv.ParseInt(m[2], 10, 64); got != step {
+			t.Errorf("pod %s resumed from step %d, want %d", p.Name, got, step)
+		}
+		losses := stepLosses(log, rank)
+		first := lowestStep(losses)
+		if int64(first) != step+1 {
+			t.Errorf("pod %s (rank %d): first step after the resume %d, want %d", p.Name, rank, first, step+1)
+		}
+		if firstLoss > 0 && losses[first] > firstLoss/5 {
+			t.Errorf("pod %s (rank %d): loss %g at step %d, the first run began at %g: training started over", p.Name, rank, losses[first], first, firstLoss)
+		}
+		t.Logf("pod %s (rank %d): resumed from step %s, first step %d at loss %g (first run's step 1: %g)", p.Name, rank, m[2], first, losses[first], firstLoss)
+	}
+}
+
+// rank0Log is the log of the job's rank 0 (node-0).
+func rank0Log(f *framework.Framework, ref framework.JobRef) string {
+	return podLog(f, ref.Name+"-node-0")
+}
+
+// TestRealNodeCheckpointPauseResume: paused at about step 20 of 60, the
+// job is asked for a checkpoint, rank 0 writes one with torch.save inside
+// the grace period, and only then do the pods go. Resumed, every rank loads
+// it and trains on from the step after it, the loss where it was; the
+// accounting records the interruption and what it lost.
+func TestRealNodeCheckpointPauseResume(t *testing.T) {
+	f := onRealNode(t, "real-ckpt-pause")
+	checkpointClaim(f)
+	applyManifest(f, ddpCheckpointJob("ckpt", `
+checkpoint: {volumeName: ckpt, stopGraceSeconds: 20}`, map[string]string{"STEPS": "60", "STEP_SECONDS": "0.5"}))
+	ref := f.Ref(framework.KindPyTorch, "ckpt")
+	waitForStep(f, ref, 20)
+	firstRun := stepLosses(rank0Log(f, ref), 0)
+	paused := time.Now()
+	f.MustAction(ref, "pause", "")
+	job := f.WaitForPhase(ref, v1beta1.JobPaused)
+	t.Logf("paused %s after the request", time.Since(paused).Round(100*time.Millisecond))
+	st := job.JobStatus()
+	if st.Checkpoint == nil || st.Checkpoint.Latest == nil || st.Checkpoint.Latest.Step == nil {
+		t.Fatalf("status.checkpoint %+v: want the checkpoint written for the pause", st.Checkpoint)
+	}
+	latest := st.Checkpoint.Latest
+	step := *latest.Step
+	if step < 20 || latest.Reporter != ref.Name+"-node-0" || !strings.HasPrefix(latest.Path, "/ckpt/step-") || ptr.Deref(latest.SizeBytes, 0) == 0 {
+		t.Errorf("latest checkpoint %+v: want step >= 20 from rank 0's pod, a file under /ckpt with its size", latest)
+	}
+	msg := eventMessage(f, ref, "CheckpointWritten")
+	if m := writtenAfter.FindStringSubmatch(msg); m == nil {
+		t.Errorf("no CheckpointWritten event with the wait (got %q)", msg)
+	} else {
+		t.Logf("the stop waited %ss for its checkpoint (step %d)", m[1], step)
+	}
+	a := st.Accounting
+	if a == nil || a.Interruptions != 1 || len(a.Recent) != 1 {
+		t.Fatalf("status.accounting %+v: want one interruption", a)
+	}
+	in := a.Recent[0]
+	if in.Reason != "Pause" || in.Replicas != 2 || !ptr.Deref(in.CheckpointAnswered, false) || ptr.Deref(in.ResumeStep, -1) != step || in.LostSeconds > 3 {
+		t.Errorf("interruption %+v: want a pause of 2 replicas, answered, resuming at %d, next to no time lost", in, step)
+	}
+	t.Logf("interruption: lost %ds (%d replica-seconds, %d steps); accounting: starting %ds, running %ds",
+		in.LostSeconds, in.LostReplicaSeconds, ptr.Deref(in.LostSteps, -1), a.StartingSeconds, a.RunningSeconds)
+
+	f.MustAction(ref, "resume", "")
+	waitSucceeded(f, ref)
+	checkResumedFrom(t, f, ref, step, firstRun[1])
+	if out := f.KubectlTraining("status", ref.KubectlName()); out.Err != nil || !strings.Contains(out.Stdout, "Interruptions:") {
+		t.Errorf("kubectl training status shows no accounting: %s", out)
+	}
+}
+
+// ctrKill sends SIGKILL to a pod's training container through the real
+// node's containerd: the process dies as the kernel would kill it, exit 137.
+func ctrKill(f *framework.Framework, pod *corev1.Pod) {
+	f.T.Helper()
+	id := ""
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == "pytorch" {
+			id = strings.TrimPrefix(cs.ContainerID, "containerd://")
+		}
+	}
+	if id == "" {
+		f.T.Fatalf("pod %s has no running container", pod.Name)
+	}
+	ctr := filepath.Join(f.Env.RepoRoot, "_output", "bin", "ctr")
+	sock := filepath.Join(f.Env.LocalDir, "node", "run", "containerd.sock")
+	out, err := exec.CommandContext(f.Context(), ctr, "--address", sock, "-n", "k8s.io", "task", "kill", "--signal", "SIGKILL", id).CombinedOutput()
+	if err != nil {
+		f.T.Fatalf("ctr task kill %s: %v: %s", id, err, out)
+	}
+}
+
+// TestRealNodeCheckpointRestartJob: a replica killed with SIGKILL under a
+// RestartJob rule restarts the whole job, which resumes from its last
+// periodic checkpoint, not from step 1.
+func TestRealNodeCheckpointRestartJob(t *testing.T) {
+	f := onRealNode(t, "real-ckpt-kill")
+	checkpointClaim(f)
+	applyManifest(f, ddpCheckpointJob("ckpt", `
+backoffLimit: 2
+checkpoint: {volumeName: ckpt, stopGraceSeconds: 10}
+failurePolicy:
+  rules:
+  - action: RestartJob
+    onExitCodes: {operator: In, values: [137]}`, map[string]string{"STEPS": "40", "STEP_SECONDS": "0.5", "CHECKPOINT_EVERY": "5"}))
+	ref := f.Ref(framework.KindPyTorch, "ckpt")
+	waitForStep(f, ref, 17)
+	firstRun := stepLosses(rank0Log(f, ref), 0)
+	var worker *corev1.Pod
+	for _, p := range f.Pods(ref) {
+		if p.Name == ref.Name+"-node-1" {
+			worker = p.DeepCopy()
+		}
+	}
+	if worker == nil {
+		t.Fatal("no pod node-1")
+	}
+	ctrKill(f, worker)
+	waitSucceeded(f, ref)
+	job := f.MustGetJob(ref)
+	st := job.JobStatus()
+	if st.BackoffCount != 1 {
+		t.Errorf("backoffCount %d, want the RestartJob counted once", st.BackoffCount)
+	}
+	a := st.Accounting
+	if a == nil || a.Interruptions < 1 || a.Recent[0].Reason != "RestartJob" || a.Recent[0].ResumeStep == nil {
+		t.Fatalf("status.accounting %+v: want a RestartJob interruption with a checkpoint to resume from", a)
+	}
+	in := a.Recent[0]
+	resume := *in.ResumeStep
+	if resume < 15 || resume%5 != 0 && !ptr.Deref(in.CheckpointAnswered, false) {
+		t.Errorf("resumed from step %d, want the last periodic checkpoint (a multiple of 5, at least 15) or one written when asked", resume)
+	}
+	t.Logf("RestartJob: resumed from step %d; lost %ds (%d replica-seconds, %d steps), checkpoint answered %v",
+		resume, in.LostSeconds, in.LostReplicaSeconds, ptr.Deref(in.LostSteps, -1), ptr.Deref(in.CheckpointAnswered, false))
+	checkResumedFrom(t, f, ref, resume, firstRun[1])
+}
+
+// stallingJob is the DDP example, checkpointing every 5 steps, that hangs
+// before step 10 with its pods running, under a 20 s progress deadline.
+func stallingJob(policy string) string {
+	return ddpCheckpointJob("stall", fmt.Sprintf(`
+backoffLimit: 2
+progressDeadlineSeconds: 20
+stallPolicy: %s
+checkpoint: {volumeName: ckpt, stopGraceSeconds: 5}`, policy), map[string]string{
+		"STEPS": "20", "STEP_SECONDS": "0.5", "CHECKPOINT_EVERY": "5", "HANG_AT_STEP": "10"})
+}
+
+// lastStepBeforeHang: the example reports at most once a second, so the
+// last stored step before the hang at 10 is 8 or 9.
+var lastStepBeforeHang = regexp.MustCompile(`step [89]\b`)
+
+// waitStalled waits for the Stalled condition and returns the job and how
+// long after the last step moved it came.
+func waitStalled(f *framework.Framework, ref framework.JobRef) (v1beta1.TrainingJob, time.Duration) {
+	f.T.Helper()
+	job := f.WaitForJob(ref, "Stalled", realNodeTimeout, func(job v1beta1.TrainingJob) (bool, error) {
+		c := framework.Condition(job, v1beta1.ConditionStalled)
+		return c != nil && c.Status == metav1.ConditionTrue, nil
+	})
+	c := framework.Condition(job, v1beta1.ConditionStalled)
+	p := job.JobStatus().Progress
+	if p == nil || p.AdvanceTime == nil {
+		f.T.Fatalf("a stalled job without a progress advance time: %+v", p)
+	}
+	return job, c.LastTransitionTime.Sub(p.AdvanceTime.Time)
+}
+
+// TestRealNodeStallRestart: a job whose ranks hang at step 10 with their
+// pods running is Stalled within its 20 s deadline plus 10 s, restarted,
+// and resumes from its checkpoint of step 5 to succeed; the hang's log
+// lines are kept in status.stall.
+func TestRealNodeStallRestart(t *testing.T) {
+	f := onRealNode(t, "real-stall-restart")
+	checkpointClaim(f)
+	applyManifest(f, stallingJob("Restart"))
+	ref := f.Ref(framework.KindPyTorch, "stall")
+	job, latency := waitStalled(f, ref)
+	t.Logf("Stalled %s after the last step moved (deadline 20s)", latency.Round(100*time.Millisecond))
+	// The condition's time is whole seconds, the advance's is not.
+	if latency > 30*time.Second || latency < 19*time.Second {
+		t.Errorf("Stalled came %s after the last advance, want between 20s and 30s", latency)
+	}
+	if c := framework.Condition(job, v1beta1.ConditionStalled); !lastStepBeforeHang.MatchString(c.Message) || !strings.Contains(c.Message, ref.Name+"-node-0") {
+		t.Errorf("Stalled says %q, want the last step reported before the hang (8 or 9) and its reporter", c.Message)
+	}
+	waitSucceeded(f, ref)
+	job = f.MustGetJob(ref)
+	st := job.JobStatus()
+	if st.BackoffCount != 1 || st.Stall == nil || !stallLogsShow(st.Stall, "hanging before step=10") {
+		t.Errorf("backoffCount %d, stall %+v: want one restart and the hang in the kept log lines", st.BackoffCount, st.Stall)
+	}
+	in := st.Accounting.Recent[0]
+	if in.Reason != "Stalled" || ptr.Deref(in.ResumeStep, -1) != 5 {
+		t.Errorf("interruption %+v: want a Stalled one resuming at step 5", in)
+	}
+	t.Logf("stall restart: lost %ds (%d replica-seconds, %d steps)", in.LostSeconds, in.LostReplicaSeconds, ptr.Deref(in.LostSteps, -1))
+	checkResumedFrom(t, f, ref, 5, 0)
+}
+
+// TestRealNodeStallFail: under stallPolicy Fail, the hung job fails with
+// reason Stalled, the last log lines of each replica in its status.
+func TestRealNodeStallFail(t *testing.T) {
+	f := onRealNode(t, "real-stall-fail")
+	checkpointClaim(f)
+	applyManifest(f, stallingJob("Fail"))
+	ref := f.Ref(framework.KindPyTorch, "stall")
+	job := f.WaitForPhase(ref, v1beta1.JobFailed)
+	failed := framework.Condition(job, v1beta1.ConditionFailed)
+	if failed == nil || failed.Reason != "Stalled" || !lastStepBeforeHang.MatchString(failed.Message) {
+		t.Errorf("Failed condition %+v, want reason Stalled naming the last step before the hang", failed)
+	}
+	st := job.JobStatus()
+	if st.Stall == nil || len(st.Stall.Logs) != 2 || !stallLogsShow(st.Stall, "hanging before step=10") {
+		t.Errorf("status.stall %+v: want both replicas' last lines, showing the hang", st.Stall)
+	}
+	describe := f.MustKubectl("describe", ref.KubectlName())
+	if !strings.Contains(describe, "hanging before step=10") {
+		t.Errorf("kubectl describe does not show the kept log lines:\n%s", describe)
+	}
+}
+
+func stallLogsShow(st *v1beta1.StallStatus, text string) bool {
+	for _, l := range st.Logs {
+		if strings.Contains(l.Lines, text) {
+			return true
+		}
+	}
+	return false
+}
+
