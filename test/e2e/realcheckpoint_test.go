@@ -408,4 +408,3 @@ func stallLogsShow(st *v1beta1.StallStatus, text string) bool {
 	}
 	return false
 }
-
