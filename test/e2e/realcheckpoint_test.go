@@ -31,6 +31,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/test/e2e/framework"
 )
@@ -43,6 +45,12 @@ import (
 // replicas, a PersistentVolumeClaim named ckpt mounted at /ckpt, and the
 // given run policy and environment.
 func ddpCheckpointJob(name, runPolicy string, env map[string]string) string {
+	return ddpCheckpointJobWith(name, runPolicy, "", env)
+}
+
+// ddpCheckpointJobWith is ddpCheckpointJob with more of the spec (YAML at
+// the spec's level).
+func ddpCheckpointJobWith(name, runPolicy, spec string, env map[string]string) string {
 	var vars strings.Builder
 	for k, v := range env {
 		fmt.Fprintf(&vars, "            - {name: %s, value: %q}\n", k, v)
@@ -54,6 +62,7 @@ metadata:
   name: %s
 spec:
   torchrunConfig: {enabled: true, procPerNode: "1", rdzvBackend: c10d}
+%s
   runPolicy:
     cleanUpPolicy: None
 %s
@@ -77,7 +86,7 @@ spec:
         volumes:
         - name: ckpt
           persistentVolumeClaim: {claimName: ckpt}
-`, name, indent(runPolicy, 4), vars.String())
+`, name, indent(spec, 2), indent(runPolicy, 4), vars.String())
 }
 
 func indent(s string, n int) string {
@@ -407,4 +416,64 @@ func stallLogsShow(st *v1beta1.StallStatus, text string) bool {
 		}
 	}
 	return false
+}
+
+// TestRealNodeCheckpointKueuePreemption: a checkpointing job in a Kueue
+// queue of one CPU is preempted by a job of higher priority. It writes a
+// checkpoint inside its grace period before its pods go, and resumes from
+// it once Kueue admits it again.
+func TestRealNodeCheckpointKueuePreemption(t *testing.T) {
+	f := onRealNode(t, "real-ckpt-preempt")
+	needsKueue(t, f)
+	// A flavor without node labels: the pods go where the scheduler puts
+	// them, the real node for the training image.
+	f.NewKueueQueueWithQuota(&kueuev1beta2.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: f.Namespace}},
+		corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("8Gi")}, "lq")
+	checkpointClaim(f)
+	applyManifest(f, ddpCheckpointJobWith("low", `
+checkpoint: {volumeName: ckpt, stopGraceSeconds: 20}`, `
+scheduler:
+  t9kScheduler: {queue: lq, priority: 10}`, map[string]string{"STEPS": "50", "STEP_SECONDS": "0.5"}))
+	low := f.Ref(framework.KindPyTorch, "low")
+	waitForStep(f, low, 10)
+	firstRun := stepLosses(rank0Log(f, low), 0)
+	applyManifest(f, `
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: high
+spec:
+  scheduler:
+    t9kScheduler: {queue: lq, priority: 90}
+  replicaSpecs:
+  - type: master
+    replicas: 1
+    template:
+      spec:
+        containers:
+        - name: pytorch
+          image: localhost/tensorstack/training:v1
+          command: ["sh", "-c", "sleep 5"]
+          resources:
+            requests: {cpu: 800m, memory: 64Mi}
+`)
+	high := f.Ref(framework.KindPyTorch, "high")
+	job := f.WaitForJob(low, "the low-priority job preempted and paused", realNodeTimeout, func(job v1beta1.TrainingJob) (bool, error) {
+		return job.JobStatus().Phase == v1beta1.JobPaused && queuedReason(job) == "Preempted", nil
+	})
+	st := job.JobStatus()
+	if st.Checkpoint == nil || st.Checkpoint.Latest == nil || ptr.Deref(st.Checkpoint.Latest.Step, 0) < 10 {
+		t.Fatalf("status.checkpoint %+v: want a checkpoint of step 10 or later, written for the preemption", st.Checkpoint)
+	}
+	step := *st.Checkpoint.Latest.Step
+	in := st.Accounting.Recent[0]
+	if in.Reason != "Evicted" || !ptr.Deref(in.CheckpointAnswered, false) || ptr.Deref(in.ResumeStep, -1) != step {
+		t.Errorf("interruption %+v: want an eviction answered with the checkpoint of step %d", in, step)
+	}
+	if m := writtenAfter.FindStringSubmatch(eventMessage(f, low, "CheckpointWritten")); m != nil {
+		t.Logf("preemption: the stop waited %ss for the checkpoint of step %d; lost %ds (%d replica-seconds)", m[1], step, in.LostSeconds, in.LostReplicaSeconds)
+	}
+	checkSucceeded(t, f.WaitForPhase(high, v1beta1.JobSucceeded))
+	waitSucceeded(f, low)
+	checkResumedFrom(t, f, low, step, firstRun[1])
 }

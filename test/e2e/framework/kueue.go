@@ -84,6 +84,17 @@ func (f *Framework) NewKueueQueue(pool *NodePool, gpus int64, queue string) stri
 // ClusterQueue takes the flavor's name.
 func (f *Framework) NewKueueQueueWithFlavor(flavor *kueuev1beta2.ResourceFlavor, gpus int64, queue string) {
 	f.T.Helper()
+	f.NewKueueQueueWithQuota(flavor, corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("1000"),
+		corev1.ResourceMemory: resource.MustParse("10Ti"),
+		ResourceGPU:           *resource.NewQuantity(gpus, resource.DecimalSI),
+	}, queue)
+}
+
+// NewKueueQueueWithQuota is NewKueueQueueWithFlavor with the ClusterQueue's
+// nominal quota of cpu, memory and GPUs given; a resource left out has none.
+func (f *Framework) NewKueueQueueWithQuota(flavor *kueuev1beta2.ResourceFlavor, quota corev1.ResourceList, queue string) {
+	f.T.Helper()
 	kc := f.Kueue().KueueV1beta2()
 	ctx := f.Context()
 	name := flavor.Name
@@ -99,9 +110,9 @@ func (f *Framework) NewKueueQueueWithFlavor(flavor *kueuev1beta2.ResourceFlavor,
 			ResourceGroups: []kueuev1beta2.ResourceGroup{{
 				CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, ResourceGPU},
 				Flavors: []kueuev1beta2.FlavorQuotas{{Name: kueuev1beta2.ResourceFlavorReference(name), Resources: []kueuev1beta2.ResourceQuota{
-					{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("1000")},
-					{Name: corev1.ResourceMemory, NominalQuota: resource.MustParse("10Ti")},
-					{Name: ResourceGPU, NominalQuota: *resource.NewQuantity(gpus, resource.DecimalSI)},
+					{Name: corev1.ResourceCPU, NominalQuota: quota[corev1.ResourceCPU]},
+					{Name: corev1.ResourceMemory, NominalQuota: quota[corev1.ResourceMemory]},
+					{Name: ResourceGPU, NominalQuota: quota[ResourceGPU]},
 				}}},
 			}},
 		},
