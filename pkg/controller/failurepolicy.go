@@ -205,8 +205,30 @@ func (r *reconciler) restartJob(s *slot, why string) (reason, message string) {
 			}
 		}
 		if at != nil && (other.restartAt == nil || other.restartAt.Before(at)) {
-			other.restartAt, other.reason = at, ReasonBackOff
+			other.restartAt = at
 		}
 	}
+	r.markJobRestart()
 	return "", ""
+}
+
+// markJobRestart tags every replica of a whole-job restart, so that no new
+// pod starts before every old one is gone (observeReplica): a new rank
+// must never meet an old one at the rendezvous.
+func (r *reconciler) markJobRestart() {
+	for _, s := range r.slots {
+		s.reason = ReasonRestartingJob
+	}
+}
+
+// planJobRestartDrain notes, before the replicas are observed, whether a
+// whole-job restart still waits for old pods to go.
+func (r *reconciler) planJobRestartDrain() {
+	for _, s := range r.slots {
+		if p := s.pod; p != nil && s.prev != nil && s.prev.Phase == v1beta1.ReplicaDeleted &&
+			s.prev.UID == p.UID && s.prev.Reason == ReasonRestartingJob {
+			r.jobRestartDraining = true
+			return
+		}
+	}
 }

@@ -18,6 +18,7 @@ package controller
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -211,4 +212,35 @@ func joinNames(names []string) string {
 		out += n
 	}
 	return out
+}
+
+// TestRestartJobWaitsForEveryOldPod: a whole-job restart creates no new pod
+// while an old one still terminates, so that new ranks never meet old ones.
+func TestRestartJobWaitsForEveryOldPod(t *testing.T) {
+	job := newPyTorchJob("j").withReplicas("master", 1).withReplicas("worker", 1).obj()
+	job.CommonSpec().RunPolicy.FailurePolicy = &v1beta1.FailurePolicy{Rules: []v1beta1.FailurePolicyRule{{Action: v1beta1.FailurePolicyActionRestartJob}}}
+	f := newFixture(t, job)
+	f.gracefulDeletes()
+	f.start(job)
+	f.setPod("j-worker-0", failed(137))
+	f.mustSync(job)
+	if got := f.deletedPodNames(); len(got) != 2 {
+		t.Fatalf("deleted %v, want both pods", got)
+	}
+	f.observe()
+	f.removePod("j-worker-0")
+	f.clock.Step(time.Minute) // past any backoff
+	f.mustSync(job)
+	if got := f.createdPodNames(); len(got) != 0 {
+		t.Fatalf("created %v while the old master still terminates", got)
+	}
+	f.observe()
+	if rs := f.status(job).Tasks[1].ReplicaStatus[0]; rs.Reason != ReasonRestartingJob {
+		t.Errorf("waiting worker's reason %q, want %s", rs.Reason, ReasonRestartingJob)
+	}
+	f.removePod("j-master-0")
+	f.mustSync(job)
+	if got := f.createdPodNames(); !equalStrings(got, []string{"j-master-0", "j-worker-0"}) {
+		t.Errorf("created %v, want both replicas once every old pod is gone", got)
+	}
 }

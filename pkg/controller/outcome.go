@@ -50,6 +50,7 @@ func (r *reconciler) planActive() {
 	r.resume()
 
 	debug := podbuilder.DebugEnabled(r.spec)
+	r.planJobRestartDrain()
 	for _, s := range r.slots {
 		r.observeReplica(s, debug)
 	}

@@ -54,8 +54,18 @@ func (r *reconciler) observeReplica(s *slot, debug bool) {
 		}
 		switch s.prev.Phase {
 		case v1beta1.ReplicaDeleted:
+			restartingJob := s.prev.Reason == ReasonRestartingJob
+			if restartingJob && r.jobRestartDraining {
+				// Part of a whole-job restart whose old pods are not all
+				// gone: wait for them (their deletion requeues the job).
+				s.phase, s.restartAt, s.reason = v1beta1.ReplicaDeleted, s.prev.RestartAt, ReasonRestartingJob
+				return
+			}
 			if at := s.prev.RestartAt; at != nil && r.now.Before(at.Time) {
 				s.phase, s.restartAt, s.reason = v1beta1.ReplicaDeleted, at, ReasonBackOff
+				if restartingJob {
+					s.reason = ReasonRestartingJob
+				}
 				r.requeueAt(at.Time)
 			}
 		case v1beta1.ReplicaSucceeded:

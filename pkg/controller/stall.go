@@ -195,6 +195,7 @@ func (r *reconciler) restartAll(why string) {
 			r.delete(s.pod, "the job stalled")
 		}
 	}
+	r.markJobRestart()
 }
 
 // readStallLogs keeps the last lines of each replica's training container

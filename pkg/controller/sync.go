@@ -172,6 +172,8 @@ type reconciler struct {
 	stopDecided *bool
 	asks        []*corev1.Pod
 	holdResize  bool
+	// jobRestartDraining: a whole-job restart waits for old pods to go.
+	jobRestartDraining bool
 	// stallLogs: the job stalled and acts on it; its pods' last log lines
 	// are read into status.stall before the status is written.
 	stallLogs bool
