@@ -78,7 +78,7 @@ func (r *reconciler) decideStop(reason string) bool {
 	request := r.checkpointRequest()
 	if policy == nil || (request == nil && len(running) == 0) {
 		if len(running) > 0 && r.satisfied {
-			r.recordInterruption(reason, int32(len(running)), nil)
+			r.recordInterruption(reason, r.stoppedReplicas(), nil)
 		}
 		return true
 	}
@@ -120,10 +120,23 @@ func (r *reconciler) decideStop(reason string) bool {
 		return false
 	}
 	r.clearCheckpointRequest()
-	if len(running) > 0 {
-		r.recordInterruption(reason, int32(len(running)), &answered)
+	if len(running) > 0 || request != nil {
+		r.recordInterruption(reason, r.stoppedReplicas(), &answered)
 	}
 	return true
+}
+
+// stoppedReplicas counts the replicas whose work a stop loses: those
+// running now and those whose pod just failed (the replica a RestartJob
+// restarts for); a replica that succeeded lost nothing.
+func (r *reconciler) stoppedReplicas() int32 {
+	n := int32(0)
+	for _, s := range r.slots {
+		if p := s.pod; p != nil && p.DeletionTimestamp == nil && !s.replacing && p.Status.Phase != corev1.PodSucceeded {
+			n++
+		}
+	}
+	return n
 }
 
 // holdPods is the replicas' state while a stop waits for its checkpoint:

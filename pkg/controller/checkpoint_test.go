@@ -264,8 +264,14 @@ func TestRestartJobWaitsForCheckpoint(t *testing.T) {
 		t.Fatalf("deleted %v, want the whole job restarted", got)
 	}
 	f.observe()
-	if st := f.status(job); st.BackoffCount != 1 {
+	st = f.status(job)
+	if st.BackoffCount != 1 {
 		t.Errorf("backoffCount %d, want the restart counted once", st.BackoffCount)
+	}
+	// Both replicas lose their work: the master asked, and the worker that
+	// failed.
+	if in := st.Accounting.Recent[0]; in.Reason != StopRestartJob || in.Replicas != 2 || !*in.CheckpointAnswered {
+		t.Errorf("interruption %+v: want a RestartJob of 2 replicas, answered", in)
 	}
 }
 
