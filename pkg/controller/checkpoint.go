@@ -259,3 +259,44 @@ func (r *reconciler) askForCheckpoint(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// planResumeAnnotations lists the running pods whose resume annotations lag
+// behind the job's latest checkpoint.
+func (r *reconciler) planResumeAnnotations() {
+	if r.spec.RunPolicy.Checkpoint == nil {
+		return
+	}
+	want := podbuilder.ResumeAnnotations(r.status.Checkpoint)
+	if len(want) == 0 {
+		return
+	}
+	for _, p := range r.runningPods() {
+		for k, v := range want {
+			if p.Annotations[k] != v {
+				r.resumeLagging = append(r.resumeLagging, p)
+				break
+			}
+		}
+	}
+}
+
+// updateResumeAnnotations brings the lagging pods' resume annotations up to
+// the latest checkpoint.
+func (r *reconciler) updateResumeAnnotations(ctx context.Context) error {
+	if len(r.resumeLagging) == 0 {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"annotations": podbuilder.ResumeAnnotations(r.status.Checkpoint)}})
+	if err != nil {
+		return err
+	}
+	pods := r.c.kubeClient.CoreV1().Pods(r.key.Namespace)
+	var errs []error
+	for _, p := range r.resumeLagging {
+		if _, err := pods.Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("updating the resume point of pod %s: %w", p.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

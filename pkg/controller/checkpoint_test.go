@@ -384,3 +384,33 @@ func TestAccountingStates(t *testing.T) {
 		t.Errorf("accounting %+v: want 100s running, 7s starting, no state once finished", a)
 	}
 }
+
+// TestRunningPodsFollowTheLatestCheckpoint: the running pods' resume
+// annotations, which the kubelet projects into files, follow every new
+// checkpoint, for a process that restarts inside its pod.
+func TestRunningPodsFollowTheLatestCheckpoint(t *testing.T) {
+	job := newPyTorchJob("j").withReplicas("master", 1).withReplicas("worker", 1).withCheckpoints(20).obj()
+	f := newFixture(t, job)
+	f.start(job)
+	for _, step := range []int64{10, 20} {
+		f.reportCheckpoint(job, step)
+		f.step(job)
+		for _, name := range []string{"j-master-0", "j-worker-0"} {
+			a := f.pod(name).Annotations
+			if a[v1beta1.AnnotationResumeFrom] != "/ckpt/step-"+itoa64(step)+".pt" || a[v1beta1.AnnotationResumeStep] != itoa64(step) {
+				t.Errorf("pod %s resume annotations %v, want step %d", name, a, step)
+			}
+		}
+	}
+	var files []string
+	for _, v := range f.pod("j-master-0").Spec.Volumes {
+		if v.DownwardAPI != nil {
+			for _, item := range v.DownwardAPI.Items {
+				files = append(files, item.Path)
+			}
+		}
+	}
+	if !equalStrings(files, []string{"request", "resume-from", "resume-step"}) {
+		t.Errorf("projected files %v", files)
+	}
+}

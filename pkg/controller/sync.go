@@ -172,6 +172,9 @@ type reconciler struct {
 	stopDecided *bool
 	asks        []*corev1.Pod
 	holdResize  bool
+	// resumeLagging are running pods whose resume annotations lag behind
+	// the latest checkpoint.
+	resumeLagging []*corev1.Pod
 	// jobRestartDraining: a whole-job restart waits for old pods to go.
 	jobRestartDraining bool
 	// stallLogs: the job stalled and acts on it; its pods' last log lines
@@ -316,6 +319,7 @@ func (r *reconciler) plan() {
 		r.planUnqueued()
 	}
 	r.planCheckpointRequest()
+	r.planResumeAnnotations()
 	r.fillStatus()
 	r.planAccounting()
 	r.planGang()
@@ -348,6 +352,9 @@ func (r *reconciler) act(ctx context.Context) (time.Duration, error) {
 	}
 	r.flushEvents()
 	if err := r.askForCheckpoint(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := r.updateResumeAnnotations(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	// The status holds the outcomes now: the pods may go.

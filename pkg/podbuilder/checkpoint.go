@@ -26,12 +26,35 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
+// ResumeAnnotations are the pod annotations that name the job's latest
+// checkpoint; none before the first.
+func ResumeAnnotations(c *v1beta1.CheckpointStatus) map[string]string {
+	if c == nil || c.Latest == nil {
+		return nil
+	}
+	a := map[string]string{v1beta1.AnnotationResumeFrom: c.Latest.Path}
+	if c.Latest.Step != nil {
+		a[v1beta1.AnnotationResumeStep] = strconv.FormatInt(*c.Latest.Step, 10)
+	}
+	return a
+}
+
+// annotationFile projects an annotation into a file; an annotation the pod
+// lacks gives an empty file.
+func annotationFile(name, annotation string) corev1.DownwardAPIVolumeFile {
+	return corev1.DownwardAPIVolumeFile{
+		Path:     name,
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + annotation + "']"},
+	}
+}
+
 // addCheckpointContract gives the training container of a job with a
 // checkpoint policy what the contract promises it: the checkpoint
 // directory, the last good checkpoint to resume from, and the file through
 // which the controller asks for a checkpoint before a stop (a downward API
 // projection of the pod's AnnotationCheckpointRequest, which the kubelet
-// refreshes when the annotation changes).
+// refreshes when the annotation changes), with the latest checkpoint in
+// the same way beside it.
 func (b *Builder) addCheckpointContract(pod *corev1.Pod, ci int) {
 	policy := b.Job.CommonSpec().RunPolicy.Checkpoint
 	if policy == nil {
@@ -50,20 +73,24 @@ func (b *Builder) addCheckpointContract(pod *corev1.Pod, ci int) {
 	if policy.IntervalSeconds != nil {
 		env = append(env, envVar(v1beta1.EnvCheckpointInterval, strconv.Itoa(int(*policy.IntervalSeconds))))
 	}
-	if ckpt := b.Job.JobStatus().Checkpoint; ckpt != nil && ckpt.Latest != nil {
-		env = append(env, envVar(v1beta1.EnvResumeFrom, ckpt.Latest.Path))
-		if ckpt.Latest.Step != nil {
-			env = append(env, envVar(v1beta1.EnvResumeStep, strconv.FormatInt(*ckpt.Latest.Step, 10)))
+	for k, v := range ResumeAnnotations(b.Job.JobStatus().Checkpoint) {
+		pod.Annotations[k] = v
+	}
+	if from := pod.Annotations[v1beta1.AnnotationResumeFrom]; from != "" {
+		env = append(env, envVar(v1beta1.EnvResumeFrom, from))
+		if step := pod.Annotations[v1beta1.AnnotationResumeStep]; step != "" {
+			env = append(env, envVar(v1beta1.EnvResumeStep, step))
 		}
 	}
 	setEnv(c, env)
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
 		Name: v1beta1.CheckpointRequestVolume,
 		VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
-			Items: []corev1.DownwardAPIVolumeFile{{
-				Path:     v1beta1.CheckpointRequestFileName,
-				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + v1beta1.AnnotationCheckpointRequest + "']"},
-			}},
+			Items: []corev1.DownwardAPIVolumeFile{
+				annotationFile(v1beta1.CheckpointRequestFileName, v1beta1.AnnotationCheckpointRequest),
+				annotationFile(v1beta1.ResumeFromFileName, v1beta1.AnnotationResumeFrom),
+				annotationFile(v1beta1.ResumeStepFileName, v1beta1.AnnotationResumeStep),
+			},
 		}},
 	})
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{

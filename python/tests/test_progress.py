@@ -121,6 +121,21 @@ def test_a_resume_step_that_is_no_number_is_none(pod):
     assert (r.resume_from, r.resume_step) == ("/ckpt/x", None)
 
 
+def test_the_projected_resume_point_wins_over_the_environment(pod):
+    # The pod was made with step 20; the controller has since projected
+    # step 40 beside the request file: a restarted process resumes there.
+    env = dict(pod, TENSORSTACK_RESUME_FROM="/ckpt/step-20.pt", TENSORSTACK_RESUME_STEP="20")
+    r = Reporter(environ=env)
+    folder = request_file(pod).parent
+    (folder / "resume-from").write_text("")
+    assert (r.resume_from, r.resume_step) == ("/ckpt/step-20.pt", 20)
+    (folder / "resume-from").write_text("/ckpt/step-40.pt")
+    (folder / "resume-step").write_text("40")
+    assert (r.resume_from, r.resume_step) == ("/ckpt/step-40.pt", 40)
+    (folder / "resume-step").write_text("")
+    assert (r.resume_from, r.resume_step) == ("/ckpt/step-40.pt", None)
+
+
 def test_the_module_functions_read_the_process_environment(pod, monkeypatch):
     for key, value in dict(pod, TENSORSTACK_RESUME_FROM="/ckpt/step-7.pt", TENSORSTACK_RESUME_STEP="7").items():
         monkeypatch.setenv(key, value)

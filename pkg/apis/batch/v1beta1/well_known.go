@@ -86,11 +86,25 @@ const (
 // fractions of a second.
 const AnnotationCheckpointRequest = GroupName + "/checkpoint-request"
 
+// AnnotationResumeFrom and AnnotationResumeStep carry the job's latest
+// checkpoint on its running pods, kept current by the controller: a
+// training process restarted inside a pod that is still running (torchrun
+// restarting its workers, an elastic resize) finds the newest checkpoint in
+// the files ResumeFromFileName and ResumeStepFileName, where the
+// environment still names the one of the pod's creation.
+const (
+	AnnotationResumeFrom = GroupName + "/resume-from"
+	AnnotationResumeStep = GroupName + "/resume-step"
+)
+
 // CheckpointRequestDir is where the training container finds the file of
-// EnvCheckpointRequestFile; CheckpointRequestFileName is its name there.
+// EnvCheckpointRequestFile, named CheckpointRequestFileName, and the
+// current resume point's files.
 const (
 	CheckpointRequestDir      = "/etc/tensorstack/checkpoint"
 	CheckpointRequestFileName = "request"
+	ResumeFromFileName        = "resume-from"
+	ResumeStepFileName        = "resume-step"
 	// CheckpointRequestVolume is the name of the downward API volume that
 	// projects the request into CheckpointRequestDir.
 	CheckpointRequestVolume = "tensorstack-checkpoint-request"

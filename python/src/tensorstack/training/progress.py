@@ -113,8 +113,10 @@ class Reporter:
         self.checkpoint_dir = env.get("TENSORSTACK_CHECKPOINT_DIR") or None
         self.checkpoint_interval = _positive_float(env.get("TENSORSTACK_CHECKPOINT_INTERVAL_SECONDS"))
         self.request_file = env.get("TENSORSTACK_CHECKPOINT_REQUEST_FILE") or None
-        self.resume_from = env.get("TENSORSTACK_RESUME_FROM") or None
-        self.resume_step = _int_or_none(env.get("TENSORSTACK_RESUME_STEP"))
+        # The resume point of the pod's creation; the files beside the
+        # request file follow every later checkpoint (see resume_from).
+        self._created_resume_from = env.get("TENSORSTACK_RESUME_FROM") or None
+        self._created_resume_step = _int_or_none(env.get("TENSORSTACK_RESUME_STEP"))
         self.retry_seconds = retry_seconds
         # The interval counts from the last checkpoint report, successful or
         # not (the checkpoint was written either way), or from the start.
@@ -124,6 +126,33 @@ class Reporter:
         # When the last report failed, and the request it was for.
         self._failed_at = None
         self._failed_request = None
+
+    def _resume_file(self, name):
+        """The content of a file the controller keeps beside the request
+        file, or None when it is missing or empty."""
+        if not self.request_file:
+            return None
+        try:
+            with open(os.path.join(os.path.dirname(self.request_file), name)) as f:
+                return f.read().strip() or None
+        except OSError:
+            return None
+
+    @property
+    def resume_from(self):
+        """The newest checkpoint to resume from. The controller keeps it
+        current in a file beside the request file while the pod runs, so a
+        process restarted inside the pod (torchrun restarting its workers,
+        an elastic resize) resumes from the latest checkpoint, not from the
+        one of the pod's creation (TENSORSTACK_RESUME_FROM)."""
+        return self._resume_file("resume-from") or self._created_resume_from
+
+    @property
+    def resume_step(self):
+        """The step of resume_from, or None when unknown."""
+        if self._resume_file("resume-from"):
+            return _int_or_none(self._resume_file("resume-step"))
+        return self._created_resume_step
 
     @property
     def checkpoint_url(self):
