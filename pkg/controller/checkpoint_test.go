@@ -24,6 +24,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
@@ -413,4 +415,45 @@ func TestRunningPodsFollowTheLatestCheckpoint(t *testing.T) {
 	if !equalStrings(files, []string{"request", "resume-from", "resume-step"}) {
 		t.Errorf("projected files %v", files)
 	}
+}
+
+// TestAccountingMetrics: a status write's additions to the accounting are
+// added to the counters, per namespace and queue.
+func TestAccountingMetrics(t *testing.T) {
+	RegisterMetrics() // unregistered, the counters count nothing
+	job := newPyTorchJob("acct").withReplicas("master", 1).obj()
+	job.SetLabels(map[string]string{"kueue.x-k8s.io/queue-name": "team-q"})
+	old := &v1beta1.Accounting{RunningSeconds: 10, Interruptions: 1, LostReplicaSeconds: 4,
+		Recent: []v1beta1.Interruption{{Reason: StopPause}}}
+	cur := &v1beta1.Accounting{RunningSeconds: 70, PausedSeconds: 5, Interruptions: 3, LostReplicaSeconds: 40,
+		Recent: []v1beta1.Interruption{{Reason: StopPause}, {Reason: StopEvicted}, {Reason: StopStalled}}}
+	ns := job.GetNamespace()
+	before := map[string]float64{
+		"running": counterValue(t, jobStateSeconds.WithLabelValues(ns, "team-q", "Running")),
+		"evicted": counterValue(t, jobInterruptions.WithLabelValues(ns, "team-q", StopEvicted)),
+		"pause":   counterValue(t, jobInterruptions.WithLabelValues(ns, "team-q", StopPause)),
+		"lost":    counterValue(t, jobLostWork.WithLabelValues(ns, "team-q")),
+	}
+	observeAccounting(job, old, cur)
+	got := map[string]float64{
+		"running": counterValue(t, jobStateSeconds.WithLabelValues(ns, "team-q", "Running")) - before["running"],
+		"evicted": counterValue(t, jobInterruptions.WithLabelValues(ns, "team-q", StopEvicted)) - before["evicted"],
+		"pause":   counterValue(t, jobInterruptions.WithLabelValues(ns, "team-q", StopPause)) - before["pause"],
+		"lost":    counterValue(t, jobLostWork.WithLabelValues(ns, "team-q")) - before["lost"],
+	}
+	want := map[string]float64{"running": 60, "evicted": 1, "pause": 0, "lost": 36}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s added %g, want %g", k, got[k], v)
+		}
+	}
+}
+
+func counterValue(t *testing.T, c metrics.CounterMetric) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -247,3 +247,66 @@ func TestProgressBurstIsCoalesced(t *testing.T) {
 	case <-time.After(progressWriteInterval + time.Second):
 	}
 }
+
+// TestCheckpointReportedByTheJobsOwnPods: a pod of job A reports A's
+// checkpoints with its own token, which become A's latest checkpoint and
+// the running pods' resume point; a pod of A reporting B's is refused with
+// 403, a step below the latest from a pod older than it with 422, and a
+// path outside the checkpoint volume with 422 naming the field.
+func TestCheckpointReportedByTheJobsOwnPods(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t, "checkpoint-auth")
+	newJob := func(name string) (framework.JobRef, []corev1.Pod) {
+		ref := f.Create(framework.NewPyTorchJob(name).WithReplicas("master", 1).WithReplicas("worker", 1).
+			Forever("master").Forever("worker").Checkpoints("/ckpt"))
+		return ref, f.WaitForRunningPods(ref, 2)
+	}
+	a, podsOfA := newJob("job-a")
+	b, _ := newJob("job-b")
+	ctx := f.Context()
+	podA := podsOfA[0]
+	env := map[string]string{}
+	for _, e := range podA.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	if env[v1beta1.EnvCheckpointDir] != "/ckpt" || env[v1beta1.EnvCheckpointRequestFile] == "" {
+		t.Errorf("pod %s's environment %v lacks the checkpoint contract", podA.Name, env)
+	}
+	asPodOfA := tokenClient(t, f, &podA).BatchV1beta1().PyTorchTrainingJobs(f.Namespace)
+	at := func(path string, step int64) *v1beta1.CheckpointReport {
+		return &v1beta1.CheckpointReport{CheckpointValues: v1beta1.CheckpointValues{Path: path, Step: &step}}
+	}
+	answer, err := asPodOfA.ReportCheckpoint(ctx, a.Name, at("step-10.pt", 10), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a pod of job A reporting A's checkpoint: %v", err)
+	}
+	if answer.Path != "/ckpt/step-10.pt" {
+		t.Errorf("answer path %q, want it absolute", answer.Path)
+	}
+	job := f.MustGetJob(a)
+	if c := job.JobStatus().Checkpoint; c == nil || c.Latest == nil || c.Latest.Reporter != podA.Name {
+		t.Errorf("status.checkpoint %+v, want the report by %s", c, podA.Name)
+	}
+	// The controller puts the new resume point on A's running pods.
+	f.WaitForPods(a, "the resume point on every pod", framework.Timeout, func(pods []corev1.Pod) (bool, error) {
+		for _, p := range pods {
+			if p.Annotations[v1beta1.AnnotationResumeFrom] != "/ckpt/step-10.pt" || p.Annotations[v1beta1.AnnotationResumeStep] != "10" {
+				return false, nil
+			}
+		}
+		return len(pods) == 2, nil
+	})
+
+	_, err = asPodOfA.ReportCheckpoint(ctx, b.Name, at("step-10.pt", 10), metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "checkpoint") || !strings.Contains(err.Error(), a.Name) {
+		t.Errorf("a pod of job A reporting B's checkpoint: %v, want 403 naming job A as the pod's", err)
+	}
+	_, err = asPodOfA.ReportCheckpoint(ctx, a.Name, at("step-5.pt", 5), metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "step") {
+		t.Errorf("a step going back from a pod older than the latest checkpoint: %v, want 422 naming step", err)
+	}
+	_, err = asPodOfA.ReportCheckpoint(ctx, a.Name, at("/data/step-20.pt", 20), metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "path") || !strings.Contains(err.Error(), "/ckpt") {
+		t.Errorf("a path outside the checkpoint volume: %v, want 422 naming path and the directory", err)
+	}
+}

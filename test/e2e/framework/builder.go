@@ -69,6 +69,9 @@ type JobBuilder struct {
 	annotations map[string]string
 	// managedBy is spec.managedBy.
 	managedBy *string
+	// checkpointDir, when set, is where every replica mounts an emptyDir
+	// named by the job's checkpoint policy.
+	checkpointDir string
 }
 
 type replicaOptions struct {
@@ -288,6 +291,14 @@ func (b *JobBuilder) NodeSelector(key, value string) *JobBuilder {
 	return b
 }
 
+// Checkpoints gives every replica an emptyDir volume named checkpoints,
+// mounted at dir, and a checkpoint policy naming it.
+func (b *JobBuilder) Checkpoints(dir string) *JobBuilder {
+	b.checkpointDir = dir
+	b.policy.Checkpoint = &v1beta1.CheckpointPolicy{VolumeName: "checkpoints"}
+	return b
+}
+
 // Kind is the kind the builder builds.
 func (b *JobBuilder) Kind() Kind { return b.kind }
 
@@ -333,6 +344,12 @@ func (b *JobBuilder) common() v1beta1.TrainingJobSpec {
 				ann[AnnotationRunDuration] = runFor
 			}
 			s.Template.Annotations = ann
+		}
+		if b.checkpointDir != "" {
+			s.Template.Spec.Volumes = append(s.Template.Spec.Volumes, corev1.Volume{Name: "checkpoints",
+				VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+			c := &s.Template.Spec.Containers[0]
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "checkpoints", MountPath: b.checkpointDir})
 		}
 		spec.ReplicaSpecs = append(spec.ReplicaSpecs, s)
 	}
