@@ -457,3 +457,46 @@ func counterValue(t *testing.T, c metrics.CounterMetric) float64 {
 	}
 	return v
 }
+
+// TestScaleInWaitsForCheckpoint: scaling an elastic job in asks its pods
+// for a checkpoint before the extra replicas go; scaling out stops nothing
+// and asks nothing.
+func TestScaleInWaitsForCheckpoint(t *testing.T) {
+	b := newPyTorchJob("j").withReplicas("worker", 2).withTorchrun(v1beta1.TorchrunConfig{Enabled: true}).withCheckpoints(20)
+	b.job.(*v1beta1.PyTorchTrainingJob).Spec.Elastic = &v1beta1.ElasticConfig{
+		Enabled: true, MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](4), ExpectedReplicas: ptr.To[int32](3),
+	}
+	job := b.obj()
+	f := newFixture(t, job)
+	f.start(job)
+	scale := func(n int32) {
+		t.Helper()
+		j := f.job(job).DeepCopyObject().(*v1beta1.PyTorchTrainingJob)
+		j.Spec.Elastic.ExpectedReplicas = ptr.To(n)
+		f.updateJob(j)
+	}
+	scale(4)
+	f.mustSync(job)
+	if st := f.status(job); st.Checkpoint != nil && st.Checkpoint.RequestTime != nil {
+		t.Errorf("scaling out asked for a checkpoint: %+v", st.Checkpoint)
+	}
+	f.observe()
+	f.setAll(running)
+	f.step(job)
+
+	scale(2)
+	f.mustSync(job)
+	if got := f.deletedPodNames(); len(got) != 0 {
+		t.Fatalf("deleted %v before the checkpoint", got)
+	}
+	f.observe()
+	if st := f.status(job); st.Checkpoint == nil || st.Checkpoint.RequestReason != StopResize {
+		t.Fatalf("status.checkpoint %+v, want a request for the resize", st.Checkpoint)
+	}
+	f.clock.Step(time.Second)
+	f.reportCheckpoint(job, 12)
+	f.mustSync(job)
+	if got := f.deletedPodNames(); !equalStrings(got, []string{"j-worker-2", "j-worker-3"}) {
+		t.Errorf("deleted %v, want the two highest indexes once the checkpoint came", got)
+	}
+}
