@@ -106,6 +106,21 @@ func TestKubectlExplain(t *testing.T) {
 			}
 		}
 	}
+	// The checkpoint contract, the stall policy and the accounting.
+	for path, fields := range map[string][]string{
+		"pj.spec.runPolicy":            {"checkpoint", "progressDeadlineSeconds", "stallPolicy"},
+		"tj.spec.runPolicy.checkpoint": {"volumeName", "intervalSeconds", "stopGraceSeconds"},
+		"pj.status.checkpoint.latest":  {"path", "step", "epoch", "sizeBytes", "reporter", "reportTime"},
+		"pj.status.accounting":         {"queuedSeconds", "startingSeconds", "runningSeconds", "interruptions", "lostReplicaSeconds", "recent"},
+		"tj.status.stall":              {"reporter", "step", "logs"},
+	} {
+		out = f.MustKubectl("explain", path)
+		for _, s := range fields {
+			if !strings.Contains(out, "  "+s+"\t") {
+				t.Errorf("kubectl explain %s does not document %s:\n%s", path, s, out)
+			}
+		}
+	}
 	out = f.MustKubectl("explain", "tj.spec.replicaSpecs.template.spec.containers.image")
 	if !strings.Contains(out, "FIELD: image") {
 		t.Errorf("kubectl explain cannot follow the pod template:\n%s", out)
