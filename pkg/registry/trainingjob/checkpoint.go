@@ -22,7 +22,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -71,21 +70,14 @@ func (r *CheckpointREST) Destroy() {}
 // checkpoint.
 func (r *CheckpointREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
 	report := obj.(*batch.CheckpointReport)
-	if requestMeta, err := meta.Accessor(report); err == nil && requestMeta.GetName() != "" && requestMeta.GetName() != name {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("metadata.name %q of the checkpoint report does not match the job %q in the URL", requestMeta.GetName(), name))
+	if err := reportNamesJob(report, "checkpoint", name); err != nil {
+		return nil, err
 	}
 	if errs := validation.ValidateCheckpointReport(report); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(batch.Kind("CheckpointReport"), name, errs)
 	}
-	obj, err := r.store.Get(ctx, name, &metav1.GetOptions{ResourceVersion: "0"})
-	if apierrors.IsNotFound(err) {
-		obj, err = r.store.Get(ctx, name, &metav1.GetOptions{})
-	}
+	job, err := reportedJob(ctx, r.store, name)
 	if err != nil {
-		return nil, err
-	}
-	job := obj.(batch.TrainingJob)
-	if err := finishedConflict(r.store, name, job.JobStatus().Phase); err != nil {
 		return nil, err
 	}
 	dir, ok := batch.CheckpointDir(job)

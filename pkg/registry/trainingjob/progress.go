@@ -92,23 +92,14 @@ func (r *ProgressREST) Destroy() {}
 // for the job's next write.
 func (r *ProgressREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
 	report := obj.(*batch.ProgressReport)
-	if requestMeta, err := meta.Accessor(report); err == nil && requestMeta.GetName() != "" && requestMeta.GetName() != name {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("metadata.name %q of the progress report does not match the job %q in the URL", requestMeta.GetName(), name))
+	if err := reportNamesJob(report, "progress", name); err != nil {
+		return nil, err
 	}
 	if errs := validation.ValidateProgressReport(report); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(batch.Kind("ProgressReport"), name, errs)
 	}
-	// The watch cache answers: a report costs no etcd read. A job created a
-	// moment ago may not be in it yet; etcd decides before a 404.
-	obj, err := r.store.Get(ctx, name, &metav1.GetOptions{ResourceVersion: "0"})
-	if apierrors.IsNotFound(err) {
-		obj, err = r.store.Get(ctx, name, &metav1.GetOptions{})
-	}
+	job, err := reportedJob(ctx, r.store, name)
 	if err != nil {
-		return nil, err
-	}
-	job := obj.(batch.TrainingJob)
-	if err := r.refuseFinished(job); err != nil {
 		return nil, err
 	}
 	reporter, err := r.reporters.reporter(ctx, job)
@@ -135,8 +126,31 @@ func (r *ProgressREST) Create(ctx context.Context, name string, obj runtime.Obje
 	return answer, nil
 }
 
-func (r *ProgressREST) refuseFinished(job batch.TrainingJob) error {
-	return finishedConflict(r.store, job.GetName(), job.JobStatus().Phase)
+// reportNamesJob refuses a report whose metadata.name is another job's than
+// the URL's.
+func reportNamesJob(report runtime.Object, what, name string) error {
+	if requestMeta, err := meta.Accessor(report); err == nil && requestMeta.GetName() != "" && requestMeta.GetName() != name {
+		return apierrors.NewBadRequest(fmt.Sprintf("metadata.name %q of the %s report does not match the job %q in the URL", requestMeta.GetName(), what, name))
+	}
+	return nil
+}
+
+// reportedJob reads the job a report is for, refusing one that finished.
+// The watch cache answers: a report costs no etcd read. A job created a
+// moment ago may not be in it yet; etcd decides before a 404.
+func reportedJob(ctx context.Context, store *genericregistry.Store, name string) (batch.TrainingJob, error) {
+	obj, err := store.Get(ctx, name, &metav1.GetOptions{ResourceVersion: "0"})
+	if apierrors.IsNotFound(err) {
+		obj, err = store.Get(ctx, name, &metav1.GetOptions{})
+	}
+	if err != nil {
+		return nil, err
+	}
+	job := obj.(batch.TrainingJob)
+	if err := finishedConflict(store, name, job.JobStatus().Phase); err != nil {
+		return nil, err
+	}
+	return job, nil
 }
 
 // finishedConflict is the 409 of a report for a job that has finished, or
