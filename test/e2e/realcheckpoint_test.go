@@ -322,6 +322,17 @@ failurePolicy:
 	t.Logf("RestartJob: resumed from step %d; lost %ds (%d replica-seconds, %d steps), checkpoint answered %v",
 		resume, in.LostSeconds, in.LostReplicaSeconds, ptr.Deref(in.LostSteps, -1), ptr.Deref(in.CheckpointAnswered, false))
 	checkResumedFrom(t, f, ref, resume, firstRun[1])
+	// The resumed run goes on saving every 5 steps, each checkpoint
+	// accepted: its steps follow the latest.
+	saved := savedLine.FindAllStringSubmatch(rank0Log(f, ref), -1)
+	if len(saved) == 0 {
+		t.Errorf("the resumed rank 0 saved no checkpoint")
+	}
+	for _, m := range saved {
+		if m[3] != "every" || m[4] != "yes" {
+			t.Errorf("rank 0 logged %q, want periodic checkpoints, each reported", m[0])
+		}
+	}
 }
 
 // stallingJob is the DDP example, checkpointing every 5 steps, that hangs
