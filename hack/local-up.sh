@@ -21,6 +21,11 @@
 #   LOCAL_TRAINING_PORT=18443 LOCAL_TRAINING_METRICS_PORT=18080 LOCAL_TRAINING_HEALTH_PORT=18081
 #   LOCAL_FAKE_NODES=10 LOCAL_NODE_CPU=1000 LOCAL_NODE_MEMORY=4Ti LOCAL_NODE_PODS=500 LOCAL_NODE_GPUS=64
 #   LOCAL_SKIP_TRAINING=1     do not start training-apiserver / training-controller-manager
+#   LOCAL_REAL_NODE=0         no real node: without it, where the machine allows, a real node
+#                             (containerd, runc, a kubelet in a network namespace of its own,
+#                             hack/lib/node.sh) runs the pods whose images are all the stack's
+#                             own, with the registry and local-path-provisioner (the default
+#                             StorageClass) beside it; otherwise kwok nodes only
 #   LOCAL_TRAINING_METRICS_SECURE=0  the controller's metrics over plain HTTP without authentication
 #                             (default 1: HTTPS, a token authorized for /metrics)
 #   LOCAL_GANG_WORKLOAD=0     no Workload API: without it kube-apiserver, kube-controller-manager
