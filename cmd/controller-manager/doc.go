@@ -24,31 +24,46 @@ limitations under the License.
 //	group                   resource                          verbs
 //	batch.tensorstack.dev   tensorflowtrainingjobs            get, list, watch, delete
 //	batch.tensorstack.dev   pytorchtrainingjobs               get, list, watch, delete
-//	batch.tensorstack.dev   tensorflowtrainingjobs/status     update
-//	batch.tensorstack.dev   pytorchtrainingjobs/status        update
+//	batch.tensorstack.dev   tensorflowtrainingjobs/status     patch
+//	batch.tensorstack.dev   pytorchtrainingjobs/status        patch
+//	batch.tensorstack.dev   tensorflowtrainingjobs/finalizers update
+//	batch.tensorstack.dev   pytorchtrainingjobs/finalizers    update
 //	""                      pods                              get, list, watch, create, delete, patch
 //	""                      pods/log                          get
 //	""                      services                          get, list, watch, create, delete, patch
 //	apps                    deployments                       list, watch, create, update, delete
-//	""                      events                            create, patch
+//	""                      events                            list, watch, create, patch
 //	coordination.k8s.io     leases                            get, create, update
 //	scheduling.k8s.io       workloads                         list, watch, create, patch, delete
 //	scheduling.k8s.io       podgroups                         list, watch, create, patch, delete
 //	scheduling.x-k8s.io     podgroups                         list, watch, create, patch, delete
+//	kueue.x-k8s.io          workloads                         list, watch, create, patch
+//	kueue.x-k8s.io          workloads/status                  update
+//	kueue.x-k8s.io          resourceflavors                   get
+//	kueue.x-k8s.io          workloadpriorityclasses           get
 //	authentication.k8s.io   tokenreviews                      create
 //	authorization.k8s.io    subjectaccessreviews              create
+//
+// artifacts/deploy grants exactly these (rbacdoc_test.go keeps the two
+// equal): the base ClusterRole, the leader-election Role, the Kueue
+// component's ClusterRole and system:auth-delegator.
 //
 // What each is for: jobs get (a fresh read before adopting orphans, and of a
 // finished job, which is not cached), list and watch (informer, unfinished
 // jobs only; at start, a paged list of the finished jobs with a TTL), delete
-// (ttlSecondsAfterFinished); status update (the
-// controller writes the whole status with optimistic concurrency). Pods and
+// (ttlSecondsAfterFinished); status patch (the controller writes what
+// changed, as a merge patch); finalizers update (its owner references block
+// the job's deletion, which the OwnerReferencesPermissionEnforcement
+// admission plugin checks; no request uses it directly). Pods and
 // services: list and watch (informers, restricted by the label selector
 // batch.tensorstack.dev/job-name), create, delete (restarts, pause, clean-up,
-// TensorBoard removal), patch (adopting labelled orphans), get (finding out
-// who holds a name when a create says AlreadyExists). Deployments:
+// TensorBoard removal), patch (adopting labelled orphans, opening startup gates,
+// asking for a checkpoint and naming the latest one), get (finding out who
+// holds a name when a create says AlreadyExists). Pod logs: a stalled
+// job's last lines, kept in its status. Deployments:
 // TensorBoard. Events: the event recorder (core/v1 events) creates events
-// and patches them when it aggregates repeats. Leases: leader election, in the
+// and patches them when it aggregates repeats; list and watch feed the
+// informer that finds a pod's FailedMount events. Leases: leader election, in the
 // --leader-elect-namespace only (a Role is enough there). Gang scheduling
 // (--gang-scheduler): scheduling.k8s.io workloads and podgroups with the
 // workload backend, scheduling.x-k8s.io podgroups with coscheduling; list and
@@ -56,7 +71,12 @@ limitations under the License.
 // changed minimum count: a member finished for good, or the replicas
 // changed; workloads only for the latter), delete (clean-up policies All and
 // Unfinished). Which backend runs is decided from discovery, which every
-// authenticated user may read. Token and access reviews: the metrics
+// authenticated user may read. Kueue (--kueue, components/kueue): a job's
+// Workload (list, watch, create, patch; its status to clear an eviction's
+// admission as Kueue's jobframework does), the node labels and tolerations
+// of the ResourceFlavors an admission assigns, and the priority of a
+// WorkloadPriorityClass.
+// Token and access reviews: the metrics
 // endpoint asks who sent a scrape and whether they may read it
 // (metricsserver.go), as the ClusterRole system:auth-delegator allows.
 package main
