@@ -386,10 +386,10 @@ func lastFailure(containers []v1beta1.ContainerStatus) string {
 
 // runMode is Immediate, Debug or Pause, as the server's table says.
 func runMode(spec *v1beta1.TrainingJobSpec) string {
-	switch mode := spec.RunMode; {
-	case mode != nil && mode.Debug != nil && mode.Debug.Enabled:
+	switch {
+	case v1beta1.DebugEnabled(spec):
 		return "Debug"
-	case mode != nil && mode.Pause != nil && mode.Pause.Enabled:
+	case v1beta1.PauseEnabled(spec):
 		return "Pause"
 	default:
 		return "Immediate"

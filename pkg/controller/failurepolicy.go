@@ -23,7 +23,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
-	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // replicaExit is what the controller knows about how a replica's pod ended.
@@ -58,7 +57,7 @@ func matchFailurePolicy(policy *v1beta1.FailurePolicy, typ v1beta1.ReplicaType, 
 // ruleMatches says whether every part the rule sets matches.
 func ruleMatches(rule *v1beta1.FailurePolicyRule, typ v1beta1.ReplicaType, ex *replicaExit) bool {
 	if len(rule.ReplicaTypes) > 0 && !slices.ContainsFunc(rule.ReplicaTypes, func(t v1beta1.ReplicaType) bool {
-		return podbuilder.NormalizeType(t) == typ
+		return t == typ
 	}) {
 		return false
 	}

@@ -110,10 +110,7 @@ func cleanUpPolicy(spec *v1beta1.TrainingJobSpec) v1beta1.CleanUpPolicy {
 	}
 }
 
-func pauseEnabled(spec *v1beta1.TrainingJobSpec) bool {
-	m := spec.RunMode
-	return m != nil && m.Pause != nil && (m.Pause.Enabled || (m.Pause.Enable != nil && *m.Pause.Enable))
-}
+func pauseEnabled(spec *v1beta1.TrainingJobSpec) bool { return v1beta1.PauseEnabled(spec) }
 
 func isTerminated(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed

@@ -101,7 +101,7 @@ func TestRuleMatches(t *testing.T) {
 		{"another reason", reasons("Error"), "worker", oom, false},
 		{"a vanished pod's recorded reason", reasons("OOMKilled"), "worker", vanished, true},
 		{"an earlier pod's reason is not the vanished pod's", reasons("OOMKilled"), "worker", vanishedRunning, false},
-		{"replica type", v1beta1.FailurePolicyRule{ReplicaTypes: []v1beta1.ReplicaType{"Worker"}}, "worker", oom, true},
+		{"replica type", v1beta1.FailurePolicyRule{ReplicaTypes: []v1beta1.ReplicaType{"worker"}}, "worker", oom, true},
 		{"another replica type", v1beta1.FailurePolicyRule{ReplicaTypes: []v1beta1.ReplicaType{"ps"}}, "worker", oom, false},
 		{"every part must match", v1beta1.FailurePolicyRule{ReplicaTypes: []v1beta1.ReplicaType{"worker"},
 			OnExitCodes: &v1beta1.FailurePolicyOnExitCodes{Operator: in, Values: []int32{137}}, OnReasons: []string{"Error"}}, "worker", oom, false},

@@ -24,7 +24,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
-	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // fillStatus derives tasks, counts and the Running condition from the
@@ -34,7 +33,7 @@ func (r *reconciler) fillStatus() {
 	st.ObservedGeneration = r.job.GetGeneration()
 	prevTasks := map[v1beta1.ReplicaType]int32{}
 	for _, t := range r.old.Tasks {
-		prevTasks[podbuilder.NormalizeType(t.Type)] = t.RestartCount
+		prevTasks[t.Type] = t.RestartCount
 	}
 	tasks := make([]v1beta1.TaskStatus, 0, len(r.topo.Groups))
 	for gi := range r.topo.Groups {
@@ -73,8 +72,8 @@ func (r *reconciler) fillStatus() {
 	// put the master first.
 	order := map[v1beta1.ReplicaType]int{}
 	for i, spec := range r.spec.ReplicaSpecs {
-		if _, seen := order[podbuilder.NormalizeType(spec.Type)]; !seen {
-			order[podbuilder.NormalizeType(spec.Type)] = i
+		if _, seen := order[spec.Type]; !seen {
+			order[spec.Type] = i
 		}
 	}
 	sort.SliceStable(tasks, func(a, b int) bool { return order[tasks[a].Type] < order[tasks[b].Type] })

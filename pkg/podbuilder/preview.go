@@ -61,7 +61,7 @@ func Preview(job v1beta1.TrainingJob) ([]PodPreview, error) {
 	var previews []PodPreview
 	specs := job.CommonSpec().ReplicaSpecs
 	for i := range specs {
-		group := b.Topology.Group(NormalizeType(specs[i].Type))
+		group := b.Topology.Group(specs[i].Type)
 		if group == nil || group.Replicas == 0 {
 			continue
 		}

@@ -48,7 +48,7 @@ func (pyTorchAdapter) DefaultPort() int32            { return v1beta1.PyTorchDef
 func (pyTorchAdapter) RankOrder(specs []v1beta1.ReplicaSpec) []v1beta1.ReplicaSpec {
 	m := -1
 	for i := range specs {
-		if NormalizeType(specs[i].Type) == v1beta1.ReplicaTypeMaster {
+		if specs[i].Type == v1beta1.ReplicaTypeMaster {
 			m = i
 			break
 		}

@@ -34,16 +34,13 @@ const (
 const AnnotationTopology = v1beta1.GroupName + "/topology"
 
 // DebugEnabled says whether the job runs in debug mode.
-func DebugEnabled(spec *v1beta1.TrainingJobSpec) bool {
-	m := spec.RunMode
-	return m != nil && m.Debug != nil && (m.Debug.Enabled || (m.Debug.Enable != nil && *m.Debug.Enable))
-}
+func DebugEnabled(spec *v1beta1.TrainingJobSpec) bool { return v1beta1.DebugEnabled(spec) }
 
 // debugSpec is how a replica type starts in debug mode.
 func debugSpec(spec *v1beta1.TrainingJobSpec, typ v1beta1.ReplicaType) (command []string, skipInit bool) {
 	if m := spec.RunMode; m != nil && m.Debug != nil {
 		for _, d := range m.Debug.ReplicaSpecs {
-			if NormalizeType(d.Type) == typ {
+			if d.Type == typ {
 				command, skipInit = d.Command, d.SkipInitContainer
 				break
 			}
@@ -59,7 +56,7 @@ func debugSpec(spec *v1beta1.TrainingJobSpec, typ v1beta1.ReplicaType) (command 
 func resumeSpec(spec *v1beta1.TrainingJobSpec, typ v1beta1.ReplicaType) *v1beta1.ResumeSpec {
 	if m := spec.RunMode; m != nil && m.Pause != nil {
 		for i := range m.Pause.ResumeSpecs {
-			if NormalizeType(m.Pause.ResumeSpecs[i].Type) == typ {
+			if m.Pause.ResumeSpecs[i].Type == typ {
 				return &m.Pause.ResumeSpecs[i]
 			}
 		}

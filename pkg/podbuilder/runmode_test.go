@@ -36,6 +36,9 @@ func TestDebugEnabled(t *testing.T) {
 		{"enabled", &v1beta1.RunMode{Debug: &v1beta1.DebugMode{Enabled: true}}, true},
 		{"enable (the other spelling)", &v1beta1.RunMode{Debug: &v1beta1.DebugMode{Enable: ptr.To(true)}}, true},
 		{"enable false", &v1beta1.RunMode{Debug: &v1beta1.DebugMode{Enable: ptr.To(false)}}, false},
+		// The deprecated spelling, when given, decides, as the server's
+		// conversion says (batch.ModeEnabled).
+		{"enable false over enabled", &v1beta1.RunMode{Debug: &v1beta1.DebugMode{Enabled: true, Enable: ptr.To(false)}}, false},
 		{"pause is not debug", &v1beta1.RunMode{Pause: &v1beta1.PauseMode{Enabled: true}}, false},
 	}
 	for _, tc := range cases {
@@ -45,14 +48,15 @@ func TestDebugEnabled(t *testing.T) {
 	}
 }
 
-// TestDebugAndResumeSpecs: a replica type's own entry applies, matched
-// whatever the case of its type; others start as the defaults say.
+// TestDebugAndResumeSpecs: a replica type's own entry applies; others start
+// as the defaults say. Types arrive in their stored spelling (the API
+// canonicalizes them before anything is stored), and are compared as such.
 func TestDebugAndResumeSpecs(t *testing.T) {
 	spec := &v1beta1.TrainingJobSpec{RunMode: &v1beta1.RunMode{
 		Debug: &v1beta1.DebugMode{Enabled: true, ReplicaSpecs: []v1beta1.ReplicaDebugSpec{
-			{Type: "Worker", Command: []string{"bash", "-c", "sleep 60"}, SkipInitContainer: true},
+			{Type: "worker", Command: []string{"bash", "-c", "sleep 60"}, SkipInitContainer: true},
 		}},
-		Pause: &v1beta1.PauseMode{ResumeSpecs: []v1beta1.ResumeSpec{{Type: " ps ", Args: []string{"--resume"}}}},
+		Pause: &v1beta1.PauseMode{ResumeSpecs: []v1beta1.ResumeSpec{{Type: "ps", Args: []string{"--resume"}}}},
 	}}
 	command, skipInit := debugSpec(spec, "worker")
 	if !slices.Equal(command, []string{"bash", "-c", "sleep 60"}) || !skipInit {

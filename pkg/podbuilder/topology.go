@@ -69,7 +69,7 @@ func NewTopology(a Adapter, job v1beta1.TrainingJob, clusterDomain string) *Topo
 	ordered := a.RankOrder(job.CommonSpec().ReplicaSpecs)
 	for i := range ordered {
 		spec := &ordered[i]
-		typ := NormalizeType(spec.Type)
+		typ := spec.Type
 		if typ == "" || seen[typ] {
 			// Validation forbids both; never act on them twice.
 			continue
@@ -171,11 +171,6 @@ func (t *Topology) LimitError() error {
 	return nil
 }
 
-// NormalizeType is the stored spelling of a replica type: lower case, as
-// names and labels need it.
-func NormalizeType(t v1beta1.ReplicaType) v1beta1.ReplicaType {
-	return v1beta1.ReplicaType(strings.ToLower(strings.TrimSpace(string(t))))
-}
 
 // Group returns the group of a replica type, or nil.
 func (t *Topology) Group(typ v1beta1.ReplicaType) *ReplicaGroup {

@@ -156,8 +156,7 @@ func withRunMode(job v1beta1.TrainingJob, mode *v1beta1.RunMode) v1beta1.Trainin
 }
 
 func debugging(job v1beta1.TrainingJob) bool {
-	mode := job.CommonSpec().RunMode
-	return mode != nil && mode.Debug != nil && mode.Debug.Enabled
+	return v1beta1.DebugEnabled(job.CommonSpec())
 }
 
 func containsPod(pods []podbuilder.PodPreview, preview podbuilder.PodPreview) bool {

@@ -45,11 +45,28 @@ func Debug(spec *TrainingJobSpec, replicaSpecs []ReplicaDebugSpec) {
 	runModeOf(spec).Debug = &DebugMode{Enabled: true, ReplicaSpecs: replicaSpecs}
 }
 
-// PauseEnabled says whether the spec asks for the job to be paused. The
-// deprecated v1beta1 spelling enable is folded into enabled when a job is
-// converted to the internal version, so enabled is all there is to read.
+// ModeEnabled decides a run mode's switch from enabled and its deprecated
+// v1beta1 spelling enable. The server never returns enable, so an enable in
+// a request was written by that client just now, while enabled may be a
+// stored value that a merge or patch carried along: an explicit enable
+// therefore wins, in both directions. Conversion to the internal version
+// folds enable into enabled by this rule, so internal readers need only
+// enabled; v1beta1 readers apply it themselves (v1beta1.PauseEnabled).
+func ModeEnabled(enabled bool, enable *bool) bool {
+	if enable != nil {
+		return *enable
+	}
+	return enabled
+}
+
+// PauseEnabled says whether the spec asks for the job to be paused.
 func PauseEnabled(spec *TrainingJobSpec) bool {
 	return spec.RunMode != nil && spec.RunMode.Pause != nil && spec.RunMode.Pause.Enabled
+}
+
+// DebugEnabled says whether the spec asks for the job to run in debug mode.
+func DebugEnabled(spec *TrainingJobSpec) bool {
+	return spec.RunMode != nil && spec.RunMode.Debug != nil && spec.RunMode.Debug.Enabled
 }
 
 func runModeOf(spec *TrainingJobSpec) *RunMode {

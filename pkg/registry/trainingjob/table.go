@@ -197,10 +197,10 @@ func queuedReason(spec *batch.TrainingJobSpec, status *batch.TrainingJobStatus) 
 }
 
 func runMode(spec *batch.TrainingJobSpec) string {
-	switch mode := spec.RunMode; {
-	case mode != nil && mode.Debug != nil && mode.Debug.Enabled:
+	switch {
+	case batch.DebugEnabled(spec):
 		return "Debug"
-	case mode != nil && mode.Pause != nil && mode.Pause.Enabled:
+	case batch.PauseEnabled(spec):
 		return "Pause"
 	default:
 		return "Immediate"

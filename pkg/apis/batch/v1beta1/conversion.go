@@ -23,33 +23,21 @@ import (
 )
 
 // Convert_v1beta1_DebugMode_To_batch_DebugMode folds the deprecated enable
-// field into enabled. See enabledOf for which one wins.
+// field into enabled, by batch.ModeEnabled.
 func Convert_v1beta1_DebugMode_To_batch_DebugMode(in *DebugMode, out *batch.DebugMode, s conversion.Scope) error {
 	if err := autoConvert_v1beta1_DebugMode_To_batch_DebugMode(in, out, s); err != nil {
 		return err
 	}
-	out.Enabled = enabledOf(in.Enabled, in.Enable)
+	out.Enabled = batch.ModeEnabled(in.Enabled, in.Enable)
 	return nil
 }
 
 // Convert_v1beta1_PauseMode_To_batch_PauseMode folds the deprecated enable
-// field into enabled. See enabledOf for which one wins.
+// field into enabled, by batch.ModeEnabled.
 func Convert_v1beta1_PauseMode_To_batch_PauseMode(in *PauseMode, out *batch.PauseMode, s conversion.Scope) error {
 	if err := autoConvert_v1beta1_PauseMode_To_batch_PauseMode(in, out, s); err != nil {
 		return err
 	}
-	out.Enabled = enabledOf(in.Enabled, in.Enable)
+	out.Enabled = batch.ModeEnabled(in.Enabled, in.Enable)
 	return nil
-}
-
-// enabledOf decides a mode's switch from enabled and its deprecated spelling
-// enable. The server never returns enable, so an enable in a request was
-// written by that client just now, while enabled may be a stored value that a
-// merge or patch carried along: an explicit enable therefore wins, in both
-// directions.
-func enabledOf(enabled bool, enable *bool) bool {
-	if enable != nil {
-		return *enable
-	}
-	return enabled
 }

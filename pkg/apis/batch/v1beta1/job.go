@@ -19,6 +19,8 @@ package v1beta1
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"tensorstack.dev/training/pkg/apis/batch"
 )
 
 // TrainingJob is the view of a versioned job that clients shared by every
@@ -52,3 +54,17 @@ func (j *PyTorchTrainingJob) JobStatus() *TrainingJobStatus { return &j.Status }
 // IsFinished says whether the phase is final: a Succeeded or Failed job never
 // runs again.
 func (p JobPhase) IsFinished() bool { return p == JobSucceeded || p == JobFailed }
+
+// PauseEnabled says whether the spec asks for the job to be paused, the
+// deprecated enable deciding as batch.ModeEnabled says.
+func PauseEnabled(spec *TrainingJobSpec) bool {
+	m := spec.RunMode
+	return m != nil && m.Pause != nil && batch.ModeEnabled(m.Pause.Enabled, m.Pause.Enable)
+}
+
+// DebugEnabled says whether the spec asks for debug mode, the deprecated
+// enable deciding as batch.ModeEnabled says.
+func DebugEnabled(spec *TrainingJobSpec) bool {
+	m := spec.RunMode
+	return m != nil && m.Debug != nil && batch.ModeEnabled(m.Debug.Enabled, m.Debug.Enable)
+}
