@@ -171,7 +171,6 @@ func (t *Topology) LimitError() error {
 	return nil
 }
 
-
 // Group returns the group of a replica type, or nil.
 func (t *Topology) Group(typ v1beta1.ReplicaType) *ReplicaGroup {
 	for i := range t.Groups {
