@@ -27,7 +27,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/podbuilder"
@@ -210,8 +209,18 @@ func (r *reconciler) clearCheckpointRequest() {
 // reconcile: the stop was called off (a resume before the pods went, a
 // readmission) or is done.
 func (r *reconciler) planCheckpointRequest() {
-	if !r.stopping && r.checkpointRequest() != nil {
+	if r.stopping {
+		return
+	}
+	if r.checkpointRequest() != nil {
 		r.clearCheckpointRequest()
+	}
+	// Pods that keep running after a stop was called off must not go on
+	// seeing its request.
+	for _, p := range r.runningPods() {
+		if _, asked := p.Annotations[v1beta1.AnnotationCheckpointRequest]; asked {
+			r.unasks = append(r.unasks, p)
+		}
 	}
 }
 
@@ -234,28 +243,36 @@ func describeCheckpoint(c *v1beta1.CheckpointRecord) string {
 }
 
 // askForCheckpoint puts the checkpoint request on the pods the plan listed,
-// after the status that records the request is stored. A pod gone
-// meanwhile needs nothing.
+// after the status that records the request is stored, and takes a
+// called-off request off the pods that keep running. A pod gone meanwhile
+// needs nothing.
 func (r *reconciler) askForCheckpoint(ctx context.Context) error {
-	request := r.checkpointRequest()
-	if len(r.asks) == 0 || request == nil {
-		return nil
+	var errs []error
+	if request := r.checkpointRequest(); request != nil && len(r.asks) > 0 {
+		value := request.Format(metav1.RFC3339Micro)
+		errs = append(errs, r.annotatePods(ctx, r.asks, value, "asking for a checkpoint"))
+		r.logger.V(2).Info("Asked for a checkpoint", "pods", len(r.asks), "reason", r.status.Checkpoint.RequestReason)
 	}
+	if len(r.unasks) > 0 {
+		errs = append(errs, r.annotatePods(ctx, r.unasks, nil, "calling off a checkpoint request"))
+	}
+	return errors.Join(errs...)
+}
+
+// annotatePods sets the checkpoint request annotation of pods to value, or
+// removes it when value is nil.
+func (r *reconciler) annotatePods(ctx context.Context, targets []*corev1.Pod, value any, what string) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": map[string]string{v1beta1.AnnotationCheckpointRequest: request.Format(metav1.RFC3339Micro)}}})
+		"annotations": map[string]any{v1beta1.AnnotationCheckpointRequest: value}}})
 	if err != nil {
 		return err
 	}
 	pods := r.c.kubeClient.CoreV1().Pods(r.key.Namespace)
 	var errs []error
-	for _, p := range r.asks {
-		if _, err := pods.Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			if !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("asking pod %s for a checkpoint: %w", p.Name, err))
-			}
-			continue
+	for _, p := range targets {
+		if _, err := pods.Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("%s of pod %s: %w", what, p.Name, err))
 		}
-		r.logger.V(2).Info("Asked for a checkpoint", "pod", klog.KObj(p), "reason", r.status.Checkpoint.RequestReason)
 	}
 	return errors.Join(errs...)
 }

@@ -500,3 +500,40 @@ func TestScaleInWaitsForCheckpoint(t *testing.T) {
 		t.Errorf("deleted %v, want the two highest indexes once the checkpoint came", got)
 	}
 }
+
+// TestCalledOffStopWithdrawsItsRequest: a job resumed while its pause waits
+// for a checkpoint keeps its pods, and neither its status nor its pods go
+// on asking for one.
+func TestCalledOffStopWithdrawsItsRequest(t *testing.T) {
+	job := newPyTorchJob("j").withReplicas("master", 1).withReplicas("worker", 1).withCheckpoints(20).obj()
+	f := newFixture(t, job)
+	f.start(job)
+	paused := f.job(job)
+	paused.CommonSpec().RunMode = &v1beta1.RunMode{Pause: &v1beta1.PauseMode{Enabled: true}}
+	f.updateJob(paused)
+	f.step(paused)
+	if f.pod("j-master-0").Annotations[v1beta1.AnnotationCheckpointRequest] == "" {
+		t.Fatalf("the pause did not ask")
+	}
+	// The fake apiserver's patches keep the resourceVersion: let the
+	// cache see them.
+	for _, name := range []string{"j-master-0", "j-worker-0"} {
+		f.setPod(name, func(*corev1.Pod) {})
+	}
+	resumed := f.job(paused)
+	resumed.CommonSpec().RunMode.Pause.Enabled = false
+	f.updateJob(resumed)
+	f.mustSync(resumed)
+	if got := f.deletedPodNames(); len(got) != 0 {
+		t.Fatalf("deleted %v after the pause was called off", got)
+	}
+	f.observe()
+	if c := f.status(resumed).Checkpoint; c != nil && c.RequestTime != nil {
+		t.Errorf("status.checkpoint %+v: the request stays", c)
+	}
+	for _, name := range []string{"j-master-0", "j-worker-0"} {
+		if v, ok := f.pod(name).Annotations[v1beta1.AnnotationCheckpointRequest]; ok {
+			t.Errorf("pod %s still carries the request %q", name, v)
+		}
+	}
+}

@@ -171,6 +171,7 @@ type reconciler struct {
 	stopping    bool
 	stopDecided *bool
 	asks        []*corev1.Pod
+	unasks      []*corev1.Pod
 	holdResize  bool
 	// resumeLagging are running pods whose resume annotations lag behind
 	// the latest checkpoint.
