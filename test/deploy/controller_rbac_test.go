@@ -103,6 +103,7 @@ func TestControllerRoleIsLeastPrivilege(t *testing.T) {
 	t.Run("adopt-orphans", s.adoptOrphans)
 	t.Run("name-conflicts", s.nameConflicts)
 	t.Run("tensorboard", s.tensorBoard)
+	t.Run("stall", s.stall)
 	backends := gangBackends()
 	if len(backends) > 0 {
 		t.Run("gang", s.gang)
@@ -269,6 +270,28 @@ func (s *scenarios) pause(t *testing.T) {
 	s.wait("the pod of the paused job to be deleted", func(ctx context.Context) (bool, error) {
 		p, err := s.c.kube.CoreV1().Pods(s.ns).Get(ctx, pod, metav1.GetOptions{})
 		return apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil), ignoreNotFound(err)
+	})
+}
+
+// stall: a job whose pods run without reporting progress past its
+// deadline, under stallPolicy Fail: the controller reads the end of each
+// replica's log into the status before it fails the job (pods/log).
+func (s *scenarios) stall(t *testing.T) {
+	s.t = t
+	ctx := context.Background()
+	jobs := s.c.jobs.BatchV1beta1().PyTorchTrainingJobs(s.ns)
+	job := ptJob("pt-stall", "1h")
+	job.Spec.RunPolicy.ProgressDeadlineSeconds = ptr.To[int64](1)
+	job.Spec.RunPolicy.StallPolicy = v1beta1.StallPolicyFail
+	if _, err := jobs.Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.wait("pt-stall to fail as Stalled, its log tails kept", func(ctx context.Context) (bool, error) {
+		j, err := jobs.Get(ctx, job.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return j.Status.Phase == v1beta1.JobFailed && j.Status.Stall != nil && len(j.Status.Stall.Logs) == 1, nil
 	})
 }
 
