@@ -53,17 +53,14 @@ func writeAccounting(w io.Writer, status *v1beta1.TrainingJobStatus, now time.Ti
 	if a == nil {
 		return
 	}
-	seconds := map[v1beta1.AccountingState]int64{
-		v1beta1.AccountingQueued: a.QueuedSeconds, v1beta1.AccountingStarting: a.StartingSeconds,
-		v1beta1.AccountingRunning: a.RunningSeconds, v1beta1.AccountingPaused: a.PausedSeconds,
-	}
-	if a.State != "" && a.StateSince != nil {
-		seconds[a.State] += max(int64(now.Sub(a.StateSince.Time).Seconds()), 0)
-	}
 	var parts []string
-	for _, s := range []v1beta1.AccountingState{v1beta1.AccountingQueued, v1beta1.AccountingStarting, v1beta1.AccountingRunning, v1beta1.AccountingPaused} {
-		if seconds[s] > 0 || s == a.State {
-			parts = append(parts, fmt.Sprintf("%s %s", strings.ToLower(string(s)), duration.HumanDuration(time.Duration(seconds[s])*time.Second)))
+	for _, s := range v1beta1.AccountingStates {
+		seconds := *a.StateSeconds(s)
+		if s == a.State && a.StateSince != nil {
+			seconds += max(int64(now.Sub(a.StateSince.Time).Seconds()), 0)
+		}
+		if seconds > 0 || s == a.State {
+			parts = append(parts, fmt.Sprintf("%s %s", strings.ToLower(string(s)), duration.HumanDuration(time.Duration(seconds)*time.Second)))
 		}
 	}
 	if len(parts) > 0 {

@@ -76,15 +76,8 @@ func (r *reconciler) planAccounting() {
 }
 
 func addStateSeconds(a *v1beta1.Accounting, state v1beta1.AccountingState, seconds int64) {
-	switch state {
-	case v1beta1.AccountingQueued:
-		a.QueuedSeconds += seconds
-	case v1beta1.AccountingStarting:
-		a.StartingSeconds += seconds
-	case v1beta1.AccountingRunning:
-		a.RunningSeconds += seconds
-	case v1beta1.AccountingPaused:
-		a.PausedSeconds += seconds
+	if counter := a.StateSeconds(state); counter != nil {
+		*counter += seconds
 	}
 }
 
@@ -184,17 +177,9 @@ func observeAccounting(job v1beta1.TrainingJob, old, cur *v1beta1.Accounting) {
 		old = &v1beta1.Accounting{}
 	}
 	ns, queue := job.GetNamespace(), kueue.QueueName(job)
-	for _, d := range []struct {
-		state       v1beta1.AccountingState
-		before, now int64
-	}{
-		{v1beta1.AccountingQueued, old.QueuedSeconds, cur.QueuedSeconds},
-		{v1beta1.AccountingStarting, old.StartingSeconds, cur.StartingSeconds},
-		{v1beta1.AccountingRunning, old.RunningSeconds, cur.RunningSeconds},
-		{v1beta1.AccountingPaused, old.PausedSeconds, cur.PausedSeconds},
-	} {
-		if d.now > d.before {
-			jobStateSeconds.WithLabelValues(ns, queue, string(d.state)).Add(float64(d.now - d.before))
+	for _, state := range v1beta1.AccountingStates {
+		if d := *cur.StateSeconds(state) - *old.StateSeconds(state); d > 0 {
+			jobStateSeconds.WithLabelValues(ns, queue, string(state)).Add(float64(d))
 		}
 	}
 	added := int(cur.Interruptions - old.Interruptions)

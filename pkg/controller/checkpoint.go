@@ -18,15 +18,12 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/podbuilder"
@@ -71,7 +68,6 @@ func (r *reconciler) stopRunning(reason string) bool {
 }
 
 func (r *reconciler) decideStop(reason string) bool {
-	r.stopping = true
 	running := r.runningPods()
 	policy := r.spec.RunPolicy.Checkpoint
 	request := r.checkpointRequest()
@@ -165,12 +161,18 @@ func (r *reconciler) resizing() bool {
 	}
 	want := r.topo.Shape()
 	for _, s := range r.slots {
-		if p := s.pod; p != nil && p.DeletionTimestamp == nil && !isTerminated(p) &&
-			p.Annotations[podbuilder.AnnotationTopology] != "" && p.Annotations[podbuilder.AnnotationTopology] != want {
+		if p := s.pod; p != nil && p.DeletionTimestamp == nil && !isTerminated(p) && madeForOtherShape(p, want) {
 			return true
 		}
 	}
 	return false
+}
+
+// madeForOtherShape says whether a pod was built for other replica counts
+// than want (Topology.Shape). Pods that predate the annotation are kept.
+func madeForOtherShape(p *corev1.Pod, want string) bool {
+	made := p.Annotations[podbuilder.AnnotationTopology]
+	return made != "" && made != want
 }
 
 // runningPods are the job's pods that run and are not on their way out:
@@ -209,7 +211,7 @@ func (r *reconciler) clearCheckpointRequest() {
 // reconcile: the stop was called off (a resume before the pods went, a
 // readmission) or is done.
 func (r *reconciler) planCheckpointRequest() {
-	if r.stopping {
+	if r.stopDecided != nil {
 		return
 	}
 	if r.checkpointRequest() != nil {
@@ -244,35 +246,18 @@ func describeCheckpoint(c *v1beta1.CheckpointRecord) string {
 
 // askForCheckpoint puts the checkpoint request on the pods the plan listed,
 // after the status that records the request is stored, and takes a
-// called-off request off the pods that keep running. A pod gone meanwhile
-// needs nothing.
+// called-off request off the pods that keep running.
 func (r *reconciler) askForCheckpoint(ctx context.Context) error {
 	var errs []error
 	if request := r.checkpointRequest(); request != nil && len(r.asks) > 0 {
 		value := request.Format(metav1.RFC3339Micro)
-		errs = append(errs, r.annotatePods(ctx, r.asks, value, "asking for a checkpoint"))
+		_, err := r.annotatePods(ctx, r.asks, map[string]any{v1beta1.AnnotationCheckpointRequest: value}, "asking for a checkpoint")
+		errs = append(errs, err)
 		r.logger.V(2).Info("Asked for a checkpoint", "pods", len(r.asks), "reason", r.status.Checkpoint.RequestReason)
 	}
 	if len(r.unasks) > 0 {
-		errs = append(errs, r.annotatePods(ctx, r.unasks, nil, "calling off a checkpoint request"))
-	}
-	return errors.Join(errs...)
-}
-
-// annotatePods sets the checkpoint request annotation of pods to value, or
-// removes it when value is nil.
-func (r *reconciler) annotatePods(ctx context.Context, targets []*corev1.Pod, value any, what string) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": map[string]any{v1beta1.AnnotationCheckpointRequest: value}}})
-	if err != nil {
-		return err
-	}
-	pods := r.c.kubeClient.CoreV1().Pods(r.key.Namespace)
-	var errs []error
-	for _, p := range targets {
-		if _, err := pods.Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("%s of pod %s: %w", what, p.Name, err))
-		}
+		_, err := r.annotatePods(ctx, r.unasks, map[string]any{v1beta1.AnnotationCheckpointRequest: nil}, "calling off a checkpoint request")
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -303,17 +288,10 @@ func (r *reconciler) updateResumeAnnotations(ctx context.Context) error {
 	if len(r.resumeLagging) == 0 {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": podbuilder.ResumeAnnotations(r.status.Checkpoint)}})
-	if err != nil {
-		return err
+	annotations := map[string]any{}
+	for k, v := range podbuilder.ResumeAnnotations(r.status.Checkpoint) {
+		annotations[k] = v
 	}
-	pods := r.c.kubeClient.CoreV1().Pods(r.key.Namespace)
-	var errs []error
-	for _, p := range r.resumeLagging {
-		if _, err := pods.Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("updating the resume point of pod %s: %w", p.Name, err))
-		}
-	}
-	return errors.Join(errs...)
+	_, err := r.annotatePods(ctx, r.resumeLagging, annotations, "updating the resume point")
+	return err
 }

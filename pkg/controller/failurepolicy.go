@@ -191,32 +191,32 @@ func (r *reconciler) restartJob(s *slot, why string) (reason, message string) {
 			host, how, why, r.status.BackoffCount, limit)
 	}
 	r.restartReplica(s, false, "", "")
-	at := s.restartAt
-	for _, other := range r.slots {
-		if other == s {
-			continue
-		}
-		if !other.replacing {
-			other.replacing, other.phase = true, v1beta1.ReplicaDeleted
-			r.restarts[other.id.Type]++
-			if other.pod != nil && other.pod.DeletionTimestamp == nil {
-				r.delete(other.pod, "the whole job is being restarted")
+	r.replaceEveryReplica("the whole job is being restarted")
+	if at := s.restartAt; at != nil {
+		for _, other := range r.slots {
+			if other.restartAt == nil || other.restartAt.Before(at) {
+				other.restartAt = at
 			}
 		}
-		if at != nil && (other.restartAt == nil || other.restartAt.Before(at)) {
-			other.restartAt = at
-		}
 	}
-	r.markJobRestart()
 	return "", ""
 }
 
-// markJobRestart tags every replica of a whole-job restart, so that no new
-// pod starts before every old one is gone (observeReplica): a new rank
-// must never meet an old one at the rendezvous.
-func (r *reconciler) markJobRestart() {
+// replaceEveryReplica deletes the pod of every replica not already being
+// replaced, and tags every replica as part of a whole-job restart, so that
+// no new pod starts before every old one is gone (observeReplica): a new
+// rank must never meet an old one at the rendezvous.
+func (r *reconciler) replaceEveryReplica(why string) {
 	for _, s := range r.slots {
 		s.reason = ReasonRestartingJob
+		if s.replacing {
+			continue
+		}
+		s.replacing, s.phase = true, v1beta1.ReplicaDeleted
+		r.restarts[s.id.Type]++
+		if s.pod != nil && s.pod.DeletionTimestamp == nil {
+			r.delete(s.pod, why)
+		}
 	}
 }
 

@@ -126,7 +126,7 @@ func (r *reconciler) observeReplica(s *slot, debug bool) {
 		r.discard(s, fmt.Sprintf("the job's run mode changed to %s", podbuilder.RunMode(debug)))
 		return
 	}
-	if want := r.topo.Shape(); !r.holdResize && p.Annotations[podbuilder.AnnotationTopology] != "" && p.Annotations[podbuilder.AnnotationTopology] != want {
+	if want := r.topo.Shape(); !r.holdResize && madeForOtherShape(p, want) {
 		r.discard(s, fmt.Sprintf("the job's replicas changed to %s", want))
 	}
 }

@@ -17,7 +17,6 @@ limitations under the License.
 package controller
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -86,7 +85,7 @@ func (r *reconciler) planStall(debug bool) (reason, message string) {
 		}
 		r.stallLogs = true
 		r.status.BackoffCount++
-		r.restartAll(fmt.Sprintf("the job stalled; restarting every replica (restart %d of %d)", r.status.BackoffCount, limit))
+		r.restartAll(fmt.Sprintf("The job stalled; restarting every replica (restart %d of %d)", r.status.BackoffCount, limit))
 	}
 	return "", ""
 }
@@ -181,21 +180,10 @@ func (r *reconciler) stallRecord() *v1beta1.StallStatus {
 
 // restartAll replaces every replica at once, without a backoff delay: the
 // stop of a stalled job.
-func (r *reconciler) restartAll(why string) {
+func (r *reconciler) restartAll(message string) {
 	r.restartingJob = true
-	r.event(corev1.EventTypeWarning, ReasonRestartingJob, "%s", strings.ToUpper(why[:1])+why[1:])
-	for _, s := range r.slots {
-		if s.replacing {
-			continue
-		}
-		s.replacing, s.phase = true, v1beta1.ReplicaDeleted
-		s.restartAt, s.reason = nil, ""
-		r.restarts[s.id.Type]++
-		if s.pod != nil && s.pod.DeletionTimestamp == nil {
-			r.delete(s.pod, "the job stalled")
-		}
-	}
-	r.markJobRestart()
+	r.event(corev1.EventTypeWarning, ReasonRestartingJob, "%s", message)
+	r.replaceEveryReplica("the job stalled")
 }
 
 // readStallLogs keeps the last lines of each replica's training container
@@ -227,28 +215,21 @@ func (r *reconciler) logTail(ctx context.Context, p *corev1.Pod) v1beta1.Replica
 	defer cancel()
 	raw, err := r.c.kubeClient.CoreV1().Pods(p.Namespace).GetLogs(p.Name, opts).DoRaw(ctx)
 	if err != nil {
-		tail.Error = truncate(err.Error(), 256)
+		tail.Error = batch.CutBytes(err.Error(), 256)
 		return tail
 	}
-	tail.Lines = string(lastBytes(raw, batch.MaxStallLogBytes))
+	tail.Lines = logTailText(raw, batch.MaxStallLogBytes)
 	return tail
 }
 
-// lastBytes is the end of a log, at most n bytes, starting at a line.
-func lastBytes(raw []byte, n int) []byte {
-	if len(raw) <= n {
-		return raw
+// logTailText is the end of a log within n bytes, starting at a line when
+// it had to be cut.
+func logTailText(raw []byte, n int) string {
+	tail := batch.TailBytes(string(raw), n)
+	if len(tail) < len(raw) {
+		if i := strings.IndexByte(tail, '\n'); i >= 0 && i+1 < len(tail) {
+			tail = tail[i+1:]
+		}
 	}
-	raw = raw[len(raw)-n:]
-	if i := bytes.IndexByte(raw, '\n'); i >= 0 && i+1 < len(raw) {
-		raw = raw[i+1:]
-	}
-	return bytes.ToValidUTF8(raw, nil)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
+	return tail
 }

@@ -18,15 +18,8 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 
 	"tensorstack.dev/training/pkg/podbuilder"
 )
@@ -92,27 +85,11 @@ func (r *reconciler) openStartupGates(ctx context.Context) error {
 	if len(r.opens) == 0 {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": map[string]string{podbuilder.AnnotationStartupGate: podbuilder.StartupGateOpen}}})
-	if err != nil {
-		return err
-	}
-	pods := r.c.kubeClient.CoreV1().Pods(r.key.Namespace)
-	opened := 0
-	var errs []error
-	for _, p := range r.opens {
-		if _, err := pods.Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			if !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("opening the startup gate of pod %s: %w", p.Name, err))
-			}
-			continue
-		}
-		opened++
-		r.logger.V(2).Info("Opened the startup gate", "pod", klog.KObj(p))
-	}
+	opened, err := r.annotatePods(ctx, r.opens, map[string]any{podbuilder.AnnotationStartupGate: podbuilder.StartupGateOpen},
+		"opening the startup gate")
 	if opened > 0 {
 		r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonLeadersReady,
 			"The job's leaders are ready: released %d waiting replica(s)", opened)
 	}
-	return errors.Join(errs...)
+	return err
 }

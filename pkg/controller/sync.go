@@ -165,10 +165,10 @@ type reconciler struct {
 	// scaleNoted: the Scaled event of this reconcile is recorded.
 	scaleNoted bool
 
-	// stopping: a stop that removes running pods was decided or held now;
-	// stopDecided is its outcome (stopRunning), asks the pods to ask for a
-	// checkpoint, holdResize a resize held for one.
-	stopping    bool
+	// stopDecided, once a stop that removes running pods was decided or
+	// held now, is whether it goes ahead (stopRunning); asks are the pods
+	// to ask for a checkpoint, unasks those to take a called-off request
+	// from, holdResize a resize held for one.
 	stopDecided *bool
 	asks        []*corev1.Pod
 	unasks      []*corev1.Pod

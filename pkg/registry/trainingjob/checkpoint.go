@@ -124,15 +124,11 @@ func (r *CheckpointREST) Create(ctx context.Context, name string, obj runtime.Ob
 func (r *CheckpointREST) write(ctx context.Context, read batch.TrainingJob, record batch.CheckpointRecord, podCreated *time.Time) error {
 	name, uid := read.GetName(), read.GetUID()
 	transform := func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
-		job := old.DeepCopyObject().(batch.TrainingJob)
-		if job.GetUID() != uid {
-			return nil, apierrors.NewConflict(r.store.DefaultQualifiedResource, name,
-				fmt.Errorf("the job was deleted and created again (uid %s, not %s)", job.GetUID(), uid))
-		}
-		status := job.JobStatus()
-		if err := finishedConflict(r.store, name, status.Phase); err != nil {
+		job, err := reportedJobToWrite(r.store, old, name, uid)
+		if err != nil {
 			return nil, err
 		}
+		status := job.JobStatus()
 		if err := stepMayFollow(status.Checkpoint, &record, podCreated, name); err != nil {
 			return nil, err
 		}

@@ -167,15 +167,11 @@ func finishedConflict(store *genericregistry.Store, name string, phase batch.Job
 // job is gone, was replaced by another of the same name, or has finished.
 func writeProgress(ctx context.Context, progressStore *genericregistry.Store, key jobKey, report pendingReport, replaced int64) error {
 	transform := func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
-		job := old.DeepCopyObject().(batch.TrainingJob)
-		if job.GetUID() != key.uid {
-			return nil, apierrors.NewConflict(progressStore.DefaultQualifiedResource, key.name,
-				fmt.Errorf("the job was deleted and created again (uid %s, not %s)", job.GetUID(), key.uid))
-		}
-		status := job.JobStatus()
-		if err := finishedConflict(progressStore, key.name, status.Phase); err != nil {
+		job, err := reportedJobToWrite(progressStore, old, key.name, key.uid)
+		if err != nil {
 			return nil, err
 		}
+		status := job.JobStatus()
 		status.Progress = nextProgress(status.Progress, report, replaced)
 		return job, nil
 	}
@@ -183,6 +179,20 @@ func writeProgress(ctx context.Context, progressStore *genericregistry.Store, ke
 		rest.DefaultUpdatedObjectInfo(nil, transform), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc,
 		false, &metav1.UpdateOptions{})
 	return err
+}
+
+// reportedJobToWrite is a copy of the stored job a report goes into,
+// unless the job was replaced by another of the same name or has finished.
+func reportedJobToWrite(store *genericregistry.Store, stored runtime.Object, name string, uid types.UID) (batch.TrainingJob, error) {
+	job := stored.DeepCopyObject().(batch.TrainingJob)
+	if job.GetUID() != uid {
+		return nil, apierrors.NewConflict(store.DefaultQualifiedResource, name,
+			fmt.Errorf("the job was deleted and created again (uid %s, not %s)", job.GetUID(), uid))
+	}
+	if err := finishedConflict(store, name, job.JobStatus().Phase); err != nil {
+		return nil, err
+	}
+	return job, nil
 }
 
 // jobKey names one job for the coalescer; the UID keeps a job created

@@ -19,7 +19,6 @@ package v1beta1
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"tensorstack.dev/training/pkg/apis/batch"
 )
@@ -38,7 +37,7 @@ func TerminationMessageTail(message string) string {
 		return message
 	}
 	const ellipsis = "…"
-	return ellipsis + strings.TrimLeft(tailBytes(message, MaxTerminationMessageBytes-len(ellipsis)), " \t\r\n")
+	return ellipsis + strings.TrimLeft(batch.TailBytes(message, MaxTerminationMessageBytes-len(ellipsis)), " \t\r\n")
 }
 
 // Summary says how the container ended, as people read it:
@@ -122,15 +121,15 @@ func CompactTerminations(tasks []TaskStatus) {
 		keep := (TerminationBudget - fixed) / records
 		each(func(c *ContainerStatus) {
 			if t := c.LastTermination; t != nil && len(t.Message) > keep {
-				t.Message = tailBytes(t.Message, keep)
+				t.Message = batch.TailBytes(t.Message, keep)
 			}
 		})
 		return
 	}
 	each(func(c *ContainerStatus) {
-		c.Reason = cutBytes(c.Reason, compactReasonBytes)
+		c.Reason = batch.CutBytes(c.Reason, compactReasonBytes)
 		if t := c.LastTermination; t != nil {
-			t.Message, t.Reason = "", cutBytes(t.Reason, compactReasonBytes)
+			t.Message, t.Reason = "", batch.CutBytes(t.Reason, compactReasonBytes)
 		}
 	})
 	measure()
@@ -148,28 +147,4 @@ func CompactTerminations(tasks []TaskStatus) {
 }
 
 // CutReason bounds a reason the kubelet gave to what validation accepts.
-func CutReason(reason string) string { return cutBytes(reason, batch.MaxContainerReasonLength) }
-
-// cutBytes keeps at most n bytes of s, ending at a character boundary.
-func cutBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-// tailBytes keeps at most n bytes of the end of s, starting at a character
-// boundary.
-func tailBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	start := len(s) - n
-	for start < len(s) && !utf8.RuneStart(s[start]) {
-		start++
-	}
-	return s[start:]
-}
+func CutReason(reason string) string { return batch.CutBytes(reason, batch.MaxContainerReasonLength) }

@@ -1,0 +1,55 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// annotatePods merge-patches annotations onto pods (a nil value removes
+// one) and returns how many it patched: how the controller talks to a
+// running pod (startup gates, checkpoint requests, resume points). A pod
+// gone meanwhile needs nothing.
+func (r *reconciler) annotatePods(ctx context.Context, targets []*corev1.Pod, annotations map[string]any, what string) (int, error) {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+	if err != nil {
+		return 0, err
+	}
+	pods := r.c.kubeClient.CoreV1().Pods(r.key.Namespace)
+	patched := 0
+	var errs []error
+	for _, p := range targets {
+		if _, err := pods.Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("%s of pod %s: %w", what, p.Name, err))
+			}
+			continue
+		}
+		patched++
+		r.logger.V(2).Info("Annotated pod", "pod", klog.KObj(p), "what", what)
+	}
+	return patched, errors.Join(errs...)
+}
