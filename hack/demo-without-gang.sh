@@ -19,7 +19,7 @@ source "${HACK_DIR}/lib/common.sh"
 # shellcheck source=hack/lib/local.sh
 source "${HACK_DIR}/lib/local.sh"
 
-[[ -f "${LOCAL_ENV_FILE}" ]] || die "no local control plane; start one with make local-up"
+[[ -f "${LOCAL_STATE_FILE}" ]] || die "no local control plane; start one with make local-up"
 load_settings
 mode=off
 [[ "${GANG:-0}" == 1 ]] && mode=on

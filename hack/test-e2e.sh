@@ -7,16 +7,17 @@
 #   KUBECONFIG       _output/local/kubeconfig (admin, system:masters)
 #   KUBECTL          _output/bin/kubectl (v1.37.1)
 #   E2E_REPO_ROOT    the repository root
-#   E2E_LOCAL_DIR    _output/local (state, logs/<component>.log, env.sh with ports)
+#   E2E_LOCAL_DIR    _output/local (state.json, logs/<component>.log)
 #   E2E_RESTART      hack/local-restart.sh: "$E2E_RESTART [--stop|--start] training-apiserver"
 #   E2E_FAKE_NODES   number of fake (kwok) nodes; E2E_NODE_GPUS: nvidia.com/gpu per node
-#   E2E_REAL_NODE    1 when the stack runs its real node (hack/lib/node.sh)
+#   E2E_REAL_NODE    1 when the stack runs real nodes (test/localcluster)
+#   E2E_REAL_NODES   how many
 #   E2E_KUEUE_PODS_READY_TIMEOUT  Kueue's waitForPodsReady timeout (60s here)
 #   E2E_KUEUE_V1BETA1  1 when the stack serves Kueue's v1beta1 (0 here, as Kueue v0.20)
 #   E2E_MULTIKUEUE_WORKER_KUBECONFIG  the admin kubeconfig of the MultiKueue worker
 #                    cluster (LOCAL_MULTIKUEUE=1, the default here)
-# After the stack is down, it fails when the real node left anything on the
-# host (node_leftovers).
+# After the stack is down, it fails when the real nodes left anything on the
+# host (hack/localcluster leftovers).
 # Extra go test flags: E2E_GO_TEST_FLAGS (e.g. "-run TestPause -v").
 # A whole run (no E2E_GO_TEST_FLAGS), or E2E_PYTHON=1, then runs the Python
 # client's e2e tests on the same stack (hack/test-python.sh e2e).
@@ -52,7 +53,7 @@ cleanup() {
   if ! local_down_checked; then
     rc=1
   elif [[ "${LOCAL_REAL_NODE_RUNNING:-0}" == 1 ]]; then
-    log "hack/local-down.sh left no process, mount, network namespace, link, iptables rule, cgroup or sysctl of the real node"
+    log "hack/local-down.sh left no process, mount, network namespace, link, iptables rule, cgroup or sysctl of the real nodes"
   fi
   exit "${rc}"
 }
@@ -74,6 +75,7 @@ export E2E_RESTART="${HACK_DIR}/local-restart.sh"
 export E2E_FAKE_NODES="${LOCAL_FAKE_NODES}"
 export E2E_NODE_GPUS="${LOCAL_NODE_GPUS}"
 export E2E_REAL_NODE="${LOCAL_REAL_NODE_RUNNING}"
+export E2E_REAL_NODES="${LOCAL_REAL_NODES_RUNNING}"
 export E2E_KUEUE_PODS_READY_TIMEOUT="${LOCAL_KUEUE_PODS_READY_TIMEOUT}"
 export E2E_KUEUE_V1BETA1="${LOCAL_KUEUE_V1BETA1}"
 if multikueue_enabled; then
@@ -104,8 +106,7 @@ log "go test exited with ${rc}"
 gang_backends="${E2E_GANG_BACKEND/none/}"
 if [[ "${E2E_GANG_BACKEND}" == workload && -z "${E2E_GO_TEST_FLAGS:-}" ]] && scheduler_plugins_enabled; then
   gang_backends="workload coscheduling"
-  LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS+=" --gang-scheduler=coscheduling"
-  save_settings
+  localcluster set "LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS=${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS} --gang-scheduler=coscheduling"
   "${HACK_DIR}/local-restart.sh" training-controller-manager
   export E2E_GANG_BACKEND=coscheduling
   log "running the gang tests again with the coscheduling backend"

@@ -1,38 +1,13 @@
 #!/usr/bin/env bash
-# The local stack's image registry: CNCF Distribution (component registry,
-# built from hack/tools/registry) on 127.0.0.1:LOCAL_REGISTRY_PORT, storing
-# in _output/local/registry. It runs with the real node: nodeproxy makes the
-# same address reach it from inside the node's network namespace, and the
-# node's containerd pulls from it over plain HTTP (hosts.toml written by
-# node_generate_configs). Pods whose images are all under LOCAL_REGISTRY
-# run on the real node (hack/local/real-node.yaml). Sourced by
-# hack/lib/local.sh.
+# The local stack's image registry (CNCF Distribution on
+# 127.0.0.1:LOCAL_REGISTRY_PORT, component registry of test/localcluster),
+# which runs with the real nodes: pushing a release's images to it and
+# installing from it. Pods whose images are all under LOCAL_REGISTRY run on
+# the real nodes (hack/local/real-node.yaml). Sourced by hack/lib/local.sh.
 # shellcheck disable=SC2034
 
-: "${LOCAL_REGISTRY_PORT:=15000}"
 # Image references of the local registry start with this.
 LOCAL_REGISTRY="127.0.0.1:${LOCAL_REGISTRY_PORT}"
-
-# generate_registry_config writes the registry's configuration.
-generate_registry_config() {
-  mkdir -p "${LOCAL_DIR}/registry"
-  cat >"${LOCAL_CONFIG_DIR}/registry.yaml" <<EOF2
-version: 0.1
-log:
-  level: info
-  accesslog:
-    disabled: true
-storage:
-  filesystem:
-    rootdirectory: ${LOCAL_DIR}/registry
-  delete:
-    enabled: true
-http:
-  addr: 127.0.0.1:${LOCAL_REGISTRY_PORT}
-  # Served on loopback only; the node reaches it through nodeproxy.
-  secret: local-registry-$(printf '%s' "${LOCAL_DIR}" | sha256sum | cut -c1-16)
-EOF2
-}
 
 # registry_ready succeeds once the registry answers the API's base endpoint.
 registry_ready() {

@@ -462,13 +462,15 @@ spec:
 	}
 
 	const outOfService = "node.kubernetes.io/out-of-service"
-	f.RestartComponent("--stop", "kubelet")
+	node := first.Spec.NodeName
+	kubelet := "kubelet-" + node
+	f.RestartComponent("--stop", kubelet)
 	stopped, kubeletDown := time.Now(), true
 	t.Cleanup(func() {
 		// Whatever failed, the node is left as the other tests need it.
-		f.Kubectl("taint", "node", "real-node", outOfService+"-")
+		f.Kubectl("taint", "node", node, outOfService+"-")
 		if kubeletDown {
-			f.RestartComponent("--start", "kubelet")
+			f.RestartComponent("--start", kubelet)
 		}
 	})
 	var evicted time.Time
@@ -489,7 +491,7 @@ spec:
 
 	// A node that does not come back: the administrator says so, and the
 	// pod garbage collector lets the pod go.
-	f.MustKubectl("taint", "node", "real-node", outOfService+"=nodeshutdown:NoExecute")
+	f.MustKubectl("taint", "node", node, outOfService+"=nodeshutdown:NoExecute")
 	f.WaitForPods(ref, "a replacement", 2*time.Minute, func(pods []corev1.Pod) (bool, error) {
 		return len(pods) == 1 && pods[0].UID != first.UID, nil
 	})
@@ -499,8 +501,8 @@ spec:
 		t.Errorf("backoffCount %d after the node was lost, want 0: a disruption is not the program's failure", n)
 	}
 
-	f.MustKubectl("taint", "node", "real-node", outOfService+"-")
-	f.RestartComponent("--start", "kubelet")
+	f.MustKubectl("taint", "node", node, outOfService+"-")
+	f.RestartComponent("--start", kubelet)
 	kubeletDown = false
 	waitSucceeded(f, ref)
 	job = f.MustGetJob(ref)

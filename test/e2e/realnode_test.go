@@ -119,12 +119,12 @@ func waitStarted(f *framework.Framework, ref framework.JobRef) []corev1.Pod {
 	})
 }
 
-// checkOnRealNode fails unless every pod ran on the real node.
+// checkOnRealNode fails unless every pod ran on a real node.
 func checkOnRealNode(t *testing.T, pods []corev1.Pod) {
 	t.Helper()
 	for _, p := range pods {
-		if p.Spec.NodeName != "real-node" {
-			t.Errorf("pod %s ran on %q, want the real node", p.Name, p.Spec.NodeName)
+		if !framework.IsRealNode(p.Spec.NodeName) {
+			t.Errorf("pod %s ran on %q, want a real node", p.Name, p.Spec.NodeName)
 		}
 	}
 }
@@ -425,6 +425,13 @@ func TestRealNodeGang(t *testing.T) {
 	if f.KueueServed() {
 		f.NewKueueQueue(nil, 0, "default")
 	}
+	// Each job takes more than half of the real nodes' CPU, so the second
+	// fits only once the first is done; on two nodes or more, a pod takes
+	// more than half a node, so a job's two pods span two nodes.
+	cpu := "600m"
+	if f.Env.RealNodes >= 2 {
+		cpu = "1100m"
+	}
 	job := func(name, seconds string) string {
 		return fmt.Sprintf(`
 apiVersion: batch.tensorstack.dev/v1beta1
@@ -445,16 +452,23 @@ spec:
           image: localhost/tensorstack/training:v1
           command: ["sleep", "%s"]
           resources:
-            requests: {cpu: 600m, memory: 32Mi}
+            requests: {cpu: %s, memory: 32Mi}
   runPolicy:
     successPolicy: AllWorkers
-`, name, seconds)
+`, name, seconds, cpu)
 	}
 	applyManifest(f, job("first", "20"))
 	first := f.Ref(framework.KindPyTorch, "first")
-	f.WaitForPods(first, "both pods of the first job bound", realNodeTimeout, func(pods []corev1.Pod) (bool, error) {
+	firstPods := f.WaitForPods(first, "both pods of the first job bound", realNodeTimeout, func(pods []corev1.Pod) (bool, error) {
 		return len(pods) == 2 && pods[0].Spec.NodeName != "" && pods[1].Spec.NodeName != "", nil
 	})
+	if f.Env.RealNodes >= 2 {
+		if a, b := firstPods[0].Spec.NodeName, firstPods[1].Spec.NodeName; a == b {
+			t.Errorf("both pods of the first job on %s: the gang was to span two nodes", a)
+		} else {
+			t.Logf("the first job's gang spans %s and %s", a, b)
+		}
+	}
 	applyManifest(f, job("second", "1"))
 	second := f.Ref(framework.KindPyTorch, "second")
 	bound := func(pods []corev1.Pod) int {

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"tensorstack.dev/training/test/localcluster"
 )
 
 // UserConfig returns a client configuration for user (with groups) that
@@ -150,19 +151,19 @@ func (f *Framework) AnonymousHTTPClient(caFile string) *http.Client {
 	}
 }
 
-// LocalSetting reads a setting of the running stack from
-// E2E_LOCAL_DIR/env.sh, such as LOCAL_TRAINING_PORT.
+// LocalSetting reads a setting of the running stack (its state file in
+// E2E_LOCAL_DIR), such as LOCAL_TRAINING_PORT.
 func (f *Framework) LocalSetting(name string) string {
 	f.T.Helper()
-	data, err := os.ReadFile(filepath.Join(f.Env.LocalDir, "env.sh"))
+	st, err := localcluster.Load(f.Env.LocalDir)
 	if err != nil {
 		f.T.Fatal(err)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, name+"="); ok {
-			return strings.Trim(v, `'"`)
+	for _, kv := range st.Settings.Env() {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v
 		}
 	}
-	f.T.Fatalf("%s is not set in %s/env.sh", name, f.Env.LocalDir)
+	f.T.Fatalf("%s is not a setting of the stack in %s", name, f.Env.LocalDir)
 	return ""
 }

@@ -63,14 +63,20 @@ type Env struct {
 	Kubeconfig string // admin kubeconfig (system:masters)
 	Kubectl    string // the pinned kubectl binary
 	RepoRoot   string // the repository root
-	LocalDir   string // _output/local: env.sh, logs/, pki/
+	LocalDir   string // _output/local: state.json, logs/, pki/
 	Restart    string // hack/local-restart.sh
 	FakeNodes  int    // number of kwok nodes
 	NodeGPUs   int    // nvidia.com/gpu per node
-	// RealNode says the stack runs its real node (hack/lib/node.sh), where
-	// pods whose images are all the stack's own run real containers.
-	RealNode bool
+	// RealNode says the stack runs real nodes (test/localcluster), where
+	// pods whose images are all the stack's own run real containers;
+	// RealNodes says how many.
+	RealNode  bool
+	RealNodes int
 }
+
+// IsRealNode says whether a node is one of the stack's real nodes: real-node,
+// real-node2, ... (test/localcluster).
+func IsRealNode(name string) bool { return strings.HasPrefix(name, "real-node") }
 
 // Clients reach the control plane as the admin.
 type Clients struct {
@@ -122,6 +128,13 @@ func Setup() error {
 		return err
 	}
 	if e.NodeGPUs, err = intEnv("E2E_NODE_GPUS", 64); err != nil {
+		return err
+	}
+	realNodes := 0
+	if e.RealNode {
+		realNodes = 1
+	}
+	if e.RealNodes, err = intEnv("E2E_REAL_NODES", realNodes); err != nil {
 		return err
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", e.Kubeconfig)

@@ -17,11 +17,15 @@ limitations under the License.
 package benchkit
 
 import (
+	"io"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
+
 	"time"
+
+	"tensorstack.dev/training/test/localcluster"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -96,22 +100,31 @@ func TestTable(t *testing.T) {
 
 func TestLoadStack(t *testing.T) {
 	dir := t.TempDir()
-	env := "# Settings\nLOCAL_TRAINING_PORT=18443\nLOCAL_SKIP_TRAINING=''\nLOCAL_TRAINING_APISERVER_EXTRA_ARGS=--a\\ --b\n"
-	if err := os.WriteFile(dir+"/env.sh", []byte(env), 0o600); err != nil {
+	settings, err := localcluster.SettingsFromEnv(func(name string) (string, bool) {
+		return map[string]string{"LOCAL_TRAINING_PORT": "18444", "LOCAL_TRAINING_APISERVER_EXTRA_ARGS": "--a --b"}[name], true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := localcluster.New(settings, localcluster.Paths{Repo: dir, Dir: dir}, &localcluster.RealHost{Out: io.Discard}, 0)
+	if err := c.SaveState(); err != nil {
 		t.Fatal(err)
 	}
 	s, err := LoadStack(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, err := s.Port("LOCAL_TRAINING_PORT"); err != nil || p != 18443 {
+	if p, err := s.Port("LOCAL_TRAINING_PORT"); err != nil || p != 18444 {
 		t.Errorf("port = %d, %v", p, err)
 	}
-	if v := s.Settings["LOCAL_SKIP_TRAINING"]; v != "" {
-		t.Errorf("empty setting = %q", v)
+	if v := s.Settings["LOCAL_SKIP_TRAINING"]; v != "0" {
+		t.Errorf("LOCAL_SKIP_TRAINING = %q, want the default 0", v)
 	}
 	if v := s.Settings["LOCAL_TRAINING_APISERVER_EXTRA_ARGS"]; v != "--a --b" {
-		t.Errorf("escaped setting = %q", v)
+		t.Errorf("LOCAL_TRAINING_APISERVER_EXTRA_ARGS = %q", v)
+	}
+	if _, err := s.Port("LOCAL_NO_SUCH_PORT"); err == nil {
+		t.Error("an unknown setting gave no error")
 	}
 }
 

@@ -21,7 +21,6 @@ limitations under the License.
 package benchkit
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -36,69 +35,44 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/flowcontrol"
+
+	"tensorstack.dev/training/test/localcluster"
 )
 
-// Stack is the local control plane started by hack/local-up.sh, as its state
-// directory describes it.
+// Stack is the local stack started by hack/local-up.sh, as its state file
+// describes it.
 type Stack struct {
 	// Dir is the state directory, _output/local by default.
 	Dir string
-	// Settings are the LOCAL_* values the stack was started with (env.sh).
+	// Settings are the LOCAL_* values the stack was started with.
 	Settings map[string]string
+	// State is the whole state file.
+	State *localcluster.State
 }
 
-// LoadStack reads the settings of the stack whose state is in dir.
+// LoadStack reads the state of the stack in dir.
 func LoadStack(dir string) (*Stack, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(filepath.Join(abs, "env.sh"))
+	st, err := localcluster.Load(abs)
 	if err != nil {
-		return nil, fmt.Errorf("reading the local stack's settings (is it running? hack/local-up.sh): %w", err)
+		return nil, fmt.Errorf("reading the local stack's state (is it running? hack/local-up.sh): %w", err)
 	}
-	defer f.Close()
-	s := &Stack{Dir: abs, Settings: map[string]string{}}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, value, ok := strings.Cut(line, "=")
-		if !ok {
-			continue
-		}
-		s.Settings[name] = unquoteShell(value)
+	s := &Stack{Dir: abs, Settings: map[string]string{}, State: st}
+	for _, kv := range st.Settings.Env() {
+		name, value, _ := strings.Cut(kv, "=")
+		s.Settings[name] = value
 	}
-	return s, sc.Err()
-}
-
-// unquoteShell undoes what bash's printf %q does to the simple values
-// env.sh holds: two single quotes for the empty string, backslashes before special
-// characters.
-func unquoteShell(v string) string {
-	if v == "''" {
-		return ""
-	}
-	var b strings.Builder
-	escaped := false
-	for _, r := range v {
-		if r == '\\' && !escaped {
-			escaped = true
-			continue
-		}
-		escaped = false
-		b.WriteRune(r)
-	}
-	return b.String()
+	return s, nil
 }
 
 // Port returns a LOCAL_*_PORT setting.
 func (s *Stack) Port(setting string) (int, error) {
 	v, ok := s.Settings[setting]
 	if !ok {
-		return 0, fmt.Errorf("%s is not in %s/env.sh", setting, s.Dir)
+		return 0, fmt.Errorf("%s is not a setting of the stack in %s", setting, s.Dir)
 	}
 	p, err := strconv.Atoi(v)
 	if err != nil {

@@ -1,0 +1,290 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package localcluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Command is a program to run to completion.
+type Command struct {
+	Path  string
+	Args  []string
+	Env   []string // added to the environment
+	Stdin []byte
+	// Quiet keeps the output out of the log on success.
+	Quiet bool
+}
+
+func (c Command) String() string {
+	var b strings.Builder
+	for _, e := range c.Env {
+		b.WriteString(shellQuote(e) + " ")
+	}
+	b.WriteString(shellQuote(c.Path))
+	for _, a := range c.Args {
+		b.WriteString(" " + shellQuote(a))
+	}
+	return b.String()
+}
+
+// Process is a long-running program started in the background, in a
+// session of its own (a Ctrl-C on the terminal reaches only us, who stop
+// things in order), its output appended to LogFile.
+type Process struct {
+	Name    string
+	Path    string
+	Args    []string
+	Env     []string // added to the environment
+	LogFile string
+	PIDFile string
+}
+
+// Check is a readiness probe: What says it in a progress line, Probe
+// succeeds once it holds.
+type Check struct {
+	What  string
+	Probe func(ctx context.Context) error
+}
+
+// Host is every effect the stack has on the machine: the real one, or a dry
+// run that prints them.
+type Host interface {
+	MkdirAll(dir string, perm os.FileMode) error
+	WriteFile(path string, data []byte, perm os.FileMode) error
+	RemoveAll(path string) error
+	// Run runs a command and returns its standard output.
+	Run(ctx context.Context, c Command) ([]byte, error)
+	// Start starts a process and records its pid in PIDFile.
+	Start(p Process) (int, error)
+	// Wait retries the check until it holds or timeout passes; alive, when
+	// set, fails the wait early once it returns an error (the component
+	// exited).
+	Wait(ctx context.Context, c Check, timeout time.Duration, alive func() error) error
+	// Logf prints a progress line.
+	Logf(format string, args ...any)
+	// DryRun says whether effects are only printed.
+	DryRun() bool
+}
+
+// RealHost acts on this machine.
+type RealHost struct {
+	Out io.Writer
+	mu  sync.Mutex
+}
+
+func (h *RealHost) DryRun() bool { return false }
+
+func (h *RealHost) Logf(format string, args ...any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	fmt.Fprintf(h.Out, "[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func (h *RealHost) MkdirAll(dir string, perm os.FileMode) error { return os.MkdirAll(dir, perm) }
+
+func (h *RealHost) WriteFile(path string, data []byte, perm os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	// Written beside and renamed: a reader never sees half a file.
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, perm); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func (h *RealHost) RemoveAll(path string) error { return os.RemoveAll(path) }
+
+func (h *RealHost) Run(ctx context.Context, c Command) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
+	cmd.Env = append(os.Environ(), c.Env...)
+	if c.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(c.Stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = strings.TrimSpace(stdout.String())
+		}
+		return stdout.Bytes(), fmt.Errorf("%s: %w: %s", c, err, lastLines(msg, 10))
+	}
+	return stdout.Bytes(), nil
+}
+
+func (h *RealHost) Start(p Process) (int, error) {
+	if err := os.MkdirAll(filepath.Dir(p.LogFile), 0o755); err != nil {
+		return 0, err
+	}
+	log, err := os.OpenFile(p.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	defer log.Close()
+	fmt.Fprintf(log, "==== %s starting %s\n%s\n", time.Now().Format("2006-01-02T15:04:05"), p.Name,
+		Command{Path: p.Path, Args: p.Args, Env: p.Env})
+	cmd := exec.Command(p.Path, p.Args...)
+	cmd.Env = append(os.Environ(), p.Env...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("starting %s: %w", p.Name, err)
+	}
+	pid := cmd.Process.Pid
+	// Reaped when it exits while we run (a foreground stack); after we exit
+	// it belongs to init.
+	go func() { _ = cmd.Wait() }()
+	if err := h.WriteFile(p.PIDFile, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
+		return pid, err
+	}
+	h.Logf("started %s (pid %d, log %s)", p.Name, pid, p.LogFile)
+	return pid, nil
+}
+
+func (h *RealHost) Wait(ctx context.Context, c Check, timeout time.Duration, alive func() error) error {
+	h.Logf("waiting for %s (up to %s)", c.What, timeout)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		probeCtx, probeCancel := context.WithTimeout(ctx, 5*time.Second)
+		last = c.Probe(probeCtx)
+		probeCancel()
+		if last == nil {
+			h.Logf("%s: ok after %s", c.What, time.Since(start).Round(100*time.Millisecond))
+			return nil
+		}
+		var p permanent
+		if errors.As(last, &p) {
+			return fmt.Errorf("%s: %w", c.What, last)
+		}
+		if alive != nil {
+			if err := alive(); err != nil {
+				return fmt.Errorf("waiting for %s: %w", c.What, err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("timed out after %s waiting for %s: %w", timeout, c.What, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// DryRunHost prints every effect and acts on nothing. Commands print and
+// return no output; waits print and hold at once.
+type DryRunHost struct {
+	Out io.Writer
+}
+
+func (h *DryRunHost) DryRun() bool { return true }
+
+func (h *DryRunHost) Logf(format string, args ...any) {
+	fmt.Fprintf(h.Out, "# %s\n", fmt.Sprintf(format, args...))
+}
+
+func (h *DryRunHost) MkdirAll(dir string, _ os.FileMode) error {
+	fmt.Fprintf(h.Out, "mkdir -p %s\n", shellQuote(dir))
+	return nil
+}
+
+func (h *DryRunHost) WriteFile(path string, data []byte, perm os.FileMode) error {
+	fmt.Fprintf(h.Out, "write %s (%04o)", shellQuote(path), perm)
+	if secretFile(path) {
+		fmt.Fprintf(h.Out, " [%s]\n", "key material, not shown")
+		return nil
+	}
+	fmt.Fprintf(h.Out, " <<EOF\n%s", data)
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		fmt.Fprintln(h.Out)
+	}
+	fmt.Fprintln(h.Out, "EOF")
+	return nil
+}
+
+func (h *DryRunHost) RemoveAll(path string) error {
+	fmt.Fprintf(h.Out, "rm -rf %s\n", shellQuote(path))
+	return nil
+}
+
+func (h *DryRunHost) Run(_ context.Context, c Command) ([]byte, error) {
+	if c.Stdin != nil {
+		fmt.Fprintf(h.Out, "%s <<EOF\n%sEOF\n", c, c.Stdin)
+	} else {
+		fmt.Fprintln(h.Out, c.String())
+	}
+	return nil, nil
+}
+
+func (h *DryRunHost) Start(p Process) (int, error) {
+	fmt.Fprintf(h.Out, "start %s: %s >>%s 2>&1 &\n", p.Name, Command{Path: p.Path, Args: p.Args, Env: p.Env}, shellQuote(p.LogFile))
+	return 0, nil
+}
+
+func (h *DryRunHost) Wait(_ context.Context, c Check, timeout time.Duration, _ func() error) error {
+	fmt.Fprintf(h.Out, "wait %s (up to %s)\n", c.What, timeout)
+	return nil
+}
+
+// secretFile: private keys and the files that embed them are not printed.
+func secretFile(path string) bool {
+	return strings.HasSuffix(path, ".key") || strings.HasSuffix(path, ".crt") ||
+		strings.HasSuffix(path, ".pub") || strings.HasSuffix(path, "kubeconfig")
+}
+
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,@%+", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+var errNotRunning = errors.New("not running")

@@ -1,0 +1,532 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package localcluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Kueue runs as kueueUser, a client certificate in system:masters: Kueue's
+// own RBAC is not installed. Its webhooks and CRD conversion webhooks name
+// the Service kueueNamespace/kueueWebhookService (ExternalName 127.0.0.1).
+// Its certificate rotator keeps the serving certificate in kueueWebhookSecret
+// and injects its CA into the webhook configurations named after that
+// Service (kueue-mutating-webhook-configuration and
+// kueue-validating-webhook-configuration) and into the CRDs of
+// kueueConversionCRDs.
+const (
+	kueueUser           = "system:kueue"
+	kueueNamespace      = "kueue-system"
+	kueueWebhookService = "kueue-webhook-service"
+	kueueWebhookSecret  = "kueue-webhook-server-cert"
+	kueueClusterQueue   = "cluster-queue"
+	kueueGroup          = "kueue.x-k8s.io"
+)
+
+// kueueConversionCRDs are the CRDs Kueue converts between v1beta1 and
+// v1beta2 (the stored version): they get the conversion webhook.
+var kueueConversionCRDs = []string{"localqueues", "clusterqueues", "workloads", "cohorts", "multikueueclusters"}
+
+// kueueWebhooks are the webhooks of Kueue's manifests that are registered:
+// Kueue's own kinds and the batch/job integration. The others (pods,
+// deployments, statefulsets, the Kubeflow, Ray, JobSet ... kinds) would send
+// every such request in the cluster to Kueue, which answers with a no-op for
+// a framework it does not run, and would fail them (failurePolicy Fail)
+// while Kueue is down.
+var kueueWebhooks = []string{
+	"mjob.kb.io", "mclusterqueue.kb.io", "mresourceflavor.kb.io", "mworkload.kb.io",
+	"vjob.kb.io", "vclusterqueue.kb.io", "vcohort.kb.io", "vresourceflavor.kb.io", "vworkload.kb.io",
+}
+
+// kueueWebhookProbe is created as a server-side dry run: it passes through
+// Kueue's mutating and validating webhooks without being stored.
+const kueueWebhookProbe = `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: local-up-webhook-check
+spec:
+  namespaceSelector: {}
+`
+
+// kueueRelease names Kueue with the version of its module directory
+// (sigs.k8s.io/kueue@VERSION in the module cache), for progress lines.
+func (c *Cluster) kueueRelease() string {
+	if _, version, ok := strings.Cut(filepath.Base(c.Paths.Modules.Kueue), "@"); ok {
+		return "Kueue " + version
+	}
+	return "Kueue"
+}
+
+// kueueCertDir is Kueue's certDir: in a pod the kubelet mounts the Secret
+// there; here kueueSyncCerts copies it.
+func (c *Cluster) kueueCertDir() string { return c.dir("kueue/certs") }
+
+// kueueFiles writes Kueue's configuration, the objects it needs before it
+// starts, its CRDs with the conversion webhook, the registered subset of its
+// webhook configurations and the example queues into the config directory.
+func (c *Cluster) kueueFiles() error {
+	s := &c.Settings
+	module := c.Paths.Modules.Kueue
+	// A kueue binary built elsewhere leaves the module out of this cache.
+	if err := ensureModule(c.Paths.Repo, "kueue", "sigs.k8s.io/kueue", module); err != nil {
+		return err
+	}
+	bases := filepath.Join(module, "config", "components", "crd", "bases")
+	if info, err := os.Stat(bases); err != nil || !info.IsDir() {
+		return fmt.Errorf("no Kueue module at %s (it lacks config/components/crd/bases); run make test-binaries", module)
+	}
+	port := strconv.Itoa(s.KueueWebhookPort)
+
+	config, err := c.readHack("kueue/kueue-config.yaml")
+	if err != nil {
+		return err
+	}
+	config = replaceInOrder(config,
+		"@HEALTH_PORT@", strconv.Itoa(s.KueueHealthPort),
+		"@METRICS_PORT@", strconv.Itoa(s.KueueMetricsPort),
+		"@WEBHOOK_PORT@", port,
+		"@CERT_DIR@", c.kueueCertDir(),
+		"@PODS_READY_TIMEOUT@", s.KueuePodsReadyTimeout)
+	system, err := c.readHack("kueue/system.yaml")
+	if err != nil {
+		return err
+	}
+	system = replaceInOrder(system, "@WEBHOOK_PORT@", port)
+
+	crds, err := kueueCRDs(bases, s.KueueV1beta1, s.KueueWebhookPort)
+	if err != nil {
+		return err
+	}
+	manifests := filepath.Join(module, "config", "components", "webhook", "manifests.yaml")
+	data, err := os.ReadFile(manifests)
+	if err != nil {
+		return err
+	}
+	webhooks, err := filterWebhooks(data, kueueWebhooks, s.KueueWebhookPort)
+	if err != nil {
+		return fmt.Errorf("%s: %w", manifests, err)
+	}
+	queues, err := c.readHack("kueue/queues.yaml")
+	if err != nil {
+		return err
+	}
+
+	type file struct {
+		name string
+		data []byte
+	}
+	files := []file{
+		{"kueue.yaml", config},
+		{"kueue-system.yaml", system},
+		{"kueue-crds.yaml", crds},
+		{"kueue-webhooks.yaml", webhooks},
+		{"kueue-queues.yaml", fillQuotas(queues, s)},
+	}
+	if s.MultiKueueOn() {
+		manager, err := c.readHack("multikueue/manager.yaml")
+		if err != nil {
+			return err
+		}
+		files = append(files, file{"multikueue-manager.yaml", fillQuotas(manager, s)})
+	}
+	for _, f := range files {
+		if err := c.Host.WriteFile(c.config(f.name), f.data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readHack reads a file of hack/local.
+func (c *Cluster) readHack(name string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(c.Paths.Hack(), name))
+}
+
+// replaceInOrder replaces each old string with its new one, one pair after
+// the other, as a list of sed expressions does.
+func replaceInOrder(doc []byte, oldnew ...string) []byte {
+	for i := 0; i+1 < len(oldnew); i += 2 {
+		doc = bytes.ReplaceAll(doc, []byte(oldnew[i]), []byte(oldnew[i+1]))
+	}
+	return doc
+}
+
+// fillQuotas fills in the quota placeholders of a queues file: the GPU
+// quota, and the cpu and memory of all the fake nodes together.
+func fillQuotas(doc []byte, s *Settings) []byte {
+	return replaceInOrder(doc,
+		"@GPU_QUOTA@", strconv.Itoa(s.KueueGPUQuota),
+		"@CPU_QUOTA@", quantityTimes(s.NodeCPU, s.FakeNodes),
+		"@MEMORY_QUOTA@", quantityTimes(s.NodeMemory, s.FakeNodes))
+}
+
+var wholeQuantity = regexp.MustCompile(`^([0-9]+)([A-Za-z]*)$`)
+
+// quantityTimes multiplies a quantity that is a whole number with an
+// optional unit (1000, 4Ti) by n; any other quantity (1.5, 500m, 1e3) comes
+// back as it is. The digits are decimal, leading zeros included.
+func quantityTimes(q string, n int) string {
+	m := wholeQuantity.FindStringSubmatch(q)
+	if m == nil {
+		return q
+	}
+	v, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return q // too large to be a useful quota
+	}
+	return strconv.FormatInt(v*int64(n), 10) + m[2]
+}
+
+// kueueCRDs concatenates the CRDs of the module's bases directory, in file
+// name order. Kueue's controllers watch most of them, so all are installed;
+// the ones it converts get the conversion webhook, as Kueue's kustomization
+// patches them (config/components/crd/patches).
+func kueueCRDs(bases string, serveV1beta1 bool, port int) ([]byte, error) {
+	files, err := filepath.Glob(filepath.Join(bases, kueueGroup+"_*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		data = crdVersions(data, serveV1beta1)
+		name := strings.TrimPrefix(strings.TrimSuffix(filepath.Base(f), ".yaml"), kueueGroup+"_")
+		if slices.Contains(kueueConversionCRDs, name) {
+			if data, err = withConversionWebhook(data, port); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+		}
+		out.Write(data)
+	}
+	// A CRD that lacks the webhook would keep its objects in v1beta1 only.
+	have := map[string]bool{}
+	for _, line := range awkRecords(out.Bytes()) {
+		have[line] = true
+	}
+	for _, name := range kueueConversionCRDs {
+		if !have["  name: "+name+"."+kueueGroup] {
+			return nil, fmt.Errorf("no CRD %s.%s in %s", name, kueueGroup, bases)
+		}
+	}
+	return out.Bytes(), nil
+}
+
+// crdVersions marks the v1beta1 version of a CRD unserved unless
+// serveV1beta1, as Kueue v0.20 ships it (kueue#14558). It relies on
+// controller-gen's layout: each version starts with "  - " and has its
+// "    name:" and "    served:" lines inside.
+func crdVersions(doc []byte, serveV1beta1 bool) []byte {
+	if serveV1beta1 {
+		return doc
+	}
+	var out bytes.Buffer
+	version := ""
+	for _, line := range awkRecords(doc) {
+		switch {
+		case strings.HasPrefix(line, "  - "):
+			version = ""
+		case strings.HasPrefix(line, "    name: "):
+			version = awkField(line, 2)
+		}
+		if line == "    served: true" && version == "v1beta1" {
+			line = "    served: false"
+		}
+		out.WriteString(line + "\n")
+	}
+	return out.Bytes()
+}
+
+// withConversionWebhook adds the conversion webhook through Kueue's Service
+// to a CRD, right under its one top-level "spec:".
+func withConversionWebhook(doc []byte, port int) ([]byte, error) {
+	lines := bytes.SplitAfter(doc, []byte("\n"))
+	specs := 0
+	for _, line := range lines {
+		if string(bytes.TrimSuffix(line, []byte("\n"))) == "spec:" {
+			specs++
+		}
+	}
+	if specs != 1 {
+		return nil, fmt.Errorf("expected one top-level spec:, found %d", specs)
+	}
+	stanza := fmt.Sprintf(`  conversion:
+    strategy: Webhook
+    webhook:
+      clientConfig:
+        service:
+          namespace: %s
+          name: %s
+          path: /convert
+          port: %d
+      conversionReviewVersions:
+      - v1
+`, kueueNamespace, kueueWebhookService, port)
+	var out bytes.Buffer
+	for _, line := range lines {
+		out.Write(line)
+		if string(bytes.TrimSuffix(line, []byte("\n"))) != "spec:" {
+			continue
+		}
+		if !bytes.HasSuffix(line, []byte("\n")) {
+			out.WriteByte('\n')
+		}
+		out.WriteString(stanza)
+	}
+	return out.Bytes(), nil
+}
+
+// filterWebhooks keeps the webhooks named in keep of controller-gen's
+// manifests.yaml (a document per configuration, a webhook per
+// "- admissionReviewVersions:" entry), renames the configurations as Kueue's
+// rotator expects them, and points each webhook at Kueue's Service and port.
+// It fails when a webhook of keep is not there.
+func filterWebhooks(manifests []byte, keep []string, port int) ([]byte, error) {
+	var out, entry bytes.Buffer
+	name, inEntry := "", false
+	kept := map[string]bool{}
+	flush := func() {
+		if entry.Len() > 0 && slices.Contains(keep, name) {
+			out.Write(entry.Bytes())
+			kept[name] = true
+		}
+		entry.Reset()
+		name = ""
+	}
+	for _, line := range awkRecords(manifests) {
+		if line == "---" {
+			flush()
+			inEntry = false
+			out.WriteString(line + "\n")
+			continue
+		}
+		if line == "- admissionReviewVersions:" {
+			flush()
+			inEntry = true
+		}
+		if !inEntry {
+			if line == "  name: mutating-webhook-configuration" || line == "  name: validating-webhook-configuration" {
+				line = "  name: kueue-" + strings.TrimPrefix(line, "  name: ")
+			}
+			out.WriteString(line + "\n")
+			continue
+		}
+		if n, ok := strings.CutPrefix(line, "  name: "); ok {
+			name = n
+		}
+		switch line {
+		case "      name: webhook-service":
+			line = "      name: " + kueueWebhookService
+		case "      namespace: system":
+			line = "      namespace: " + kueueNamespace
+		}
+		entry.WriteString(line + "\n")
+		if strings.HasPrefix(line, "      path: ") {
+			fmt.Fprintf(&entry, "      port: %d\n", port)
+		}
+	}
+	flush()
+	var missing []string
+	for _, w := range keep {
+		if !kept[w] {
+			missing = append(missing, w)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("no webhook %s", strings.Join(missing, ", "))
+	}
+	return out.Bytes(), nil
+}
+
+// awkRecords splits text into lines as awk reads them: a final newline ends
+// the last line rather than starting an empty one.
+func awkRecords(doc []byte) []string {
+	if len(doc) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(string(doc), "\n"), "\n")
+}
+
+// awkField is awk's $i (from 1) with the default separator: fields are
+// split on runs of blanks and tabs, leading ones ignored.
+func awkField(line string, i int) string {
+	fields := strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == '\t' })
+	if i < 1 || i > len(fields) {
+		return ""
+	}
+	return fields[i-1]
+}
+
+// kueueInstall applies, before Kueue starts, its namespace, Secret and
+// Service, its CRDs and its webhook configurations, and waits until the CRDs
+// are served.
+func (c *Cluster) kueueInstall() *Component {
+	return &Component{
+		Name: "kueue-install",
+		Do: func(ctx context.Context) error {
+			c.Host.Logf("installing %s: namespace %s, Service %s (ExternalName 127.0.0.1:%d), CRDs %s, webhook configurations",
+				c.kueueRelease(), kueueNamespace, kueueWebhookService, c.Settings.KueueWebhookPort, kueueGroup)
+			if err := c.apply(ctx, c.config("kueue-system.yaml")); err != nil {
+				return err
+			}
+			// Server-side: the Workload CRD (1.4 MB) is over the size limit
+			// of the last-applied annotation.
+			for _, f := range []string{"kueue-crds.yaml", "kueue-webhooks.yaml"} {
+				if err := c.kubectl(ctx, nil, "apply", "--server-side", "--force-conflicts", "-f", c.config(f)); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		Ready: []Check{{What: "CRDs " + kueueGroup + " Established", Probe: c.kueueCRDsEstablished}},
+		After: []string{"kube-apiserver"},
+	}
+}
+
+// kueueCRDsEstablished holds once as many kueue.x-k8s.io CRDs are
+// Established as kueue-crds.yaml holds.
+func (c *Cluster) kueueCRDsEstablished(ctx context.Context) error {
+	data, err := os.ReadFile(c.config("kueue-crds.yaml"))
+	if err != nil {
+		return err
+	}
+	want := 0
+	for _, line := range awkRecords(data) {
+		if line == "kind: CustomResourceDefinition" {
+			want++
+		}
+	}
+	crds, err := c.kube.items(ctx, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
+	if err != nil {
+		return err
+	}
+	established := 0
+	for _, crd := range crds {
+		spec, _ := crd["spec"].(map[string]any)
+		if spec["group"] == kueueGroup && conditionStatus(crd, "Established") == "True" {
+			established++
+		}
+	}
+	if established < want {
+		return fmt.Errorf("%d of %d CRDs %s Established", established, want, kueueGroup)
+	}
+	return nil
+}
+
+// kueue is Kueue's controller manager; its ports, certificates and
+// integrations are in its configuration file. It is ready once its
+// certificate is in place, it reports ready, and its webhooks answer.
+func (c *Cluster) kueue() *Component {
+	s := &c.Settings
+	health := "127.0.0.1:" + c.port(s.KueueHealthPort)
+	return &Component{
+		Name:   "kueue",
+		Binary: c.bin("kueue"),
+		Args: []string{
+			"--config=" + c.config("kueue.yaml"),
+			"--kubeconfig=" + c.pki("kueue.kubeconfig"),
+		},
+		Ports: []Port{
+			{"LOCAL_KUEUE_WEBHOOK_PORT", s.KueueWebhookPort},
+			{"LOCAL_KUEUE_METRICS_PORT", s.KueueMetricsPort},
+			{"LOCAL_KUEUE_HEALTH_PORT", s.KueueHealthPort},
+		},
+		// Kueue's certificate rotator fills its Secret; the files must then
+		// be in certDir before Kueue goes on (it waits for them, as for a
+		// Secret mounted in a pod), injects its CA and starts its webhook
+		// server.
+		Ready: []Check{
+			{
+				What:  "Kueue's webhook certificate in " + kueueNamespace + "/" + kueueWebhookSecret,
+				Probe: c.kueueSyncCerts,
+			},
+			{
+				What:  "kueue /readyz on " + health,
+				Probe: probeURL("http://"+health+"/readyz", plainHTTP),
+			},
+			{
+				What: "Kueue's webhooks (a dry-run ClusterQueue through kube-apiserver)",
+				Probe: func(ctx context.Context) error {
+					return c.kubectl(ctx, []byte(kueueWebhookProbe), "create", "--dry-run=server", "-o", "name", "-f", "-")
+				},
+			},
+		},
+		After:       []string{"kueue-install"},
+		Restartable: true,
+	}
+}
+
+// kueueSyncCerts copies the serving certificate from Kueue's Secret into its
+// certDir, a kubelet's job in a pod. It fails while the Secret is empty.
+func (c *Cluster) kueueSyncCerts(ctx context.Context) error {
+	secret, err := c.kube.get(ctx, "/api/v1/namespaces/"+kueueNamespace+"/secrets/"+kueueWebhookSecret)
+	if err != nil {
+		return err
+	}
+	data, _ := secret["data"].(map[string]any)
+	crt, _ := data["tls.crt"].(string)
+	key, _ := data["tls.key"].(string)
+	if crt == "" || key == "" {
+		return fmt.Errorf("secret %s/%s holds no certificate yet", kueueNamespace, kueueWebhookSecret)
+	}
+	keyPEM, err := base64.StdEncoding.DecodeString(key)
+	if err != nil {
+		return fmt.Errorf("secret %s/%s: tls.key: %w", kueueNamespace, kueueWebhookSecret, err)
+	}
+	crtPEM, err := base64.StdEncoding.DecodeString(crt)
+	if err != nil {
+		return fmt.Errorf("secret %s/%s: tls.crt: %w", kueueNamespace, kueueWebhookSecret, err)
+	}
+	dir := c.kueueCertDir()
+	if err := c.Host.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	// The key first: the rotator waits for tls.crt, and reads the key then.
+	if err := c.Host.WriteFile(filepath.Join(dir, "tls.key"), keyPEM, 0o600); err != nil {
+		return err
+	}
+	return c.Host.WriteFile(filepath.Join(dir, "tls.crt"), crtPEM, 0o600)
+}
+
+// kueueQueues applies the example ResourceFlavor, ClusterQueue and
+// LocalQueue (hack/local/kueue/queues.yaml) once Kueue serves.
+func (c *Cluster) kueueQueues() *Component {
+	return &Component{
+		Name: "kueue-queues",
+		Do: func(ctx context.Context) error {
+			c.Host.Logf("creating Kueue's ResourceFlavor default-flavor, ClusterQueue %s (nvidia.com/gpu %d) and LocalQueue default/user-queue",
+				kueueClusterQueue, c.Settings.KueueGPUQuota)
+			return c.apply(ctx, c.config("kueue-queues.yaml"))
+		},
+		Ready: []Check{{
+			What:  "ClusterQueue " + kueueClusterQueue + " Active",
+			Probe: c.kube.conditionTrue("/apis/kueue.x-k8s.io/v1beta2/clusterqueues/"+kueueClusterQueue, "Active"),
+		}},
+		After: []string{"kueue"},
+	}
+}
