@@ -372,14 +372,14 @@ func (n Node) stampFile(archive string) string {
 // imported says whether the store holds the archive as it is now (its
 // size and modification time), and the stamp that says so.
 func (n Node) imported(archive string) (stamp string, kept bool) {
+	if n.c.Host.DryRun() {
+		return archive + " <size> <modification time>\n", false
+	}
 	info, err := os.Stat(archive)
 	if err != nil {
 		return "", false
 	}
 	stamp = fmt.Sprintf("%s %d %d\n", archive, info.Size(), info.ModTime().UnixNano())
-	if n.c.Host.DryRun() {
-		return stamp, false
-	}
 	old, err := os.ReadFile(n.stampFile(filepath.Base(archive)))
 	return stamp, err == nil && string(old) == stamp
 }

@@ -1,0 +1,121 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package localcluster
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of the dry-run tests")
+
+// TestDryRun compares what a dry run prints, every command and file of a
+// start, with golden files (testdata/dryrun; go test -update rewrites
+// them). It needs no root and no binaries: the modules are fixtures.
+func TestDryRun(t *testing.T) {
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixtures, err := filepath.Abs("testdata/modules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name      string
+		env       map[string]string
+		realNodes int
+	}{
+		{name: "defaults-two-real-nodes", realNodes: 2},
+		{name: "kwok-only", env: map[string]string{"LOCAL_REAL_NODE": "0", "LOCAL_FAKE_NODES": "3"}},
+		{name: "minimal", env: map[string]string{
+			"LOCAL_SKIP_TRAINING": "1", "LOCAL_KUEUE": "0", "LOCAL_SCHEDULER_PLUGINS": "0", "LOCAL_GANG_WORKLOAD": "0",
+			"LOCAL_FAKE_NODES": "1", "LOCAL_APISERVER_PORT": "26443", "LOCAL_APISERVER_EXTRA_ARGS": "--v=2 --audit-log-maxage=1",
+		}},
+		{name: "multikueue", env: map[string]string{"LOCAL_MULTIKUEUE": "1", "LOCAL_FAKE_NODES": "2"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := SettingsFromEnv(func(name string) (string, bool) {
+				v, ok := tc.env[name]
+				return v, ok
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			paths := Paths{
+				Repo:    repo,
+				Bin:     "/BIN",
+				Dir:     "/LOCAL",
+				Persist: "/LOCAL-persist",
+				Modules: Modules{
+					Kwok:             filepath.Join(fixtures, "kwok"),
+					Kueue:            filepath.Join(fixtures, "kueue"),
+					SchedulerPlugins: filepath.Join(fixtures, "scheduler-plugins"),
+				},
+			}
+			var out bytes.Buffer
+			c := New(s, paths, &DryRunHost{Out: &out}, tc.realNodes)
+			if err := c.Up(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			got := strings.ReplaceAll(strings.ReplaceAll(out.String(), fixtures, "$MODULES"), repo, "$REPO")
+			golden := filepath.Join("testdata", "dryrun", tc.name+".txt")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (go test ./test/localcluster -run TestDryRun -update writes it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("the dry run differs from %s (go test -update rewrites it after a deliberate change):\n%s", golden, firstDifference(string(want), got))
+			}
+		})
+	}
+}
+
+// firstDifference shows the first line where two texts part, with some
+// context.
+func firstDifference(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			return "line " + strconv.Itoa(i+1) + ":\n  want: " + wl + "\n  got:  " + gl
+		}
+	}
+	return "(same lines, different endings)"
+}
