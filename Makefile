@@ -22,7 +22,7 @@ STATICCHECK := $(OUTPUT)/tools/staticcheck-$(STATICCHECK_VERSION)
 
 .PHONY: all build images release test test-unit test-python test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
 	bench-api bench-controller bench-real bench-progress bench-replicas bench-scale bench-wide \
-	test-binaries node run local-up local-down clean test-install local-install local-uninstall align-modules
+	test-binaries stack-binaries node run local-up local-down clean test-install local-install local-uninstall align-modules
 
 all: build
 
@@ -179,11 +179,16 @@ test-binaries:
 node:
 	hack/build-node-binaries.sh
 
-## run: the whole system on loopback in the foreground, one real node beside the kwok nodes; Ctrl-C stops it
-run: build test-binaries node
+## stack-binaries: what the local stack runs (etcd, kwok, Kubernetes' four); Kueue and the second scheduler when
+## LOCAL_KUEUE=1 / LOCAL_SCHEDULER_PLUGINS=1 ask for them or they are built already (test-binaries builds everything)
+stack-binaries:
+	hack/build-test-binaries.sh --stack
+
+## run: the whole system on loopback in the foreground, real nodes beside the kwok nodes; Ctrl-C stops it
+run: build stack-binaries node
 	hack/local-up.sh --foreground
 
-local-up: build test-binaries node
+local-up: build stack-binaries node
 	hack/local-up.sh
 
 local-down:

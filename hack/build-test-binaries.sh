@@ -25,12 +25,28 @@
 #                           leave (its x/net, grpc, otel are newer than the main module's, so
 #                           little is shared); 1.5 GB of memory at most, 1.2 GB of build cache;
 #                           109 MB and 77 MB
+# With --stack, only what the local stack runs (make run, make local-up):
+# etcd, kwok and Kubernetes' four; kube-scheduler-plugins and kueue only
+# when LOCAL_SCHEDULER_PLUGINS=1 or LOCAL_KUEUE=1 ask for them, or when they
+# are built already (a stack without them built starts without them, and
+# says how to add them). make test builds everything.
+#
 # Each binary is built from a small tools module under hack/tools/ and skipped
 # when _output/bin/.<name>.version says it is already built from the same
 # pinned inputs (hack/lib/build.sh, which also keeps go's output in
 # _output/logs/build and reports progress). One compile at a time: a kube
 # binary needs about 3 GB of memory.
 set -euo pipefail
+
+stack_only=0
+case "${1:-}" in
+  --stack) stack_only=1 ;;
+  "") ;;
+  *) echo "usage: $0 [--stack]" >&2; exit 1 ;;
+esac
+# Asked for by name (the settings below fill in defaults).
+asked_kueue="${LOCAL_KUEUE:-}"
+asked_scheduler_plugins="${LOCAL_SCHEDULER_PLUGINS:-}"
 
 # shellcheck source=hack/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
@@ -47,44 +63,58 @@ mkdir -p "${BIN_DIR}"
 export GOFLAGS="${GOFLAGS:+${GOFLAGS} }-mod=mod"
 export CGO_ENABLED="${CGO_ENABLED:-0}"
 
+# wanted NAME ASKED ENABLED: whether an optional binary is built.
+wanted() {
+  local name="$1" asked="$2" enabled="$3"
+  [[ "${enabled}" == 1 ]] || return 1
+  ((stack_only == 0)) || [[ "${asked}" == 1 ]] || [[ -x "${BIN_DIR}/${name}" ]]
+}
+want_scheduler_plugins=0
+wanted kube-scheduler-plugins "${asked_scheduler_plugins}" "${LOCAL_SCHEDULER_PLUGINS}" && want_scheduler_plugins=1
+want_kueue=0
+wanted kueue "${asked_kueue}" "${LOCAL_KUEUE}" && want_kueue=1
+
 build_total=10
-scheduler_plugins_enabled && build_total=$((build_total + 1))
-kueue_enabled && build_total=$((build_total + 1))
+((stack_only)) && build_total=6
+((want_scheduler_plugins)) && build_total=$((build_total + 1))
+((want_kueue)) && build_total=$((build_total + 1))
 log "building test binaries into ${BIN_DIR#"${REPO_ROOT}/"} (kubernetes ${KUBE_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}, scheduler-plugins ${SCHEDULER_PLUGINS_VERSION}, kueue ${KUEUE_VERSION}, helm ${HELM_VERSION}, prometheus ${PROMETHEUS_VERSION})"
 
 build_one etcd "${ETCD_VERSION}" "${TOOLS_DIR}/etcd" go.etcd.io/etcd/server/v3
-build_one etcdctl "${ETCD_VERSION}" "${TOOLS_DIR}/etcd" go.etcd.io/etcd/etcdctl/v3
+((stack_only)) || build_one etcdctl "${ETCD_VERSION}" "${TOOLS_DIR}/etcd" go.etcd.io/etcd/etcdctl/v3
 build_one kwok "${KWOK_VERSION}" "${TOOLS_DIR}/kwok" sigs.k8s.io/kwok/cmd/kwok
 ldflags="$(kube_ldflags)"
 for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
   build_one "${cmd}" "${KUBE_VERSION}" "${TOOLS_DIR}/kube" "k8s.io/kubernetes/cmd/${cmd}" "${ldflags}"
 done
-build_one helm "${HELM_VERSION}" "${TOOLS_DIR}/helm" helm.sh/helm/v3/cmd/helm \
-  "-X helm.sh/helm/v3/internal/version.version=${HELM_VERSION} -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
-# Prometheus' module v0.X.Y is its release (X/100).(X%100).Y (v0.316.0 is 3.16.0),
-# the version its release builds stamp. The tags drop every service discovery
-# but kubernetes (file, http and static stay); they are part of the version
-# stamp, so changing them rebuilds.
-prom_minor="${PROMETHEUS_VERSION#v0.}"
-prom_minor="${prom_minor%%.*}"
-prom_release="$((prom_minor / 100)).$((prom_minor % 100)).${PROMETHEUS_VERSION##*.}"
-prom_tags="remove_all_sd,enable_kubernetes_sd"
-for cmd in prometheus promtool; do
-  build_one "${cmd}" "${PROMETHEUS_VERSION}+${prom_tags}" "${TOOLS_DIR}/prometheus" "github.com/prometheus/prometheus/cmd/${cmd}" \
-    "-X github.com/prometheus/common/version.Version=${prom_release} -X github.com/prometheus/common/version.BuildDate=1970-01-01T00:00:00Z" \
-    "${prom_tags}"
-done
+if ((stack_only == 0)); then
+  build_one helm "${HELM_VERSION}" "${TOOLS_DIR}/helm" helm.sh/helm/v3/cmd/helm \
+    "-X helm.sh/helm/v3/internal/version.version=${HELM_VERSION} -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+  # Prometheus' module v0.X.Y is its release (X/100).(X%100).Y (v0.316.0 is 3.16.0),
+  # the version its release builds stamp. The tags drop every service discovery
+  # but kubernetes (file, http and static stay); they are part of the version
+  # stamp, so changing them rebuilds.
+  prom_minor="${PROMETHEUS_VERSION#v0.}"
+  prom_minor="${prom_minor%%.*}"
+  prom_release="$((prom_minor / 100)).$((prom_minor % 100)).${PROMETHEUS_VERSION##*.}"
+  prom_tags="remove_all_sd,enable_kubernetes_sd"
+  for cmd in prometheus promtool; do
+    build_one "${cmd}" "${PROMETHEUS_VERSION}+${prom_tags}" "${TOOLS_DIR}/prometheus" "github.com/prometheus/prometheus/cmd/${cmd}" \
+      "-X github.com/prometheus/common/version.Version=${prom_release} -X github.com/prometheus/common/version.BuildDate=1970-01-01T00:00:00Z" \
+      "${prom_tags}"
+  done
+fi
 # scheduler-plugins' own release builds set only this version variable.
-if ! scheduler_plugins_enabled; then
-  log "kube-scheduler-plugins: not built (LOCAL_SCHEDULER_PLUGINS=0)"
+if ((want_scheduler_plugins == 0)); then
+  log "kube-scheduler-plugins: not built (LOCAL_SCHEDULER_PLUGINS=${LOCAL_SCHEDULER_PLUGINS}$(((stack_only)) && echo "; LOCAL_SCHEDULER_PLUGINS=1 builds it"))"
 else
   build_one kube-scheduler-plugins "${SCHEDULER_PLUGINS_VERSION}" "${TOOLS_DIR}/scheduler-plugins" \
     sigs.k8s.io/scheduler-plugins/cmd/scheduler "-X k8s.io/component-base/version.gitVersion=${SCHEDULER_PLUGINS_VERSION}"
 fi
 # Kueue's release builds set GitVersion, GitCommit and BuildDate; the commit is
 # not known from the module, so it keeps its placeholder.
-if ! kueue_enabled; then
-  log "kueue: not built (LOCAL_KUEUE=0)"
+if ((want_kueue == 0)); then
+  log "kueue: not built (LOCAL_KUEUE=${LOCAL_KUEUE}$(((stack_only)) && echo "; LOCAL_KUEUE=1 builds it"))"
 else
   build_one kueue "${KUEUE_VERSION}" "${TOOLS_DIR}/kueue" sigs.k8s.io/kueue/cmd/kueue \
     "-X sigs.k8s.io/kueue/pkg/version.GitVersion=${KUEUE_VERSION} -X sigs.k8s.io/kueue/pkg/version.BuildDate=1970-01-01T00:00:00Z"

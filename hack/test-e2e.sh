@@ -28,7 +28,7 @@ HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # it), with waitForPodsReady's timeout short enough for a test to pass it.
 export LOCAL_KUEUE_V1BETA1="${LOCAL_KUEUE_V1BETA1:-0}"
 export LOCAL_KUEUE_PODS_READY_TIMEOUT="${LOCAL_KUEUE_PODS_READY_TIMEOUT:-60s}"
-# A MultiKueue worker cluster beside the stack (hack/lib/multikueue.sh), for
+# A MultiKueue worker cluster beside the stack (test/localcluster/multikueue.go), for
 # TestMultiKueue.
 export LOCAL_MULTIKUEUE="${LOCAL_MULTIKUEUE:-1}"
 # shellcheck source=hack/lib/common.sh

@@ -245,6 +245,9 @@ func up(ctx context.Context, paths localcluster.Paths, args []string, stdout, st
 		return err
 	}
 	c.Retain = *retain
+	if !*dryRun {
+		c = withoutUnbuilt(c, host)
+	}
 	if len(c.Nodes) > 0 && !*dryRun {
 		if why := localcluster.RealNodesAllowed(); why != "" {
 			host.Logf("no real node: %s; starting with kwok nodes only (LOCAL_REAL_NODE=0 says so quietly)", why)
@@ -294,6 +297,36 @@ func up(ctx context.Context, paths localcluster.Paths, args []string, stdout, st
 		return err
 	}
 	return superviseErr
+}
+
+// withoutUnbuilt leaves out the optional components that are not built,
+// unless their setting asks for them by name: a first make run builds only
+// what the stack needs (hack/build-test-binaries.sh --stack), and says here
+// how to add the rest.
+func withoutUnbuilt(c *localcluster.Cluster, h localcluster.Host) *localcluster.Cluster {
+	s := c.Settings
+	for _, opt := range []struct {
+		setting, binary, what string
+		on                    *bool
+	}{
+		{"LOCAL_KUEUE", "kueue", "Kueue", &s.Kueue},
+		{"LOCAL_SCHEDULER_PLUGINS", "kube-scheduler-plugins", "the second scheduler (coscheduling)", &s.SchedulerPlugins},
+	} {
+		if _, asked := os.LookupEnv(opt.setting); asked || !*opt.on {
+			continue
+		}
+		if info, err := os.Stat(filepath.Join(c.Paths.Bin, opt.binary)); err == nil && !info.IsDir() {
+			continue
+		}
+		h.Logf("%s: not built yet, so not started; %s=1 make run builds and starts it (make test-binaries builds everything)", opt.what, opt.setting)
+		*opt.on = false
+	}
+	if s.Kueue == c.Settings.Kueue && s.SchedulerPlugins == c.Settings.SchedulerPlugins {
+		return c
+	}
+	out := localcluster.New(s, c.Paths, h, len(c.Nodes))
+	out.Retain = c.Retain
+	return out
 }
 
 func summary(c *localcluster.Cluster) string {

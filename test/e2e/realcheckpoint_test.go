@@ -257,7 +257,7 @@ checkpoint: {volumeName: ckpt, stopGraceSeconds: 20}`, map[string]string{"STEPS"
 	}
 }
 
-// ctrKill sends SIGKILL to a pod's training container through the real
+// ctrKill sends SIGKILL to a pod's training container through its real
 // node's containerd: the process dies as the kernel would kill it, exit 137.
 func ctrKill(f *framework.Framework, pod *corev1.Pod) {
 	f.T.Helper()
@@ -271,7 +271,9 @@ func ctrKill(f *framework.Framework, pod *corev1.Pod) {
 		f.T.Fatalf("pod %s has no running container", pod.Name)
 	}
 	ctr := filepath.Join(f.Env.RepoRoot, "_output", "bin", "ctr")
-	sock := filepath.Join(f.Env.LocalDir, "node", "run", "containerd.sock")
+	// Each real node's containerd listens in the node's directory of the
+	// stack (test/localcluster).
+	sock := filepath.Join(f.Env.LocalDir, "nodes", pod.Spec.NodeName, "run", "containerd.sock")
 	out, err := exec.CommandContext(f.Context(), ctr, "--address", sock, "-n", "k8s.io", "task", "kill", "--signal", "SIGKILL", id).CombinedOutput()
 	if err != nil {
 		f.T.Fatalf("ctr task kill %s: %v: %s", id, err, out)

@@ -38,7 +38,7 @@ import (
 )
 
 // The tests of this file run real containers on the stack's real node
-// (hack/lib/node.sh), one at a time: the node has two CPUs, and the gang
+// (test/localcluster), one at a time: each node has two CPUs, and the gang
 // test counts on having it to itself.
 var realNode sync.Mutex
 
@@ -53,7 +53,7 @@ func onRealNode(t *testing.T, prefix string) *framework.Framework {
 	t.Parallel()
 	f := framework.New(t, prefix)
 	if !f.Env.RealNode {
-		t.Skip("the stack runs no real node (hack/lib/node.sh says why in local-up's output)")
+		t.Skip("the stack runs no real node (local-up's output says why)")
 	}
 	realNode.Lock()
 	t.Cleanup(realNode.Unlock)

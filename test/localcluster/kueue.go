@@ -249,6 +249,10 @@ func crdVersions(doc []byte, serveV1beta1 bool) []byte {
 	version := ""
 	for _, line := range awkRecords(doc) {
 		switch {
+		case strings.HasPrefix(line, "  - name: "):
+			// A version whose name is its item's first key
+			// (multikueueconfigs in Kueue v0.19.2).
+			version = strings.TrimSpace(strings.TrimPrefix(line, "  - name: "))
 		case strings.HasPrefix(line, "  - "):
 			version = ""
 		case strings.HasPrefix(line, "    name: "):

@@ -156,12 +156,11 @@ func TestKueueCRDVersions(t *testing.T) {
 			want: "  - x: y\n    name: v1beta1\n  - x: z\n    served: true\n",
 		},
 		{
-			// As hack/lib/local.sh: only "    name:" lines name a version, so
-			// one whose name is its first key ("  - name: v1beta1", as
-			// multikueueconfigs in Kueue v0.19.2) stays served.
-			name: "unserved: a version named on its item line is left alone",
-			doc:  "  - name: v1beta1\n    served: true\n",
-			want: "  - name: v1beta1\n    served: true\n",
+			// A version whose name is its first key, as multikueueconfigs
+			// in Kueue v0.19.2 (hack/lib/local.sh's awk missed it).
+			name: "unserved: a version named on its item line",
+			doc:  "  - name: v1beta1\n    served: true\n  - name: v1beta2\n    served: true\n",
+			want: "  - name: v1beta1\n    served: false\n  - name: v1beta2\n    served: true\n",
 		},
 	}
 	for _, tt := range tests {

@@ -60,7 +60,7 @@ func processExe(pid int) string {
 // processCmdline is its arguments.
 func processCmdline(pid int) []string {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
+	if err != nil || len(data) == 0 {
 		return nil
 	}
 	return strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
@@ -72,7 +72,15 @@ func runsFor(pid int, binary, dir string) bool {
 	if !pidAlive(pid) || processExe(pid) != binary {
 		return false
 	}
-	for _, arg := range processCmdline(pid) {
+	args := processCmdline(pid)
+	// A process that is still in execve has its new binary but not yet its
+	// arguments (the kernel sets them last), for a moment after the
+	// starter returns: look again.
+	for i := 0; i < 50 && len(args) == 0 && pidAlive(pid); i++ {
+		time.Sleep(2 * time.Millisecond)
+		args = processCmdline(pid)
+	}
+	for _, arg := range args {
 		if strings.Contains(arg, dir+"/") || strings.HasSuffix(arg, dir) {
 			return true
 		}

@@ -13,10 +13,13 @@ import time
 
 
 def wait_for(host, timeout=120.0):
-    deadline = time.monotonic() + timeout
+    start = time.monotonic()
+    deadline = start + timeout
     while True:
         try:
-            return socket.getaddrinfo(host, None)[0][4][0]
+            address = socket.getaddrinfo(host, None)[0][4][0]
+            print(f"waitdns: {host} resolved after {time.monotonic() - start:.3f}s at={time.time():.3f}", flush=True)
+            return address
         except socket.gaierror as err:
             if time.monotonic() > deadline:
                 sys.exit(f"{host} did not resolve within {timeout:.0f}s: {err}")

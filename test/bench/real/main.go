@@ -91,17 +91,18 @@ func run(localDir string, runs int, out string) error {
 	ctx := context.Background()
 
 	var bare, toFirstStep, toSucceeded, scaleToTraining []time.Duration
+	var floorPhases, jobPhases []phases
 	for i := range runs {
-		d, err := barePod(ctx, kube, fmt.Sprintf("bench-floor-%d", i))
+		d, fp, err := barePod(ctx, kube, fmt.Sprintf("bench-floor-%d", i))
 		if err != nil {
 			return fmt.Errorf("bare pod, run %d: %w", i, err)
 		}
-		bare = append(bare, d)
-		first, end, err := job(ctx, kube, training, fmt.Sprintf("bench-ddp-%d", i))
+		bare, floorPhases = append(bare, d), append(floorPhases, fp)
+		first, end, jp, err := job(ctx, kube, training, fmt.Sprintf("bench-ddp-%d", i))
 		if err != nil {
 			return fmt.Errorf("job, run %d: %w", i, err)
 		}
-		toFirstStep, toSucceeded = append(toFirstStep, first), append(toSucceeded, end)
+		toFirstStep, toSucceeded, jobPhases = append(toFirstStep, first), append(toSucceeded, end), append(jobPhases, jp)
 		scaled, err := elasticScale(ctx, kube, training, fmt.Sprintf("bench-elastic-%d", i))
 		if err != nil {
 			return fmt.Errorf("elastic job, run %d: %w", i, err)
@@ -130,6 +131,11 @@ func run(localDir string, runs int, out string) error {
 	if err := table.Write(&b); err != nil {
 		return err
 	}
+	b.WriteString("\n")
+	breakdown := breakdownTable(floorPhases, jobPhases)
+	if err := breakdown.Write(&b); err != nil {
+		return err
+	}
 	fmt.Print(b.String())
 	if out != "" {
 		return os.WriteFile(out, []byte(b.String()), 0o644)
@@ -150,7 +156,7 @@ func container(command ...string) corev1.Container {
 // barePod runs the training script in one Pod, through torchrun with a
 // standalone rendezvous, and returns the time from its create to its first
 // step.
-func barePod(ctx context.Context, kube kubernetes.Interface, name string) (time.Duration, error) {
+func barePod(ctx context.Context, kube kubernetes.Interface, name string) (time.Duration, phases, error) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PodSpec{
@@ -159,14 +165,19 @@ func barePod(ctx context.Context, kube kubernetes.Interface, name string) (time.
 		},
 	}
 	pods := kube.CoreV1().Pods(namespace)
+	seen, err := watchPods(ctx, kube)
+	if err != nil {
+		return 0, phases{}, err
+	}
 	created := time.Now()
 	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		return 0, err
+		seen.close()
+		return 0, phases{}, err
 	}
 	defer func() {
 		_ = pods.Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 	}()
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		p, err := pods.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -176,20 +187,30 @@ func barePod(ctx context.Context, kube kubernetes.Interface, name string) (time.
 		}
 		return p.Status.Phase == corev1.PodSucceeded, nil
 	})
+	seenPods := seen.close()
 	if err != nil {
-		return 0, err
+		return 0, phases{}, err
 	}
-	times, _, err := stepTimes(ctx, kube, []string{name})
+	times, _, logs, err := stepTimes(ctx, kube, []string{name})
 	if err != nil {
-		return 0, err
+		return 0, phases{}, err
 	}
-	return times[0].Sub(created), nil
+	return times[0].Sub(created), breakdown(created, time.Time{}, onlyPods(seenPods, name), logs), nil
+}
+
+// onlyPods keeps the named pods of what a watch saw.
+func onlyPods(seen map[string]podTimes, names ...string) map[string]podTimes {
+	out := map[string]podTimes{}
+	for _, n := range names {
+		out[n] = seen[n]
+	}
+	return out
 }
 
 // job runs a 2-rank DDP job and returns the time from its create to the
 // last rank's first step, and from the last rank's exit to Succeeded as
 // its watcher sees it.
-func job(ctx context.Context, kube kubernetes.Interface, training clientset.Interface, name string) (time.Duration, time.Duration, error) {
+func job(ctx context.Context, kube kubernetes.Interface, training clientset.Interface, name string) (time.Duration, time.Duration, phases, error) {
 	j := &v1beta1.PyTorchTrainingJob{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1beta1.PyTorchTrainingJobSpec{
@@ -202,15 +223,20 @@ func job(ctx context.Context, kube kubernetes.Interface, training clientset.Inte
 		},
 	}
 	jobs := training.BatchV1beta1().PyTorchTrainingJobs(namespace)
+	seen, err := watchPods(ctx, kube)
+	if err != nil {
+		return 0, 0, phases{}, err
+	}
 	created := time.Now()
 	if _, err := jobs.Create(ctx, j, metav1.CreateOptions{}); err != nil {
-		return 0, 0, err
+		seen.close()
+		return 0, 0, phases{}, err
 	}
 	defer func() {
 		_ = jobs.Delete(context.Background(), name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)})
 	}()
 	var succeeded time.Time
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		got, err := jobs.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -224,24 +250,16 @@ func job(ctx context.Context, kube kubernetes.Interface, training clientset.Inte
 		}
 		return false, nil
 	})
+	seenPods := seen.close()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, phases{}, err
 	}
 	pods := []string{name + "-node-0", name + "-node-1"}
-	firsts, ends, err := stepTimes(ctx, kube, pods)
+	firsts, ends, logs, err := stepTimes(ctx, kube, pods)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, phases{}, err
 	}
-	latest := func(ts []time.Time) time.Time {
-		l := ts[0]
-		for _, t := range ts[1:] {
-			if t.After(l) {
-				l = t
-			}
-		}
-		return l
-	}
-	return latest(firsts).Sub(created), succeeded.Sub(latest(ends)), nil
+	return latest(firsts...).Sub(created), succeeded.Sub(latest(ends...)), breakdown(created, succeeded, onlyPods(seenPods, pods...), logs), nil
 }
 
 // unixTime reads the time the training scripts log: seconds since the
@@ -252,20 +270,22 @@ func unixTime(s string) time.Time {
 }
 
 // stepTimes reads each pod's log for the time of its first step and of its
-// end.
-func stepTimes(ctx context.Context, kube kubernetes.Interface, pods []string) (first, end []time.Time, err error) {
+// end, and all it logs with a time.
+func stepTimes(ctx context.Context, kube kubernetes.Interface, pods []string) (first, end []time.Time, logs map[string]logTimes, err error) {
+	logs = map[string]logTimes{}
 	for _, pod := range pods {
 		data, err := kube.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(ctx)
 		if err != nil {
-			return nil, nil, fmt.Errorf("logs of %s: %w", pod, err)
+			return nil, nil, nil, fmt.Errorf("logs of %s: %w", pod, err)
 		}
 		m, e := firstStep.FindStringSubmatch(string(data)), done.FindStringSubmatch(string(data))
 		if m == nil || e == nil {
-			return nil, nil, fmt.Errorf("pod %s logged no first step or no end:\n%s", pod, data)
+			return nil, nil, nil, fmt.Errorf("pod %s logged no first step or no end:\n%s", pod, data)
 		}
 		first, end = append(first, unixTime(m[2])), append(end, unixTime(e[2]))
+		logs[pod] = parseLog(string(data))
 	}
-	return first, end, nil
+	return first, end, logs, nil
 }
 
 // elasticScale runs an elastic job of one rank, scales it to two through
