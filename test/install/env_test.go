@@ -41,7 +41,9 @@ import (
 const (
 	systemNamespace = "tensorstack-system"
 	apiServiceName  = "v1beta1.batch.tensorstack.dev"
-	realNode        = "real-node"
+	// The local stack's real nodes are real-node, real-node2, ...
+	// (test/localcluster); an installation may spread over them.
+	realNodePrefix = "real-node"
 	// The repository the releases name their images in; the test installs
 	// from the stack's registry instead, as docs/install.md says to.
 	releaseRepository = "ghcr.io/tensorstack/"

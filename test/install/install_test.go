@@ -142,12 +142,15 @@ func (e *env) checkPods(t *testing.T, digests map[string]string) {
 	if len(pods.Items) != 7 {
 		t.Errorf("%d pods in %s, want 7 (3 etcd members, 2 apiservers, 2 controllers)", len(pods.Items), systemNamespace)
 	}
+	perNode := map[string]int{}
+	defer func() { t.Logf("the installation's pods per node: %v", perNode) }()
 	for _, p := range pods.Items {
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		if p.Spec.NodeName != realNode {
-			t.Errorf("pod %s runs on %q, want the real node %s", p.Name, p.Spec.NodeName, realNode)
+		perNode[p.Spec.NodeName]++
+		if !strings.HasPrefix(p.Spec.NodeName, realNodePrefix) {
+			t.Errorf("pod %s runs on %q, want a real node", p.Name, p.Spec.NodeName)
 		}
 		images := map[string]string{} // container: image name
 		for _, c := range p.Spec.Containers {
@@ -228,8 +231,8 @@ func testTrain(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	for _, p := range pods.Items {
-		if p.Spec.NodeName != realNode || p.Status.Phase != corev1.PodSucceeded {
-			t.Errorf("pod %s: node %q, phase %s; want %s, Succeeded", p.Name, p.Spec.NodeName, p.Status.Phase, realNode)
+		if !strings.HasPrefix(p.Spec.NodeName, realNodePrefix) || p.Status.Phase != corev1.PodSucceeded {
+			t.Errorf("pod %s: node %q, phase %s; want a real node, Succeeded", p.Name, p.Spec.NodeName, p.Status.Phase)
 		}
 	}
 }

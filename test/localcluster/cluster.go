@@ -567,10 +567,19 @@ func (c *Cluster) Supervise(ctx context.Context) error {
 			return nil
 		case <-time.After(time.Second):
 		}
-		for _, name := range sortedKeys(procs) {
-			if c.pid(procs[name]) == 0 && !fileExists(c.heldFile(name)) {
-				return fmt.Errorf("%s exited unexpectedly\n%s", name, c.logTail(name))
-			}
+		if err := c.checkProcesses(procs); err != nil {
+			return err
 		}
 	}
+}
+
+// checkProcesses fails naming the first process that does not run and was
+// not stopped on purpose (Restart marks those held).
+func (c *Cluster) checkProcesses(procs map[string]*Component) error {
+	for _, name := range sortedKeys(procs) {
+		if c.pid(procs[name]) == 0 && !fileExists(c.heldFile(name)) {
+			return fmt.Errorf("%s exited unexpectedly\n%s", name, c.logTail(name))
+		}
+	}
+	return nil
 }

@@ -74,9 +74,10 @@ func runsFor(pid int, binary, dir string) bool {
 	}
 	args := processCmdline(pid)
 	// A process that is still in execve has its new binary but not yet its
-	// arguments (the kernel sets them last), for a moment after the
-	// starter returns: look again.
-	for i := 0; i < 50 && len(args) == 0 && pidAlive(pid); i++ {
+	// arguments (the kernel sets them last, after mapping the binary, which
+	// on a busy machine takes a while), for a moment after the starter
+	// returns: look again, for up to two seconds.
+	for i := 0; i < 1000 && len(args) == 0 && pidAlive(pid); i++ {
 		time.Sleep(2 * time.Millisecond)
 		args = processCmdline(pid)
 	}

@@ -19,6 +19,7 @@ package localcluster
 import (
 	"io"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -47,5 +48,40 @@ func TestProcessSeenRightAfterStart(t *testing.T) {
 		if c.pid(comp) != 0 {
 			t.Fatalf("start %d: a killed process is still seen", i)
 		}
+	}
+}
+
+// TestSuperviseLeavesHeldProcesses: a process stopped on purpose (marked
+// held, as Restart does) does not count as one that exited; any other does.
+func TestSuperviseLeavesHeldProcesses(t *testing.T) {
+	dir := t.TempDir()
+	h := &RealHost{Out: io.Discard}
+	c := New(Settings{Timeout: 1}, Paths{Repo: dir, Dir: dir}, h, 0)
+	sh, err := filepath.EvalSymlinks("/bin/sh")
+	if err != nil {
+		t.Skip("no /bin/sh")
+	}
+	procs := map[string]*Component{}
+	for _, name := range []string{"a", "b"} {
+		comp := &Component{Name: name, Binary: sh, Args: []string{"-c", "sleep 30", dir + "/" + name}}
+		if _, err := h.Start(comp.process(c.Paths)); err != nil {
+			t.Fatal(err)
+		}
+		procs[name] = comp
+		t.Cleanup(func() { _ = killPID(readPID(c.Paths.PIDFile(name))) })
+	}
+	if err := c.checkProcesses(procs); err != nil {
+		t.Fatalf("both run: %v", err)
+	}
+	if err := h.WriteFile(c.heldFile("a"), []byte("held\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_ = killPID(c.pid(procs["a"]))
+	if err := c.checkProcesses(procs); err != nil {
+		t.Errorf("a stopped on purpose: %v", err)
+	}
+	_ = killPID(c.pid(procs["b"]))
+	if err := c.checkProcesses(procs); err == nil || !strings.Contains(err.Error(), "b exited unexpectedly") {
+		t.Errorf("b exited: error %v, want it named", err)
 	}
 }
