@@ -409,22 +409,27 @@ func podCondition(p corev1.Pod, typ corev1.PodConditionType) *corev1.PodConditio
 	return nil
 }
 
-// TestRealNodeKubeletLoss: the real node's kubelet stops while a job runs.
-// Once the node lifecycle controller finds the node unreachable, the pod's
-// short toleration runs out and it is evicted; an administrator declares the
-// node out of service, the pod is replaced, and when the node comes back the
-// job succeeds without a restart counted against backoffLimit.
-func TestRealNodeKubeletLoss(t *testing.T) {
-	f := onRealNode(t, "real-node-loss")
-	if f.Env.Restart == "" {
-		t.Skip("needs E2E_RESTART to stop the kubelet")
-	}
-	ctx := f.Context()
+// applyLossJob creates the job "lost": one replica that sleeps as long as
+// the ConfigMap "run" says (600 s, returned to change), leaves an
+// unreachable or not-ready node after 5 s, and prefers node when one is
+// named.
+func applyLossJob(f *framework.Framework, node string) *corev1.ConfigMap {
+	f.T.Helper()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "run"}, Data: map[string]string{"seconds": "600"}}
-	if _, err := f.Kube.CoreV1().ConfigMaps(f.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	if _, err := f.Kube.CoreV1().ConfigMaps(f.Namespace).Create(f.Context(), cm, metav1.CreateOptions{}); err != nil {
+		f.T.Fatal(err)
 	}
-	applyManifest(f, `
+	affinity := ""
+	if node != "" {
+		affinity = fmt.Sprintf(`
+        affinity:
+          nodeAffinity:
+            preferredDuringSchedulingIgnoredDuringExecution:
+            - weight: 100
+              preference:
+                matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [%s]}]`, node)
+	}
+	applyManifest(f, fmt.Sprintf(`
 apiVersion: batch.tensorstack.dev/v1beta1
 kind: PyTorchTrainingJob
 metadata:
@@ -440,7 +445,7 @@ spec:
         terminationGracePeriodSeconds: 2
         tolerations:
         - {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 5}
-        - {key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 5}
+        - {key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 5}%s
         containers:
         - name: pytorch
           image: localhost/tensorstack/training:v1
@@ -452,7 +457,43 @@ spec:
         volumes:
         - name: run
           configMap: {name: run}
-`)
+`, affinity))
+	return cm
+}
+
+// waitEvicted waits until the node lifecycle controller evicts a pod from
+// its unreachable node (DisruptionTarget, deleting), and says when.
+func waitEvicted(f *framework.Framework, pod corev1.Pod) time.Time {
+	f.T.Helper()
+	var evicted time.Time
+	f.Eventually(3*time.Minute, "the pod evicted from the unreachable node", func(ctx context.Context) (bool, error) {
+		p, err := f.Kube.CoreV1().Pods(f.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil || p.UID != pod.UID {
+			return false, err
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && p.DeletionTimestamp != nil {
+				evicted = time.Now()
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return evicted
+}
+
+// TestRealNodeKubeletLoss: the real node's kubelet stops while a job runs.
+// Once the node lifecycle controller finds the node unreachable, the pod's
+// short toleration runs out and it is evicted; an administrator declares the
+// node out of service, the pod is replaced, and when the node comes back the
+// job succeeds without a restart counted against backoffLimit.
+func TestRealNodeKubeletLoss(t *testing.T) {
+	f := onRealNode(t, "real-node-loss")
+	if f.Env.Restart == "" {
+		t.Skip("needs E2E_RESTART to stop the kubelet")
+	}
+	ctx := f.Context()
+	cm := applyLossJob(f, "")
 	ref := f.Ref(framework.KindPyTorch, "lost")
 	first := waitStarted(f, ref)[0]
 	// The replacement runs briefly.
@@ -473,20 +514,7 @@ spec:
 			f.RestartComponent("--start", kubelet)
 		}
 	})
-	var evicted time.Time
-	f.Eventually(3*time.Minute, "the pod evicted from the unreachable node", func(ctx context.Context) (bool, error) {
-		p, err := f.Kube.CoreV1().Pods(f.Namespace).Get(ctx, first.Name, metav1.GetOptions{})
-		if err != nil || p.UID != first.UID {
-			return false, err
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && p.DeletionTimestamp != nil {
-				evicted = time.Now()
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	evicted := waitEvicted(f, first)
 	t.Logf("evicted %s after the kubelet stopped", evicted.Sub(stopped).Round(time.Second))
 
 	// A node that does not come back: the administrator says so, and the

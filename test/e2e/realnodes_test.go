@@ -146,45 +146,7 @@ func TestRealNodesKubeletLost(t *testing.T) {
 	ctx := f.Context()
 	nodes := realNodeNames(t, f)
 	lostNode, keptNode := nodes[0], nodes[1]
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "run"}, Data: map[string]string{"seconds": "600"}}
-	if _, err := f.Kube.CoreV1().ConfigMaps(f.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	applyManifest(f, fmt.Sprintf(`
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: lost
-spec:
-  runPolicy:
-    backoffLimit: 0
-  replicaSpecs:
-  - type: master
-    replicas: 1
-    template:
-      spec:
-        terminationGracePeriodSeconds: 2
-        tolerations:
-        - {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 5}
-        - {key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 5}
-        affinity:
-          nodeAffinity:
-            preferredDuringSchedulingIgnoredDuringExecution:
-            - weight: 100
-              preference:
-                matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [%s]}]
-        containers:
-        - name: pytorch
-          image: localhost/tensorstack/training:v1
-          command: ["sh", "-c", "sleep $(cat /run-config/seconds)"]
-          volumeMounts:
-          - {name: run, mountPath: /run-config}
-          resources:
-            requests: {cpu: 20m, memory: 16Mi}
-        volumes:
-        - name: run
-          configMap: {name: run}
-`, lostNode))
+	cm := applyLossJob(f, lostNode)
 	lost := f.Ref(framework.KindPyTorch, "lost")
 	first := waitStarted(f, lost)[0]
 	if first.Spec.NodeName != lostNode {
@@ -235,18 +197,7 @@ spec:
 	}
 	t.Logf("the job on %s succeeded %s after %s's kubelet stopped", keptNode, time.Since(stopped).Round(time.Second), lostNode)
 
-	f.Eventually(3*time.Minute, "the pod evicted from the unreachable node", func(ctx context.Context) (bool, error) {
-		p, err := f.Kube.CoreV1().Pods(f.Namespace).Get(ctx, first.Name, metav1.GetOptions{})
-		if err != nil || p.UID != first.UID {
-			return false, err
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && p.DeletionTimestamp != nil {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	waitEvicted(f, first)
 	f.MustKubectl("taint", "node", lostNode, outOfService+"=nodeshutdown:NoExecute")
 	replaced := f.WaitForPods(lost, "a replacement", 2*time.Minute, func(pods []corev1.Pod) (bool, error) {
 		return len(pods) == 1 && pods[0].UID != first.UID && pods[0].Spec.NodeName != "", nil

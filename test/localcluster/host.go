@@ -286,5 +286,3 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
-
-var errNotRunning = errors.New("not running")

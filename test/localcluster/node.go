@@ -198,11 +198,6 @@ func (c *Cluster) cmd(ctx context.Context, path string, args ...string) error {
 	return err
 }
 
-// inNetNS runs a command in a named network namespace.
-func (c *Cluster) inNetNS(ctx context.Context, netns string, args ...string) error {
-	return c.cmd(ctx, "ip", append([]string{"netns", "exec", netns}, args...)...)
-}
-
 // nodeNetworkStep makes the network namespace, its bridge and each node's
 // namespaces and cgroups, and starts nodeproxy, before kube-apiserver: its
 // egress selector sends kubelet, pod and webhook traffic through nodeproxy.

@@ -33,7 +33,10 @@ func (c *Cluster) registry0() string { return "127.0.0.1:" + c.port(c.Settings.R
 
 // nodeproxy joins the network namespace to the host: the gateway's
 // kube-apiserver and registry ports lead to them on 127.0.0.1, and
-// kube-apiserver reaches kubelets and pods through its HTTP CONNECT socket.
+// kube-apiserver reaches kubelets, pods and Services through its HTTP
+// CONNECT socket, which dials from the first node's namespace: there
+// kube-proxy's rules turn a ClusterIP (an aggregated API's Service) into a
+// pod's address, and every node and pod is routed.
 func (c *Cluster) nodeproxy() *Component {
 	port := c.port(c.Settings.APIServerPort)
 	return &Component{
@@ -44,6 +47,7 @@ func (c *Cluster) nodeproxy() *Component {
 			"-forward", networkGateway + ":" + port + "=127.0.0.1:" + port,
 			"-forward", networkGateway + ":" + c.port(c.Settings.RegistryPort) + "=" + c.registry0(),
 			"-egress", c.egressSocket(),
+			"-egress-netns", "/run/netns/" + c.Nodes[0].NetNS,
 		},
 		Ready: []Check{{
 			What: "nodeproxy on " + relTo(c.Paths.Repo, c.egressSocket()),

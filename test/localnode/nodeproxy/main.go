@@ -25,7 +25,9 @@ limitations under the License.
 //     kube-apiserver's egress selector: a connection to a loopback address
 //     or localhost is made on the host (aggregated APIs, webhooks), any
 //     other inside the namespace (kubelets for logs and exec, pods and
-//     Services for the proxy verbs).
+//     Services for the proxy verbs), or inside -egress-netns when given: a
+//     node's namespace, where kube-proxy's rules turn a Service's ClusterIP
+//     into a pod's address.
 //
 // It runs until SIGTERM or SIGINT.
 package main
@@ -59,14 +61,18 @@ func main() {
 	var forwards forwardFlag
 	namespace := flag.String("netns", "", "the network namespace's path, e.g. /run/netns/NAME")
 	egress := flag.String("egress", "", "Unix socket of the HTTP CONNECT proxy for kube-apiserver's egress")
+	egressNamespace := flag.String("egress-netns", "", "the network namespace the egress dials in (default: -netns)")
 	flag.Var(&forwards, "forward", "LISTEN=DIAL: listen inside the namespace, dial on the host (repeat)")
 	flag.Parse()
-	if err := run(*namespace, *egress, forwards); err != nil {
+	if *egressNamespace == "" {
+		*egressNamespace = *namespace
+	}
+	if err := run(*namespace, *egressNamespace, *egress, forwards); err != nil {
 		log.Fatalf("nodeproxy: %v", err)
 	}
 }
 
-func run(namespace, egress string, forwards []string) error {
+func run(namespace, egressNamespace, egress string, forwards []string) error {
 	if namespace == "" {
 		return errors.New("-netns is required")
 	}
@@ -104,7 +110,10 @@ func run(namespace, egress string, forwards []string) error {
 		if err != nil {
 			return err
 		}
-		server := &http.Server{Handler: connectHandler{namespace: namespace}, ReadHeaderTimeout: dialTimeout}
+		if _, err := os.Stat(egressNamespace); err != nil {
+			return err
+		}
+		server := &http.Server{Handler: connectHandler{namespace: egressNamespace}, ReadHeaderTimeout: dialTimeout}
 		closers = append(closers, server.Close)
 		log.Printf("HTTP CONNECT on %s (host): loopback targets on the host, others in the namespace", egress)
 		go func() { _ = server.Serve(l) }()
