@@ -461,6 +461,47 @@ spec:
 	return cm
 }
 
+// nodeLoss is a real node whose kubelet a test stopped.
+type nodeLoss struct {
+	f       *framework.Framework
+	node    string
+	stopped time.Time
+	down    bool
+}
+
+const outOfServiceTaint = "node.kubernetes.io/out-of-service"
+
+// loseNode stops node's kubelet (its containers run on, as on a node that
+// lost its kubelet or its network); whatever the test does, its cleanup
+// leaves the node as the other tests need it.
+func loseNode(f *framework.Framework, node string) *nodeLoss {
+	f.T.Helper()
+	l := &nodeLoss{f: f, node: node}
+	f.RestartComponent("--stop", "kubelet-"+node)
+	l.stopped, l.down = time.Now(), true
+	f.T.Cleanup(func() {
+		f.Kubectl("taint", "node", node, outOfServiceTaint+"-")
+		if l.down {
+			f.RestartComponent("--start", "kubelet-"+node)
+		}
+	})
+	return l
+}
+
+// outOfService is the administrator declaring the node gone.
+func (l *nodeLoss) outOfService() {
+	l.f.T.Helper()
+	l.f.MustKubectl("taint", "node", l.node, outOfServiceTaint+"=nodeshutdown:NoExecute")
+}
+
+// back untaints the node and starts its kubelet again.
+func (l *nodeLoss) back() {
+	l.f.T.Helper()
+	l.f.MustKubectl("taint", "node", l.node, outOfServiceTaint+"-")
+	l.f.RestartComponent("--start", "kubelet-"+l.node)
+	l.down = false
+}
+
 // waitEvicted waits until the node lifecycle controller evicts a pod from
 // its unreachable node (DisruptionTarget, deleting), and says when.
 func waitEvicted(f *framework.Framework, pod corev1.Pod) time.Time {
@@ -502,24 +543,13 @@ func TestRealNodeKubeletLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	const outOfService = "node.kubernetes.io/out-of-service"
-	node := first.Spec.NodeName
-	kubelet := "kubelet-" + node
-	f.RestartComponent("--stop", kubelet)
-	stopped, kubeletDown := time.Now(), true
-	t.Cleanup(func() {
-		// Whatever failed, the node is left as the other tests need it.
-		f.Kubectl("taint", "node", node, outOfService+"-")
-		if kubeletDown {
-			f.RestartComponent("--start", kubelet)
-		}
-	})
+	loss := loseNode(f, first.Spec.NodeName)
 	evicted := waitEvicted(f, first)
-	t.Logf("evicted %s after the kubelet stopped", evicted.Sub(stopped).Round(time.Second))
+	t.Logf("evicted %s after the kubelet stopped", evicted.Sub(loss.stopped).Round(time.Second))
 
 	// A node that does not come back: the administrator says so, and the
 	// pod garbage collector lets the pod go.
-	f.MustKubectl("taint", "node", node, outOfService+"=nodeshutdown:NoExecute")
+	loss.outOfService()
 	f.WaitForPods(ref, "a replacement", 2*time.Minute, func(pods []corev1.Pod) (bool, error) {
 		return len(pods) == 1 && pods[0].UID != first.UID, nil
 	})
@@ -529,9 +559,7 @@ func TestRealNodeKubeletLoss(t *testing.T) {
 		t.Errorf("backoffCount %d after the node was lost, want 0: a disruption is not the program's failure", n)
 	}
 
-	f.MustKubectl("taint", "node", node, outOfService+"-")
-	f.RestartComponent("--start", kubelet)
-	kubeletDown = false
+	loss.back()
 	waitSucceeded(f, ref)
 	job = f.MustGetJob(ref)
 	if n := job.JobStatus().BackoffCount; n != 0 {

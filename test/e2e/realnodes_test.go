@@ -179,26 +179,17 @@ spec:
 		t.Fatal(err)
 	}
 
-	const outOfService = "node.kubernetes.io/out-of-service"
-	kubelet := "kubelet-" + lostNode
-	f.RestartComponent("--stop", kubelet)
-	stopped, kubeletDown := time.Now(), true
-	t.Cleanup(func() {
-		f.Kubectl("taint", "node", lostNode, outOfService+"-")
-		if kubeletDown {
-			f.RestartComponent("--start", kubelet)
-		}
-	})
+	loss := loseNode(f, lostNode)
 
 	// The other node's job trains on and succeeds while the node is lost.
 	waitSucceeded(f, kept)
 	if out := podLog(f, f.Pods(kept)[0].Name); !strings.Contains(out, "step=30") {
 		t.Errorf("the job on %s did not reach step 30:\n%s", keptNode, out)
 	}
-	t.Logf("the job on %s succeeded %s after %s's kubelet stopped", keptNode, time.Since(stopped).Round(time.Second), lostNode)
+	t.Logf("the job on %s succeeded %s after %s's kubelet stopped", keptNode, time.Since(loss.stopped).Round(time.Second), lostNode)
 
 	waitEvicted(f, first)
-	f.MustKubectl("taint", "node", lostNode, outOfService+"=nodeshutdown:NoExecute")
+	loss.outOfService()
 	replaced := f.WaitForPods(lost, "a replacement", 2*time.Minute, func(pods []corev1.Pod) (bool, error) {
 		return len(pods) == 1 && pods[0].UID != first.UID && pods[0].Spec.NodeName != "", nil
 	})
@@ -210,11 +201,9 @@ spec:
 	if n := f.MustGetJob(lost).JobStatus().BackoffCount; n != 0 {
 		t.Errorf("backoffCount %d after the node was lost, want 0: a disruption is not the program's failure", n)
 	}
-	t.Logf("the lost node's job succeeded on %s, %s after its kubelet stopped", keptNode, time.Since(stopped).Round(time.Second))
+	t.Logf("the lost node's job succeeded on %s, %s after its kubelet stopped", keptNode, time.Since(loss.stopped).Round(time.Second))
 
-	f.MustKubectl("taint", "node", lostNode, outOfService+"-")
-	f.RestartComponent("--start", kubelet)
-	kubeletDown = false
+	loss.back()
 }
 
 // TestRealNodesRackPinned: Kueue's topology-aware scheduling over the real
