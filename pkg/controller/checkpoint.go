@@ -127,7 +127,7 @@ func (r *reconciler) decideStop(reason string) bool {
 func (r *reconciler) stoppedReplicas() int32 {
 	n := int32(0)
 	for _, s := range r.slots {
-		if p := s.pod; p != nil && p.DeletionTimestamp == nil && !s.replacing && p.Status.Phase != corev1.PodSucceeded {
+		if p := s.pod; p != nil && p.DeletionTimestamp == nil && !s.replacing && podOutcome(p) != corev1.PodSucceeded {
 			n++
 		}
 	}
@@ -180,7 +180,7 @@ func madeForOtherShape(p *corev1.Pod, want string) bool {
 func (r *reconciler) runningPods() []*corev1.Pod {
 	var pods []*corev1.Pod
 	for _, s := range r.slots {
-		if p := s.pod; p != nil && p.DeletionTimestamp == nil && !s.replacing && p.Status.Phase == corev1.PodRunning {
+		if p := s.pod; p != nil && p.DeletionTimestamp == nil && !s.replacing && podOutcome(p) == corev1.PodRunning {
 			pods = append(pods, p)
 		}
 	}

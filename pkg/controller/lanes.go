@@ -33,7 +33,7 @@ import (
 // podEnded says whether a pod change may decide its job's outcome: the pod
 // exited, or is being deleted.
 func podEnded(p *corev1.Pod) bool {
-	return p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	return p.DeletionTimestamp != nil || isTerminated(p)
 }
 
 // urgentWorkers is how many workers drain the urgent queue next to the

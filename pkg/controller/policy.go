@@ -112,6 +112,3 @@ func cleanUpPolicy(spec *v1beta1.TrainingJobSpec) v1beta1.CleanUpPolicy {
 
 func pauseEnabled(spec *v1beta1.TrainingJobSpec) bool { return v1beta1.PauseEnabled(spec) }
 
-func isTerminated(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-}

@@ -64,7 +64,7 @@ func (r *reconciler) assign(pods []*corev1.Pod) {
 
 // planActive plans a job that has not finished.
 func podPhase(p *corev1.Pod) v1beta1.ReplicaPhase {
-	switch p.Status.Phase {
+	switch podOutcome(p) {
 	case corev1.PodPending, "":
 		return v1beta1.ReplicaPending
 	case corev1.PodRunning:

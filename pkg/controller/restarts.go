@@ -107,7 +107,7 @@ func (r *reconciler) observeReplica(s *slot, debug bool) {
 		s.restartCount = 0
 	}
 	switch {
-	case p.Status.Phase == corev1.PodSucceeded:
+	case podOutcome(p) == corev1.PodSucceeded:
 		if rerunsAfterSuccess(debug, s.group.Spec.RestartPolicy) {
 			s.exit = &replicaExit{pod: p, succeeded: true, how: "succeeded"}
 		}

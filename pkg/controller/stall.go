@@ -113,7 +113,7 @@ func (r *reconciler) allRunningSince() (time.Time, bool) {
 	}
 	for _, s := range r.slots {
 		p := s.pod
-		if p == nil || s.replacing || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+		if p == nil || s.replacing || p.DeletionTimestamp != nil || podOutcome(p) != corev1.PodRunning {
 			return since, false
 		}
 		started, ok := r.trainingStarted(p)

@@ -152,20 +152,26 @@ func (c *Controller) watchOwned(logger klog.Logger, what string, inf cache.Share
 func (c *Controller) enqueue(key jobKey) { c.queue.Add(key) }
 
 // enqueuePodChange queues a job after a change to one of its pods, once the
-// batch period has passed: on the urgent queue when the pod ended. The
-// delaying queue keeps a key once, at its earliest time, so the changes
-// within a period make a single reconcile; a job already waiting to be
-// reconciled is not delayed further.
+// batch period has passed. The delaying queue keeps a key once, at its
+// earliest time, so the changes within a period make a single reconcile; a
+// job already waiting to be reconciled is not delayed further.
+//
+// When the pod ended, the job goes to the urgent queue at once: the
+// reconcile may write the job's outcome. The queue still gathers ends: a
+// key is queued once however many times it is added before a worker takes
+// it, and once more, not again and again, while a worker has it. So the
+// pods of a large job ending together make about one reconcile per
+// reconcile's duration, not one per pod.
 func (c *Controller) enqueuePodChange(key jobKey, ended bool) {
-	q := c.queue
 	if ended {
-		q = c.urgent
-	}
-	if c.podEventBatch <= 0 {
-		q.Add(key)
+		c.urgent.Add(key)
 		return
 	}
-	q.AddAfter(key, c.podEventBatch)
+	if c.podEventBatch <= 0 {
+		c.queue.Add(key)
+		return
+	}
+	c.queue.AddAfter(key, c.podEventBatch)
 }
 
 func (c *Controller) enqueueJob(logger klog.Logger, kind string, obj any) {

@@ -332,6 +332,11 @@ serializeImagePulls: false
 podLogsDir: %[7]s
 nodeStatusReportFrequency: 10s
 maxPods: 50
+# Containerd's event for a container's exit has the kubelet look at the pod
+# at once, instead of at its next relist (once a second): a job's outcome
+# is known that much sooner (docs/benchmarks.md, bench-real).
+featureGates:
+  EventedPLEG: true
 `, n.Cgroup, n.IP, c.pki(n.componentName("kubelet-serving")), c.pki("ca.crt"), cfg("resolv.conf"), nodeTaint, n.path("pods-logs")),
 		cfg("kube-proxy.yaml"): fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration

@@ -37,6 +37,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -235,21 +236,7 @@ func job(ctx context.Context, kube kubernetes.Interface, training clientset.Inte
 	defer func() {
 		_ = jobs.Delete(context.Background(), name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)})
 	}()
-	var succeeded time.Time
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		got, err := jobs.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		switch got.Status.Phase {
-		case v1beta1.JobFailed:
-			return false, fmt.Errorf("job %s failed", name)
-		case v1beta1.JobSucceeded:
-			succeeded = time.Now()
-			return true, nil
-		}
-		return false, nil
-	})
+	succeeded, err := untilSucceeded(ctx, training, name)
 	seenPods := seen.close()
 	if err != nil {
 		return 0, 0, phases{}, err
@@ -260,6 +247,34 @@ func job(ctx context.Context, kube kubernetes.Interface, training clientset.Inte
 		return 0, 0, phases{}, err
 	}
 	return latest(firsts...).Sub(created), succeeded.Sub(latest(ends...)), breakdown(created, succeeded, onlyPods(seenPods, pods...), logs), nil
+}
+
+// untilSucceeded watches a job until it succeeds, and returns when the
+// watch saw it: a watch, not a poll, so that the time is the status
+// write's to within the event's delivery.
+func untilSucceeded(ctx context.Context, training clientset.Interface, name string) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	w, err := training.BatchV1beta1().PyTorchTrainingJobs(namespace).Watch(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		got, ok := ev.Object.(*v1beta1.PyTorchTrainingJob)
+		if !ok {
+			continue
+		}
+		switch got.Status.Phase {
+		case v1beta1.JobFailed:
+			return time.Time{}, fmt.Errorf("job %s failed", name)
+		case v1beta1.JobSucceeded:
+			return time.Now(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("job %s: the watch ended before it succeeded: %w", name, ctx.Err())
 }
 
 // unixTime reads the time the training scripts log: seconds since the
