@@ -5,6 +5,8 @@
 # table, also saved in _output/bench/real.md:
 #   - a bare Pod of the training image on the real node, torchrun standalone:
 #     from its create to its first training step (the floor);
+#   - two bare Pods behind a headless Service, torchrun with a c10d
+#     rendezvous between them: from their create to every rank's first step;
 #   - a PyTorchTrainingJob of 2 ranks (torchrun, c10d, gloo): from its create
 #     to every rank's first training step;
 #   - the same job: from its last rank's exit to Succeeded.

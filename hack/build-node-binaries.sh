@@ -67,7 +67,7 @@ build_one local-path-provisioner "${LOCAL_PATH_PROVISIONER_VERSION}" "${TOOLS_DI
 # This repository's: the pause image's binary (static), and the bridge
 # between the host's loopback and the node's network namespace. Their
 # stamps are digests of their sources, so an edit rebuilds them.
-build_one pause "$(sha256sum "${REPO_ROOT}/hack/images/pause/main.go" | cut -c1-12)" "${REPO_ROOT}" ./hack/images/pause "-s -w"
+build_one pause "$(sha256sum "${REPO_ROOT}/hack/images/pause/main.go" | cut -c1-12)" "${REPO_ROOT}" ./hack/images/pause
 nodeproxy_version="$(cat "${REPO_ROOT}"/test/localnode/nodeproxy/*.go "${REPO_ROOT}"/test/internal/netns/*.go | sha256sum | cut -c1-12)"
 build_one nodeproxy "${nodeproxy_version}" "${REPO_ROOT}" ./test/localnode/nodeproxy
 

@@ -13,7 +13,22 @@
 # its inputs: the suite, the mirror and the package list. The scripts are a
 # layer of their own, so editing them rebuilds in seconds. Needs root
 # (debootstrap, chroot).
+#
+# With --background, it starts building only that Debian layer in the
+# background and returns at once: the layer waits on the network and dpkg
+# more than on the CPU, so make run and make test start it first and it
+# overlaps their Go builds. A later run without options waits for it (a
+# lock) and finds the layer built; if the background build failed, it
+# builds the layer again in the foreground and shows why.
 set -euo pipefail
+
+mode=all
+case "${1:-}" in
+  --background) mode=background ;;
+  --debian-layer) mode=debian-layer ;; # what --background runs
+  "") ;;
+  *) echo "usage: $0 [--background]" >&2; exit 1 ;;
+esac
 
 # shellcheck source=hack/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
@@ -26,63 +41,103 @@ source "${REPO_ROOT}/hack/lib/build.sh"
 # shellcheck source=hack/lib/images.sh
 source "${REPO_ROOT}/hack/lib/images.sh"
 
-[[ "$(id -u)" == 0 ]] || die "building the real node's images needs root (debootstrap, chroot)"
-require_packages "the training image" debootstrap:debootstrap
-require_python_build
-mkdir -p "${IMAGES_DIR}"
-start=${SECONDS}
-
-build_image_builder
-[[ -x "${BIN_DIR}/pause" ]] || die "no ${BIN_DIR}/pause: run hack/build-node-binaries.sh first"
-
 # stamped FILE KEY: whether FILE was made from inputs whose digest is KEY.
 stamped() { [[ -f "$1" && -f "$1.key" && "$(cat "$1.key")" == "$2" ]]; }
 stamp() { printf '%s\n' "$2" >"$1.key"; }
 
-# The pause image.
-key="$({ sha256sum "${BIN_DIR}/pause"; image_builder_stamp; } | sha256sum | cut -c1-16)"
-if stamped "${PAUSE_ARCHIVE}" "${key}"; then
-  log "[1/3] ${PAUSE_IMAGE}: up to date"
-else
-  root="$(mktemp -d "${IMAGES_DIR}/.pause-XXXX")"
-  install -m 0755 "${BIN_DIR}/pause" "${root}/pause"
-  "${IMAGE_BUILDER}" image -name "${PAUSE_IMAGE}" -layer "${root}" -entrypoint /pause -out "${PAUSE_ARCHIVE}"
-  rm -rf "${root}"
-  stamp "${PAUSE_ARCHIVE}" "${key}"
-  log "[1/3] ${PAUSE_IMAGE}: built, $(du -h "${PAUSE_ARCHIVE}" | cut -f1)"
+base="${IMAGES_DIR}/training-base.tar"
+base_key="$(printf '%s\n' "${DEBIAN_SUITE}" "${DEBIAN_MIRROR}" "${TRAINING_PACKAGES[@]}" "v1" | sha256sum | cut -c1-16)"
+# Whoever builds the Debian layer holds this lock: the foreground waits for
+# a background build instead of racing it.
+base_lock="${IMAGES_DIR}/.training-base.lock"
+base_log="${OUTPUT_DIR}/logs/build/training-base.log"
+mkdir -p "${IMAGES_DIR}" "$(dirname "${base_log}")"
+
+if [[ "${mode}" == background ]]; then
+  # Only where the foreground would build it: as root, with debootstrap
+  # installed (the foreground installs missing packages, in its own time),
+  # for a stack with real nodes, and when it is not built already.
+  if [[ "$(id -u)" == 0 && "${LOCAL_REAL_NODE:-1}" != 0 ]] && command -v debootstrap >/dev/null 2>&1 &&
+    ! stamped "${base}" "${base_key}"; then
+    log "training image's Debian layer: building in the background (log: ${base_log#"${REPO_ROOT}/"})"
+    nohup setsid "${BASH_SOURCE[0]}" --debian-layer >"${base_log}" 2>&1 </dev/null &
+  fi
+  exit 0
 fi
 
-# The training image's Debian layer.
-base="${IMAGES_DIR}/training-base.tar"
-key="$(printf '%s\n' "${DEBIAN_SUITE}" "${DEBIAN_MIRROR}" "${TRAINING_PACKAGES[@]}" "v1" | sha256sum | cut -c1-16)"
-if stamped "${base}" "${key}"; then
-  log "[2/3] training image's Debian layer: up to date"
+[[ "$(id -u)" == 0 ]] || die "building the real node's images needs root (debootstrap, chroot)"
+exec 9>"${base_lock}"
+if [[ "${mode}" == debian-layer ]]; then
+  flock -n 9 || exit 0 # another build has it
 else
-  rootfs="${IMAGES_DIR}/training-rootfs"
-  rm -rf "${rootfs}"
-  log "[2/3] training image's Debian layer: debootstrap ${DEBIAN_SUITE} (minbase), then ${TRAINING_PACKAGES[*]}; about 2 minutes"
-  step=${SECONDS}
-  debootstrap --variant=minbase "${DEBIAN_SUITE}" "${rootfs}" "${DEBIAN_MIRROR}" >"${IMAGES_DIR}/debootstrap.log" 2>&1 ||
-    { tail -n 20 "${IMAGES_DIR}/debootstrap.log" >&2; die "debootstrap failed (log: ${IMAGES_DIR}/debootstrap.log)"; }
-  log "[2/3] debootstrap: $((SECONDS - step))s"
-  step=${SECONDS}
-  cp /etc/resolv.conf "${rootfs}/etc/resolv.conf"
-  # A private mount namespace: /proc for the packages' scripts, gone when
-  # the install ends.
-  unshare --mount --propagation private sh -c '
-    mount -t proc proc "$1/proc" && shift &&
-    chroot "$0" sh -c "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $* && apt-get clean"
-  ' "${rootfs}" "${rootfs}" "${TRAINING_PACKAGES[@]}" >"${IMAGES_DIR}/apt.log" 2>&1 ||
-    { tail -n 20 "${IMAGES_DIR}/apt.log" >&2; die "installing the training packages failed (log: ${IMAGES_DIR}/apt.log)"; }
-  log "[2/3] apt-get install: $((SECONDS - step))s"
-  rm -rf "${rootfs}/var/lib/apt/lists/"* "${rootfs}/usr/share/doc" "${rootfs}/usr/share/man" "${rootfs}/usr/share/locale" \
-    "${rootfs}/var/cache/"* "${rootfs}/var/log/"*
-  : >"${rootfs}/etc/resolv.conf"
-  "${IMAGE_BUILDER}" layer -dir "${rootfs}" -out "${base}"
-  rm -rf "${rootfs}"
-  stamp "${base}" "${key}"
-  log "[2/3] training image's Debian layer: built, $(du -h "${base}" | cut -f1)"
+  if ! flock -n 9; then
+    log "waiting for the background build of the training image's Debian layer (log: ${base_log#"${REPO_ROOT}/"})"
+    flock 9
+  fi
+  require_packages "the training image" debootstrap:debootstrap
+  require_python_build
 fi
+start=${SECONDS}
+
+build_image_builder
+
+# build_pause_image builds the pause image unless it is up to date.
+build_pause_image() {
+  [[ -x "${BIN_DIR}/pause" ]] || die "no ${BIN_DIR}/pause: run hack/build-node-binaries.sh first"
+  local key root
+  key="$({ sha256sum "${BIN_DIR}/pause"; image_builder_stamp; } | sha256sum | cut -c1-16)"
+  if stamped "${PAUSE_ARCHIVE}" "${key}"; then
+    log "[1/3] ${PAUSE_IMAGE}: up to date"
+  else
+    root="$(mktemp -d "${IMAGES_DIR}/.pause-XXXX")"
+    install -m 0755 "${BIN_DIR}/pause" "${root}/pause"
+    "${IMAGE_BUILDER}" image -name "${PAUSE_IMAGE}" -layer "${root}" -entrypoint /pause -out "${PAUSE_ARCHIVE}"
+    rm -rf "${root}"
+    stamp "${PAUSE_ARCHIVE}" "${key}"
+    log "[1/3] ${PAUSE_IMAGE}: built, $(du -h "${PAUSE_ARCHIVE}" | cut -f1)"
+  fi
+}
+
+# build_debian_layer builds the training image's Debian layer unless it is
+# up to date.
+build_debian_layer() {
+  local rootfs step
+  if stamped "${base}" "${base_key}"; then
+    log "[2/3] training image's Debian layer: up to date"
+  else
+    rootfs="${IMAGES_DIR}/training-rootfs"
+    rm -rf "${rootfs}"
+    log "[2/3] training image's Debian layer: debootstrap ${DEBIAN_SUITE} (minbase), then ${TRAINING_PACKAGES[*]}; about 2 minutes"
+    step=${SECONDS}
+    debootstrap --variant=minbase "${DEBIAN_SUITE}" "${rootfs}" "${DEBIAN_MIRROR}" >"${IMAGES_DIR}/debootstrap.log" 2>&1 ||
+      { tail -n 20 "${IMAGES_DIR}/debootstrap.log" >&2; die "debootstrap failed (log: ${IMAGES_DIR}/debootstrap.log)"; }
+    log "[2/3] debootstrap: $((SECONDS - step))s"
+    step=${SECONDS}
+    cp /etc/resolv.conf "${rootfs}/etc/resolv.conf"
+    # A private mount namespace: /proc for the packages' scripts, gone when
+    # the install ends.
+    unshare --mount --propagation private sh -c '
+      mount -t proc proc "$1/proc" && shift &&
+      chroot "$0" sh -c "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $* && apt-get clean"
+    ' "${rootfs}" "${rootfs}" "${TRAINING_PACKAGES[@]}" >"${IMAGES_DIR}/apt.log" 2>&1 ||
+      { tail -n 20 "${IMAGES_DIR}/apt.log" >&2; die "installing the training packages failed (log: ${IMAGES_DIR}/apt.log)"; }
+    log "[2/3] apt-get install: $((SECONDS - step))s"
+    rm -rf "${rootfs}/var/lib/apt/lists/"* "${rootfs}/usr/share/doc" "${rootfs}/usr/share/man" "${rootfs}/usr/share/locale" \
+      "${rootfs}/var/cache/"* "${rootfs}/var/log/"*
+    : >"${rootfs}/etc/resolv.conf"
+    "${IMAGE_BUILDER}" layer -dir "${rootfs}" -out "${base}"
+    rm -rf "${rootfs}"
+    stamp "${base}" "${base_key}"
+    log "[2/3] training image's Debian layer: built, $(du -h "${base}" | cut -f1)"
+  fi
+}
+
+if [[ "${mode}" == debian-layer ]]; then
+  build_debian_layer
+  exit 0
+fi
+build_pause_image
+build_debian_layer
 
 # The training image: the Debian layer and the scripts.
 scripts="${REPO_ROOT}/artifacts/examples/scripts"

@@ -36,8 +36,11 @@ elapsed() {
 }
 
 # build_one NAME VERSION MODULE_DIR PACKAGE [LDFLAGS [TAGS [CGO]]]
+# Links without the symbol table and DWARF, as the Makefile does (half the
+# link time); DBG=1 keeps them.
 build_one() {
   local name="$1" version="$2" module_dir="$3" pkg="$4" ldflags="${5:-}" tags="${6:-}" cgo="${7:-${CGO_ENABLED:-0}}"
+  [[ "${DBG:-0}" == 1 ]] || ldflags="-s -w${ldflags:+ ${ldflags}}"
   local out="${BIN_DIR}/${name}" stamp_file="${BIN_DIR}/.${name}.version" want extra=()
   build_index=$((build_index + 1))
   [[ -f "${module_dir}/main.go" ]] && extra=("${module_dir}/main.go")

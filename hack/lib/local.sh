@@ -42,9 +42,12 @@ KUEUE_NAMESPACE="kueue-system"
 MULTIKUEUE_WORKER_DIR="${LOCAL_DIR}-worker"
 
 # localcluster ARGS...: runs the stack's program, built first (go build does
-# nothing when it is up to date).
+# nothing when it is up to date). Under a lock: make builds its binaries two
+# at a time, and two scripts must not write the program at once, nor run it
+# half written.
 localcluster() {
-  (cd "${REPO_ROOT}" && go build -o "${LOCALCLUSTER}" ./hack/localcluster) ||
+  mkdir -p "${BIN_DIR}"
+  (cd "${REPO_ROOT}" && flock "${BIN_DIR}/.localcluster.lock" go build -o "${LOCALCLUSTER}" ./hack/localcluster) ||
     die "building hack/localcluster failed"
   REPO_ROOT="${REPO_ROOT}" "${LOCALCLUSTER}" "$@"
 }

@@ -111,4 +111,3 @@ func cleanUpPolicy(spec *v1beta1.TrainingJobSpec) v1beta1.CleanUpPolicy {
 }
 
 func pauseEnabled(spec *v1beta1.TrainingJobSpec) bool { return v1beta1.PauseEnabled(spec) }
-

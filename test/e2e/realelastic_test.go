@@ -100,10 +100,13 @@ func lastStep(steps []loggedStep, world int) loggedStep {
 	return last
 }
 
-// firstStep is the first step a pod logged in a group of the given size.
-func firstStep(steps []loggedStep, world int) (loggedStep, bool) {
+// firstStep is the first step a pod logged in a group of the given size
+// after the given time. A group of that size before it does not count: an
+// elastic job's first worker may train alone for a moment before the others
+// have started and join it.
+func firstStep(steps []loggedStep, world int, after time.Time) (loggedStep, bool) {
 	for _, s := range steps {
-		if s.world == world {
+		if s.world == world && s.at.After(after) {
 			return s, true
 		}
 	}
@@ -138,7 +141,7 @@ func TestRealNodeElastic(t *testing.T) {
 		var resumed loggedStep
 		f.Eventually(realNodeTimeout, fmt.Sprintf("%s: every worker training in a group of %d", tc.name, tc.to), func(context.Context) (bool, error) {
 			for i := range tc.to {
-				first, ok := firstStep(elasticSteps(f, fmt.Sprintf("%s-worker-%d", tc.name, i)), tc.to)
+				first, ok := firstStep(elasticSteps(f, fmt.Sprintf("%s-worker-%d", tc.name, i)), tc.to, scaled)
 				if !ok {
 					return false, nil
 				}

@@ -17,8 +17,9 @@ limitations under the License.
 // Command bench-real measures, on the local stack's real node, how long a
 // PyTorchTrainingJob takes from its create to every rank's first training
 // step, next to a bare Pod of the same image and script on the same node
-// (the floor: what the node, the image and PyTorch cost without us), and
-// from the last rank's exit to the job's Succeeded. The training processes
+// (the floor: what the node, the image and PyTorch cost without us), next
+// to two bare Pods meeting through the same c10d rendezvous (what two ranks
+// cost without us), and from the last rank's exit to the job's Succeeded. The training processes
 // print the wall-clock time of each step (scripts/pytorch_ddp.py); this
 // program runs on the same machine, so the clocks are one. It prints a
 // markdown table.
@@ -91,7 +92,7 @@ func run(localDir string, runs int, out string) error {
 	training := clientset.NewForConfigOrDie(cfg)
 	ctx := context.Background()
 
-	var bare, toFirstStep, toSucceeded, scaleToTraining []time.Duration
+	var bare, pair, toFirstStep, toSucceeded, scaleToTraining []time.Duration
 	var floorPhases, jobPhases []phases
 	for i := range runs {
 		d, fp, err := barePod(ctx, kube, fmt.Sprintf("bench-floor-%d", i))
@@ -99,6 +100,11 @@ func run(localDir string, runs int, out string) error {
 			return fmt.Errorf("bare pod, run %d: %w", i, err)
 		}
 		bare, floorPhases = append(bare, d), append(floorPhases, fp)
+		p, err := barePair(ctx, kube, fmt.Sprintf("bench-pair-%d", i))
+		if err != nil {
+			return fmt.Errorf("two bare pods, run %d: %w", i, err)
+		}
+		pair = append(pair, p)
 		first, end, jp, err := job(ctx, kube, training, fmt.Sprintf("bench-ddp-%d", i))
 		if err != nil {
 			return fmt.Errorf("job, run %d: %w", i, err)
@@ -109,8 +115,8 @@ func run(localDir string, runs int, out string) error {
 			return fmt.Errorf("elastic job, run %d: %w", i, err)
 		}
 		scaleToTraining = append(scaleToTraining, scaled)
-		benchkit.Logf("run %d: bare pod %s, job to every rank's first step %s, last exit to Succeeded %s, scale 1 to 2 to training %s",
-			i, benchkit.Ms(d), benchkit.Ms(first), benchkit.Ms(end), benchkit.Ms(scaled))
+		benchkit.Logf("run %d: bare pod %s, two bare pods %s, job to every rank's first step %s, last exit to Succeeded %s, scale 1 to 2 to training %s",
+			i, benchkit.Ms(d), benchkit.Ms(p), benchkit.Ms(first), benchkit.Ms(end), benchkit.Ms(scaled))
 	}
 
 	table := benchkit.Table{Header: []string{"measurement (real node, " + strconv.Itoa(runs) + " runs)", "median ms", "min ms", "max ms", "vs floor"}}
@@ -122,7 +128,10 @@ func run(localDir string, runs int, out string) error {
 		table.Add(name, benchkit.Ms(benchkit.Median(ds)), benchkit.Ms(benchkit.Percentile(ds, 0)), benchkit.Ms(benchkit.Percentile(ds, 100)), ratio)
 	}
 	row("bare Pod, torchrun standalone: create → first step (the floor)", bare, 0)
+	row("two bare Pods, torchrun c10d, 2 ranks: create → every rank's first step", pair, benchkit.Median(bare))
 	row("PyTorchTrainingJob, 2 ranks: create → every rank's first step", toFirstStep, benchkit.Median(bare))
+	table.Add("PyTorchTrainingJob, 2 ranks, next to the two bare Pods", "", "", "",
+		benchkit.Ratio(float64(benchkit.Median(toFirstStep)), float64(benchkit.Median(pair))))
 	row("PyTorchTrainingJob: last rank's exit → Succeeded", toSucceeded, 0)
 	table.Add("elastic PyTorchTrainingJob: scale 1 → 2 → both ranks training at world 2",
 		benchkit.Ms(benchkit.Median(scaleToTraining)), benchkit.Ms(benchkit.Percentile(scaleToTraining, 0)),
@@ -206,6 +215,73 @@ func onlyPods(seen map[string]podTimes, names ...string) map[string]podTimes {
 		out[n] = seen[n]
 	}
 	return out
+}
+
+// barePair runs the training script as two bare Pods behind a headless
+// Service, each through torchrun with the job's c10d rendezvous on the
+// first one's DNS name, and returns the time from their create to the last
+// rank's first step: what two ranks meeting through PyTorch's dynamic
+// rendezvous cost without the controller (the job's own floor).
+func barePair(ctx context.Context, kube kubernetes.Interface, name string) (time.Duration, error) {
+	labels := map[string]string{"bench.tensorstack.dev/pair": name}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: labels, PublishNotReadyAddresses: true},
+	}
+	host := "node-0." + name + "." + namespace + ".svc"
+	pods := make([]*corev1.Pod, 2)
+	for i := range pods {
+		c := container("torchrun", "--nnodes=2", "--nproc-per-node=1", "--rdzv-backend=c10d",
+			"--rdzv-endpoint="+host+":29400", "--rdzv-id="+name, monitorInterval, "pytorch_ddp.py")
+		c.Env = append(c.Env, corev1.EnvVar{Name: "MASTER_ADDR", Value: host}) // waitdns.py waits for it
+		pods[i] = &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, i), Labels: labels},
+			Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever, Hostname: fmt.Sprintf("node-%d", i), Subdomain: name,
+				Containers: []corev1.Container{c},
+			},
+		}
+	}
+	created := time.Now()
+	if _, err := kube.CoreV1().Services(namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		return 0, err
+	}
+	defer func() {
+		_ = kube.CoreV1().Services(namespace).Delete(context.Background(), name, metav1.DeleteOptions{})
+	}()
+	var names []string
+	for _, p := range pods {
+		if _, err := kube.CoreV1().Pods(namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			return 0, err
+		}
+		defer func() {
+			_ = kube.CoreV1().Pods(namespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		}()
+		names = append(names, p.Name)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, n := range names {
+			p, err := kube.CoreV1().Pods(namespace).Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if p.Status.Phase == corev1.PodFailed {
+				return false, fmt.Errorf("pod %s failed", n)
+			}
+			if p.Status.Phase != corev1.PodSucceeded {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	firsts, _, _, err := stepTimes(ctx, kube, names)
+	if err != nil {
+		return 0, err
+	}
+	return latest(firsts...).Sub(created), nil
 }
 
 // job runs a 2-rank DDP job and returns the time from its create to the
