@@ -65,7 +65,8 @@ test-python:
 
 ## test-e2e: build the pinned control plane, start it, run test/e2e, stop it
 test-e2e: node-images-early
-	@$(MAKE) --no-print-directory -j2 build test-binaries node
+	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory -j2 test-binaries node
 	hack/test-e2e.sh
 
 ## test-chaos: about 120 jobs through controller-manager crashes, an apiserver restart, frozen etcds and
@@ -76,7 +77,8 @@ test-chaos: build test-binaries
 ## test-install: a release built here (hack/release.sh, this machine's architecture) installed from the local stack's
 ## registry as Pods on the real node: apply, train, upgrade under load, faults, uninstall (hack/test-install.sh)
 test-install: node-images-early
-	@$(MAKE) --no-print-directory -j2 build test-binaries node
+	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory -j2 test-binaries node
 	hack/test-install.sh
 
 ## test-deploy: the installation manifests (artifacts/deploy) against a local stack of their own
@@ -173,7 +175,8 @@ bench-wide: build test-binaries
 ## bench-real: on a local control plane of its own with the real node: a 2-rank PyTorchTrainingJob from create to every
 ## rank's first step next to a bare Pod of the same image (the floor), and from the last rank's exit to Succeeded
 bench-real: node-images-early
-	@$(MAKE) --no-print-directory -j2 build test-binaries node
+	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory -j2 test-binaries node
 	hack/bench-real.sh
 
 ## test-binaries: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, scheduler-plugins, Kueue,
@@ -196,14 +199,17 @@ node-images-early:
 stack-binaries:
 	hack/build-test-binaries.sh --stack
 
-## run: the whole system on loopback in the foreground, real nodes beside the kwok nodes; Ctrl-C stops it. What it
-## runs is built two builds at a time: on 2 cores, one build's links and downloads leave the other the CPU
+## run: the whole system on loopback in the foreground, real nodes beside the kwok nodes; Ctrl-C stops it. Our
+## binaries are built first (they compile most of the libraries the others share), then the stack's and the nodes'
+## side by side: on 2 cores, one build's links and downloads leave the other the CPU
 run: node-images-early
-	@$(MAKE) --no-print-directory -j2 build stack-binaries node
+	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory -j2 stack-binaries node
 	hack/local-up.sh --foreground
 
 local-up: node-images-early
-	@$(MAKE) --no-print-directory -j2 build stack-binaries node
+	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory -j2 stack-binaries node
 	hack/local-up.sh
 
 local-down:

@@ -53,15 +53,12 @@ build_one containerd-shim-runc-v2 "${CONTAINERD_VERSION}" "${TOOLS_DIR}/containe
   github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 "${containerd_ldflags}" "${containerd_tags}"
 build_one runc "${RUNC_VERSION}" "${TOOLS_DIR}/runc" github.com/opencontainers/runc \
   "-X main.version=${RUNC_VERSION#v}" "seccomp urfave_cli_no_docs" 1
-ldflags="$(kube_ldflags)"
-build_one kubelet "${KUBE_VERSION}" "${TOOLS_DIR}/kubenode" k8s.io/kubernetes/cmd/kubelet "${ldflags}"
-build_one kube-proxy "${KUBE_VERSION}" "${TOOLS_DIR}/kubenode" k8s.io/kubernetes/cmd/kube-proxy "${ldflags}"
 build_one coredns "${COREDNS_VERSION}" "${TOOLS_DIR}/coredns" . \
   "-X github.com/coredns/coredns/coremain.GitCommit=${COREDNS_VERSION}"
 for plugin in ipam/host-local main/bridge main/loopback meta/portmap; do
   build_one "cni/${plugin##*/}" "${CNI_PLUGINS_VERSION}" "${TOOLS_DIR}/cni" "github.com/containernetworking/plugins/plugins/${plugin}"
 done
-build_one registry "${REGISTRY_VERSION}" "${TOOLS_DIR}/registry" github.com/distribution/distribution/v3/cmd/registry
+build_one registry "${REGISTRY_VERSION}" "${TOOLS_DIR}/registry" .
 build_one local-path-provisioner "${LOCAL_PATH_PROVISIONER_VERSION}" "${TOOLS_DIR}/local-path-provisioner" \
   github.com/rancher/local-path-provisioner
 # This repository's: the pause image's binary (static), and the bridge
@@ -71,5 +68,11 @@ build_one pause "$(sha256sum "${REPO_ROOT}/hack/images/pause/main.go" | cut -c1-
 nodeproxy_version="$(cat "${REPO_ROOT}"/test/localnode/nodeproxy/*.go "${REPO_ROOT}"/test/internal/netns/*.go | sha256sum | cut -c1-12)"
 build_one nodeproxy "${nodeproxy_version}" "${REPO_ROOT}" ./test/localnode/nodeproxy
 
+# Last: make builds the stack's binaries beside these, and by now
+# kube-apiserver and kube-controller-manager have compiled most of what the
+# kubelet shares with them.
+ldflags="$(kube_ldflags)"
+build_one kubelet "${KUBE_VERSION}" "${TOOLS_DIR}/kubenode" k8s.io/kubernetes/cmd/kubelet "${ldflags}"
+build_one kube-proxy "${KUBE_VERSION}" "${TOOLS_DIR}/kubenode" k8s.io/kubernetes/cmd/kube-proxy "${ldflags}"
 log "real node built in $(elapsed): ${built} built, ${skipped} already up to date"
 "${REPO_ROOT}/hack/build-node-images.sh"
