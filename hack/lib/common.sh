@@ -19,6 +19,13 @@ case " ${GOFLAGS:-} " in
   *" -trimpath "*) ;;
   *) export GOFLAGS="-trimpath${GOFLAGS:+ ${GOFLAGS}}" ;;
 esac
+# Without DWARF too (the Makefile says why); DBG=1 keeps it for a debugger.
+if [[ "${DBG:-0}" != 1 ]]; then
+  case " ${GOFLAGS} " in
+    *" -gcflags=all=-dwarf=false "*) ;;
+    *) export GOFLAGS="${GOFLAGS} -gcflags=all=-dwarf=false" ;;
+  esac
+fi
 # And without cgo, as the test binaries, images and releases are built: a
 # package compiled with cgo (net, os/user, and all that imports them) is a
 # second compilation of the same source. The tools modules build their shared
