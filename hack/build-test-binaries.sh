@@ -34,8 +34,10 @@
 # Each binary is built from a small tools module under hack/tools/ and skipped
 # when _output/bin/.<name>.version says it is already built from the same
 # pinned inputs (hack/lib/build.sh, which also keeps go's output in
-# _output/logs/build and reports progress). One compile at a time: a kube
-# binary needs about 3 GB of memory.
+# _output/logs/build and reports progress). One compile at a time here: a
+# kube binary needs about 3 GB of memory. make runs this script beside
+# hack/build-node-binaries.sh, after our own binaries (Makefile, run): two
+# compiles at most.
 set -euo pipefail
 
 stack_only=0
