@@ -18,6 +18,7 @@ package install
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -29,6 +30,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
@@ -226,13 +228,24 @@ func testTrain(t *testing.T, e *env) {
 	e.run(t, exampleJob(t, "ddp", 40), "apply", "-f", "-")
 	took := waitFor(t, "job ddp Completed", 5*time.Minute, time.Second, e.completed("ddp"))
 	t.Logf("a 2-rank DDP job (40 steps) from create to Completed: %.1fs", took.Seconds())
-	pods, err := e.kube.CoreV1().Pods(jobsNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: v1beta1.LabelJobName + "=ddp"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		if !strings.HasPrefix(p.Spec.NodeName, realNodePrefix) || p.Status.Phase != corev1.PodSucceeded {
-			t.Errorf("pod %s: node %q, phase %s; want a real node, Succeeded", p.Name, p.Spec.NodeName, p.Status.Phase)
+	// The job completes once its containers exited 0; the pods' phase turns
+	// Succeeded a moment later, when the kubelet has torn their sandboxes
+	// down.
+	var wrong []string
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := e.kube.CoreV1().Pods(jobsNamespace).List(ctx, metav1.ListOptions{LabelSelector: v1beta1.LabelJobName + "=ddp"})
+		if err != nil {
+			return false, err
 		}
+		wrong = nil
+		for _, p := range pods.Items {
+			if !strings.HasPrefix(p.Spec.NodeName, realNodePrefix) || p.Status.Phase != corev1.PodSucceeded {
+				wrong = append(wrong, fmt.Sprintf("pod %s: node %q, phase %s", p.Name, p.Spec.NodeName, p.Status.Phase))
+			}
+		}
+		return len(pods.Items) > 0 && len(wrong) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("the job's pods did not all succeed on a real node: %v; want a real node, Succeeded: %s", err, strings.Join(wrong, "; "))
 	}
 }
