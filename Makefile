@@ -29,7 +29,7 @@ STATICCHECK := $(OUTPUT)/tools/staticcheck-$(STATICCHECK_VERSION)
 
 .PHONY: all build images release test test-unit test-python test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
 	bench-api bench-controller bench-real bench-progress bench-replicas bench-scale bench-wide \
-	test-binaries stack-binaries node node-images-early run local-up local-down clean test-install local-install local-uninstall align-modules
+	test-binaries stack-binaries stack-build test-build node node-images-early run local-up local-down clean test-install local-install local-uninstall align-modules
 
 all: build
 
@@ -67,9 +67,7 @@ test-python:
 	hack/test-python.sh
 
 ## test-e2e: build the pinned control plane, start it, run test/e2e, stop it
-test-e2e: node-images-early
-	@$(MAKE) --no-print-directory build
-	@$(MAKE) --no-print-directory -j2 test-binaries node
+test-e2e: test-build
 	hack/test-e2e.sh
 
 ## test-chaos: about 120 jobs through controller-manager crashes, an apiserver restart, frozen etcds and
@@ -79,9 +77,7 @@ test-chaos: build test-binaries
 
 ## test-install: a release built here (hack/release.sh, this machine's architecture) installed from the local stack's
 ## registry as Pods on the real node: apply, train, upgrade under load, faults, uninstall (hack/test-install.sh)
-test-install: node-images-early
-	@$(MAKE) --no-print-directory build
-	@$(MAKE) --no-print-directory -j2 test-binaries node
+test-install: test-build
 	hack/test-install.sh
 
 ## test-deploy: the installation manifests (artifacts/deploy) against a local stack of their own
@@ -177,9 +173,7 @@ bench-wide: build test-binaries
 
 ## bench-real: on a local control plane of its own with the real node: a 2-rank PyTorchTrainingJob from create to every
 ## rank's first step next to a bare Pod of the same image (the floor), and from the last rank's exit to Succeeded
-bench-real: node-images-early
-	@$(MAKE) --no-print-directory build
-	@$(MAKE) --no-print-directory -j2 test-binaries node
+bench-real: test-build
 	hack/bench-real.sh
 
 ## test-binaries: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, scheduler-plugins, Kueue,
@@ -202,17 +196,22 @@ node-images-early:
 stack-binaries:
 	hack/build-test-binaries.sh --stack
 
-## run: the whole system on loopback in the foreground, real nodes beside the kwok nodes; Ctrl-C stops it. Our
-## binaries are built first (they compile most of the libraries the others share), then the stack's and the nodes'
-## side by side: on 2 cores, one build's links and downloads leave the other the CPU
-run: node-images-early
+## stack-build, test-build: what the local stack runs (stack-binaries) or what the tests use (test-binaries), with
+## build and node. Our binaries first (they compile most of the libraries the others share), then the pinned ones and
+## the nodes' side by side: on 2 cores, one build's links and downloads leave the other the CPU
+stack-build: node-images-early
 	@$(MAKE) --no-print-directory build
 	@$(MAKE) --no-print-directory -j2 stack-binaries node
+
+test-build: node-images-early
+	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory -j2 test-binaries node
+
+## run: the whole system on loopback in the foreground, real nodes beside the kwok nodes; Ctrl-C stops it
+run: stack-build
 	hack/local-up.sh --foreground
 
-local-up: node-images-early
-	@$(MAKE) --no-print-directory build
-	@$(MAKE) --no-print-directory -j2 stack-binaries node
+local-up: stack-build
 	hack/local-up.sh
 
 local-down:

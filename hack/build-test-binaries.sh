@@ -36,8 +36,8 @@
 # pinned inputs (hack/lib/build.sh, which also keeps go's output in
 # _output/logs/build and reports progress). One compile at a time here: a
 # kube binary needs about 3 GB of memory. make runs this script beside
-# hack/build-node-binaries.sh, after our own binaries (Makefile, run): two
-# compiles at most.
+# hack/build-node-binaries.sh, after our own binaries (the Makefile's
+# stack-build and test-build): two compiles at most.
 set -euo pipefail
 
 stack_only=0

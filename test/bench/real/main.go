@@ -187,16 +187,7 @@ func barePod(ctx context.Context, kube kubernetes.Interface, name string) (time.
 	defer func() {
 		_ = pods.Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 	}()
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := pods.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if p.Status.Phase == corev1.PodFailed {
-			return false, fmt.Errorf("pod %s failed", name)
-		}
-		return p.Status.Phase == corev1.PodSucceeded, nil
-	})
+	err = untilPodsSucceeded(ctx, kube, name)
 	seenPods := seen.close()
 	if err != nil {
 		return 0, phases{}, err
@@ -215,6 +206,26 @@ func onlyPods(seen map[string]podTimes, names ...string) map[string]podTimes {
 		out[n] = seen[n]
 	}
 	return out
+}
+
+// untilPodsSucceeded polls the named pods until every one has succeeded;
+// a failed one is an error.
+func untilPodsSucceeded(ctx context.Context, kube kubernetes.Interface, names ...string) error {
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, n := range names {
+			p, err := kube.CoreV1().Pods(namespace).Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if p.Status.Phase == corev1.PodFailed {
+				return false, fmt.Errorf("pod %s failed", n)
+			}
+			if p.Status.Phase != corev1.PodSucceeded {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }
 
 // barePair runs the training script as two bare Pods behind a headless
@@ -259,22 +270,7 @@ func barePair(ctx context.Context, kube kubernetes.Interface, name string) (time
 		}()
 		names = append(names, p.Name)
 	}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		for _, n := range names {
-			p, err := kube.CoreV1().Pods(namespace).Get(ctx, n, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			if p.Status.Phase == corev1.PodFailed {
-				return false, fmt.Errorf("pod %s failed", n)
-			}
-			if p.Status.Phase != corev1.PodSucceeded {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
+	if err := untilPodsSucceeded(ctx, kube, names...); err != nil {
 		return 0, err
 	}
 	firsts, _, _, err := stepTimes(ctx, kube, names)
