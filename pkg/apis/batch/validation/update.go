@@ -153,3 +153,41 @@ func typeList(specs []batch.ReplicaSpec) string {
 	}
 	return strings.Join(types, ", ")
 }
+
+// validateQueueUpdate keeps the queue of a job its queue has admitted: the
+// label kueue.x-k8s.io/queue-name and spec.scheduler.t9kScheduler.queue
+// may change only while the job is not admitted. Moving or removing the
+// queue of an admitted job would run its pods outside the quota that
+// admitted them; Kueue's webhooks refuse the same change for its own kinds.
+// A finished job holds no quota, and its queue may change. Status writes
+// are checked too: they may carry label changes.
+func validateQueueUpdate(labels, oldLabels map[string]string, spec, oldSpec *batch.TrainingJobSpec, oldStatus *batch.TrainingJobStatus) field.ErrorList {
+	if oldStatus.Phase.IsFinished() || !batch.QueueAdmitted(oldStatus.Conditions) {
+		return nil
+	}
+	queue, oldQueue := batch.QueueName(labels, schedulerQueue(spec)), batch.QueueName(oldLabels, schedulerQueue(oldSpec))
+	if queue == oldQueue {
+		return nil
+	}
+	// Name the field that changed: the label when it named the queue before
+	// or does now, else the scheduler block.
+	path := specPath.Child("scheduler", "t9kScheduler", "queue")
+	if labels[batch.QueueLabel] != oldLabels[batch.QueueLabel] {
+		path = metadataPath.Child("labels").Key(batch.QueueLabel)
+	}
+	change := fmt.Sprintf("cannot change from %q to %q", oldQueue, queue)
+	if queue == "" {
+		change = fmt.Sprintf("cannot remove queue %q", oldQueue)
+	}
+	return field.ErrorList{field.Forbidden(path, change+": the job is admitted by its queue and may run pods under "+
+		"that queue's quota; a job's queue may change only while it waits for admission (pause the job: a paused "+
+		"job gives its quota back and waits again)")}
+}
+
+// schedulerQueue is spec.scheduler.t9kScheduler.queue, or "".
+func schedulerQueue(spec *batch.TrainingJobSpec) string {
+	if spec.Scheduler == nil || spec.Scheduler.T9kScheduler == nil {
+		return ""
+	}
+	return spec.Scheduler.T9kScheduler.Queue
+}

@@ -80,6 +80,7 @@ func ValidatePyTorchTrainingJobUpdate(job, old *batch.PyTorchTrainingJob) field.
 func ValidateTrainingJobStatusUpdate(job, old batch.TrainingJob) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMetaAccessorUpdate(job, old, metadataPath)
 	allErrs = append(allErrs, validateStatus(job.JobStatus(), statusPath)...)
+	allErrs = append(allErrs, validateQueueUpdate(job.GetLabels(), old.GetLabels(), job.CommonSpec(), old.CommonSpec(), old.JobStatus())...)
 	return append(allErrs, validateStatusTransition(job.JobStatus(), old.JobStatus(), statusPath)...)
 }
 
@@ -131,5 +132,6 @@ func validateJobUpdate(meta, oldMeta *metav1.ObjectMeta, spec, oldSpec *batch.Tr
 	allErrs = append(allErrs, validateTopologyRequests(meta.Annotations, spec.ReplicaSpecs,
 		metadataPath.Child("annotations"), specPath.Child("replicaSpecs"))...)
 	allErrs = append(allErrs, rules.validateSpec(spec, specPath)...)
+	allErrs = append(allErrs, validateQueueUpdate(meta.Labels, oldMeta.Labels, spec, oldSpec, oldStatus)...)
 	return append(allErrs, validateSpecUpdate(spec, oldSpec, oldStatus, specPath)...)
 }
