@@ -108,8 +108,10 @@ verify-codegen:
 	hack/verify-codegen.sh
 
 ## lint: gofmt, go vet, staticcheck (pinned, built from the Go module proxy into _output/tools), the import rules
-## (hack/verify-imports.sh) and the tools modules' alignment with the main module (hack/alignmodules)
+## (hack/verify-imports.sh), no large files or unignored build outputs (hack/verify-tree.sh) and the tools modules'
+## alignment with the main module (hack/alignmodules)
 lint: $(STATICCHECK)
+	hack/verify-tree.sh
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
