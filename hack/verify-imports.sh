@@ -13,8 +13,13 @@ failed=0
 # forbid PACKAGE PATTERN WHY: fails when PACKAGE depends on a package
 # matching the extended regular expression PATTERN.
 forbid() {
-  local pkg="$1" pattern="$2" why="$3" found
-  found="$("${GO}" list -deps "${pkg}" | grep -E "${pattern}" || true)"
+  local pkg="$1" pattern="$2" why="$3" deps found
+  # A package that does not load has no dependencies to check: that is a failure, not a pass.
+  if ! deps="$("${GO}" list -deps "${pkg}")"; then
+    echo "${GO} list -deps ${pkg} failed; its imports cannot be checked" >&2
+    exit 1
+  fi
+  found="$(grep -E "${pattern}" <<<"${deps}")" || [[ $? -eq 1 ]] # 1: no match
   if [[ -n "${found}" ]]; then
     echo "${pkg} must not depend on ${pattern} (${why}); it does through:" >&2
     echo "${found}" | sed 's/^/  /' >&2
