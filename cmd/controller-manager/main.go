@@ -150,6 +150,7 @@ func runManager(ctx context.Context, opts *options) error {
 		return err
 	}
 	startServingCert(ctx, logger, opts, c)
+	startEtcdCerts(ctx, logger, opts, c)
 	if !opts.leaderElect {
 		ctrl.run(ctx)
 		return nil

@@ -70,6 +70,9 @@ type options struct {
 	servingCertValidity      time.Duration
 	servingCertRenewBefore   time.Duration
 	servingCertCheckInterval time.Duration
+
+	// The etcd cluster's certificates (etcdcerts.go).
+	etcdCerts etcdCertOptions
 }
 
 func newOptions() *options {
@@ -105,6 +108,8 @@ func newOptions() *options {
 		servingCertValidity:      servingcert.DefaultCertValidity,
 		servingCertRenewBefore:   servingcert.DefaultRenewBefore,
 		servingCertCheckInterval: servingcert.DefaultCheckInterval,
+
+		etcdCerts: newEtcdCertOptions(),
 	}
 }
 
@@ -186,6 +191,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"How long before its end a certificate or CA is renewed.")
 	fs.DurationVar(&o.servingCertCheckInterval, "serving-cert-check-interval", o.servingCertCheckInterval,
 		"How often the certificate's validity is checked; shorter than --serving-cert-renew-before.")
+	o.etcdCerts.addFlags(fs)
 	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
 }
 
@@ -223,6 +229,9 @@ func (o *options) validate() error {
 		}
 	}
 	if _, _, err := o.servingCertConfig(); err != nil {
+		return err
+	}
+	if _, _, err := o.etcdCerts.config(); err != nil {
 		return err
 	}
 	if o.leaderElect {

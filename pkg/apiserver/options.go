@@ -140,8 +140,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"The shortest time between two writes of a job's progress reports to etcd. Reports that come sooner wait, "+
 			"and the latest of them is written at the end of the interval.")
 	fs.DurationVar(&o.TLSCertWait, "tls-cert-wait", o.TLSCertWait,
-		"How long to wait at start for --tls-cert-file and --tls-private-key-file to exist, as when another "+
-			"component writes them into a mounted Secret; 0 does not wait.")
+		"How long to wait at start for --tls-cert-file and --tls-private-key-file, and for --etcd-certfile, "+
+			"--etcd-keyfile and --etcd-cafile, to exist, as when another component writes them into a mounted Secret; "+
+			"0 does not wait.")
 	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth,
 		"Whether unauthenticated requests are treated as system:anonymous. When false, they are "+
 			"accepted only on the paths of --authorization-always-allow-paths (health checks).")
@@ -203,6 +204,13 @@ func (o *Options) Config() (*Config, error) {
 	certKey := o.RecommendedOptions.SecureServing.ServerCert.CertKey
 	if err := waitForServingCert(context.Background(), certKey.CertFile, certKey.KeyFile, o.TLSCertWait, time.Second); err != nil {
 		return nil, err
+	}
+	if !o.usesEmbeddedEtcd() {
+		transport := o.RecommendedOptions.Etcd.StorageConfig.Transport
+		files := []string{transport.CertFile, transport.KeyFile, transport.TrustedCAFile}
+		if err := waitForEtcdCerts(context.Background(), files, o.TLSCertWait, time.Second); err != nil {
+			return nil, err
+		}
 	}
 	if err := o.RecommendedOptions.SecureServing.MaybeDefaultWithSelfSignedCerts(
 		"localhost", nil, []net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {

@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -33,7 +34,32 @@ import (
 // written, and waiting for them beats a crash loop whose back-off would
 // delay the start by minutes.
 func waitForServingCert(ctx context.Context, certFile, keyFile string, timeout, interval time.Duration) error {
-	if timeout <= 0 || certFile == "" || keyFile == "" {
+	if certFile == "" || keyFile == "" {
+		return nil
+	}
+	return waitForFiles(ctx, "the serving certificate", []string{certFile, keyFile}, timeout, interval)
+}
+
+// waitForEtcdCerts waits, as waitForServingCert, for the client
+// certificate, key and CA that --etcd-certfile, --etcd-keyfile and
+// --etcd-cafile name: the controller-manager writes them too.
+func waitForEtcdCerts(ctx context.Context, files []string, timeout, interval time.Duration) error {
+	var named []string
+	for _, f := range files {
+		if f != "" {
+			named = append(named, f)
+		}
+	}
+	if len(named) == 0 {
+		return nil
+	}
+	return waitForFiles(ctx, "the etcd client certificate", named, timeout, interval)
+}
+
+// waitForFiles waits until every file exists and is not empty, for at most
+// timeout (none when it is not positive).
+func waitForFiles(ctx context.Context, what string, files []string, timeout, interval time.Duration) error {
+	if timeout <= 0 {
 		return nil
 	}
 	present := func(path string) bool {
@@ -41,20 +67,27 @@ func waitForServingCert(ctx context.Context, certFile, keyFile string, timeout, 
 		return err == nil && info.Size() > 0
 	}
 	logged := false
+	var missing []string
 	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(context.Context) (bool, error) {
-		if present(certFile) && present(keyFile) {
+		missing = missing[:0]
+		for _, f := range files {
+			if !present(f) {
+				missing = append(missing, f)
+			}
+		}
+		if len(missing) == 0 {
 			return true, nil
 		}
 		if !logged {
-			klog.InfoS("Waiting for the serving certificate", "certFile", certFile, "keyFile", keyFile, "timeout", timeout)
+			klog.InfoS("Waiting for "+what, "files", files, "timeout", timeout)
 			logged = true
 		}
 		return false, nil
 	})
 	if err != nil {
-		return fmt.Errorf("the serving certificate %s and key %s were not there within %v (--tls-cert-wait): "+
-			"with generated certificates the controller-manager writes them into the Secret the pod mounts; "+
-			"check its log and events: %w", certFile, keyFile, timeout, err)
+		return fmt.Errorf("%s (%s) was not there within %v (--tls-cert-wait): "+
+			"with generated certificates the controller-manager writes it into the Secret the pod mounts; "+
+			"check its log and events: %w", what, strings.Join(missing, ", "), timeout, err)
 	}
 	return nil
 }

@@ -38,7 +38,8 @@ func TestWaitForServingCert(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := waitForServingCert(ctx, cert, key, 50*time.Millisecond, 5*time.Millisecond)
-	if err == nil || !strings.Contains(err.Error(), "--tls-cert-wait") || !strings.Contains(err.Error(), cert) {
+	if err == nil || !strings.Contains(err.Error(), "--tls-cert-wait") || !strings.Contains(err.Error(), cert) ||
+		!strings.Contains(err.Error(), key) {
 		t.Errorf("missing files: got %v, want an error naming the file and --tls-cert-wait", err)
 	}
 
@@ -52,5 +53,33 @@ func TestWaitForServingCert(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Errorf("files written while waiting: %v", err)
+	}
+}
+
+func TestWaitForEtcdCerts(t *testing.T) {
+	dir := t.TempDir()
+	cert, key, ca := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "ca.crt")
+	ctx := context.Background()
+	if err := waitForEtcdCerts(ctx, []string{"", "", ""}, time.Second, time.Millisecond); err != nil {
+		t.Errorf("plain-text etcd: %v", err)
+	}
+	for _, f := range []string{cert, key} {
+		if err := os.WriteFile(f, []byte("pem"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := waitForEtcdCerts(ctx, []string{cert, key, ca}, 50*time.Millisecond, 5*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "etcd client certificate") || !strings.Contains(err.Error(), ca) ||
+		strings.Contains(err.Error(), cert) {
+		t.Errorf("the CA missing: got %v, want an error naming it and only it", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- waitForEtcdCerts(ctx, []string{cert, key, ca}, 5*time.Second, 5*time.Millisecond) }()
+	time.Sleep(20 * time.Millisecond)
+	if err := os.WriteFile(ca, []byte("pem"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("the CA written while waiting: %v", err)
 	}
 }
