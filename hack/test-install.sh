@@ -9,7 +9,8 @@
 # the stack afterwards and fails when the real node left anything on the host.
 #
 # Where the real node cannot run (not root, no cgroup v1, ...) it says so
-# and skips: an installation is only shown on real nodes.
+# and skips: an installation is only shown on real nodes. Under CI=true or
+# REQUIRE_REAL_NODES=1 that is a failure instead.
 #
 # The tests get INSTALL_RELEASE_A/B (release directories), INSTALL_REGISTRY
 # (host:port), KUBECONFIG and KUBECTL.
@@ -34,14 +35,8 @@ source "${HACK_DIR}/lib/common.sh"
 # shellcheck source=hack/lib/local.sh
 source "${HACK_DIR}/lib/local.sh"
 
-if ! real_node_enabled; then
-  log "install test: skipped, LOCAL_REAL_NODE=0 (an installation is shown on a real node)"
-  exit 0
-fi
-if why="$(node_cannot_run)"; then
-  log "install test: skipped, the real node cannot run here: ${why}"
-  exit 0
-fi
+# An installation is shown on a real node.
+real_nodes_or_skip test-install
 running="$(running_components | tr '\n' ' ')"
 if [[ -n "${running// /}" ]]; then
   die "a local control plane is already running (${running% }); stop it first with hack/local-down.sh (make local-down)"

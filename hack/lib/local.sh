@@ -90,6 +90,17 @@ node_cannot_run() {
   [[ -n "${why}" ]] && printf '%s\n' "${why}"
 }
 
+# real_nodes_or_skip SUITE returns where real nodes run. Elsewhere it ends the script: with 0 after saying why
+# and noting the skip for make test's last lines, or under CI=true or REQUIRE_REAL_NODES=1 with 1, naming the
+# reason (the rule is test/internal/skips, the reason test/localcluster's WhyNoRealNodes).
+real_nodes_or_skip() {
+  local skipped
+  skipped="$(localcluster real-nodes-or-skip "$1")" || exit 1
+  [[ -n "${skipped}" ]] || return 0
+  log "${skipped}"
+  exit 0
+}
+
 # running_components prints the stack's processes that run.
 running_components() {
   localcluster running

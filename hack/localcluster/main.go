@@ -24,6 +24,8 @@ limitations under the License.
 //	localcluster env                 the running stack's settings, as shell assignments
 //	localcluster settings            the environment's settings with the defaults, likewise
 //	localcluster why-no-real-node    why real nodes cannot run here (nothing when they can)
+//	localcluster real-nodes-or-skip SUITE   nothing where real nodes run; else the suite's skip, said and noted
+//	                                 for make test, or under CI=true or REQUIRE_REAL_NODES=1 its failure
 //	localcluster set NAME=VALUE...   change settings of the running stack (for restart)
 //	localcluster running             the stack's processes that run, one per line
 //	localcluster leftovers           what the real nodes left on the machine (none after down)
@@ -98,6 +100,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stdout, why)
 		}
 		return nil
+	case "real-nodes-or-skip":
+		if len(args) != 2 {
+			return errors.New("usage: localcluster real-nodes-or-skip SUITE")
+		}
+		skipped, err := localcluster.SkipWithoutRealNodes(args[1])
+		if err != nil || skipped == "" {
+			return err
+		}
+		_, err = fmt.Fprintln(stdout, skipped)
+		return err
 	case "components":
 		c, err := fromEnv(paths, &localcluster.DryRunHost{Out: io.Discard}, -1)
 		if err != nil {

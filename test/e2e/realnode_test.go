@@ -35,6 +35,8 @@ import (
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/test/e2e/framework"
+	"tensorstack.dev/training/test/internal/skips"
+	"tensorstack.dev/training/test/localcluster"
 )
 
 // The tests of this file run real containers on the stack's real node
@@ -46,14 +48,19 @@ var realNode sync.Mutex
 // PyTorch starting in each container.
 const realNodeTimeout = 5 * time.Minute
 
-// onRealNode skips the test on a stack without the real node and keeps the
-// other real-node tests out until it ends.
+// onRealNode skips the test on a stack without the real node (fails it under
+// CI=true or REQUIRE_REAL_NODES=1) and keeps the other real-node tests out
+// until it ends.
 func onRealNode(t *testing.T, prefix string) *framework.Framework {
 	t.Helper()
 	t.Parallel()
 	f := framework.New(t, prefix)
 	if !f.Env.RealNode {
-		t.Skip("the stack runs no real node (local-up's output says why)")
+		why := localcluster.WhyNoRealNodes(os.Getenv)
+		if why == "" {
+			why = "they were not built or did not start; local-up's output says why"
+		}
+		skips.Test(t, "test-e2e", "the stack runs no real node: "+why, skips.RequireRealNodes)
 	}
 	realNode.Lock()
 	t.Cleanup(realNode.Unlock)

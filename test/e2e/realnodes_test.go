@@ -32,6 +32,7 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/test/e2e/framework"
+	"tensorstack.dev/training/test/internal/skips"
 )
 
 // The tests of this file need two real nodes or more (test/localcluster:
@@ -48,7 +49,8 @@ func onRealNodes(t *testing.T, prefix string, n int) *framework.Framework {
 	t.Helper()
 	f := onRealNode(t, prefix)
 	if f.Env.RealNodes < n {
-		t.Skipf("the stack runs %d real nodes, the test needs %d (LOCAL_REAL_NODES)", f.Env.RealNodes, n)
+		skips.Test(t, "test-e2e", fmt.Sprintf("the stack runs %d real nodes, the test needs %d (LOCAL_REAL_NODES)",
+			f.Env.RealNodes, n), skips.RequireRealNodes)
 	}
 	return f
 }

@@ -28,6 +28,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"tensorstack.dev/training/test/internal/skips"
 )
 
 // The real nodes' network. A namespace of its own (the "network", as
@@ -148,6 +150,33 @@ func RealNodesAllowed() string {
 		return "the kernel has no overlay file system (containerd's snapshotter)"
 	}
 	return ""
+}
+
+// WhyNoRealNodes says why a stack started with this environment runs no real nodes, or "" when it runs them:
+// LOCAL_REAL_NODE=0, or what the machine lacks (RealNodesAllowed).
+func WhyNoRealNodes(getenv func(string) string) string {
+	if getenv("LOCAL_REAL_NODE") == "0" {
+		return "LOCAL_REAL_NODE=0 turns them off"
+	}
+	if why := RealNodesAllowed(); why != "" {
+		return "they cannot run here: " + why
+	}
+	return ""
+}
+
+// SkipWithoutRealNodes is what a suite that needs real nodes does (make node, make test-install): nothing where
+// they run. Where they do not, it returns the line that says the suite is skipped and why, the skip noted for
+// make test; or, under CI=true or REQUIRE_REAL_NODES=1, an error naming the reason (test/internal/skips).
+func SkipWithoutRealNodes(suite string) (string, error) {
+	why := WhyNoRealNodes(os.Getenv)
+	if why == "" {
+		return "", nil
+	}
+	why = "no real nodes: " + why
+	if err := skips.Suite(suite, why, skips.RequireRealNodes); err != nil {
+		return "", err
+	}
+	return suite + ": skipped, " + why, nil
 }
 
 // DefaultRealNodes is how many real nodes the machine holds: two with 2
