@@ -31,6 +31,9 @@
 # are built already (a stack without them built starts without them, and
 # says how to add them). make test builds everything.
 #
+# With names (hack/build-test-binaries.sh etcd, ... kubectl helm), only those:
+# what one suite or the release needs.
+#
 # Each binary is built from a small tools module under hack/tools/ and skipped
 # when _output/bin/.<name>.version says it is already built from the same
 # pinned inputs (hack/lib/build.sh, which also keeps go's output in
@@ -41,10 +44,12 @@
 set -euo pipefail
 
 stack_only=0
+only=()
 case "${1:-}" in
   --stack) stack_only=1 ;;
   "") ;;
-  *) echo "usage: $0 [--stack]" >&2; exit 1 ;;
+  -*) echo "usage: $0 [--stack | NAME...]" >&2; exit 1 ;;
+  *) only=("$@") ;;
 esac
 # Asked for by name (the settings below fill in defaults).
 asked_kueue="${LOCAL_KUEUE:-}"
@@ -80,17 +85,33 @@ build_total=10
 ((stack_only)) && build_total=6
 ((want_scheduler_plugins)) && build_total=$((build_total + 1))
 ((want_kueue)) && build_total=$((build_total + 1))
-log "building test binaries into ${BIN_DIR#"${REPO_ROOT}/"} (kubernetes ${KUBE_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}, scheduler-plugins ${SCHEDULER_PLUGINS_VERSION}, kueue ${KUEUE_VERSION}, helm ${HELM_VERSION}, prometheus ${PROMETHEUS_VERSION})"
 
-build_one etcd "${ETCD_VERSION}" "${TOOLS_DIR}/etcd" go.etcd.io/etcd/server/v3
-((stack_only)) || build_one etcdctl "${ETCD_VERSION}" "${TOOLS_DIR}/etcd" go.etcd.io/etcd/etcdctl/v3
-build_one kwok "${KWOK_VERSION}" "${TOOLS_DIR}/kwok" sigs.k8s.io/kwok/cmd/kwok
+# The names asked for, each built whatever the settings say; nothing else.
+if ((${#only[@]})); then
+  all=" etcd etcdctl kwok kube-apiserver kube-controller-manager kube-scheduler kubectl helm prometheus promtool kube-scheduler-plugins kueue "
+  for name in "${only[@]}"; do
+    [[ "${all}" == *" ${name} "* ]] || die "no test binary named ${name}; these are:${all% }"
+  done
+  build_total=${#only[@]} want_scheduler_plugins=1 want_kueue=1
+fi
+# build NAME ...: build_one (hack/lib/build.sh), for a name asked for.
+build() {
+  ((${#only[@]} == 0)) || [[ " ${only[*]} " == *" $1 "* ]] || return 0
+  build_one "$@"
+}
+what="test binaries"
+((${#only[@]} == 0)) || what="${only[*]}"
+log "building ${what} into ${BIN_DIR#"${REPO_ROOT}/"} (kubernetes ${KUBE_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}, scheduler-plugins ${SCHEDULER_PLUGINS_VERSION}, kueue ${KUEUE_VERSION}, helm ${HELM_VERSION}, prometheus ${PROMETHEUS_VERSION})"
+
+build etcd "${ETCD_VERSION}" "${TOOLS_DIR}/etcd" go.etcd.io/etcd/server/v3
+((stack_only)) || build etcdctl "${ETCD_VERSION}" "${TOOLS_DIR}/etcd" go.etcd.io/etcd/etcdctl/v3
+build kwok "${KWOK_VERSION}" "${TOOLS_DIR}/kwok" sigs.k8s.io/kwok/cmd/kwok
 ldflags="$(kube_ldflags)"
 for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
-  build_one "${cmd}" "${KUBE_VERSION}" "${TOOLS_DIR}/kube" "k8s.io/kubernetes/cmd/${cmd}" "${ldflags}"
+  build "${cmd}" "${KUBE_VERSION}" "${TOOLS_DIR}/kube" "k8s.io/kubernetes/cmd/${cmd}" "${ldflags}"
 done
 if ((stack_only == 0)); then
-  build_one helm "${HELM_VERSION}" "${TOOLS_DIR}/helm" helm.sh/helm/v3/cmd/helm \
+  build helm "${HELM_VERSION}" "${TOOLS_DIR}/helm" helm.sh/helm/v3/cmd/helm \
     "-X helm.sh/helm/v3/internal/version.version=${HELM_VERSION} -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
   # Prometheus' module v0.X.Y is its release (X/100).(X%100).Y (v0.316.0 is 3.16.0),
   # the version its release builds stamp. The tags drop every service discovery
@@ -101,7 +122,7 @@ if ((stack_only == 0)); then
   prom_release="$((prom_minor / 100)).$((prom_minor % 100)).${PROMETHEUS_VERSION##*.}"
   prom_tags="remove_all_sd,enable_kubernetes_sd"
   for cmd in prometheus promtool; do
-    build_one "${cmd}" "${PROMETHEUS_VERSION}+${prom_tags}" "${TOOLS_DIR}/prometheus" "github.com/prometheus/prometheus/cmd/${cmd}" \
+    build "${cmd}" "${PROMETHEUS_VERSION}+${prom_tags}" "${TOOLS_DIR}/prometheus" "github.com/prometheus/prometheus/cmd/${cmd}" \
       "-X github.com/prometheus/common/version.Version=${prom_release} -X github.com/prometheus/common/version.BuildDate=1970-01-01T00:00:00Z" \
       "${prom_tags}"
   done
@@ -110,7 +131,7 @@ fi
 if ((want_scheduler_plugins == 0)); then
   log "kube-scheduler-plugins: not built (LOCAL_SCHEDULER_PLUGINS=${LOCAL_SCHEDULER_PLUGINS}$(((stack_only)) && echo "; LOCAL_SCHEDULER_PLUGINS=1 builds it"))"
 else
-  build_one kube-scheduler-plugins "${SCHEDULER_PLUGINS_VERSION}" "${TOOLS_DIR}/scheduler-plugins" \
+  build kube-scheduler-plugins "${SCHEDULER_PLUGINS_VERSION}" "${TOOLS_DIR}/scheduler-plugins" \
     sigs.k8s.io/scheduler-plugins/cmd/scheduler "-X k8s.io/component-base/version.gitVersion=${SCHEDULER_PLUGINS_VERSION}"
 fi
 # Kueue's release builds set GitVersion, GitCommit and BuildDate; the commit is
@@ -118,8 +139,8 @@ fi
 if ((want_kueue == 0)); then
   log "kueue: not built (LOCAL_KUEUE=${LOCAL_KUEUE}$(((stack_only)) && echo "; LOCAL_KUEUE=1 builds it"))"
 else
-  build_one kueue "${KUEUE_VERSION}" "${TOOLS_DIR}/kueue" sigs.k8s.io/kueue/cmd/kueue \
+  build kueue "${KUEUE_VERSION}" "${TOOLS_DIR}/kueue" sigs.k8s.io/kueue/cmd/kueue \
     "-X sigs.k8s.io/kueue/pkg/version.GitVersion=${KUEUE_VERSION} -X sigs.k8s.io/kueue/pkg/version.BuildDate=1970-01-01T00:00:00Z"
 fi
 
-log "test binaries done in $(elapsed): ${built} built, ${skipped} already up to date"
+log "${what} done in $(elapsed): ${built} built, ${skipped} already up to date"

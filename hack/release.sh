@@ -46,8 +46,9 @@ repository="${RELEASE_REPOSITORY:-${PRODUCT_IMAGE_REPOSITORY}}"
 base_url="${RELEASE_BASE_URL:-https://tensorstack.dev/training/releases/${version}}"
 out="${RELEASE_DIR:-${OUTPUT_DIR}/release/${version}}"
 [[ "${out}" == /* ]] || out="${REPO_ROOT}/${out}"
+# The pinned tools it packs with, and no other: kubectl renders install.yaml (kustomize), helm checks the chart.
+"${REPO_ROOT}/hack/build-test-binaries.sh" kubectl helm
 kubectl="${BIN_DIR}/kubectl"
-[[ -x "${kubectl}" ]] || die "${kubectl#"${REPO_ROOT}/"} not found (kustomize renders install.yaml); run make test-binaries"
 cd "${REPO_ROOT}"
 epoch="$(git log -1 --format=%ct 2>/dev/null || echo 0)"
 start=${SECONDS}
@@ -101,7 +102,6 @@ log "install.yaml: $(grep -c '^kind: ' "${out}/install.yaml") objects"
 # image pinned by digest. Packed here rather than by helm package, whose
 # archives carry the time of packing.
 helm="${BIN_DIR}/helm"
-[[ -x "${helm}" ]] || die "${helm#"${REPO_ROOT}/"} not found (it checks the chart); run make test-binaries"
 chart_version="${version#v}"
 stage="${out}/.chart"
 rm -rf "${stage}"
