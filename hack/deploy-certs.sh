@@ -12,6 +12,13 @@
 #   apiservice-cabundle.yaml  patch: the CA as the APIService's caBundle
 #   kustomization.yaml    a kustomize Component made of the two above; used by
 #                         artifacts/deploy/overlays/generated-certs
+#   etcd/                 the etcd cluster's certificates, as a kustomize
+#                         Component of its own (also used by the overlay): an
+#                         etcd CA (etcd/ca.crt, etcd/ca.key, kept and reused),
+#                         and the Secrets training-etcd-server, training-etcd-peer
+#                         (the members, by name, server and client usage) and
+#                         training-etcd-client (training-apiserver's, client
+#                         usage), each with tls.crt, tls.key and ca.crt
 #
 # Usage: hack/deploy-certs.sh [options]
 #   --out DIR             where to write (default _output/deploy-certs; keep it
@@ -21,10 +28,12 @@
 #                         (both are remembered in DIR/names.env and used again
 #                         by later runs that do not give them)
 #   --days N              validity of the serving certificate (default 365)
-#   --renew               issue a new serving certificate even if the current
-#                         one is still good
-#   --new-ca              start over with a new CA (clients must get the new
-#                         caBundle: re-apply the overlay)
+#   --renew               issue new serving and etcd certificates even if the
+#                         current ones are still good
+#   --new-ca              start over with new CAs (clients must get the new
+#                         caBundle: re-apply the overlay; the etcd members and
+#                         training-apiserver must restart to trust the new
+#                         etcd CA)
 #
 # Run it again at any time: it keeps the CA, and keeps the serving certificate
 # unless it is missing, expires within 30 days, does not carry exactly the
@@ -227,7 +236,104 @@ patches:
 - path: apiservice-cabundle.yaml
 EOF
 
-log "wrote ${out#"${REPO_ROOT}/"}/{secret.yaml,apiservice-cabundle.yaml,kustomization.yaml}"
+# The etcd cluster's certificates: a CA of their own, since a certificate
+# of the serving CA must not open etcd.
+etcd_out="${out}/etcd"
+mkdir -p "${etcd_out}"
+chmod 700 "${etcd_out}"
+etcd_ca_crt="${etcd_out}/ca.crt" etcd_ca_key="${etcd_out}/ca.key" new_etcd_ca=0
+if ((new_ca)) || [[ ! -s "${etcd_ca_crt}" || ! -s "${etcd_ca_key}" ]] || ! valid_for_a_while "${etcd_ca_crt}"; then
+  log "creating a new etcd CA in ${etcd_out#"${REPO_ROOT}/"}"
+  (
+    umask 077
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -sha256 \
+      -days "${CA_DAYS}" -keyout "${etcd_ca_key}" -out "${etcd_ca_crt}" \
+      -subj "/CN=tensorstack-training-etcd-ca" \
+      -addext "basicConstraints=critical,CA:TRUE,pathlen:0" \
+      -addext "keyUsage=critical,keyCertSign,cRLSign" >/dev/null 2>&1
+  ) || die "openssl: creating the etcd CA failed"
+  new_etcd_ca=1
+fi
+
+etcd_domain="training-etcd.${NAMESPACE}.svc"
+etcd_members="DNS:training-etcd-0.${etcd_domain},DNS:training-etcd-1.${etcd_domain},DNS:training-etcd-2.${etcd_domain},DNS:*.${etcd_domain},DNS:${etcd_domain}"
+# issue_etcd ROLE CN EXTENDED-KEY-USAGE [SANS]: etcd/ROLE.crt and .key,
+# unless a good one is there.
+issue_etcd() {
+  local role="$1" cn="$2" eku="$3" sans="${4:-}" crt="${etcd_out}/$1.crt" key="${etcd_out}/$1.key" why=""
+  if ((new_etcd_ca)); then
+    why="the etcd CA is new"
+  elif ((renew)); then
+    why="--renew"
+  elif [[ ! -s "${crt}" || ! -s "${key}" ]]; then
+    why="there is none"
+  elif ! valid_for_a_while "${crt}"; then
+    why="the current one expires within 30 days"
+  elif ! openssl verify -CAfile "${etcd_ca_crt}" "${crt}" >/dev/null 2>&1; then
+    why="the current one is not signed by the etcd CA"
+  fi
+  if [[ -z "${why}" ]]; then
+    return 0
+  fi
+  log "issuing the etcd ${role} certificate (${why})"
+  local tmp
+  tmp="$(mktemp -d)"
+  {
+    echo "basicConstraints=critical,CA:FALSE"
+    echo "keyUsage=critical,digitalSignature"
+    echo "extendedKeyUsage=${eku}"
+    [[ -z "${sans}" ]] || echo "subjectAltName=${sans}"
+  } >"${tmp}/ext"
+  (
+    umask 077
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -sha256 \
+      -keyout "${tmp}/tls.key" -out "${tmp}/tls.csr" -subj "/CN=${cn}" >/dev/null 2>&1 &&
+      openssl x509 -req -sha256 -days "${days}" -in "${tmp}/tls.csr" \
+        -CA "${etcd_ca_crt}" -CAkey "${etcd_ca_key}" -CAcreateserial -CAserial "${tmp}/ca.srl" \
+        -extfile "${tmp}/ext" -out "${tmp}/tls.crt" >/dev/null 2>&1
+  ) || {
+    rm -rf "${tmp}"
+    die "openssl: issuing the etcd ${role} certificate failed"
+  }
+  mv -f "${tmp}/tls.key" "${key}"
+  mv -f "${tmp}/tls.crt" "${crt}"
+  rm -rf "${tmp}"
+}
+issue_etcd server training-etcd serverAuth,clientAuth "${etcd_members},DNS:localhost,IP:127.0.0.1,IP:::1"
+issue_etcd peer training-etcd-peer serverAuth,clientAuth "${etcd_members}"
+issue_etcd client training-apiserver clientAuth
+
+(
+  umask 077
+  for role in server peer client; do
+    [[ "${role}" == server ]] || echo "---"
+    cat <<EOF
+# Written by hack/deploy-certs.sh. Holds a private key: do not commit it.
+apiVersion: v1
+kind: Secret
+metadata:
+  name: training-etcd-${role}
+  namespace: ${NAMESPACE}
+  labels:
+    app.kubernetes.io/part-of: tensorstack-training
+type: kubernetes.io/tls
+data:
+  tls.crt: $(b64 "${etcd_out}/${role}.crt")
+  tls.key: $(b64 "${etcd_out}/${role}.key")
+  ca.crt: $(b64 "${etcd_ca_crt}")
+EOF
+  done >"${etcd_out}/secrets.yaml"
+)
+cat >"${etcd_out}/kustomization.yaml" <<EOF
+# Written by hack/deploy-certs.sh: the etcd cluster's certificates, as a
+# kustomize Component.
+apiVersion: kustomize.config.k8s.io/v1alpha1
+kind: Component
+resources:
+- secrets.yaml
+EOF
+
+log "wrote ${out#"${REPO_ROOT}/"}/{secret.yaml,apiservice-cabundle.yaml,kustomization.yaml,etcd/}"
 if [[ "${out}" == "${OUTPUT_DIR}/deploy-certs" ]]; then
   log "install with: kubectl apply -k artifacts/deploy/overlays/generated-certs"
 fi

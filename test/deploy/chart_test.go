@@ -200,11 +200,28 @@ func TestChartValues(t *testing.T) {
 		for i := range 5 {
 			member := fmt.Sprintf("training-etcd-%d", i)
 			host := member + ".training-etcd.tensorstack-system.svc"
-			if !slices.Contains(strings.Split(peers, ","), member+"=http://"+host+":2380") {
+			if !slices.Contains(strings.Split(peers, ","), member+"=https://"+host+":2380") {
 				t.Errorf("--initial-cluster=%s lacks %s", peers, member)
 			}
-			if !slices.Contains(strings.Split(servers, ","), "http://"+host+":2379") {
+			if !slices.Contains(strings.Split(servers, ","), "https://"+host+":2379") {
 				t.Errorf("--etcd-servers=%s lacks %s", servers, member)
+			}
+		}
+		// The certificates name the five, whoever issues them.
+		if got := flagValue(deployment(t, r, controllerName).Spec.Template.Spec.Containers[0].Args, "--etcd-members"); got != "5" {
+			t.Errorf("the controller-manager's --etcd-members=%s, want 5", got)
+		}
+		cm := e.mustHelmTemplate(t, "etcd.cluster.replicas=5", "certificates.source=cert-manager")
+		for _, name := range []string{etcdServerSecret, etcdPeerSecret} {
+			cert := cm.find("Certificate", systemNamespace, name)
+			if cert == nil {
+				t.Fatalf("no Certificate %s", name)
+			}
+			names, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+			for i := range 5 {
+				if want := fmt.Sprintf("training-etcd-%d.training-etcd.tensorstack-system.svc", i); !slices.Contains(names, want) {
+					t.Errorf("Certificate %s lacks %s: %q", name, want, names)
+				}
 			}
 		}
 	})
@@ -238,6 +255,27 @@ func TestChartValues(t *testing.T) {
 			return v.Secret != nil && v.Secret.SecretName == "etcd-client"
 		}) {
 			t.Errorf("no volume of the Secret etcd-client")
+		}
+		for _, name := range etcdSecrets {
+			if r.find("Secret", systemNamespace, name) != nil || r.find("Certificate", systemNamespace, name) != nil {
+				t.Errorf("external etcd, but the chart still renders the certificate %s", name)
+			}
+		}
+		if got := flagValue(deployment(t, r, controllerName).Spec.Template.Spec.Containers[0].Args, "--etcd-certs"); got != "" {
+			t.Errorf("external etcd, but the controller-manager keeps --etcd-certs=%s", got)
+		}
+	})
+
+	t.Run("external etcd in plain HTTP", func(t *testing.T) {
+		r := e.mustHelmTemplate(t, "etcd.mode=external", "etcd.external.servers={http://etcd-0.example.com:2379}")
+		api := deployment(t, r, apiserverName)
+		for _, a := range api.Spec.Template.Spec.Containers[0].Args {
+			if strings.HasPrefix(a, "--etcd-") && !strings.HasPrefix(a, "--etcd-servers=") {
+				t.Errorf("no etcd.external.tlsSecret, but the apiserver has %s", a)
+			}
+		}
+		if slices.ContainsFunc(api.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "etcd-client" }) {
+			t.Errorf("no etcd.external.tlsSecret, but the apiserver mounts a client certificate")
 		}
 	})
 

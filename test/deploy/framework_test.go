@@ -60,9 +60,15 @@ const (
 	aggregateToView      = "rbac.authorization.k8s.io/aggregate-to-view"
 	aggregateToEdit      = "rbac.authorization.k8s.io/aggregate-to-edit"
 	aggregateToAdmin     = "rbac.authorization.k8s.io/aggregate-to-admin"
+	etcdServerSecret     = "training-etcd-server"
+	etcdPeerSecret       = "training-etcd-peer"
+	etcdClientSecret     = "training-etcd-client"
 	deployDir            = "artifacts/deploy"
 	defaultClusterDomain = "cluster.local"
 )
+
+// etcdSecrets are the Secrets of etcd's CA and certificates.
+var etcdSecrets = []string{"training-etcd-ca", etcdServerSecret, etcdPeerSecret, etcdClientSecret}
 
 // testEnv is what hack/verify-deploy.sh tells the tests.
 type testEnv struct {

@@ -178,10 +178,16 @@ image, members, claim and file.
 {{- $file := "files/deploy/components/etcd-restore/restore.yaml" -}}
 {{- range $op := fromYamlArray ($root.Files.Get $file) -}}
 {{- $field := trimPrefix "/spec/template/spec/" $op.path -}}
+{{- $values := $op.value -}}
+{{- if hasSuffix "/-" $field -}}
+{{- /* One item appended to the list. */ -}}
+{{- $field = trimSuffix "/-" $field -}}
+{{- $values = list $op.value -}}
+{{- end -}}
 {{- if or (ne $op.op "add") (eq $field $op.path) (contains "/" $field) -}}
 {{- fail (printf "the chart cannot apply %s: %s %s" $file $op.op $op.path) -}}
 {{- end -}}
-{{- $_ := set $pod $field (concat (get $pod $field | default list) $op.value) -}}
+{{- $_ := set $pod $field (concat (get $pod $field | default list) $values) -}}
 {{- end -}}
 {{- range $init := $pod.initContainers -}}
 {{- if eq $init.name "restore" -}}
@@ -198,4 +204,46 @@ image, members, claim and file.
 {{- $_ := set $volume.persistentVolumeClaim "claimName" $restore.claimName -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+Removes the flags --<name>=... of the given names from a container's args.
+Usage: include "training.dropFlags" (list $container (list "etcd-cafile" ...)) (prints nothing)
+*/}}
+{{- define "training.dropFlags" -}}
+{{- $container := index . 0 -}}
+{{- $names := index . 1 -}}
+{{- $args := list -}}
+{{- range $arg := $container.args -}}
+{{- $name := trimPrefix "--" (regexReplaceAll "=.*$" $arg "") -}}
+{{- if not (has $name $names) -}}
+{{- $args = append $args $arg -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $container "args" $args -}}
+{{- end -}}
+
+{{/*
+Removes the volume of the given name from a pod, and its mounts from the
+pod's first container.
+Usage: include "training.dropVolume" (list $pod "etcd-client") (prints nothing)
+*/}}
+{{- define "training.dropVolume" -}}
+{{- $pod := index . 0 -}}
+{{- $name := index . 1 -}}
+{{- $container := index $pod.containers 0 -}}
+{{- $mounts := list -}}
+{{- range $m := $container.volumeMounts -}}
+{{- if ne $m.name $name -}}
+{{- $mounts = append $mounts $m -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $container "volumeMounts" $mounts -}}
+{{- $volumes := list -}}
+{{- range $v := $pod.volumes -}}
+{{- if ne $v.name $name -}}
+{{- $volumes = append $volumes $v -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $pod "volumes" $volumes -}}
 {{- end -}}
