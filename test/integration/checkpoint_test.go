@@ -105,14 +105,16 @@ func TestCheckpointReports(t *testing.T) {
 		report *v1beta1.CheckpointReport
 		field  string
 	}{
-		"no path":              {&v1beta1.CheckpointReport{}, "path"},
-		"outside the volume":   {checkpointAt("/tmp/step-160.pt", 160), "path"},
-		"escaping the volume":  {checkpointAt("../etc/step-160.pt", 160), "path"},
-		"the volume itself":    {checkpointAt("/ckpt", 160), "path"},
-		"a negative step":      {checkpointAt("step.pt", -1), "step"},
-		"a step going back":    {checkpointAt("step-140.pt", 140), "step"},
-		"a path too long":      {checkpointAt(strings.Repeat("a", 1025), 160), "path"},
-		"a negative size only": {&v1beta1.CheckpointReport{CheckpointValues: v1beta1.CheckpointValues{Path: "x", SizeBytes: ptr.To[int64](-1)}}, "sizeBytes"},
+		"no path":               {&v1beta1.CheckpointReport{}, "path"},
+		"outside the volume":    {checkpointAt("/tmp/step-160.pt", 160), "path"},
+		"escaping the volume":   {checkpointAt("../etc/step-160.pt", 160), "path"},
+		"the volume itself":     {checkpointAt("/ckpt", 160), "path"},
+		"a negative step":       {checkpointAt("step.pt", -1), "step"},
+		"a step going back":     {checkpointAt("step-140.pt", 140), "step"},
+		"a path too long":       {checkpointAt(strings.Repeat("a", 1025), 160), "path"},
+		"a newline in the path": {checkpointAt("step-160.pt\nstep-170.pt", 160), "path"},
+		"an escape in the path": {checkpointAt("\x1b]0;step-160.pt", 160), "path"},
+		"a negative size only":  {&v1beta1.CheckpointReport{CheckpointValues: v1beta1.CheckpointValues{Path: "x", SizeBytes: ptr.To[int64](-1)}}, "sizeBytes"},
 	} {
 		_, err := jobs.ReportCheckpoint(ctx, "train", tc.report, metav1.CreateOptions{})
 		if !apierrors.IsInvalid(err) || !contains(causeFields(err), tc.field) {

@@ -19,6 +19,8 @@ package validation
 import (
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -133,8 +135,13 @@ func ValidateCheckpointReport(report *batch.CheckpointReport) field.ErrorList {
 		allErrs = append(allErrs, field.Required(p, "where the checkpoint lies"))
 	case len(v.Path) > batch.MaxCheckpointPathBytes:
 		allErrs = append(allErrs, field.TooLong(p, "", batch.MaxCheckpointPathBytes))
-	case strings.ContainsRune(v.Path, 0):
-		allErrs = append(allErrs, field.Invalid(p, v.Path, "must not contain a NUL byte"))
+	default:
+		// The path flows into the pods' environment, annotations, events and
+		// terminals, where a newline or an escape would forge or garble lines.
+		if i := strings.IndexFunc(v.Path, unicode.IsControl); i >= 0 {
+			r, _ := utf8.DecodeRuneInString(v.Path[i:])
+			allErrs = append(allErrs, field.Invalid(p, v.Path, fmt.Sprintf("must not contain a control character (%U at byte %d)", r, i)))
+		}
 	}
 	if v.Step != nil && *v.Step < 0 {
 		allErrs = append(allErrs, field.Invalid(field.NewPath("step"), *v.Step, "must be greater than or equal to 0"))

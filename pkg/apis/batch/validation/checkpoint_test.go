@@ -145,3 +145,41 @@ func TestCheckpointPath(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateCheckpointReport(t *testing.T) {
+	report := func(path string) *batch.CheckpointReport {
+		return &batch.CheckpointReport{CheckpointValues: batch.CheckpointValues{Path: path, Step: ptr.To[int64](10)}}
+	}
+	cases := []struct {
+		name      string
+		report    *batch.CheckpointReport
+		want      []wantErr
+		inMessage string
+	}{
+		{name: "a relative path", report: report("run/step-10.pt")},
+		{name: "an absolute path with spaces and UTF-8", report: report("/ckpt/my run/étape 10.pt")},
+		{name: "no path", report: report(""), want: []wantErr{required("path")}},
+		{name: "a path too long", report: report(strings.Repeat("a", batch.MaxCheckpointPathBytes+1)), want: []wantErr{tooLong("path")}},
+		{name: "a newline", report: report("step-10.pt\nstep-11.pt"), want: []wantErr{invalid("path")}, inMessage: "U+000A at byte 10"},
+		{name: "a carriage return", report: report("step-10.pt\r"), want: []wantErr{invalid("path")}, inMessage: "U+000D"},
+		{name: "a tab", report: report("step\t10.pt"), want: []wantErr{invalid("path")}, inMessage: "U+0009"},
+		{name: "a NUL", report: report("step-10.pt\x00"), want: []wantErr{invalid("path")}, inMessage: "U+0000"},
+		{name: "a terminal escape", report: report("\x1b[2Jstep-10.pt"), want: []wantErr{invalid("path")}, inMessage: "U+001B at byte 0"},
+		{name: "DEL", report: report("step-10.pt\x7f"), want: []wantErr{invalid("path")}, inMessage: "U+007F"},
+		{name: "a C1 control", report: report("step-10.pt\u009b"), want: []wantErr{invalid("path")}, inMessage: "U+009B"},
+		{name: "a negative step", report: &batch.CheckpointReport{CheckpointValues: batch.CheckpointValues{Path: "a", Step: ptr.To[int64](-1)}},
+			want: []wantErr{invalid("step")}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := ValidateCheckpointReport(tc.report)
+			expectErrors(t, errs, tc.want...)
+			if tc.inMessage != "" && len(errs) > 0 && !strings.Contains(errs[0].Error(), tc.inMessage) {
+				t.Errorf("error %q does not name %q", errs[0].Error(), tc.inMessage)
+			}
+			if len(errs) > 0 && strings.ContainsAny(errs[0].Error(), "\n\r\x1b") {
+				t.Errorf("error %q carries the control character itself", errs[0].Error())
+			}
+		})
+	}
+}
