@@ -39,6 +39,8 @@ limitations under the License.
 //	scheduling.x-k8s.io     podgroups                         list, watch, create, patch, delete
 //	kueue.x-k8s.io          workloads                         list, watch, create, patch
 //	kueue.x-k8s.io          workloads/status                  update
+//	kueue.x-k8s.io          localqueues                       list, watch
+//	""                      namespaces                        get
 //	kueue.x-k8s.io          resourceflavors                   get
 //	kueue.x-k8s.io          workloadpriorityclasses           get
 //	authentication.k8s.io   tokenreviews                      create
@@ -71,11 +73,14 @@ limitations under the License.
 // changed minimum count: a member finished for good, or the replicas
 // changed; workloads only for the latter), delete (clean-up policies All and
 // Unfinished). Which backend runs is decided from discovery, which every
-// authenticated user may read. Kueue (--kueue, components/kueue): a job's
+// authenticated user may read. Kueue (--queueing, components/kueue): a job's
 // Workload (list, watch, create, patch; its status to clear an eviction's
-// admission as Kueue's jobframework does), the node labels and tolerations
-// of the ResourceFlavors an admission assigns, and the priority of a
-// WorkloadPriorityClass.
+// admission as Kueue's jobframework does), the LocalQueues (whether a
+// namespace has a default one), a namespace's labels (Kueue's
+// managedJobsNamespaceSelector), the node labels and tolerations of the
+// ResourceFlavors an admission assigns, and the priority of a
+// WorkloadPriorityClass. Whether Kueue is served, and these granted, is
+// asked again every --queueing-recheck-period.
 // Token and access reviews: the metrics
 // endpoint asks who sent a scrape and whether they may read it
 // (metricsserver.go), as the ClusterRole system:auth-delegator allows.

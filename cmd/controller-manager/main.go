@@ -204,7 +204,6 @@ type managedController struct {
 	kubeInformers informers.SharedInformerFactory
 	jobInformers  jobinformers.SharedInformerFactory
 	dynamic       dynamicinformer.DynamicSharedInformerFactory // nil without coscheduling
-	kueue         *kueue.Queue                                 // nil without Kueue
 	workers       int
 }
 
@@ -221,12 +220,6 @@ func newController(ctx context.Context, logger klog.Logger, opts *options, c *cl
 		return nil, fmt.Errorf("choosing the gang scheduler: %w", err)
 	}
 	logger.Info("Gang scheduling", "requested", opts.gangBackend, "backend", gangScheduler)
-	queueing, why, err := kueue.ResolveQueueing(ctx, c.kube.Discovery(),
-		c.unfenced.AuthorizationV1().SelfSubjectAccessReviews(), opts.queueingSystem)
-	if err != nil {
-		return nil, fmt.Errorf("choosing the queueing system: %w", err)
-	}
-	logger.Info("Queueing", "requested", opts.queueingSystem, "system", queueing, "why", why)
 	m := &managedController{
 		kubeInformers: controller.NewKubeInformerFactory(c.kube, 0),
 		jobInformers:  controller.NewJobInformerFactory(c.jobs, opts.jobResync),
@@ -251,22 +244,36 @@ func newController(ctx context.Context, logger klog.Logger, opts *options, c *cl
 	if err != nil {
 		return nil, err
 	}
-	if queueing == kueue.QueueingKueue {
-		kueueClient, err := kueueclient.NewForConfig(c.config)
-		if err != nil {
-			return nil, fmt.Errorf("building Kueue client: %w", err)
-		}
-		m.kueue = kueue.New(kueueClient, 0)
-		ctrlOpts.Kueue = m.kueue
-	} else {
-		ctrlOpts.Unqueued = why
+	if ctrlOpts.Queueing, err = newQueueingGate(opts, c); err != nil {
+		return nil, err
 	}
+	ctrlOpts.KueueManagement = opts.kueueManagement
 	if m.Controller, err = controller.New(ctx, c.kube, c.jobs, m.kubeInformers, m.jobInformers, ctrlOpts); err != nil {
 		return nil, err
 	}
 	controller.RegisterMetrics()
 	legacyregistry.CustomMustRegister(m.JobsCollector(), m.JobSeriesCollector())
 	return m, nil
+}
+
+// newQueueingGate builds what decides, while the controller runs, whether
+// jobs are queued with Kueue: --queueing=none decides once.
+func newQueueingGate(opts *options, c *clients) (*kueue.Gate, error) {
+	if opts.queueingSystem == kueue.QueueingNone {
+		return kueue.DisabledGate("the controller runs with --queueing=none"), nil
+	}
+	kueueClient, err := kueueclient.NewForConfig(c.config)
+	if err != nil {
+		return nil, fmt.Errorf("building Kueue client: %w", err)
+	}
+	reviews := c.unfenced.AuthorizationV1().SelfSubjectAccessReviews()
+	return kueue.NewGate(kueue.GateConfig{
+		Probe: func(ctx context.Context) kueue.Availability {
+			return kueue.Probe(ctx, c.kube.Discovery(), reviews)
+		},
+		NewQueue:      func() *kueue.Queue { return kueue.New(kueueClient, 0) },
+		RecheckPeriod: opts.queueingRecheckPeriod,
+	}), nil
 }
 
 // run starts the informers, reconciles until ctx ends, and stops them.
@@ -276,17 +283,11 @@ func (m *managedController) run(ctx context.Context) {
 	if m.dynamic != nil {
 		m.dynamic.Start(ctx.Done())
 	}
-	if m.kueue != nil {
-		m.kueue.Start(ctx.Done())
-	}
 	m.Run(ctx, m.workers)
 	m.kubeInformers.Shutdown()
 	m.jobInformers.Shutdown()
 	if m.dynamic != nil {
 		m.dynamic.Shutdown()
-	}
-	if m.kueue != nil {
-		m.kueue.Shutdown()
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"tensorstack.dev/training/pkg/controller"
@@ -57,9 +58,15 @@ type options struct {
 	gangScheduler string
 	gangBackend   gang.Scheduler
 	// queueing is --queueing as given; queueingSystem its parsed value.
-	queueing                  string
-	queueingSystem            kueue.Queueing
-	coschedulingSchedulerName string
+	queueing              string
+	queueingSystem        kueue.Queueing
+	queueingRecheckPeriod time.Duration
+	// Kueue's settings for jobs that name no queue; kueueManagement is
+	// their parsed value.
+	manageJobsWithoutQueueName   bool
+	managedJobsNamespaceSelector string
+	kueueManagement              kueue.Management
+	coschedulingSchedulerName    string
 
 	// The training-apiserver's serving certificate (servingcert.go).
 	servingCertSecret        string
@@ -97,9 +104,11 @@ func newOptions() *options {
 		metricsSecure:        true,
 		healthAddr:           ":8081",
 
-		gangScheduler:             string(gang.SchedulerAuto),
-		queueing:                  string(kueue.QueueingAuto),
-		coschedulingSchedulerName: gang.DefaultCoschedulingSchedulerName,
+		gangScheduler:                string(gang.SchedulerAuto),
+		queueing:                     string(kueue.QueueingAuto),
+		queueingRecheckPeriod:        kueue.DefaultRecheckPeriod,
+		managedJobsNamespaceSelector: kueue.DefaultManagedJobsNamespaceSelector,
+		coschedulingSchedulerName:    gang.DefaultCoschedulingSchedulerName,
 
 		servingCertAPIService:    "v1beta1.batch.tensorstack.dev",
 		servingCertDNSNames:      []string{"training-apiserver.tensorstack-system.svc", "training-apiserver.tensorstack-system.svc.cluster.local"},
@@ -162,9 +171,19 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 			"for /metrics (with --metrics-secure=false, to anyone who reaches the address).")
 	fs.StringVar(&o.queueing, "queueing", o.queueing,
 		"Queueing system that admits the jobs naming a queue (spec.scheduler.t9kScheduler.queue or the label "+
-			"kueue.x-k8s.io/queue-name): kueue, none (they run at once), or auto (kueue when the cluster serves "+
-			"kueue.x-k8s.io/v1beta2 Workloads, Kueue v0.16 or newer, and the controller may use them). Jobs naming a "+
-			"queue that run unqueued say so in their Queued condition.")
+			"kueue.x-k8s.io/queue-name): auto (or kueue, the same) queues them with Kueue, deciding again every "+
+			"--queueing-recheck-period whether the cluster serves kueue.x-k8s.io/v1beta2 (Kueue v0.16 or newer) and "+
+			"the controller may use it; while it cannot, they wait, and their Queued condition says why. none runs "+
+			"them at once, unqueued, and their Queued condition says so.")
+	fs.DurationVar(&o.queueingRecheckPeriod, "queueing-recheck-period", o.queueingRecheckPeriod,
+		"How often the controller checks again whether Kueue is served and may be used.")
+	fs.BoolVar(&o.manageJobsWithoutQueueName, "manage-jobs-without-queue-name", o.manageJobsWithoutQueueName,
+		"Kueue's manageJobsWithoutQueueName: a job that names no queue, in a namespace --managed-jobs-namespace-selector "+
+			"picks, waits until it names one. Set it as Kueue's Configuration has it.")
+	fs.StringVar(&o.managedJobsNamespaceSelector, "managed-jobs-namespace-selector", o.managedJobsNamespaceSelector,
+		"Kueue's managedJobsNamespaceSelector, as a label selector: the namespaces where a job that names no queue "+
+			"goes to the LocalQueue named default, when there is one, or waits (--manage-jobs-without-queue-name). "+
+			"Empty picks every namespace. Set it as Kueue's Configuration has it; the default is Kueue's.")
 	fs.StringVar(&o.gangScheduler, "gang-scheduler", o.gangScheduler,
 		"How jobs with spec.scheduler.t9kScheduler are gang-scheduled: workload (the Workload API, "+
 			"scheduling.k8s.io/v1beta1), coscheduling (scheduler-plugins' PodGroups, scheduling.x-k8s.io/v1alpha1), "+
@@ -203,6 +222,17 @@ func (o *options) validate() error {
 	o.gangBackend = backend
 	if o.queueingSystem, err = kueue.ParseQueueing(o.queueing); err != nil {
 		return fmt.Errorf("--queueing: %w", err)
+	}
+	if o.queueingRecheckPeriod <= 0 {
+		return fmt.Errorf("--queueing-recheck-period must be positive, got %v", o.queueingRecheckPeriod)
+	}
+	o.kueueManagement.ManageJobsWithoutQueueName = o.manageJobsWithoutQueueName
+	if o.managedJobsNamespaceSelector != "" {
+		selector, err := labels.Parse(o.managedJobsNamespaceSelector)
+		if err != nil {
+			return fmt.Errorf("--managed-jobs-namespace-selector: %w", err)
+		}
+		o.kueueManagement.NamespaceSelector = selector
 	}
 	if errs := validation.IsDNS1123Subdomain(o.coschedulingSchedulerName); len(errs) > 0 {
 		return fmt.Errorf("--coscheduling-scheduler-name %q: %v", o.coschedulingSchedulerName, errs)

@@ -69,13 +69,14 @@ type Options struct {
 	// (spec.scheduler.t9kScheduler), built by gang.New; nil gang-schedules
 	// nothing, and such jobs say so in their GangScheduled condition.
 	Gang gang.Backend
-	// Kueue queues the jobs naming a queue (kueue.New); nil runs every job
-	// at once.
-	Kueue *kueue.Queue
-	// Unqueued says why jobs that name a queue run unqueued when Kueue is
-	// nil (kueue.ResolveQueueing); such jobs carry it in their Queued
-	// condition.
-	Unqueued string
+	// Queueing decides, while the controller runs, whether jobs are queued
+	// with Kueue (kueue.NewGate; kueue.UsableGate in tests). Nil is
+	// --queueing=none: jobs that name a queue run unqueued, and their
+	// Queued condition says so.
+	Queueing *kueue.Gate
+	// KueueManagement is Kueue's own setting for jobs that name no queue,
+	// which the controller applies as Kueue's webhooks do for its kinds.
+	KueueManagement kueue.Management
 	// PodEventBatchPeriod is how long a change to a job's pods waits for
 	// more before the job is reconciled (DefaultPodEventBatchPeriod in the
 	// controller-manager); zero reconciles on every change.
@@ -115,10 +116,11 @@ type Controller struct {
 	broadcaster  record.EventBroadcaster
 	clock        clock.WithTicker
 	backoff      RestartBackoff
-	// kueue queues the jobs that name a queue; nil without Kueue, and
-	// then unqueued says why.
-	kueue    *kueue.Queue
-	unqueued string
+	// queueing says whether jobs are queued with Kueue now, and holds the
+	// Queue when they are; kueueManagement is Kueue's setting for jobs
+	// that name no queue.
+	queueing        *kueue.Gate
+	kueueManagement kueue.Management
 	// statusWrites holds reconciles back until the cache has their job's
 	// last status write.
 	statusWrites *statusWrites
@@ -236,11 +238,13 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		"urgentWorkers", urgentWorkers(workers))
 	defer logger.Info("Controller stopped", "controller", ControllerName)
 
+	go c.queueing.Run(ctx)
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
 		c.queue.ShutDown()
 		c.urgent.ShutDown()
 		return
 	}
+	c.awaitQueueingDecision(ctx, logger)
 	go c.queueExpiringJobsUntilDone(ctx)
 	var wg sync.WaitGroup
 	for range workers {
@@ -253,6 +257,23 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	c.queue.ShutDown()
 	c.urgent.ShutDown()
 	wg.Wait()
+}
+
+// queueingDecisionTimeout bounds how long the workers wait at start-up for
+// the first decision on Kueue. Past it they start anyway: queued jobs wait
+// (fail closed) until Kueue's caches are filled.
+const queueingDecisionTimeout = time.Minute
+
+// awaitQueueingDecision waits for the first decision on Kueue, so that
+// jobs are not marked as waiting for it during the second it takes.
+func (c *Controller) awaitQueueingDecision(ctx context.Context, logger klog.Logger) {
+	select {
+	case <-c.queueing.Decided():
+	case <-time.After(queueingDecisionTimeout):
+		_, a := c.queueing.Current()
+		logger.Info("Starting before Kueue's availability is decided; queued jobs wait", "reason", a.Reason, "why", a.Message)
+	case <-ctx.Done():
+	}
 }
 
 func (c *Controller) worker(q workqueue.TypedRateLimitingInterface[jobKey]) func(context.Context) {

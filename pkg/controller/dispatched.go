@@ -34,9 +34,11 @@ import (
 // Workload here, made as for any queued job, which MultiKueue dispatches;
 // that Workload is all the controller keeps. No pod, no Service, no status
 // write: those are the worker's. A job that names no queue, or a controller
-// that queues with no Kueue, leaves the job alone.
+// that cannot queue with Kueue now, leaves the job alone: it runs nowhere
+// until MultiKueue dispatches it.
 func (c *Controller) syncDispatched(ctx context.Context, h *kindHandler, cached v1beta1.TrainingJob, logger klog.Logger) error {
-	if c.kueue == nil || kueue.QueueName(cached) == "" {
+	q, _ := c.queueing.Current()
+	if q == nil || kueue.QueueName(cached) == "" {
 		logger.V(4).Info("Leaving the job to MultiKueue; no Workload to keep", "queue", kueue.QueueName(cached))
 		return nil
 	}
@@ -47,13 +49,14 @@ func (c *Controller) syncDispatched(ctx context.Context, h *kindHandler, cached 
 	// Events need the kind, which objects from the cache may lack.
 	job.GetObjectKind().SetGroupVersionKind(h.gvk)
 	jobOwner := &owner.Job{Object: job, Kind: h.Kind(), Recorder: c.recorder, Logger: logger}
-	st, err := c.kueue.Read(jobOwner)
+	st, err := q.Read(jobOwner)
 	if err != nil {
 		return err
 	}
 	topo := podbuilder.NewTopology(h, job, c.clusterDomain)
 	status := job.JobStatus()
 	want, err := queueWant(job, topo, kueue.Want{
+		QueueName: kueue.QueueName(job),
 		// No pod ever runs here: an evicted Workload's quota may go back
 		// at once (MultiKueue removes the worker's copy).
 		Stopped:   true,
@@ -64,5 +67,5 @@ func (c *Controller) syncDispatched(ctx context.Context, h *kindHandler, cached 
 	if err != nil {
 		return err
 	}
-	return c.kueue.Sync(ctx, jobOwner, st, want)
+	return q.Sync(ctx, jobOwner, st, want)
 }

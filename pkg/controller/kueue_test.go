@@ -47,14 +47,15 @@ func newKueueFixture(t *testing.T, kueueObjs []runtime.Object, objs ...runtime.O
 	return newFixtureWithContext(t, ctx, logger, record.NewFakeRecorder(1000), false, func(f *fixture, o *Options) {
 		f.kueueClient = kueuefake.NewSimpleClientset(kueueObjs...) //nolint:staticcheck // merge patches, as the controller sends
 		assignUIDs(f.kueueClient)
-		o.Kueue = kueue.New(f.kueueClient, 0)
+		o.Queueing = kueue.UsableGate(kueue.New(f.kueueClient, 0))
 	}, objs...)
 }
 
 // observeKueue copies our Workloads into the controller's cache.
 func (f *fixture) observeKueue() {
 	f.t.Helper()
-	if f.c.kueue == nil {
+	q, _ := f.c.queueing.Current()
+	if q == nil {
 		return
 	}
 	list, err := f.kueueClient.KueueV1beta2().Workloads("").List(context.Background(), metav1.ListOptions{})
@@ -67,7 +68,7 @@ func (f *fixture) observeKueue() {
 			objs = append(objs, &list.Items[i])
 		}
 	}
-	f.replaceAll(f.c.kueue.Informer().GetIndexer(), objs)
+	f.replaceAll(q.Informer().GetIndexer(), objs)
 }
 
 func (f *fixture) workload(name string) *kueuev1beta2.Workload {
@@ -406,7 +407,7 @@ func TestKueueUnqueued(t *testing.T) {
 	logger, ctx := ktesting.NewTestContext(t)
 	const why = "the cluster does not serve kueue.x-k8s.io/v1beta2 workloads"
 	f := newFixtureWithContext(t, ctx, logger, record.NewFakeRecorder(1000), false, func(_ *fixture, o *Options) {
-		o.Unqueued = why
+		o.Queueing = kueue.DisabledGate(why)
 	}, queued, plain)
 	RegisterMetrics()
 	counted := func() float64 {

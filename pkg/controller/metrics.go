@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
@@ -55,9 +56,17 @@ var (
 	unqueuedJobs = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem:      metricsSubsystem,
 		Name:           "unqueued_jobs_total",
-		Help:           "Jobs that name a queue but run unqueued, because Kueue is absent or unusable, by job kind.",
+		Help:           "Jobs that name a queue but run unqueued, because the controller runs with --queueing=none, by job kind.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"kind"})
+
+	heldJobs = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "queue_held_jobs_total",
+		Help: "Jobs that began to wait for a reason other than their queue's admission, by job kind and the reason of their " +
+			"Queued condition (QueueingUnavailable, QueueNameRemoved, QueueNameRequired, PrebuiltWorkloadMismatch).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"kind", "reason"})
 
 	// The finished-job metrics count what jobs ended as: the controller
 	// caches no finished job, so their per-job series end with them
@@ -86,6 +95,16 @@ var (
 		"Unfinished jobs in the controller's cache, by kind and phase (a job not yet reconciled counts as Pending); finished jobs are not cached.",
 		[]string{"kind", "phase"}, nil, metrics.ALPHA, "")
 
+	queueHeldDesc = metrics.NewDesc(metricsSubsystem+"_queue_held_jobs",
+		"Unfinished jobs waiting for a reason other than their queue's admission, by kind and the reason of their Queued "+
+			"condition (QueueingUnavailable, QueueNameRemoved, QueueNameRequired, PrebuiltWorkloadMismatch).",
+		[]string{"kind", "reason"}, nil, metrics.ALPHA, "")
+
+	kueueUsableDesc = metrics.NewDesc(metricsSubsystem+"_kueue_usable",
+		"1 when the controller queues jobs with Kueue, 0 when it cannot now; reason says why (Available, NotServed, "+
+			"Forbidden, Syncing, CheckFailed, NotChecked, Disabled).",
+		[]string{"reason"}, nil, metrics.ALPHA, "")
+
 	registerOnce sync.Once
 )
 
@@ -94,7 +113,7 @@ var (
 // not call it.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(reconcileDuration, podsCreated, podsDeleted, unqueuedJobs,
+		legacyregistry.MustRegister(reconcileDuration, podsCreated, podsDeleted, unqueuedJobs, heldJobs,
 			jobsFinished, jobDuration, jobQueued, jobStateSeconds, jobInterruptions, jobLostWork)
 	})
 }
@@ -150,7 +169,16 @@ var cachedPhases = []v1beta1.JobPhase{
 	v1beta1.JobPending, v1beta1.JobRunning, v1beta1.JobPaused, v1beta1.JobResuming, v1beta1.JobUnknown,
 }
 
-func (j *jobsCollector) DescribeWithStability(ch chan<- *metrics.Desc) { ch <- jobsDesc }
+func (j *jobsCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
+	ch <- jobsDesc
+	ch <- queueHeldDesc
+	ch <- kueueUsableDesc
+}
+
+// queueHoldReasons are the reasons of a Queued condition that holds a job
+// for something other than its queue's admission.
+var queueHoldReasons = []string{v1beta1.ReasonQueueingUnavailable, v1beta1.ReasonQueueNameRemoved,
+	v1beta1.ReasonQueueNameRequired, v1beta1.ReasonPrebuiltWorkloadMismatch}
 
 func (j *jobsCollector) CollectWithStability(ch chan<- metrics.Metric) {
 	for kind, h := range j.c.kinds {
@@ -159,15 +187,29 @@ func (j *jobsCollector) CollectWithStability(ch chan<- metrics.Metric) {
 			continue
 		}
 		counts := map[v1beta1.JobPhase]int{}
+		held := map[string]int{}
 		for _, job := range jobs {
-			phase := job.JobStatus().Phase
+			st := job.JobStatus()
+			phase := st.Phase
 			if phase == "" {
 				phase = v1beta1.JobPending
 			}
 			counts[phase]++
+			if c := meta.FindStatusCondition(st.Conditions, v1beta1.ConditionQueued); c != nil && c.Status == metav1.ConditionTrue {
+				held[c.Reason]++
+			}
 		}
 		for _, p := range cachedPhases {
 			ch <- metrics.NewLazyConstMetric(jobsDesc, metrics.GaugeValue, float64(counts[p]), kind, string(p))
 		}
+		for _, reason := range queueHoldReasons {
+			ch <- metrics.NewLazyConstMetric(queueHeldDesc, metrics.GaugeValue, float64(held[reason]), kind, reason)
+		}
 	}
+	_, availability := j.c.queueing.Current()
+	usable := 0.0
+	if availability.Usable {
+		usable = 1
+	}
+	ch <- metrics.NewLazyConstMetric(kueueUsableDesc, metrics.GaugeValue, usable, availability.Reason)
 }

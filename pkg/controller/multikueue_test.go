@@ -18,6 +18,7 @@ package controller
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,15 +53,7 @@ func TestMultiKueueWorkerTakesPrebuiltWorkload(t *testing.T) {
 		t.Fatalf("before the prebuilt Workload exists: Workloads %d, pods %v; want none", len(list.Items), names(f.createdPods()))
 	}
 
-	prebuilt := &kueuev1beta2.Workload{
-		ObjectMeta: metav1.ObjectMeta{Name: "mk-p", Namespace: "ns", Labels: v1beta1.JobLabels(podbuilder.PyTorchKind, "p")},
-		Spec: kueuev1beta2.WorkloadSpec{QueueName: "user-queue", PodSets: []kueuev1beta2.PodSet{
-			{Name: "master", Count: 1}, {Name: "worker", Count: 3},
-		}},
-	}
-	if _, err := f.kueueClient.KueueV1beta2().Workloads("ns").Create(context.Background(), prebuilt, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	f.createPrebuiltWorkload("mk-p", f.jobPodSets(job))
 	f.setWorkload("mk-p", admit("gpu-a", "master", "worker"))
 	f.step(job)
 	wl := f.workload("mk-p")
@@ -73,8 +66,8 @@ func TestMultiKueueWorkerTakesPrebuiltWorkload(t *testing.T) {
 	if !hasEvent(f.events(), corev1.EventTypeNormal, kueue.ReasonAdopted) {
 		t.Errorf("no %s event", kueue.ReasonAdopted)
 	}
-	if len(wl.Spec.PodSets) != 2 || wl.Spec.PodSets[0].Template.Spec.Containers != nil {
-		t.Errorf("pod sets %+v; want them as MultiKueue made them", wl.Spec.PodSets)
+	if len(wl.Spec.PodSets) != 2 || wl.Annotations[kueue.AnnotationPodSets] != "" {
+		t.Errorf("pod sets %+v, annotations %v; want them as MultiKueue made them", wl.Spec.PodSets, wl.Annotations)
 	}
 
 	f.mustSync(job)
@@ -83,6 +76,62 @@ func TestMultiKueueWorkerTakesPrebuiltWorkload(t *testing.T) {
 	}
 	if f.workloadExists(kueue.WorkloadName(podbuilder.PyTorchKind, "p")) {
 		t.Errorf("the controller created a Workload of its own beside the prebuilt one")
+	}
+}
+
+// TestForeignPrebuiltWorkloadIsNotTaken: a job that names a Workload made
+// for other pods (as a user could, to run under another job's admission)
+// does not take it and creates no pod, even once it is admitted; its
+// Queued condition and an event say why.
+func TestForeignPrebuiltWorkloadIsNotTaken(t *testing.T) {
+	b := gpuJob("p").withGang("user-queue", 0)
+	b.obj().SetAnnotations(map[string]string{kueue.PrebuiltWorkloadKey: "other"})
+	job := b.obj()
+	f := newKueueFixture(t, []runtime.Object{resourceFlavor("gpu-a", nil)}, job)
+	sets := f.jobPodSets(job)
+	sets[1].Count = 1 // admitted for one worker, the job has three
+	f.createPrebuiltWorkload("other", sets)
+	f.setWorkload("other", admit("gpu-a", "master", "worker"))
+	f.step(job)
+	f.step(job)
+	if wl := f.workload("other"); len(wl.OwnerReferences) != 0 {
+		t.Errorf("owner references %+v; want the foreign Workload left alone", wl.OwnerReferences)
+	}
+	if created := f.createdPods(); len(created) != 0 {
+		t.Fatalf("created %v under a Workload made for other pods", names(created))
+	}
+	st := f.status(job)
+	assertCondition(t, st, v1beta1.ConditionQueued, metav1.ConditionTrue, v1beta1.ReasonPrebuiltWorkloadMismatch)
+	if c := condition(st, v1beta1.ConditionQueued); !strings.Contains(c.Message, "worker has 1 pods, the job's 3") {
+		t.Errorf("Queued message %q does not say how the pod sets differ", c.Message)
+	}
+	if !hasEvent(f.events(), corev1.EventTypeWarning, v1beta1.ReasonPrebuiltWorkloadMismatch) {
+		t.Errorf("no %s event", v1beta1.ReasonPrebuiltWorkloadMismatch)
+	}
+}
+
+// jobPodSets are the pod sets of the job's Workload, as the controller (and
+// MultiKueue, copying the manager's Workload) builds them.
+func (f *fixture) jobPodSets(job v1beta1.TrainingJob) []kueuev1beta2.PodSet {
+	f.t.Helper()
+	topo := podbuilder.NewTopology(f.c.kinds[job.GetObjectKind().GroupVersionKind().Kind].Adapter, job, "")
+	sets, _, err := kueue.PodSets(job.GetAnnotations(), topo.Groups, func(gi int) int32 { return elasticMinCount(topo, gi) })
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return sets
+}
+
+// createPrebuiltWorkload creates a Workload for the job "p" with no owner,
+// as MultiKueue does in a worker cluster.
+func (f *fixture) createPrebuiltWorkload(name string, sets []kueuev1beta2.PodSet) {
+	f.t.Helper()
+	prebuilt := &kueuev1beta2.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: v1beta1.JobLabels(podbuilder.PyTorchKind, "p")},
+		Spec:       kueuev1beta2.WorkloadSpec{QueueName: "user-queue", PodSets: sets},
+	}
+	if _, err := f.kueueClient.KueueV1beta2().Workloads("ns").Create(context.Background(), prebuilt, metav1.CreateOptions{}); err != nil {
+		f.t.Fatal(err)
 	}
 }
 

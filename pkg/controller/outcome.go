@@ -27,7 +27,7 @@ import (
 // planActive plans a job that has not finished.
 func (r *reconciler) planActive() {
 	st := r.status
-	if !pauseEnabled(r.spec) && (r.queue == nil || r.queue.Admitted) && r.resizing() {
+	if !pauseEnabled(r.spec) && r.mayRun() && r.resizing() {
 		r.holdResize = !r.stopRunning(StopResize)
 	}
 	for _, p := range r.extra {
@@ -39,11 +39,11 @@ func (r *reconciler) planActive() {
 		r.planPause()
 		return
 	}
+	if !r.mayRun() {
+		r.planQueued()
+		return
+	}
 	if r.queue != nil {
-		if !r.queue.Admitted {
-			r.planQueued()
-			return
-		}
 		r.markAdmitted()
 	}
 

@@ -24,59 +24,191 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/kueue"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // What the reconcile does for a job queued with Kueue (package kueue keeps
-// its Workload): it reads the Workload's state, plans a job that may not
-// run like a paused one, notes the admission, and acts on the Workload and
-// the admission's placements.
+// its Workload): it decides whether the job is queued and in which queue,
+// reads the Workload's state, plans a job that may not run like a paused
+// one, notes the admission, and acts on the Workload and the admission's
+// placements.
+//
+// Queueing fails closed. A job is queued when it names a queue, when it was
+// queued before (its Queued condition says so: removing the queue name does
+// not release it), or when Kueue's own settings put a new job that names no
+// queue in its namespace's default LocalQueue or make it wait for one
+// (kueue.Management). A queued job runs only under an admitted Workload:
+// while Kueue is not served, may not be used, or its caches are not yet
+// filled (kueue.Gate), such a job waits, unless its queue had admitted it
+// already. Only --queueing=none runs jobs that name a queue unqueued.
 
-// setUpQueueing watches the Workloads when jobs are queued with Kueue.
+// setUpQueueing watches the Workloads of every Queue the Gate builds, and
+// looks at every job again when Kueue becomes usable or stops being so.
 func (c *Controller) setUpQueueing(logger klog.Logger, opts Options) error {
-	c.kueue = opts.Kueue
-	if c.kueue == nil {
-		c.unqueued = opts.Unqueued
-		if c.unqueued == "" {
-			c.unqueued = "the controller queues with no system"
-		}
-		return nil
+	c.queueing = opts.Queueing
+	if c.queueing == nil {
+		c.queueing = kueue.DisabledGate("the controller runs with --queueing=none")
 	}
-	return c.watchOwned(logger, "Kueue Workloads", c.kueue.Informer())
+	c.kueueManagement = opts.KueueManagement
+	c.queueing.OnChange(func(kueue.Availability) { c.enqueueAllJobs(logger) })
+	return c.queueing.OnQueue(func(q *kueue.Queue) error {
+		// Not among c.synced: the controller starts without Kueue's caches,
+		// and the Gate is not usable until they are filled.
+		_, err := q.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.enqueueOwner(logger, obj) },
+			UpdateFunc: func(_, cur any) { c.enqueueOwner(logger, cur) },
+			DeleteFunc: func(obj any) { c.enqueueOwner(logger, obj) },
+		})
+		return err
+	})
 }
 
-// readQueue reads the Workload of a job that names a queue, when the
-// controller queues with Kueue.
-func (r *reconciler) readQueue() error {
-	if r.c.kueue == nil || kueue.QueueName(r.job) == "" {
+// enqueueAllJobs queues every cached job: what the queueing system allows
+// has changed for all of them.
+func (c *Controller) enqueueAllJobs(logger klog.Logger) {
+	for kind, h := range c.kinds {
+		jobs, err := h.list()
+		if err != nil {
+			logger.Error(err, "Listing jobs to look at again", "kind", kind)
+			continue
+		}
+		for _, job := range jobs {
+			c.enqueue(jobKey{Kind: kind, Namespace: job.GetNamespace(), Name: job.GetName()})
+		}
+	}
+}
+
+// queueHold is why a queued job waits with no Workload state to say so.
+type queueHold struct {
+	reason, message string
+}
+
+// readQueue decides whether the job is queued, and in which queue, and
+// reads its Workload when Kueue is usable (see the comment at the top).
+func (r *reconciler) readQueue(ctx context.Context) error {
+	q, availability := r.c.queueing.Current()
+	name := kueue.QueueName(r.job)
+	if availability.Reason == kueue.ReasonDisabled {
+		r.unqueuedWhy = availability.Message
 		return nil
 	}
-	queue, err := r.c.kueue.Read(r.jobOwner)
+	wasQueued := batch.QueueWaiting(r.old.Conditions) || batch.QueueAdmitted(r.old.Conditions)
+	if name == "" {
+		if !wasQueued && (r.old.StartTime != nil || r.old.Phase.IsFinished()) {
+			// It started unqueued: what Kueue decides for new jobs is not
+			// for it.
+			return nil
+		}
+		decided, hold, err := r.queueOfUnnamed(ctx, q)
+		switch {
+		case err != nil:
+			return err
+		case !wasQueued && decided == "":
+			r.queueHold = hold
+			return nil
+		}
+		// A job queued before stays queued: in the default LocalQueue that
+		// took it, else where its Workload is (its name was removed).
+		name = decided
+	}
+	r.queueName = name
+	if q == nil {
+		if !batch.QueueAdmitted(r.old.Conditions) {
+			r.queueHold = &queueHold{v1beta1.ReasonQueueingUnavailable, "Kueue cannot be used now: " + availability.Message}
+		}
+		// An admitted job keeps the admission it had: Kueue cannot take
+		// it back while it is gone, and the pods keep their quota.
+		return nil
+	}
+	r.kueue = q
+	st, err := q.Read(r.jobOwner)
 	if err != nil {
 		return err
 	}
-	r.queue = queue
+	r.queue = st
+	if name == "" {
+		// The queue name was removed while the job was queued: it stays
+		// in the queue its Workload names.
+		if st.Workload != nil {
+			r.queueName = string(st.Workload.Spec.QueueName)
+		}
+		if !st.Admitted {
+			r.queueHold = &queueHold{v1beta1.ReasonQueueNameRemoved, fmt.Sprintf(
+				"the job's queue name was removed while it waited; a queued job runs only once admitted, so it waits "+
+					"in queue %s (name a queue again to move it)", r.queueName)}
+			if st.Workload == nil {
+				r.queueHold.message = "the job's queue name was removed while it waited; a queued job runs only " +
+					"once admitted: name a queue again"
+			}
+		}
+	}
+	if st.Unadopted {
+		sets, _, err := kueue.PodSets(r.job.GetAnnotations(), r.topo.Groups,
+			func(gi int) int32 { return elasticMinCount(r.topo, gi) })
+		if err != nil {
+			return err
+		}
+		st.Mismatch = kueue.MatchPodSets(st.Workload.Spec.PodSets, sets)
+	}
 	return nil
 }
 
+// queueOfUnnamed is the queue Kueue's settings put a job that names no
+// queue in: the namespace's default LocalQueue, or none, with the hold of
+// a job that must name one.
+func (r *reconciler) queueOfUnnamed(ctx context.Context, q *kueue.Queue) (string, *queueHold, error) {
+	// Without Kueue's caches no default LocalQueue is known; a namespace
+	// that requires a queue name still holds the job.
+	hasDefault := q != nil && q.HasDefaultLocalQueue(r.job.GetNamespace())
+	decision, err := r.c.kueueManagement.DecideUnnamed(hasDefault, func() (map[string]string, error) {
+		ns, err := r.c.kubeClient.CoreV1().Namespaces().Get(ctx, r.job.GetNamespace(), metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("reading namespace %s for Kueue's managedJobsNamespaceSelector: %w", r.job.GetNamespace(), err)
+		}
+		return ns.Labels, nil
+	})
+	switch {
+	case err != nil:
+		return "", nil, err
+	case decision == kueue.UnnamedInDefaultQueue:
+		return kueue.DefaultLocalQueue, nil, nil
+	case decision == kueue.UnnamedNeedsQueue:
+		return "", &queueHold{v1beta1.ReasonQueueNameRequired, fmt.Sprintf(
+			"Kueue manages the jobs that name no queue in namespace %s (manageJobsWithoutQueueName): the job waits until "+
+				"it names one (the label %s)", r.job.GetNamespace(), kueue.LabelQueueName)}, nil
+	}
+	return "", nil, nil
+}
+
 // planUnqueued says, on a job that names a queue while the controller
-// queues nothing, that it runs unqueued and why: a job must not pass its
-// quota in silence.
+// queues nothing (--queueing=none), that it runs unqueued and why: a job
+// must not pass its quota in silence.
 func (r *reconciler) planUnqueued() {
 	queue := kueue.QueueName(r.job)
-	if r.c.kueue != nil || queue == "" || r.status.Phase.IsFinished() {
+	if r.unqueuedWhy == "" || queue == "" || r.status.Phase.IsFinished() {
 		return
 	}
-	message := fmt.Sprintf("the job names queue %s but runs unqueued: %s", queue, r.c.unqueued)
+	message := fmt.Sprintf("the job names queue %s but runs unqueued: %s", queue, r.unqueuedWhy)
 	if c := meta.FindStatusCondition(r.status.Conditions, v1beta1.ConditionQueued); c == nil || c.Reason != v1beta1.ReasonUnqueued {
 		r.event(corev1.EventTypeWarning, v1beta1.ReasonUnqueued, "Runs unqueued: %s", message)
 		unqueuedJobs.WithLabelValues(r.kind.Kind()).Inc()
 	}
 	r.setCondition(v1beta1.ConditionQueued, metav1.ConditionFalse, v1beta1.ReasonUnqueued, message)
+}
+
+// mayRun says whether a queued job may run now: it is not queued, or its
+// queue admitted it (now, or before Kueue became unusable).
+func (r *reconciler) mayRun() bool {
+	if r.queueHold != nil {
+		return false
+	}
+	return r.queue == nil || r.queue.Admitted
 }
 
 // podSetCount is how many pod sets the job's Workload has.
@@ -94,28 +226,18 @@ func (r *reconciler) podSetCount() int {
 // every pod goes; the job is Pending until it was first admitted, Paused
 // after an eviction.
 func (r *reconciler) planQueued() {
-	q, st := r.queue, r.status
-	reason, message := v1beta1.ReasonWaitingForAdmission, ""
-	switch {
-	case q.Evicted != nil:
-		reason, message = q.Evicted.Reason, "evicted by Kueue: "+q.Evicted.Message
-	case q.Workload == nil && r.podSetCount() > kueue.MaxPodSets:
-		reason = ReasonTooManyPodSets
-		message = fmt.Sprintf("Kueue admits at most %d pod sets, and the job has %d replica types with replicas",
-			kueue.MaxPodSets, r.podSetCount())
-	case q.Workload == nil:
-		message = fmt.Sprintf("waiting for its Workload in queue %s", kueue.QueueName(r.job))
-	case q.Waiting != nil:
-		message = fmt.Sprintf("waiting for admission in queue %s: %s", kueue.QueueName(r.job), q.Waiting.Message)
-		if levels := kueue.RequestedLevels(q.Workload); len(levels) > 0 {
-			message += fmt.Sprintf(" (the job asks for topology level %s)", strings.Join(levels, ", "))
-		}
-	default:
-		message = fmt.Sprintf("quota reserved in queue %s; waiting for admission checks", kueue.QueueName(r.job))
-	}
+	st := r.status
+	reason, message := r.queueWaitReason()
 	if c := meta.FindStatusCondition(st.Conditions, v1beta1.ConditionQueued); c == nil || c.Status != metav1.ConditionTrue || c.Reason != reason {
-		if q.Evicted != nil {
-			r.event(corev1.EventTypeWarning, reason, "Evicted by Kueue: %s", q.Evicted.Message)
+		switch {
+		case r.queueHold != nil:
+			r.event(corev1.EventTypeWarning, reason, "Waits: %s", message)
+			heldJobs.WithLabelValues(r.kind.Kind(), reason).Inc()
+		case r.queue.Evicted != nil:
+			r.event(corev1.EventTypeWarning, reason, "Evicted by Kueue: %s", r.queue.Evicted.Message)
+		case r.queue.Mismatch != "":
+			r.event(corev1.EventTypeWarning, reason, "Not taking Workload %s: %s", r.queue.Workload.Name, r.queue.Mismatch)
+			heldJobs.WithLabelValues(r.kind.Kind(), reason).Inc()
 		}
 	}
 	if !r.stopRunning(StopEvicted) {
@@ -123,7 +245,7 @@ func (r *reconciler) planQueued() {
 		r.setCondition(v1beta1.ConditionQueued, metav1.ConditionTrue, reason, message+"; "+r.checkpointWaitMessage())
 		return
 	}
-	remaining := r.stopPods("the job is no longer admitted by Kueue", v1beta1.ReplicaCreating)
+	remaining := r.stopPods("the job is not admitted by its queue", v1beta1.ReplicaCreating)
 	r.setCondition(v1beta1.ConditionQueued, metav1.ConditionTrue, reason, message)
 	if remaining > 0 {
 		return
@@ -140,8 +262,36 @@ func (r *reconciler) planQueued() {
 	r.setCondition(v1beta1.ConditionPaused, metav1.ConditionTrue, reason, message)
 	if st.Phase != v1beta1.JobPaused {
 		st.Phase = v1beta1.JobPaused
-		r.event(corev1.EventTypeNormal, ReasonPaused, "Paused: every pod of the job is gone until Kueue admits it again")
+		r.event(corev1.EventTypeNormal, ReasonPaused, "Paused: every pod of the job is gone until its queue admits it again")
 	}
+}
+
+// queueWaitReason is the reason and message of a waiting job's Queued
+// condition.
+func (r *reconciler) queueWaitReason() (reason, message string) {
+	if h := r.queueHold; h != nil {
+		return h.reason, h.message
+	}
+	q := r.queue
+	switch {
+	case q.Evicted != nil:
+		return q.Evicted.Reason, "evicted by Kueue: " + q.Evicted.Message
+	case q.Mismatch != "":
+		return v1beta1.ReasonPrebuiltWorkloadMismatch, fmt.Sprintf("the job names Workload %s (%s), which was not built "+
+			"for it: %s; Kueue would not admit it for the job", q.Workload.Name, kueue.PrebuiltWorkloadKey, q.Mismatch)
+	case q.Workload == nil && r.podSetCount() > kueue.MaxPodSets:
+		return ReasonTooManyPodSets, fmt.Sprintf("Kueue admits at most %d pod sets, and the job has %d replica types with replicas",
+			kueue.MaxPodSets, r.podSetCount())
+	case q.Workload == nil:
+		return v1beta1.ReasonWaitingForAdmission, fmt.Sprintf("waiting for its Workload in queue %s", r.queueName)
+	case q.Waiting != nil:
+		message = fmt.Sprintf("waiting for admission in queue %s: %s", r.queueName, q.Waiting.Message)
+		if levels := kueue.RequestedLevels(q.Workload); len(levels) > 0 {
+			message += fmt.Sprintf(" (the job asks for topology level %s)", strings.Join(levels, ", "))
+		}
+		return v1beta1.ReasonWaitingForAdmission, message
+	}
+	return v1beta1.ReasonWaitingForAdmission, fmt.Sprintf("quota reserved in queue %s; waiting for admission checks", r.queueName)
 }
 
 // markAdmitted notes, on a queued job allowed to run, that it is admitted.
@@ -161,16 +311,21 @@ func (r *reconciler) actOnQueue(ctx context.Context) error {
 	if r.queue == nil {
 		return nil
 	}
-	want, err := queueWant(r.job, r.topo, kueue.Want{Stopped: r.queueStopped, PodsReady: r.podsReady(),
-		Phase: r.status.Phase, Now: r.now})
+	want, err := queueWant(r.job, r.topo, kueue.Want{QueueName: r.queueName, Stopped: r.queueStopped,
+		PodsReady: r.podsReady(), Phase: r.status.Phase, Now: r.now})
 	if err != nil {
 		return err
 	}
-	if err := r.c.kueue.Sync(ctx, r.jobOwner, r.queue, want); err != nil {
+	if r.queueName == "" && r.queue.Workload == nil {
+		// Its queue name is gone, and with it the queue to create a
+		// Workload in: the job waits (QueueNameRemoved).
+		return nil
+	}
+	if err := r.kueue.Sync(ctx, r.jobOwner, r.queue, want); err != nil {
 		return err
 	}
 	if len(r.creates) > 0 && r.queue.Admitted {
-		placements, err := r.c.kueue.Placements(ctx, r.queue.Workload)
+		placements, err := r.kueue.Placements(ctx, r.queue.Workload)
 		if err != nil {
 			r.creates = nil
 			return err

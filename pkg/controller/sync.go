@@ -146,8 +146,18 @@ type reconciler struct {
 	extra  []*corev1.Pod // owned pods that belong to no replica
 	stale  []*corev1.Pod // pods of an earlier job of the same name
 	gang   *gang.Group   // the group the pods join, when the job asks for one
-	// queue is the job's Workload, for a job queued with Kueue; nil otherwise.
+	// queue is the job's Workload, for a job queued with Kueue while Kueue
+	// is usable; nil otherwise. kueue is the Queue it was read from.
 	queue *kueue.State
+	kueue *kueue.Queue
+	// queueName is the queue the job waits or runs in, when it is queued.
+	queueName string
+	// queueHold, on a queued job, is why it waits regardless of its
+	// Workload: Kueue unusable, its queue name required or removed.
+	queueHold *queueHold
+	// unqueuedWhy, under --queueing=none, is why a job that names a queue
+	// runs unqueued.
+	unqueuedWhy string
 	// queueStopped: a queued job not admitted has no pods left.
 	queueStopped bool
 	// placements are what Kueue's admission asks of each pod set's pods.
@@ -294,7 +304,7 @@ func (r *reconciler) observe(ctx context.Context) error {
 	r.cacheBehind = !r.satisfied
 	// Before the slots: Kueue may have admitted fewer replicas of an
 	// elastic job than it asks for.
-	if err := r.readQueue(); err != nil {
+	if err := r.readQueue(ctx); err != nil {
 		return err
 	}
 	r.buildSlots()

@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 package batch
 
 import (
@@ -46,9 +45,10 @@ func QueueAdmitted(conditions []metav1.Condition) bool {
 }
 
 // QueueWaiting says whether a job's conditions show it waiting in a queue:
-// the Queued condition is True. Such a job runs only once admitted, even
-// if its queue name is then removed.
+// the Queued condition is True, for any reason but that it names no queue
+// where one is required. Such a job runs only once admitted, even if its
+// queue name is then removed.
 func QueueWaiting(conditions []metav1.Condition) bool {
 	c := meta.FindStatusCondition(conditions, ConditionQueued)
-	return c != nil && c.Status == metav1.ConditionTrue
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason != ReasonQueueNameRequired
 }

@@ -58,12 +58,15 @@ const ReasonWaitingForGang = "WaitingForGang"
 // or the label kueue.x-k8s.io/queue-name), says whether it waits for
 // admission: True with ReasonWaitingForAdmission before it is admitted, or
 // with Kueue's eviction reason (Preempted, InactiveWorkload, ...) once it was
-// evicted; False with ReasonAdmitted while it may run. kubectl get shows the
-// reason of a True condition after the phase.
+// evicted; False with ReasonAdmitted while it may run. A job that names no
+// queue in a namespace where Kueue manages such jobs waits with
+// ReasonQueueNameRequired. kubectl get shows the reason of a True condition
+// after the phase.
 const (
 	ConditionQueued           = "Queued"
 	ReasonWaitingForAdmission = "WaitingForAdmission"
 	ReasonAdmitted            = "Admitted"
+	ReasonQueueNameRequired   = "QueueNameRequired"
 )
 
 // TrainingJobStatus is what the controller observed of a job; both kinds

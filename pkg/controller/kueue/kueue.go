@@ -64,21 +64,16 @@ limitations under the License.
 package kueue
 
 import (
-	"context"
 	"fmt"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
-	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/tools/cache"
-	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 	kueueinformers "sigs.k8s.io/kueue/client-go/informers/externalversions"
 
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
-	"tensorstack.dev/training/pkg/controller/served"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
@@ -103,108 +98,81 @@ func ParseQueueing(s string) (Queueing, error) {
 	return "", fmt.Errorf("unknown queueing %q: want auto, kueue or none", s)
 }
 
-// workloadAPI is the API the controller needs Kueue to serve.
-var workloadAPI = served.Resource{GroupVersion: kueuev1beta2.SchemeGroupVersion.String(), Resource: "workloads"}
-
 // Kueue's labels and limits that the controller reads or writes.
 const (
-	LabelQueueName     = "kueue.x-k8s.io/queue-name"
+	LabelQueueName     = batch.QueueLabel
 	LabelPriorityClass = "kueue.x-k8s.io/priority-class"
 	// MaxPodSets is the most pod sets a Workload may have.
 	MaxPodSets = 8
 )
 
-// ResolveQueueing turns QueueingAuto into Kueue or none, from what the
-// cluster serves and what the controller may do there, and checks both for
-// an explicit Kueue. Without the Workload permissions (the RBAC component
-// artifacts/deploy/components/kueue), auto runs the jobs unqueued rather
-// than waiting for caches it may not fill. The reason is returned: jobs
-// that name a queue carry it in their Queued condition.
-func ResolveQueueing(ctx context.Context, d discovery.ServerResourcesInterfaceWithContext,
-	reviews authorizationv1client.SelfSubjectAccessReviewInterface, requested Queueing) (Queueing, string, error) {
-	switch requested {
-	case QueueingNone:
-		return QueueingNone, "the controller runs with --queueing=none", nil
-	case QueueingKueue, QueueingAuto:
-	default:
-		return "", "", fmt.Errorf("unknown queueing %q", requested)
-	}
-	ok, err := served.Is(ctx, d, workloadAPI)
-	if err != nil {
-		return "", "", err
-	}
-	if !ok {
-		why := fmt.Sprintf("the cluster does not serve %s %s (Kueue v0.16 or newer)", workloadAPI.GroupVersion, workloadAPI.Resource)
-		if requested == QueueingKueue {
-			return "", "", fmt.Errorf("--queueing=kueue: %s", why)
-		}
-		return QueueingNone, why, nil
-	}
-	group := kueuev1beta2.SchemeGroupVersion.Group
-	for _, access := range []struct{ verb, subresource string }{
-		{"list", ""}, {"watch", ""}, {"create", ""}, {"patch", ""}, {"update", "status"},
-	} {
-		review, err := reviews.Create(ctx, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: access.verb, Group: group,
-				Resource: workloadAPI.Resource, Subresource: access.subresource},
-		}}, metav1.CreateOptions{})
-		if err != nil {
-			return "", "", fmt.Errorf("checking access to Kueue Workloads: %w", err)
-		}
-		if !review.Status.Allowed {
-			resource := workloadAPI.Resource
-			if access.subresource != "" {
-				resource += "/" + access.subresource
-			}
-			why := fmt.Sprintf("Kueue is served, but this controller may not %s %s.%s in every namespace", access.verb, resource, group)
-			if requested == QueueingKueue {
-				return "", "", fmt.Errorf("--queueing=kueue: %s", why)
-			}
-			return QueueingNone, why, nil
-		}
-	}
-	return QueueingKueue, "", nil
-}
-
-// Queue talks to Kueue: its Workloads, ResourceFlavors and
+// Queue talks to Kueue: its Workloads, LocalQueues, ResourceFlavors and
 // WorkloadPriorityClasses.
 type Queue struct {
 	client kueueclient.Interface
-	// informers see only objects with the job-name label, i.e. ours.
-	informers kueueinformers.SharedInformerFactory
-	workloads cache.SharedIndexInformer
+	// workloadInformers see only objects with the job-name label, i.e.
+	// ours; queueInformers see every LocalQueue.
+	workloadInformers kueueinformers.SharedInformerFactory
+	queueInformers    kueueinformers.SharedInformerFactory
+	workloads         cache.SharedIndexInformer
+	localQueues       cache.SharedIndexInformer
 }
 
 // New builds the Queue on Kueue's clientset; its informers see only the
-// Workloads with the job-name label and run from Start.
+// Workloads with the job-name label, and every LocalQueue, and run from
+// Start.
 func New(client kueueclient.Interface, resync time.Duration) *Queue {
-	factory := kueueinformers.NewSharedInformerFactoryWithOptions(client, resync,
+	workloads := kueueinformers.NewSharedInformerFactoryWithOptions(client, resync,
 		kueueinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = v1beta1.LabelJobName }))
+	queues := kueueinformers.NewSharedInformerFactory(client, resync)
 	return &Queue{
-		client:    client,
-		informers: factory,
-		workloads: factory.Kueue().V1beta2().Workloads().Informer(),
+		client:            client,
+		workloadInformers: workloads,
+		queueInformers:    queues,
+		workloads:         workloads.Kueue().V1beta2().Workloads().Informer(),
+		localQueues:       queues.Kueue().V1beta2().LocalQueues().Informer(),
 	}
 }
 
 // Informer is the cache of the jobs' Workloads.
 func (q *Queue) Informer() cache.SharedIndexInformer { return q.workloads }
 
+// LocalQueues is the cache of every LocalQueue.
+func (q *Queue) LocalQueues() cache.SharedIndexInformer { return q.localQueues }
+
 // Start runs the informers until stop is closed.
-func (q *Queue) Start(stop <-chan struct{}) { q.informers.Start(stop) }
+func (q *Queue) Start(stop <-chan struct{}) {
+	q.workloadInformers.Start(stop)
+	q.queueInformers.Start(stop)
+}
+
+// HasSynced says whether the caches are filled.
+func (q *Queue) HasSynced() bool { return q.workloads.HasSynced() && q.localQueues.HasSynced() }
 
 // Shutdown waits for the informers to stop.
-func (q *Queue) Shutdown() { q.informers.Shutdown() }
+func (q *Queue) Shutdown() {
+	q.workloadInformers.Shutdown()
+	q.queueInformers.Shutdown()
+}
+
+// DefaultLocalQueue is the name of the LocalQueue that Kueue puts a job in
+// when it names none (Kueue's LocalQueueDefaulting, always on from v0.13).
+const DefaultLocalQueue = "default"
+
+// HasDefaultLocalQueue says whether the namespace has a LocalQueue named
+// DefaultLocalQueue.
+func (q *Queue) HasDefaultLocalQueue(namespace string) bool {
+	_, exists, err := q.localQueues.GetIndexer().GetByKey(namespace + "/" + DefaultLocalQueue)
+	return err == nil && exists
+}
 
 // QueueName is the Kueue queue the job names, or "".
 func QueueName(job v1beta1.TrainingJob) string {
-	if q := job.GetLabels()[LabelQueueName]; q != "" {
-		return q
-	}
+	queue := ""
 	if t9k := podbuilder.T9kScheduler(job.CommonSpec()); t9k != nil {
-		return t9k.Queue
+		queue = t9k.Queue
 	}
-	return ""
+	return batch.QueueName(job.GetLabels(), queue)
 }
 
 // WorkloadName is the name of a job's Workload: one per job, the kind's

@@ -28,9 +28,10 @@ import (
 	core "k8s.io/client-go/testing"
 )
 
-func TestResolveQueueing(t *testing.T) {
+func TestProbe(t *testing.T) {
 	kueueList := &metav1.APIResourceList{GroupVersion: "kueue.x-k8s.io/v1beta2", APIResources: []metav1.APIResource{
 		{Name: "workloads", Namespaced: true, Kind: "Workload"},
+		{Name: "localqueues", Namespaced: true, Kind: "LocalQueue"},
 	}}
 	// Kueue v0.15 and older serve only v1beta1, which v0.20 stops serving:
 	// the controller does not use it.
@@ -38,44 +39,39 @@ func TestResolveQueueing(t *testing.T) {
 		{Name: "workloads", Namespaced: true, Kind: "Workload"},
 	}}
 	coreList := &metav1.APIResourceList{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "pods", Namespaced: true, Kind: "Pod"}}}
-	cases := []struct {
-		name      string
-		served    []*metav1.APIResourceList
-		denied    string // a verb the controller may not use on Workloads
-		requested Queueing
-		want      Queueing
-		wantErr   bool
+	type denial struct{ verb, resource string }
+	cases := map[string]struct {
+		served     []*metav1.APIResourceList
+		denied     denial
+		wantReason string
+		wantWords  string // in the message
 	}{
-		{"auto with Kueue and access", []*metav1.APIResourceList{coreList, kueueList}, "", QueueingAuto, QueueingKueue, false},
-		{"auto without Kueue", []*metav1.APIResourceList{coreList}, "", QueueingAuto, QueueingNone, false},
-		{"auto with only v1beta1", []*metav1.APIResourceList{coreList, oldKueueList}, "", QueueingAuto, QueueingNone, false},
-		{"kueue with only v1beta1", []*metav1.APIResourceList{coreList, oldKueueList}, "", QueueingKueue, "", true},
-		{"auto without status access", []*metav1.APIResourceList{kueueList}, "update", QueueingAuto, QueueingNone, false},
-		{"auto without access runs unqueued", []*metav1.APIResourceList{kueueList}, "watch", QueueingAuto, QueueingNone, false},
-		{"kueue without access", []*metav1.APIResourceList{kueueList}, "create", QueueingKueue, "", true},
-		{"kueue not served", []*metav1.APIResourceList{coreList}, "", QueueingKueue, "", true},
-		{"none", nil, "", QueueingNone, QueueingNone, false},
-		{"unknown", nil, "", "volcano", "", true},
+		"Kueue with access":      {[]*metav1.APIResourceList{coreList, kueueList}, denial{}, ReasonAvailable, ""},
+		"no Kueue":               {[]*metav1.APIResourceList{coreList}, denial{}, ReasonNotServed, "kueue.x-k8s.io/v1beta2"},
+		"only v1beta1":           {[]*metav1.APIResourceList{coreList, oldKueueList}, denial{}, ReasonNotServed, "v0.16"},
+		"no status access":       {[]*metav1.APIResourceList{kueueList}, denial{"update", "workloads"}, ReasonForbidden, "update workloads/status"},
+		"no watch on Workloads":  {[]*metav1.APIResourceList{kueueList}, denial{"watch", "workloads"}, ReasonForbidden, "watch workloads"},
+		"no create":              {[]*metav1.APIResourceList{kueueList}, denial{"create", "workloads"}, ReasonForbidden, "create workloads"},
+		"no list on LocalQueues": {[]*metav1.APIResourceList{kueueList}, denial{"list", "localqueues"}, ReasonForbidden, "list localqueues"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			client := kubefake.NewClientset()
 			client.Resources = tc.served
 			client.PrependReactor("create", "selfsubjectaccessreviews", func(a core.Action) (bool, runtime.Object, error) {
 				review := a.(core.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
 				attrs := review.Spec.ResourceAttributes
-				review.Status.Allowed = attrs.Verb != tc.denied && attrs.Group == "kueue.x-k8s.io" && attrs.Resource == "workloads"
+				review.Status.Allowed = attrs.Group == "kueue.x-k8s.io" &&
+					(attrs.Resource == "workloads" || attrs.Resource == "localqueues") &&
+					(attrs.Verb != tc.denied.verb || attrs.Resource != tc.denied.resource)
 				return true, review, nil
 			})
-			got, why, err := ResolveQueueing(context.Background(), client.Discovery(), client.AuthorizationV1().SelfSubjectAccessReviews(), tc.requested)
-			if (err != nil) != tc.wantErr || got != tc.want {
-				t.Fatalf("ResolveQueueing(%s) = %q (%s), %v; want %q, error %v", tc.requested, got, why, err, tc.want, tc.wantErr)
+			got := Probe(context.Background(), client.Discovery(), client.AuthorizationV1().SelfSubjectAccessReviews())
+			if got.Reason != tc.wantReason || got.Usable != (tc.wantReason == ReasonAvailable) {
+				t.Fatalf("Probe = %+v, want reason %s", got, tc.wantReason)
 			}
-			if tc.denied != "" && !tc.wantErr && !strings.Contains(why, tc.denied) {
-				t.Errorf("the reason %q does not name the verb %s", why, tc.denied)
-			}
-			if got == QueueingNone && why == "" {
-				t.Errorf("queueing none with no reason: jobs naming a queue could not say why they run unqueued")
+			if !strings.Contains(got.Message, tc.wantWords) {
+				t.Errorf("message %q does not say %q", got.Message, tc.wantWords)
 			}
 		})
 	}

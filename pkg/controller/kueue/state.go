@@ -19,8 +19,10 @@ package kueue
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
@@ -46,6 +48,9 @@ type State struct {
 	// Unadopted: the prebuilt Workload has no controller yet; the job
 	// takes it before anything else, and does not run until then.
 	Unadopted bool
+	// Mismatch, on an unadopted Workload, says how its pod sets differ
+	// from the job's (MatchPodSets): the job does not take it.
+	Mismatch string
 }
 
 // Read reads the job's Workload from the cache.
@@ -80,6 +85,35 @@ func (q *Queue) Read(job *owner.Job) (*State, error) {
 		st.AdmittedCounts = admittedCounts(wl)
 	}
 	return st, nil
+}
+
+// MatchPodSets says how a prebuilt Workload's pod sets differ from the
+// job's, or "" when they match, with Kueue's own test (its jobframework
+// takes a prebuilt Workload only when it is equivalent to the job): the
+// same pod sets in the same order, with the same counts and minimum
+// counts, tolerations, init containers and containers.
+func MatchPodSets(workload, job []kueuev1beta2.PodSet) string {
+	if len(workload) != len(job) {
+		return fmt.Sprintf("it has %d pod sets, the job %d", len(workload), len(job))
+	}
+	for i := range job {
+		w, j := &workload[i], &job[i]
+		switch {
+		case w.Name != j.Name:
+			return fmt.Sprintf("its pod set %d is %s, the job's %s", i, w.Name, j.Name)
+		case w.Count != j.Count:
+			return fmt.Sprintf("pod set %s has %d pods, the job's %d", w.Name, w.Count, j.Count)
+		case ptr.Deref(w.MinCount, -1) != ptr.Deref(j.MinCount, -1):
+			return fmt.Sprintf("pod set %s has another minimum count than the job's", w.Name)
+		case !equality.Semantic.DeepEqual(w.Template.Spec.Tolerations, j.Template.Spec.Tolerations):
+			return fmt.Sprintf("pod set %s has other tolerations than the job's", w.Name)
+		case !equality.Semantic.DeepEqual(w.Template.Spec.InitContainers, j.Template.Spec.InitContainers):
+			return fmt.Sprintf("pod set %s has other init containers than the job's", w.Name)
+		case !equality.Semantic.DeepEqual(w.Template.Spec.Containers, j.Template.Spec.Containers):
+			return fmt.Sprintf("pod set %s has other containers than the job's", w.Name)
+		}
+	}
+	return ""
 }
 
 // Active reads spec.active; unset means active.

@@ -75,6 +75,8 @@ func PodSets(jobAnnotations map[string]string, groups []podbuilder.ReplicaGroup,
 
 // Want is what a queued job asks of its Workload now.
 type Want struct {
+	// QueueName is the LocalQueue the job waits in.
+	QueueName string
 	// PodSets and Digest are the job's (PodSets).
 	PodSets []kueuev1beta2.PodSet
 	Digest  string
@@ -113,6 +115,9 @@ func (q *Queue) Sync(ctx context.Context, job *owner.Job, st *State, want Want) 
 	wls := q.client.KueueV1beta2().Workloads(wl.Namespace)
 	reserved := meta.IsStatusConditionTrue(wl.Status.Conditions, kueuev1beta2.WorkloadQuotaReserved)
 	switch {
+	case st.Unadopted && st.Mismatch != "":
+		// Not the job's: Kueue would not admit it for the job either.
+		return nil
 	case st.Unadopted:
 		return q.adopt(ctx, job, wl)
 	case Active(wl) != want.Active:
@@ -134,6 +139,15 @@ func (q *Queue) Sync(ctx context.Context, job *owner.Job, st *State, want Want) 
 			return fmt.Errorf("resizing Workload %s: %w", wl.Name, err)
 		}
 		job.Normalf(owner.ReasonSuccessfulUpdate, "Resized Workload %s to the job's replicas", wl.Name)
+		return nil
+	case !reserved && !st.Prebuilt && want.QueueName != "" && string(wl.Spec.QueueName) != want.QueueName:
+		// The job moved to another queue while it waited, as Kueue's own
+		// integrations let a suspended job move.
+		patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q},"spec":{"queueName":%q}}`, wl.ResourceVersion, want.QueueName)
+		if _, err := wls.Patch(ctx, wl.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("moving Workload %s to queue %s: %w", wl.Name, want.QueueName, err)
+		}
+		job.Normalf(owner.ReasonSuccessfulUpdate, "Moved Workload %s to queue %s", wl.Name, want.QueueName)
 		return nil
 	case st.Evicted != nil && want.Stopped && wl.Status.Admission != nil:
 		return q.releaseEvictedQuota(ctx, job, wl, st.Evicted, want.Now)
@@ -186,9 +200,8 @@ func (q *Queue) create(ctx context.Context, job *owner.Job, want Want) error {
 		job.Warningf(owner.ReasonFailedCreate, "Error creating Workload %s: %v", wl.Name, err)
 		return fmt.Errorf("creating Workload %s: %w", wl.Name, err)
 	}
-	queue := QueueName(job.Object)
-	job.Logger.V(2).Info("Created Workload", "workload", klog.KObj(created), "queue", queue)
-	job.Normalf(owner.ReasonSuccessfulCreate, "Created Workload %s in queue %s", created.Name, queue)
+	job.Logger.V(2).Info("Created Workload", "workload", klog.KObj(created), "queue", want.QueueName)
+	job.Normalf(owner.ReasonSuccessfulCreate, "Created Workload %s in queue %s", created.Name, want.QueueName)
 	return nil
 }
 
@@ -250,7 +263,7 @@ func (q *Queue) newWorkload(ctx context.Context, job *owner.Job, want Want) (*ku
 		},
 		Spec: kueuev1beta2.WorkloadSpec{
 			PodSets:   want.PodSets,
-			QueueName: kueuev1beta2.LocalQueueName(QueueName(job.Object)),
+			QueueName: kueuev1beta2.LocalQueueName(want.QueueName),
 			Priority:  ptr.To(priority),
 			Active:    ptr.To(want.Active),
 		},

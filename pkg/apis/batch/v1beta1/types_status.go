@@ -71,14 +71,24 @@ const ReasonWaitingForGang = "WaitingForGang"
 // admission: True with ReasonWaitingForAdmission before it is admitted, or
 // with Kueue's eviction reason (Preempted, InactiveWorkload, ...) once it was
 // evicted; False with ReasonAdmitted while it may run, or with
-// ReasonUnqueued when the controller queues nothing (Kueue absent or
-// unusable) and the job runs outside any quota; the message says why.
-// kubectl get shows the reason of a True condition after the phase.
+// ReasonUnqueued when the controller runs with --queueing=none and the job
+// runs outside any quota. A job never runs without its queue's admission
+// otherwise: it waits (True) with ReasonQueueingUnavailable while Kueue is
+// not served or may not be used, with ReasonQueueNameRemoved when its queue
+// name was removed while it waited, with ReasonQueueNameRequired when it
+// names no queue in a namespace where Kueue manages such jobs, and with
+// ReasonPrebuiltWorkloadMismatch when the Workload it names was not built
+// for it. The message says why. kubectl get shows the reason of a True
+// condition after the phase.
 const (
-	ConditionQueued           = "Queued"
-	ReasonWaitingForAdmission = "WaitingForAdmission"
-	ReasonAdmitted            = "Admitted"
-	ReasonUnqueued            = "Unqueued"
+	ConditionQueued                = "Queued"
+	ReasonWaitingForAdmission      = "WaitingForAdmission"
+	ReasonAdmitted                 = "Admitted"
+	ReasonUnqueued                 = "Unqueued"
+	ReasonQueueingUnavailable      = "QueueingUnavailable"
+	ReasonQueueNameRemoved         = "QueueNameRemoved"
+	ReasonQueueNameRequired        = "QueueNameRequired"
+	ReasonPrebuiltWorkloadMismatch = "PrebuiltWorkloadMismatch"
 )
 
 // TrainingJobStatus is what the controller observed of a job; both kinds
