@@ -43,6 +43,11 @@ func (e *testEnv) helmTemplate(t *testing.T, set ...string) ([]*unstructured.Uns
 	t.Helper()
 	args := []string{"template", "training", e.path(chartDir), "--namespace", systemNamespace}
 	for _, s := range set {
+		if strings.HasPrefix(s, "--") {
+			// A flag of helm's own, such as --api-versions.
+			args = append(args, s)
+			continue
+		}
 		args = append(args, "--set", s)
 	}
 	out, _, err := run(context.Background(), nil, filepath.Join(e.binDir, "helm"), args...)
@@ -81,6 +86,33 @@ func TestChartLint(t *testing.T) {
 		}
 		if out, _, err := run(context.Background(), nil, filepath.Join(e.binDir, "helm"), args...); err != nil {
 			t.Errorf("helm lint %v: %v\n%s", values, err, out)
+		}
+	}
+}
+
+// TestChartKueueAuto: kueue.enabled=auto, the default, grants the
+// controller-manager Kueue's RBAC when the cluster serves Kueue's v1beta2
+// API: without it, jobs that name a queue would wait on a cluster that runs
+// Kueue. true and false decide regardless.
+func TestChartKueueAuto(t *testing.T) {
+	e := staticEnv(t)
+	const role = "tensorstack:training-controller-manager:kueue"
+	for _, tc := range []struct {
+		set  []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"--api-versions=kueue.x-k8s.io/v1beta2"}, true},
+		{[]string{"--api-versions=kueue.x-k8s.io/v1beta1"}, false},
+		{[]string{"kueue.enabled=false", "--api-versions=kueue.x-k8s.io/v1beta2"}, false},
+		{[]string{"kueue.enabled=true"}, true},
+	} {
+		chart := e.mustHelmTemplate(t, tc.set...)
+		if got := chart.find("ClusterRole", "", role) != nil; got != tc.want {
+			t.Errorf("helm template %v: ClusterRole %s rendered %v, want %v", tc.set, role, got, tc.want)
+		}
+		if got := chart.find("ClusterRoleBinding", "", role) != nil; got != tc.want {
+			t.Errorf("helm template %v: ClusterRoleBinding %s rendered %v, want %v", tc.set, role, got, tc.want)
 		}
 	}
 }

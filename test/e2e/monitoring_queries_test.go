@@ -77,6 +77,7 @@ var controllerFamilies = map[string]metricFamily{
 	"tensorstack_trainingjob_duration_seconds":                            {"histogram", []string{"namespace", "kind", "result"}},
 	"tensorstack_trainingjob_queued_seconds":                              {"histogram", []string{"namespace", "kind"}},
 	"training_controller_jobs":                                            {"gauge", []string{"kind", "phase"}},
+	"training_controller_queue_held_jobs":                                 {"gauge", []string{"kind", "reason"}},
 	"training_controller_pods_created_total":                              {"counter", []string{"kind"}},
 	"training_controller_reconcile_duration_seconds":                      {"histogram", []string{"kind", "result"}},
 	"workqueue_adds_total":                                                {"counter", []string{"name"}},

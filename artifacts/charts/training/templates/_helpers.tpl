@@ -247,3 +247,14 @@ Usage: include "training.dropVolume" (list $pod "etcd-client") (prints nothing)
 {{- end -}}
 {{- $_ := set $pod "volumes" $volumes -}}
 {{- end -}}
+
+{{- /*
+training.kueueEnabled: "true" when the controller-manager gets Kueue's RBAC:
+kueue.enabled true, or auto on a cluster that serves kueue.x-k8s.io/v1beta2.
+*/ -}}
+{{- define "training.kueueEnabled" -}}
+{{- $enabled := .Values.kueue.enabled -}}
+{{- if or (eq (toString $enabled) "true") (and (eq (toString $enabled) "auto") (.Capabilities.APIVersions.Has "kueue.x-k8s.io/v1beta2")) -}}
+true
+{{- end -}}
+{{- end -}}
