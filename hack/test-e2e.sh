@@ -31,6 +31,11 @@ export LOCAL_KUEUE_PODS_READY_TIMEOUT="${LOCAL_KUEUE_PODS_READY_TIMEOUT:-60s}"
 # A MultiKueue worker cluster beside the stack (test/localcluster/multikueue.go), for
 # TestMultiKueue.
 export LOCAL_MULTIKUEUE="${LOCAL_MULTIKUEUE:-1}"
+# Kueue's management of jobs that name no queue, as an admin sets the
+# controller to match Kueue's Configuration, for the namespaces the tests of
+# test/e2e/kueue_failclosed_test.go label only; and a short recheck of
+# whether Kueue may be used, for the tests that take it away.
+export LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS="${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS:-} --manage-jobs-without-queue-name=true --managed-jobs-namespace-selector=e2e.tensorstack.dev/kueue-managed=true --queueing-recheck-period=2s"
 # shellcheck source=hack/lib/common.sh
 source "${HACK_DIR}/lib/common.sh"
 # shellcheck source=hack/lib/local.sh
