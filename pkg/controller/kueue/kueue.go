@@ -24,7 +24,11 @@ limitations under the License.
 //
 // A job is queued when it names a queue: spec.scheduler.t9kScheduler.queue,
 // or the label kueue.x-k8s.io/queue-name (the label wins, as Kueue's users
-// write it). The controller then
+// write it); when Kueue's own settings for jobs that name none put it in
+// its namespace's default LocalQueue or make it wait for a name
+// (management.go); and, once queued, for good. Queueing fails closed: the
+// Gate (gate.go) decides again and again whether Kueue can be used, and a
+// queued job does not run while it cannot. The controller then
 //   - creates a Workload owned by the job, one pod set per replica type
 //     (its count and pod template), with the queue name and the priority:
 //     the WorkloadPriorityClass the label kueue.x-k8s.io/priority-class
@@ -81,9 +85,12 @@ import (
 type Queueing string
 
 const (
-	// QueueingAuto uses Kueue when the cluster serves its Workloads.
+	// QueueingAuto queues the jobs that name a queue with Kueue, deciding
+	// again while the controller runs whether Kueue can be used; while it
+	// cannot, such jobs wait.
 	QueueingAuto Queueing = "auto"
-	// QueueingKueue queues the jobs that name a queue with Kueue.
+	// QueueingKueue is QueueingAuto, by the name earlier releases gave the
+	// setting that required Kueue.
 	QueueingKueue Queueing = "kueue"
 	// QueueingNone runs every job at once; queue names are not acted on.
 	QueueingNone Queueing = "none"
