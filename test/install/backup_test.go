@@ -72,7 +72,10 @@ func testBackup(t *testing.T, e *env) {
 	port, stop := e.portForward(t, "pod/training-etcd-0", 2379)
 	defer stop()
 	e.snapshot = filepath.Join(e.workDir, "snapshot.db")
-	cmd := exec.Command(e.etcdctl, "--endpoints=http://127.0.0.1:"+port, "snapshot", "save", e.snapshot)
+	// etcd requires a client certificate of its CA: training-apiserver's,
+	// from its Secret, as docs/install.md says.
+	client := e.etcdClient(t)
+	cmd := exec.Command(e.etcdctl, append(client.etcdctlArgs(), "--endpoints=https://127.0.0.1:"+port, "snapshot", "save", e.snapshot)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("etcdctl snapshot save: %v\n%s", err, out)
 	}

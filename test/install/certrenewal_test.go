@@ -29,11 +29,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Certificates of minutes for the Helm installation, so that the test sees
-// them renewed: one is renewed a minute after it was issued, and still has
-// three minutes left while the kubelet brings the new one into the pods.
+// Certificates of minutes for the Helm installation, serving and etcd's, so
+// that the test sees them renewed: one is renewed a minute after it was
+// issued, and still has three minutes left while the kubelet brings the new
+// one into the pods.
 var shortCertificates = []string{
-	"--set", "controllerManager.extraArgs={--serving-cert-validity=4m,--serving-cert-renew-before=3m,--serving-cert-check-interval=10s}",
+	"--set", "controllerManager.extraArgs={--serving-cert-validity=4m,--serving-cert-renew-before=3m,--serving-cert-check-interval=10s," +
+		"--etcd-cert-validity=4m,--etcd-cert-renew-before=3m,--etcd-cert-check-interval=10s}",
 }
 
 // servedCertificates are the fingerprints of the serving certificate each

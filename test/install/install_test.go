@@ -39,7 +39,9 @@ import (
 const jobsNamespace = "install-test"
 
 // TestInstall walks an installation's life: install release A, train,
-// upgrade to B under load, faults, an etcd snapshot, a Helm install
+// upgrade to B under load, faults, etcd refusing clients without its
+// certificates and renewing them under load, the ServiceAccounts' rights
+// against the documented table, an etcd snapshot, a Helm install
 // refused over it, uninstall; then the same release from its Helm chart,
 // restored from the snapshot, and its uninstall; last, an installation
 // with a wrong image and no default StorageClass. The steps depend on each
@@ -54,6 +56,9 @@ func TestInstall(t *testing.T) {
 		{"train", testTrain},
 		{"upgrade", testUpgrade},
 		{"faults", testFaults},
+		{"etcd-tls", testEtcdTLS},
+		{"etcd-rotation", testEtcdRotation},
+		{"service-accounts", testServiceAccountRights},
 		{"backup", testBackup},
 		{"helm-refuses", testHelmRefusesOverKubectl},
 		{"uninstall", testUninstall},
