@@ -134,8 +134,13 @@ func testHelmInstall(t *testing.T, e *env) {
 	if wait := time.Until(firstEtcdEnd.Add(30 * time.Second)); wait > 0 {
 		time.Sleep(wait)
 	}
-	t.Logf("etcd certificates valid 4 minutes: every member served a renewed one %.0fs later; the first ones ended at %s, "+
-		"gets went on past it", etcdRenewed.Seconds(), firstEtcdEnd.Format("15:04:05"))
+	// Every connection to etcd made anew, now that the first certificates
+	// have ended: the apiservers and the members must present the renewed
+	// ones, which they read from their files.
+	e.run(t, nil, "rollout", "restart", "--namespace", systemNamespace, "statefulset/training-etcd")
+	e.run(t, nil, "rollout", "status", "--namespace", systemNamespace, "statefulset/training-etcd", "--timeout=5m")
+	t.Logf("etcd certificates valid 4 minutes: every member served a renewed one %.0fs later; the first ones ended at %s; "+
+		"then every member restarted, gets going on", etcdRenewed.Seconds(), firstEtcdEnd.Format("15:04:05"))
 	unavailable := availability.finish()
 	requests, failures := gets.finish()
 	t.Logf("serving certificates valid 4 minutes, renewed after 1: every apiserver served a renewed one %.0fs after the "+
