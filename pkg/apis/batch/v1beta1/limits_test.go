@@ -291,3 +291,28 @@ func TestExplainStatesLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainPromisesNothingPending: what kubectl explain shows describes what
+// the server does, not a plan. The elastic field said for a release after
+// elastic scaling worked that scaling "is not yet done".
+func TestExplainPromisesNothingPending(t *testing.T) {
+	definitions := openapi.GetOpenAPIDefinitions(func(path string) spec.Ref { return spec.Ref{} })
+	for model, definition := range definitions {
+		if !strings.HasPrefix(model, "dev.tensorstack.") {
+			continue // Kubernetes' own
+		}
+		for field, property := range definition.Schema.Properties {
+			for _, pending := range []string{"not yet done", "not yet implemented", "not implemented yet", "TODO"} {
+				if strings.Contains(property.Description, pending) {
+					t.Errorf("%s.%s: the description says %q: %q", model, field, pending, property.Description)
+				}
+			}
+		}
+	}
+	elastic := definitions[v1beta1.PyTorchTrainingJobSpec{}.OpenAPIModelName()].Schema.Properties["elastic"].Description
+	for _, s := range []string{"minReplicas", "maxReplicas", "expectedReplicas", "scale subresource"} {
+		if !strings.Contains(elastic, s) {
+			t.Errorf("pj.spec.elastic: the description %q does not mention %s", elastic, s)
+		}
+	}
+}

@@ -99,8 +99,13 @@ type PyTorchTrainingJobSpec struct {
 	// +optional
 	TorchrunConfig *TorchrunConfig `json:"torchrunConfig,omitempty" protobuf:"bytes,2,opt,name=torchrunConfig"`
 
-	// Elastic declares the range of replicas an elastic job may run with.
-	// It is validated and stored; scaling within the range is not yet done.
+	// Elastic lets the job run with between minReplicas and maxReplicas
+	// replicas in all, aiming for expectedReplicas: the one field of a running
+	// job that may change, directly or through the scale subresource. The
+	// controller scales the last replica type: scaling out adds the next
+	// indexes, scaling in removes the highest first, and neither counts as a
+	// failure or a restart. With torchrun, the pods run
+	// torchrun --nnodes=min:max and re-form their group at each change.
 	// +optional
 	Elastic *ElasticConfig `json:"elastic,omitempty" protobuf:"bytes,3,opt,name=elastic"`
 }
