@@ -29,6 +29,10 @@ limitations under the License.
 // Every controller-manager replica runs the rotator, leader or not, so a
 // failover never delays a renewal; two replicas writing the Secret at once
 // conflict and the loser reads the winner's certificate.
+//
+// The package keeps the etcd cluster's certificates too (etcd.go): a CA of
+// their own, the members' serving and peer certificates and the apiserver's
+// client certificate, each in its Secret, on the same terms.
 package servingcert
 
 import (
