@@ -123,7 +123,7 @@ func TestKueueOnboardingAsDocumented(t *testing.T) {
 	}
 	var rows []string
 	for _, line := range strings.Split(string(text), "\n") {
-		if strings.HasPrefix(line, "| kueue.x-k8s.io |") {
+		if strings.HasPrefix(line, "| kueue.x-k8s.io |") || strings.HasPrefix(line, `| "" |`) {
 			cells := strings.Split(line, "|")
 			rows = append(rows, strings.TrimSpace(cells[2])+": "+strings.TrimSpace(cells[3]))
 		}
