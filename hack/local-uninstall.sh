@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Undoes hack/local-install.sh: uninstalls the release as docs/install.md
 # says (jobs, APIService, install.yaml), then starts the stack's own
-# training-apiserver and training-controller-manager again.
+# training-apiserver and training-controller-manager again, with their
+# APIService and roles: only what the stack itself ran, nothing on a stack
+# started with LOCAL_SKIP_TRAINING=1 (which has none of them).
 set -euo pipefail
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -18,6 +20,10 @@ kubectl_local delete tj,pj --all --all-namespaces --wait --timeout=5m >/dev/null
 kubectl_local delete apiservice "${TRAINING_APISERVICE}" --ignore-not-found >/dev/null
 registry_install_yaml "${install_yaml}" |
   kubectl_local delete --ignore-not-found --wait --timeout=5m -f - >/dev/null
+if ! training_enabled; then
+  log "uninstalled in $((SECONDS - start))s; the stack runs no training components of its own (LOCAL_SKIP_TRAINING=1): nothing to restore"
+  exit 0
+fi
 log "uninstalled in $((SECONDS - start))s; starting the stack's own training-apiserver and controller-manager"
 kubectl_local apply -f "${LOCAL_CONFIG_DIR}/training-apiservice.yaml" >/dev/null
 "${HACK_DIR}/local-restart.sh" --start training-apiserver
