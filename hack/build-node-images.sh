@@ -54,11 +54,11 @@ base_log="${OUTPUT_DIR}/logs/build/training-base.log"
 mkdir -p "${IMAGES_DIR}" "$(dirname "${base_log}")"
 
 if [[ "${mode}" == background ]]; then
-  # Only where the foreground would build it: as root, with debootstrap
-  # installed (the foreground installs missing packages, in its own time),
-  # for a stack with real nodes, and when it is not built already.
-  if [[ "$(id -u)" == 0 && "${LOCAL_REAL_NODE:-1}" != 0 ]] && command -v debootstrap >/dev/null 2>&1 &&
-    ! stamped "${base}" "${base_key}"; then
+  # Only where the foreground would build it: as root, for a stack with
+  # real nodes, and when it is not built already. A fresh machine has no
+  # debootstrap: the background build installs it first, so that apt's
+  # downloads and dpkg overlap the Go builds too.
+  if [[ "$(id -u)" == 0 && "${LOCAL_REAL_NODE:-1}" != 0 ]] && ! stamped "${base}" "${base_key}"; then
     log "training image's Debian layer: building in the background (log: ${base_log#"${REPO_ROOT}/"})"
     nohup setsid "${BASH_SOURCE[0]}" --debian-layer >"${base_log}" 2>&1 </dev/null &
   fi
@@ -69,6 +69,7 @@ fi
 exec 9>"${base_lock}"
 if [[ "${mode}" == debian-layer ]]; then
   flock -n 9 || exit 0 # another build has it
+  require_packages "the training image" debootstrap:debootstrap
 else
   if ! flock -n 9; then
     log "waiting for the background build of the training image's Debian layer (log: ${base_log#"${REPO_ROOT}/"})"

@@ -24,10 +24,16 @@ require_packages() {
     die "${purpose} needs the Debian packages ${missing[*]}: sudo apt-get install -y ${missing[*]}"
   fi
   log "installing ${missing[*]} from Debian for ${purpose}"
-  local apt_log="${OUTPUT_DIR}/logs/apt.log"
+  local apt_log="${OUTPUT_DIR}/logs/apt-${missing[0]}.log"
   mkdir -p "${OUTPUT_DIR}/logs"
-  if ! { DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" ||
-    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"; }; } >"${apt_log}" 2>&1; then
+  # Builds side by side (the training image's Debian layer in the
+  # background, the nodes' binaries) may install at once: apt takes one at a
+  # time, and the others wait here rather than fail on dpkg's lock.
+  if ! {
+    flock 8
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" ||
+      { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"; }
+  } 8>"${OUTPUT_DIR}/.apt.lock" >"${apt_log}" 2>&1; then
     tail -n 20 "${apt_log}" >&2
     die "apt-get install ${missing[*]} failed (log: ${apt_log})"
   fi
