@@ -237,7 +237,9 @@ func TestKueueUnservedWhileJobsWait(t *testing.T) {
 	f := framework.New(t, "kueue-unserved")
 	needsKueue(t, f)
 	queue := f.NewKueueQueue(nil, 4, "lq")
+	kueueUsable := kueueUsableWaiter(f)
 	setServed(t, f, "workloads.kueue.x-k8s.io", "v1beta2", false)
+	kueueUsable(false, "NotServed")
 	reserved := false
 	t.Cleanup(func() {
 		if !reserved {
@@ -255,6 +257,7 @@ func TestKueueUnservedWhileJobsWait(t *testing.T) {
 	}
 	setServed(t, f, "workloads.kueue.x-k8s.io", "v1beta2", true)
 	reserved = true
+	kueueUsable(true, "Available")
 	checkSucceeded(t, f.WaitForPhase(ref, v1beta1.JobSucceeded))
 }
 
@@ -280,6 +283,7 @@ func TestKueueRightsRevokedWhileJobsWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	queue := f.NewKueueQueue(nil, 4, "lq")
+	kueueUsable := kueueUsableWaiter(f)
 	f.MustKubectl("delete", "clusterrolebinding", binding)
 	restored := false
 	restoreBinding := func() {
@@ -293,6 +297,7 @@ func TestKueueRightsRevokedWhileJobsWait(t *testing.T) {
 			restoreBinding()
 		}
 	})
+	kueueUsable(false, "Forbidden")
 	ref := f.Create(fourGPUJob("waits", queue).ExitCode(0).RunFor("5s"))
 	message := waitQueued(f, ref, v1beta1.ReasonQueueingUnavailable)
 	if !strings.Contains(message, "may not") {
@@ -300,7 +305,41 @@ func TestKueueRightsRevokedWhileJobsWait(t *testing.T) {
 	}
 	assertNoPodsFor(t, f, holdPeriod, "the controller may not use Kueue")
 	restoreBinding()
+	kueueUsable(true, "Available")
 	checkSucceeded(t, f.WaitForPhase(ref, v1beta1.JobSucceeded))
+}
+
+// kueueUsableWaiter returns a function that waits until the controller's
+// series says that it can, or cannot, queue with Kueue, for the reason
+// given: a job created before it noticed would be refused by the API it
+// just lost, not held by the controller; and the series is what the alert
+// reads.
+func kueueUsableWaiter(f *framework.Framework) func(usable bool, reason string) {
+	f.T.Helper()
+	token := scraperToken(f, "kueue-scraper", true)
+	return func(usable bool, reason string) { waitKueueUsable(f, token, usable, reason) }
+}
+
+func waitKueueUsable(f *framework.Framework, token string, usable bool, reason string) {
+	f.T.Helper()
+	url := controllerMetricsURL(f)
+	want := 0.0
+	if usable {
+		want = 1
+	}
+	f.Eventually(framework.Timeout, fmt.Sprintf("training_controller_kueue_usable{reason=%q} %v", reason, want),
+		func(ctx context.Context) (bool, error) {
+			sc, err := fetchMetrics(ctx, url, token)
+			if err != nil {
+				return false, err
+			}
+			for _, s := range sc.Samples {
+				if s.Name == "training_controller_kueue_usable" {
+					return s.Labels["reason"] == reason && s.Value == want, nil
+				}
+			}
+			return false, nil
+		})
 }
 
 // labelNamespace sets a label on the test's namespace.
