@@ -15,7 +15,8 @@
 #   - three fake nodes instead of ten;
 #   - no Kueue (LOCAL_KUEUE=0 unless set): the controller's role in
 #     artifacts/deploy/base is checked without the optional
-#     artifacts/deploy/components/kueue;
+#     artifacts/deploy/components/kueue, and the controller runs with
+#     --queueing=none, as on a cluster that runs no Kueue;
 #   - every component runs with KUBE_FEATURE_WatchListClient=false, so
 #     informers list and then watch (restart a component of this stack with
 #     hack/local-restart.sh only with that variable set, or the controller's
@@ -52,6 +53,12 @@ export LOCAL_TRAINING_METRICS_PORT="${LOCAL_TRAINING_METRICS_PORT:-19080}"
 export LOCAL_TRAINING_HEALTH_PORT="${LOCAL_TRAINING_HEALTH_PORT:-19081}"
 export LOCAL_FAKE_NODES="${LOCAL_FAKE_NODES:-3}"
 export LOCAL_KUEUE="${LOCAL_KUEUE:-0}"
+# A cluster without Kueue runs the controller with --queueing=none: under the
+# default auto a job that names a queue (every gang job names one) would wait
+# for a Kueue that is not there (docs/kueue.md).
+if [[ "${LOCAL_KUEUE}" != 1 ]]; then
+  export LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS="${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS:-} --queueing=none"
+fi
 export LOCAL_KUEUE_WEBHOOK_PORT="${LOCAL_KUEUE_WEBHOOK_PORT:-17263}"
 export LOCAL_KUEUE_METRICS_PORT="${LOCAL_KUEUE_METRICS_PORT:-17264}"
 export LOCAL_KUEUE_HEALTH_PORT="${LOCAL_KUEUE_HEALTH_PORT:-17265}"
