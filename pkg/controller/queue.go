@@ -24,7 +24,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"tensorstack.dev/training/pkg/apis/batch"
@@ -60,12 +59,7 @@ func (c *Controller) setUpQueueing(logger klog.Logger, opts Options) error {
 	return c.queueing.OnQueue(func(q *kueue.Queue) error {
 		// Not among c.synced: the controller starts without Kueue's caches,
 		// and the Gate is not usable until they are filled.
-		_, err := q.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { c.enqueueOwner(logger, obj) },
-			UpdateFunc: func(_, cur any) { c.enqueueOwner(logger, cur) },
-			DeleteFunc: func(obj any) { c.enqueueOwner(logger, obj) },
-		})
-		return err
+		return c.enqueueOwnersOf(logger, "Kueue Workloads", q.Informer())
 	})
 }
 

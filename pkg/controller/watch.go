@@ -138,6 +138,16 @@ func (c *Controller) watchDependents(logger klog.Logger, kubeClient kubernetes.I
 // job, queue that job: the job's Services and TensorBoard, its gang's group
 // objects, its Kueue Workload. The controller waits for the informer's sync.
 func (c *Controller) watchOwned(logger klog.Logger, what string, inf cache.SharedIndexInformer) error {
+	if err := c.enqueueOwnersOf(logger, what, inf); err != nil {
+		return err
+	}
+	c.synced = append(c.synced, inf.HasSynced)
+	return nil
+}
+
+// enqueueOwnersOf queues the owning job of every object the informer adds,
+// changes or deletes.
+func (c *Controller) enqueueOwnersOf(logger klog.Logger, what string, inf cache.SharedIndexInformer) error {
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.enqueueOwner(logger, obj) },
 		UpdateFunc: func(_, cur any) { c.enqueueOwner(logger, cur) },
@@ -145,7 +155,6 @@ func (c *Controller) watchOwned(logger klog.Logger, what string, inf cache.Share
 	}); err != nil {
 		return fmt.Errorf("watching %s: %w", what, err)
 	}
-	c.synced = append(c.synced, inf.HasSynced)
 	return nil
 }
 
