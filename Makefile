@@ -24,6 +24,8 @@ export CGO_ENABLED
 # against this one's libraries.
 ALIGNED_MODULES := $(addprefix hack/tools/,cni containerd coredns etcd helm kube kubenode kwok local-path-provisioner prometheus \
 	registry runc) hack/images/builder
+# go test with -json, printing what go test prints and counting the tests for make test's last table (hack/gotest).
+GOTEST := $(OUTPUT)/tools/gotest
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(OUTPUT)/tools/staticcheck-$(STATICCHECK_VERSION)
 
@@ -53,36 +55,29 @@ release:
 	hack/release.sh $(VERSION)
 
 ## test: everything CI checks: lint, generated code, unit, a bounded fuzz run, integration and end-to-end tests; ends
-## saying what was skipped where something it needs is missing here (real nodes: no root, cgroup v2, no overlayfs),
-## each a failure under CI=true or REQUIRE_REAL_NODES=1 (test/internal/skips)
+## with a table of each phase's seconds and the Go tests it ran, passed, failed and skipped (hack/test.sh), and says
+## what was skipped where something it needs is missing here (real nodes: no root, cgroup v2, no overlayfs), each a
+## failure under CI=true or REQUIRE_REAL_NODES=1 (test/internal/skips)
 TEST_SUITES := node-images-early lint verify-codegen test-unit test-python test-fuzz-short test-integration test-e2e \
 	test-chaos test-deploy test-install
-test: export TEST_SKIPS_FILE := $(abspath $(OUTPUT))/skipped.txt
 test:
-	@mkdir -p $(OUTPUT) && rm -f "$$TEST_SKIPS_FILE"
-	@$(MAKE) --no-print-directory $(TEST_SUITES)
-	@if [ -s "$$TEST_SKIPS_FILE" ]; then \
-		echo "make test: passed, but skipped (CI=true or REQUIRE_REAL_NODES=1 fails instead):"; \
-		sort "$$TEST_SKIPS_FILE" | uniq -c | \
-			awk '{ n = $$1; sub(/^ *[0-9]+ /, ""); print "  " $$0 (n > 1 ? " (" n " times)" : "") }'; \
-	else \
-		echo "make test: passed, nothing skipped"; \
-	fi
+	@hack/test.sh $(TEST_SUITES)
 
 # The main module's unit tests, then those of every other module (hack/tools, hack/images) that has tests: kwok's
 # Stages, the image builder. Found rather than listed, so that a module's first test runs without a Makefile edit.
-test-unit:
-	$(GO) test -count=1 ./pkg/... ./cmd/... ./test/localcluster/... ./test/internal/... ./test/bench/... ./hack/localcluster/...
+test-unit: $(GOTEST)
+	$(GOTEST) -suite unit -- -count=1 ./pkg/... ./cmd/... ./test/localcluster/... ./test/internal/... ./test/bench/... \
+		./hack/localcluster/... ./hack/gotest/...
 	@for mod in $$(git ls-files -co --exclude-standard '*/go.mod' | xargs -n1 dirname); do \
 		[ -n "$$(git ls-files -co --exclude-standard "$$mod/*_test.go")" ] || continue; \
-		echo "cd $$mod && $(GO) test -count=1 ./..."; \
-		(cd "$$mod" && $(GO) test -count=1 ./...) || exit 1; \
+		echo "cd $$mod && go test -count=1 ./..."; \
+		(cd "$$mod" && $(abspath $(GOTEST)) -suite "unit $$mod" -- -count=1 ./...) || exit 1; \
 	done
 
 # etcd first: TestEtcdUnreachableAnswersInBoundedTime runs it as a process of its own.
-test-integration:
+test-integration: $(GOTEST)
 	hack/build-test-binaries.sh etcd
-	$(GO) test -count=1 -timeout 20m ./test/integration/...
+	$(GOTEST) -suite integration -- -count=1 -timeout 20m ./test/integration/...
 
 ## test-python: the Python client (python/) built into a wheel in _output/python, and its unit tests run against it
 ## with Debian's /usr/bin/python3 (run as root, it installs python3-kubernetes, python3-pytest and the build tools)
@@ -114,10 +109,10 @@ FUZZ_TARGETS := FuzzDecodeDefaultValidate FuzzPatch FuzzApply
 FUZZ_TIME ?= 2m
 
 ## test-fuzz: each fuzz target for FUZZ_TIME (2m by default), one after another
-test-fuzz:
+test-fuzz: $(GOTEST)
 	@for target in $(FUZZ_TARGETS); do \
 		echo "fuzzing $$target for $(FUZZ_TIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZ_TIME) $(FUZZ_PACKAGE) || exit 1; \
+		$(GOTEST) -suite "fuzz $$target" -- -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZ_TIME) $(FUZZ_PACKAGE) || exit 1; \
 	done
 
 ## test-fuzz-short: the bounded fuzz run of make test, 15s per target
@@ -146,6 +141,10 @@ lint: $(STATICCHECK)
 ## align-modules: raise the tools modules' shared libraries to the main module's versions (after a go.mod change)
 align-modules:
 	$(GO) run ./hack/alignmodules $(ALIGNED_MODULES)
+
+$(GOTEST): $(wildcard hack/gotest/*.go hack/gotest/*/*.go)
+	@mkdir -p $(dir $@)
+	$(GO) build -o $@ ./hack/gotest
 
 # staticcheck, pinned, built from the Go module proxy. Generated code is left
 # out: its deprecated calls are the generators' to change.

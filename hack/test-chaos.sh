@@ -150,6 +150,6 @@ export CHAOS_TRAINING_ETCD_PID="${etcd_pid}"
 set -- ${CHAOS_GO_TEST_FLAGS:-}
 log "running go test ./test/chaos/ -v -count=1 -timeout 15m $*"
 rc=0
-go test ./test/chaos/ -v -count=1 -timeout 15m "$@" || rc=$?
+go_test chaos ./test/chaos/ -v -count=1 -timeout 15m "$@" || rc=$?
 log "go test exited with ${rc}"
 exit "${rc}"

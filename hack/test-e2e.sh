@@ -101,7 +101,7 @@ elif scheduler_plugins_enabled; then
 fi
 log "running go test -count=1 -timeout 40m $* ./test/e2e/... (gang scheduling backend: ${E2E_GANG_BACKEND})"
 rc=0
-go test -count=1 -timeout 40m "$@" ./test/e2e/... || rc=$?
+go_test e2e -count=1 -timeout 40m "$@" ./test/e2e/... || rc=$?
 log "go test exited with ${rc}"
 ((rc == 0)) || exit "${rc}"
 
@@ -115,7 +115,7 @@ if [[ "${E2E_GANG_BACKEND}" == workload && -z "${E2E_GO_TEST_FLAGS:-}" ]] && sch
   "${HACK_DIR}/local-restart.sh" training-controller-manager
   export E2E_GANG_BACKEND=coscheduling
   log "running the gang tests again with the coscheduling backend"
-  go test -count=1 -timeout 10m -run '^TestGang' ./test/e2e/... || rc=$?
+  go_test e2e-coscheduling -count=1 -timeout 10m -run '^TestGang' ./test/e2e/... || rc=$?
   log "go test exited with ${rc}"
   ((rc == 0)) || exit "${rc}"
 fi
@@ -135,5 +135,5 @@ export DEPLOY_KUBECONFIG="${LOCAL_KUBECONFIG}" DEPLOY_LOCAL_PKI_DIR="${LOCAL_PKI
 export DEPLOY_CERTS_DIR="${OUTPUT_DIR}/deploy-certs" DEPLOY_AUDIT_LOG="${SERVICE_ACCOUNT_AUDIT_LOG}"
 export DEPLOY_GANG_BACKENDS="${gang_backends}"
 log "walking the controller's RBAC rules over the e2e audit log"
-go test -count=1 -timeout 10m -run '^TestControllerRoleIsLeastPrivilege$' ./test/deploy/ || rc=$?
+go_test controller-rbac -count=1 -timeout 10m -run '^TestControllerRoleIsLeastPrivilege$' ./test/deploy/ || rc=$?
 exit "${rc}"

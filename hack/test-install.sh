@@ -85,6 +85,6 @@ export INSTALL_RELEASE_A="${releases}/a" INSTALL_RELEASE_B="${releases}/b" INSTA
 set -- ${INSTALL_GO_TEST_FLAGS:-}
 log "running go test -count=1 -timeout 30m $* ./test/install/..."
 rc=0
-go test -count=1 -timeout 30m "$@" ./test/install/... || rc=$?
+go_test install -count=1 -timeout 30m "$@" ./test/install/... || rc=$?
 log "go test exited with ${rc}"
 exit "${rc}"

@@ -141,6 +141,6 @@ export DEPLOY_GANG_BACKENDS
 cd "${REPO_ROOT}"
 log "running go test -count=1 -timeout 20m ${go_flags[*]} ./test/deploy/..."
 rc=0
-go test -count=1 -timeout 20m "${go_flags[@]}" ./test/deploy/... || rc=$?
+go_test deploy -count=1 -timeout 20m "${go_flags[@]}" ./test/deploy/... || rc=$?
 log "go test exited with ${rc}"
 exit "${rc}"

@@ -74,3 +74,13 @@ go_mod_cache() {
   [[ -n "${dir}" ]] || die "cannot determine the Go module cache (go env GOMODCACHE)"
   printf '%s\n' "${dir}"
 }
+
+# go_test SUITE [go test flags and packages...] runs go test through hack/gotest: go test's usual output, then
+# the counts (run, passed, failed, skipped, the slowest tests), which make test's last table adds up per phase.
+# Returns go test's exit code.
+go_test() {
+  local suite="$1"
+  shift
+  (cd "${REPO_ROOT}" && go build -o "${OUTPUT_DIR}/tools/gotest" ./hack/gotest) || return
+  "${OUTPUT_DIR}/tools/gotest" -suite "${suite}" -- "$@"
+}
