@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make test: runs the phases (make targets) given as arguments one after another, stopping at the first that
 # fails, and ends with three things a reader of CI's log wants last: each phase's seconds and outcome, the Go
-# tests each phase ran, passed, failed and skipped (counted by hack/gotest from go test -json), and what was
-# skipped because something it needs is missing here (test/internal/skips).
+# tests each phase ran, passed, failed and skipped (counted by hack/gotest from go test -json, whose events it
+# keeps in _output/test-events), and what was skipped because something it needs is missing here
+# (test/internal/skips).
 #
 # Usage: hack/test.sh PHASE...
 set -uo pipefail
@@ -11,8 +12,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 mkdir -p "${OUTPUT_DIR}"
 export TEST_SKIPS_FILE="${OUTPUT_DIR}/skipped.txt"
 export TEST_SUMMARY_FILE="${OUTPUT_DIR}/test-summary.tsv"
+export TEST_EVENTS_DIR="${OUTPUT_DIR}/test-events"
 phases_file="${OUTPUT_DIR}/test-phases.tsv"
-rm -f "${TEST_SKIPS_FILE}" "${TEST_SUMMARY_FILE}" "${phases_file}"
+rm -rf "${TEST_SKIPS_FILE}" "${TEST_SUMMARY_FILE}" "${phases_file}" "${TEST_EVENTS_DIR}"
 
 make_cmd="${MAKE:-make}"
 started=$(date +%s)

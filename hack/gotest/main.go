@@ -22,15 +22,19 @@ limitations under the License.
 //
 // Without -v among go test's flags, a test's output is printed only when it fails, as go test does; with -v,
 // every line as it comes. The counts go to stderr, and as one line to the file TEST_SUMMARY_FILE names
-// (test.Summary's format) when it is set. It exits with go test's exit code.
+// (summary.Counts.Append's format) when it is set, and go test's events are kept in TEST_EVENTS_DIR/SUITE.json
+// when that is set. It exits with go test's exit code.
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -38,6 +42,11 @@ import (
 )
 
 func main() {
+	os.Exit(run())
+}
+
+// run runs go test and returns the exit code gotest exits with.
+func run() int {
 	suite := flag.String("suite", "go", "the suite's name in the summary")
 	slowest := flag.Int("slowest", 5, "how many of the slowest tests to name")
 	flag.Usage = func() {
@@ -64,8 +73,22 @@ func main() {
 		fatal(err)
 	}
 
+	var stream io.Reader = events
+	if dir := os.Getenv(summary.EventsDirEnv); dir != "" {
+		// The events as go test gave them, for a later look at which test ran when (jq, or go tool test2json's
+		// readers); a run's file is named after its suite.
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			fatal(err)
+		}
+		file, err := os.Create(filepath.Join(dir, strings.ReplaceAll(*suite, " ", "-")+".json"))
+		if err != nil {
+			fatal(err)
+		}
+		defer file.Close()
+		stream = io.TeeReader(events, file)
+	}
 	printer := summary.NewPrinter(os.Stdout, summary.Verbose(goTestArgs))
-	counts, readErr := summary.Read(events, printer)
+	counts, readErr := summary.Read(stream, printer)
 	waitErr := cmd.Wait()
 	if readErr != nil {
 		fmt.Fprintf(os.Stderr, "gotest: reading go test's events: %v\n", readErr)
@@ -90,7 +113,7 @@ func main() {
 	if code == 0 && (readErr != nil || counts.Failed > 0) {
 		code = 1
 	}
-	os.Exit(code)
+	return code
 }
 
 func fatal(err error) {

@@ -62,8 +62,12 @@ func onRealNode(t *testing.T, prefix string) *framework.Framework {
 		}
 		skips.Test(t, "test-e2e", "the stack runs no real node: "+why, skips.RequireRealNodes)
 	}
+	waiting := time.Now()
 	realNode.Lock()
 	t.Cleanup(realNode.Unlock)
+	// The line's time in go test -json's events is when the test had the real nodes; the test's own time is from
+	// there to its end.
+	t.Logf("on the real nodes after %s waiting for them", time.Since(waiting).Round(time.Second))
 	return f
 }
 

@@ -31,6 +31,9 @@ import (
 // FileEnv names the file a run's counts are appended to, one line each (see Counts.Append). make test sets it.
 const FileEnv = "TEST_SUMMARY_FILE"
 
+// EventsDirEnv names the directory each run's go test -json events are kept in, as SUITE.json. make test sets it.
+const EventsDirEnv = "TEST_EVENTS_DIR"
+
 // PhaseEnv names the make test phase a run belongs to; the counts' line starts with it.
 const PhaseEnv = "TEST_PHASE"
 
