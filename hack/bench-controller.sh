@@ -21,8 +21,10 @@
 #                            (default --controller-threads=8 --kube-api-qps=1000 --kube-api-burst=2000)
 #   LOCAL_*                  the stack's settings (hack/local-up.sh); the benchmark
 #                            defaults LOCAL_KUEUE, LOCAL_SCHEDULER_PLUGINS and
-#                            LOCAL_GANG_WORKLOAD to 0, and LOCAL_FAKE_NODES to enough
-#                            nodes for every pod at once
+#                            LOCAL_GANG_WORKLOAD to 0, LOCAL_FAKE_NODES to enough
+#                            nodes for every pod at once, and
+#                            LOCAL_TRAINING_METRICS_SECURE to 0, so that it reads
+#                            the controller's counters without a token
 #
 # The peer runs in a network namespace of its own (hack/lib/peer.sh); it
 # needs root (ip netns).
@@ -37,6 +39,7 @@ set -euo pipefail
 : "${LOCAL_KUEUE:=0}"
 : "${LOCAL_SCHEDULER_PLUGINS:=0}"
 : "${LOCAL_GANG_WORKLOAD:=0}"
+: "${LOCAL_TRAINING_METRICS_SECURE:=0}"
 : "${LOCAL_NODE_PODS:=500}"
 : "${LOCAL_FAKE_NODES:=10}"
 # Room for every pod at once.
@@ -46,7 +49,7 @@ if ((LOCAL_FAKE_NODES < nodes_needed)); then
 fi
 LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS="${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS:-} ${BENCH_CONTROLLER_ARGS}"
 export LOCAL_REAL_NODE="${LOCAL_REAL_NODE:-0}"
-export LOCAL_KUEUE LOCAL_SCHEDULER_PLUGINS LOCAL_GANG_WORKLOAD LOCAL_NODE_PODS LOCAL_FAKE_NODES
+export LOCAL_KUEUE LOCAL_SCHEDULER_PLUGINS LOCAL_GANG_WORKLOAD LOCAL_NODE_PODS LOCAL_FAKE_NODES LOCAL_TRAINING_METRICS_SECURE
 export LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS BENCH_JOBS BENCH_RUN_FOR BENCH_CONCURRENCY
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -128,13 +128,16 @@ func reportMetrics() []metric {
 		{"all pods started, Running (s)", func(r *Result) (float64, string, bool) {
 			return r.PodsStartedSeconds, fmt.Sprintf("%.1f (%d pods)", r.PodsStartedSeconds, r.PodsStarted), true
 		}},
-		{"all jobs done, Succeeded (s)", func(r *Result) (float64, string, bool) {
+		{jobsDoneRow, func(r *Result) (float64, string, bool) {
 			s := fmt.Sprintf("%.1f (%d ok, %d failed)", r.JobsDoneSeconds, r.JobsSucceeded, r.JobsFailed)
 			if r.TimedOut {
 				s += " TIMED OUT"
 			}
 			return r.JobsDoneSeconds, s, true
 		}},
+		{"all pods ended (s)", secs(func(r *Result) float64 { return r.PodsEndedSeconds })},
+		{"pod ran beyond its run (kwok's lag), p50 / p99 / max (s)", percentilesMetric(func(r *Result) Percentiles { return r.RunOverrun })},
+		{"job's last pod exit (kwok's time) → seen ended, p50 / p99 / max (s)", percentilesMetric(func(r *Result) Percentiles { return r.ExitSeenLag })},
 		{"job done after its last pod exit, p50 / p99 / max (s)", func(r *Result) (float64, string, bool) {
 			return r.DoneLagP99Seconds, fmt.Sprintf("%.2f / %.2f / %.2f", r.DoneLagP50Seconds, r.DoneLagP99Seconds,
 				r.DoneLagMaxSeconds), true
@@ -146,12 +149,20 @@ func reportMetrics() []metric {
 		{"kube-apiserver CPU (s)", cpuMetric("kube-apiserver")},
 		{"kube-apiserver peak RSS (MiB)", rssMetric("kube-apiserver")},
 		{"etcd CPU (s)", cpuMetric("etcd")},
-		{"CPU total of the above (s)", func(r *Result) (float64, string, bool) {
-			var total float64
-			for _, u := range r.Usage {
-				total += u.CPUSeconds
-			}
+		{"kube-scheduler CPU (s)", cpuMetric("kube-scheduler")},
+		{"kube-controller-manager CPU (s)", cpuMetric("kube-controller-manager")},
+		{"kwok CPU (s)", cpuMetric("kwok")},
+		{cpuTotalRow, func(r *Result) (float64, string, bool) {
+			total := r.cpuTotal()
 			return total, fmt.Sprintf("%.1f", total), true
+		}},
+		{kubeWritesRow, perJobMetric(func(r *Result) float64 { return sumValues(r.KubeWrites) })},
+		{"writes to training-apiserver per job", func(r *Result) (float64, string, bool) {
+			if r.TrainingWrites == nil {
+				return 0, "n/a", false
+			}
+			v := r.perJob(sumValues(r.TrainingWrites))
+			return v, fmt.Sprintf("%.2f", v), true
 		}},
 		{"status writes per job", perJobMetric(func(r *Result) float64 { return r.StatusWrites })},
 		{"status conflicts (409) per job", perJobMetric(func(r *Result) float64 { return r.StatusConflicts })},
@@ -161,6 +172,99 @@ func reportMetrics() []metric {
 		{"services per job", perJobMetric(func(r *Result) float64 { return float64(r.Services) })},
 		{"configmaps per job", perJobMetric(func(r *Result) float64 { return float64(r.ConfigMaps) })},
 		{"events per job", perJobMetric(func(r *Result) float64 { return float64(r.Events) })},
+	}
+}
+
+// The rows the goals are read from.
+const (
+	jobsDoneRow   = "all jobs done, Succeeded (s)"
+	cpuTotalRow   = "CPU total of the above: every measured process (s)"
+	kubeWritesRow = "writes to kube-apiserver per job (every client)"
+)
+
+func (r *Result) cpuTotal() float64 {
+	var total float64
+	for _, u := range r.Usage {
+		total += u.CPUSeconds
+	}
+	return total
+}
+
+func sumValues(m map[string]float64) float64 {
+	var total float64
+	for _, v := range m {
+		total += v
+	}
+	return total
+}
+
+func percentilesMetric(f func(r *Result) Percentiles) func(r *Result) (float64, string, bool) {
+	return func(r *Result) (float64, string, bool) {
+		p := f(r)
+		return p.P99, fmt.Sprintf("%.2f / %.2f / %.2f", p.P50, p.P99, p.Max), true
+	}
+}
+
+// writesTable is, per job, the writes each server counted by verb and
+// resource: a column per result and, for two, their ratio.
+func writesTable(results []*Result, server string, writes func(r *Result) map[string]float64) (benchkit.Table, bool) {
+	t := benchkit.Table{Header: []string{server + " writes per job"}}
+	keys := map[string]bool{}
+	for _, r := range results {
+		t.Header = append(t.Header, r.Title)
+		for k := range writes(r) {
+			keys[k] = true
+		}
+	}
+	if len(keys) == 0 {
+		return t, false
+	}
+	if len(results) == 2 {
+		t.Header = append(t.Header, "ours / peer")
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		row := []string{k}
+		var vals []float64
+		for _, r := range results {
+			v := r.perJob(writes(r)[k])
+			vals = append(vals, v)
+			row = append(row, fmt.Sprintf("%.2f", v))
+		}
+		if len(results) == 2 {
+			row = append(row, benchkit.Ratio(vals[0], vals[1]))
+		}
+		t.Add(row...)
+	}
+	return t, true
+}
+
+// goal is one of issue 49's targets, ours against the peer.
+type goal struct {
+	what  string
+	value func(r *Result) float64
+	limit float64
+}
+
+var goals = []goal{
+	{"every job done", func(r *Result) float64 { return r.JobsDoneSeconds }, 0.7},
+	{"every measured process's CPU", (*Result).cpuTotal, 0.6},
+	{"writes to kube-apiserver per job", func(r *Result) float64 { return r.perJob(sumValues(r.KubeWrites)) }, 1.0},
+}
+
+func writeGoals(w io.Writer, ours, peer *Result) {
+	fmt.Fprintln(w, "Goals, ours / peer:")
+	for _, g := range goals {
+		o, p := g.value(ours), g.value(peer)
+		verdict := "not met"
+		if p > 0 && o/p <= g.limit {
+			verdict = "met"
+		}
+		fmt.Fprintf(w, "- %s: %s (goal ≤ %.2f×): %s\n", g.what, benchkit.Ratio(o, p), g.limit, verdict)
 	}
 }
 
@@ -217,8 +321,27 @@ func writeReport(w io.Writer, results []*Result, peerNote string) {
 		fmt.Fprintf(w, "Events per job by component, %s: %s.\n", r.Title, eventsByComponent(r))
 		fmt.Fprintf(w, "Writes counted from %s (apiserver_request_total).\n", r.MetricsSource)
 	}
+	for _, server := range []struct {
+		name   string
+		writes func(r *Result) map[string]float64
+	}{
+		{"kube-apiserver", func(r *Result) map[string]float64 { return r.KubeWrites }},
+		{"training-apiserver", func(r *Result) map[string]float64 { return r.TrainingWrites }},
+	} {
+		if t, ok := writesTable(results, server.name, server.writes); ok {
+			fmt.Fprintln(w)
+			_ = t.Write(w)
+		}
+	}
+	for _, r := range results {
+		if len(r.ControllerCounters) > 0 {
+			fmt.Fprintf(w, "\nThe controller's own counters per job, %s: %s.\n", r.Title, perJobCounters(r))
+		}
+	}
+	fmt.Fprintln(w)
 	if len(results) == 2 {
 		fmt.Fprintln(w, "Ratios are ours / peer: below 1 means ours took less time, CPU, memory or requests.")
+		writeGoals(w, results[0], results[1])
 	} else if peerNote != "" {
 		fmt.Fprintln(w, peerNote)
 	}
@@ -236,6 +359,19 @@ func eventsByComponent(r *Result) string {
 	}
 	if len(parts) == 0 {
 		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func perJobCounters(r *Result) string {
+	names := make([]string, 0, len(r.ControllerCounters))
+	for n := range r.ControllerCounters {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %.2f", n, r.perJob(r.ControllerCounters[n])))
 	}
 	return strings.Join(parts, ", ")
 }

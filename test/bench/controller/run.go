@@ -21,7 +21,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -61,6 +64,7 @@ type Result struct {
 	PodsExistSeconds   float64 `json:"podsExistSeconds"`
 	PodsStartedSeconds float64 `json:"podsStartedSeconds"`
 	JobsDoneSeconds    float64 `json:"jobsDoneSeconds"`
+	PodsEndedSeconds   float64 `json:"podsEndedSeconds"`
 	PodsSeen           int     `json:"podsSeen"`
 	PodsStarted        int     `json:"podsStarted"`
 	JobsSucceeded      int     `json:"jobsSucceeded"`
@@ -70,7 +74,13 @@ type Result struct {
 	DoneLagP50Seconds float64 `json:"doneLagP50Seconds"`
 	DoneLagP99Seconds float64 `json:"doneLagP99Seconds"`
 	DoneLagMaxSeconds float64 `json:"doneLagMaxSeconds"`
-	TimedOut          bool    `json:"timedOut,omitempty"`
+	// The tail of a job, per job, p50 / p99 / max: from the exit kwok
+	// wrote in its last pod's containers (finishedAt, whole seconds) to
+	// the benchmark's watch seeing the pod end; and how much longer than
+	// the run its pods ran, from seen Running to seen ended: kwok's lag.
+	ExitSeenLag Percentiles `json:"exitSeenLag"`
+	RunOverrun  Percentiles `json:"runOverrun"`
+	TimedOut    bool        `json:"timedOut,omitempty"`
 
 	Usage []benchkit.Usage `json:"usage"`
 	// Percent of all the machine's CPU time that was busy from the first
@@ -86,6 +96,16 @@ type Result struct {
 	JobWrites       float64 `json:"jobWrites"`
 	JobConflicts    float64 `json:"jobConflicts"`
 	MetricsSource   string  `json:"metricsSource"`
+	// Writes each apiserver counted during the run (apiserver_request_total,
+	// every client: the controller, the scheduler, kwok, the garbage
+	// collector), by "verb resource[/subresource]", the benchmark's own job
+	// creates left out. TrainingWrites only for ours.
+	KubeWrites     map[string]float64 `json:"kubeWrites"`
+	TrainingWrites map[string]float64 `json:"trainingWrites,omitempty"`
+	// Counters of our controller's own /metrics during the run, when it
+	// serves them without authentication (LOCAL_TRAINING_METRICS_SECURE=0):
+	// reconciles, queue adds and the requests it made.
+	ControllerCounters map[string]float64 `json:"controllerCounters,omitempty"`
 
 	// Objects in the namespace during the run.
 	PodsCreated       int            `json:"podsCreated"`
@@ -163,7 +183,16 @@ type bench struct {
 	training clientset.Interface
 	metrics  rest.Interface
 	resource schema.GroupVersionResource
+	// kubeMetrics and trainingMetrics (ours only) read the apiservers'
+	// /metrics; controllerMetrics, when set, is our controller's.
+	kubeMetrics       rest.Interface
+	trainingMetrics   rest.Interface
+	controllerMetrics string
 }
+
+// stackProcesses are the stack's other processes whose CPU the run
+// samples when they run.
+var stackProcesses = []string{"kube-scheduler", "kube-controller-manager", "kwok"}
 
 // newBench connects to the stack and says which target the run measures:
 // where its jobs are served, whose /metrics count their writes, and which
@@ -204,7 +233,13 @@ func newBench(stack *benchkit.Stack, o runOptions) (*bench, *Result, []benchkit.
 			return nil, nil, nil, err
 		}
 		b.metrics = dk.Discovery().RESTClient()
+		b.trainingMetrics = b.metrics
 		r.MetricsSource = "training-apiserver /metrics"
+		if stack.Settings["LOCAL_TRAINING_METRICS_SECURE"] == "0" {
+			if port, err := stack.Port("LOCAL_TRAINING_METRICS_PORT"); err == nil {
+				b.controllerMetrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+			}
+		}
 		if controller.Pid == 0 {
 			if controller.Pid, err = stack.Pid("training-controller-manager"); err != nil {
 				return nil, nil, nil, err
@@ -226,12 +261,20 @@ func newBench(stack *benchkit.Stack, o runOptions) (*bench, *Result, []benchkit.
 		}
 		procs = append(procs, controller)
 	}
+	b.kubeMetrics = b.kube.Discovery().RESTClient()
 	for _, c := range []string{"kube-apiserver", "etcd"} {
 		pid, err := stack.Pid(c)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		procs = append(procs, benchkit.Process{Name: c, Pid: pid})
+	}
+	// The rest of the stack works for both alike, per pod, but what a
+	// controller makes them do (events, pod updates kwok watches) shows.
+	for _, c := range stackProcesses {
+		if pid, err := stack.Pid(c); err == nil {
+			procs = append(procs, benchkit.Process{Name: c, Pid: pid})
+		}
 	}
 
 	return b, r, procs, nil
@@ -245,14 +288,15 @@ func runBench(ctx context.Context, stack *benchkit.Stack, o runOptions) (*Result
 	if err := b.freshNamespace(ctx); err != nil {
 		return nil, err
 	}
-	tr := newTracker(o.jobs, o.kind)
+	runFor, _ := time.ParseDuration(o.runFor)
+	tr := newTracker(o.jobs, o.kind, runFor)
 	stopInformers, err := b.startInformers(tr)
 	if err != nil {
 		return nil, err
 	}
 	defer stopInformers()
 
-	before, err := benchkit.ScrapeMetrics(ctx, b.metrics)
+	before, err := b.scrape(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -280,14 +324,27 @@ func runBench(ctx context.Context, stack *benchkit.Stack, o runOptions) (*Result
 	}
 	time.Sleep(o.settle)
 	r.Usage = sampler.Stop()
-	after, err := benchkit.ScrapeMetrics(ctx, b.metrics)
+	after, err := b.scrape(ctx)
 	if err != nil {
 		return nil, err
 	}
 	tr.fill(r)
 	r.MachineBusyToPodsExist = machineBusyPercent(sampler, tr.t0, r.PodsExistSeconds)
 	r.MachineBusyToJobsDone = machineBusyPercent(sampler, tr.t0, r.JobsDoneSeconds)
-	b.countWrites(r, before, after)
+	b.countWrites(r, before.jobs, after.jobs)
+	r.KubeWrites = writesByResource(before.kube, after.kube)
+	if b.trainingMetrics != nil {
+		r.TrainingWrites = writesByResource(before.training, after.training)
+	}
+	// The benchmark's own creates are not the controller's.
+	if b.trainingMetrics != nil {
+		r.TrainingWrites[writeKey("create", b.resource.Resource, "")] -= float64(o.jobs)
+	} else {
+		r.KubeWrites[writeKey("create", b.resource.Resource, "")] -= float64(o.jobs)
+	}
+	if before.controller != nil && after.controller != nil {
+		r.ControllerCounters = controllerCounters(before.controller, after.controller)
+	}
 	if err := b.countEvents(ctx, r); err != nil {
 		return nil, err
 	}
@@ -428,6 +485,113 @@ func (b *bench) startInformers(tr *tracker) (func(), error) {
 			df.Shutdown()
 		})
 	}, nil
+}
+
+// scrapes are the /metrics read at one moment of the run: the server that
+// stores the jobs, kube-apiserver, the training-apiserver (ours) and our
+// controller (when it serves them openly); nil when not read.
+type scrapes struct {
+	jobs, kube, training, controller benchkit.Samples
+}
+
+func (b *bench) scrape(ctx context.Context) (scrapes, error) {
+	var s scrapes
+	var err error
+	if s.jobs, err = benchkit.ScrapeMetrics(ctx, b.metrics); err != nil {
+		return s, err
+	}
+	if s.kube, err = benchkit.ScrapeMetrics(ctx, b.kubeMetrics); err != nil {
+		return s, err
+	}
+	if b.trainingMetrics != nil {
+		if s.training, err = benchkit.ScrapeMetrics(ctx, b.trainingMetrics); err != nil {
+			return s, err
+		}
+	}
+	if b.controllerMetrics != "" {
+		// The controller's counters explain the writes; without them the
+		// run still measures everything else.
+		if s.controller, err = scrapeURL(ctx, b.controllerMetrics); err != nil {
+			benchkit.Logf("not reading the controller's metrics: %v", err)
+		}
+	}
+	return s, nil
+}
+
+func scrapeURL(ctx context.Context, url string) (benchkit.Samples, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return benchkit.ParseMetrics(data)
+}
+
+// writeKey names a kind of write: its verb, resource and subresource.
+func writeKey(verb, resource, subresource string) string {
+	k := strings.ToLower(verb) + " " + resource
+	if subresource != "" {
+		k += "/" + subresource
+	}
+	return k
+}
+
+// writesByResource is what apiserver_request_total counted between two
+// scrapes of one server, by writeKey; dry runs and reads left out.
+func writesByResource(before, after benchkit.Samples) map[string]float64 {
+	sum := func(ss benchkit.Samples) map[string]float64 {
+		m := map[string]float64{}
+		for _, s := range ss {
+			l := s.Labels
+			if s.Name != "apiserver_request_total" || benchkit.ReadOnlyVerb(l["verb"]) || l["dry_run"] != "" {
+				continue
+			}
+			m[writeKey(l["verb"], l["resource"], l["subresource"])] += s.Value
+		}
+		return m
+	}
+	out := sum(after)
+	for k, v := range sum(before) {
+		out[k] -= v
+	}
+	for k, v := range out {
+		if v == 0 {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+// controllerCounters are what our controller counted between two scrapes:
+// reconciles, adds to its queues, and its requests by method.
+func controllerCounters(before, after benchkit.Samples) map[string]float64 {
+	out := map[string]float64{}
+	add := func(key string, sign float64, s benchkit.Sample) { out[key] += sign * s.Value }
+	for i, ss := range []benchkit.Samples{before, after} {
+		sign := float64(2*i - 1)
+		for _, s := range ss {
+			switch {
+			case strings.HasSuffix(s.Name, "reconcile_duration_seconds_count"):
+				add("reconciles", sign, s)
+			case s.Name == "workqueue_adds_total":
+				add("queue adds "+s.Labels["name"], sign, s)
+			case s.Name == "rest_client_requests_total" && !benchkit.ReadOnlyVerb(s.Labels["method"]):
+				add("requests "+s.Labels["method"], sign, s)
+			}
+		}
+	}
+	return out
 }
 
 // countWrites fills in the writes to the jobs between two scrapes of the

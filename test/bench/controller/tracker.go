@@ -39,7 +39,7 @@ type tracker struct {
 	pods  map[types.UID]*podState
 	seen  map[string]map[types.UID]bool
 	done  map[string]bool // job name: succeeded
-	last  struct{ podSeen, podStarted, jobDone time.Duration }
+	last  struct{ podSeen, podStarted, podEnded, jobDone time.Duration }
 	ended chan struct{}
 	// podsDeleted counts pods deleted during the run.
 	podsDeleted int
@@ -47,20 +47,29 @@ type tracker struct {
 	// doneLags are the times from then until the job was seen finished.
 	lastExit map[string]time.Duration
 	doneLags []time.Duration
+	// runFor is how long a pod runs; overruns are how much longer each
+	// pod was seen running, exitSeenLags how long after kwok's exit time
+	// each job's last pod was seen ended.
+	runFor       time.Duration
+	overruns     []time.Duration
+	lastExitLag  map[string]time.Duration
+	exitSeenLags []time.Duration
 }
 
 type podState struct {
 	started, ended bool
+	startedAt      time.Duration
 }
 
-func newTracker(jobs int, kind string) *tracker {
+func newTracker(jobs int, kind string, runFor time.Duration) *tracker {
 	return &tracker{
-		jobs: jobs, kind: kind,
-		pods:     map[types.UID]*podState{},
-		seen:     map[string]map[types.UID]bool{},
-		done:     map[string]bool{},
-		ended:    make(chan struct{}),
-		lastExit: map[string]time.Duration{},
+		jobs: jobs, kind: kind, runFor: runFor,
+		lastExitLag: map[string]time.Duration{},
+		pods:        map[types.UID]*podState{},
+		seen:        map[string]map[types.UID]bool{},
+		done:        map[string]bool{},
+		ended:       make(chan struct{}),
+		lastExit:    map[string]time.Duration{},
 	}
 }
 
@@ -96,15 +105,24 @@ func (t *tracker) pod(obj interface{}, deleted bool) {
 	case corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed:
 		if !st.started {
 			st.started = true
-			t.last.podStarted = t.since()
+			st.startedAt = t.since()
+			t.last.podStarted = st.startedAt
 		}
 	}
 	if (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) && !st.ended {
 		st.ended = true
+		now := t.since()
+		t.last.podEnded = now
+		if st.started {
+			t.overruns = append(t.overruns, now-st.startedAt-t.runFor)
+		}
 		// Both controllers make the job the pod's controller.
 		if ref := metav1.GetControllerOf(p); ref != nil {
 			if _, done := t.done[ref.Name]; !done {
-				t.lastExit[ref.Name] = t.since()
+				t.lastExit[ref.Name] = now
+				if exited, ok := containersFinishedAt(p); ok {
+					t.lastExitLag[ref.Name] = time.Since(exited)
+				}
 			}
 		}
 	}
@@ -142,9 +160,41 @@ func (t *tracker) job(obj interface{}) {
 	if exit, ok := t.lastExit[u.GetName()]; ok {
 		t.doneLags = append(t.doneLags, t.last.jobDone-exit)
 	}
+	if lag, ok := t.lastExitLag[u.GetName()]; ok {
+		t.exitSeenLags = append(t.exitSeenLags, lag)
+	}
 	if len(t.done) == t.jobs {
 		close(t.ended)
 	}
+}
+
+// containersFinishedAt is when the last of a pod's containers exited, as
+// its status says (whole seconds).
+func containersFinishedAt(p *corev1.Pod) (time.Time, bool) {
+	var last time.Time
+	for _, c := range p.Status.ContainerStatuses {
+		if t := c.State.Terminated; t != nil && t.FinishedAt.After(last) {
+			last = t.FinishedAt.Time
+		}
+	}
+	return last, !last.IsZero()
+}
+
+// Percentiles are the p50, p99 and largest of some durations, in seconds.
+type Percentiles struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+func percentiles(ds []time.Duration) Percentiles {
+	n := len(ds)
+	if n == 0 {
+		return Percentiles{}
+	}
+	sorted := slices.Clone(ds)
+	slices.Sort(sorted)
+	return Percentiles{P50: sorted[n/2].Seconds(), P99: sorted[min(n-1, n*99/100)].Seconds(), Max: sorted[n-1].Seconds()}
 }
 
 // jobOutcome reads whether a job finished and whether it succeeded: our
@@ -213,13 +263,11 @@ func (t *tracker) fill(r *Result) {
 			r.JobsFailed++
 		}
 	}
-	if n := len(t.doneLags); n > 0 {
-		lags := slices.Clone(t.doneLags)
-		slices.Sort(lags)
-		r.DoneLagP50Seconds = lags[n/2].Seconds()
-		r.DoneLagP99Seconds = lags[min(n-1, n*99/100)].Seconds()
-		r.DoneLagMaxSeconds = lags[n-1].Seconds()
-	}
+	done := percentiles(t.doneLags)
+	r.DoneLagP50Seconds, r.DoneLagP99Seconds, r.DoneLagMaxSeconds = done.P50, done.P99, done.Max
+	r.ExitSeenLag = percentiles(t.exitSeenLags)
+	r.RunOverrun = percentiles(t.overruns)
+	r.PodsEndedSeconds = t.last.podEnded.Seconds()
 	r.PodsExistSeconds = t.last.podSeen.Seconds()
 	r.PodsStartedSeconds = t.last.podStarted.Seconds()
 	r.JobsDoneSeconds = t.last.jobDone.Seconds()
