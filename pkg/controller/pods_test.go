@@ -351,13 +351,14 @@ func TestTorchrun(t *testing.T) {
 }
 
 func TestTorchrunDefaults(t *testing.T) {
-	// A job written without defaults (nil maxRestarts, empty backend).
+	// A job written without defaults (nil maxRestarts, empty backend: static,
+	// as the job is not elastic).
 	job := newPyTorchJob("pt").withReplicas("master", 1).withTorchrun(v1beta1.TorchrunConfig{Enabled: true}).raw()
 	f := newFixture(t, job)
 	f.mustSync(job)
 	ctr := &podByName(t, f.createdPods(), "pt-master-0").Spec.Containers[0]
-	want := []string{"torchrun", "--nnodes=1", "--nproc-per-node=1", "--rdzv-backend=c10d",
-		"--rdzv-endpoint=master-0.pt.ns.svc:23456", "--rdzv-id=uid-pt", "--max-restarts=0", "train.py", "--epochs=3"}
+	want := []string{"torchrun", "--nnodes=1", "--nproc-per-node=1", "--rdzv-backend=static", "--master-addr=master-0.pt.ns.svc",
+		"--master-port=23456", "--node-rank=0", "--rdzv-id=uid-pt", "--max-restarts=0", "train.py", "--epochs=3"}
 	if !equalStrings(ctr.Command, want) {
 		t.Fatalf("command %q, want %q", ctr.Command, want)
 	}

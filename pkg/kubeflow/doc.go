@@ -60,7 +60,10 @@ limitations under the License.
 //     default, as gpu when every replica asks for GPUs), rdzvBackend,
 //     maxRestarts, rdzvId, rdzvConf, standalone and rdzvHost with rdzvPort
 //     become torchrun settings. Our torchrun gets --nnodes=<replicas>, not
-//     Kubeflow's min:max range.
+//     Kubeflow's min:max range. A job without elasticPolicy.rdzvBackend gets
+//     ours by default: static when not elastic, which is torchrun's own
+//     default and so what a Kubeflow job without an elasticPolicy runs, and
+//     c10d when elastic.
 //
 // What is reported and not converted: schedulingPolicy's minAvailable,
 // priorityClass, minResources and scheduleTimeoutSeconds; runPolicy.managedBy;

@@ -82,25 +82,24 @@ func (a pyTorchAdapter) Leaders(t *Topology) []ReplicaID {
 	return []ReplicaID{m}
 }
 
-func torchrun(t *Topology) *v1beta1.TorchrunConfig {
-	if job, ok := t.Job.(*v1beta1.PyTorchTrainingJob); ok {
-		if tc := job.Spec.TorchrunConfig; tc != nil && tc.Enabled {
-			return tc
-		}
-	}
-	return nil
-}
-
-// torchrunSettings are the torchrun options with defaults filled in.
+// torchrunSettings are a job's torchrun options with defaults filled in.
 type torchrunSettings struct {
-	procPerNode, backend, maxRestarts string
-	extra                             []string
+	procPerNode, maxRestarts string
+	backend                  v1beta1.RendezvousBackend
+	extra                    []string
 }
 
-func torchrunOptions(tc *v1beta1.TorchrunConfig) torchrunSettings {
+// torchrun returns the torchrun options of a job that starts its training
+// containers through torchrun.
+func torchrun(t *Topology) (torchrunSettings, bool) {
+	job, ok := t.Job.(*v1beta1.PyTorchTrainingJob)
+	if !ok || job.Spec.TorchrunConfig == nil || !job.Spec.TorchrunConfig.Enabled {
+		return torchrunSettings{}, false
+	}
+	tc := job.Spec.TorchrunConfig
 	s := torchrunSettings{
 		procPerNode: tc.ProcPerNode,
-		backend:     string(tc.RdzvBackend),
+		backend:     tc.RdzvBackend,
 		maxRestarts: "0",
 		extra:       tc.ExtraOptions,
 	}
@@ -108,17 +107,20 @@ func torchrunOptions(tc *v1beta1.TorchrunConfig) torchrunSettings {
 		s.procPerNode = v1beta1.DefaultProcPerNode
 	}
 	if s.backend == "" {
-		s.backend = string(v1beta1.RendezvousBackendC10d)
+		// The API fills it in, on every read too; this is for a job that
+		// never went through it.
+		s.backend = v1beta1.DefaultRendezvousBackend(&job.Spec)
 	}
 	if tc.MaxRestarts != nil {
 		s.maxRestarts = itoa(*tc.MaxRestarts)
 	}
-	return s
+	return s, true
 }
 
 // Env sets MASTER_ADDR, MASTER_PORT, WORLD_SIZE (replicas of the job), RANK
 // and PYTHONUNBUFFERED=1; with torchrun also the PET_* variables torchrun
-// reads its options from. Only the ranks differ between replicas.
+// reads its options from, as Kubeflow's PyTorchJob sets them. Only the ranks
+// differ between replicas.
 func (a pyTorchAdapter) Env(t *Topology) (ReplicaEnv, error) {
 	if err := t.LimitError(); err != nil {
 		return nil, err
@@ -126,15 +128,14 @@ func (a pyTorchAdapter) Env(t *Topology) (ReplicaEnv, error) {
 	m, port := a.master(t)
 	addr, portText, total := t.Address(m), itoa(port), itoa(t.Total)
 	var torchrunVars []corev1.EnvVar
-	if tc := torchrun(t); tc != nil {
-		s := torchrunOptions(tc)
+	if s, ok := torchrun(t); ok {
 		torchrunVars = []corev1.EnvVar{
 			envVar("PET_NNODES", nnodes(t)),
 			{Name: "PET_NODE_RANK"}, // the replica's rank, set below
 			envVar("PET_NPROC_PER_NODE", s.procPerNode),
 			envVar("PET_MASTER_ADDR", addr),
 			envVar("PET_MASTER_PORT", portText),
-			envVar("PET_RDZV_BACKEND", s.backend),
+			envVar("PET_RDZV_BACKEND", string(s.backend)),
 			envVar("PET_MAX_RESTARTS", s.maxRestarts),
 		}
 	}
@@ -171,36 +172,50 @@ func nnodes(t *Topology) string {
 // pythonInterpreter matches python, python3, python3.12 and paths to them.
 var pythonInterpreter = regexp.MustCompile(`^python[0-9.]*$`)
 
-// Entrypoint, with torchrun enabled, starts the training container as
+// Entrypoint, with torchrun enabled, starts the training container of a
+// replica as
 //
 //	torchrun --nnodes=<replicas of the job, or min:max when elastic> --nproc-per-node=<procPerNode>
-//	  --rdzv-backend=<rdzvBackend> --rdzv-endpoint=<MASTER_ADDR>:<MASTER_PORT>
-//	  --rdzv-id=<job uid> --max-restarts=<maxRestarts> <extraOptions...>
-//	  [--no-python] <program...>
+//	  --rdzv-backend=<rdzvBackend> <where to meet> --rdzv-id=<job uid>
+//	  --max-restarts=<maxRestarts> <extraOptions...> [--no-python] <program...>
 //
-// where the program is the container's command followed by its args. A
-// leading Python interpreter (python, python3, /usr/bin/python3.11, with a
+// where to meet is, for the static rendezvous, the first rank's address
+// and the replica's own rank among the job's (--master-addr=<MASTER_ADDR>
+// --master-port=<MASTER_PORT> --node-rank=<RANK>), and for any other
+// --rdzv-endpoint=<MASTER_ADDR>:<MASTER_PORT>, where the agents are given
+// their ranks.
+//
+// The program is the container's command followed by its args. A leading
+// Python interpreter (python, python3, /usr/bin/python3.11, with a
 // following -u) is dropped, since torchrun starts the script with its own
 // interpreter; any other command is kept and torchrun told --no-python. With
 // no command, the args are the program, as T9k documents (`torchrun <options>
 // <args>`). extraOptions come after the generated options, so an extra option
-// such as --rdzv-endpoint for an etcd backend overrides the generated one.
-func (a pyTorchAdapter) Entrypoint(t *Topology, _ ReplicaID, c *corev1.Container) {
-	tc := torchrun(t)
-	if tc == nil {
+// such as --rdzv-endpoint for an etcd backend, or --master-port, overrides
+// the generated one.
+func (a pyTorchAdapter) Entrypoint(t *Topology, r ReplicaID, c *corev1.Container) {
+	s, ok := torchrun(t)
+	if !ok {
 		return
 	}
-	s := torchrunOptions(tc)
 	m, port := a.master(t)
 	cmd := []string{
 		"torchrun",
 		"--nnodes=" + nnodes(t),
 		"--nproc-per-node=" + s.procPerNode,
-		"--rdzv-backend=" + s.backend,
-		"--rdzv-endpoint=" + hostPort(t.Address(m), port),
-		"--rdzv-id=" + string(t.Job.GetUID()),
-		"--max-restarts=" + s.maxRestarts,
+		"--rdzv-backend=" + string(s.backend),
 	}
+	if s.backend == v1beta1.RendezvousBackendStatic {
+		// torchrun makes the endpoint of a static rendezvous from these, so
+		// that a --master-port among the extra options still takes effect.
+		cmd = append(cmd, "--master-addr="+t.Address(m), "--master-port="+itoa(port), "--node-rank="+itoa(t.Rank(r)))
+	} else {
+		cmd = append(cmd, "--rdzv-endpoint="+hostPort(t.Address(m), port))
+	}
+	cmd = append(cmd,
+		"--rdzv-id="+string(t.Job.GetUID()),
+		"--max-restarts="+s.maxRestarts,
+	)
 	cmd = append(cmd, s.extra...)
 	program := c.Command
 	if len(program) > 0 && pythonInterpreter.MatchString(path.Base(program[0])) {

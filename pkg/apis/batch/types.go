@@ -219,6 +219,13 @@ type TensorBoardSpec struct {
 type RendezvousBackend string
 
 const (
+	// RendezvousBackendStatic: every replica is told its node rank and the
+	// fixed number of replicas, and the agents meet in a store on the first
+	// rank. The default of a job that is not elastic.
+	RendezvousBackendStatic RendezvousBackend = "static"
+	// RendezvousBackendC10d: the agents form the group through a store on
+	// the first rank, and form it again as replicas join and leave. The
+	// default of an elastic job.
 	RendezvousBackendC10d   RendezvousBackend = "c10d"
 	RendezvousBackendEtcd   RendezvousBackend = "etcd"
 	RendezvousBackendEtcdV2 RendezvousBackend = "etcd-v2"
@@ -237,7 +244,14 @@ type TorchrunConfig struct {
 	// integer, or "gpu" for one per GPU. Defaults to "1".
 	ProcPerNode string `json:"procPerNode,omitempty"`
 
-	// RdzvBackend is the rendezvous backend: c10d (the default), etcd or etcd-v2.
+	// RdzvBackend is how the replicas' torchrun agents meet: static, c10d,
+	// etcd or etcd-v2. Defaults to static for a job that is not elastic, and
+	// to c10d for an elastic one. With static, each replica runs torchrun
+	// with its own --node-rank and --nnodes set to the job's replicas, and
+	// the agents meet at MASTER_ADDR:MASTER_PORT, the first rank, without
+	// polling: the fastest start. Its group is fixed, so an elastic job
+	// cannot use it. With c10d the agents form the group at the same
+	// address and form it again as replicas join and leave.
 	RdzvBackend RendezvousBackend `json:"rdzvBackend,omitempty"`
 
 	// ExtraOptions are passed to torchrun before the training arguments.

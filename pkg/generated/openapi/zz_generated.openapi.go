@@ -20926,10 +20926,10 @@ func schema_pkg_apis_batch_v1beta1_TorchrunConfig(ref common.ReferenceCallback) 
 					},
 					"rdzvBackend": {
 						SchemaProps: spec.SchemaProps{
-							Description: "RdzvBackend is the rendezvous backend: c10d (the default), etcd or etcd-v2.\n\nPossible enum values:\n - `\"c10d\"`\n - `\"etcd\"`\n - `\"etcd-v2\"`",
+							Description: "RdzvBackend is how the replicas' torchrun agents meet: static, c10d, etcd or etcd-v2. Defaults to static for a job that is not elastic, and to c10d for an elastic one. With static, each replica runs torchrun with its own --node-rank and --nnodes set to the job's replicas, and the agents meet at MASTER_ADDR:MASTER_PORT, the first rank, without polling: the fastest start. Its group is fixed, so an elastic job cannot use it. With c10d the agents form the group at the same address and form it again as replicas join and leave.\n\nPossible enum values:\n - `\"c10d\"` : the agents form the group through a store on the first rank, and form it again as replicas join and leave. The default of an elastic job.\n - `\"etcd\"`\n - `\"etcd-v2\"`\n - `\"static\"` : every replica is told its node rank and the fixed number of replicas, and the agents meet in a store on the first rank. The default of a job that is not elastic.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"c10d", "etcd", "etcd-v2"},
+							Enum:        []interface{}{"c10d", "etcd", "etcd-v2", "static"},
 						},
 					},
 					"extraOptions": {

@@ -92,7 +92,8 @@ func internalFuncs() []interface{} {
 				t.ProcPerNode = oneOf(c, "1", "8", "gpu")
 			}
 			if t.RdzvBackend == "" {
-				t.RdzvBackend = oneOf(c, batch.RendezvousBackendC10d, batch.RendezvousBackendEtcd, batch.RendezvousBackendEtcdV2)
+				t.RdzvBackend = oneOf(c, batch.RendezvousBackendStatic, batch.RendezvousBackendC10d, batch.RendezvousBackendEtcd,
+					batch.RendezvousBackendEtcdV2)
 			}
 		},
 	}
@@ -122,6 +123,11 @@ func v1beta1Funcs() []interface{} {
 		func(t *v1beta1.TorchrunConfig, c randfill.Continue) {
 			c.FillNoCustom(t)
 			v1beta1.SetDefaults_TorchrunConfig(t)
+			// The rendezvous is defaulted with the rest of the spec in
+			// view; any value set is kept.
+			if t.RdzvBackend == "" {
+				t.RdzvBackend = v1beta1.RendezvousBackendStatic
+			}
 		},
 		func(d *v1beta1.DebugMode, c randfill.Continue) {
 			c.FillNoCustom(d)

@@ -93,7 +93,9 @@ func SetDefaults_ReplicaDebugSpec(obj *ReplicaDebugSpec) {
 	}
 }
 
-// SetDefaults_TorchrunConfig fills the torchrun options.
+// SetDefaults_TorchrunConfig fills the torchrun options that do not depend
+// on the rest of the spec; SetDefaults_PyTorchTrainingJobSpec fills the
+// rendezvous.
 func SetDefaults_TorchrunConfig(obj *TorchrunConfig) {
 	if obj.MaxRestarts == nil {
 		obj.MaxRestarts = ptr.To[int32](0)
@@ -101,7 +103,26 @@ func SetDefaults_TorchrunConfig(obj *TorchrunConfig) {
 	if obj.ProcPerNode == "" {
 		obj.ProcPerNode = DefaultProcPerNode
 	}
-	if obj.RdzvBackend == "" {
-		obj.RdzvBackend = RendezvousBackendC10d
+}
+
+// SetDefaults_PyTorchTrainingJobSpec fills the torchrun rendezvous
+// (DefaultRendezvousBackend). Defaults also run on every read from storage,
+// so a job stored without a rendezvous reads back with the one its pods are
+// built with. Jobs created while c10d was the only default had it written
+// into them, and keep it.
+func SetDefaults_PyTorchTrainingJobSpec(obj *PyTorchTrainingJobSpec) {
+	if tc := obj.TorchrunConfig; tc != nil && tc.RdzvBackend == "" {
+		tc.RdzvBackend = DefaultRendezvousBackend(obj)
 	}
+}
+
+// DefaultRendezvousBackend is the rendezvous of a job whose torchrunConfig
+// names none. A fixed group of replicas meets fastest through static, whose
+// agents meet in the first rank's store without polling it; an elastic job
+// needs c10d, which lets replicas join and leave.
+func DefaultRendezvousBackend(spec *PyTorchTrainingJobSpec) RendezvousBackend {
+	if spec.Elastic != nil && spec.Elastic.Enabled {
+		return RendezvousBackendC10d
+	}
+	return RendezvousBackendStatic
 }

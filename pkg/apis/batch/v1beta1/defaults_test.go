@@ -76,7 +76,11 @@ func TestPyTorchDefaults(t *testing.T) {
 	}{
 		{"absent stays absent", nil, nil},
 		{"empty", &TorchrunConfig{Enabled: true},
+			&TorchrunConfig{Enabled: true, MaxRestarts: ptr.To[int32](0), ProcPerNode: "1", RdzvBackend: RendezvousBackendStatic}},
+		{"c10d kept", &TorchrunConfig{Enabled: true, RdzvBackend: RendezvousBackendC10d},
 			&TorchrunConfig{Enabled: true, MaxRestarts: ptr.To[int32](0), ProcPerNode: "1", RdzvBackend: RendezvousBackendC10d}},
+		{"not enabled", &TorchrunConfig{},
+			&TorchrunConfig{MaxRestarts: ptr.To[int32](0), ProcPerNode: "1", RdzvBackend: RendezvousBackendStatic}},
 		{"set", &TorchrunConfig{Enabled: true, MaxRestarts: ptr.To[int32](3), ProcPerNode: "gpu", RdzvBackend: RendezvousBackendEtcdV2},
 			&TorchrunConfig{Enabled: true, MaxRestarts: ptr.To[int32](3), ProcPerNode: "gpu", RdzvBackend: RendezvousBackendEtcdV2}},
 	}
@@ -99,6 +103,39 @@ func TestPyTorchDefaults(t *testing.T) {
 			}
 			if got := job.Spec.RunPolicy; *got.BackoffLimit != DefaultBackoffLimit || got.CleanUpPolicy != CleanUpPolicyUnfinished {
 				t.Errorf("run policy = %+v, want backoffLimit 3 and cleanUpPolicy Unfinished", got)
+			}
+		})
+	}
+}
+
+// TestRendezvousDefault: a job that names no rendezvous gets static unless
+// it is elastic; an elastic job gets c10d, the rendezvous that lets replicas
+// join and leave. A rendezvous given is kept.
+func TestRendezvousDefault(t *testing.T) {
+	elastic := &ElasticConfig{Enabled: true, MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](4)}
+	cases := []struct {
+		name    string
+		backend RendezvousBackend
+		elastic *ElasticConfig
+		want    RendezvousBackend
+	}{
+		{"not elastic", "", nil, RendezvousBackendStatic},
+		{"an elastic range not enabled", "", &ElasticConfig{MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](4)}, RendezvousBackendStatic},
+		{"elastic", "", elastic, RendezvousBackendC10d},
+		{"c10d kept", RendezvousBackendC10d, nil, RendezvousBackendC10d},
+		{"etcd kept, elastic", RendezvousBackendEtcd, elastic, RendezvousBackendEtcd},
+		{"static kept", RendezvousBackendStatic, nil, RendezvousBackendStatic},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			job := &PyTorchTrainingJob{Spec: PyTorchTrainingJobSpec{
+				TrainingJobSpec: TrainingJobSpec{ReplicaSpecs: []ReplicaSpec{{Type: ReplicaTypeWorker, Replicas: ptr.To[int32](2)}}},
+				TorchrunConfig:  &TorchrunConfig{Enabled: true, RdzvBackend: tc.backend},
+				Elastic:         tc.elastic,
+			}}
+			SetObjectDefaults_PyTorchTrainingJob(job)
+			if got := job.Spec.TorchrunConfig.RdzvBackend; got != tc.want {
+				t.Errorf("rdzvBackend = %q, want %q", got, tc.want)
 			}
 		})
 	}

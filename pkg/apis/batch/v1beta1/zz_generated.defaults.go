@@ -46,6 +46,7 @@ func SetObjectDefaults_DebugRequest(in *DebugRequest) {
 }
 
 func SetObjectDefaults_PyTorchTrainingJob(in *PyTorchTrainingJob) {
+	SetDefaults_PyTorchTrainingJobSpec(&in.Spec)
 	SetDefaults_TrainingJobSpec(&in.Spec.TrainingJobSpec)
 	for i := range in.Spec.TrainingJobSpec.ReplicaSpecs {
 		a := &in.Spec.TrainingJobSpec.ReplicaSpecs[i]

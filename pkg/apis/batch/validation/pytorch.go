@@ -27,7 +27,7 @@ import (
 )
 
 var supportedRendezvousBackends = []batch.RendezvousBackend{
-	batch.RendezvousBackendC10d, batch.RendezvousBackendEtcd, batch.RendezvousBackendEtcdV2,
+	batch.RendezvousBackendStatic, batch.RendezvousBackendC10d, batch.RendezvousBackendEtcd, batch.RendezvousBackendEtcdV2,
 }
 
 // procPerNodeGPU asks torchrun for one worker process per GPU.
@@ -43,9 +43,23 @@ func validatePyTorchExtras(spec *batch.PyTorchTrainingJobSpec, fldPath *field.Pa
 		allErrs = append(allErrs, validateElastic(spec.Elastic, fldPath.Child("elastic"))...)
 		if spec.Elastic.Enabled {
 			allErrs = append(allErrs, validateElasticJob(spec, fldPath)...)
+			allErrs = append(allErrs, validateElasticRendezvous(spec, fldPath)...)
 		}
 	}
 	return allErrs
+}
+
+// validateElasticRendezvous refuses the static rendezvous for an elastic
+// job: static fixes the group's size and every replica's rank when the
+// agents start, so a replica added or removed could never join or leave.
+func validateElasticRendezvous(spec *batch.PyTorchTrainingJobSpec, fldPath *field.Path) field.ErrorList {
+	tc := spec.TorchrunConfig
+	if tc == nil || tc.RdzvBackend != batch.RendezvousBackendStatic {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(fldPath.Child("torchrunConfig", "rdzvBackend"), string(tc.RdzvBackend), fmt.Sprintf(
+		"an elastic job cannot use the static rendezvous, whose group cannot change: use %s (the default of an elastic job), %s or %s",
+		batch.RendezvousBackendC10d, batch.RendezvousBackendEtcd, batch.RendezvousBackendEtcdV2))}
 }
 
 // validateElasticJob checks the replica types around an elastic range. The

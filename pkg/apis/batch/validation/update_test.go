@@ -104,6 +104,7 @@ func TestPyTorchUpdate(t *testing.T) {
 			j.Spec.TorchrunConfig = &batch.TorchrunConfig{Enabled: true, MaxRestarts: ptr.To[int32](0), ProcPerNode: procs, RdzvBackend: batch.RendezvousBackendC10d}
 		}
 	}
+	static := func(j *batch.PyTorchTrainingJob) { j.Spec.TorchrunConfig.RdzvBackend = batch.RendezvousBackendStatic }
 	// running is a stored job with a pod.
 	running := func(j *batch.PyTorchTrainingJob) {
 		j.Status.Phase = batch.JobRunning
@@ -138,6 +139,10 @@ func TestPyTorchUpdate(t *testing.T) {
 			j.Spec.Elastic = &batch.ElasticConfig{MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](4)}
 			batch.Pause(&j.Spec.TrainingJobSpec)
 		}), nil},
+		{"elastic switched on over the static default", ptJob(torchrun("1"), static, func(j *batch.PyTorchTrainingJob) {
+			j.Spec.Elastic = &batch.ElasticConfig{MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](4)}
+		}), ptJob(torchrun("1"), static, elastic(ptr.To[int32](1), ptr.To[int32](4), nil)),
+			[]wantErr{invalid("spec.torchrunConfig.rdzvBackend")}},
 		{"torchrun changed", ptJob(torchrun("1")), ptJob(torchrun("gpu")), nil},
 		{"torchrun switched on", ptJob(), ptJob(torchrun("4")), nil},
 		{"new torchrun invalid", ptJob(), ptJob(torchrun("0")), []wantErr{invalid("spec.torchrunConfig.procPerNode")}},

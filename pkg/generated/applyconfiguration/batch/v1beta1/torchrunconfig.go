@@ -35,7 +35,14 @@ type TorchrunConfigApplyConfiguration struct {
 	// ProcPerNode is the number of worker processes per replica: a positive
 	// integer, or "gpu" for one per GPU. Defaults to "1".
 	ProcPerNode *string `json:"procPerNode,omitempty"`
-	// RdzvBackend is the rendezvous backend: c10d (the default), etcd or etcd-v2.
+	// RdzvBackend is how the replicas' torchrun agents meet: static, c10d,
+	// etcd or etcd-v2. Defaults to static for a job that is not elastic, and
+	// to c10d for an elastic one. With static, each replica runs torchrun
+	// with its own --node-rank and --nnodes set to the job's replicas, and
+	// the agents meet at MASTER_ADDR:MASTER_PORT, the first rank, without
+	// polling: the fastest start. Its group is fixed, so an elastic job
+	// cannot use it. With c10d the agents form the group at the same
+	// address and form it again as replicas join and leave.
 	RdzvBackend *batchv1beta1.RendezvousBackend `json:"rdzvBackend,omitempty"`
 	// ExtraOptions are passed to torchrun before the training arguments. At
 	// most 32768 bytes, each entry counting its length plus one.
