@@ -32,7 +32,7 @@ def program(obj, replica, container=0):
 
 def build_pytorch_ddp(_):
     return (PyTorchJob("pytorch-ddp")
-            .torchrun(procs_per_node=1, rdzv_backend="c10d")
+            .torchrun(procs_per_node=1)
             .replica("node", 2, restart_policy="ExitCode", annotations=KWOK, image=TRAINING_IMAGE,
                      command=["python3", "pytorch_ddp.py"], env={"STEPS": "40", "STEP_SECONDS": "0.5"},
                      requests={"cpu": "250m", "memory": "512Mi"}, limits={"cpu": "1", "memory": "2Gi"})
@@ -196,6 +196,8 @@ def test_queue_labels_the_job_for_kueue():
     (lambda: PyTorchJob("x").run_policy(backoff_limit=True), "spec.runPolicy.backoffLimit"),
     (lambda: PyTorchJob("x").elastic(3, 2), "spec.elastic.maxReplicas"),
     (lambda: PyTorchJob("x").torchrun(rdzv_backend="zookeeper"), "spec.torchrunConfig.rdzvBackend"),
+    (lambda: PyTorchJob("x").replica("worker", 1).torchrun(rdzv_backend="static").elastic(1, 2).to_dict(),
+     "spec.torchrunConfig.rdzvBackend"),
     (lambda: PyTorchJob("Not_A_Name"), "metadata.name"),
     (lambda: PyTorchJob("x").to_dict(), "spec.replicaSpecs"),
 ])

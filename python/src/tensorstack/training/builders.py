@@ -14,7 +14,7 @@ Example::
            .replica("node", 2, image="registry.example/mnist:1",
                     command=["python3", "train.py"], env={"EPOCHS": "3"},
                     requests={"cpu": "1", "memory": "2Gi"})
-           .torchrun(procs_per_node=1, rdzv_backend="c10d")
+           .torchrun(procs_per_node=1)
            .run_policy(backoff_limit=2))
 """
 
@@ -42,7 +42,9 @@ RESTART_POLICIES = ("Never", "OnFailure", "Always", "ExitCode")
 CLEAN_UP_POLICIES = ("All", "Unfinished", "None")
 STARTUP_POLICIES = ("AnyOrder", "InOrder")
 SUCCESS_POLICIES = ("Default", "AllWorkers", "AnyWorker")
-RENDEZVOUS_BACKENDS = ("c10d", "etcd", "etcd-v2")
+#: torchrun's rendezvous backends. Unset, the server picks static for a job that
+#: is not elastic and c10d for an elastic one, which static cannot serve.
+RENDEZVOUS_BACKENDS = ("static", "c10d", "etcd", "etcd-v2")
 
 #: Kueue's label naming a job's LocalQueue.
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -420,6 +422,10 @@ class PyTorchJob(TrainingJobBuilder):
         return self
 
     def _kind_spec(self) -> Dict[str, Any]:
+        if self._elastic and self._torchrun and self._torchrun.get("rdzvBackend") == "static":
+            raise BuildError("spec.torchrunConfig.rdzvBackend",
+                             "an elastic job cannot use the static rendezvous, whose group cannot change: "
+                             "use c10d (the default of an elastic job), etcd or etcd-v2")
         spec: Dict[str, Any] = {}
         if self._torchrun:
             spec["torchrunConfig"] = dict(self._torchrun)
