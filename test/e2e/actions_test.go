@@ -150,7 +150,7 @@ func TestDebugAction(t *testing.T) {
 	}
 	pods = f.WaitForPods(ref, "3 running debug pods", framework.Timeout, allReplaced(podUIDs(pods), 3))
 	checkDebugCommands(t, ref, pods, map[string][]string{"master": {"sleep", "inf"}, "worker": {"sleep", "3600"}})
-	checkPyTorchEnv(t, ref, []replicaGroup{{"master", 1, 23456}, {"worker", 2, 23456}}, pods, false)
+	checkPyTorchEnv(t, ref, []replicaGroup{{"master", 1, 23456}, {"worker", 2, 23456}}, pods, nil)
 	if job := f.WaitForPhase(ref, v1beta1.JobRunning); job.JobStatus().BackoffCount != 0 {
 		t.Errorf("switching to debug mode counted %d restarts", job.JobStatus().BackoffCount)
 	}

@@ -116,7 +116,8 @@ func TestExamplePyTorchDDP(t *testing.T) {
 	pods := f.WaitForRunningPods(ref, 2)
 	job := f.MustGetJob(ref)
 	checkReplicaPods(t, f, job, ref, groups, pods)
-	checkPyTorchEnv(t, ref, groups, pods, true)
+	// The example names no rendezvous: a job that is not elastic gets static.
+	checkPyTorchEnv(t, ref, groups, pods, &torchrunEnv{procPerNode: "1", backend: "static", maxRestarts: "0"})
 
 	job = f.WaitForPhase(ref, v1beta1.JobSucceeded)
 	checkSucceeded(t, job)
@@ -134,7 +135,7 @@ func TestExamplePyTorchTorchrun(t *testing.T) {
 	pods := f.WaitForRunningPods(ref, 2)
 	job := f.MustGetJob(ref)
 	checkReplicaPods(t, f, job, ref, groups, pods)
-	checkPyTorchEnv(t, ref, groups, pods, true)
+	checkPyTorchEnv(t, ref, groups, pods, &torchrunEnv{procPerNode: "gpu", backend: "c10d", maxRestarts: "3"})
 
 	master := fmt.Sprintf("node-0.llm-finetune.%s.svc", f.Namespace)
 	template := job.CommonSpec().ReplicaSpecs[0].Template.Spec.Containers[0]
@@ -181,7 +182,7 @@ func TestExampleDebugMode(t *testing.T) {
 	job := f.MustGetJob(ref)
 	groups := []replicaGroup{{"master", 1, 23456}, {"worker", 1, 23456}}
 	checkReplicaPods(t, f, job, ref, groups, pods)
-	checkPyTorchEnv(t, ref, groups, pods, false)
+	checkPyTorchEnv(t, ref, groups, pods, nil)
 	checkDebugCommands(t, ref, pods, map[string][]string{
 		"master": {"sleep", "inf"},
 		"worker": {"sh", "-c", "env | grep -E '^(MASTER_|WORLD_SIZE|RANK)'; sleep inf"},
@@ -539,10 +540,17 @@ func checkTFConfig(t *testing.T, ref framework.JobRef, groups []replicaGroup, po
 	}
 }
 
+// torchrunEnv is what a job's torchrunConfig should hand torchrun through
+// the PET_* variables.
+type torchrunEnv struct {
+	procPerNode, backend, maxRestarts string
+}
+
 // checkPyTorchEnv checks the torch.distributed variables of every pod: the
 // master is the first replica of the master type if there is one, else of
-// the first type; ranks follow the list order.
-func checkPyTorchEnv(t *testing.T, ref framework.JobRef, groups []replicaGroup, pods []corev1.Pod, torchrun bool) {
+// the first type; ranks follow the list order. torchrun is nil for a job
+// that does not start torchrun, which must get no PET_* variable.
+func checkPyTorchEnv(t *testing.T, ref framework.JobRef, groups []replicaGroup, pods []corev1.Pod, torchrun *torchrunEnv) {
 	t.Helper()
 	ordered := slices.Clone(groups)
 	for i, g := range ordered {
@@ -572,21 +580,21 @@ func checkPyTorchEnv(t *testing.T, ref framework.JobRef, groups []replicaGroup, 
 			"RANK":             strconv.Itoa(rank[p.Name]),
 			"PYTHONUNBUFFERED": "1",
 		}
-		if torchrun {
+		if torchrun != nil {
 			want["PET_NNODES"] = total
 			want["PET_NODE_RANK"] = strconv.Itoa(rank[p.Name])
-			want["PET_NPROC_PER_NODE"] = "gpu"
+			want["PET_NPROC_PER_NODE"] = torchrun.procPerNode
 			want["PET_MASTER_ADDR"] = masterAddr
 			want["PET_MASTER_PORT"] = strconv.Itoa(master.port)
-			want["PET_RDZV_BACKEND"] = "c10d"
-			want["PET_MAX_RESTARTS"] = "3"
+			want["PET_RDZV_BACKEND"] = torchrun.backend
+			want["PET_MAX_RESTARTS"] = torchrun.maxRestarts
 		}
 		for k, v := range want {
 			if got, ok := framework.EnvOf(c, k); !ok || got != v {
 				t.Errorf("pod %s: %s=%q (set: %v), want %q", p.Name, k, got, ok, v)
 			}
 		}
-		if !torchrun {
+		if torchrun == nil {
 			if _, ok := framework.EnvOf(c, "PET_NNODES"); ok {
 				t.Errorf("pod %s has PET_NNODES without torchrun", p.Name)
 			}

@@ -146,7 +146,8 @@ var stepLine = regexp.MustCompile(`rank=(\d+) step=(\d+) loss=([0-9.]+)`)
 // through the headless Service's DNS, run the same number of steps, the
 // loss falls, and the job succeeds; kubectl training logs --all-replicas
 // shows every rank's steps. Rank 0 reports the job's progress from inside
-// its pod (checkDDPProgress).
+// its pod (checkDDPProgress). The example names no rendezvous, so the ranks
+// meet through the static one, each told its node rank.
 func TestRealNodeTorchrunDDP(t *testing.T) {
 	f := onRealNode(t, "real-ddp")
 	applyExample(f, "pytorch-ddp.yaml")
@@ -157,6 +158,7 @@ func TestRealNodeTorchrunDDP(t *testing.T) {
 		t.Fatalf("%d pods, want 2", len(pods))
 	}
 	checkOnRealNode(t, pods)
+	checkStaticRendezvous(t, ref, pods)
 
 	steps := map[int][]float64{}
 	for _, p := range pods {
@@ -191,6 +193,23 @@ func TestRealNodeTorchrunDDP(t *testing.T) {
 	for _, rank := range []string{"rank=0 step=40", "rank=1 step=40"} {
 		if !strings.Contains(out, rank) {
 			t.Errorf("kubectl training logs --all-replicas lacks %q:\n%s", rank, out)
+		}
+	}
+}
+
+// checkStaticRendezvous checks that each pod of a job of one replica type
+// runs torchrun with the static rendezvous, the job's replicas and its own
+// index as its node rank.
+func checkStaticRendezvous(t *testing.T, ref framework.JobRef, pods []corev1.Pod) {
+	t.Helper()
+	for i := range pods {
+		c := framework.TrainingContainer(ref.Kind, &pods[i])
+		command := strings.Join(c.Command, " ")
+		for _, opt := range []string{"--rdzv-backend=static", fmt.Sprintf("--nnodes=%d", len(pods)),
+			"--node-rank=" + pods[i].Labels[v1beta1.LabelReplicaIndex]} {
+			if !strings.Contains(" "+command+" ", " "+opt+" ") {
+				t.Errorf("pod %s runs %q, without %s", pods[i].Name, command, opt)
+			}
 		}
 	}
 }

@@ -57,7 +57,8 @@ func onRealNodes(t *testing.T, prefix string, n int) *framework.Framework {
 
 // TestRealNodesDDPAcrossNodes: the DDP example's two ranks, spread over two
 // nodes, meet through the job's Service DNS name and train: the traffic of
-// every all-reduce crosses from one node's pod CIDR to the other's.
+// every all-reduce crosses from one node's pod CIDR to the other's. The job
+// names no rendezvous, so its ranks meet through the static one.
 func TestRealNodesDDPAcrossNodes(t *testing.T) {
 	f := onRealNodes(t, "real-ddp-nodes", 2)
 	applyManifest(f, `
@@ -69,7 +70,6 @@ spec:
   torchrunConfig:
     enabled: true
     procPerNode: "1"
-    rdzvBackend: c10d
   runPolicy:
     cleanUpPolicy: None
   replicaSpecs:
@@ -101,6 +101,7 @@ spec:
 		t.Fatalf("%d pods, want 2", len(pods))
 	}
 	checkOnRealNode(t, pods)
+	checkStaticRendezvous(t, ref, pods)
 	if pods[0].Spec.NodeName == pods[1].Spec.NodeName {
 		t.Fatalf("both ranks ran on %s, want one per node", pods[0].Spec.NodeName)
 	}

@@ -80,6 +80,13 @@ func TestInvalidJobsRejected(t *testing.T) {
 			_, err := tf.client("invalid").Create(ctx, job, metav1.CreateOptions{})
 			return err
 		}, "spec.tensorboardSpec.trainingLogFilesets[0]"},
+		{"static rendezvous for an elastic job", func() error {
+			job := pt.newJob("elastic-static")
+			job.Spec.TorchrunConfig = &v1beta1.TorchrunConfig{Enabled: true, RdzvBackend: v1beta1.RendezvousBackendStatic}
+			job.Spec.Elastic = &v1beta1.ElasticConfig{Enabled: true, MinReplicas: ptr.To[int32](2), MaxReplicas: ptr.To[int32](4)}
+			_, err := pt.client("invalid").Create(ctx, job, metav1.CreateOptions{})
+			return err
+		}, "spec.torchrunConfig.rdzvBackend"},
 		{"name too long for the derived TensorBoard name", func() error {
 			job := tf.newJob(strings.Repeat("a", 55))
 			job.Spec.TensorboardSpec = &v1beta1.TensorBoardSpec{Image: "tensorboard:2", TrainingLogFilesets: []string{"t9k://pvc/logs/run1"}}
@@ -115,6 +122,36 @@ func TestInvalidJobsRejected(t *testing.T) {
 			t.Errorf("update changing a replica type: %v, want 422", err)
 		}
 	})
+}
+
+// TestRendezvousDefault: a PyTorch job whose torchrunConfig names no
+// rendezvous is stored with static, or with c10d when it is elastic.
+func TestRendezvousDefault(t *testing.T) {
+	s := framework.StartTestServer(t, "")
+	ctx := context.Background()
+	pt := pytorchKind(s)
+	for name, elastic := range map[string]*v1beta1.ElasticConfig{
+		"fixed":   nil,
+		"elastic": {Enabled: true, MinReplicas: ptr.To[int32](2), MaxReplicas: ptr.To[int32](4)},
+	} {
+		job := pt.newJob(name)
+		job.Spec.TorchrunConfig = &v1beta1.TorchrunConfig{Enabled: true}
+		job.Spec.Elastic = elastic
+		if _, err := pt.client("rendezvous").Create(ctx, job, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+		got, err := pt.client("rendezvous").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("get %s: %v", name, err)
+		}
+		want := v1beta1.RendezvousBackendStatic
+		if elastic != nil {
+			want = v1beta1.RendezvousBackendC10d
+		}
+		if b := got.Spec.TorchrunConfig.RdzvBackend; b != want {
+			t.Errorf("%s job stored with rdzvBackend %q, want %q", name, b, want)
+		}
+	}
 }
 
 // TestAlternativeSpellingsStoredCanonical posts a manifest in the spellings
