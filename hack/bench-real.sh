@@ -5,11 +5,12 @@
 # table, also saved in _output/bench/real.md:
 #   - a bare Pod of the training image on the real node, torchrun standalone:
 #     from its create to its first training step (the floor);
-#   - two bare Pods behind a headless Service, torchrun with a c10d
+#   - two bare Pods behind a headless Service, torchrun with a static
 #     rendezvous between them: from their create to every rank's first step;
-#   - a PyTorchTrainingJob of 2 ranks (torchrun, c10d, gloo): from its create
-#     to every rank's first training step;
-#   - the same job: from its last rank's exit to Succeeded.
+#   - a PyTorchTrainingJob of 2 ranks (torchrun, gloo) with its default
+#     rendezvous, static, and one with c10d: from its create to every rank's
+#     first training step;
+#   - the default job: from its last rank's exit to Succeeded.
 #
 # Settings (environment):
 #   BENCH_RUNS=5   runs of each measurement (the median, min and max are printed)

@@ -16,10 +16,11 @@ limitations under the License.
 
 // Command bench-real measures, on the local stack's real node, how long a
 // PyTorchTrainingJob takes from its create to every rank's first training
-// step, next to a bare Pod of the same image and script on the same node
-// (the floor: what the node, the image and PyTorch cost without us), next
-// to two bare Pods meeting through the same c10d rendezvous (what two ranks
-// cost without us), and from the last rank's exit to the job's Succeeded. The training processes
+// step, with its default rendezvous (static) and with c10d, next to a bare
+// Pod of the same image and script on the same node (the floor: what the
+// node, the image and PyTorch cost without us), next to two bare Pods
+// meeting through the same static rendezvous (what two ranks cost without
+// us), and from the last rank's exit to the job's Succeeded. The training processes
 // print the wall-clock time of each step (scripts/pytorch_ddp.py); this
 // program runs on the same machine, so the clocks are one. It prints a
 // markdown table.
@@ -92,8 +93,8 @@ func run(localDir string, runs int, out string) error {
 	training := clientset.NewForConfigOrDie(cfg)
 	ctx := context.Background()
 
-	var bare, pair, toFirstStep, toSucceeded, scaleToTraining []time.Duration
-	var floorPhases, jobPhases []phases
+	var bare, pair, toFirstStep, toFirstStepC10d, toSucceeded, scaleToTraining []time.Duration
+	var floorPhases, jobPhases, c10dPhases []phases
 	for i := range runs {
 		d, fp, err := barePod(ctx, kube, fmt.Sprintf("bench-floor-%d", i))
 		if err != nil {
@@ -105,18 +106,29 @@ func run(localDir string, runs int, out string) error {
 			return fmt.Errorf("two bare pods, run %d: %w", i, err)
 		}
 		pair = append(pair, p)
-		first, end, jp, err := job(ctx, kube, training, fmt.Sprintf("bench-ddp-%d", i))
-		if err != nil {
-			return fmt.Errorf("job, run %d: %w", i, err)
+		// The two jobs take turns at going first, so that neither always
+		// starts on the nodes the other just left.
+		var first, firstC10d, end time.Duration
+		for _, backend := range rendezvousTurns(i) {
+			f, e, jp, err := job(ctx, kube, training, fmt.Sprintf("bench-ddp-%s-%d", backendName(backend), i), backend)
+			if err != nil {
+				return fmt.Errorf("job (%s), run %d: %w", backendName(backend), i, err)
+			}
+			if backend == v1beta1.RendezvousBackendC10d {
+				firstC10d, toFirstStepC10d, c10dPhases = f, append(toFirstStepC10d, f), append(c10dPhases, jp)
+				continue
+			}
+			first, end = f, e
+			toFirstStep, toSucceeded, jobPhases = append(toFirstStep, f), append(toSucceeded, e), append(jobPhases, jp)
 		}
-		toFirstStep, toSucceeded, jobPhases = append(toFirstStep, first), append(toSucceeded, end), append(jobPhases, jp)
 		scaled, err := elasticScale(ctx, kube, training, fmt.Sprintf("bench-elastic-%d", i))
 		if err != nil {
 			return fmt.Errorf("elastic job, run %d: %w", i, err)
 		}
 		scaleToTraining = append(scaleToTraining, scaled)
-		benchkit.Logf("run %d: bare pod %s, two bare pods %s, job to every rank's first step %s, last exit to Succeeded %s, scale 1 to 2 to training %s",
-			i, benchkit.Ms(d), benchkit.Ms(p), benchkit.Ms(first), benchkit.Ms(end), benchkit.Ms(scaled))
+		benchkit.Logf("run %d: bare pod %s, two bare pods %s, job to every rank's first step %s (c10d %s), last exit to Succeeded %s, "+
+			"scale 1 to 2 to training %s", i, benchkit.Ms(d), benchkit.Ms(p), benchkit.Ms(first), benchkit.Ms(firstC10d), benchkit.Ms(end),
+			benchkit.Ms(scaled))
 	}
 
 	table := benchkit.Table{Header: []string{"measurement (real node, " + strconv.Itoa(runs) + " runs)", "median ms", "min ms", "max ms", "vs floor"}}
@@ -128,10 +140,11 @@ func run(localDir string, runs int, out string) error {
 		table.Add(name, benchkit.Ms(benchkit.Median(ds)), benchkit.Ms(benchkit.Percentile(ds, 0)), benchkit.Ms(benchkit.Percentile(ds, 100)), ratio)
 	}
 	row("bare Pod, torchrun standalone: create → first step (the floor)", bare, 0)
-	row("two bare Pods, torchrun c10d, 2 ranks: create → every rank's first step", pair, benchkit.Median(bare))
-	row("PyTorchTrainingJob, 2 ranks: create → every rank's first step", toFirstStep, benchkit.Median(bare))
-	table.Add("PyTorchTrainingJob, 2 ranks, next to the two bare Pods", "", "", "",
+	row("two bare Pods, torchrun static, 2 ranks: create → every rank's first step", pair, benchkit.Median(bare))
+	row("PyTorchTrainingJob, 2 ranks (static, the default): create → every rank's first step", toFirstStep, benchkit.Median(bare))
+	table.Add("PyTorchTrainingJob, 2 ranks (static), next to the two bare Pods", "", "", "",
 		benchkit.Ratio(float64(benchkit.Median(toFirstStep)), float64(benchkit.Median(pair))))
+	row("PyTorchTrainingJob, 2 ranks, rdzvBackend c10d: create → every rank's first step", toFirstStepC10d, benchkit.Median(bare))
 	row("PyTorchTrainingJob: last rank's exit → Succeeded", toSucceeded, 0)
 	table.Add("elastic PyTorchTrainingJob: scale 1 → 2 → both ranks training at world 2",
 		benchkit.Ms(benchkit.Median(scaleToTraining)), benchkit.Ms(benchkit.Percentile(scaleToTraining, 0)),
@@ -142,7 +155,7 @@ func run(localDir string, runs int, out string) error {
 		return err
 	}
 	b.WriteString("\n")
-	breakdown := breakdownTable(floorPhases, jobPhases)
+	breakdown := breakdownTable(floorPhases, jobPhases, c10dPhases)
 	if err := breakdown.Write(&b); err != nil {
 		return err
 	}
@@ -229,10 +242,10 @@ func untilPodsSucceeded(ctx context.Context, kube kubernetes.Interface, names ..
 }
 
 // barePair runs the training script as two bare Pods behind a headless
-// Service, each through torchrun with the job's c10d rendezvous on the
-// first one's DNS name, and returns the time from their create to the last
-// rank's first step: what two ranks meeting through PyTorch's dynamic
-// rendezvous cost without the controller (the job's own floor).
+// Service, each through torchrun with the job's default rendezvous, static,
+// on the first one's DNS name, and returns the time from their create to
+// the last rank's first step: what two ranks meeting through PyTorch cost
+// without the controller (the job's own floor).
 func barePair(ctx context.Context, kube kubernetes.Interface, name string) (time.Duration, error) {
 	labels := map[string]string{"bench.tensorstack.dev/pair": name}
 	svc := &corev1.Service{
@@ -242,8 +255,8 @@ func barePair(ctx context.Context, kube kubernetes.Interface, name string) (time
 	host := "node-0." + name + "." + namespace + ".svc"
 	pods := make([]*corev1.Pod, 2)
 	for i := range pods {
-		c := container("torchrun", "--nnodes=2", "--nproc-per-node=1", "--rdzv-backend=c10d",
-			"--rdzv-endpoint="+host+":29400", "--rdzv-id="+name, monitorInterval, "pytorch_ddp.py")
+		c := container("torchrun", "--nnodes=2", "--nproc-per-node=1", "--rdzv-backend=static", "--master-addr="+host,
+			"--master-port=29400", fmt.Sprintf("--node-rank=%d", i), "--rdzv-id="+name, monitorInterval, "pytorch_ddp.py")
 		c.Env = append(c.Env, corev1.EnvVar{Name: "MASTER_ADDR", Value: host}) // waitdns.py waits for it
 		pods[i] = &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, i), Labels: labels},
@@ -280,14 +293,32 @@ func barePair(ctx context.Context, kube kubernetes.Interface, name string) (time
 	return latest(firsts...).Sub(created), nil
 }
 
-// job runs a 2-rank DDP job and returns the time from its create to the
-// last rank's first step, and from the last rank's exit to Succeeded as
-// its watcher sees it.
-func job(ctx context.Context, kube kubernetes.Interface, training clientset.Interface, name string) (time.Duration, time.Duration, phases, error) {
+// rendezvousTurns is the order in which run i creates its two jobs: the
+// default rendezvous ("") and c10d.
+func rendezvousTurns(i int) []v1beta1.RendezvousBackend {
+	if i%2 == 0 {
+		return []v1beta1.RendezvousBackend{"", v1beta1.RendezvousBackendC10d}
+	}
+	return []v1beta1.RendezvousBackend{v1beta1.RendezvousBackendC10d, ""}
+}
+
+// backendName names a job's rendezvous in its name and in errors.
+func backendName(backend v1beta1.RendezvousBackend) string {
+	if backend == "" {
+		return "default"
+	}
+	return string(backend)
+}
+
+// job runs a 2-rank DDP job with the given rendezvous ("" for the API's
+// default) and returns the time from its create to the last rank's first
+// step, and from the last rank's exit to Succeeded as its watcher sees it.
+func job(ctx context.Context, kube kubernetes.Interface, training clientset.Interface, name string,
+	backend v1beta1.RendezvousBackend) (time.Duration, time.Duration, phases, error) {
 	j := &v1beta1.PyTorchTrainingJob{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1beta1.PyTorchTrainingJobSpec{
-			TorchrunConfig: &v1beta1.TorchrunConfig{Enabled: true, ProcPerNode: "1", RdzvBackend: v1beta1.RendezvousBackendC10d,
+			TorchrunConfig: &v1beta1.TorchrunConfig{Enabled: true, ProcPerNode: "1", RdzvBackend: backend,
 				ExtraOptions: []string{monitorInterval}},
 			TrainingJobSpec: v1beta1.TrainingJobSpec{ReplicaSpecs: []v1beta1.ReplicaSpec{{
 				Type: "node", Replicas: ptr.To[int32](2),

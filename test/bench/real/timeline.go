@@ -191,9 +191,11 @@ func breakdown(created, succeeded time.Time, pods map[string]podTimes, logs map[
 }
 
 // breakdownTable prints the median of each phase for the floor (a bare
-// Pod) and the job, side by side.
-func breakdownTable(floor, job []phases) benchkit.Table {
-	t := benchkit.Table{Header: []string{"phase (median ms)", "bare Pod (floor)", "PyTorchTrainingJob, 2 ranks"}}
+// Pod), the job with its default rendezvous and the job with c10d, side by
+// side.
+func breakdownTable(floor, job, c10d []phases) benchkit.Table {
+	t := benchkit.Table{Header: []string{"phase (median ms)", "bare Pod (floor)", "PyTorchTrainingJob, 2 ranks (static)",
+		"PyTorchTrainingJob, 2 ranks (c10d)"}}
 	median := func(ps []phases, get func(phases) time.Duration) string {
 		if len(ps) == 0 {
 			return "-"
@@ -218,14 +220,14 @@ func breakdownTable(floor, job []phases) benchkit.Table {
 		{"→ the pod Succeeded (the kubelet, once the sandbox is down)", func(p phases) time.Duration { return p.terminatedToPodSucceeded }, true, false},
 		{"→ the job Succeeded (the controller, from the exit codes; its status write)", func(p phases) time.Duration { return p.terminatedToJobSucceeded }, false, true},
 	} {
-		f, j := "-", "-"
+		f, j, c := "-", "-", "-"
 		if row.floor {
 			f = median(floor, row.get)
 		}
 		if row.job {
-			j = median(job, row.get)
+			j, c = median(job, row.get), median(c10d, row.get)
 		}
-		t.Add(row.name, f, j)
+		t.Add(row.name, f, j, c)
 	}
 	return t
 }
