@@ -54,14 +54,16 @@ images:
 release:
 	hack/release.sh $(VERSION)
 
-## test: everything CI checks: lint, generated code, unit, a bounded fuzz run, integration and end-to-end tests; ends
-## with a table of each phase's seconds and the Go tests it ran, passed, failed and skipped (hack/test.sh), and says
-## what was skipped where something it needs is missing here (real nodes: no root, cgroup v2, no overlayfs), each a
-## failure under CI=true or REQUIRE_REAL_NODES=1 (test/internal/skips)
-TEST_SUITES := node-images-early lint verify-codegen test-unit test-python test-fuzz-short test-integration test-e2e \
-	test-chaos test-deploy test-install
+## test: everything CI checks: lint, generated code, unit, a bounded fuzz run, integration and end-to-end tests. After
+## the builds, two lanes run side by side on stacks of their own (hack/test.sh): the e2e suite, whose real-node tests
+## hold the real nodes one at a time, beside integration, chaos, deploy and install, which mostly wait. Ends with a
+## table of each phase's lane, start, seconds and the Go tests it ran, passed, failed and skipped, and says what was
+## skipped where something it needs is missing here (real nodes: no root, cgroup v2, no overlayfs), each a failure
+## under CI=true or REQUIRE_REAL_NODES=1 (test/internal/skips)
+TEST_SUITES := node-images-early lint verify-codegen test-unit test-python test-fuzz-short test-build
+TEST_LANES := "test-e2e" "test-integration test-chaos test-deploy test-install"
 test:
-	@hack/test.sh $(TEST_SUITES)
+	@hack/test.sh $(TEST_SUITES) --lanes $(TEST_LANES)
 
 # The main module's unit tests, then those of every other module (hack/tools, hack/images) that has tests: kwok's
 # Stages, the image builder. Found rather than listed, so that a module's first test runs without a Makefile edit.

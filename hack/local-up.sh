@@ -26,6 +26,8 @@
 #   LOCAL_KWOK_PORT=16247 LOCAL_KUEUE_WEBHOOK_PORT=16263 LOCAL_KUEUE_METRICS_PORT=16264
 #   LOCAL_KUEUE_HEALTH_PORT=16265
 #   LOCAL_TRAINING_PORT=18443 LOCAL_TRAINING_METRICS_PORT=18080 LOCAL_TRAINING_HEALTH_PORT=18081
+#   LOCAL_PORT_OFFSET=0       moves every port not set explicitly by as much: a second stack (another
+#                             LOCAL_DIR) beside the first, as make test runs its suites
 #   LOCAL_FAKE_NODES=10 LOCAL_NODE_CPU=1000 LOCAL_NODE_MEMORY=4Ti LOCAL_NODE_PODS=500 LOCAL_NODE_GPUS=64
 #   LOCAL_SKIP_TRAINING=1     do not start training-apiserver / training-controller-manager
 #   LOCAL_REAL_NODE=0         no real nodes: without it, where the machine allows (root,

@@ -22,6 +22,8 @@ source "${HACK_DIR}/lib/common.sh"
 # The suite's jobs run on kwok nodes; the real node has no part in it
 # (set before local.sh, which defaults it to 1).
 export LOCAL_REAL_NODE="${LOCAL_REAL_NODE:-0}"
+# A directory of its own, as the deploy and install tests have: make test runs it beside the e2e stack.
+export LOCAL_DIR="${LOCAL_DIR:-${OUTPUT_DIR}/local-chaos}"
 # shellcheck source=hack/lib/local.sh
 source "${HACK_DIR}/lib/local.sh"
 

@@ -381,50 +381,115 @@ conntrack:
 	}
 }
 
-// saveSysctls records the machine-wide sysctls the kubelet changes; an
-// earlier record (of a stack that crashed) is kept, being the original.
+// The machine-wide sysctls are shared by every stack with real nodes: the first to start records the machine's
+// own values, and the last to stop puts them back, so that two stacks side by side (make test's lanes) neither
+// restore them under each other nor leave the kubelet's values behind. Each stack that holds them has a file in
+// sysctlsDir with the machine's values; /run is cleared by a reboot, as the sysctls are.
+var sysctlsDir = "/run/tensorstack-localcluster/sysctls"
+
+// sysctlsFile is this stack's hold on the machine-wide sysctls.
+func (c *Cluster) sysctlsFile() string { return filepath.Join(sysctlsDir, c.stackID()) }
+
+// withSysctlsLock runs fn holding the lock that orders the stacks' saves and restores.
+func withSysctlsLock(fn func() error) error {
+	if err := os.MkdirAll(sysctlsDir, 0o755); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(filepath.Join(sysctlsDir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("locking %s: %w", lock.Name(), err)
+	}
+	return fn()
+}
+
+// sysctlHolders lists the stacks' files in sysctlsDir.
+func sysctlHolders() ([]string, error) {
+	entries, err := os.ReadDir(sysctlsDir)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, e := range entries {
+		if !e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			files = append(files, filepath.Join(sysctlsDir, e.Name()))
+		}
+	}
+	return files, nil
+}
+
+// saveSysctls records the machine's own values of the sysctls the kubelet changes: read now when no other stack
+// holds them, else copied from a stack that does (the kubelet of that one has changed them since). An earlier
+// record of this stack (one that crashed) is kept.
 func (c *Cluster) saveSysctls(ctx context.Context) error {
-	file := c.sysctlsFile()
 	if c.Host.DryRun() {
 		_, err := c.Host.Run(ctx, Command{Path: "sysctl", Args: append([]string{"-n"}, nodeSysctls...)})
 		return err
 	}
-	if fileExists(file) {
-		return nil
-	}
-	var b strings.Builder
-	for _, name := range nodeSysctls {
-		out, err := exec.Command("sysctl", "-n", name).Output()
-		if err != nil {
-			return fmt.Errorf("sysctl -n %s: %w", name, err)
+	return withSysctlsLock(func() error {
+		file := c.sysctlsFile()
+		if fileExists(file) {
+			return nil
 		}
-		fmt.Fprintf(&b, "%s=%s\n", name, strings.TrimSpace(string(out)))
-	}
-	return c.Host.WriteFile(file, []byte(b.String()), 0o644)
+		holders, err := sysctlHolders()
+		if err != nil {
+			return err
+		}
+		if len(holders) > 0 {
+			original, err := os.ReadFile(holders[0])
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(file, original, 0o644)
+		}
+		var b strings.Builder
+		for _, name := range nodeSysctls {
+			out, err := exec.Command("sysctl", "-n", name).Output()
+			if err != nil {
+				return fmt.Errorf("sysctl -n %s: %w", name, err)
+			}
+			fmt.Fprintf(&b, "%s=%s\n", name, strings.TrimSpace(string(out)))
+		}
+		return os.WriteFile(file, []byte(b.String()), 0o644)
+	})
 }
 
-// sysctlsFile outlives the stack's directory: a start wipes that, and the
-// values must survive a crash until the next stop puts them back.
-func (c *Cluster) sysctlsFile() string { return filepath.Join(c.Paths.Persist, "sysctls.saved") }
-
+// restoreSysctls lets go of this stack's hold, and puts the machine's values back when no other stack holds them.
 func (c *Cluster) restoreSysctls() error {
-	data, err := os.ReadFile(c.sysctlsFile())
-	if os.IsNotExist(err) {
-		return nil
+	if !fileExists(c.sysctlsFile()) {
+		return nil // never held (no real nodes, no root): nothing to take the lock for
 	}
-	if err != nil {
-		return err
-	}
-	var errs []string
-	for _, line := range strings.Fields(string(data)) {
-		if out, err := execOutput("sysctl", "-qw", line); err != nil {
-			errs = append(errs, fmt.Sprintf("restoring %s: %v: %s", line, err, out))
+	return withSysctlsLock(func() error {
+		data, err := os.ReadFile(c.sysctlsFile())
+		if os.IsNotExist(err) {
+			return nil
 		}
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%s", strings.Join(errs, "; "))
-	}
-	return os.Remove(c.sysctlsFile())
+		if err != nil {
+			return err
+		}
+		if err := os.Remove(c.sysctlsFile()); err != nil {
+			return err
+		}
+		others, err := sysctlHolders()
+		if err != nil || len(others) > 0 {
+			return err
+		}
+		var errs []string
+		for _, line := range strings.Fields(string(data)) {
+			if out, err := execOutput("sysctl", "-qw", line); err != nil {
+				errs = append(errs, fmt.Sprintf("restoring %s: %v: %s", line, err, out))
+			}
+		}
+		if len(errs) > 0 {
+			// Hold on to them, so that the next stop tries again and Leftovers names them.
+			_ = os.WriteFile(c.sysctlsFile(), data, 0o644)
+			return fmt.Errorf("%s", strings.Join(errs, "; "))
+		}
+		return nil
+	})
 }
 
 // killCgroupTasks kills every process in the node's cgroups.

@@ -28,6 +28,9 @@ import (
 // environment variable and default in its tag: the one place both live.
 // Booleans take 1/0 (true/false, yes/no); lists are space separated.
 type Settings struct {
+	// PortOffset moves every port that is not set explicitly by as much, so that stacks in other LOCAL_DIRs run
+	// beside this one (make test runs its suites side by side).
+	PortOffset           int `env:"LOCAL_PORT_OFFSET" default:"0"`
 	EtcdPort             int `env:"LOCAL_ETCD_PORT" default:"23790"`
 	EtcdPeerPort         int `env:"LOCAL_ETCD_PEER_PORT" default:"23791"`
 	APIServerPort        int `env:"LOCAL_APISERVER_PORT" default:"16443"`
@@ -117,10 +120,14 @@ func SettingNames() []string {
 // the variable.
 func SettingsFromEnv(lookup func(string) (string, bool)) (Settings, error) {
 	var s Settings
+	var defaultPorts []reflect.Value
 	err := settingFields(&s, func(name, def string, field reflect.Value) error {
 		value, ok := lookup(name)
 		if !ok || strings.TrimSpace(value) == "" {
 			value = def
+			if strings.HasSuffix(name, "_PORT") {
+				defaultPorts = append(defaultPorts, field)
+			}
 		}
 		if err := setField(field, value); err != nil {
 			return fmt.Errorf("%s=%q: %w", name, value, err)
@@ -129,6 +136,10 @@ func SettingsFromEnv(lookup func(string) (string, bool)) (Settings, error) {
 	})
 	if err != nil {
 		return Settings{}, err
+	}
+	// Only the defaults move: a port given explicitly, as a running stack's saved settings give every one, stays.
+	for _, port := range defaultPorts {
+		port.SetInt(port.Int() + int64(s.PortOffset))
 	}
 	return s, s.Validate()
 }
@@ -185,6 +196,10 @@ func setField(field reflect.Value, value string) error {
 	return nil
 }
 
+// maxPortOffset keeps every default port below 65536 and out of the kernel's ephemeral range's usual start
+// (32768): the highest default is 23791.
+const maxPortOffset = 8000
+
 // Validate checks what the fields' types cannot.
 func (s *Settings) Validate() error {
 	var errs []string
@@ -203,6 +218,9 @@ func (s *Settings) Validate() error {
 		}
 		return nil
 	})
+	if s.PortOffset > maxPortOffset {
+		errs = append(errs, fmt.Sprintf("LOCAL_PORT_OFFSET=%d: at most %d", s.PortOffset, maxPortOffset))
+	}
 	if s.Timeout < 1 {
 		errs = append(errs, fmt.Sprintf("LOCAL_TIMEOUT=%d: at least 1 second", s.Timeout))
 	}

@@ -141,3 +141,33 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+func TestPortOffsetMovesTheDefaultPortsOnly(t *testing.T) {
+	s, err := SettingsFromEnv(env(map[string]string{"LOCAL_PORT_OFFSET": "300", "LOCAL_ETCD_PORT": "2379"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.APIServerPort != 16743 || s.RegistryPort != 15300 || s.TrainingPort != 18743 {
+		t.Errorf("default ports not moved by 300: apiserver %d, registry %d, training %d", s.APIServerPort, s.RegistryPort, s.TrainingPort)
+	}
+	if s.EtcdPort != 2379 {
+		t.Errorf("an explicit port moved: etcd %d, want 2379", s.EtcdPort)
+	}
+	// A running stack's saved settings name every port: read back, they do not move again.
+	back := map[string]string{}
+	for _, kv := range s.Env() {
+		name, value, _ := strings.Cut(kv, "=")
+		back[name] = value
+	}
+	again, err := SettingsFromEnv(env(back))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.APIServerPort != 16743 {
+		t.Errorf("read back, apiserver port %d, want 16743", again.APIServerPort)
+	}
+	if _, err := SettingsFromEnv(env(map[string]string{"LOCAL_PORT_OFFSET": "9000"})); err == nil ||
+		!strings.Contains(err.Error(), "LOCAL_PORT_OFFSET=9000") {
+		t.Errorf("an offset too large: err %v, want one naming LOCAL_PORT_OFFSET", err)
+	}
+}
