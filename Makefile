@@ -29,7 +29,7 @@ GOTEST := $(OUTPUT)/tools/gotest
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(OUTPUT)/tools/staticcheck-$(STATICCHECK_VERSION)
 
-.PHONY: all build images release test test-unit test-python test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
+.PHONY: all build images release python test test-unit test-python test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
 	bench-api bench-controller bench-real bench-progress bench-replicas bench-scale bench-wide \
 	test-binaries stack-binaries stack-build test-build node node-images-early run local-up local-down clean test-install local-install local-uninstall align-modules
 
@@ -80,6 +80,11 @@ test-unit: $(GOTEST)
 test-integration: $(GOTEST)
 	hack/build-test-binaries.sh etcd
 	$(GOTEST) -suite integration -- -count=1 -timeout 20m ./test/integration/...
+
+## python: the Python client (python/) built into a wheel in _output/python, with Debian's /usr/bin/python3 (run as
+## root, it installs the build tools)
+python:
+	hack/test-python.sh wheel
 
 ## test-python: the Python client (python/) built into a wheel in _output/python, and its unit tests run against it
 ## with Debian's /usr/bin/python3 (run as root, it installs python3-kubernetes, python3-pytest and the build tools)

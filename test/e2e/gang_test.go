@@ -105,7 +105,7 @@ func needsGangBackend(t *testing.T) {
 
 // TestGangTwoJobsOnEightGPUs: two jobs of six one-GPU pods on nodes with
 // room for eight GPUs. Without gang scheduling each would get some GPUs and
-// both would wait forever (see docs/gang-scheduling.md); with it one job has
+// both would wait forever (artifacts/deploy/README.md); with it one job has
 // all its pods placed and the other none, until the first finishes.
 func TestGangTwoJobsOnEightGPUs(t *testing.T) {
 	t.Parallel()
