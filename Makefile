@@ -59,7 +59,7 @@ release:
 ## hold the real nodes one at a time, beside integration, chaos, deploy and install, which mostly wait. Ends with a
 ## table of each phase's lane, start, seconds and the Go tests it ran, passed, failed and skipped, and says what was
 ## skipped where something it needs is missing here (real nodes: no root, cgroup v2, no overlayfs), each a failure
-## under CI=true or REQUIRE_REAL_NODES=1 (test/internal/skips)
+## under CI=true or REQUIRE_REAL_NODES=1 (internal/skips)
 TEST_SUITES := node-images-early lint verify-codegen test-unit test-python test-fuzz-short test-build
 TEST_LANES := "test-e2e" "test-integration test-chaos test-deploy test-install"
 test:
@@ -68,7 +68,7 @@ test:
 # The main module's unit tests, then those of every other module (hack/tools, hack/images) that has tests: kwok's
 # Stages, the image builder. Found rather than listed, so that a module's first test runs without a Makefile edit.
 test-unit: $(GOTEST)
-	$(GOTEST) -suite unit -- -count=1 ./pkg/... ./cmd/... ./test/localcluster/... ./test/internal/... ./test/bench/... \
+	$(GOTEST) -suite unit -- -count=1 ./pkg/... ./cmd/... ./internal/... ./test/internal/... ./test/bench/... \
 		./hack/localcluster/... ./hack/gotest/...
 	@for mod in $$(git ls-files -co --exclude-standard '*/go.mod' | xargs -n1 dirname); do \
 		[ -n "$$(git ls-files -co --exclude-standard "$$mod/*_test.go")" ] || continue; \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real node's images as OCI archives under _output/images, with
 # no Docker and no registry (hack/images/builder, go-containerregistry);
-# the local stack (test/localcluster) imports them into its real nodes' containerd.
+# the local stack (internal/localcluster) imports them into its real nodes' containerd.
 #   localhost/tensorstack/pause:v1      the pod sandbox: one static binary
 #   localhost/tensorstack/training:v1   Debian bookworm (minbase), Python 3,
 #                                       Debian's PyTorch (CPU, gloo) and the

@@ -6,7 +6,7 @@
 #   as the aggregated API batch.tensorstack.dev/v1beta1) and
 #   training-controller-manager.
 #
-# It runs the Go program hack/localcluster (test/localcluster), which
+# It runs the Go program hack/localcluster (internal/localcluster), which
 # describes every component once and starts, waits for and stops them in
 # one loop; a failed start stops what it started.
 #
@@ -20,7 +20,7 @@
 #   --dry-run             print every command and file instead (no root needed)
 #
 # State, logs and the admin kubeconfig are under _output/local (wiped at each
-# start). Settings (environment; defaults in test/localcluster/settings.go):
+# start). Settings (environment; defaults in internal/localcluster/settings.go):
 #   LOCAL_ETCD_PORT=23790 LOCAL_ETCD_PEER_PORT=23791 LOCAL_APISERVER_PORT=16443
 #   LOCAL_KCM_PORT=16257 LOCAL_SCHEDULER_PORT=16259 LOCAL_SCHEDULER_PLUGINS_PORT=16261
 #   LOCAL_KWOK_PORT=16247 LOCAL_KUEUE_WEBHOOK_PORT=16263 LOCAL_KUEUE_METRICS_PORT=16264
@@ -33,7 +33,7 @@
 #   LOCAL_REAL_NODE=0         no real nodes: without it, where the machine allows (root,
 #                             cgroup v1, overlayfs), real nodes (each its own containerd, runc,
 #                             kubelet, kube-proxy and CoreDNS in network and mount namespaces of
-#                             its own, its own pod CIDR routed to the others; test/localcluster
+#                             its own, its own pod CIDR routed to the others; internal/localcluster
 #                             node.go) run the pods whose images are all the stack's own, with
 #                             the registry and local-path-provisioner (the default StorageClass)
 #                             beside them; otherwise kwok nodes only

@@ -10,7 +10,7 @@
 #   E2E_LOCAL_DIR    _output/local (state.json, logs/<component>.log)
 #   E2E_RESTART      hack/local-restart.sh: "$E2E_RESTART [--stop|--start] training-apiserver"
 #   E2E_FAKE_NODES   number of fake (kwok) nodes; E2E_NODE_GPUS: nvidia.com/gpu per node
-#   E2E_REAL_NODE    1 when the stack runs real nodes (test/localcluster)
+#   E2E_REAL_NODE    1 when the stack runs real nodes (internal/localcluster)
 #   E2E_REAL_NODES   how many
 #   E2E_KUEUE_PODS_READY_TIMEOUT  Kueue's waitForPodsReady timeout (60s here)
 #   E2E_KUEUE_V1BETA1  1 when the stack serves Kueue's v1beta1 (0 here, as Kueue v0.20)
@@ -28,7 +28,7 @@ HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # it), with waitForPodsReady's timeout short enough for a test to pass it.
 export LOCAL_KUEUE_V1BETA1="${LOCAL_KUEUE_V1BETA1:-0}"
 export LOCAL_KUEUE_PODS_READY_TIMEOUT="${LOCAL_KUEUE_PODS_READY_TIMEOUT:-60s}"
-# A MultiKueue worker cluster beside the stack (test/localcluster/multikueue.go), for
+# A MultiKueue worker cluster beside the stack (internal/localcluster/multikueue.go), for
 # TestMultiKueue.
 export LOCAL_MULTIKUEUE="${LOCAL_MULTIKUEUE:-1}"
 # Kueue's management of jobs that name no queue, as an admin sets the

@@ -4,7 +4,7 @@
 # failure before the lanes. It ends with what a reader of CI's log wants last: each phase's lane, start, seconds and
 # outcome, the Go tests each ran, passed, failed and skipped (counted by hack/gotest from go test -json, whose events
 # it keeps in _output/test-events), and what was skipped because something it needs is missing here
-# (test/internal/skips).
+# (internal/skips).
 #
 # Usage: hack/test.sh PHASE... [--lanes "PHASE PHASE..." "PHASE..."...]
 #

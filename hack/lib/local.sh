@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The local stack, for the scripts: its paths, its settings, and the helpers
 # they share. The stack itself is the Go program hack/localcluster
-# (test/localcluster): it starts, checks and stops every component; this file
+# (internal/localcluster): it starts, checks and stops every component; this file
 # builds it, runs it, and reads the stack's state through it. Sourced after
 # hack/lib/common.sh.
 #
@@ -53,7 +53,7 @@ localcluster() {
 }
 
 # The settings: from the environment, with the program's defaults for what
-# is unset (the one table of them is test/localcluster/settings.go).
+# is unset (the one table of them is internal/localcluster/settings.go).
 eval "$(localcluster settings)"
 
 # load_settings replaces them with the running stack's (state.json), if one
@@ -92,7 +92,7 @@ node_cannot_run() {
 
 # real_nodes_or_skip SUITE returns where real nodes run. Elsewhere it ends the script: with 0 after saying why
 # and noting the skip for make test's last lines, or under CI=true or REQUIRE_REAL_NODES=1 with 1, naming the
-# reason (the rule is test/internal/skips, the reason test/localcluster's WhyNoRealNodes).
+# reason (the rule is internal/skips, the reason internal/localcluster's WhyNoRealNodes).
 real_nodes_or_skip() {
   local skipped
   skipped="$(localcluster real-nodes-or-skip "$1")" || exit 1

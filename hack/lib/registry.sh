@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The local stack's image registry (CNCF Distribution on
-# 127.0.0.1:LOCAL_REGISTRY_PORT, component registry of test/localcluster),
+# 127.0.0.1:LOCAL_REGISTRY_PORT, component registry of internal/localcluster),
 # which runs with the real nodes: pushing a release's images to it and
 # installing from it. Pods whose images are all under LOCAL_REGISTRY run on
 # the real nodes (hack/local/real-node.yaml). Sourced by hack/lib/local.sh.

@@ -25,7 +25,7 @@ account="${3:?${usage}}"
 shift 3
 base="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../artifacts/deploy/base" && pwd)"
 
-# The stack's own discovery cache (see kubectl_local in hack/lib/local.sh and kubectl in test/localcluster):
+# The stack's own discovery cache (see kubectl_local in hack/lib/local.sh and kubectl in internal/localcluster):
 # this runs before the training-apiserver serves.
 k() { "${kubectl}" --kubeconfig="${admin}" --cache-dir="$(dirname "${admin}")/kubectl-cache" "$@"; }
 

@@ -47,7 +47,7 @@ import (
 	"strings"
 	"syscall"
 
-	"tensorstack.dev/training/test/localcluster"
+	"tensorstack.dev/training/internal/localcluster"
 )
 
 func main() {

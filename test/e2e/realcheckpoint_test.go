@@ -272,7 +272,7 @@ func ctrKill(f *framework.Framework, pod *corev1.Pod) {
 	}
 	ctr := filepath.Join(f.Env.RepoRoot, "_output", "bin", "ctr")
 	// Each real node's containerd listens in the node's directory of the
-	// stack (test/localcluster).
+	// stack (internal/localcluster).
 	sock := filepath.Join(f.Env.LocalDir, "nodes", pod.Spec.NodeName, "run", "containerd.sock")
 	out, err := exec.CommandContext(f.Context(), ctr, "--address", sock, "-n", "k8s.io", "task", "kill", "--signal", "SIGKILL", id).CombinedOutput()
 	if err != nil {

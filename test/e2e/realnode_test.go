@@ -33,14 +33,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"tensorstack.dev/training/internal/localcluster"
+	"tensorstack.dev/training/internal/skips"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/test/e2e/framework"
-	"tensorstack.dev/training/test/internal/skips"
-	"tensorstack.dev/training/test/localcluster"
 )
 
 // The tests of this file run real containers on the stack's real node
-// (test/localcluster), one at a time: each node has two CPUs, and the gang
+// (internal/localcluster), one at a time: each node has two CPUs, and the gang
 // test counts on having it to itself.
 var realNode sync.Mutex
 

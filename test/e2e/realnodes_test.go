@@ -29,13 +29,13 @@ import (
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"tensorstack.dev/training/internal/skips"
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/test/e2e/framework"
-	"tensorstack.dev/training/test/internal/skips"
 )
 
-// The tests of this file need two real nodes or more (test/localcluster:
+// The tests of this file need two real nodes or more (internal/localcluster:
 // LOCAL_REAL_NODES), each with its own containerd, kubelet, network
 // namespace and pod CIDR, routed to the others; real-node is in rack
 // real-rack-0, real-node2 in real-rack-1.

@@ -42,7 +42,7 @@ const (
 	systemNamespace = "tensorstack-system"
 	apiServiceName  = "v1beta1.batch.tensorstack.dev"
 	// The local stack's real nodes are real-node, real-node2, ...
-	// (test/localcluster); an installation may spread over them.
+	// (internal/localcluster); an installation may spread over them.
 	realNodePrefix = "real-node"
 	// The repository the releases name their images in; the test installs
 	// from the stack's registry instead, as docs/install.md says to.

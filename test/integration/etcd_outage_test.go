@@ -38,9 +38,9 @@ import (
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	restclient "k8s.io/client-go/rest"
 
+	"tensorstack.dev/training/internal/skips"
 	"tensorstack.dev/training/pkg/apiserver"
 	clientset "tensorstack.dev/training/pkg/generated/clientset/versioned"
-	"tensorstack.dev/training/test/internal/skips"
 )
 
 // etcdOutageBound is how long a request may take to answer while etcd is

@@ -34,7 +34,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"tensorstack.dev/training/test/localcluster"
+	"tensorstack.dev/training/internal/localcluster"
 )
 
 // UserConfig returns a client configuration for user (with groups) that

@@ -67,7 +67,7 @@ type Env struct {
 	Restart    string // hack/local-restart.sh
 	FakeNodes  int    // number of kwok nodes
 	NodeGPUs   int    // nvidia.com/gpu per node
-	// RealNode says the stack runs real nodes (test/localcluster), where
+	// RealNode says the stack runs real nodes (internal/localcluster), where
 	// pods whose images are all the stack's own run real containers;
 	// RealNodes says how many.
 	RealNode  bool
@@ -75,7 +75,7 @@ type Env struct {
 }
 
 // IsRealNode says whether a node is one of the stack's real nodes: real-node,
-// real-node2, ... (test/localcluster).
+// real-node2, ... (internal/localcluster).
 func IsRealNode(name string) bool { return strings.HasPrefix(name, "real-node") }
 
 // Clients reach the control plane as the admin.

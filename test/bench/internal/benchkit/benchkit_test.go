@@ -25,7 +25,7 @@ import (
 
 	"time"
 
-	"tensorstack.dev/training/test/localcluster"
+	"tensorstack.dev/training/internal/localcluster"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )

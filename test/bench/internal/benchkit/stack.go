@@ -36,7 +36,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/flowcontrol"
 
-	"tensorstack.dev/training/test/localcluster"
+	"tensorstack.dev/training/internal/localcluster"
 )
 
 // Stack is the local stack started by hack/local-up.sh, as its state file

@@ -29,7 +29,7 @@ import (
 	"strings"
 	"time"
 
-	"tensorstack.dev/training/test/internal/skips"
+	"tensorstack.dev/training/internal/skips"
 )
 
 // The real nodes' network. A namespace of its own (the "network", as
@@ -166,7 +166,7 @@ func WhyNoRealNodes(getenv func(string) string) string {
 
 // SkipWithoutRealNodes is what a suite that needs real nodes does (make node, make test-install): nothing where
 // they run. Where they do not, it returns the line that says the suite is skipped and why, the skip noted for
-// make test; or, under CI=true or REQUIRE_REAL_NODES=1, an error naming the reason (test/internal/skips).
+// make test; or, under CI=true or REQUIRE_REAL_NODES=1, an error naming the reason (internal/skips).
 func SkipWithoutRealNodes(suite string) (string, error) {
 	why := WhyNoRealNodes(os.Getenv)
 	if why == "" {

@@ -92,7 +92,7 @@ func TestDryRun(t *testing.T) {
 			}
 			want, err := os.ReadFile(golden)
 			if err != nil {
-				t.Fatalf("%v (go test ./test/localcluster -run TestDryRun -update writes it)", err)
+				t.Fatalf("%v (go test ./internal/localcluster -run TestDryRun -update writes it)", err)
 			}
 			if got != string(want) {
 				t.Errorf("the dry run differs from %s (go test -update rewrites it after a deliberate change):\n%s", golden, firstDifference(string(want), got))
