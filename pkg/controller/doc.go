@@ -29,28 +29,45 @@ limitations under the License.
 // ranks are handed out, the environment each replica gets, how the training
 // container is started, and when the job has succeeded.
 //
-// Where things are:
+// Where things are (every file of the package is named here; TestDocMapsEveryFile fails otherwise):
 //
-//   - sync.go: the reconcile of one job as observe, plan, act.
+//   - sync.go: the reconcile of one job as observe, plan, act; replicas.go:
+//     the replica slots and the pods claimed into them; outcome.go: the plan
+//     of an active job (its phase, Initialized, the policies in order);
+//     kinds.go: what each kind adds to the shared machinery (its adapter,
+//     informer, lister and client calls).
 //   - One file per job-level policy, each planning on the status copy:
 //     success.go (the success rule), deadline.go, failurepolicy.go (the
 //     rules' matchers and actions), restarts.go (exits, the restart
 //     policies), backoff.go, finish.go (the finish), cleanup.go (clean-up
-//     and TTL), pause.go (pause and debug), startorder.go, startblockers.go,
-//     elastic.go, gang.go and queue.go (what the reconcile decides about the
-//     gang and the queue).
+//     and TTL), pause.go (pause and debug), checkpoint.go (the stops that
+//     ask for a checkpoint first), stall.go (the hang watchdog),
+//     accounting.go (where a job's time went, and the work it lost),
+//     startorder.go, startblockers.go and mountfailures.go (what holds a
+//     start up, and why), startsettle.go (one write for a start, not one per
+//     replica), elastic.go, limits.go (a job beyond the limits is not acted
+//     on), gang.go, queue.go (what the reconcile decides about the gang and
+//     the queue) and dispatched.go (a job MultiKueue runs elsewhere).
 //   - statusderive.go and statuswrites.go: the status and how it is
-//     written; pods.go, service.go: claiming and creating what the job owns.
+//     written; reasons.go: the conditions' and events' reasons; pods.go,
+//     service.go: claiming and creating what the job owns; podannotations.go:
+//     how the controller talks to a running pod; podoutcome.go: a pod's
+//     outcome read from its containers; finalizer.go: the replica-outcome
+//     finalizer; expectations.go: what the cache has not shown yet.
 //   - controller.go and watch.go: the queues, and what the informers feed
-//     them; cachetrim.go: what the caches keep of an object;
-//     finishedjobs.go: finished jobs are not cached, and how the little they
-//     still need reaches them.
+//     them; lanes.go: the main and urgent queues; cachetrim.go: what the
+//     caches keep of an object; finishedjobs.go: finished jobs are not
+//     cached, and how the little they still need reaches them.
+//   - metrics.go and jobseries.go: the controller's metrics and the per-job
+//     series made at scrape time; policy.go: what the policies read of a
+//     pod and a spec (disruption, exit code, restart policy, backoff limit,
+//     clean-up policy).
 //   - Integrations, each a package behind the few calls the reconcile
 //     makes: owner (which objects are a job's, adoption, owned objects by
 //     name), gang (Workload API and coscheduling backends), kueue (the
-//     Workload), tensorboard; served answers discovery for gang and kueue.
-//     The controller-manager resolves and builds gang and Kueue once and
-//     passes them in Options.
+//     Workload, and whether Kueue can be used), tensorboard, servingcert
+//     (the certificates the controller-manager issues); served answers
+//     discovery for gang and kueue.
 //
 // Decisions taken where the API contract (the field documentation in
 // pkg/apis/batch/v1beta1, as kubectl explain shows it) is silent:
