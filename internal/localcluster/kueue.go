@@ -104,12 +104,9 @@ func (c *Cluster) kueueFiles() error {
 	if err != nil {
 		return err
 	}
-	config = replaceInOrder(config,
-		"@HEALTH_PORT@", strconv.Itoa(s.KueueHealthPort),
-		"@METRICS_PORT@", strconv.Itoa(s.KueueMetricsPort),
-		"@WEBHOOK_PORT@", port,
-		"@CERT_DIR@", c.kueueCertDir(),
-		"@PODS_READY_TIMEOUT@", s.KueuePodsReadyTimeout)
+	if config, err = kueueConfiguration(config, s, c.kueueCertDir()); err != nil {
+		return err
+	}
 	system, err := c.readHack("kueue/system.yaml")
 	if err != nil {
 		return err
