@@ -19,6 +19,10 @@ limitations under the License.
 // local-up and make local-down run those):
 //
 //	localcluster up [--foreground] [--retain] [--dry-run] [--real-nodes=N]
+//	localcluster run [--retain] [--real-nodes=N] -- CMD [ARGS...]
+//	                                 start the stack, run CMD with its environment (KUBECONFIG, LOCAL_DIR and
+//	                                 every LOCAL_* setting), stop it; with --retain a stack whose CMD failed is
+//	                                 kept for inspection. Exits with CMD's exit code
 //	localcluster down
 //	localcluster restart [--stop|--start] COMPONENT
 //	localcluster env                 the running stack's settings, as shell assignments
@@ -52,6 +56,10 @@ import (
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		var exit commandExit
+		if errors.As(err, &exit) {
+			os.Exit(exit.code)
+		}
 		fmt.Fprintf(os.Stderr, "ERROR: %v\n", err)
 		os.Exit(1)
 	}
@@ -82,11 +90,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	paths := localcluster.DefaultPaths(repo, os.Getenv("LOCAL_DIR"))
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
 	switch args[0] {
 	case "up":
-		return up(ctx, paths, args[1:], stdout, stderr)
+		return up(ctx, paths, args[1:], stdout, stderr, false)
+	case "run":
+		return runCommand(ctx, paths, args[1:], stdout, stderr)
 	case "settings":
 		// The environment's settings with the defaults, for the scripts.
 		s, err := localcluster.SettingsFromEnv(os.LookupEnv)
@@ -139,13 +149,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if len(args) > 1 {
 			return errors.New("usage: localcluster down")
 		}
-		if err := c.Down(ctx); err != nil {
-			return err
-		}
-		if left := c.Running(); len(left) > 0 {
-			return fmt.Errorf("still running after stop: %s", strings.Join(left, " "))
-		}
-		return nil
+		return stop(ctx, c)
 	case "restart":
 		fs := flag.NewFlagSet("restart", flag.ContinueOnError)
 		stopOnly := fs.Bool("stop", false, "stop it only")
@@ -189,6 +193,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return fmt.Errorf("unknown command %q", args[0])
 }
 
+// commandExit is the exit code of the command localcluster run ran, for localcluster to exit with.
+type commandExit struct{ code int }
+
+func (e commandExit) Error() string { return fmt.Sprintf("the command exited with %d", e.code) }
+
 // running describes the stack in paths.Dir from its state file; with none,
 // from the environment (a stack that never started, or crashed before it
 // wrote its state, is stopped the same way).
@@ -228,7 +237,8 @@ func fromEnv(paths localcluster.Paths, h localcluster.Host, realNodes int) (*loc
 	return localcluster.New(s, paths, h, realNodes), nil
 }
 
-func up(ctx context.Context, paths localcluster.Paths, args []string, stdout, stderr io.Writer) error {
+// up is localcluster up; run says it starts the stack for localcluster run, which stops it too.
+func up(ctx context.Context, paths localcluster.Paths, args []string, stdout, stderr io.Writer, run bool) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	foreground := fs.Bool("foreground", false, "stay in the foreground: Ctrl-C (or SIGTERM) stops everything in reverse order; a component that exits stops the rest")
@@ -292,6 +302,9 @@ func up(ctx context.Context, paths localcluster.Paths, args []string, stdout, st
   Fake pods: annotate kwok.tensorstack.dev/exit-code=<n> (and kwok.tensorstack.dev/run-duration=<duration>)
   to make a pod's containers exit; see hack/local/kwok-stages/pod-exit-code.yaml.
 `, paths.Kubeconfig(), rel(paths.Repo, paths.Bin), rel(paths.Repo, paths.Logs()))
+	if run {
+		return nil
+	}
 	if !*foreground {
 		fmt.Fprintln(stderr, "  Stop it: hack/local-down.sh (make local-down)")
 		return nil

@@ -99,18 +99,26 @@ func Load(dir string) (*State, error) {
 // LOCAL_REAL_NODE_RUNNING (1 when any does).
 func (s *State) ShellEnv() string {
 	var b strings.Builder
-	b.WriteString(s.Settings.ShellAssignments())
+	for _, kv := range s.Environ() {
+		name, value, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&b, "%s=%s\n", name, shellQuote(value))
+	}
+	return b.String()
+}
+
+// Environ is the state as NAME=VALUE pairs, as ShellEnv prints them: the settings, then what runs.
+func (s *State) Environ() []string {
+	env := s.Settings.Env()
 	running := 0
 	if len(s.Nodes) > 0 {
 		running = 1
 	}
-	fmt.Fprintf(&b, "LOCAL_REAL_NODES_RUNNING=%d\nLOCAL_REAL_NODE_RUNNING=%d\n", len(s.Nodes), running)
 	var names []string
 	for _, n := range s.Nodes {
 		names = append(names, n.Name)
 	}
-	fmt.Fprintf(&b, "LOCAL_REAL_NODE_NAMES=%s\n", shellQuote(strings.Join(names, " ")))
-	return b.String()
+	return append(env, fmt.Sprintf("LOCAL_REAL_NODES_RUNNING=%d", len(s.Nodes)),
+		fmt.Sprintf("LOCAL_REAL_NODE_RUNNING=%d", running), "LOCAL_REAL_NODE_NAMES="+strings.Join(names, " "))
 }
 
 // ShellAssignments prints the settings as shell assignments, quoted.
