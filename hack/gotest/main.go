@@ -75,17 +75,14 @@ func run() int {
 
 	var stream io.Reader = events
 	if dir := os.Getenv(summary.EventsDirEnv); dir != "" {
-		// The events as go test gave them, for a later look at which test ran when (jq, or go tool test2json's
-		// readers); a run's file is named after its suite.
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			fatal(err)
+		// The events as go test gave them, for a later look at which test ran when; a run's file is named after
+		// its suite. Without it the run goes on: the events are an aid, the tests are what counts.
+		if file, err := createEventsFile(dir, *suite); err != nil {
+			fmt.Fprintf(os.Stderr, "gotest: not keeping the events: %v\n", err)
+		} else {
+			defer file.Close()
+			stream = io.TeeReader(events, file)
 		}
-		file, err := os.Create(filepath.Join(dir, strings.ReplaceAll(*suite, " ", "-")+".json"))
-		if err != nil {
-			fatal(err)
-		}
-		defer file.Close()
-		stream = io.TeeReader(events, file)
 	}
 	printer := summary.NewPrinter(os.Stdout, summary.Verbose(goTestArgs))
 	counts, readErr := summary.Read(stream, printer)
@@ -114,6 +111,21 @@ func run() int {
 		code = 1
 	}
 	return code
+}
+
+// createEventsFile creates dir/SUITE.json, the suite's name made a file name ("unit hack/tools/kwok" is
+// unit-hack-tools-kwok.json).
+func createEventsFile(dir, suite string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	name := strings.Map(func(r rune) rune {
+		if r == '/' || r == ' ' || r == os.PathSeparator {
+			return '-'
+		}
+		return r
+	}, suite)
+	return os.Create(filepath.Join(dir, name+".json"))
 }
 
 func fatal(err error) {
