@@ -171,8 +171,16 @@ func (c *Controller) enqueue(key jobKey) { c.queue.Add(key) }
 // it, and once more, not again and again, while a worker has it. So the
 // pods of a large job ending together make about one reconcile per
 // reconcile's duration, not one per pod.
-func (c *Controller) enqueuePodChange(key jobKey, ended bool) {
+//
+// A pod that succeeded while others of its job still run waits for them up
+// to the batch period (awaitsSiblings); the last of them to end queues the
+// job at once. pod is the pod as it is now; nil for one that is gone.
+func (c *Controller) enqueuePodChange(key jobKey, pod *corev1.Pod, ended bool) {
 	if ended {
+		if c.awaitsSiblings(key, pod) {
+			c.urgent.AddAfter(key, c.podEventBatch)
+			return
+		}
 		c.urgent.Add(key)
 		return
 	}
@@ -181,6 +189,39 @@ func (c *Controller) enqueuePodChange(key jobKey, ended bool) {
 		return
 	}
 	c.queue.AddAfter(key, c.podEventBatch)
+}
+
+// awaitsSiblings says whether the job of a pod that just succeeded should
+// wait, up to the batch period, for its other pods that still run. The
+// replicas of a job end together, a few hundred milliseconds apart: they
+// were created in batches and started in turn. Reconciled at the first
+// exit, a job that that exit decides (a TensorFlow chief) finishes with the
+// others still running, and its clean-up policy deletes pods that were
+// about to exit 0 by themselves: a delete, the node's teardown and an event
+// each, and replicas recorded Deleted that succeeded. A pod that failed or
+// is deleted does not wait: its siblings are not about to end with it.
+func (c *Controller) awaitsSiblings(key jobKey, pod *corev1.Pod) bool {
+	if c.podEventBatch <= 0 || pod == nil || pod.DeletionTimestamp != nil || podOutcome(pod) != corev1.PodSucceeded {
+		return false
+	}
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil {
+		return false
+	}
+	objs, err := c.podIndexer.ByIndex(podJobIndex, podJobIndexKey(key.Namespace, key.Kind, key.Name))
+	if err != nil {
+		return false
+	}
+	for _, obj := range objs {
+		p, ok := obj.(*corev1.Pod)
+		if !ok || p.UID == pod.UID || p.DeletionTimestamp != nil || isTerminated(p) {
+			continue
+		}
+		if sibling := metav1.GetControllerOfNoCopy(p); sibling != nil && sibling.UID == ref.UID {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Controller) enqueueJob(logger klog.Logger, kind string, obj any) {
@@ -311,7 +352,7 @@ func (c *Controller) addPod(logger klog.Logger, obj any) {
 	if key, ok := c.ownerKey(pod); ok {
 		c.expectations.CreationObserved(key.String(), pod.Name)
 		logger.V(4).Info("Pod added", "pod", klog.KObj(pod), "job", key)
-		c.enqueuePodChange(key, podEnded(pod))
+		c.enqueuePodChange(key, pod, podEnded(pod))
 		return
 	}
 	c.enqueueUnowned(pod)
@@ -331,11 +372,11 @@ func (c *Controller) updatePod(logger klog.Logger, old, cur any) {
 		c.expectations.DeletionObserved(curKey.String(), curPod.Name)
 	}
 	if oldKey, ok := c.ownerKey(oldPod); ok && (!curOwned || oldKey != curKey) {
-		c.enqueuePodChange(oldKey, podEnded(curPod))
+		c.enqueuePodChange(oldKey, curPod, podEnded(curPod))
 	}
 	if curOwned {
 		logger.V(5).Info("Pod updated", "pod", klog.KObj(curPod), "job", curKey)
-		c.enqueuePodChange(curKey, podEnded(curPod))
+		c.enqueuePodChange(curKey, curPod, podEnded(curPod))
 		return
 	}
 	c.enqueueUnowned(curPod)
@@ -367,7 +408,7 @@ func (c *Controller) deletePod(logger klog.Logger, obj any) {
 	if key, ok := c.ownerKey(pod); ok {
 		c.expectations.DeletionObserved(key.String(), pod.Name)
 		logger.V(4).Info("Pod deleted", "pod", klog.KObj(pod), "job", key)
-		c.enqueuePodChange(key, true)
+		c.enqueuePodChange(key, nil, true)
 	}
 }
 
@@ -379,7 +420,7 @@ func (c *Controller) enqueueStuckPod(namespace, name string) {
 		return
 	}
 	if key, ok := c.ownerKey(obj.(*corev1.Pod)); ok {
-		c.enqueuePodChange(key, false)
+		c.enqueuePodChange(key, nil, false)
 	}
 }
 

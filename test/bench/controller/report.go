@@ -135,6 +135,7 @@ func reportMetrics() []metric {
 			}
 			return r.JobsDoneSeconds, s, true
 		}},
+		{"a job's pods started within, p50 / p99 / max (s)", percentilesMetric(func(r *Result) Percentiles { return r.StartSpread })},
 		{"all pods ended (s)", secs(func(r *Result) float64 { return r.PodsEndedSeconds })},
 		{"pod ran beyond its run (kwok's lag), p50 / p99 / max (s)", percentilesMetric(func(r *Result) Percentiles { return r.RunOverrun })},
 		{"job's last pod exit (kwok's time) → seen ended, p50 / p99 / max (s)", percentilesMetric(func(r *Result) Percentiles { return r.ExitSeenLag })},

@@ -80,6 +80,8 @@ type Result struct {
 	// the run its pods ran, from seen Running to seen ended: kwok's lag.
 	ExitSeenLag Percentiles `json:"exitSeenLag"`
 	RunOverrun  Percentiles `json:"runOverrun"`
+	// From the first to the last of a job's pods seen started.
+	StartSpread Percentiles `json:"startSpread"`
 	TimedOut    bool        `json:"timedOut,omitempty"`
 
 	Usage []benchkit.Usage `json:"usage"`
@@ -338,9 +340,9 @@ func runBench(ctx context.Context, stack *benchkit.Stack, o runOptions) (*Result
 	}
 	// The benchmark's own creates are not the controller's.
 	if b.trainingMetrics != nil {
-		r.TrainingWrites[writeKey("create", b.resource.Resource, "")] -= float64(o.jobs)
+		r.TrainingWrites[writeKey("POST", b.resource.Resource, "")] -= float64(o.jobs)
 	} else {
-		r.KubeWrites[writeKey("create", b.resource.Resource, "")] -= float64(o.jobs)
+		r.KubeWrites[writeKey("POST", b.resource.Resource, "")] -= float64(o.jobs)
 	}
 	if before.controller != nil && after.controller != nil {
 		r.ControllerCounters = controllerCounters(before.controller, after.controller)

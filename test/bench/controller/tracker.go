@@ -54,6 +54,9 @@ type tracker struct {
 	overruns     []time.Duration
 	lastExitLag  map[string]time.Duration
 	exitSeenLags []time.Duration
+	// startSpan is, per job, when its first and its last pod were seen
+	// started: pods that start apart end apart.
+	startSpan map[string]*[2]time.Duration
 }
 
 type podState struct {
@@ -65,6 +68,7 @@ func newTracker(jobs int, kind string, runFor time.Duration) *tracker {
 	return &tracker{
 		jobs: jobs, kind: kind, runFor: runFor,
 		lastExitLag: map[string]time.Duration{},
+		startSpan:   map[string]*[2]time.Duration{},
 		pods:        map[types.UID]*podState{},
 		seen:        map[string]map[types.UID]bool{},
 		done:        map[string]bool{},
@@ -107,6 +111,13 @@ func (t *tracker) pod(obj interface{}, deleted bool) {
 			st.started = true
 			st.startedAt = t.since()
 			t.last.podStarted = st.startedAt
+			if ref := metav1.GetControllerOf(p); ref != nil {
+				if span := t.startSpan[ref.Name]; span == nil {
+					t.startSpan[ref.Name] = &[2]time.Duration{st.startedAt, st.startedAt}
+				} else {
+					span[1] = st.startedAt
+				}
+			}
 		}
 	}
 	if (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) && !st.ended {
@@ -267,6 +278,11 @@ func (t *tracker) fill(r *Result) {
 	r.DoneLagP50Seconds, r.DoneLagP99Seconds, r.DoneLagMaxSeconds = done.P50, done.P99, done.Max
 	r.ExitSeenLag = percentiles(t.exitSeenLags)
 	r.RunOverrun = percentiles(t.overruns)
+	spans := make([]time.Duration, 0, len(t.startSpan))
+	for _, span := range t.startSpan {
+		spans = append(spans, span[1]-span[0])
+	}
+	r.StartSpread = percentiles(spans)
 	r.PodsEndedSeconds = t.last.podEnded.Seconds()
 	r.PodsExistSeconds = t.last.podSeen.Seconds()
 	r.PodsStartedSeconds = t.last.podStarted.Seconds()
