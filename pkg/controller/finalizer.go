@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -79,18 +80,39 @@ func (r *reconciler) releaseRecorded(ctx context.Context) error {
 	return r.c.releasePods(ctx, r.logger, release)
 }
 
-// releasePods takes the finalizer off the pods.
+// releaseParallelism bounds the finalizer patches a reconcile has in
+// flight at once.
+const releaseParallelism = 8
+
+// releasePods takes the finalizer off the pods. The patches go out
+// together: a finished job releases every pod at once, and made one after
+// another they held an urgent worker for a round trip each while other
+// jobs waited to be marked done (make bench-controller at 500 jobs: 2.3 s
+// from a job's last pod exit to its Succeeded, p50).
 func (c *Controller) releasePods(ctx context.Context, logger klog.Logger, pods []*corev1.Pod) error {
-	var errs []error
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	slots := make(chan struct{}, releaseParallelism)
 	for _, p := range pods {
-		_, err := c.kubeClient.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType,
-			removeFinalizerPatch, metav1.PatchOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("removing finalizer %s from pod %s: %w", v1beta1.ReplicaOutcomeFinalizer, p.Name, err))
-			continue
-		}
-		logger.V(4).Info("Removed the outcome finalizer", "pod", klog.KObj(p))
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			_, err := c.kubeClient.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType,
+				removeFinalizerPatch, metav1.PatchOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("removing finalizer %s from pod %s: %w", v1beta1.ReplicaOutcomeFinalizer, p.Name, err))
+				mu.Unlock()
+				return
+			}
+			logger.V(4).Info("Removed the outcome finalizer", "pod", klog.KObj(p))
+		}()
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
