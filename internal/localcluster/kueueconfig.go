@@ -31,10 +31,10 @@ import (
 func kueueConfiguration(template []byte, s *Settings, certDir string) ([]byte, error) {
 	var config map[string]any
 	if err := yaml.Unmarshal(template, &config); err != nil {
-		return nil, fmt.Errorf("Kueue's configuration template: %w", err)
+		return nil, fmt.Errorf("the Kueue configuration template: %w", err)
 	}
 	if kind, _, _ := unstructured.NestedString(config, "kind"); kind != "Configuration" {
-		return nil, fmt.Errorf("Kueue's configuration template is a %q, want a Configuration", kind)
+		return nil, fmt.Errorf("the Kueue configuration template is a %q, want a Configuration", kind)
 	}
 	loopback := func(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 	for _, f := range []struct {
@@ -49,7 +49,7 @@ func kueueConfiguration(template []byte, s *Settings, certDir string) ([]byte, e
 		{s.KueuePodsReadyTimeout, []string{"waitForPodsReady", "timeout"}},
 	} {
 		if err := unstructured.SetNestedField(config, f.value, f.path...); err != nil {
-			return nil, fmt.Errorf("Kueue's configuration template: %w", err)
+			return nil, fmt.Errorf("the Kueue configuration template: %w", err)
 		}
 	}
 	out, err := yaml.Marshal(config)
