@@ -182,8 +182,8 @@ var pythonInterpreter = regexp.MustCompile(`^python[0-9.]*$`)
 // where to meet is, for the static rendezvous, the first rank's address
 // and the replica's own rank among the job's (--master-addr=<MASTER_ADDR>
 // --master-port=<MASTER_PORT> --node-rank=<RANK>), and for any other
-// --rdzv-endpoint=<MASTER_ADDR>:<MASTER_PORT>, where the agents are given
-// their ranks.
+// --rdzv-endpoint=<MASTER_ADDR>:<MASTER_PORT>, where the agents are ranked
+// as they join.
 //
 // The program is the container's command followed by its args. A leading
 // Python interpreter (python, python3, /usr/bin/python3.11, with a
