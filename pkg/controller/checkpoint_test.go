@@ -18,7 +18,6 @@ package controller
 
 import (
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -277,116 +276,6 @@ func TestRestartJobWaitsForCheckpoint(t *testing.T) {
 	}
 }
 
-func TestStall(t *testing.T) {
-	for _, tc := range []struct {
-		policy      v1beta1.StallPolicy
-		wantPhase   v1beta1.JobPhase
-		wantDeletes int
-	}{
-		{v1beta1.StallPolicyNone, v1beta1.JobRunning, 0},
-		{v1beta1.StallPolicyFail, v1beta1.JobFailed, 2}, // clean-up policy Unfinished
-		{v1beta1.StallPolicyRestart, v1beta1.JobRunning, 2},
-	} {
-		t.Run(string(tc.policy), func(t *testing.T) {
-			b := newPyTorchJob("j").withReplicas("master", 1).withReplicas("worker", 1)
-			b.spec().RunPolicy.ProgressDeadlineSeconds = ptr.To[int64](60)
-			b.spec().RunPolicy.StallPolicy = tc.policy
-			job := b.obj()
-			f := newFixture(t, job)
-			f.start(job)
-			started := f.clock.Now()
-			f.setAll(func(p *corev1.Pod) {
-				running(p)
-				for i := range p.Status.ContainerStatuses {
-					p.Status.ContainerStatuses[i].State.Running.StartedAt = metav1.NewTime(started)
-				}
-			})
-			f.clock.Step(40 * time.Second)
-			f.reportProgress(job, 10, true)
-			// 59s after the last step moved: not yet.
-			f.clock.Step(59 * time.Second)
-			f.reportProgress(job, 10, false)
-			if d := f.step(job); d <= 0 || d > time.Second {
-				t.Errorf("requeue after %v, want at the deadline, 1s away", d)
-			}
-			if c := condition(f.status(job), v1beta1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue {
-				t.Fatalf("stalled before the deadline: %+v", c)
-			}
-			f.clock.Step(time.Second)
-			f.mustSync(job)
-			if got := f.deletedPodNames(); len(got) != tc.wantDeletes {
-				t.Errorf("deleted %v, want %d pods", got, tc.wantDeletes)
-			}
-			f.observe()
-			st := f.status(job)
-			assertCondition(t, st, v1beta1.ConditionStalled, metav1.ConditionTrue, v1beta1.ReasonProgressDeadlineExceeded)
-			if c := condition(st, v1beta1.ConditionStalled); !strings.Contains(c.Message, "step 10") || !strings.Contains(c.Message, "j-master-0") {
-				t.Errorf("Stalled message %q does not name the last step and reporter", c.Message)
-			}
-			assertPhase(t, st, tc.wantPhase)
-			if !hasEvent(f.events(), corev1.EventTypeWarning, ReasonStalled) {
-				t.Errorf("no Stalled event")
-			}
-			logged := st.Stall != nil && len(st.Stall.Logs) == 2
-			if acts := tc.policy != v1beta1.StallPolicyNone; logged != acts {
-				t.Errorf("status.stall %+v: log tails kept %v, want %v", st.Stall, logged, acts)
-			}
-			if tc.policy == v1beta1.StallPolicyFail {
-				assertCondition(t, st, v1beta1.ConditionFailed, metav1.ConditionTrue, ReasonStalled)
-			}
-			if tc.policy == v1beta1.StallPolicyRestart {
-				if st.BackoffCount != 1 || st.Accounting.Interruptions != 1 || st.Accounting.Recent[0].Reason != StopStalled {
-					t.Errorf("backoffCount %d, accounting %+v: want one counted stall restart", st.BackoffCount, st.Accounting)
-				}
-			}
-		})
-	}
-}
-
-func TestStallClockSkipsStarting(t *testing.T) {
-	b := newPyTorchJob("j").withReplicas("master", 1).withReplicas("worker", 1)
-	b.spec().RunPolicy.ProgressDeadlineSeconds = ptr.To[int64](60)
-	job := b.obj()
-	f := newFixture(t, job)
-	f.step(job)
-	// Pods pending for ten minutes: no stall.
-	f.clock.Step(10 * time.Minute)
-	f.step(job)
-	if c := condition(f.status(job), v1beta1.ConditionStalled); c != nil {
-		t.Fatalf("a starting job stalled: %+v", c)
-	}
-	now := f.clock.Now()
-	f.setAll(func(p *corev1.Pod) {
-		running(p)
-		for i := range p.Status.ContainerStatuses {
-			p.Status.ContainerStatuses[i].State.Running.StartedAt = metav1.NewTime(now)
-		}
-	})
-	if d := f.step(job); d != 60*time.Second {
-		t.Errorf("requeue after %v, want the full deadline from when the replicas run", d)
-	}
-}
-
-func TestAccountingStates(t *testing.T) {
-	job := newPyTorchJob("j").withReplicas("master", 1).obj()
-	f := newFixture(t, job)
-	f.step(job)
-	f.clock.Step(7 * time.Second)
-	f.setAll(running)
-	f.step(job)
-	a := f.status(job).Accounting
-	if a == nil || a.State != v1beta1.AccountingRunning || a.StartingSeconds != 7 {
-		t.Fatalf("accounting %+v: want Running after 7s starting", a)
-	}
-	f.clock.Step(100 * time.Second)
-	f.setAll(succeeded)
-	f.step(job)
-	a = f.status(job).Accounting
-	if a.State != "" || a.StateSince != nil || a.RunningSeconds != 100 || a.StartingSeconds != 7 {
-		t.Errorf("accounting %+v: want 100s running, 7s starting, no state once finished", a)
-	}
-}
-
 // TestRunningPodsFollowTheLatestCheckpoint: the running pods' resume
 // annotations, which the kubelet projects into files, follow every new
 // checkpoint, for a process that restarts inside its pod.
@@ -414,38 +303,6 @@ func TestRunningPodsFollowTheLatestCheckpoint(t *testing.T) {
 	}
 	if !equalStrings(files, []string{"request", "resume-from", "resume-step"}) {
 		t.Errorf("projected files %v", files)
-	}
-}
-
-// TestAccountingMetrics: a status write's additions to the accounting are
-// added to the counters, per namespace and queue.
-func TestAccountingMetrics(t *testing.T) {
-	RegisterMetrics() // unregistered, the counters count nothing
-	job := newPyTorchJob("acct").withReplicas("master", 1).obj()
-	job.SetLabels(map[string]string{"kueue.x-k8s.io/queue-name": "team-q"})
-	old := &v1beta1.Accounting{RunningSeconds: 10, Interruptions: 1, LostReplicaSeconds: 4,
-		Recent: []v1beta1.Interruption{{Reason: StopPause}}}
-	cur := &v1beta1.Accounting{RunningSeconds: 70, PausedSeconds: 5, Interruptions: 3, LostReplicaSeconds: 40,
-		Recent: []v1beta1.Interruption{{Reason: StopPause}, {Reason: StopEvicted}, {Reason: StopStalled}}}
-	ns := job.GetNamespace()
-	before := map[string]float64{
-		"running": counterValue(t, jobStateSeconds.WithLabelValues(ns, "team-q", "Running")),
-		"evicted": counterValue(t, jobInterruptions.WithLabelValues(ns, "team-q", StopEvicted)),
-		"pause":   counterValue(t, jobInterruptions.WithLabelValues(ns, "team-q", StopPause)),
-		"lost":    counterValue(t, jobLostWork.WithLabelValues(ns, "team-q")),
-	}
-	observeAccounting(job, old, cur)
-	got := map[string]float64{
-		"running": counterValue(t, jobStateSeconds.WithLabelValues(ns, "team-q", "Running")) - before["running"],
-		"evicted": counterValue(t, jobInterruptions.WithLabelValues(ns, "team-q", StopEvicted)) - before["evicted"],
-		"pause":   counterValue(t, jobInterruptions.WithLabelValues(ns, "team-q", StopPause)) - before["pause"],
-		"lost":    counterValue(t, jobLostWork.WithLabelValues(ns, "team-q")) - before["lost"],
-	}
-	want := map[string]float64{"running": 60, "evicted": 1, "pause": 0, "lost": 36}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("%s added %g, want %g", k, got[k], v)
-		}
 	}
 }
 

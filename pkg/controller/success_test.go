@@ -82,3 +82,33 @@ func TestJobSucceeded(t *testing.T) {
 		})
 	}
 }
+
+// TestSuccessPolicies: which replicas decide success.
+func TestSuccessPolicies(t *testing.T) {
+	cases := []struct {
+		policy    v1beta1.SuccessPolicy
+		succeed   []string
+		wantPhase v1beta1.JobPhase
+	}{
+		{"", []string{"j-chief-0"}, v1beta1.JobSucceeded},
+		{v1beta1.SuccessPolicyDefault, []string{"j-worker-0"}, v1beta1.JobRunning},
+		{v1beta1.SuccessPolicyAllWorkers, []string{"j-chief-0"}, v1beta1.JobRunning},
+		{v1beta1.SuccessPolicyAllWorkers, []string{"j-chief-0", "j-worker-0"}, v1beta1.JobRunning},
+		{v1beta1.SuccessPolicyAllWorkers, []string{"j-worker-0", "j-worker-1"}, v1beta1.JobSucceeded},
+		{v1beta1.SuccessPolicyAnyWorker, []string{"j-chief-0"}, v1beta1.JobRunning},
+		{v1beta1.SuccessPolicyAnyWorker, []string{"j-worker-1"}, v1beta1.JobSucceeded},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.policy)+"/"+joinNames(tc.succeed), func(t *testing.T) {
+			job := newTFJob("j").withReplicas("chief", 1).withReplicas("worker", 2).raw()
+			job.CommonSpec().RunPolicy.SuccessPolicy = tc.policy
+			f := newFixture(t, job)
+			f.start(job)
+			for _, n := range tc.succeed {
+				f.setPod(n, succeeded)
+			}
+			f.step(job)
+			assertPhase(t, f.status(job), tc.wantPhase)
+		})
+	}
+}
