@@ -148,8 +148,9 @@ limitations under the License.
 //     replica's entry turns Deleted with the old pod's UID. A failure is
 //     thus counted once even if the delete fails or the cache is stale; the
 //     new pod is created under the same name once the old one is gone.
-//   - Outcome order in one reconcile: success rule, then deadline, then
-//     failures. On DeadlineExceeded, running pods are deleted whatever the
+//   - Outcome order in one reconcile (outcome.go): success rule, then
+//     deadline, then failures, then the start timeout, then the stall
+//     watchdog. On DeadlineExceeded, running pods are deleted whatever the
 //     clean-up policy; then the clean-up policy applies.
 //   - Status write first, actions second: nothing is created or deleted on
 //     the strength of a status that could not be written.

@@ -55,7 +55,7 @@ func (r *reconciler) planActive() {
 		r.observeReplica(s, debug)
 	}
 
-	// Outcome rules, in order: success, deadline, failures, start timeout.
+	// Outcome rules, in order: success, deadline, failures, start timeout, stall.
 	if !debug && r.topo.Total > 0 && jobSucceeded(r.kind.Adapter, r.topo, r.spec.RunPolicy.SuccessPolicy, r) {
 		r.finish(v1beta1.JobSucceeded, ReasonSucceeded, "the job succeeded")
 		return
