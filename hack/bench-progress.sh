@@ -29,12 +29,12 @@ source "${HACK_DIR}/lib/common.sh"
 source "${HACK_DIR}/lib/local.sh"
 # shellcheck source=hack/lib/bench.sh
 source "${HACK_DIR}/lib/bench.sh"
+# shellcheck source=hack/lib/packages.sh
+source "${HACK_DIR}/lib/packages.sh"
 
 bench_refuse_running_stack
 bench_build bench-progress ./test/bench/progress
 
-bench_stop_stack_on_exit
-
-"${HACK_DIR}/local-up.sh"
-load_settings
-"${BENCH_BIN_DIR}/bench-progress" -local-dir "${LOCAL_DIR}" -out "${BENCH_DIR}/progress.md"
+# The stack for the length of the benchmark (localcluster run stops it whatever the benchmark did).
+require_packages "the local stack" curl:curl
+localcluster run -- "${BENCH_BIN_DIR}/bench-progress" -local-dir "${LOCAL_DIR}" -out "${BENCH_DIR}/progress.md"
