@@ -31,6 +31,8 @@ source "${HACK_DIR}/lib/common.sh"
 source "${HACK_DIR}/lib/local.sh"
 # shellcheck source=hack/lib/bench.sh
 source "${HACK_DIR}/lib/bench.sh"
+# shellcheck source=hack/lib/packages.sh
+source "${HACK_DIR}/lib/packages.sh"
 
 if why="$(node_cannot_run)"; then
   die "the real node cannot run here: ${why}"
@@ -38,9 +40,13 @@ fi
 bench_refuse_running_stack
 bench_build bench-real ./test/bench/real
 
-bench_stop_stack_on_exit
-
-"${HACK_DIR}/local-up.sh"
-load_settings
-real_node_running || die "the stack came up without its real node; see the output above"
-"${BENCH_BIN_DIR}/bench-real" -local-dir "${LOCAL_DIR}" -out "${BENCH_DIR}/real.md"
+# The stack for the length of the benchmark (localcluster run stops it whatever the benchmark did); the benchmark
+# runs only where the stack's real node came up.
+require_packages "the local stack" curl:curl iptables:iptables conntrack:conntrack
+# shellcheck disable=SC2016 # expanded by the inner shell, in the stack's environment
+localcluster run -- bash -c '
+  if [[ "${LOCAL_REAL_NODE_RUNNING}" != 1 ]]; then
+    echo "the stack came up without its real node; see the output above" >&2
+    exit 1
+  fi
+  exec "$@"' bench-real "${BENCH_BIN_DIR}/bench-real" -local-dir "${LOCAL_DIR}" -out "${BENCH_DIR}/real.md"
