@@ -33,12 +33,13 @@ source "${HACK_DIR}/lib/common.sh"
 source "${HACK_DIR}/lib/local.sh"
 # shellcheck source=hack/lib/bench.sh
 source "${HACK_DIR}/lib/bench.sh"
+# shellcheck source=hack/lib/packages.sh
+source "${HACK_DIR}/lib/packages.sh"
 
 bench_refuse_running_stack
 bench_build bench-replicas ./test/bench/replicas
-bench_stop_stack_on_exit
-
-"${HACK_DIR}/local-up.sh"
-# Nothing but the benchmark writes the jobs.
-"${HACK_DIR}/local-restart.sh" --stop training-controller-manager
-"${BENCH_BIN_DIR}/bench-replicas" -local-dir "${LOCAL_DIR}" -out "${BENCH_DIR}/replicas.md"
+# The stack for the length of the benchmark (localcluster run stops it whatever the benchmark did), with the
+# controller stopped first: the benchmark measures the API alone.
+require_packages "the local stack" curl:curl
+localcluster run -- bash -c '"$0" --stop training-controller-manager && exec "$@"' \
+  "${HACK_DIR}/local-restart.sh" "${BENCH_BIN_DIR}/bench-replicas" -local-dir "${LOCAL_DIR}" -out "${BENCH_DIR}/replicas.md"
