@@ -53,7 +53,7 @@ run_phase() {
       echo "=== ${phase} (lane ${lane}, beside lane 0): its whole output, ${outcome} ==="
       cat "${log}"
       echo "=== end of ${phase} ==="
-    } | cat
+    }
   fi
   printf '%s\t%s\t%s\t%s\t%s\n' "${phase}" "${lane}" "$((phase_started - started))" \
     "$(($(date +%s) - phase_started))" "${outcome}" >>"${phases_file}"

@@ -120,7 +120,7 @@ func createEventsFile(dir, suite string) (*os.File, error) {
 		return nil, err
 	}
 	name := strings.Map(func(r rune) rune {
-		if r == '/' || r == ' ' || r == os.PathSeparator {
+		if r == '/' || r == ' ' {
 			return '-'
 		}
 		return r

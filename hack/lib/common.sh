@@ -81,6 +81,9 @@ go_mod_cache() {
 go_test() {
   local suite="$1"
   shift
-  (cd "${REPO_ROOT}" && go build -o "${OUTPUT_DIR}/tools/gotest" ./hack/gotest) || return
+  # Under a lock: make test's lanes run suites side by side, and two must not write the program at once.
+  mkdir -p "${OUTPUT_DIR}/tools"
+  (cd "${REPO_ROOT}" && flock "${OUTPUT_DIR}/tools/.gotest.lock" go build -o "${OUTPUT_DIR}/tools/gotest" ./hack/gotest) ||
+    return
   "${OUTPUT_DIR}/tools/gotest" -suite "${suite}" -- "$@"
 }

@@ -40,7 +40,7 @@ func (c *Cluster) multiKueueWorkerDir() string { return c.Paths.Dir + "-worker" 
 func (c *Cluster) multiKueueWorkerCluster(h Host) *Cluster {
 	s := c.Settings
 	_ = settingFields(&s, func(name, _ string, field reflect.Value) error {
-		if strings.HasSuffix(name, "_PORT") {
+		if isPortSetting(name) {
 			field.SetInt(field.Int() + multiKueuePortOffset)
 		}
 		return nil

@@ -104,6 +104,10 @@ func settingFields(s *Settings, fn func(name, def string, field reflect.Value) e
 	return nil
 }
 
+// isPortSetting says whether a setting is a port a component listens on: LOCAL_PORT_OFFSET and a second stack's
+// copy move those.
+func isPortSetting(name string) bool { return strings.HasSuffix(name, "_PORT") }
+
 // SettingNames lists every LOCAL_* variable, sorted.
 func SettingNames() []string {
 	var names []string
@@ -125,7 +129,7 @@ func SettingsFromEnv(lookup func(string) (string, bool)) (Settings, error) {
 		value, ok := lookup(name)
 		if !ok || strings.TrimSpace(value) == "" {
 			value = def
-			if strings.HasSuffix(name, "_PORT") {
+			if isPortSetting(name) {
 				defaultPorts = append(defaultPorts, field)
 			}
 		}
@@ -209,7 +213,7 @@ func (s *Settings) Validate() error {
 		}
 		n := field.Int()
 		switch {
-		case strings.HasSuffix(name, "_PORT"):
+		case isPortSetting(name):
 			if n < 1 || n > 65535 {
 				errs = append(errs, fmt.Sprintf("%s=%d: a port is 1-65535", name, n))
 			}

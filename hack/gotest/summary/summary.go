@@ -184,7 +184,6 @@ func Read(r io.Reader, p *Printer) (*Counts, error) {
 		if p != nil {
 			p.handle(e)
 		}
-		elapsed := time.Duration(e.Elapsed * float64(time.Second))
 		if e.Test == "" {
 			// A package ends once, passing or failing; one that did not build fails too, with or without a start.
 			if (e.Action == "pass" || e.Action == "fail") && !ended[e.Package] {
@@ -205,10 +204,6 @@ func Read(r io.Reader, p *Printer) (*Counts, error) {
 			}
 			running[e.Package][e.Test] = true
 			continue
-		case "pass", "fail", "skip":
-			delete(running[e.Package], e.Test)
-		}
-		switch e.Action {
 		case "pass":
 			c.Passed++
 		case "fail":
@@ -218,7 +213,9 @@ func Read(r io.Reader, p *Printer) (*Counts, error) {
 		default:
 			continue
 		}
+		delete(running[e.Package], e.Test)
 		if !strings.Contains(e.Test, "/") {
+			elapsed := time.Duration(e.Elapsed * float64(time.Second))
 			c.tests = append(c.tests, Timed{Name: shortPackage(e.Package) + "." + e.Test, Elapsed: elapsed})
 		}
 	}
