@@ -63,3 +63,38 @@ func TestWriteAccountingAndCheckpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteAttempts: the attempts table shows each attempt's end, steps and
+// checkpoints, and the log tail of a replica that failed, whose pod is gone.
+func TestWriteAttempts(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	at := func(ago time.Duration) metav1.Time { return metav1.NewTime(now.Add(-ago)) }
+	status := &v1beta1.TrainingJobStatus{
+		AttemptCount: 23,
+		Attempts: []v1beta1.Attempt{
+			{Number: 22, StartTime: at(10 * time.Minute), EndTime: ptr.To(at(7 * time.Minute)), Reason: "RestartJob", Steps: ptr.To[int64](12),
+				LastCheckpoint: &v1beta1.AttemptCheckpoint{Path: "/ckpt/step-10.pt", Step: ptr.To[int64](10)}, FailedReplicaCount: 2,
+				FailedReplicas: []v1beta1.FailedReplica{{Name: "j-worker-1", Node: "real-node2", ExitCode: ptr.To[int32](3), Reason: "Error",
+					Logs: "step 11\nrank=1 exiting with 3\n"}}},
+			{Number: 23, StartTime: at(6 * time.Minute), ResumedFrom: &v1beta1.AttemptCheckpoint{Path: "/ckpt/step-10.pt", Step: ptr.To[int64](10)}},
+		},
+	}
+	var out bytes.Buffer
+	w := newTabWriter(&out)
+	writeAttempts(w, status, now)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"Attempts: 23 (the last 2)",
+		"22   10m ago   3m    RestartJob   12      -              step 10           j-worker-1, 1 more",
+		"23   6m ago    6m    (running)    -       step 10        -                 -",
+		"Attempt 22, j-worker-1 on real-node2: Error (exit code 3)",
+		"    | rank=1 exiting with 3",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+}

@@ -251,6 +251,7 @@ func writeJobStatus(out io.Writer, kind *jobKind, job v1beta1.TrainingJob, event
 			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, orDash(c.Reason), age(c.LastTransitionTime.Time, now), orDash(c.Message))
 		}
 	}
+	writeAttempts(w, status, now)
 	fmt.Fprintln(w, "Replicas:")
 	rows := replicaRows(spec, status, now)
 	if len(rows) == 0 {

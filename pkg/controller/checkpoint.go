@@ -47,7 +47,8 @@ const (
 	ReasonCheckpointTimedOut  = "CheckpointTimedOut"
 )
 
-// stopRunning says whether a stop may remove the job's running pods now.
+// stopRunning says whether a stop may remove the job's running pods now;
+// when it may, the job's open attempt ends with reason and message.
 //
 // Without a checkpoint policy, or with no pod running, it may. Otherwise
 // the first call asks: it records the request in status.checkpoint and
@@ -56,7 +57,7 @@ const (
 // until a checkpoint reported after the request arrives, or
 // stopGraceSeconds have passed, whichever is first. A stop that goes ahead
 // while pods run is counted as an interruption.
-func (r *reconciler) stopRunning(reason string) bool {
+func (r *reconciler) stopRunning(reason, message string) bool {
 	if r.stopDecided != nil {
 		// One stop per reconcile: a RestartJob for two failed replicas
 		// asks once.
@@ -64,6 +65,9 @@ func (r *reconciler) stopRunning(reason string) bool {
 	}
 	proceed := r.decideStop(reason)
 	r.stopDecided = &proceed
+	if proceed {
+		r.endAttempt(reason, message)
+	}
 	return proceed
 }
 

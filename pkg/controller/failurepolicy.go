@@ -179,7 +179,7 @@ func (r *reconciler) restartJob(s *slot, why string) (reason, message string) {
 		if r.status.BackoffCount >= limit {
 			return ReasonBackoffLimitExceeded, fmt.Sprintf("the job has used all %d of its restarts, and replica %s %s", limit, host, how)
 		}
-		if !r.stopRunning(StopRestartJob) {
+		if !r.stopRunning(StopRestartJob, fmt.Sprintf("replica %s %s; every replica restarts (%s)", host, how, why)) {
 			// The other replicas are asked for a checkpoint first; the
 			// failed one waits with them, counted once the stop goes ahead.
 			return "", ""

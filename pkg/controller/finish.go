@@ -44,6 +44,7 @@ func (r *reconciler) finish(phase v1beta1.JobPhase, reason, message string) {
 			r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, ReasonReplicaFailed, r.failure)
 		}
 	}
+	r.endAttempt(reason, message)
 	r.creates = nil
 	// Replacements decided in this reconcile stay recorded, but nothing is
 	// replaced any more: clean-up decides which pods go.

@@ -17,6 +17,8 @@ limitations under the License.
 package controller
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -28,7 +30,7 @@ import (
 func (r *reconciler) planActive() {
 	st := r.status
 	if !pauseEnabled(r.spec) && r.mayRun() && r.resizing() {
-		r.holdResize = !r.stopRunning(StopResize)
+		r.holdResize = !r.stopRunning(StopResize, fmt.Sprintf("the job's replicas change to %s", r.topo.Shape()))
 	}
 	for _, p := range r.extra {
 		if p.DeletionTimestamp == nil && !r.holdResize {
@@ -64,6 +66,9 @@ func (r *reconciler) planActive() {
 		return
 	}
 	for _, s := range r.slots {
+		if !debug {
+			r.noteFailedReplica(s)
+		}
 		if reason, message := r.handleExit(s, debug); reason != "" {
 			r.failure = message
 			r.finish(v1beta1.JobFailed, reason, message)
@@ -89,6 +94,7 @@ func (r *reconciler) planActive() {
 			started = false
 		}
 	}
+	r.beginAttempt()
 	st.Phase = activePhase(st.Phase, started)
 	r.markInitialized()
 	if r.failure != "" {

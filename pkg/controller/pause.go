@@ -32,7 +32,7 @@ import (
 
 // planPause deletes every pod; the job is Paused once none is left.
 func (r *reconciler) planPause() {
-	if !r.stopRunning(StopPause) {
+	if !r.stopRunning(StopPause, "the job was paused") {
 		r.holdPods()
 		r.setCondition(v1beta1.ConditionPaused, metav1.ConditionTrue, ReasonPausing, r.checkpointWaitMessage())
 		return

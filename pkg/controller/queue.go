@@ -234,7 +234,7 @@ func (r *reconciler) planQueued() {
 			heldJobs.WithLabelValues(r.kind.Kind(), reason).Inc()
 		}
 	}
-	if !r.stopRunning(StopEvicted) {
+	if !r.stopRunning(StopEvicted, message) {
 		r.holdPods()
 		r.setCondition(v1beta1.ConditionQueued, metav1.ConditionTrue, reason, message+"; "+r.checkpointWaitMessage())
 		return

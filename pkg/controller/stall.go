@@ -80,7 +80,7 @@ func (r *reconciler) planStall(debug bool) (reason, message string) {
 			r.stallLogs = true
 			return ReasonBackoffLimitExceeded, fmt.Sprintf("the job has used all %d of its restarts, and %s", limit, message)
 		}
-		if !r.stopRunning(StopStalled) {
+		if !r.stopRunning(StopStalled, message) {
 			return "", ""
 		}
 		r.stallLogs = true
@@ -200,14 +200,16 @@ func (r *reconciler) readStallLogs(ctx context.Context) {
 		if s.pod == nil {
 			continue
 		}
-		logs = append(logs, r.logTail(ctx, s.pod))
+		logs = append(logs, r.logTail(ctx, s.pod, batch.MaxStallLogLines, batch.MaxStallLogBytes))
 	}
 	r.status.Stall.Logs = logs
 }
 
-func (r *reconciler) logTail(ctx context.Context, p *corev1.Pod) v1beta1.ReplicaLogTail {
+// logTail reads the last lines of a pod's training container, at most
+// lines lines within maxBytes, bounded in time by stallLogTimeout.
+func (r *reconciler) logTail(ctx context.Context, p *corev1.Pod, lines int64, maxBytes int) v1beta1.ReplicaLogTail {
 	tail := v1beta1.ReplicaLogTail{Name: p.Name}
-	opts := &corev1.PodLogOptions{TailLines: ptr.To[int64](batch.MaxStallLogLines), LimitBytes: ptr.To[int64](4 * batch.MaxStallLogBytes)}
+	opts := &corev1.PodLogOptions{TailLines: ptr.To(lines), LimitBytes: ptr.To(int64(4 * maxBytes))}
 	if i := podbuilder.TrainingContainer(r.kind, &p.Spec); i >= 0 {
 		opts.Container = p.Spec.Containers[i].Name
 	}
@@ -218,7 +220,7 @@ func (r *reconciler) logTail(ctx context.Context, p *corev1.Pod) v1beta1.Replica
 		tail.Error = batch.CutBytes(err.Error(), 256)
 		return tail
 	}
-	tail.Lines = logTailText(raw, batch.MaxStallLogBytes)
+	tail.Lines = logTailText(raw, maxBytes)
 	return tail
 }
 

@@ -191,6 +191,9 @@ type reconciler struct {
 	// stallLogs: the job stalled and acts on it; its pods' last log lines
 	// are read into status.stall before the status is written.
 	stallLogs bool
+	// attemptLogReads are failed replicas whose log tails go into
+	// status.attempts before the status is written (attempts.go).
+	attemptLogReads []attemptLogRead
 
 	restarts      map[v1beta1.ReplicaType]int32 // replacements decided now, per type
 	restartingJob bool                          // a RestartJob decided now
@@ -356,6 +359,7 @@ func (r *reconciler) act(ctx context.Context) (time.Duration, error) {
 	if r.stallLogs {
 		r.readStallLogs(ctx)
 	}
+	r.readAttemptLogs(ctx)
 	if !r.firstPods && !r.holdStarts() {
 		if err := r.writeStatus(ctx); err != nil {
 			return 0, err

@@ -120,3 +120,17 @@ def test_get_without_kind_finds_either_kind():
     c = fake_client([None])
     with pytest.raises(NotFoundError):
         c.get("x")
+
+
+def test_get_attempts_lists_the_attempts_oldest_first():
+    failed = {"name": "x-worker-0", "node": "real-node2", "exitCode": 3, "reason": "Error", "logs": "rank=1 exiting\n"}
+    running = job("Running")
+    running["status"]["attempts"] = [
+        {"number": 1, "startTime": "2026-01-01T00:00:00Z", "endTime": "2026-01-01T00:01:00Z", "reason": "RestartJob",
+         "failedReplicaCount": 1, "failedReplicas": [failed]},
+        {"number": 2, "startTime": "2026-01-01T00:01:10Z"},
+    ]
+    attempts = fake_client([running]).get_attempts("x", "pj")
+    assert [a["number"] for a in attempts] == [1, 2]
+    assert attempts[0]["failedReplicas"][0]["logs"] == "rank=1 exiting\n"
+    assert fake_client([job("Pending")]).get_attempts("x", "pj") == []

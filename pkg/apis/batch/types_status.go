@@ -124,6 +124,12 @@ type TrainingJobStatus struct {
 
 	// Stall is what the controller saw when it last found the job Stalled.
 	Stall *StallStatus `json:"stall,omitempty"`
+
+	// Attempts are the job's last starts of its pods, oldest first.
+	Attempts []Attempt `json:"attempts,omitempty"`
+
+	// AttemptCount is how many attempts the job made in all.
+	AttemptCount int32 `json:"attemptCount,omitempty"`
 }
 
 // TaskStatus reports one replica type.

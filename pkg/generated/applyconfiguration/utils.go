@@ -36,6 +36,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.AccountingApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("Aggregate"):
 		return &batchv1beta1.AggregateApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("Attempt"):
+		return &batchv1beta1.AttemptApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("AttemptCheckpoint"):
+		return &batchv1beta1.AttemptCheckpointApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("CheckpointPolicy"):
 		return &batchv1beta1.CheckpointPolicyApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("CheckpointRecord"):
@@ -54,6 +58,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.DependentStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ElasticConfig"):
 		return &batchv1beta1.ElasticConfigApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("FailedReplica"):
+		return &batchv1beta1.FailedReplicaApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("FailurePolicy"):
 		return &batchv1beta1.FailurePolicyApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("FailurePolicyOnExitCodes"):

@@ -361,6 +361,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		version.Info{}.OpenAPIModelName():                              schema_k8sio_apimachinery_pkg_version_Info(ref),
 		v1beta1.Accounting{}.OpenAPIModelName():                        schema_pkg_apis_batch_v1beta1_Accounting(ref),
 		v1beta1.Aggregate{}.OpenAPIModelName():                         schema_pkg_apis_batch_v1beta1_Aggregate(ref),
+		v1beta1.Attempt{}.OpenAPIModelName():                           schema_pkg_apis_batch_v1beta1_Attempt(ref),
+		v1beta1.AttemptCheckpoint{}.OpenAPIModelName():                 schema_pkg_apis_batch_v1beta1_AttemptCheckpoint(ref),
 		v1beta1.CheckpointPolicy{}.OpenAPIModelName():                  schema_pkg_apis_batch_v1beta1_CheckpointPolicy(ref),
 		v1beta1.CheckpointRecord{}.OpenAPIModelName():                  schema_pkg_apis_batch_v1beta1_CheckpointRecord(ref),
 		v1beta1.CheckpointReport{}.OpenAPIModelName():                  schema_pkg_apis_batch_v1beta1_CheckpointReport(ref),
@@ -372,6 +374,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.DebugRequest{}.OpenAPIModelName():                      schema_pkg_apis_batch_v1beta1_DebugRequest(ref),
 		v1beta1.DependentStatus{}.OpenAPIModelName():                   schema_pkg_apis_batch_v1beta1_DependentStatus(ref),
 		v1beta1.ElasticConfig{}.OpenAPIModelName():                     schema_pkg_apis_batch_v1beta1_ElasticConfig(ref),
+		v1beta1.FailedReplica{}.OpenAPIModelName():                     schema_pkg_apis_batch_v1beta1_FailedReplica(ref),
 		v1beta1.FailurePolicy{}.OpenAPIModelName():                     schema_pkg_apis_batch_v1beta1_FailurePolicy(ref),
 		v1beta1.FailurePolicyOnExitCodes{}.OpenAPIModelName():          schema_pkg_apis_batch_v1beta1_FailurePolicyOnExitCodes(ref),
 		v1beta1.FailurePolicyOnPodCondition{}.OpenAPIModelName():       schema_pkg_apis_batch_v1beta1_FailurePolicyOnPodCondition(ref),
@@ -18513,6 +18516,129 @@ func schema_pkg_apis_batch_v1beta1_Aggregate(ref common.ReferenceCallback) commo
 	}
 }
 
+func schema_pkg_apis_batch_v1beta1_Attempt(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Attempt is one start of a job's pods: the first start, or a start after a whole-job restart, a pause, a preemption, an elastic resize or a stall. A replica restarted alone stays within its attempt and is listed among its failed replicas.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"number": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Number counts the job's attempts from 1.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"startTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartTime is when the controller created the attempt's pods.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"endTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "EndTime is when the attempt ended; unset while it runs.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is why the attempt ended, one word: the stop that ended it (RestartJob, Stalled, Pause, Evicted, Resize) or, for the last one, the job's outcome (Succeeded, or the reason of its Failed condition).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message says the same for people, in at most 512 bytes.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"resumedFrom": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ResumedFrom is the checkpoint the attempt's pods were given to resume from: the job's latest when they were created.",
+							Ref:         ref(v1beta1.AttemptCheckpoint{}.OpenAPIModelName()),
+						},
+					},
+					"lastCheckpoint": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastCheckpoint is the newest checkpoint the attempt reported.",
+							Ref:         ref(v1beta1.AttemptCheckpoint{}.OpenAPIModelName()),
+						},
+					},
+					"steps": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Steps is how many steps the attempt made: its last reported step minus the step it resumed from. Set when it ends, if it reported one.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"failedReplicas": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "FailedReplicas are the first replicas that failed during the attempt, at most 4 (MaxAttemptFailedReplicas), each with the end of its log, read before its pod was deleted. Only the newest 4 attempts (MaxAttemptsWithFailedReplicas) list them; older ones keep the count.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.FailedReplica{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"failedReplicaCount": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FailedReplicaCount counts every replica failure of the attempt, including those beyond failedReplicas.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"number", "startTime"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName(), v1beta1.AttemptCheckpoint{}.OpenAPIModelName(), v1beta1.FailedReplica{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_AttemptCheckpoint(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "AttemptCheckpoint names a checkpoint an attempt resumed from or wrote.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Path is where the checkpoint is, as its reporter gave it.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"step": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Step is the training step it holds, when reported.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+				Required: []string{"path"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_batch_v1beta1_CheckpointPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -19087,6 +19213,78 @@ func schema_pkg_apis_batch_v1beta1_ElasticConfig(ref common.ReferenceCallback) c
 				},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_FailedReplica(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FailedReplica is a replica whose pod failed during an attempt.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the failed pod's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"uid": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UID is the failed pod's UID.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"node": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Node is the node the pod ran on.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"exitCode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExitCode is the training container's exit code, when it is known.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is how it ended, in the kubelet's or the eviction's word: Error, OOMKilled, Evicted, DeletedWhileRunning, ...",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"time": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Time is when the controller saw the failure.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"logs": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Logs are the last lines of the training container's log, at most 20 lines and 2048 bytes (MaxAttemptLogLines, MaxAttemptLogBytes).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"logError": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LogError says why the log could not be read, in at most 256 bytes.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name", "time"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -21172,10 +21370,35 @@ func schema_pkg_apis_batch_v1beta1_TrainingJobStatus(ref common.ReferenceCallbac
 							Ref:         ref(v1beta1.StallStatus{}.OpenAPIModelName()),
 						},
 					},
+					"attempts": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Attempts are the job's last starts of its pods, oldest first, at most 20 (MaxAttempts): when each started and ended and why, the checkpoint it resumed from and the last it wrote, the steps it made and the replicas that failed in it. They outlive the attempts' pods.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.Attempt{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"attemptCount": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AttemptCount is how many attempts the job made in all, including those no longer in attempts.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName(), v1beta1.Accounting{}.OpenAPIModelName(), v1beta1.Aggregate{}.OpenAPIModelName(), v1beta1.CheckpointStatus{}.OpenAPIModelName(), v1beta1.DependentStatus{}.OpenAPIModelName(), v1beta1.ProgressStatus{}.OpenAPIModelName(), v1beta1.StallStatus{}.OpenAPIModelName(), v1beta1.TaskStatus{}.OpenAPIModelName()},
+			metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName(), v1beta1.Accounting{}.OpenAPIModelName(), v1beta1.Aggregate{}.OpenAPIModelName(), v1beta1.Attempt{}.OpenAPIModelName(), v1beta1.CheckpointStatus{}.OpenAPIModelName(), v1beta1.DependentStatus{}.OpenAPIModelName(), v1beta1.ProgressStatus{}.OpenAPIModelName(), v1beta1.StallStatus{}.OpenAPIModelName(), v1beta1.TaskStatus{}.OpenAPIModelName()},
 	}
 }

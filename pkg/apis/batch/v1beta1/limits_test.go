@@ -316,3 +316,44 @@ func TestExplainPromisesNothingPending(t *testing.T) {
 		}
 	}
 }
+
+// attemptsBudget is what status.attempts may add to a stored job at most.
+const attemptsBudget = 112 << 10
+
+// TestAttemptHistoryFitsBudget fills status.attempts to every bound (each
+// attempt with the most failed replicas, the longest names, messages and
+// reasons, and log tails in the newest attempts) and checks its encoded
+// size, which batch.MaxAttempts and its kin promise.
+func TestAttemptHistoryFitsBudget(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC))
+	checkpoint := &v1beta1.AttemptCheckpoint{Path: "/ckpt/" + strings.Repeat("c", 250), Step: ptr.To[int64](math.MaxInt64)}
+	var st v1beta1.TrainingJobStatus
+	for i := range batch.MaxAttempts {
+		a := v1beta1.Attempt{
+			Number: int32(i + 1), StartTime: at, EndTime: &at,
+			Reason: strings.Repeat("r", batch.MaxContainerReasonLength), Message: strings.Repeat("m", batch.MaxAttemptMessageBytes),
+			ResumedFrom: checkpoint, LastCheckpoint: checkpoint, Steps: ptr.To[int64](math.MaxInt64),
+			FailedReplicaCount: math.MaxInt32,
+		}
+		if i < batch.MaxAttempts-batch.MaxAttemptsWithFailedReplicas {
+			st.Attempts = append(st.Attempts, a)
+			continue
+		}
+		for range batch.MaxAttemptFailedReplicas {
+			f := v1beta1.FailedReplica{
+				Name: strings.Repeat("p", 127), UID: types.UID(strings.Repeat("u", 36)), Node: strings.Repeat("n", 253),
+				ExitCode: ptr.To[int32](255), Reason: strings.Repeat("r", batch.MaxContainerReasonLength), Time: at,
+			}
+			// Log lines are escaped in JSON: a quote takes two bytes.
+			f.Logs = strings.Repeat(`"`, batch.MaxAttemptLogBytes)
+			f.LogError = strings.Repeat("e", batch.MaxAttemptLogErrorBytes)
+			a.FailedReplicas = append(a.FailedReplicas, f)
+		}
+		st.Attempts = append(st.Attempts, a)
+	}
+	size := encodedSize(t, st)
+	t.Logf("status.attempts at every bound: %d bytes (budget %d)", size, attemptsBudget)
+	if size > attemptsBudget {
+		t.Errorf("status.attempts at its bounds encodes to %d bytes, over its budget of %d", size, attemptsBudget)
+	}
+}

@@ -177,6 +177,19 @@ type TrainingJobStatus struct {
 	// the last report and the end of each replica's log.
 	// +optional
 	Stall *StallStatus `json:"stall,omitempty" protobuf:"bytes,16,opt,name=stall"`
+
+	// Attempts are the job's last starts of its pods, oldest first, at most
+	// 20 (MaxAttempts): when each started and ended and why, the checkpoint
+	// it resumed from and the last it wrote, the steps it made and the
+	// replicas that failed in it. They outlive the attempts' pods.
+	// +listType=atomic
+	// +optional
+	Attempts []Attempt `json:"attempts,omitempty" protobuf:"bytes,17,rep,name=attempts"`
+
+	// AttemptCount is how many attempts the job made in all, including
+	// those no longer in attempts.
+	// +optional
+	AttemptCount int32 `json:"attemptCount,omitempty" protobuf:"varint,18,opt,name=attemptCount"`
 }
 
 // TaskStatus reports one replica type.

@@ -32,6 +32,16 @@ func (in Aggregate) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Attempt) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.Attempt"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in AttemptCheckpoint) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.AttemptCheckpoint"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in CheckpointPolicy) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.CheckpointPolicy"
 }
@@ -84,6 +94,11 @@ func (in DependentStatus) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ElasticConfig) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ElasticConfig"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FailedReplica) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.FailedReplica"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -82,6 +82,7 @@ func validateStatus(status *batch.TrainingJobStatus, fldPath *field.Path) field.
 		allErrs = append(allErrs, validateProgressHistory(p.History, fldPath.Child("progress", "history"))...)
 	}
 	allErrs = append(allErrs, validateCheckpointStatusBounds(status, fldPath)...)
+	allErrs = append(allErrs, validateAttempts(status, fldPath)...)
 	if start, end := status.StartTime, status.CompletionTime; start != nil && end != nil && end.Before(start) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("completionTime"), end.String(),
 			fmt.Sprintf("must not be before status.startTime (%s)", start.String())))

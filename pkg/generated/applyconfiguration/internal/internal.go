@@ -106,6 +106,53 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: numeric
       default: 0
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.Attempt
+  map:
+    fields:
+    - name: endTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: failedReplicaCount
+      type:
+        scalar: numeric
+    - name: failedReplicas
+      type:
+        list:
+          elementType:
+            namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.FailedReplica
+          elementRelationship: atomic
+    - name: lastCheckpoint
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.AttemptCheckpoint
+    - name: message
+      type:
+        scalar: string
+    - name: number
+      type:
+        scalar: numeric
+      default: 0
+    - name: reason
+      type:
+        scalar: string
+    - name: resumedFrom
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.AttemptCheckpoint
+    - name: startTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: steps
+      type:
+        scalar: numeric
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.AttemptCheckpoint
+  map:
+    fields:
+    - name: path
+      type:
+        scalar: string
+      default: ""
+    - name: step
+      type:
+        scalar: numeric
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.CheckpointPolicy
   map:
     fields:
@@ -253,6 +300,34 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: minReplicas
       type:
         scalar: numeric
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.FailedReplica
+  map:
+    fields:
+    - name: exitCode
+      type:
+        scalar: numeric
+    - name: logError
+      type:
+        scalar: string
+    - name: logs
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: node
+      type:
+        scalar: string
+    - name: reason
+      type:
+        scalar: string
+    - name: time
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: uid
+      type:
+        scalar: string
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.FailurePolicy
   map:
     fields:
@@ -791,6 +866,15 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.Aggregate
       default: {}
+    - name: attemptCount
+      type:
+        scalar: numeric
+    - name: attempts
+      type:
+        list:
+          elementType:
+            namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.Attempt
+          elementRelationship: atomic
     - name: backoffCount
       type:
         scalar: numeric

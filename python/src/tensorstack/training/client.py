@@ -213,6 +213,13 @@ class TrainingClient:
         """The job's last stored progress report (``status.progress``), or {}."""
         return dict((self.get(name, kind, namespace).get("status") or {}).get("progress") or {})
 
+    def get_attempts(self, name: str, kind: Optional[str] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+        """The job's attempts (``status.attempts``), oldest first: each start of its
+        pods, when and why it ended, the checkpoints it resumed from and wrote, the
+        steps it made, and its failed replicas with the end of their logs. The job
+        keeps the last 20; ``status.attemptCount`` counts them all."""
+        return [dict(a) for a in (self.get(name, kind, namespace).get("status") or {}).get("attempts") or []]
+
     def events(self, name: str, kind: Optional[str] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
         """The events of the job itself, oldest first."""
         job = self.get(name, kind, namespace)

@@ -74,6 +74,14 @@ type TrainingJobStatusApplyConfiguration struct {
 	// Stall is what the controller saw when it last found the job Stalled:
 	// the last report and the end of each replica's log.
 	Stall *StallStatusApplyConfiguration `json:"stall,omitempty"`
+	// Attempts are the job's last starts of its pods, oldest first, at most
+	// 20 (MaxAttempts): when each started and ended and why, the checkpoint
+	// it resumed from and the last it wrote, the steps it made and the
+	// replicas that failed in it. They outlive the attempts' pods.
+	Attempts []AttemptApplyConfiguration `json:"attempts,omitempty"`
+	// AttemptCount is how many attempts the job made in all, including
+	// those no longer in attempts.
+	AttemptCount *int32 `json:"attemptCount,omitempty"`
 }
 
 // TrainingJobStatusApplyConfiguration constructs a declarative configuration of the TrainingJobStatus type for use with
@@ -217,5 +225,26 @@ func (b *TrainingJobStatusApplyConfiguration) WithAccounting(value *AccountingAp
 // If called multiple times, the Stall field is set to the value of the last call.
 func (b *TrainingJobStatusApplyConfiguration) WithStall(value *StallStatusApplyConfiguration) *TrainingJobStatusApplyConfiguration {
 	b.Stall = value
+	return b
+}
+
+// WithAttempts adds the given value to the Attempts field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Attempts field.
+func (b *TrainingJobStatusApplyConfiguration) WithAttempts(values ...*AttemptApplyConfiguration) *TrainingJobStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithAttempts")
+		}
+		b.Attempts = append(b.Attempts, *values[i])
+	}
+	return b
+}
+
+// WithAttemptCount sets the AttemptCount field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the AttemptCount field is set to the value of the last call.
+func (b *TrainingJobStatusApplyConfiguration) WithAttemptCount(value int32) *TrainingJobStatusApplyConfiguration {
+	b.AttemptCount = &value
 	return b
 }

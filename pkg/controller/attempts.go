@@ -1,0 +1,182 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
+// The history of a job's attempts (status.attempts): an attempt opens when
+// the controller creates pods for a job that has none running for it, and
+// ends with the stop that removes them (stopRunning) or with the job's
+// outcome (finish). Replicas that fail in between are recorded with the end
+// of their log, read before their pod is deleted, so that a failure can be
+// read after its pod is gone. Each change rides on a status write the
+// controller makes anyway: creating pods, stopping them, or recording an
+// exit.
+
+// Reasons for a failed replica whose pod left no termination to read.
+const (
+	failedReplicaVanished        = "Vanished"
+	failedReplicaDeletedWhileRan = "DeletedWhileRunning"
+)
+
+// openAttempt returns the job's attempt that has not ended, or nil.
+func (r *reconciler) openAttempt() *v1beta1.Attempt {
+	if n := len(r.status.Attempts); n > 0 && r.status.Attempts[n-1].EndTime == nil {
+		return &r.status.Attempts[n-1]
+	}
+	return nil
+}
+
+// beginAttempt opens an attempt when pods are about to be created for a
+// job that has no attempt open: its first start, or a start after a stop.
+func (r *reconciler) beginAttempt() {
+	if len(r.creates) == 0 || r.openAttempt() != nil {
+		return
+	}
+	st := r.status
+	st.AttemptCount++
+	a := v1beta1.Attempt{Number: st.AttemptCount, StartTime: *r.metaNow()}
+	if c := st.Checkpoint; c != nil && c.Latest != nil {
+		a.ResumedFrom = attemptCheckpoint(c.Latest)
+	}
+	attempts := append(st.Attempts, a)
+	if over := len(attempts) - batch.MaxAttempts; over > 0 {
+		attempts = slices.Clone(attempts[over:])
+	}
+	// Only the newest attempts list their failed replicas.
+	for i := range max(len(attempts)-batch.MaxAttemptsWithFailedReplicas, 0) {
+		attempts[i].FailedReplicas = nil
+	}
+	st.Attempts = attempts
+}
+
+// endAttempt closes the open attempt, if any, with why it ended, what it
+// wrote last and the steps it made.
+func (r *reconciler) endAttempt(reason, message string) {
+	a := r.openAttempt()
+	if a == nil {
+		return
+	}
+	a.EndTime = r.metaNow()
+	if a.EndTime.Before(&a.StartTime) {
+		a.EndTime = a.StartTime.DeepCopy()
+	}
+	a.Reason = v1beta1.CutReason(reason)
+	a.Message = batch.CutBytes(message, batch.MaxAttemptMessageBytes)
+	if c := r.status.Checkpoint; c != nil && c.Latest != nil && !c.Latest.ReportTime.Time.Before(a.StartTime.Time) {
+		a.LastCheckpoint = attemptCheckpoint(c.Latest)
+	}
+	if p := r.status.Progress; p != nil && p.Step != nil && p.ReportTime != nil && !p.ReportTime.Time.Before(a.StartTime.Time) {
+		from := int64(0)
+		if a.ResumedFrom != nil && a.ResumedFrom.Step != nil {
+			from = *a.ResumedFrom.Step
+		}
+		a.Steps = ptr.To(max(*p.Step-from, 0))
+	}
+}
+
+func attemptCheckpoint(c *v1beta1.CheckpointRecord) *v1beta1.AttemptCheckpoint {
+	return &v1beta1.AttemptCheckpoint{Path: c.Path, Step: c.Step}
+}
+
+// noteFailedReplica records a replica's failure in the open attempt, once
+// per pod, and plans the read of its log tail (readAttemptLogs).
+func (r *reconciler) noteFailedReplica(s *slot) {
+	ex := s.exit
+	a := r.openAttempt()
+	if ex == nil || ex.succeeded || s.replacing || a == nil {
+		return
+	}
+	uid := types.UID("")
+	switch {
+	case ex.pod != nil:
+		uid = ex.pod.UID
+	case s.prev != nil:
+		uid = s.prev.UID
+	}
+	for i := range a.FailedReplicas {
+		if a.FailedReplicas[i].UID == uid && a.FailedReplicas[i].Name == s.name {
+			return
+		}
+	}
+	a.FailedReplicaCount++
+	if len(a.FailedReplicas) >= batch.MaxAttemptFailedReplicas {
+		return
+	}
+	f := v1beta1.FailedReplica{Name: s.name, UID: uid, Reason: r.failedReplicaReason(ex), Time: *r.metaNow()}
+	if ex.known {
+		f.ExitCode = ptr.To(ex.code)
+	}
+	if ex.pod != nil {
+		f.Node = ex.pod.Spec.NodeName
+		r.attemptLogReads = append(r.attemptLogReads, attemptLogRead{attempt: a.Number, index: len(a.FailedReplicas), pod: ex.pod})
+	}
+	a.FailedReplicas = append(a.FailedReplicas, f)
+}
+
+// failedReplicaReason is one word for how a replica's pod failed: the
+// pod's own reason (Evicted, DeadlineExceeded, ...), else its deciding
+// container's (Error, OOMKilled, ...).
+func (r *reconciler) failedReplicaReason(ex *replicaExit) string {
+	p := ex.pod
+	switch {
+	case p == nil:
+		return failedReplicaVanished
+	case p.Status.Reason != "":
+		return v1beta1.CutReason(p.Status.Reason)
+	case p.Status.Phase != corev1.PodFailed:
+		return failedReplicaDeletedWhileRan
+	}
+	if t := failedTermination(r.kind, p); t != nil && t.Reason != "" {
+		return v1beta1.CutReason(t.Reason)
+	}
+	return string(corev1.PodFailed)
+}
+
+// attemptLogRead is a failed replica whose log tail is still to be read:
+// the attempt's number and the replica's index in its failedReplicas.
+type attemptLogRead struct {
+	attempt int32
+	index   int
+	pod     *corev1.Pod
+}
+
+// readAttemptLogs reads the log tails noteFailedReplica planned. It runs
+// before the status is written, and so before the pods are deleted; the
+// failure may have ended its attempt by then.
+func (r *reconciler) readAttemptLogs(ctx context.Context) {
+	for _, read := range r.attemptLogReads {
+		i := slices.IndexFunc(r.status.Attempts, func(a v1beta1.Attempt) bool { return a.Number == read.attempt })
+		if i < 0 || read.index >= len(r.status.Attempts[i].FailedReplicas) {
+			continue
+		}
+		tail := r.logTail(ctx, read.pod, batch.MaxAttemptLogLines, batch.MaxAttemptLogBytes)
+		f := &r.status.Attempts[i].FailedReplicas[read.index]
+		f.Logs, f.LogError = tail.Lines, batch.CutBytes(tail.Error, batch.MaxAttemptLogErrorBytes)
+	}
+	r.attemptLogReads = nil
+}
