@@ -23,6 +23,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
@@ -59,6 +60,8 @@ type jobClient interface {
 	Pause(ctx context.Context, name string, opts metav1.CreateOptions) (v1beta1.TrainingJob, error)
 	Resume(ctx context.Context, name string, opts metav1.CreateOptions) (v1beta1.TrainingJob, error)
 	Debug(ctx context.Context, name string, request *v1beta1.DebugRequest, opts metav1.CreateOptions) (v1beta1.TrainingJob, error)
+	// PatchStatus applies a JSON merge patch to the job's status subresource.
+	PatchStatus(ctx context.Context, name string, patch []byte, opts metav1.PatchOptions) (v1beta1.TrainingJob, error)
 }
 
 // typedJobClient is the generated client of one kind: J is the job type and
@@ -71,6 +74,7 @@ type typedJobClient[J v1beta1.TrainingJob, L runtime.Object] interface {
 	Pause(ctx context.Context, name string, request *v1beta1.PauseRequest, opts metav1.CreateOptions) (J, error)
 	Resume(ctx context.Context, name string, request *v1beta1.ResumeRequest, opts metav1.CreateOptions) (J, error)
 	Debug(ctx context.Context, name string, request *v1beta1.DebugRequest, opts metav1.CreateOptions) (J, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (J, error)
 }
 
 // kindClient adapts a generated client to jobClient.
@@ -119,6 +123,10 @@ func (c kindClient[J, L]) Resume(ctx context.Context, name string, opts metav1.C
 
 func (c kindClient[J, L]) Debug(ctx context.Context, name string, request *v1beta1.DebugRequest, opts metav1.CreateOptions) (v1beta1.TrainingJob, error) {
 	return c.typed.Debug(ctx, name, request, opts)
+}
+
+func (c kindClient[J, L]) PatchStatus(ctx context.Context, name string, patch []byte, opts metav1.PatchOptions) (v1beta1.TrainingJob, error) {
+	return c.typed.Patch(ctx, name, types.MergePatchType, patch, opts, "status")
 }
 
 var tensorFlowKind = &jobKind{

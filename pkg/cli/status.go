@@ -237,6 +237,7 @@ func writeJobStatus(out io.Writer, kind *jobKind, job v1beta1.TrainingJob, event
 	writeProgress(w, status, now)
 	writeCheckpoint(w, status, now)
 	writeAccounting(w, status, now)
+	writeSuspectNodes(w, status, now)
 	if err := w.Flush(); err != nil {
 		return err
 	}

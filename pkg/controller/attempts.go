@@ -130,6 +130,10 @@ func (r *reconciler) noteFailedReplica(s *slot) {
 	f := v1beta1.FailedReplica{Name: s.name, UID: uid, Reason: r.failedReplicaReason(ex), Time: *r.metaNow()}
 	if ex.known {
 		f.ExitCode = ptr.To(ex.code)
+	} else if ex.pod != nil {
+		if t := preflightFailure(ex.pod); t != nil {
+			f.ExitCode = ptr.To(t.ExitCode)
+		}
 	}
 	if ex.pod != nil {
 		f.Node = ex.pod.Spec.NodeName
@@ -146,6 +150,8 @@ func (r *reconciler) failedReplicaReason(ex *replicaExit) string {
 	switch {
 	case p == nil:
 		return failedReplicaVanished
+	case preflightFailure(p) != nil:
+		return v1beta1.SuspectNodePreflightFailed
 	case p.Status.Reason != "":
 		return v1beta1.CutReason(p.Status.Reason)
 	case p.Status.Phase != corev1.PodFailed:
@@ -174,7 +180,12 @@ func (r *reconciler) readAttemptLogs(ctx context.Context) {
 		if i < 0 || read.index >= len(r.status.Attempts[i].FailedReplicas) {
 			continue
 		}
-		tail := r.logTail(ctx, read.pod, batch.MaxAttemptLogLines, batch.MaxAttemptLogBytes)
+		container := ""
+		if preflightFailure(read.pod) != nil {
+			// The training container never ran: the check's log says why.
+			container = batch.PreflightContainerName
+		}
+		tail := r.logTail(ctx, read.pod, container, batch.MaxAttemptLogLines, batch.MaxAttemptLogBytes)
 		f := &r.status.Attempts[i].FailedReplicas[read.index]
 		f.Logs, f.LogError = tail.Lines, batch.CutBytes(tail.Error, batch.MaxAttemptLogErrorBytes)
 	}

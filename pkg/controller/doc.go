@@ -44,6 +44,7 @@ limitations under the License.
 //     ask for a checkpoint first), stall.go (the hang watchdog),
 //     accounting.go (where a job's time went, and the work it lost),
 //     attempts.go (each start of the pods, how it ended, what failed in it),
+//     suspectnodes.go (nodes a failure blames, left out of the next pods),
 //     startorder.go, startblockers.go and mountfailures.go (what holds a
 //     start up, and why), startsettle.go (one write for a start, not one per
 //     replica), elastic.go, limits.go (a job beyond the limits is not acted

@@ -45,6 +45,8 @@ func (r *reconciler) finish(phase v1beta1.JobPhase, reason, message string) {
 		}
 	}
 	r.endAttempt(reason, message)
+	// A finished job creates no more pods: it has nothing to avoid.
+	st.SuspectNodes = nil
 	r.creates = nil
 	// Replacements decided in this reconcile stay recorded, but nothing is
 	// replaced any more: clean-up decides which pods go.

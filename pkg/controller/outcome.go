@@ -68,6 +68,7 @@ func (r *reconciler) planActive() {
 	for _, s := range r.slots {
 		if !debug {
 			r.noteFailedReplica(s)
+			s.newSuspect = r.noteSuspectNode(s)
 		}
 		if reason, message := r.handleExit(s, debug); reason != "" {
 			r.failure = message

@@ -157,7 +157,8 @@ func (r *reconciler) discard(s *slot, why string) {
 // the reason and message of a job failure, if the exit fails the job.
 //
 // In order: a debug pod is started again; a success restarts the replica
-// only under Always; a failure goes to the first matching rule of
+// only under Always; a failed preflight check moves the replica to another
+// node (suspectnodes.go); a failure goes to the first matching rule of
 // spec.runPolicy.failurePolicy, else, for a disruption, to a prompt
 // replacement that is not counted, else to the replica's restartPolicy.
 func (r *reconciler) handleExit(s *slot, debug bool) (reason, message string) {
@@ -173,6 +174,9 @@ func (r *reconciler) handleExit(s *slot, debug bool) (reason, message string) {
 	case ex.succeeded:
 		r.restartReplica(s, false, corev1.EventTypeNormal, "replica %s succeeded; restarting it (restart policy Always)", host)
 		return "", ""
+	}
+	if ex.pod != nil && preflightFailure(ex.pod) != nil {
+		return r.retryElsewhere(s, s.newSuspect)
 	}
 	disrupted := ex.pod != nil && isDisrupted(ex.pod)
 	if rule, i := matchFailurePolicy(r.spec.RunPolicy.FailurePolicy, s.id.Type, ex); rule != nil {

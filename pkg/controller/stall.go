@@ -200,17 +200,18 @@ func (r *reconciler) readStallLogs(ctx context.Context) {
 		if s.pod == nil {
 			continue
 		}
-		logs = append(logs, r.logTail(ctx, s.pod, batch.MaxStallLogLines, batch.MaxStallLogBytes))
+		logs = append(logs, r.logTail(ctx, s.pod, "", batch.MaxStallLogLines, batch.MaxStallLogBytes))
 	}
 	r.status.Stall.Logs = logs
 }
 
-// logTail reads the last lines of a pod's training container, at most
-// lines lines within maxBytes, bounded in time by stallLogTimeout.
-func (r *reconciler) logTail(ctx context.Context, p *corev1.Pod, lines int64, maxBytes int) v1beta1.ReplicaLogTail {
+// logTail reads the last lines of a pod's container (its training
+// container when none is named), at most lines lines within maxBytes,
+// bounded in time by stallLogTimeout.
+func (r *reconciler) logTail(ctx context.Context, p *corev1.Pod, container string, lines int64, maxBytes int) v1beta1.ReplicaLogTail {
 	tail := v1beta1.ReplicaLogTail{Name: p.Name}
-	opts := &corev1.PodLogOptions{TailLines: ptr.To(lines), LimitBytes: ptr.To(int64(4 * maxBytes))}
-	if i := podbuilder.TrainingContainer(r.kind, &p.Spec); i >= 0 {
+	opts := &corev1.PodLogOptions{Container: container, TailLines: ptr.To(lines), LimitBytes: ptr.To(int64(4 * maxBytes))}
+	if i := podbuilder.TrainingContainer(r.kind, &p.Spec); i >= 0 && container == "" {
 		opts.Container = p.Spec.Containers[i].Name
 	}
 	ctx, cancel := context.WithTimeout(ctx, stallLogTimeout)

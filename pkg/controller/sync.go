@@ -231,6 +231,8 @@ type slot struct {
 	reason       string
 	// keepRecord: the replica's status stays as recorded (prev).
 	keepRecord bool
+	// newSuspect: the replica's failure made its node suspect just now.
+	newSuspect bool
 }
 
 type deletion struct {

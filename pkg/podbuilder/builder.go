@@ -44,6 +44,9 @@ type Builder struct {
 	// GatesOpen: under the InOrder startup policy, the leaders are ready,
 	// so waiting replicas are created with their gate open.
 	GatesOpen bool
+	// AvoidNodes are nodes the pods must not be placed on: the job's
+	// suspect nodes.
+	AvoidNodes []string
 
 	envOnce sync.Once
 	env     ReplicaEnv
@@ -192,6 +195,11 @@ func (b *Builder) startForTraining(pod *corev1.Pod, c *corev1.Container, spec *v
 	if InOrder(spec) && !IsLeader(b.Adapter, b.Topology, id) {
 		addStartupGate(pod, c, b.GatesOpen)
 	}
+	// Before the gate: a replica on a bad node should not wait for the
+	// leaders only to fail its check then.
+	if check := spec.RunPolicy.Preflight; check != nil {
+		addPreflight(pod, c, check)
+	}
 }
 
 // schedule puts the job's scheduling request on a pod: the priority's
@@ -213,4 +221,5 @@ func (b *Builder) schedule(pod *corev1.Pod, id ReplicaID) {
 	if p := b.Placements[id.Type]; p != nil {
 		p.place(pod)
 	}
+	avoidNodes(pod, b.AvoidNodes)
 }

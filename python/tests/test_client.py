@@ -134,3 +134,15 @@ def test_get_attempts_lists_the_attempts_oldest_first():
     assert [a["number"] for a in attempts] == [1, 2]
     assert attempts[0]["failedReplicas"][0]["logs"] == "rank=1 exiting\n"
     assert fake_client([job("Pending")]).get_attempts("x", "pj") == []
+
+
+def test_clear_suspect_nodes_merge_patches_the_status():
+    c = fake_client([job("Running")])
+    calls = []
+    c.api_client.call_api = lambda path, method, **kw: calls.append((path, method, kw))
+    c.clear_suspect_nodes("x", "pj")
+    assert len(calls) == 1
+    path, method, kw = calls[0]
+    assert (path, method) == ("/apis/batch.tensorstack.dev/v1beta1/namespaces/ns/pytorchtrainingjobs/x/status", "PATCH")
+    assert kw["header_params"]["Content-Type"] == "application/merge-patch+json"
+    assert kw["body"] == {"status": {"suspectNodes": None}}

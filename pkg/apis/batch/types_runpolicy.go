@@ -71,6 +71,19 @@ type RunPolicy struct {
 	// StallPolicy says what a Stalled job does: None (the default),
 	// Restart or Fail.
 	StallPolicy StallPolicy `json:"stallPolicy,omitempty"`
+
+	// NodeFailureExitCodes are exit codes of the training container that
+	// blame the node: the replica's node becomes suspect.
+	NodeFailureExitCodes []int32 `json:"nodeFailureExitCodes,omitempty"`
+
+	// Preflight is a check run on every replica's node before training.
+	Preflight *Preflight `json:"preflight,omitempty"`
+}
+
+// Preflight is a check a replica runs on its node before it trains.
+type Preflight struct {
+	Image   string   `json:"image,omitempty"`
+	Command []string `json:"command"`
 }
 
 // FailurePolicy holds the rules that decide what a failed pod does to the

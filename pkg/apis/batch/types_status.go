@@ -130,6 +130,17 @@ type TrainingJobStatus struct {
 
 	// AttemptCount is how many attempts the job made in all.
 	AttemptCount int32 `json:"attemptCount,omitempty"`
+
+	// SuspectNodes are nodes the job's next pods avoid.
+	SuspectNodes []SuspectNode `json:"suspectNodes,omitempty"`
+}
+
+// SuspectNode is a node the job's next pods avoid, and why.
+type SuspectNode struct {
+	Name    string      `json:"name"`
+	Reason  string      `json:"reason"`
+	Message string      `json:"message,omitempty"`
+	Time    metav1.Time `json:"time"`
 }
 
 // TaskStatus reports one replica type.

@@ -72,6 +72,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.InterruptionApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("PauseMode"):
 		return &batchv1beta1.PauseModeApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("Preflight"):
+		return &batchv1beta1.PreflightApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ProgressMetric"):
 		return &batchv1beta1.ProgressMetricApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ProgressSample"):
@@ -102,6 +104,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.SchedulePolicyApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("StallStatus"):
 		return &batchv1beta1.StallStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SuspectNode"):
+		return &batchv1beta1.SuspectNodeApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("T9kScheduler"):
 		return &batchv1beta1.T9kSchedulerApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("TaskStatus"):

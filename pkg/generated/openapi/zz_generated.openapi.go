@@ -382,6 +382,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.Interruption{}.OpenAPIModelName():                      schema_pkg_apis_batch_v1beta1_Interruption(ref),
 		v1beta1.PauseMode{}.OpenAPIModelName():                         schema_pkg_apis_batch_v1beta1_PauseMode(ref),
 		v1beta1.PauseRequest{}.OpenAPIModelName():                      schema_pkg_apis_batch_v1beta1_PauseRequest(ref),
+		v1beta1.Preflight{}.OpenAPIModelName():                         schema_pkg_apis_batch_v1beta1_Preflight(ref),
 		v1beta1.ProgressMetric{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_ProgressMetric(ref),
 		v1beta1.ProgressReport{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_ProgressReport(ref),
 		v1beta1.ProgressReportStatus{}.OpenAPIModelName():              schema_pkg_apis_batch_v1beta1_ProgressReportStatus(ref),
@@ -401,6 +402,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.RunPolicy{}.OpenAPIModelName():                         schema_pkg_apis_batch_v1beta1_RunPolicy(ref),
 		v1beta1.SchedulePolicy{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_SchedulePolicy(ref),
 		v1beta1.StallStatus{}.OpenAPIModelName():                       schema_pkg_apis_batch_v1beta1_StallStatus(ref),
+		v1beta1.SuspectNode{}.OpenAPIModelName():                       schema_pkg_apis_batch_v1beta1_SuspectNode(ref),
 		v1beta1.T9kScheduler{}.OpenAPIModelName():                      schema_pkg_apis_batch_v1beta1_T9kScheduler(ref),
 		v1beta1.TaskStatus{}.OpenAPIModelName():                        schema_pkg_apis_batch_v1beta1_TaskStatus(ref),
 		v1beta1.TensorBoardSpec{}.OpenAPIModelName():                   schema_pkg_apis_batch_v1beta1_TensorBoardSpec(ref),
@@ -19648,6 +19650,41 @@ func schema_pkg_apis_batch_v1beta1_PauseRequest(ref common.ReferenceCallback) co
 	}
 }
 
+func schema_pkg_apis_batch_v1beta1_Preflight(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Preflight is a check a replica runs on its node before it trains. Its container gets the node's name in TENSORSTACK_NODE_NAME.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"image": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Image runs the check; the training container's image when unset.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"command": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Command is the check, run without a shell; it passes by exiting 0. At most 32 KiB, counted as the kernel counts an argument list.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"command"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_batch_v1beta1_ProgressMetric(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -20707,11 +20744,36 @@ func schema_pkg_apis_batch_v1beta1_RunPolicy(ref common.ReferenceCallback) commo
 							Enum:        []interface{}{"Fail", "None", "Restart"},
 						},
 					},
+					"nodeFailureExitCodes": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "NodeFailureExitCodes are exit codes of the training container that blame its node rather than the program, such as the code a program exits with when it finds a GPU broken. A replica that exits with one makes its node suspect (status.suspectNodes), and the job's next pods avoid it. Each from 1 to 255, without repeats.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"integer"},
+										Format: "int32",
+									},
+								},
+							},
+						},
+					},
+					"preflight": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Preflight, when set, is a check every replica runs on its node before it trains, as its first init container: an all-reduce bandwidth test or a GPU health check, say. A replica whose check fails makes its node suspect and is created again on another node; that costs one of the job's restarts (backoffLimit) at most once per node.",
+							Ref:         ref(v1beta1.Preflight{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1beta1.CheckpointPolicy{}.OpenAPIModelName(), v1beta1.FailurePolicy{}.OpenAPIModelName()},
+			v1beta1.CheckpointPolicy{}.OpenAPIModelName(), v1beta1.FailurePolicy{}.OpenAPIModelName(), v1beta1.Preflight{}.OpenAPIModelName()},
 	}
 }
 
@@ -20793,6 +20855,51 @@ func schema_pkg_apis_batch_v1beta1_StallStatus(ref common.ReferenceCallback) com
 		},
 		Dependencies: []string{
 			metav1.Time{}.OpenAPIModelName(), v1beta1.ReplicaLogTail{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_SuspectNode(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SuspectNode is a node the job's next pods avoid, and why.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the node's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is NodeLost, Evicted, DeviceFailure, NodeFailureExitCode or PreflightFailed.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message says what happened, naming the replica.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"time": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Time is when the controller found the node suspect.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"name", "reason", "time"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -21395,10 +21502,31 @@ func schema_pkg_apis_batch_v1beta1_TrainingJobStatus(ref common.ReferenceCallbac
 							Format:      "int32",
 						},
 					},
+					"suspectNodes": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "SuspectNodes are nodes where a replica of the job failed for a reason that blames the node: the node was lost, the kubelet evicted the pod, a device failed at admission, the training container exited with one of runPolicy.nodeFailureExitCodes, or the preflight check failed. The job's next pods avoid them; other jobs still use them, and the controller never cordons or taints a node. At most 16 (MaxSuspectNodes), the oldest dropped first; cleared when the job finishes, and by writing the list empty (kubectl training clear-suspect-nodes).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.SuspectNode{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName(), v1beta1.Accounting{}.OpenAPIModelName(), v1beta1.Aggregate{}.OpenAPIModelName(), v1beta1.Attempt{}.OpenAPIModelName(), v1beta1.CheckpointStatus{}.OpenAPIModelName(), v1beta1.DependentStatus{}.OpenAPIModelName(), v1beta1.ProgressStatus{}.OpenAPIModelName(), v1beta1.StallStatus{}.OpenAPIModelName(), v1beta1.TaskStatus{}.OpenAPIModelName()},
+			metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName(), v1beta1.Accounting{}.OpenAPIModelName(), v1beta1.Aggregate{}.OpenAPIModelName(), v1beta1.Attempt{}.OpenAPIModelName(), v1beta1.CheckpointStatus{}.OpenAPIModelName(), v1beta1.DependentStatus{}.OpenAPIModelName(), v1beta1.ProgressStatus{}.OpenAPIModelName(), v1beta1.StallStatus{}.OpenAPIModelName(), v1beta1.SuspectNode{}.OpenAPIModelName(), v1beta1.TaskStatus{}.OpenAPIModelName()},
 	}
 }

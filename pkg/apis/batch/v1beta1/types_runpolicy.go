@@ -104,6 +104,35 @@ type RunPolicy struct {
 	// Defaults to None; needs progressDeadlineSeconds.
 	// +optional
 	StallPolicy StallPolicy `json:"stallPolicy,omitempty" protobuf:"bytes,11,opt,name=stallPolicy,casttype=StallPolicy"`
+
+	// NodeFailureExitCodes are exit codes of the training container that
+	// blame its node rather than the program, such as the code a program
+	// exits with when it finds a GPU broken. A replica that exits with one
+	// makes its node suspect (status.suspectNodes), and the job's next pods
+	// avoid it. Each from 1 to 255, without repeats.
+	// +listType=set
+	// +optional
+	NodeFailureExitCodes []int32 `json:"nodeFailureExitCodes,omitempty" protobuf:"varint,12,rep,name=nodeFailureExitCodes"`
+
+	// Preflight, when set, is a check every replica runs on its node before
+	// it trains, as its first init container: an all-reduce bandwidth test
+	// or a GPU health check, say. A replica whose check fails makes its node
+	// suspect and is created again on another node; that costs one of the
+	// job's restarts (backoffLimit) at most once per node.
+	// +optional
+	Preflight *Preflight `json:"preflight,omitempty" protobuf:"bytes,13,opt,name=preflight"`
+}
+
+// Preflight is a check a replica runs on its node before it trains. Its
+// container gets the node's name in TENSORSTACK_NODE_NAME.
+type Preflight struct {
+	// Image runs the check; the training container's image when unset.
+	// +optional
+	Image string `json:"image,omitempty" protobuf:"bytes,1,opt,name=image"`
+
+	// Command is the check, run without a shell; it passes by exiting 0.
+	// At most 32 KiB, counted as the kernel counts an argument list.
+	Command []string `json:"command" protobuf:"bytes,2,rep,name=command"`
 }
 
 // CheckpointPolicy says where a job keeps its checkpoints and how long a stop

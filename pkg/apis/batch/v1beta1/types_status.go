@@ -190,7 +190,47 @@ type TrainingJobStatus struct {
 	// those no longer in attempts.
 	// +optional
 	AttemptCount int32 `json:"attemptCount,omitempty" protobuf:"varint,18,opt,name=attemptCount"`
+
+	// SuspectNodes are nodes where a replica of the job failed for a reason
+	// that blames the node: the node was lost, the kubelet evicted the pod,
+	// a device failed at admission, the training container exited with one
+	// of runPolicy.nodeFailureExitCodes, or the preflight check failed. The
+	// job's next pods avoid them; other jobs still use them, and the
+	// controller never cordons or taints a node. At most 16
+	// (MaxSuspectNodes), the oldest dropped first; cleared when the job
+	// finishes, and by writing the list empty (kubectl training
+	// clear-suspect-nodes).
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	SuspectNodes []SuspectNode `json:"suspectNodes,omitempty" protobuf:"bytes,19,rep,name=suspectNodes"`
 }
+
+// SuspectNode is a node the job's next pods avoid, and why.
+type SuspectNode struct {
+	// Name is the node's name.
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
+
+	// Reason is NodeLost, Evicted, DeviceFailure, NodeFailureExitCode or
+	// PreflightFailed.
+	Reason string `json:"reason" protobuf:"bytes,2,opt,name=reason"`
+
+	// Message says what happened, naming the replica.
+	// +optional
+	Message string `json:"message,omitempty" protobuf:"bytes,3,opt,name=message"`
+
+	// Time is when the controller found the node suspect.
+	Time metav1.Time `json:"time" protobuf:"bytes,4,opt,name=time"`
+}
+
+// The reasons a node becomes suspect.
+const (
+	SuspectNodeLost            = "NodeLost"
+	SuspectNodeEvicted         = "Evicted"
+	SuspectNodeDeviceFailure   = "DeviceFailure"
+	SuspectNodeFailureExitCode = "NodeFailureExitCode"
+	SuspectNodePreflightFailed = "PreflightFailed"
+)
 
 // TaskStatus reports one replica type.
 type TaskStatus struct {

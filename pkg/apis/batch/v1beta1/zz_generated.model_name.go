@@ -137,6 +137,11 @@ func (in PauseRequest) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Preflight) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.Preflight"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ProgressMetric) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ProgressMetric"
 }
@@ -229,6 +234,11 @@ func (in SchedulePolicy) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in StallStatus) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.StallStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SuspectNode) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.SuspectNode"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

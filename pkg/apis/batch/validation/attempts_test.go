@@ -17,6 +17,7 @@ limitations under the License.
 package validation
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +102,67 @@ func TestAttemptsBounds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			old, job := ptJob(), ptJob()
 			tc.status(&job.Status)
+			expectErrors(t, ValidateTrainingJobStatusUpdate(job, old), tc.want...)
+		})
+	}
+}
+
+// TestNodeChecks: the exit codes that blame a node, the preflight check
+// and status.suspectNodes refuse what they cannot mean, naming the field.
+func TestNodeChecks(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC))
+	cases := []struct {
+		name string
+		mod  func(*batch.PyTorchTrainingJob)
+		want []wantErr
+	}{
+		{"codes and a check", func(j *batch.PyTorchTrainingJob) {
+			j.Spec.RunPolicy.NodeFailureExitCodes = []int32{1, 79, 255}
+			j.Spec.RunPolicy.Preflight = &batch.Preflight{Command: []string{"nvidia-smi"}}
+		}, nil},
+		{"codes out of range or repeated", func(j *batch.PyTorchTrainingJob) {
+			j.Spec.RunPolicy.NodeFailureExitCodes = []int32{0, 79, 79, 256}
+		}, []wantErr{invalid("spec.runPolicy.nodeFailureExitCodes[0]"), duplicate("spec.runPolicy.nodeFailureExitCodes[2]"),
+			invalid("spec.runPolicy.nodeFailureExitCodes[3]")}},
+		{"a check without a command", func(j *batch.PyTorchTrainingJob) {
+			j.Spec.RunPolicy.Preflight = &batch.Preflight{Image: " busybox"}
+		}, []wantErr{required("spec.runPolicy.preflight.command"), invalid("spec.runPolicy.preflight.image")}},
+		{"a check command too long", func(j *batch.PyTorchTrainingJob) {
+			j.Spec.RunPolicy.Preflight = &batch.Preflight{Command: []string{strings.Repeat("x", batch.MaxCommandBytes)}}
+		}, []wantErr{tooLong("spec.runPolicy.preflight.command")}},
+		{"a template taking the check's name", func(j *batch.PyTorchTrainingJob) {
+			j.Spec.RunPolicy.Preflight = &batch.Preflight{Command: []string{"true"}}
+			pod := &j.Spec.ReplicaSpecs[0].Template.Spec
+			pod.InitContainers = append(pod.InitContainers, container(batch.PreflightContainerName))
+		}, []wantErr{invalid("spec.replicaSpecs[0].template.spec.initContainers[0].name")}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			expectErrors(t, ValidatePyTorchTrainingJob(ptJob(tc.mod)), tc.want...)
+		})
+	}
+
+	nodes := func(n int) []batch.SuspectNode {
+		out := make([]batch.SuspectNode, n)
+		for i := range out {
+			out[i] = batch.SuspectNode{Name: fmt.Sprintf("node-%d", i), Reason: "PreflightFailed", Time: at}
+		}
+		return out
+	}
+	statusCases := []struct {
+		name  string
+		nodes []batch.SuspectNode
+		want  []wantErr
+	}{
+		{"a full list", nodes(batch.MaxSuspectNodes), nil},
+		{"too many", nodes(batch.MaxSuspectNodes + 1), []wantErr{tooMany("status.suspectNodes")}},
+		{"a node twice, one unnamed", append(nodes(2), batch.SuspectNode{Name: "node-1"}, batch.SuspectNode{}),
+			[]wantErr{duplicate("status.suspectNodes[2].name"), required("status.suspectNodes[3].name")}},
+	}
+	for _, tc := range statusCases {
+		t.Run(tc.name, func(t *testing.T) {
+			old, job := ptJob(), ptJob()
+			job.Status.SuspectNodes = tc.nodes
 			expectErrors(t, ValidateTrainingJobStatusUpdate(job, old), tc.want...)
 		})
 	}

@@ -49,6 +49,7 @@ func (k *kindRules) validateSpec(spec *batch.TrainingJobSpec, fldPath *field.Pat
 	allErrs = append(allErrs, validateRunPolicy(&spec.RunPolicy, fldPath.Child("runPolicy"))...)
 	allErrs = append(allErrs, validatePolicies(&spec.RunPolicy, spec.ReplicaSpecs, fldPath.Child("runPolicy"))...)
 	allErrs = append(allErrs, k.validateCheckpointAndStall(&spec.RunPolicy, spec.ReplicaSpecs, fldPath.Child("runPolicy"), fldPath.Child("replicaSpecs"))...)
+	allErrs = append(allErrs, validateNodeChecks(&spec.RunPolicy, spec.ReplicaSpecs, fldPath.Child("runPolicy"), fldPath.Child("replicaSpecs"))...)
 	allErrs = append(allErrs, k.validateStartupPolicy(spec.RunPolicy.StartupPolicy, spec.ReplicaSpecs, fldPath.Child("runPolicy", "startupPolicy"))...)
 	if spec.RunMode != nil {
 		allErrs = append(allErrs, validateRunMode(spec.RunMode, spec.ReplicaSpecs, fldPath.Child("runMode"))...)

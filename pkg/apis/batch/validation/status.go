@@ -83,6 +83,7 @@ func validateStatus(status *batch.TrainingJobStatus, fldPath *field.Path) field.
 	}
 	allErrs = append(allErrs, validateCheckpointStatusBounds(status, fldPath)...)
 	allErrs = append(allErrs, validateAttempts(status, fldPath)...)
+	allErrs = append(allErrs, validateSuspectNodes(status.SuspectNodes, fldPath.Child("suspectNodes"))...)
 	if start, end := status.StartTime, status.CompletionTime; start != nil && end != nil && end.Before(start) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("completionTime"), end.String(),
 			fmt.Sprintf("must not be before status.startTime (%s)", start.String())))

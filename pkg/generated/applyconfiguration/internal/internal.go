@@ -439,6 +439,18 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - type
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.Preflight
+  map:
+    fields:
+    - name: command
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: image
+      type:
+        scalar: string
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.ProgressMetric
   map:
     fields:
@@ -700,6 +712,15 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: failurePolicy
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.FailurePolicy
+    - name: nodeFailureExitCodes
+      type:
+        list:
+          elementType:
+            scalar: numeric
+          elementRelationship: associative
+    - name: preflight
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.Preflight
     - name: progressDeadlineSeconds
       type:
         scalar: numeric
@@ -742,6 +763,23 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: step
       type:
         scalar: numeric
+    - name: time
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.SuspectNode
+  map:
+    fields:
+    - name: message
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: reason
+      type:
+        scalar: string
+      default: ""
     - name: time
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
@@ -916,6 +954,14 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: startTime
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: suspectNodes
+      type:
+        list:
+          elementType:
+            namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.SuspectNode
+          elementRelationship: associative
+          keys:
+          - name
     - name: tasks
       type:
         list:

@@ -329,6 +329,19 @@ class TrainingClient:
         return self._post_action(name, "resume", {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResumeRequest"},
                                  kind, namespace)
 
+    def clear_suspect_nodes(self, name: str, kind: Optional[str] = None, namespace: Optional[str] = None) -> Job:
+        """Let the job's next pods use the nodes it left out (``status.suspectNodes``),
+        once they are repaired. It writes the job's status: the caller needs the
+        patch verb on the kind's ``status`` subresource."""
+        job = self.get(name, kind, namespace)
+        ns = job["metadata"]["namespace"]
+        path = f"/apis/{GROUP}/{VERSION}/namespaces/{ns}/{_plural(job['kind'])}/{name}/status"
+        self._call(self.api_client.call_api, path, "PATCH",
+                   header_params={"Accept": "application/json", "Content-Type": "application/merge-patch+json"},
+                   body={"status": {"suspectNodes": None}}, response_type="object", auth_settings=["BearerToken"],
+                   _return_http_data_only=True)
+        return self.get(name, job["kind"], ns)
+
     def debug(self, name: str, kind: Optional[str] = None, namespace: Optional[str] = None, *,
               replica_specs: Optional[List[Mapping[str, Any]]] = None) -> Job:
         """Restart a job in debug mode: its pods start and wait, for

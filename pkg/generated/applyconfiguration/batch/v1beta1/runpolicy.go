@@ -88,6 +88,18 @@ type RunPolicyApplyConfiguration struct {
 	// Fail, the last lines of each replica's log are kept in status.stall.
 	// Defaults to None; needs progressDeadlineSeconds.
 	StallPolicy *batchv1beta1.StallPolicy `json:"stallPolicy,omitempty"`
+	// NodeFailureExitCodes are exit codes of the training container that
+	// blame its node rather than the program, such as the code a program
+	// exits with when it finds a GPU broken. A replica that exits with one
+	// makes its node suspect (status.suspectNodes), and the job's next pods
+	// avoid it. Each from 1 to 255, without repeats.
+	NodeFailureExitCodes []int32 `json:"nodeFailureExitCodes,omitempty"`
+	// Preflight, when set, is a check every replica runs on its node before
+	// it trains, as its first init container: an all-reduce bandwidth test
+	// or a GPU health check, say. A replica whose check fails makes its node
+	// suspect and is created again on another node; that costs one of the
+	// job's restarts (backoffLimit) at most once per node.
+	Preflight *PreflightApplyConfiguration `json:"preflight,omitempty"`
 }
 
 // RunPolicyApplyConfiguration constructs a declarative configuration of the RunPolicy type for use with
@@ -181,5 +193,23 @@ func (b *RunPolicyApplyConfiguration) WithProgressDeadlineSeconds(value int64) *
 // If called multiple times, the StallPolicy field is set to the value of the last call.
 func (b *RunPolicyApplyConfiguration) WithStallPolicy(value batchv1beta1.StallPolicy) *RunPolicyApplyConfiguration {
 	b.StallPolicy = &value
+	return b
+}
+
+// WithNodeFailureExitCodes adds the given value to the NodeFailureExitCodes field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the NodeFailureExitCodes field.
+func (b *RunPolicyApplyConfiguration) WithNodeFailureExitCodes(values ...int32) *RunPolicyApplyConfiguration {
+	for i := range values {
+		b.NodeFailureExitCodes = append(b.NodeFailureExitCodes, values[i])
+	}
+	return b
+}
+
+// WithPreflight sets the Preflight field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Preflight field is set to the value of the last call.
+func (b *RunPolicyApplyConfiguration) WithPreflight(value *PreflightApplyConfiguration) *RunPolicyApplyConfiguration {
+	b.Preflight = value
 	return b
 }

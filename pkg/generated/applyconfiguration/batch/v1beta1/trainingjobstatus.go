@@ -82,6 +82,16 @@ type TrainingJobStatusApplyConfiguration struct {
 	// AttemptCount is how many attempts the job made in all, including
 	// those no longer in attempts.
 	AttemptCount *int32 `json:"attemptCount,omitempty"`
+	// SuspectNodes are nodes where a replica of the job failed for a reason
+	// that blames the node: the node was lost, the kubelet evicted the pod,
+	// a device failed at admission, the training container exited with one
+	// of runPolicy.nodeFailureExitCodes, or the preflight check failed. The
+	// job's next pods avoid them; other jobs still use them, and the
+	// controller never cordons or taints a node. At most 16
+	// (MaxSuspectNodes), the oldest dropped first; cleared when the job
+	// finishes, and by writing the list empty (kubectl training
+	// clear-suspect-nodes).
+	SuspectNodes []SuspectNodeApplyConfiguration `json:"suspectNodes,omitempty"`
 }
 
 // TrainingJobStatusApplyConfiguration constructs a declarative configuration of the TrainingJobStatus type for use with
@@ -246,5 +256,18 @@ func (b *TrainingJobStatusApplyConfiguration) WithAttempts(values ...*AttemptApp
 // If called multiple times, the AttemptCount field is set to the value of the last call.
 func (b *TrainingJobStatusApplyConfiguration) WithAttemptCount(value int32) *TrainingJobStatusApplyConfiguration {
 	b.AttemptCount = &value
+	return b
+}
+
+// WithSuspectNodes adds the given value to the SuspectNodes field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the SuspectNodes field.
+func (b *TrainingJobStatusApplyConfiguration) WithSuspectNodes(values ...*SuspectNodeApplyConfiguration) *TrainingJobStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithSuspectNodes")
+		}
+		b.SuspectNodes = append(b.SuspectNodes, *values[i])
+	}
 	return b
 }
