@@ -19665,6 +19665,11 @@ func schema_pkg_apis_batch_v1beta1_Preflight(ref common.ReferenceCallback) commo
 						},
 					},
 					"command": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
 						SchemaProps: spec.SchemaProps{
 							Description: "Command is the check, run without a shell; it passes by exiting 0. At most 32 KiB, counted as the kernel counts an argument list.",
 							Type:        []string{"array"},

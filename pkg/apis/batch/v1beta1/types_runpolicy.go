@@ -132,6 +132,7 @@ type Preflight struct {
 
 	// Command is the check, run without a shell; it passes by exiting 0.
 	// At most 32 KiB, counted as the kernel counts an argument list.
+	// +listType=atomic
 	Command []string `json:"command" protobuf:"bytes,2,rep,name=command"`
 }
 
