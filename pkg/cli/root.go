@@ -16,7 +16,7 @@ limitations under the License.
 
 // Package cli holds the commands of kubectl-training, the kubectl plugin for
 // TensorFlowTrainingJobs and PyTorchTrainingJobs: pause, resume, debug, logs,
-// status, convert, create, completion and version.
+// status, dashboard, convert, create, completion and version.
 package cli
 
 import (
@@ -86,6 +86,7 @@ accepts (tensorflowtrainingjob, pytorchtrainingjobs.batch.tensorstack.dev,
 		newClearSuspectNodesCommand(e),
 		newLogsCommand(e),
 		newStatusCommand(e),
+		newDashboardCommand(e),
 		newConvertCommand(e),
 		newCreateCommand(e),
 		newVersionCommand(e),

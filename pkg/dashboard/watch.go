@@ -1,0 +1,165 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package dashboard
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
+// jobEvent is one change of a watched job, on its way to the page.
+type jobEvent struct {
+	// name is the SSE event: "upsert" or "delete".
+	name string
+	kind jobKind
+	job  v1beta1.TrainingJob
+}
+
+// watchScope is which jobs a stream follows.
+type watchScope struct {
+	// namespace is "" for every namespace.
+	namespace string
+	// kinds are the kinds followed; nil means all of them.
+	kinds []jobKind
+	// tweak narrows each list and watch, e.g. to one job by name.
+	tweak func(*metav1.ListOptions)
+}
+
+// watchJobs follows the jobs of every kind in scope with informers, which list
+// and watch and list again when a watch breaks, and sends each change to
+// events until ctx ends. The initial list of every kind is sent before
+// synced is closed. A kind the user may not list is reported by refused, with
+// the API's Status, and left out; the others go on.
+func watchJobs(ctx context.Context, c Clients, scope watchScope, events chan<- jobEvent, synced chan<- struct{}, refused func(jobKind, error)) {
+	var wg sync.WaitGroup
+	for _, kind := range scope.followedKinds() {
+		client := kind.client(c.Training, scope.namespace)
+		// An informer retries a refused list forever and keeps the reason
+		// to its log; one list first tells the page why it sees nothing.
+		probe := metav1.ListOptions{Limit: 1}
+		scope.narrow(&probe)
+		if _, err := client.List(ctx, probe); err != nil {
+			refused(kind, err)
+			continue
+		}
+		send := func(name string, obj any) {
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			job, ok := obj.(v1beta1.TrainingJob)
+			if !ok {
+				return
+			}
+			select {
+			case events <- jobEvent{name: name, kind: kind, job: job}:
+			case <-ctx.Done():
+			}
+		}
+		_, informer := cache.NewInformerWithOptions(cache.InformerOptions{
+			ListerWatcher: &cache.ListWatch{
+				ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+					scope.narrow(&opts)
+					return client.List(ctx, opts)
+				},
+				WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+					scope.narrow(&opts)
+					return client.Watch(ctx, opts)
+				},
+			},
+			ObjectType: kind.newJob(),
+			Handler: cache.ResourceEventHandlerFuncs{
+				AddFunc:    func(obj any) { send("upsert", obj) },
+				UpdateFunc: func(_, obj any) { send("upsert", obj) },
+				DeleteFunc: func(obj any) { send("delete", obj) },
+			},
+		})
+		go informer.RunWithContext(ctx)
+		wg.Go(func() { cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) })
+	}
+	wg.Wait()
+	close(synced)
+}
+
+func (s watchScope) followedKinds() []jobKind {
+	if s.kinds == nil {
+		return jobKinds
+	}
+	return s.kinds
+}
+
+func (s watchScope) narrow(opts *metav1.ListOptions) {
+	if s.tweak != nil {
+		s.tweak(opts)
+	}
+}
+
+// streamJobs answers a request with a stream of server-sent events about the
+// jobs in scope: "upsert" and "delete" with encode's view of a job, "synced"
+// once every kind's first list was sent, and "refused" with the API's Status
+// for a kind the user may not list.
+func streamJobs(w http.ResponseWriter, r *http.Request, c Clients, scope watchScope, encode func(jobKind, v1beta1.TrainingJob) any) {
+	stream, err := startEventStream(w)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	events := make(chan jobEvent, 64)
+	synced := make(chan struct{})
+	refusals := make(chan errorBody, len(jobKinds))
+	go watchJobs(ctx, c, scope, events, synced, func(_ jobKind, err error) {
+		refusals <- errorBody{Status: statusOf(err)}
+	})
+	heartbeat := time.NewTicker(heartbeatInterval)
+	defer heartbeat.Stop()
+	for {
+		var err error
+		select {
+		case <-ctx.Done():
+			return
+		case e := <-events:
+			err = stream.send(e.name, encode(e.kind, e.job))
+		case refusal := <-refusals:
+			err = stream.send("refused", refusal)
+		case <-synced:
+			synced = nil // sent once; a nil channel never fires again
+			// The first lists' events are all in the buffer by now: send
+			// them first, so that "synced" follows the whole list.
+			for len(events) > 0 && err == nil {
+				e := <-events
+				err = stream.send(e.name, encode(e.kind, e.job))
+			}
+			if err == nil {
+				err = stream.send("synced", struct{}{})
+			}
+		case <-heartbeat.C:
+			err = stream.heartbeat()
+		}
+		if err != nil {
+			return // the browser went away
+		}
+	}
+}
