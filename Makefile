@@ -29,18 +29,45 @@ GOTEST := $(OUTPUT)/tools/gotest
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(OUTPUT)/tools/staticcheck-$(STATICCHECK_VERSION)
 
-.PHONY: all build images release python test test-unit test-python test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
+.PHONY: all build dashboard images release python test test-unit test-python test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
 	bench-api bench-controller bench-real bench-progress bench-replicas bench-scale bench-wide \
 	test-binaries stack-binaries stack-build test-build node node-images-early run local-up local-down clean test-install local-install local-uninstall align-modules
 
 all: build
 
-## build: compile the apiserver, the controller-manager and the kubectl plugin into _output/bin
+## build: compile the apiserver, the controller-manager and the kubectl plugin into _output/bin; the plugin embeds
+## the dashboard's front end, built first (make dashboard) where npm is installed
 build:
 	@mkdir -p $(BIN)
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory dashboard; \
+	else echo "npm not found: kubectl-training's dashboard is built without its front end (make dashboard builds it)"; fi
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/training-apiserver ./cmd/apiserver
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/training-controller-manager ./cmd/controller-manager
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-training ./cmd/kubectl-training
+
+## dashboard: the front end of kubectl training dashboard (pkg/dashboard/ui), built with Node.js and the npm packages
+## of its package-lock.json into pkg/dashboard/assets/app, which the plugin embeds; only when its sources changed
+DASHBOARD_UI := pkg/dashboard/ui
+DASHBOARD_APP := pkg/dashboard/assets/app
+DASHBOARD_STAMPS := $(OUTPUT)/stamps
+DASHBOARD_SOURCES := $(wildcard $(DASHBOARD_UI)/index.html $(DASHBOARD_UI)/*.ts $(DASHBOARD_UI)/tsconfig.json \
+	$(DASHBOARD_UI)/src/*)
+# npm's cache stays in _output, beside everything else the build downloads.
+DASHBOARD_NPM := npm_config_cache=$(abspath $(OUTPUT))/npm-cache npm --prefix $(DASHBOARD_UI) --no-audit --no-fund \
+	--no-update-notifier
+dashboard:
+	@[ -f $(DASHBOARD_APP)/index.html ] || rm -f $(DASHBOARD_STAMPS)/dashboard
+	@$(MAKE) --no-print-directory $(DASHBOARD_STAMPS)/dashboard
+
+$(DASHBOARD_STAMPS)/dashboard-npm-ci: $(DASHBOARD_UI)/package.json $(DASHBOARD_UI)/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "make dashboard needs Node.js and npm (Debian: apt install nodejs npm)"; exit 1; }
+	@mkdir -p $(dir $@)
+	$(DASHBOARD_NPM) ci
+	@touch $@
+
+$(DASHBOARD_STAMPS)/dashboard: $(DASHBOARD_STAMPS)/dashboard-npm-ci $(DASHBOARD_SOURCES)
+	$(DASHBOARD_NPM) run build
+	@touch $@
 
 ## images: the product's images (training-apiserver, training-controller-manager, training-etcd) as OCI archives in
 ## _output/images/product, for linux/amd64 and linux/arm64 (IMAGE_PLATFORMS), with no Docker (hack/build-images.sh)

@@ -126,7 +126,13 @@ tar --sort=name --mtime="@${epoch}" --owner=0 --group=0 --numeric-owner -C "${st
 rm -rf "${stage}"
 log "${chart}: $(du -h "${out}/${chart}" | cut -f1)"
 
-# 4. The kubectl plugin for each platform, in reproducible archives.
+# 4. The kubectl plugin for each platform, in reproducible archives, with the dashboard's front end embedded: built
+# here with npm, so that the plugin needs no Node.js where it runs.
+if command -v npm >/dev/null 2>&1; then
+  make -C "${REPO_ROOT}" --no-print-directory dashboard
+else
+  log "warning: npm not found: the plugin's dashboard is built without its front end (make dashboard)"
+fi
 stage="${out}/.plugin"
 IFS=, read -ra platforms <<<"${plugin_platforms}"
 for platform in "${platforms[@]}"; do

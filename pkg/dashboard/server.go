@@ -75,7 +75,16 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/api/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such API: "+r.Method+" "+r.URL.Path)
 	}))
-	mux.Handle("GET /", frontEnd())
+	// Not "GET /": that and "/api/" would each be the more specific one
+	// for some request, which ServeMux refuses.
+	pages := frontEnd()
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isSafeMethod(r.Method) {
+			writeError(w, http.StatusMethodNotAllowed, r.Method+" "+r.URL.Path+": the pages only read")
+			return
+		}
+		pages.ServeHTTP(w, r)
+	}))
 	return mux
 }
 

@@ -1,0 +1,275 @@
+// A job's page: its state, conditions, replicas, metrics, checkpoints,
+// accounting, events, logs and spec, following the job's watch stream.
+
+import { buttons } from "./actions";
+import { describeStatus, follow, jobPath, request, Status } from "./api";
+import { MetricCharts } from "./charts";
+import { h, replace } from "./dom";
+import { age, duration, timestamp, until } from "./format";
+import { Job, JobDetail, PodView } from "./types";
+import { LogView } from "./logs";
+
+// detailInterval is the least time between two fetches of the pods and
+// events, which change with the job and are fetched when it does.
+const detailInterval = 2000;
+
+export function jobPage(root: HTMLElement, namespace: string, resource: string, name: string): () => void {
+  const path = jobPath(namespace, resource, name);
+  const header = h("div", { class: "job-header" });
+  const result = h("div", { class: "result", id: "action-result", role: "status" });
+  const conditions = h("ol", { class: "timeline", id: "conditions" });
+  const replicas = h("div", { id: "replicas" });
+  const chartsBox = h("div", { class: "charts", id: "charts" });
+  const checkpoints = h("div", { id: "checkpoints" });
+  const accounting = h("div", { id: "accounting" });
+  const events = h("div", { id: "events" });
+  const logsBox = h("div", { id: "logs" });
+  const yaml = h("pre", { class: "yaml", id: "yaml" });
+  const charts = new MetricCharts(chartsBox);
+  const logs = new LogView(logsBox, path);
+
+  replace(
+    root,
+    h("p", {}, h("a", { href: "#/" }, "← all jobs")),
+    header,
+    result,
+    h("section", {}, h("h2", {}, "Conditions"), conditions),
+    h("section", {}, h("h2", {}, "Replicas"), replicas),
+    h("section", {}, h("h2", {}, "Metrics"), chartsBox),
+    h("section", { class: "two" }, h("div", {}, h("h2", {}, "Checkpoints"), checkpoints), h("div", {}, h("h2", {}, "Accounting"), accounting)),
+    h("section", {}, h("h2", {}, "Events"), events),
+    h("section", {}, h("h2", {}, "Logs"), logsBox),
+    h("section", {}, h("h2", {}, "Spec"), yaml),
+  );
+
+  let job: Job | undefined;
+  let pods: PodView[] = [];
+  let lastDetail = 0;
+  let detailTimer: number | undefined;
+
+  async function fetchDetail(): Promise<void> {
+    lastDetail = Date.now();
+    try {
+      const detail = await request<JobDetail>("GET", path);
+      pods = detail.pods;
+      yaml.textContent = detail.yaml;
+      renderEvents(events, detail.events, detail.eventsRefused);
+      logs.setPods(pods, detail.podsRefused);
+      if (!job) show(detail.job);
+      else renderReplicas(replicas, job, pods, detail.podsRefused);
+    } catch (e) {
+      replace(header, h("h1", {}, name), h("p", { class: "refused" }, e instanceof Error ? e.message : String(e)));
+    }
+  }
+
+  // Pods and events follow the job: fetched when it changes, at most once
+  // per detailInterval.
+  function scheduleDetail(): void {
+    if (detailTimer !== undefined) return;
+    const wait = Math.max(0, lastDetail + detailInterval - Date.now());
+    detailTimer = window.setTimeout(() => {
+      detailTimer = undefined;
+      void fetchDetail();
+    }, wait);
+  }
+
+  function show(next: Job): void {
+    job = next;
+    renderHeader(header, job, resource, result);
+    renderConditions(conditions, job);
+    renderReplicas(replicas, job, pods);
+    charts.update(job.status.progress?.history ?? []);
+    renderCheckpoints(checkpoints, job);
+    renderAccounting(accounting, job);
+  }
+
+  void fetchDetail();
+  const source = follow(`${path}/watch`, {
+    upsert: (next: Job) => {
+      show(next);
+      scheduleDetail();
+    },
+    delete: () => {
+      replace(header, h("h1", {}, name), h("p", { class: "refused" }, "This job was deleted."));
+    },
+    refused: (body: { status: Status }) => {
+      result.className = "result refused";
+      replace(result, describeStatus(body.status));
+    },
+  });
+  return () => {
+    source.close();
+    logs.close();
+    charts.destroy();
+    window.clearTimeout(detailTimer);
+  };
+}
+
+function renderHeader(el: HTMLElement, job: Job, resource: string, result: HTMLElement): void {
+  const s = job.status;
+  const phase = s.phase || "Pending";
+  const p = s.progress;
+  const finished = phase === "Succeeded" || phase === "Failed";
+  replace(
+    el,
+    h("h1", {}, `${job.metadata.namespace}/${job.metadata.name}`),
+    h(
+      "dl",
+      { class: "facts" },
+      fact("Kind", job.kind),
+      fact("Phase", h("span", { class: `phase phase-${phase}`, id: "job-phase" }, phase)),
+      fact("Age", age(job.metadata.creationTimestamp)),
+      s.startTime && fact("Running for", duration(((s.completionTime ? Date.parse(s.completionTime) : Date.now()) - Date.parse(s.startTime)) / 1000)),
+      fact("Restarts", s.backoffCount ?? 0),
+      p?.percent !== undefined && fact("Progress", h("span", {}, h("progress", { max: 100, value: p.percent }), ` ${p.percent}%`)),
+      p?.step !== undefined && fact("Step", `${p.step}${p.totalSteps ? ` of ${p.totalSteps}` : ""}`),
+      p?.estimatedFinishTime && !finished && fact("ETA", until(p.estimatedFinishTime)),
+      p?.metrics?.length && fact("Metrics", p.metrics.map((m) => `${m.name}=${m.value}`).join("  ")),
+      p?.message && fact("Message", p.message),
+    ),
+    buttons(
+      {
+        namespace: job.metadata.namespace,
+        resource,
+        name: job.metadata.name,
+        paused: job.spec.runMode?.pause?.enabled,
+        finished,
+      },
+      result,
+    ),
+  );
+}
+
+function fact(term: string, value: Node | string | number): HTMLElement[] {
+  return [h("dt", {}, term), h("dd", {}, value)];
+}
+
+function renderConditions(el: HTMLElement, job: Job): void {
+  const conditions = [...(job.status.conditions ?? [])].sort((a, b) => (a.lastTransitionTime ?? "").localeCompare(b.lastTransitionTime ?? ""));
+  if (conditions.length === 0) {
+    replace(el, h("li", { class: "empty" }, "No conditions yet."));
+    return;
+  }
+  replace(
+    el,
+    conditions.map((c) =>
+      h(
+        "li",
+        { class: `condition status-${c.status}`, "data-condition": c.type },
+        h("time", { datetime: c.lastTransitionTime ?? "" }, timestamp(c.lastTransitionTime)),
+        h("strong", {}, ` ${c.type}=${c.status}`),
+        c.reason ? ` ${c.reason}` : "",
+        c.message ? h("div", { class: "message" }, c.message) : "",
+      ),
+    ),
+  );
+}
+
+// renderReplicas joins the job's own account of each replica
+// (status.tasks) with the pods that exist now.
+function renderReplicas(el: HTMLElement, job: Job, pods: PodView[], refused?: Status): void {
+  const podsByName = new Map(pods.map((p) => [p.name, p]));
+  const rows: HTMLElement[] = [];
+  for (const task of job.status.tasks ?? []) {
+    for (const r of task.replicaStatus ?? []) {
+      const pod = podsByName.get(r.name);
+      podsByName.delete(r.name);
+      const training = r.containers?.[0];
+      const podContainer = pod?.containers[0];
+      const exit = training?.exitCode ?? training?.lastTermination?.exitCode ?? podContainer?.exitCode;
+      rows.push(
+        h(
+          "tr",
+          { "data-replica": r.name },
+          h("td", {}, task.type),
+          h("td", {}, r.name),
+          h("td", {}, r.phase ?? ""),
+          h("td", {}, pod?.node ?? ""),
+          h("td", {}, training?.state ?? podContainer?.state ?? ""),
+          h("td", {}, exit ?? ""),
+          h("td", {}, [r.reason, training?.reason ?? training?.lastTermination?.reason].filter(Boolean).join(", ") + (r.restartAt ? ` (restarts in ${until(r.restartAt)})` : "")),
+          h("td", {}, r.restartCount ?? 0),
+        ),
+      );
+    }
+  }
+  // Pods the status does not name yet (just created) still show.
+  for (const pod of podsByName.values()) {
+    const c = pod.containers[0];
+    rows.push(h("tr", { "data-replica": pod.name }, h("td", {}, pod.replicaType), h("td", {}, pod.name), h("td", {}, pod.phase), h("td", {}, pod.node ?? ""), h("td", {}, c?.state ?? ""), h("td", {}, c?.exitCode ?? ""), h("td", {}, c?.reason ?? ""), h("td", {}, c?.restarts ?? 0)));
+  }
+  replace(
+    el,
+    refused && h("p", { class: "refused" }, `Pods: ${describeStatus(refused)}`),
+    h("table", {}, h("thead", {}, h("tr", {}, ["Type", "Pod", "Phase", "Node", "State", "Exit code", "Reason", "Restarts"].map((c) => h("th", {}, c)))), h("tbody", {}, rows)),
+  );
+}
+
+function renderCheckpoints(el: HTMLElement, job: Job): void {
+  const c = job.status.checkpoint;
+  if (!c?.latest && !c?.history?.length) {
+    replace(el, h("p", { class: "empty" }, "No checkpoint reported."));
+    return;
+  }
+  const records = c.history?.length ? c.history : c.latest ? [c.latest] : [];
+  replace(
+    el,
+    c.requestTime && h("p", {}, `Checkpoint requested ${age(c.requestTime)} ago${c.requestReason ? ` (${c.requestReason})` : ""}`),
+    h(
+      "table",
+      {},
+      h("thead", {}, h("tr", {}, ["Path", "Step", "Epoch", "Reported"].map((t) => h("th", {}, t)))),
+      h("tbody", {}, [...records].reverse().map((r) => h("tr", {}, h("td", {}, r.path), h("td", {}, r.step ?? ""), h("td", {}, r.epoch ?? ""), h("td", {}, timestamp(r.reportTime))))),
+    ),
+  );
+}
+
+function renderAccounting(el: HTMLElement, job: Job): void {
+  const a = job.status.accounting;
+  if (!a) {
+    replace(el, h("p", { class: "empty" }, "Nothing accounted yet."));
+    return;
+  }
+  replace(
+    el,
+    h(
+      "dl",
+      { class: "facts" },
+      fact("State", `${a.state ?? ""}${a.stateSince ? ` for ${age(a.stateSince)}` : ""}`),
+      fact("Queued", duration(a.queuedSeconds ?? 0)),
+      fact("Starting", duration(a.startingSeconds ?? 0)),
+      fact("Running", duration(a.runningSeconds ?? 0)),
+      fact("Paused", duration(a.pausedSeconds ?? 0)),
+      fact("Interruptions", a.interruptions ?? 0),
+      fact("Lost work", `${a.lostSteps ?? 0} steps, ${duration(a.lostReplicaSeconds ?? 0)} replica-time`),
+    ),
+    a.recent?.length
+      ? h(
+          "table",
+          {},
+          h("thead", {}, h("tr", {}, ["When", "Reason", "Replicas", "Lost time", "Lost steps"].map((t) => h("th", {}, t)))),
+          h("tbody", {}, a.recent.map((i) => h("tr", {}, h("td", {}, timestamp(i.time)), h("td", {}, i.reason), h("td", {}, i.replicas), h("td", {}, duration(i.lostSeconds)), h("td", {}, i.lostSteps ?? "")))),
+        )
+      : "",
+  );
+}
+
+function renderEvents(el: HTMLElement, events: JobDetail["events"], refused?: Status): void {
+  if (refused) {
+    replace(el, h("p", { class: "refused" }, `Events: ${describeStatus(refused)}`));
+    return;
+  }
+  if (events.length === 0) {
+    replace(el, h("p", { class: "empty" }, "No events."));
+    return;
+  }
+  replace(
+    el,
+    h(
+      "table",
+      {},
+      h("thead", {}, h("tr", {}, ["Last seen", "Type", "Reason", "Count", "Message"].map((t) => h("th", {}, t)))),
+      h("tbody", {}, [...events].reverse().map((e) => h("tr", { class: `event-${e.type}` }, h("td", { title: e.last }, age(e.last)), h("td", {}, e.type), h("td", {}, e.reason), h("td", {}, e.count), h("td", {}, e.message)))),
+    ),
+  );
+}

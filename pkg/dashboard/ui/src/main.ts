@@ -1,0 +1,38 @@
+// The dashboard's entry: signs the page's session in, then shows the page
+// the URL's fragment names: #/ the jobs list, #/job/NS/RESOURCE/NAME a job,
+// #/create the create form.
+
+import "./style.css";
+import { describeStatus, ApiError, startSession } from "./api";
+import { createPage } from "./create";
+import { h, replace } from "./dom";
+import { jobPage } from "./job";
+import { jobsPage } from "./list";
+
+const app = document.getElementById("app")!;
+let leave: () => void = () => {};
+
+function route(): void {
+  leave();
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  if (parts[0] === "job" && parts.length === 4) {
+    leave = jobPage(app, parts[1], parts[2], parts[3]);
+  } else if (parts[0] === "create") {
+    leave = createPage(app);
+  } else {
+    leave = jobsPage(app);
+  }
+}
+
+async function main(): Promise<void> {
+  try {
+    await startSession();
+  } catch (e) {
+    replace(app, h("p", { class: "refused" }, e instanceof ApiError ? describeStatus(e.status) : String(e)));
+    return;
+  }
+  window.addEventListener("hashchange", route);
+  route();
+}
+
+void main();

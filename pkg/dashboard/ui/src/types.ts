@@ -1,0 +1,133 @@
+// The shapes the server sends: rows of the list (pkg/dashboard/summary.go),
+// whole jobs (batch.tensorstack.dev/v1beta1) and the job page's detail.
+
+export interface JobSummary {
+  kind: string;
+  resource: string;
+  namespace: string;
+  name: string;
+  uid: string;
+  labels?: Record<string, string>;
+  created: string;
+  phase?: string;
+  paused?: boolean;
+  percent?: number;
+  step?: number;
+  totalSteps?: number;
+  estimatedFinishTime?: string;
+  queue?: string;
+  restarts: number;
+  interruptions?: number;
+  lostSteps?: number;
+  lostReplicaSeconds?: number;
+}
+
+export interface Condition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+  lastTransitionTime?: string;
+}
+
+export interface Metric {
+  name: string;
+  value: string;
+}
+
+export interface ProgressSample {
+  reportTime: string;
+  step?: number;
+  epoch?: number;
+  metrics: Metric[];
+}
+
+export interface ContainerStatus {
+  name: string;
+  state?: string;
+  exitCode?: number;
+  reason?: string;
+  lastTermination?: { exitCode: number; signal?: number; reason?: string; message?: string; finishedAt?: string };
+}
+
+export interface ReplicaStatus {
+  name: string;
+  uid?: string;
+  phase?: string;
+  containers?: ContainerStatus[];
+  reason?: string;
+  restartAt?: string;
+  restartCount?: number;
+}
+
+export interface Job {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace: string; uid: string; creationTimestamp: string; labels?: Record<string, string> };
+  spec: { runMode?: { pause?: { enabled?: boolean }; debug?: { enabled?: boolean } } };
+  status: {
+    phase?: string;
+    conditions?: Condition[];
+    tasks?: { type: string; restartCount?: number; replicaStatus?: ReplicaStatus[] }[];
+    backoffCount?: number;
+    startTime?: string;
+    completionTime?: string;
+    progress?: {
+      percent?: number;
+      step?: number;
+      totalSteps?: number;
+      epoch?: number;
+      totalEpochs?: number;
+      estimatedFinishTime?: string;
+      metrics?: Metric[];
+      message?: string;
+      reportTime?: string;
+      reporter?: string;
+      history?: ProgressSample[];
+    };
+    checkpoint?: {
+      latest?: { path: string; step?: number; epoch?: number; sizeBytes?: number; reporter?: string; reportTime: string };
+      history?: { path: string; step?: number; epoch?: number; reportTime: string }[];
+      requestTime?: string;
+      requestReason?: string;
+    };
+    accounting?: {
+      queuedSeconds?: number;
+      startingSeconds?: number;
+      runningSeconds?: number;
+      pausedSeconds?: number;
+      state?: string;
+      stateSince?: string;
+      interruptions?: number;
+      lostReplicaSeconds?: number;
+      lostSteps?: number;
+      recent?: { time: string; reason: string; replicas: number; lostSeconds: number; lostReplicaSeconds: number; lostSteps?: number }[];
+    };
+  };
+}
+
+export interface PodView {
+  name: string;
+  replicaType: string;
+  replicaIndex: string;
+  node?: string;
+  phase: string;
+  containers: { name: string; state: string; reason?: string; exitCode?: number; restarts: number }[];
+}
+
+export interface EventView {
+  type: string;
+  reason: string;
+  message: string;
+  count: number;
+  last: string;
+}
+
+export interface JobDetail {
+  job: Job;
+  yaml: string;
+  pods: PodView[];
+  podsRefused?: import("./api").Status;
+  events: EventView[];
+  eventsRefused?: import("./api").Status;
+}
