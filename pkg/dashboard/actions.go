@@ -27,6 +27,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
@@ -139,9 +140,19 @@ func decodeManifest(body io.Reader) (v1beta1.TrainingJob, jobKind, error) {
 	if !ok {
 		return nil, jobKind{}, fmt.Errorf("kind: %q is not a training job kind (TensorFlowTrainingJob, PyTorchTrainingJob)", typeMeta.Kind)
 	}
+	data, err := yaml.YAMLToJSON(document)
+	if err != nil {
+		return nil, jobKind{}, fmt.Errorf("reading the manifest: %w", err)
+	}
 	job := kind.newJob()
-	if err := yaml.UnmarshalStrict(document, job); err != nil {
+	// Decoded as the API server decodes with fieldValidation=Strict, so
+	// that the errors name the field's path.
+	strict, err := kjson.UnmarshalStrict(data, job, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err != nil {
 		return nil, jobKind{}, fmt.Errorf("reading the %s: %w", kind.Kind, err)
+	}
+	if len(strict) > 0 {
+		return nil, jobKind{}, fmt.Errorf("reading the %s: %w", kind.Kind, errors.Join(strict...))
 	}
 	return job, kind, nil
 }

@@ -79,7 +79,9 @@ func watchJobs(ctx context.Context, c Clients, scope watchScope, events chan<- j
 			}
 		}
 		_, informer := cache.NewInformerWithOptions(cache.InformerOptions{
-			ListerWatcher: &cache.ListWatch{
+			// Passing the clientset tells the reflector whether it may
+			// stream the initial list (WatchList): fakes cannot.
+			ListerWatcher: cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 				ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 					scope.narrow(&opts)
 					return client.List(ctx, opts)
@@ -88,7 +90,7 @@ func watchJobs(ctx context.Context, c Clients, scope watchScope, events chan<- j
 					scope.narrow(&opts)
 					return client.Watch(ctx, opts)
 				},
-			},
+			}, c.Training),
 			ObjectType: kind.newJob(),
 			Handler: cache.ResourceEventHandlerFuncs{
 				AddFunc:    func(obj any) { send("upsert", obj) },
