@@ -126,18 +126,17 @@ var jobKinds = []jobKind{
 
 // kindByResource finds the kind a URL's resource segment names.
 func kindByResource(resource string) (jobKind, bool) {
-	for _, k := range jobKinds {
-		if k.Resource == resource {
-			return k, true
-		}
-	}
-	return jobKind{}, false
+	return findKind(func(k jobKind) bool { return k.Resource == resource })
 }
 
 // kindByKind finds the kind a manifest's kind field names.
-func kindByKind(name string) (jobKind, bool) {
+func kindByKind(kind string) (jobKind, bool) {
+	return findKind(func(k jobKind) bool { return k.Kind == kind })
+}
+
+func findKind(match func(jobKind) bool) (jobKind, bool) {
 	for _, k := range jobKinds {
-		if k.Kind == name {
+		if match(k) {
 			return k, true
 		}
 	}
