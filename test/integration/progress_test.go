@@ -111,6 +111,37 @@ func TestProgressBurstReachesEtcdOncePerInterval(t *testing.T) {
 	}
 }
 
+// TestProgressFinalReportIsNotHeld: within an interval of an hour, the
+// report of the last step is stored at once, replacing the one held, so
+// that it is in the status when the job finishes right after.
+func TestProgressFinalReportIsNotHeld(t *testing.T) {
+	s := withProgressInterval(t, time.Hour)
+	ctx := context.Background()
+	jobs := s.Client.BatchV1beta1().PyTorchTrainingJobs("final")
+	if _, err := jobs.Create(ctx, pytorchKind(s).newJob("train"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := jobs.ReportProgress(ctx, "train", stepReport(38, 40), metav1.CreateOptions{})
+	if err != nil || !first.Status.Stored {
+		t.Fatalf("first report: %+v, %v; want it stored", first, err)
+	}
+	held, err := jobs.ReportProgress(ctx, "train", stepReport(39, 40), metav1.CreateOptions{})
+	if err != nil || held.Status.Stored {
+		t.Fatalf("second report: %+v, %v; want it held", held, err)
+	}
+	final, err := jobs.ReportProgress(ctx, "train", stepReport(40, 40), metav1.CreateOptions{})
+	if err != nil || !final.Status.Stored {
+		t.Fatalf("final report: %+v, %v; want it stored at once", final, err)
+	}
+	job, err := jobs.Get(ctx, "train", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := job.Status.Progress; p == nil || ptr.Deref(p.Step, 0) != 40 || ptr.Deref(p.Percent, 0) != 100 || p.CoalescedReports != 1 {
+		t.Errorf("stored progress %+v: want step 40 at 100%%, the held report counted as coalesced", p)
+	}
+}
+
 // TestProgressRefusals: what a report may not be, and where it may not go.
 func TestProgressRefusals(t *testing.T) {
 	s := withProgressInterval(t, time.Hour)

@@ -172,6 +172,11 @@ func writeProgress(ctx context.Context, progressStore *genericregistry.Store, ke
 			return nil, err
 		}
 		status := job.JobStatus()
+		if p := status.Progress; p != nil && p.ReportTime != nil && p.ReportTime.Time.After(report.received) {
+			// A newer report got here first (a final one is written at
+			// once, maybe while a held one still is): keep it.
+			return job, nil
+		}
 		status.Progress = nextProgress(status.Progress, report, replaced)
 		return job, nil
 	}

@@ -38,7 +38,9 @@ const flushTimeout = 30 * time.Second
 // written at once, within its request; one that comes sooner waits for the
 // end of the interval, and a later report replaces it. A job reporting
 // every 100 ms thus costs one write per interval, and the write holds its
-// latest report.
+// latest report. A final report (the step, epoch or percent at its total)
+// is written at once, with any held one it replaces: the job may finish
+// within the interval, and a finished job takes no more reports.
 //
 // The held-back reports live in this server's memory: each replica of the
 // server coalesces the reports it receives, and a report held back when the
@@ -79,10 +81,19 @@ func (c *progressCoalescer) report(ctx context.Context, key jobKey, report pendi
 		j = &jobReports{}
 		c.jobs[key] = j
 	}
-	if j.pending == nil && now.Sub(j.lastWrite) >= c.interval {
+	if report.final() || (j.pending == nil && now.Sub(j.lastWrite) >= c.interval) {
+		replaced := int64(0)
+		if j.pending != nil {
+			replaced = j.replaced + 1
+			j.pending, j.replaced = nil, 0
+		}
+		if j.timer != nil {
+			j.timer.Stop()
+			j.timer = nil
+		}
 		j.lastWrite = now
 		c.mu.Unlock()
-		if err := c.write(ctx, key, report, 0); err != nil {
+		if err := c.write(ctx, key, report, replaced); err != nil {
 			// Nothing was stored: the next report may try at once.
 			c.mu.Lock()
 			j.lastWrite = time.Time{}

@@ -406,3 +406,49 @@ func TestCoalescerKeepsAJobWithAHeldReport(t *testing.T) {
 	}
 	expectWrite(t, writes[2], jobA, 2, 0, progressT0.Add(time.Second+2*time.Minute))
 }
+
+// TestCoalescerWritesTheFinalReportAtOnce: a report at the job's total is
+// not held, for the job may finish before the interval ends and then take
+// no report; it replaces the one held, whose timer goes.
+func TestCoalescerWritesTheFinalReportAtOnce(t *testing.T) {
+	c, clk, writer := newTestCoalescer()
+	mustReport(t, c, jobA, stepReport(clk, 38))
+	clk.step(100 * time.Millisecond)
+	expectHeld(t, mustReport(t, c, jobA, stepReport(clk, 39)), progressT0.Add(testProgressInterval), false)
+	clk.step(100 * time.Millisecond)
+	final := stepReport(clk, 40)
+	final.values.TotalSteps = ptr.To[int64](40)
+	expectStored(t, mustReport(t, c, jobA, final))
+	writes := writer.taken()
+	if len(writes) != 2 {
+		t.Fatalf("%d writes, want the first and the final one", len(writes))
+	}
+	expectWrite(t, writes[1], jobA, 40, 1, progressT0.Add(200*time.Millisecond))
+	if clk.HasWaiters() {
+		t.Errorf("the held report's timer is still set")
+	}
+	clk.step(time.Minute)
+	if n := len(writer.taken()); n != 2 {
+		t.Errorf("%d writes a minute later, want still 2: the held report went with the final one", n)
+	}
+}
+
+func TestPendingReportFinal(t *testing.T) {
+	cases := map[string]struct {
+		values batch.ProgressValues
+		want   bool
+	}{
+		"a step below the total": {batch.ProgressValues{Step: ptr.To[int64](39), TotalSteps: ptr.To[int64](40)}, false},
+		"the last step":          {batch.ProgressValues{Step: ptr.To[int64](40), TotalSteps: ptr.To[int64](40)}, true},
+		"the last epoch":         {batch.ProgressValues{Epoch: ptr.To[int32](3), TotalEpochs: ptr.To[int32](3)}, true},
+		"100 percent":            {batch.ProgressValues{Percent: ptr.To[int32](100)}, true},
+		"a step without a total": {batch.ProgressValues{Step: ptr.To[int64](1000)}, false},
+		"metrics alone":          {batch.ProgressValues{}, false},
+	}
+	for name, tc := range cases {
+		r := pendingReport{values: tc.values}
+		if got := r.final(); got != tc.want {
+			t.Errorf("%s: final = %v, want %v", name, got, tc.want)
+		}
+	}
+}

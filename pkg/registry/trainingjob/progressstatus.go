@@ -31,6 +31,15 @@ type pendingReport struct {
 	received time.Time
 }
 
+// final says whether the report says the job is done: its step or epoch
+// reached the total, or its percent 100.
+func (r *pendingReport) final() bool {
+	v := &r.values
+	return (v.Step != nil && v.TotalSteps != nil && *v.Step >= *v.TotalSteps) ||
+		(v.Epoch != nil && v.TotalEpochs != nil && *v.Epoch >= *v.TotalEpochs) ||
+		(v.Percent != nil && *v.Percent >= 100)
+}
+
 // nextProgress is the status.progress a report leads to, after the stored
 // one: the report's values with the percent filled in where the report
 // allows, and the estimated finish time.
