@@ -17,6 +17,7 @@ limitations under the License.
 package dashboard
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
@@ -162,13 +163,19 @@ func (s *Server) jobDetail(w http.ResponseWriter, r *http.Request) {
 func manifestYAML(job v1beta1.TrainingJob) (string, error) {
 	manifest := job.DeepCopyObject().(v1beta1.TrainingJob)
 	manifest.SetManagedFields(nil)
-	*manifest.JobStatus() = v1beta1.TrainingJobStatus{}
-	out, err := yaml.Marshal(manifest)
+	data, err := json.Marshal(manifest)
 	if err != nil {
 		return "", err
 	}
-	// status: {} says nothing; leave the line out.
-	return strings.Replace(string(out), "status: {}\n", "", 1), nil
+	// Status leaves the object as a field of its own: an empty status
+	// still has counters that are not omitted when zero.
+	var fields map[string]any
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return "", err
+	}
+	delete(fields, "status")
+	out, err := yaml.Marshal(fields)
+	return string(out), err
 }
 
 // podView is one pod of the job as the replicas table shows it.

@@ -1,0 +1,90 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package dashboard
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// detailView is the job page's detail as the page reads it.
+type detailView struct {
+	Job struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	} `json:"job"`
+	YAML        string    `json:"yaml"`
+	Pods        []podView `json:"pods"`
+	PodsRefused *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"podsRefused"`
+}
+
+func TestJobDetail(t *testing.T) {
+	f := newFixture(t, newPyTorchJob("team", "mnist"))
+	for _, pod := range []runtime.Object{replicaPod("team", "mnist-master-0", "mnist"), replicaPod("team", "other-master-0", "other")} {
+		if err := f.kube.Tracker().Add(pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.signIn()
+
+	var detail detailView
+	f.decode(f.do(http.MethodGet, f.url("/api/namespaces/team/pytorchtrainingjobs/mnist"), "", nil), http.StatusOK, &detail)
+	if detail.Job.Kind != "PyTorchTrainingJob" || detail.Job.APIVersion != "batch.tensorstack.dev/v1beta1" {
+		t.Errorf("job of kind %q %q, want the full kind the typed client leaves out", detail.Job.APIVersion, detail.Job.Kind)
+	}
+	if !strings.Contains(detail.YAML, "kind: PyTorchTrainingJob") || strings.Contains(detail.YAML, "status:") {
+		t.Errorf("YAML %q: want the kind and no status", detail.YAML)
+	}
+	if len(detail.Pods) != 1 || detail.Pods[0].Name != "mnist-master-0" {
+		t.Errorf("pods %+v, want the job's one pod", detail.Pods)
+	}
+}
+
+func TestJobDetailShowsThePodsTheUserMayNotList(t *testing.T) {
+	f := newFixture(t, newPyTorchJob("team", "mnist"))
+	f.kube.PrependReactor("list", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(action.GetResource().GroupResource(), "", errFromString(`User "viewer" cannot list resource "pods"`))
+	})
+	f.signIn()
+
+	var detail detailView
+	f.decode(f.do(http.MethodGet, f.url("/api/namespaces/team/pytorchtrainingjobs/mnist"), "", nil), http.StatusOK, &detail)
+	if detail.PodsRefused == nil || detail.PodsRefused.Code != http.StatusForbidden || !strings.Contains(detail.PodsRefused.Message, `cannot list resource "pods"`) {
+		t.Errorf("podsRefused %+v, want the API's 403", detail.PodsRefused)
+	}
+	if detail.Job.Kind != "PyTorchTrainingJob" {
+		t.Error("the job is missing: a refused pod list must not fail the page")
+	}
+}
+
+func TestUnknownResourceIsNotFound(t *testing.T) {
+	f := newFixture(t)
+	f.signIn()
+	var body errorBody
+	f.decode(f.do(http.MethodGet, f.url("/api/namespaces/team/mpijobs/mnist"), "", nil), http.StatusNotFound, &body)
+	if !strings.Contains(body.Status.Message, `"mpijobs"`) {
+		t.Errorf("message %q does not name the resource", body.Status.Message)
+	}
+}
