@@ -29,7 +29,7 @@ GOTEST := $(OUTPUT)/tools/gotest
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(OUTPUT)/tools/staticcheck-$(STATICCHECK_VERSION)
 
-.PHONY: all build dashboard images release python test test-unit test-python test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
+.PHONY: all build dashboard test-dashboard images release python test test-unit test-python test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
 	bench-api bench-controller bench-real bench-progress bench-replicas bench-scale bench-wide \
 	test-binaries stack-binaries stack-build test-build node node-images-early run local-up local-down clean test-install local-install local-uninstall align-modules
 
@@ -68,6 +68,11 @@ $(DASHBOARD_STAMPS)/dashboard-npm-ci: $(DASHBOARD_UI)/package.json $(DASHBOARD_U
 $(DASHBOARD_STAMPS)/dashboard: $(DASHBOARD_STAMPS)/dashboard-npm-ci $(DASHBOARD_SOURCES)
 	$(DASHBOARD_NPM) run build
 	@touch $@
+
+## test-dashboard: the dashboard in Debian's Chromium (playwright-core) against a local stack of its own, kwok nodes
+## only: a job's row turns Succeeded without a reload, and a create with replicas: -1 shows the 422 naming the field
+test-dashboard: build stack-binaries
+	hack/test-dashboard.sh
 
 ## images: the product's images (training-apiserver, training-controller-manager, training-etcd) as OCI archives in
 ## _output/images/product, for linux/amd64 and linux/arm64 (IMAGE_PLATFORMS), with no Docker (hack/build-images.sh)

@@ -7,7 +7,8 @@ import { h, replace } from "./dom";
 import { age, duration, until } from "./format";
 import { JobSummary } from "./types";
 
-const phases = ["Pending", "Running", "Paused", "Debugging", "Succeeded", "Failed", "Unknown"];
+// The phases of the API contract (status.phase).
+const phases = ["Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Unknown"];
 
 interface Filters {
   namespace: string;
