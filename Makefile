@@ -52,8 +52,12 @@ DASHBOARD_APP := pkg/dashboard/assets/app
 DASHBOARD_STAMPS := $(OUTPUT)/stamps
 DASHBOARD_SOURCES := $(wildcard $(DASHBOARD_UI)/index.html $(DASHBOARD_UI)/*.ts $(DASHBOARD_UI)/tsconfig.json \
 	$(DASHBOARD_UI)/src/*)
-# npm's cache stays in _output, beside everything else the build downloads.
-DASHBOARD_NPM := npm_config_cache=$(abspath $(OUTPUT))/npm-cache npm --prefix $(DASHBOARD_UI) --no-audit --no-fund \
+# npm's cache stays in _output, beside everything else the build downloads. Node.js trusts only its own
+# certificate authorities; the Go toolchain, the system's. Given the system's bundle as extra ones (unless the
+# environment names its own), npm reaches the registry wherever go reaches the module proxy.
+SYSTEM_CA_BUNDLE := $(wildcard /etc/ssl/certs/ca-certificates.crt)
+DASHBOARD_NPM := $(if $(SYSTEM_CA_BUNDLE),NODE_EXTRA_CA_CERTS=$${NODE_EXTRA_CA_CERTS:-$(SYSTEM_CA_BUNDLE)}) \
+	npm_config_cache=$(abspath $(OUTPUT))/npm-cache npm --prefix $(DASHBOARD_UI) --no-audit --no-fund \
 	--no-update-notifier
 dashboard:
 	@[ -f $(DASHBOARD_APP)/index.html ] || rm -f $(DASHBOARD_STAMPS)/dashboard
