@@ -53,7 +53,7 @@ kind's status subresource.`,
 			if err != nil {
 				return err
 			}
-			before := suspectNodeNames(found.job.JobStatus())
+			before := found.job.JobStatus().SuspectNodeNames()
 			if _, err := found.kind.client(c.training, c.namespace).PatchStatus(cmd.Context(), found.job.GetName(), clearSuspectNodesPatch, metav1.PatchOptions{}); err != nil {
 				return fmt.Errorf("cannot clear the suspect nodes of %s: %w", found.Ref(), err)
 			}
@@ -65,14 +65,6 @@ kind's status subresource.`,
 			return nil
 		},
 	}
-}
-
-func suspectNodeNames(status *v1beta1.TrainingJobStatus) []string {
-	names := make([]string, 0, len(status.SuspectNodes))
-	for _, n := range status.SuspectNodes {
-		names = append(names, n.Name)
-	}
-	return names
 }
 
 // writeSuspectNodes shows the nodes the job's next pods avoid, and why.

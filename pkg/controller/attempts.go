@@ -128,16 +128,20 @@ func (r *reconciler) noteFailedReplica(s *slot) {
 		return
 	}
 	f := v1beta1.FailedReplica{Name: s.name, UID: uid, Reason: r.failedReplicaReason(ex), Time: *r.metaNow()}
-	if ex.known {
+	switch {
+	case ex.known:
 		f.ExitCode = ptr.To(ex.code)
-	} else if ex.pod != nil {
-		if t := preflightFailure(ex.pod); t != nil {
-			f.ExitCode = ptr.To(t.ExitCode)
-		}
+	case ex.preflight != nil:
+		f.ExitCode = ptr.To(ex.preflight.ExitCode)
 	}
 	if ex.pod != nil {
 		f.Node = ex.pod.Spec.NodeName
-		r.attemptLogReads = append(r.attemptLogReads, attemptLogRead{attempt: a.Number, index: len(a.FailedReplicas), pod: ex.pod})
+		read := attemptLogRead{attempt: a.Number, index: len(a.FailedReplicas), pod: ex.pod}
+		if ex.preflight != nil {
+			// The training container never ran: the check's log says why.
+			read.container = batch.PreflightContainerName
+		}
+		r.attemptLogReads = append(r.attemptLogReads, read)
 	}
 	a.FailedReplicas = append(a.FailedReplicas, f)
 }
@@ -150,7 +154,7 @@ func (r *reconciler) failedReplicaReason(ex *replicaExit) string {
 	switch {
 	case p == nil:
 		return failedReplicaVanished
-	case preflightFailure(p) != nil:
+	case ex.preflight != nil:
 		return v1beta1.SuspectNodePreflightFailed
 	case p.Status.Reason != "":
 		return v1beta1.CutReason(p.Status.Reason)
@@ -164,11 +168,13 @@ func (r *reconciler) failedReplicaReason(ex *replicaExit) string {
 }
 
 // attemptLogRead is a failed replica whose log tail is still to be read:
-// the attempt's number and the replica's index in its failedReplicas.
+// the attempt's number, the replica's index in its failedReplicas, and the
+// container to read (empty: the training container).
 type attemptLogRead struct {
-	attempt int32
-	index   int
-	pod     *corev1.Pod
+	attempt   int32
+	index     int
+	pod       *corev1.Pod
+	container string
 }
 
 // readAttemptLogs reads the log tails noteFailedReplica planned. It runs
@@ -180,12 +186,7 @@ func (r *reconciler) readAttemptLogs(ctx context.Context) {
 		if i < 0 || read.index >= len(r.status.Attempts[i].FailedReplicas) {
 			continue
 		}
-		container := ""
-		if preflightFailure(read.pod) != nil {
-			// The training container never ran: the check's log says why.
-			container = batch.PreflightContainerName
-		}
-		tail := r.logTail(ctx, read.pod, container, batch.MaxAttemptLogLines, batch.MaxAttemptLogBytes)
+		tail := r.logTail(ctx, read.pod, read.container, batch.MaxAttemptLogLines, batch.MaxAttemptLogBytes)
 		f := &r.status.Attempts[i].FailedReplicas[read.index]
 		f.Logs, f.LogError = tail.Lines, batch.CutBytes(tail.Error, batch.MaxAttemptLogErrorBytes)
 	}

@@ -45,6 +45,7 @@ limitations under the License.
 //     accounting.go (where a job's time went, and the work it lost),
 //     attempts.go (each start of the pods, how it ended, what failed in it),
 //     suspectnodes.go (nodes a failure blames, left out of the next pods),
+//     logtail.go (the end of a replica's log, kept before its pod goes),
 //     startorder.go, startblockers.go and mountfailures.go (what holds a
 //     start up, and why), startsettle.go (one write for a start, not one per
 //     replica), elastic.go, limits.go (a job beyond the limits is not acted

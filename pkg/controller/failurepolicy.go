@@ -38,6 +38,9 @@ type replicaExit struct {
 	known bool
 	// how says how it ended, for events and conditions.
 	how string
+	// preflight is how the pod's preflight check failed, when it did: the
+	// training container never ran.
+	preflight *corev1.ContainerStateTerminated
 }
 
 // matchFailurePolicy returns the first rule of the job's failure policy that

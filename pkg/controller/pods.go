@@ -107,7 +107,7 @@ func (r *reconciler) builder() *podbuilder.Builder {
 		Placements: r.placements,
 		Resumed:    r.hasBeenPaused(),
 		GatesOpen:  r.gatesOpen,
-		AvoidNodes: r.suspectNodeNames(),
+		AvoidNodes: r.status.SuspectNodeNames(),
 	}
 	if r.c.gang != nil && r.gang != nil {
 		b.Gang = gangJoin{backend: r.c.gang, group: r.gang.Name}

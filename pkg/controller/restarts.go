@@ -142,7 +142,7 @@ func (r *reconciler) failedExit(p *corev1.Pod, verb string) *replicaExit {
 	} else if known {
 		how = fmt.Sprintf("%s with exit code %d", verb, code)
 	}
-	return &replicaExit{pod: p, code: code, known: known, how: how}
+	return &replicaExit{pod: p, code: code, known: known, how: how, preflight: preflightFailure(p)}
 }
 
 // discard replaces a pod the job no longer wants as it is (another run mode
@@ -175,8 +175,8 @@ func (r *reconciler) handleExit(s *slot, debug bool) (reason, message string) {
 		r.restartReplica(s, false, corev1.EventTypeNormal, "replica %s succeeded; restarting it (restart policy Always)", host)
 		return "", ""
 	}
-	if ex.pod != nil && preflightFailure(ex.pod) != nil {
-		return r.retryElsewhere(s, s.newSuspect)
+	if ex.preflight != nil {
+		return r.retryElsewhere(s)
 	}
 	disrupted := ex.pod != nil && isDisrupted(ex.pod)
 	if rule, i := matchFailurePolicy(r.spec.RunPolicy.FailurePolicy, s.id.Type, ex); rule != nil {

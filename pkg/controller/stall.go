@@ -25,7 +25,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
@@ -35,9 +34,6 @@ import (
 // ReasonStalled is the Failed condition's reason, and the event's, for a
 // job that stopped progressing.
 const ReasonStalled = "Stalled"
-
-// stallLogTimeout bounds the read of one replica's log.
-const stallLogTimeout = 5 * time.Second
 
 // planStall applies spec.runPolicy.progressDeadlineSeconds. The clock runs
 // only while every replica runs, from the last of them starting or the
@@ -203,36 +199,4 @@ func (r *reconciler) readStallLogs(ctx context.Context) {
 		logs = append(logs, r.logTail(ctx, s.pod, "", batch.MaxStallLogLines, batch.MaxStallLogBytes))
 	}
 	r.status.Stall.Logs = logs
-}
-
-// logTail reads the last lines of a pod's container (its training
-// container when none is named), at most lines lines within maxBytes,
-// bounded in time by stallLogTimeout.
-func (r *reconciler) logTail(ctx context.Context, p *corev1.Pod, container string, lines int64, maxBytes int) v1beta1.ReplicaLogTail {
-	tail := v1beta1.ReplicaLogTail{Name: p.Name}
-	opts := &corev1.PodLogOptions{Container: container, TailLines: ptr.To(lines), LimitBytes: ptr.To(int64(4 * maxBytes))}
-	if i := podbuilder.TrainingContainer(r.kind, &p.Spec); i >= 0 && container == "" {
-		opts.Container = p.Spec.Containers[i].Name
-	}
-	ctx, cancel := context.WithTimeout(ctx, stallLogTimeout)
-	defer cancel()
-	raw, err := r.c.kubeClient.CoreV1().Pods(p.Namespace).GetLogs(p.Name, opts).DoRaw(ctx)
-	if err != nil {
-		tail.Error = batch.CutBytes(err.Error(), 256)
-		return tail
-	}
-	tail.Lines = logTailText(raw, maxBytes)
-	return tail
-}
-
-// logTailText is the end of a log within n bytes, starting at a line when
-// it had to be cut.
-func logTailText(raw []byte, n int) string {
-	tail := batch.TailBytes(string(raw), n)
-	if len(tail) < len(raw) {
-		if i := strings.IndexByte(tail, '\n'); i >= 0 && i+1 < len(tail) {
-			tail = tail[i+1:]
-		}
-	}
-	return tail
 }

@@ -109,21 +109,12 @@ func (r *reconciler) noteSuspectNode(s *slot) bool {
 	return true
 }
 
-// suspectNodeNames are the nodes the job's new pods avoid.
-func (r *reconciler) suspectNodeNames() []string {
-	names := make([]string, 0, len(r.status.SuspectNodes))
-	for _, n := range r.status.SuspectNodes {
-		names = append(names, n.Name)
-	}
-	return names
-}
-
 // retryElsewhere replaces a replica whose preflight check failed; its node
 // is suspect now, so the new pod goes elsewhere. It uses up one of the
 // job's restarts only when the node is new to the list: a check that keeps
 // failing costs a restart once per node.
-func (r *reconciler) retryElsewhere(s *slot, newSuspect bool) (reason, message string) {
-	if newSuspect {
+func (r *reconciler) retryElsewhere(s *slot) (reason, message string) {
+	if s.newSuspect {
 		return r.countedRestart(s, "its node's preflight check failed")
 	}
 	r.restartReplica(s, true, corev1.EventTypeWarning, "replica %s %s on a suspect node; creating it on another node without counting it",

@@ -161,7 +161,7 @@ func TestSuspectNodesAreBounded(t *testing.T) {
 			t.Fatalf("node-%02d was not new to the list", i)
 		}
 	}
-	got := r.suspectNodeNames()
+	got := r.status.SuspectNodeNames()
 	if len(got) != batch.MaxSuspectNodes || got[0] != "node-03" || got[len(got)-1] != fmt.Sprintf("node-%02d", batch.MaxSuspectNodes+2) {
 		t.Errorf("kept %v, want the newest %d", got, batch.MaxSuspectNodes)
 	}

@@ -51,6 +51,15 @@ func (j *PyTorchTrainingJob) CommonSpec() *TrainingJobSpec { return &j.Spec.Trai
 // JobStatus returns the job's status.
 func (j *PyTorchTrainingJob) JobStatus() *TrainingJobStatus { return &j.Status }
 
+// SuspectNodeNames are the names in status.suspectNodes, in order.
+func (s *TrainingJobStatus) SuspectNodeNames() []string {
+	names := make([]string, 0, len(s.SuspectNodes))
+	for _, n := range s.SuspectNodes {
+		names = append(names, n.Name)
+	}
+	return names
+}
+
 // IsFinished says whether the phase is final: a Succeeded or Failed job never
 // runs again.
 func (p JobPhase) IsFinished() bool { return p == JobSucceeded || p == JobFailed }
