@@ -92,12 +92,12 @@ release:
 
 ## test: everything CI checks: lint, generated code, unit, a bounded fuzz run, integration and end-to-end tests. After
 ## the builds, two lanes run side by side on stacks of their own (hack/test.sh): the e2e suite, whose real-node tests
-## hold the real nodes one at a time, beside integration, chaos, deploy and install, which mostly wait. Ends with a
+## hold the real nodes one at a time, then deploy, beside integration, chaos and install, which mostly wait. Ends with a
 ## table of each phase's lane, start, seconds and the Go tests it ran, passed, failed and skipped, and says what was
 ## skipped where something it needs is missing here (real nodes: no root, cgroup v2, no overlayfs), each a failure
 ## under CI=true or REQUIRE_REAL_NODES=1 (internal/skips)
 TEST_SUITES := node-images-early lint verify-codegen test-unit test-python test-fuzz-short test-build
-TEST_LANES := "test-e2e" "test-integration test-chaos test-deploy test-install"
+TEST_LANES := "test-e2e test-deploy" "test-integration test-chaos test-install"
 test:
 	@hack/test.sh $(TEST_SUITES) --lanes $(TEST_LANES)
 
