@@ -167,16 +167,6 @@ func (r *reconciler) failedReplicaReason(ex *replicaExit) string {
 	return string(corev1.PodFailed)
 }
 
-// attemptLogRead is a failed replica whose log tail is still to be read:
-// the attempt's number, the replica's index in its failedReplicas, and the
-// container to read (empty: the training container).
-type attemptLogRead struct {
-	attempt   int32
-	index     int
-	pod       *corev1.Pod
-	container string
-}
-
 // readAttemptLogs reads the log tails noteFailedReplica planned. It runs
 // before the status is written, and so before the pods are deleted; the
 // failure may have ended its attempt by then.
@@ -186,7 +176,8 @@ func (r *reconciler) readAttemptLogs(ctx context.Context) {
 		if i < 0 || read.index >= len(r.status.Attempts[i].FailedReplicas) {
 			continue
 		}
-		tail := r.logTail(ctx, read.pod, read.container, batch.MaxAttemptLogLines, batch.MaxAttemptLogBytes)
+		tail := readLogTail(ctx, r.podClient(), r.kind, read.pod, read.container,
+			batch.MaxAttemptLogLines, batch.MaxAttemptLogBytes)
 		f := &r.status.Attempts[i].FailedReplicas[read.index]
 		f.Logs, f.LogError = tail.Lines, batch.CutBytes(tail.Error, batch.MaxAttemptLogErrorBytes)
 	}

@@ -20,31 +20,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/podbuilder"
-)
-
-// The stops that remove running pods: each asks a job with a checkpoint
-// policy for a checkpoint first, and each is an interruption the
-// accounting counts.
-const (
-	StopPause      = "Pause"
-	StopEvicted    = "Evicted"
-	StopResize     = "Resize"
-	StopRestartJob = "RestartJob"
-	StopStalled    = "Stalled"
-)
-
-// Events of the checkpoint a stop asks for.
-const (
-	ReasonCheckpointRequested = "CheckpointRequested"
-	ReasonCheckpointWritten   = "CheckpointWritten"
-	ReasonCheckpointTimedOut  = "CheckpointTimedOut"
 )
 
 // stopRunning says whether a stop may remove the job's running pods now;
@@ -55,74 +36,54 @@ const (
 // marks the running pods with AnnotationCheckpointRequest, which their
 // training code reads through the downward API. Later calls hold the stop
 // until a checkpoint reported after the request arrives, or
-// stopGraceSeconds have passed, whichever is first. A stop that goes ahead
-// while pods run is counted as an interruption.
+// stopGraceSeconds have passed, whichever is first
+// (decideCheckpointStop). A stop that goes ahead while pods run is counted
+// as an interruption.
 func (r *reconciler) stopRunning(reason, message string) bool {
 	if r.stopDecided != nil {
 		// One stop per reconcile: a RestartJob for two failed replicas
 		// asks once.
 		return *r.stopDecided
 	}
-	proceed := r.decideStop(reason)
-	r.stopDecided = &proceed
-	if proceed {
-		r.endAttempt(reason, message)
+	var latest *v1beta1.CheckpointRecord
+	if c := r.status.Checkpoint; c != nil {
+		latest = c.Latest
 	}
-	return proceed
-}
-
-func (r *reconciler) decideStop(reason string) bool {
-	running := r.runningPods()
-	policy := r.spec.RunPolicy.Checkpoint
-	request := r.checkpointRequest()
-	if policy == nil || (request == nil && len(running) == 0) {
-		if len(running) > 0 && r.satisfied {
-			r.recordInterruption(reason, r.stoppedReplicas(), nil)
-		}
-		return true
-	}
-	if request == nil {
-		if !r.satisfied {
-			// Pods deleted a moment ago may still look alive in the cache:
-			// ask once it has caught up.
-			return false
-		}
+	d := decideCheckpointStop(checkpointStopInput{
+		reason:        reason,
+		policy:        r.spec.RunPolicy.Checkpoint,
+		request:       r.checkpointRequest(),
+		latest:        latest,
+		running:       r.runningPods(),
+		cacheCaughtUp: r.satisfied,
+		now:           r.now,
+	})
+	switch d.step {
+	case stopAsks:
 		at := metav1.NewMicroTime(r.now)
 		if r.status.Checkpoint == nil {
 			r.status.Checkpoint = &v1beta1.CheckpointStatus{}
 		}
 		r.status.Checkpoint.RequestTime, r.status.Checkpoint.RequestReason = &at, reason
-		r.asks = running
-		r.event(corev1.EventTypeNormal, ReasonCheckpointRequested,
-			"Asked %d running pod(s) for a checkpoint before the stop (%s); waiting up to %ds", len(running), reason, stopGrace(policy))
-		r.requeueAt(r.now.Add(stopGraceDuration(policy)))
-		return false
+	case stopAfterCheckpoint, stopAfterTimeout:
+		r.clearCheckpointRequest()
 	}
-	waited := r.now.Sub(request.Time)
-	latest := r.status.Checkpoint.Latest
-	answered := latest != nil && latest.ReportTime.Time.After(request.Time)
-	switch {
-	case answered:
-		r.event(corev1.EventTypeNormal, ReasonCheckpointWritten,
-			"Checkpoint %s written %.1fs after the request; stopping the pods (%s)", describeCheckpoint(latest), latest.ReportTime.Sub(request.Time).Seconds(), reason)
-	case waited >= stopGraceDuration(policy) || len(running) == 0:
-		r.event(corev1.EventTypeWarning, ReasonCheckpointTimedOut,
-			"No checkpoint arrived %.1fs after the request (grace %ds); stopping the pods (%s)", waited.Seconds(), stopGrace(policy), reason)
-	default:
-		value := request.Format(metav1.RFC3339Micro)
-		for _, p := range running {
-			if p.Annotations[v1beta1.AnnotationCheckpointRequest] != value {
-				r.asks = append(r.asks, p)
-			}
-		}
-		r.requeueAt(request.Add(stopGraceDuration(policy)))
-		return false
+	r.asks = append(r.asks, d.asks...)
+	if d.event != nil {
+		r.events = append(r.events, *d.event)
 	}
-	r.clearCheckpointRequest()
-	if len(running) > 0 || request != nil {
-		r.recordInterruption(reason, r.stoppedReplicas(), &answered)
+	if !d.comeBack.IsZero() {
+		r.requeueAt(d.comeBack)
 	}
-	return true
+	if d.interruption {
+		r.recordInterruption(reason, r.stoppedReplicas(), d.answered)
+	}
+	proceed := d.goes()
+	r.stopDecided = &proceed
+	if proceed {
+		r.endAttempt(reason, message)
+	}
+	return proceed
 }
 
 // stoppedReplicas counts the replicas whose work a stop loses: those
@@ -153,42 +114,6 @@ func (r *reconciler) holdPods() {
 // checkpointWaitMessage says what a held stop waits for.
 func (r *reconciler) checkpointWaitMessage() string {
 	return fmt.Sprintf("waiting up to %ds for a checkpoint before the pods go", stopGrace(r.spec.RunPolicy.Checkpoint))
-}
-
-// resizing says whether the job's replicas changed under running pods: a
-// pod beyond the new count, or one made for the old shape, must go.
-func (r *reconciler) resizing() bool {
-	for _, p := range r.extra {
-		if p.DeletionTimestamp == nil {
-			return true
-		}
-	}
-	want := r.topo.Shape()
-	for _, s := range r.slots {
-		if p := s.pod; p != nil && p.DeletionTimestamp == nil && !isTerminated(p) && madeForOtherShape(p, want) {
-			return true
-		}
-	}
-	return false
-}
-
-// madeForOtherShape says whether a pod was built for other replica counts
-// than want (Topology.Shape). Pods that predate the annotation are kept.
-func madeForOtherShape(p *corev1.Pod, want string) bool {
-	made := p.Annotations[podbuilder.AnnotationTopology]
-	return made != "" && made != want
-}
-
-// runningPods are the job's pods that run and are not on their way out:
-// the ones that could still write a checkpoint.
-func (r *reconciler) runningPods() []*corev1.Pod {
-	var pods []*corev1.Pod
-	for _, s := range r.slots {
-		if p := s.pod; p != nil && p.DeletionTimestamp == nil && !s.replacing && podOutcome(p) == corev1.PodRunning {
-			pods = append(pods, p)
-		}
-	}
-	return pods
 }
 
 func (r *reconciler) checkpointRequest() *metav1.MicroTime {
@@ -230,24 +155,6 @@ func (r *reconciler) planCheckpointRequest() {
 	}
 }
 
-func stopGrace(policy *v1beta1.CheckpointPolicy) int32 {
-	if policy.StopGraceSeconds == nil {
-		return 1
-	}
-	return max(*policy.StopGraceSeconds, 1)
-}
-
-func stopGraceDuration(policy *v1beta1.CheckpointPolicy) time.Duration {
-	return time.Duration(stopGrace(policy)) * time.Second
-}
-
-func describeCheckpoint(c *v1beta1.CheckpointRecord) string {
-	if c.Step != nil {
-		return fmt.Sprintf("at step %d (%s)", *c.Step, c.Path)
-	}
-	return c.Path
-}
-
 // askForCheckpoint puts the checkpoint request on the pods the plan listed,
 // after the status that records the request is stored, and takes a
 // called-off request off the pods that keep running.
@@ -255,12 +162,12 @@ func (r *reconciler) askForCheckpoint(ctx context.Context) error {
 	var errs []error
 	if request := r.checkpointRequest(); request != nil && len(r.asks) > 0 {
 		value := request.Format(metav1.RFC3339Micro)
-		_, err := r.annotatePods(ctx, r.asks, map[string]any{v1beta1.AnnotationCheckpointRequest: value}, "asking for a checkpoint")
+		_, err := annotatePods(ctx, r.podClient(), r.logger, r.asks, map[string]any{v1beta1.AnnotationCheckpointRequest: value}, "asking for a checkpoint")
 		errs = append(errs, err)
 		r.logger.V(2).Info("Asked for a checkpoint", "pods", len(r.asks), "reason", r.status.Checkpoint.RequestReason)
 	}
 	if len(r.unasks) > 0 {
-		_, err := r.annotatePods(ctx, r.unasks, map[string]any{v1beta1.AnnotationCheckpointRequest: nil}, "calling off a checkpoint request")
+		_, err := annotatePods(ctx, r.podClient(), r.logger, r.unasks, map[string]any{v1beta1.AnnotationCheckpointRequest: nil}, "calling off a checkpoint request")
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -296,6 +203,6 @@ func (r *reconciler) updateResumeAnnotations(ctx context.Context) error {
 	for k, v := range podbuilder.ResumeAnnotations(r.status.Checkpoint) {
 		annotations[k] = v
 	}
-	_, err := r.annotatePods(ctx, r.resumeLagging, annotations, "updating the resume point")
+	_, err := annotatePods(ctx, r.podClient(), r.logger, r.resumeLagging, annotations, "updating the resume point")
 	return err
 }

@@ -19,40 +19,14 @@ package controller
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
-// Clean-up and TTL: what happens to a finished job's pods, and to the job.
-
-// cleanUpRemoves says whether a finished job deletes a pod under its
-// clean-up policy: All deletes every pod, Unfinished those still running,
-// None none; a job that ran out of time (stopRunning) stops its running
-// pods whatever the policy. A pod already being deleted needs nothing.
-func cleanUpRemoves(policy v1beta1.CleanUpPolicy, stopRunning bool, p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil {
-		return false
-	}
-	if policy == v1beta1.CleanUpPolicyAll {
-		return true
-	}
-	return !isTerminated(p) && (policy == v1beta1.CleanUpPolicyUnfinished || stopRunning)
-}
-
-// ttlExpiry is when a job that finished at done is deleted under
-// ttlSecondsAfterFinished; ok is false when it is kept. A negative TTL,
-// which validation refuses, counts as zero.
-func ttlExpiry(ttl *int32, done time.Time) (expiry time.Time, ok bool) {
-	if ttl == nil {
-		return time.Time{}, false
-	}
-	return done.Add(time.Duration(max(*ttl, 0)) * time.Second), true
-}
+// Clean-up and TTL carried out: a finished job's pods deleted, and the job
+// once its TTL has passed (the rules: cleanup_policy.go).
 
 // planTTL deletes the finished job once its TTL has passed, and otherwise
 // looks at it again then.

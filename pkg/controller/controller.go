@@ -131,13 +131,6 @@ type Controller struct {
 	clusterDomain string
 }
 
-// jobKey identifies a job across kinds; it is the work queue's item.
-type jobKey struct {
-	Kind, Namespace, Name string
-}
-
-func (k jobKey) String() string { return k.Kind + "/" + k.Namespace + "/" + k.Name }
-
 // NewKubeInformerFactory returns an informer factory for pods, services and
 // deployments that only sees objects carrying the job-name label, i.e. those
 // the controller created, not every pod in the cluster, and caches them

@@ -31,28 +31,45 @@ limitations under the License.
 //
 // Where things are (every file of the package is named here; TestDocMapsEveryFile fails otherwise):
 //
-//   - sync.go: the reconcile of one job as observe, plan, act; replicas.go:
-//     the replica slots and the pods claimed into them; outcome.go: the plan
-//     of an active job (its phase, Initialized, the policies in order);
-//     kinds.go: what each kind adds to the shared machinery (its adapter,
-//     informer, lister and client calls).
-//   - One file per job-level policy, each planning on the status copy:
-//     success.go (the success rule), deadline.go, failurepolicy.go (the
-//     rules' matchers and actions), restarts.go (exits, the restart
-//     policies), backoff.go, finish.go (the finish), cleanup.go (clean-up
-//     and TTL), pause.go (pause and debug), checkpoint.go (the stops that
-//     ask for a checkpoint first), stall.go (the hang watchdog),
-//     accounting.go (where a job's time went, and the work it lost),
+//   - reconcile.go: the reconcile of one job as observe, plan, act, and
+//     the one place that states the order of the policies; plan.go: the
+//     observed state a reconcile plans on (the reconciler, its slots);
+//     act.go: carrying the plan out, and the status write; replicas.go: the
+//     replica slots and the pods claimed into them; kinds.go: what each
+//     kind adds to the shared machinery (its adapter, informer, lister and
+//     client calls).
+//   - Policies that decide over API types alone, each a pure decide
+//     function with a table test beside it (<name>_policy.go,
+//     <name>_policy_test.go): checkpointstop_policy.go (the stop that asks
+//     for a checkpoint first, as a state machine), deadline_policy.go (the
+//     active deadline), backoff_policy.go (when a replica whose pod exited
+//     starts again), success_policy.go (the success rule), stall_policy.go
+//     (the hang watchdog), pause_policy.go (pause and debug),
+//     failurerules_policy.go (what a replica's exit means: the failure
+//     rules, disruptions, the restart policies), accounting_policy.go
+//     (where a job's time went, and the work an interruption lost),
+//     startorder_policy.go (when the replicas behind the leaders start),
+//     elastic_policy.go (an elastic job's sizes), queue_policy.go (what a
+//     queued job's Queued condition says, and what it asks of its Workload),
+//     cleanup_policy.go (a finished job's pods, and its TTL).
+//   - The other policies, each in a file of its own, planning on the status
+//     copy: restarts.go (a replica's exit observed, and replicas replaced,
+//     one or all), finish.go (the finish), cleanup.go (clean-up
+//     and TTL carried out), pause.go (a pause and a resume), checkpoint.go (what a stop
+//     asks of the pods, the resume annotations), stall.go (a stall's
+//     condition, event, restart and logs), accounting.go (the accounting
+//     kept on the status copy, and its metrics),
 //     attempts.go (each start of the pods, how it ended, what failed in it),
 //     suspectnodes.go (nodes a failure blames, left out of the next pods),
 //     logtail.go (the end of a replica's log, kept before its pod goes),
-//     startorder.go, startblockers.go and mountfailures.go (what holds a
-//     start up, and why), startsettle.go (one write for a start, not one per
-//     replica), elastic.go, limits.go (a job beyond the limits is not acted
+//     startorder.go (the startup gates planned and opened), startblockers.go
+//     and mountfailures.go (what holds a start up, and why), startsettle.go (one write for a start, not one per
+//     replica), elastic.go (an elastic job's size and resizes), limits.go (a job beyond the limits is not acted
 //     on), gang.go, queue.go (what the reconcile decides about the gang and
 //     the queue) and dispatched.go (a job MultiKueue runs elsewhere).
 //   - statusderive.go and statuswrites.go: the status and how it is
-//     written; reasons.go: the conditions' and events' reasons; pods.go,
+//     written; events.go: the events a plan decides (each reason is
+//     defined beside the policy that sets it); pods.go,
 //     service.go: claiming and creating what the job owns; podannotations.go:
 //     how the controller talks to a running pod; podoutcome.go: a pod's
 //     outcome read from its containers; finalizer.go: the replica-outcome
@@ -112,7 +129,7 @@ limitations under the License.
 //     restartPolicy Always, a disruption, an Ignore rule and a debug exit do
 //     not. Every replacement counts in the type's restartCount. With
 //     ExitCode, a pod that failed without any exit code is retried.
-//   - Failure policy (failurepolicy.go): for a failed pod outside debug
+//   - Failure policy (failurerules_policy.go): for a failed pod outside debug
 //     mode, the first matching rule of spec.runPolicy.failurePolicy decides
 //     (FailJob fails the job with reason PodFailurePolicy; RestartJob
 //     replaces every pod, counted once however many replicas failed in that
@@ -121,7 +138,7 @@ limitations under the License.
 //     replica's restartPolicy decides. Rules see the pod's containers,
 //     init containers included, its conditions and reasons; for a pod that
 //     vanished they see only the exit codes the status recorded.
-//   - Restart backoff (backoff.go): a replica whose pod exited (failure,
+//   - Restart backoff (backoff_policy.go): a replica whose pod exited (failure,
 //     success under Always, debug exit) is created again only after a delay
 //     counted from the exit (the latest container finishedAt, else the
 //     deletion time, else now): --restart-backoff-base (10 s) doubled for
@@ -151,7 +168,7 @@ limitations under the License.
 //     replica's entry turns Deleted with the old pod's UID. A failure is
 //     thus counted once even if the delete fails or the cache is stale; the
 //     new pod is created under the same name once the old one is gone.
-//   - Outcome order in one reconcile (outcome.go): success rule, then
+//   - Outcome order in one reconcile (reconcile.go): success rule, then
 //     deadline, then failures, then the start timeout, then the stall
 //     watchdog. On DeadlineExceeded, running pods are deleted whatever the
 //     clean-up policy; then the clean-up policy applies.

@@ -19,8 +19,6 @@ package controller
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-
-	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // An elastic PyTorch job (spec.elastic.enabled) runs its elastic total of
@@ -40,35 +38,6 @@ import (
 // was scaled out after it, wait: an admitted Workload's pod sets cannot
 // change, so they run once the job is admitted again (after a preemption,
 // or a pause and resume). Scaling in needs no admission.
-
-// admittedReplicas is how many replicas of the group at index gi the job
-// runs: all of them, unless Kueue admitted fewer of an elastic job's scaled
-// group.
-func (r *reconciler) admittedReplicas(gi int) int32 {
-	g := &r.topo.Groups[gi]
-	if !r.topo.Scaled(gi) || r.queue == nil || !r.queue.Admitted {
-		return g.Replicas
-	}
-	if n, ok := r.queue.AdmittedCounts[g.Type]; ok && n < g.Replicas {
-		return n
-	}
-	return g.Replicas
-}
-
-// elasticMinCount is the minCount of an elastic job's scaled pod set: the
-// fewest of its replicas the job trains with; 0 when the pod set is not
-// scaled or cannot be admitted partially.
-func elasticMinCount(topo *podbuilder.Topology, gi int) int32 {
-	if !topo.Scaled(gi) {
-		return 0
-	}
-	g := &topo.Groups[gi]
-	n := max(topo.Elastic.Min-(topo.Total-g.Replicas), 1)
-	if n >= g.Replicas {
-		return 0
-	}
-	return n
-}
 
 // ReasonScaled is the event of an elastic job whose replica count changed.
 const ReasonScaled = "Scaled"
@@ -102,4 +71,21 @@ func (r *reconciler) fillElasticStatus() {
 		st.LastScaleTime = r.metaNow()
 		r.event(corev1.EventTypeNormal, ReasonScaled, "Scaled from %d to %d replicas", before, now)
 	}
+}
+
+// resizing says whether the job's replicas changed under running pods: a
+// pod beyond the new count, or one made for the old shape, must go.
+func (r *reconciler) resizing() bool {
+	for _, p := range r.extra {
+		if p.DeletionTimestamp == nil {
+			return true
+		}
+	}
+	want := r.topo.Shape()
+	for _, s := range r.slots {
+		if p := s.pod; p != nil && p.DeletionTimestamp == nil && !isTerminated(p) && madeForOtherShape(p, want) {
+			return true
+		}
+	}
+	return false
 }

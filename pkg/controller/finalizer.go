@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,10 +45,6 @@ import (
 // removeFinalizerPatch takes the finalizer off and leaves any others.
 var removeFinalizerPatch = []byte(fmt.Sprintf(`{"metadata":{"$deleteFromPrimitiveList/finalizers":[%q]}}`,
 	v1beta1.ReplicaOutcomeFinalizer))
-
-func hasOutcomeFinalizer(pod *corev1.Pod) bool {
-	return slices.Contains(pod.Finalizers, v1beta1.ReplicaOutcomeFinalizer)
-}
 
 // releaseRecorded takes the finalizer off the pods whose outcome the stored
 // status (r.status, after writeStatus) holds, or no longer needs.

@@ -30,6 +30,14 @@ import (
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
+// Reasons of the GangScheduled condition: the whole gang is placed, or the
+// controller runs without a gang scheduler (v1beta1.ReasonWaitingForGang
+// while pods of the gang wait for room).
+const (
+	ReasonGangPlaced      = "GangPlaced"
+	ReasonNoGangScheduler = "NoGangScheduler"
+)
+
 // gangJoin makes pods join a job's group in a backend: what the pod builder
 // asks of the gang.
 type gangJoin struct {

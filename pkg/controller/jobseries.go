@@ -42,8 +42,6 @@ import (
 // series: 39 with four conditions, full progress and three metrics, 51 at
 // the most a job may report.
 
-const jobSeriesPrefix = "tensorstack_trainingjob_"
-
 // jobLabels come first on every per-job series.
 var jobLabels = []string{"namespace", "name", "kind"}
 

@@ -75,3 +75,10 @@ func (l *keyLocks) lock(key jobKey) (unlock func()) {
 		l.mu.Unlock()
 	}
 }
+
+// jobKey identifies a job across kinds; it is the work queues' item.
+type jobKey struct {
+	Kind, Namespace, Name string
+}
+
+func (k jobKey) String() string { return k.Kind + "/" + k.Namespace + "/" + k.Name }

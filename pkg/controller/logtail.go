@@ -22,6 +22,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch"
@@ -35,18 +36,20 @@ import (
 // logTailTimeout bounds the read of one replica's log.
 const logTailTimeout = 5 * time.Second
 
-// logTail reads the last lines of a pod's container (its training
-// container when none is named), at most lines lines within maxBytes,
-// bounded in time by logTailTimeout.
-func (r *reconciler) logTail(ctx context.Context, p *corev1.Pod, container string, lines int64, maxBytes int) v1beta1.ReplicaLogTail {
+// readLogTail reads the last lines of a pod's container (the adapter's
+// training container when none is named), at most lines lines within
+// maxBytes, bounded in time by logTailTimeout. A read that fails says why
+// in the tail's Error.
+func readLogTail(ctx context.Context, pods corev1client.PodInterface, a podbuilder.Adapter, p *corev1.Pod,
+	container string, lines int64, maxBytes int) v1beta1.ReplicaLogTail {
 	tail := v1beta1.ReplicaLogTail{Name: p.Name}
 	opts := &corev1.PodLogOptions{Container: container, TailLines: ptr.To(lines), LimitBytes: ptr.To(int64(4 * maxBytes))}
-	if i := podbuilder.TrainingContainer(r.kind, &p.Spec); i >= 0 && container == "" {
+	if i := podbuilder.TrainingContainer(a, &p.Spec); i >= 0 && container == "" {
 		opts.Container = p.Spec.Containers[i].Name
 	}
 	ctx, cancel := context.WithTimeout(ctx, logTailTimeout)
 	defer cancel()
-	raw, err := r.c.kubeClient.CoreV1().Pods(p.Namespace).GetLogs(p.Name, opts).DoRaw(ctx)
+	raw, err := pods.GetLogs(p.Name, opts).DoRaw(ctx)
 	if err != nil {
 		tail.Error = batch.CutBytes(err.Error(), 256)
 		return tail

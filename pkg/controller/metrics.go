@@ -26,6 +26,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/kueue"
 )
 
 const metricsSubsystem = "training_controller"
@@ -213,3 +214,50 @@ func (j *jobsCollector) CollectWithStability(ch chan<- metrics.Metric) {
 	}
 	ch <- metrics.NewLazyConstMetric(kueueUsableDesc, metrics.GaugeValue, usable, availability.Reason)
 }
+
+var (
+	jobStateSeconds = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           jobSeriesPrefix + "state_seconds_total",
+		Help:           "Time jobs spent queued, starting, running or paused, by namespace, queue and state; added when a job leaves the state.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"namespace", "queue", "state"})
+
+	jobInterruptions = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           jobSeriesPrefix + "interruptions_total",
+		Help:           "Stops of running jobs (Pause, Evicted, Resize, RestartJob, Stalled), by namespace, queue and reason.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"namespace", "queue", "reason"})
+
+	jobLostWork = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           jobSeriesPrefix + "lost_replica_seconds_total",
+		Help:           "Work interruptions lost: for each, the time since the last checkpoint times the replicas that ran, by namespace and queue.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"namespace", "queue"})
+)
+
+// observeAccounting adds to the accounting metrics what a stored status
+// write added to the job's accounting.
+func observeAccounting(job v1beta1.TrainingJob, old, cur *v1beta1.Accounting) {
+	if cur == nil {
+		return
+	}
+	if old == nil {
+		old = &v1beta1.Accounting{}
+	}
+	ns, queue := job.GetNamespace(), kueue.QueueName(job)
+	for _, state := range v1beta1.AccountingStates {
+		if d := *cur.StateSeconds(state) - *old.StateSeconds(state); d > 0 {
+			jobStateSeconds.WithLabelValues(ns, queue, string(state)).Add(float64(d))
+		}
+	}
+	added := int(cur.Interruptions - old.Interruptions)
+	for i := max(len(cur.Recent)-added, 0); i < len(cur.Recent); i++ {
+		jobInterruptions.WithLabelValues(ns, queue, cur.Recent[i].Reason).Inc()
+	}
+	if d := cur.LostReplicaSeconds - old.LostReplicaSeconds; d > 0 {
+		jobLostWork.WithLabelValues(ns, queue).Add(float64(d))
+	}
+}
+
+// jobSeriesPrefix begins the name of every series about a job.
+const jobSeriesPrefix = "tensorstack_trainingjob_"

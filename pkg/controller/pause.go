@@ -17,18 +17,15 @@ limitations under the License.
 package controller
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
-	"tensorstack.dev/training/pkg/podbuilder"
 )
 
-// The pause and debug rules: what a stopped job's replicas record, where a
-// pause stands, and which pods debug mode runs again or replaces.
+// A pause and a resume, carried out on the status copy; the rules they
+// follow are in pause_policy.go.
 
 // planPause deletes every pod; the job is Paused once none is left.
 func (r *reconciler) planPause() {
@@ -92,39 +89,4 @@ func (r *reconciler) stopPods(why string, podless v1beta1.ReplicaPhase) int {
 		}
 	}
 	return remaining
-}
-
-// stoppedReplicaPhase is what the status records for a replica of a stopped
-// job: Deleted for one that has a pod, or had one (its entry carries a pod
-// UID), so that a resume counts its pod as replaced, not vanished; podless
-// for one that never had a pod.
-func stoppedReplicaPhase(hasPod bool, prev *v1beta1.ReplicaStatus, podless v1beta1.ReplicaPhase) v1beta1.ReplicaPhase {
-	if hasPod || (prev != nil && prev.UID != "") {
-		return v1beta1.ReplicaDeleted
-	}
-	return podless
-}
-
-// pauseState says where a pause stands with remaining pods still to go: the
-// Paused condition's reason and message, and whether the job is Paused.
-func pauseState(remaining int) (reason, message string, paused bool) {
-	if remaining > 0 {
-		return ReasonPausing, fmt.Sprintf("waiting for %d pods to terminate", remaining), false
-	}
-	return ReasonPaused, "the job is paused: it has no pods", true
-}
-
-// rerunsAfterSuccess says whether a replica whose pod succeeded runs again:
-// in debug mode every replica does, otherwise only under RestartPolicy
-// Always.
-func rerunsAfterSuccess(debug bool, policy v1beta1.RestartPolicy) bool {
-	return debug || restartsOnSuccess(policy)
-}
-
-// runModeChanged says whether a pod was made for the other run mode (debug
-// or immediate) and so must be replaced. Pods that predate the annotation
-// are kept.
-func runModeChanged(pod *corev1.Pod, debug bool) bool {
-	made := pod.Annotations[podbuilder.AnnotationRunMode]
-	return made != "" && made != podbuilder.RunMode(debug)
 }

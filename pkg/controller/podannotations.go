@@ -26,6 +26,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/klog/v2"
 )
 
@@ -33,12 +34,12 @@ import (
 // one) and returns how many it patched: how the controller talks to a
 // running pod (startup gates, checkpoint requests, resume points). A pod
 // gone meanwhile needs nothing.
-func (r *reconciler) annotatePods(ctx context.Context, targets []*corev1.Pod, annotations map[string]any, what string) (int, error) {
+func annotatePods(ctx context.Context, pods corev1client.PodInterface, logger klog.Logger, targets []*corev1.Pod,
+	annotations map[string]any, what string) (int, error) {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 	if err != nil {
 		return 0, err
 	}
-	pods := r.c.kubeClient.CoreV1().Pods(r.key.Namespace)
 	patched := 0
 	var errs []error
 	for _, p := range targets {
@@ -49,7 +50,7 @@ func (r *reconciler) annotatePods(ctx context.Context, targets []*corev1.Pod, an
 			continue
 		}
 		patched++
-		r.logger.V(2).Info("Annotated pod", "pod", klog.KObj(p), "what", what)
+		logger.V(2).Info("Annotated pod", "pod", klog.KObj(p), "what", what)
 	}
 	return patched, errors.Join(errs...)
 }

@@ -17,7 +17,10 @@ limitations under the License.
 package controller
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
 // podOutcome is the phase a pod has, or the one it is certain to reach: a
@@ -61,4 +64,10 @@ func containersSucceeded(p *corev1.Pod) bool {
 func isTerminated(pod *corev1.Pod) bool {
 	phase := podOutcome(pod)
 	return phase == corev1.PodSucceeded || phase == corev1.PodFailed
+}
+
+// hasOutcomeFinalizer says whether a pod still holds its replica's outcome
+// for the job's status (v1beta1.ReplicaOutcomeFinalizer).
+func hasOutcomeFinalizer(pod *corev1.Pod) bool {
+	return slices.Contains(pod.Finalizers, v1beta1.ReplicaOutcomeFinalizer)
 }

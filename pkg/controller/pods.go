@@ -28,7 +28,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/owner"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
@@ -115,8 +114,10 @@ func (r *reconciler) builder() *podbuilder.Builder {
 	return b
 }
 
-// execute deletes and creates the pods the plan asked for.
-func (r *reconciler) execute(ctx context.Context) error {
+// execute deletes and creates the pods the plan asked for. createErr is why
+// pods could not be created, for the job's status; err is every failure,
+// to retry.
+func (r *reconciler) execute(ctx context.Context) (createErr, err error) {
 	var errs []error
 	pods := r.c.kubeClient.CoreV1().Pods(r.key.Namespace)
 
@@ -150,19 +151,13 @@ func (r *reconciler) execute(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	if len(r.creates) == 0 {
-		return errors.Join(errs...)
+		return nil, errors.Join(errs...)
 	}
-	createErr, err := r.createPods(ctx)
+	createErr, err = r.createPods(ctx)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if createErr != nil {
-		r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, owner.ReasonFailedCreate, createErr.Error())
-		if err := r.writeStatus(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return createErr, errors.Join(errs...)
 }
 
 // Pods are created in batches of growing size, as Kubernetes' Job

@@ -19,7 +19,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,7 +28,6 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/kueue"
-	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // What the reconcile does for a job queued with Kueue (package kueue keeps
@@ -76,11 +74,6 @@ func (c *Controller) enqueueAllJobs(logger klog.Logger) {
 			c.enqueue(jobKey{Kind: kind, Namespace: job.GetNamespace(), Name: job.GetName()})
 		}
 	}
-}
-
-// queueHold is why a queued job waits with no Workload state to say so.
-type queueHold struct {
-	reason, message string
 }
 
 // readQueue decides whether the job is queued, and in which queue, and
@@ -205,23 +198,12 @@ func (r *reconciler) mayRun() bool {
 	return r.queue == nil || r.queue.Admitted
 }
 
-// podSetCount is how many pod sets the job's Workload has.
-func (r *reconciler) podSetCount() int {
-	n := 0
-	for _, g := range r.topo.Groups {
-		if g.Replicas > 0 {
-			n++
-		}
-	}
-	return n
-}
-
 // planQueued is the plan of a queued job that may not run: like a pause,
 // every pod goes; the job is Pending until it was first admitted, Paused
 // after an eviction.
 func (r *reconciler) planQueued() {
 	st := r.status
-	reason, message := r.queueWaitReason()
+	reason, message := queueWait(r.queueHold, r.queue, r.queueName, podSetCount(r.topo))
 	if c := meta.FindStatusCondition(st.Conditions, v1beta1.ConditionQueued); c == nil || c.Status != metav1.ConditionTrue || c.Reason != reason {
 		switch {
 		case r.queueHold != nil:
@@ -260,43 +242,9 @@ func (r *reconciler) planQueued() {
 	}
 }
 
-// queueWaitReason is the reason and message of a waiting job's Queued
-// condition.
-func (r *reconciler) queueWaitReason() (reason, message string) {
-	if h := r.queueHold; h != nil {
-		return h.reason, h.message
-	}
-	q := r.queue
-	switch {
-	case q.Evicted != nil:
-		return q.Evicted.Reason, "evicted by Kueue: " + q.Evicted.Message
-	case q.Mismatch != "":
-		return v1beta1.ReasonPrebuiltWorkloadMismatch, fmt.Sprintf("the job names Workload %s (%s), which was not built "+
-			"for it: %s; Kueue would not admit it for the job", q.Workload.Name, kueue.PrebuiltWorkloadKey, q.Mismatch)
-	case q.Workload == nil && r.podSetCount() > kueue.MaxPodSets:
-		return ReasonTooManyPodSets, fmt.Sprintf("Kueue admits at most %d pod sets, and the job has %d replica types with replicas",
-			kueue.MaxPodSets, r.podSetCount())
-	case q.Workload == nil:
-		return v1beta1.ReasonWaitingForAdmission, fmt.Sprintf("waiting for its Workload in queue %s", r.queueName)
-	case q.Waiting != nil:
-		message = fmt.Sprintf("waiting for admission in queue %s: %s", r.queueName, q.Waiting.Message)
-		if levels := kueue.RequestedLevels(q.Workload); len(levels) > 0 {
-			message += fmt.Sprintf(" (the job asks for topology level %s)", strings.Join(levels, ", "))
-		}
-		return v1beta1.ReasonWaitingForAdmission, message
-	}
-	return v1beta1.ReasonWaitingForAdmission, fmt.Sprintf("quota reserved in queue %s; waiting for admission checks", r.queueName)
-}
-
 // markAdmitted notes, on a queued job allowed to run, that it is admitted.
 func (r *reconciler) markAdmitted() {
-	message := "admitted by ClusterQueue " + string(r.queue.Workload.Status.Admission.ClusterQueue)
-	if last := len(r.topo.Groups) - 1; last >= 0 {
-		if g, n := &r.topo.Groups[last], r.admittedReplicas(last); n < g.Replicas {
-			message += fmt.Sprintf("; %d of the %d %s replicas, the others wait until the job is admitted again", n, g.Replicas, g.Type)
-		}
-	}
-	r.setCondition(v1beta1.ConditionQueued, metav1.ConditionFalse, v1beta1.ReasonAdmitted, message)
+	r.setCondition(v1beta1.ConditionQueued, metav1.ConditionFalse, v1beta1.ReasonAdmitted, admittedMessage(r.topo, r.queue))
 }
 
 // actOnQueue keeps the job's Kueue Workload and, before an admitted job's
@@ -327,20 +275,6 @@ func (r *reconciler) actOnQueue(ctx context.Context) error {
 		r.placements = placements
 	}
 	return nil
-}
-
-// queueWant completes what a queued job asks of its Workload (want, with
-// what only the caller knows): its activity, which follows pause, and,
-// unless it has finished, its pod sets.
-func queueWant(job v1beta1.TrainingJob, topo *podbuilder.Topology, want kueue.Want) (kueue.Want, error) {
-	want.Active = !pauseEnabled(job.CommonSpec())
-	if want.Phase.IsFinished() {
-		return want, nil
-	}
-	var err error
-	want.PodSets, want.Digest, err = kueue.PodSets(job.GetAnnotations(), topo.Groups,
-		func(gi int) int32 { return elasticMinCount(topo, gi) })
-	return want, err
 }
 
 // podsReady says whether every pod the admission allows is Ready or its

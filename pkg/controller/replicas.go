@@ -17,6 +17,8 @@ limitations under the License.
 package controller
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
@@ -38,7 +40,7 @@ func (r *reconciler) buildSlots() {
 	r.byName = make(map[string]*slot, r.topo.Total)
 	for gi := range r.topo.Groups {
 		g := &r.topo.Groups[gi]
-		for i := range r.admittedReplicas(gi) {
+		for i := range admittedCount(r.topo, gi, r.queue) {
 			id := podbuilder.ReplicaID{Type: g.Type, Index: i}
 			s := &slot{id: id, group: g, name: podbuilder.PodName(r.job.GetName(), id)}
 			s.prev = prev[s.name]
@@ -97,4 +99,36 @@ func (r *reconciler) AllSucceeded() bool {
 
 func (s *slot) succeeded() bool {
 	return !s.replacing && s.phase == v1beta1.ReplicaSucceeded
+}
+
+// runningPods are the job's pods that run and are not on their way out:
+// the ones that could still write a checkpoint.
+func (r *reconciler) runningPods() []*corev1.Pod {
+	var pods []*corev1.Pod
+	for _, s := range r.slots {
+		if p := s.pod; p != nil && p.DeletionTimestamp == nil && !s.replacing && podOutcome(p) == corev1.PodRunning {
+			pods = append(pods, p)
+		}
+	}
+	return pods
+}
+
+// trainingStarted is when a pod's training container started running.
+func (r *reconciler) trainingStarted(p *corev1.Pod) (time.Time, bool) {
+	name := ""
+	if i := podbuilder.TrainingContainer(r.kind, &p.Spec); i >= 0 {
+		name = p.Spec.Containers[i].Name
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == name && cs.State.Running != nil {
+			if t := cs.State.Running.StartedAt; !t.IsZero() {
+				return t.Time, true
+			}
+			// A runtime that gives no start: the pod's, when it has one.
+			if p.Status.StartTime != nil {
+				return p.Status.StartTime.Time, true
+			}
+		}
+	}
+	return time.Time{}, false
 }

@@ -21,10 +21,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/podbuilder"
+)
+
+// Reasons of restarts: the events of a replica or the whole job restarting,
+// and the Failed condition of a job out of restarts.
+const (
+	ReasonRestarting           = "Restarting"
+	ReasonRestartingJob        = "RestartingJob"
+	ReasonBackoffLimitExceeded = "BackoffLimitExceeded"
 )
 
 // observeReplica notes what a replica's pod is doing, finishes replacements decided
@@ -153,45 +160,46 @@ func (r *reconciler) discard(s *slot, why string) {
 	r.delete(s.pod, why)
 }
 
-// handleExit decides what a replica's exit means for the job. It returns
-// the reason and message of a job failure, if the exit fails the job.
-//
-// In order: a debug pod is started again; a success restarts the replica
-// only under Always; a failed preflight check moves the replica to another
-// node (suspectnodes.go); a failure goes to the first matching rule of
-// spec.runPolicy.failurePolicy, else, for a disruption, to a prompt
-// replacement that is not counted, else to the replica's restartPolicy.
+// handleExit carries out what a replica's exit means for the job
+// (decideExit). It returns the reason and message of a job failure, if the
+// exit fails the job.
 func (r *reconciler) handleExit(s *slot, debug bool) (reason, message string) {
-	ex := s.exit
-	if ex == nil || s.replacing {
+	if s.exit == nil || s.replacing {
 		return "", ""
 	}
-	host := s.id.Hostname()
-	switch {
-	case debug:
-		r.restartReplica(s, false, corev1.EventTypeNormal, "debug replica %s %s; starting it again", host, ex.how)
-		return "", ""
-	case ex.succeeded:
-		r.restartReplica(s, false, corev1.EventTypeNormal, "replica %s succeeded; restarting it (restart policy Always)", host)
-		return "", ""
-	}
-	if ex.preflight != nil {
+	d := decideExit(exitInput{
+		exit:          s.exit,
+		host:          s.id.Hostname(),
+		typ:           s.id.Type,
+		debug:         debug,
+		rules:         r.spec.RunPolicy.FailurePolicy,
+		restartPolicy: s.group.Spec.RestartPolicy,
+	})
+	switch d.action {
+	case exitReplaced:
+		r.restartReplica(s, d.prompt, d.eventType, "%s", d.event)
+	case exitMovesNode:
 		return r.retryElsewhere(s)
+	case exitCountedRestart:
+		return r.countedRestart(s, d.why)
+	case exitRestartsJob:
+		return r.restartJob(s, d.why)
+	case exitFailsJob:
+		return d.reason, d.message
 	}
-	disrupted := ex.pod != nil && isDisrupted(ex.pod)
-	if rule, i := matchFailurePolicy(r.spec.RunPolicy.FailurePolicy, s.id.Type, ex); rule != nil {
-		return r.applyRule(s, rule, i, disrupted)
+	return "", ""
+}
+
+// retryElsewhere replaces a replica whose preflight check failed; its node
+// is suspect now, so the new pod goes elsewhere. It uses up one of the
+// job's restarts only when the node is new to the list: a check that keeps
+// failing costs a restart once per node.
+func (r *reconciler) retryElsewhere(s *slot) (reason, message string) {
+	if s.newSuspect {
+		return r.countedRestart(s, "its node's preflight check failed")
 	}
-	policy := s.group.Spec.RestartPolicy
-	switch {
-	case disrupted:
-		r.restartReplica(s, true, corev1.EventTypeWarning, "replica %s was disrupted (%s); replacing it without using the backoff",
-			host, disruptionReason(ex.pod))
-	case !restartsOnFailure(policy, ex.code, ex.known):
-		return ReasonReplicaFailed, fmt.Sprintf("replica %s %s (restart policy %s)", host, ex.how, restartPolicyName(policy))
-	default:
-		return r.countedRestart(s, fmt.Sprintf("restart policy %s", restartPolicyName(policy)))
-	}
+	r.restartReplica(s, true, corev1.EventTypeWarning, "replica %s %s on a suspect node; creating it on another node without counting it",
+		s.id.Hostname(), s.exit.how)
 	return "", ""
 }
 
@@ -220,28 +228,12 @@ func (r *reconciler) restartReplica(s *slot, prompt bool, eventType, format stri
 	r.restarts[s.id.Type]++
 	when := "now"
 	if !prompt {
-		exited := r.now
-		var ran time.Duration
-		if p := s.exit.pod; p != nil {
-			if t, ok := exitTime(p); ok && t.Before(r.now) {
-				exited = t
-			}
-			ran = runTime(p, exited)
-		}
-		if ran >= r.c.backoff.Reset {
-			s.restartCount = 0
-		}
-		s.restartCount++
-		at := exited.Add(r.c.backoff.Delay(s.restartCount))
-		if at.After(r.now) {
-			t := metav1.NewTime(at).Rfc3339Copy()
-			if t.Time.Before(at) {
-				// Rounded down to the second: wait for the second after.
-				t = metav1.NewTime(t.Add(time.Second))
-			}
-			s.restartAt, s.reason = &t, ReasonBackOff
-			r.requeueAt(t.Time)
-			when = "at " + t.UTC().Format(time.RFC3339)
+		d := decideRestart(s.exit.pod, s.restartCount, r.c.backoff, r.now)
+		s.restartCount = d.count
+		if d.at != nil {
+			s.restartAt, s.reason = d.at, ReasonBackOff
+			r.requeueAt(d.at.Time)
+			when = "at " + d.at.UTC().Format(time.RFC3339)
 		}
 	}
 	if eventType != "" {
@@ -252,21 +244,65 @@ func (r *reconciler) restartReplica(s *slot, prompt bool, eventType, format stri
 	}
 }
 
-func restartPolicyName(p v1beta1.RestartPolicy) string {
-	if p == "" {
-		return string(v1beta1.RestartPolicyNever)
+// restartJob deletes every pod of the job and creates them all again once
+// the failed replica's backoff has passed; it uses up one restart, however
+// many replicas failed at once.
+func (r *reconciler) restartJob(s *slot, why string) (reason, message string) {
+	host, how := s.id.Hostname(), s.exit.how
+	if !r.restartingJob {
+		limit := backoffLimit(r.spec)
+		if r.status.BackoffCount >= limit {
+			return ReasonBackoffLimitExceeded, fmt.Sprintf("the job has used all %d of its restarts, and replica %s %s", limit, host, how)
+		}
+		if !r.stopRunning(StopRestartJob, fmt.Sprintf("replica %s %s; every replica restarts (%s)", host, how, why)) {
+			// The other replicas are asked for a checkpoint first; the
+			// failed one waits with them, counted once the stop goes ahead.
+			return "", ""
+		}
+		r.status.BackoffCount++
+		r.restartingJob = true
+		r.failure = fmt.Sprintf("replica %s %s", host, how)
+		r.event(corev1.EventTypeWarning, ReasonRestartingJob, "replica %s %s; restarting every replica of the job (%s; restart %d of %d)",
+			host, how, why, r.status.BackoffCount, limit)
 	}
-	return string(p)
-}
-
-func disruptionReason(p *corev1.Pod) string {
-	if p.Status.Reason != "" {
-		return p.Status.Reason
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.DisruptionTarget && c.Reason != "" {
-			return c.Reason
+	r.restartReplica(s, false, "", "")
+	r.replaceEveryReplica("the whole job is being restarted")
+	if at := s.restartAt; at != nil {
+		for _, other := range r.slots {
+			if other.restartAt == nil || other.restartAt.Before(at) {
+				other.restartAt = at
+			}
 		}
 	}
-	return string(corev1.DisruptionTarget)
+	return "", ""
+}
+
+// replaceEveryReplica deletes the pod of every replica not already being
+// replaced, and tags every replica as part of a whole-job restart, so that
+// no new pod starts before every old one is gone (observeReplica): a new
+// rank must never meet an old one at the rendezvous.
+func (r *reconciler) replaceEveryReplica(why string) {
+	for _, s := range r.slots {
+		s.reason = ReasonRestartingJob
+		if s.replacing {
+			continue
+		}
+		s.replacing, s.phase = true, v1beta1.ReplicaDeleted
+		r.restarts[s.id.Type]++
+		if s.pod != nil && s.pod.DeletionTimestamp == nil {
+			r.delete(s.pod, why)
+		}
+	}
+}
+
+// planJobRestartDrain notes, before the replicas are observed, whether a
+// whole-job restart still waits for old pods to go.
+func (r *reconciler) planJobRestartDrain() {
+	for _, s := range r.slots {
+		if p := s.pod; p != nil && s.prev != nil && s.prev.Phase == v1beta1.ReplicaDeleted &&
+			s.prev.UID == p.UID && s.prev.Reason == ReasonRestartingJob {
+			r.jobRestartDraining = true
+			return
+		}
+	}
 }

@@ -19,7 +19,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,69 +27,61 @@ import (
 
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
-	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // ReasonStalled is the Failed condition's reason, and the event's, for a
 // job that stopped progressing.
 const ReasonStalled = "Stalled"
 
-// planStall applies spec.runPolicy.progressDeadlineSeconds. The clock runs
-// only while every replica runs, from the last of them starting or the
-// last report that moved the step or epoch, whichever is later: time
-// paused, queued or starting never counts. It returns the reason and
-// message of a job failure under stallPolicy Fail.
+// planStall carries out the stall watchdog's decision (stall_policy.go). It
+// returns the reason and message of a job failure under stallPolicy Fail,
+// or under Restart with no restart left.
 func (r *reconciler) planStall(debug bool) (reason, message string) {
-	deadline := r.spec.RunPolicy.ProgressDeadlineSeconds
-	if deadline == nil || debug {
+	in := stallInput{
+		deadline:     r.spec.RunPolicy.ProgressDeadlineSeconds,
+		policy:       r.spec.RunPolicy.StallPolicy,
+		debug:        debug,
+		progress:     r.status.Progress,
+		backoffCount: r.status.BackoffCount,
+		backoffLimit: backoffLimit(r.spec),
+		now:          r.now,
+	}
+	if in.deadline != nil && !debug {
+		in.runningSince, in.allRunning = r.allRunningSince()
+	}
+	d := decideStall(in)
+	switch d.step {
+	case stallUnwatched:
 		r.resolveStalled("the job has no progress deadline now")
 		return "", ""
-	}
-	since, ok := r.allRunningSince()
-	if !ok {
+	case stallClockStopped:
 		return "", ""
-	}
-	from, p := since, r.status.Progress
-	if p != nil && p.AdvanceTime != nil && p.AdvanceTime.After(from) {
-		from = p.AdvanceTime.Time
-	}
-	due := from.Add(time.Duration(*deadline) * time.Second)
-	if r.now.Before(due) {
-		r.requeueAt(due)
+	case stallProgressing:
+		r.requeueAt(d.comeBack)
 		r.resolveStalled("the job makes progress")
 		return "", ""
 	}
-	message = r.stallMessage(*deadline)
 	if c := meta.FindStatusCondition(r.status.Conditions, v1beta1.ConditionStalled); c == nil || c.Status != metav1.ConditionTrue {
-		r.event(corev1.EventTypeWarning, ReasonStalled, "Stalled: %s (stall policy %s)", message, stallPolicy(r.spec))
+		r.event(corev1.EventTypeWarning, ReasonStalled, "Stalled: %s (stall policy %s)", d.message, stallPolicyOf(in.policy))
 		r.status.Stall = r.stallRecord()
 	}
-	r.setCondition(v1beta1.ConditionStalled, metav1.ConditionTrue, v1beta1.ReasonProgressDeadlineExceeded, message)
-	switch stallPolicy(r.spec) {
-	case v1beta1.StallPolicyFail:
+	r.setCondition(v1beta1.ConditionStalled, metav1.ConditionTrue, v1beta1.ReasonProgressDeadlineExceeded, d.message)
+	switch d.action {
+	case stallFails:
 		r.stallLogs = true
-		return ReasonStalled, message
-	case v1beta1.StallPolicyRestart:
-		limit := backoffLimit(r.spec)
-		if r.status.BackoffCount >= limit {
-			r.stallLogs = true
-			return ReasonBackoffLimitExceeded, fmt.Sprintf("the job has used all %d of its restarts, and %s", limit, message)
-		}
-		if !r.stopRunning(StopStalled, message) {
+		return ReasonStalled, d.message
+	case stallOutOfRestarts:
+		r.stallLogs = true
+		return ReasonBackoffLimitExceeded, fmt.Sprintf("the job has used all %d of its restarts, and %s", in.backoffLimit, d.message)
+	case stallRestarts:
+		if !r.stopRunning(StopStalled, d.message) {
 			return "", ""
 		}
 		r.stallLogs = true
 		r.status.BackoffCount++
-		r.restartAll(fmt.Sprintf("The job stalled; restarting every replica (restart %d of %d)", r.status.BackoffCount, limit))
+		r.restartAll(fmt.Sprintf("The job stalled; restarting every replica (restart %d of %d)", r.status.BackoffCount, in.backoffLimit))
 	}
 	return "", ""
-}
-
-func stallPolicy(spec *v1beta1.TrainingJobSpec) v1beta1.StallPolicy {
-	if spec.RunPolicy.StallPolicy == "" {
-		return v1beta1.StallPolicyNone
-	}
-	return spec.RunPolicy.StallPolicy
 }
 
 // resolveStalled turns a True Stalled condition False.
@@ -123,49 +114,6 @@ func (r *reconciler) allRunningSince() (time.Time, bool) {
 	return since, true
 }
 
-// trainingStarted is when a pod's training container started running.
-func (r *reconciler) trainingStarted(p *corev1.Pod) (time.Time, bool) {
-	name := ""
-	if i := podbuilder.TrainingContainer(r.kind, &p.Spec); i >= 0 {
-		name = p.Spec.Containers[i].Name
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		if cs.Name == name && cs.State.Running != nil {
-			if t := cs.State.Running.StartedAt; !t.IsZero() {
-				return t.Time, true
-			}
-			// A runtime that gives no start: the pod's, when it has one.
-			if p.Status.StartTime != nil {
-				return p.Status.StartTime.Time, true
-			}
-		}
-	}
-	return time.Time{}, false
-}
-
-func (r *reconciler) stallMessage(deadline int64) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "no progress report changed the step or epoch for %ds while every replica ran", deadline)
-	p := r.status.Progress
-	switch {
-	case p == nil || p.ReportTime == nil:
-		b.WriteString("; the job never reported progress")
-	default:
-		b.WriteString("; the last report")
-		if p.Step != nil {
-			fmt.Fprintf(&b, " was at step %d", *p.Step)
-		}
-		if p.Epoch != nil {
-			fmt.Fprintf(&b, " (epoch %d)", *p.Epoch)
-		}
-		if p.Reporter != "" {
-			fmt.Fprintf(&b, ", from %s", p.Reporter)
-		}
-		fmt.Fprintf(&b, ", at %s", p.ReportTime.UTC().Format(time.RFC3339))
-	}
-	return b.String()
-}
-
 func (r *reconciler) stallRecord() *v1beta1.StallStatus {
 	st := &v1beta1.StallStatus{Time: *r.metaNow()}
 	if p := r.status.Progress; p != nil {
@@ -196,7 +144,8 @@ func (r *reconciler) readStallLogs(ctx context.Context) {
 		if s.pod == nil {
 			continue
 		}
-		logs = append(logs, r.logTail(ctx, s.pod, "", batch.MaxStallLogLines, batch.MaxStallLogBytes))
+		logs = append(logs, readLogTail(ctx, r.podClient(), r.kind, s.pod, "",
+			batch.MaxStallLogLines, batch.MaxStallLogBytes))
 	}
 	r.status.Stall.Logs = logs
 }

@@ -54,7 +54,7 @@ func (r *reconciler) startBlocker() (reason, message string) {
 // podStartBlocker says why a pending pod cannot start, as the kubelet or the
 // scheduler put it, or "" for a pod that is only on its way or not pending.
 func (r *reconciler) podStartBlocker(p *corev1.Pod) (reason, detail string) {
-	if !starting(p) {
+	if !podStarting(p) {
 		return "", ""
 	}
 	for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
@@ -79,7 +79,7 @@ func (r *reconciler) podStartBlocker(p *corev1.Pod) (reason, detail string) {
 
 // starting says whether a pod is still on its way to running: it exists,
 // is not being deleted and is Pending.
-func starting(p *corev1.Pod) bool {
+func podStarting(p *corev1.Pod) bool {
 	return p != nil && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodPending
 }
 
@@ -95,7 +95,7 @@ func (r *reconciler) startTimedOut() (reason, message string) {
 	seconds := min(*limit, batch.MaxStartTimeoutSeconds)
 	for _, s := range r.slots {
 		p := s.pod
-		if !starting(p) {
+		if !podStarting(p) {
 			continue
 		}
 		due := p.CreationTimestamp.Add(time.Duration(seconds) * time.Second)

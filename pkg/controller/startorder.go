@@ -24,59 +24,34 @@ import (
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
-// Startup order (runPolicy.startupPolicy: InOrder) holds the containers of
-// every replica but the leaders until the leaders are Ready. The pods are
-// created together, so a gang scheduler still places them at once; only
-// their containers wait, behind an init container that the controller
-// releases. It cannot use scheduling gates, which would keep the pods
-// from being placed with the gang, nor wait on DNS, which lists a
-// replica's address (publishNotReadyAddresses) before its container runs.
-//
-// The gate is an annotation on the pod, which the init container reads
-// through a downward API volume: the kubelet rewrites the file when the
-// annotation changes, so opening the gate is one patch per waiting pod.
+// The startup order carried out: the gates planned and opened (the rule is
+// in startorder_policy.go).
 
 // ReasonLeadersReady is the event of a job whose waiting replicas were
 // released.
 const ReasonLeadersReady = "LeadersReady"
 
-// leadersReady says whether every leader's pod is Ready: its containers run
-// and pass their readiness probes.
-func (r *reconciler) leadersReady() bool {
-	leaders := r.kind.Leaders(r.topo)
-	if len(leaders) == 0 {
-		return true
-	}
-	for _, id := range leaders {
-		s := r.byName[podbuilder.PodName(r.job.GetName(), id)]
-		if s == nil || s.pod == nil || s.pod.DeletionTimestamp != nil || !podReady(s.pod) {
-			return false
-		}
-	}
-	return true
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // planStartupGates lists the waiting pods to release, once every leader is
-// Ready.
+// Ready (decideStartGates).
 func (r *reconciler) planStartupGates() {
-	if !podbuilder.InOrder(r.spec) || r.status.Phase.IsFinished() || !r.leadersReady() {
+	if !podbuilder.InOrder(r.spec) || r.status.Phase.IsFinished() {
 		return
 	}
-	r.gatesOpen = true
+	in := startGatesInput{}
+	for _, id := range r.kind.Leaders(r.topo) {
+		var p *corev1.Pod
+		if s := r.byName[podbuilder.PodName(r.job.GetName(), id)]; s != nil {
+			p = s.pod
+		}
+		in.leaders = append(in.leaders, p)
+	}
 	for _, s := range r.slots {
-		if p := s.pod; p != nil && p.DeletionTimestamp == nil && p.Annotations[podbuilder.AnnotationStartupGate] == podbuilder.StartupGateClosed {
-			r.opens = append(r.opens, p)
+		if s.pod != nil {
+			in.pods = append(in.pods, s.pod)
 		}
 	}
+	d := decideStartGates(in)
+	r.gatesOpen, r.opens = d.open, d.release
 }
 
 // openStartupGates releases the planned pods. A pod gone meanwhile needs
@@ -85,7 +60,7 @@ func (r *reconciler) openStartupGates(ctx context.Context) error {
 	if len(r.opens) == 0 {
 		return nil
 	}
-	opened, err := r.annotatePods(ctx, r.opens, map[string]any{podbuilder.AnnotationStartupGate: podbuilder.StartupGateOpen},
+	opened, err := annotatePods(ctx, r.podClient(), r.logger, r.opens, map[string]any{podbuilder.AnnotationStartupGate: podbuilder.StartupGateOpen},
 		"opening the startup gate")
 	if opened > 0 {
 		r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonLeadersReady,

@@ -21,9 +21,20 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
+// Reasons of the Initialized and Running conditions, and of ReplicaFailure
+// turning False once every replica runs; when Running is False its reason is
+// the job's phase.
+const (
+	ReasonCreatingReplicas = "CreatingReplicas"
+	ReasonReplicasCreated  = "ReplicasCreated"
+	ReasonReplicasRunning  = "ReplicasRunning"
+	ReasonReplicasHealthy  = "ReplicasHealthy"
 )
 
 // fillStatus derives tasks, counts and the Running condition from the
@@ -203,4 +214,46 @@ func lastTerminations(recorded []v1beta1.ContainerStatus) []v1beta1.ContainerSta
 		}
 	}
 	return out
+}
+
+// markInitialized sets the Initialized condition, until it is True: whether
+// every replica has its pod (or succeeded without one).
+func (r *reconciler) markInitialized() {
+	if c := meta.FindStatusCondition(r.status.Conditions, v1beta1.ConditionInitialized); c != nil && c.Status == metav1.ConditionTrue {
+		return
+	}
+	for _, s := range r.slots {
+		if s.pod == nil && !s.succeeded() {
+			r.setCondition(v1beta1.ConditionInitialized, metav1.ConditionFalse, ReasonCreatingReplicas, "creating the replicas' pods")
+			return
+		}
+	}
+	r.setCondition(v1beta1.ConditionInitialized, metav1.ConditionTrue, ReasonReplicasCreated, "every replica has its pod")
+}
+
+// activePhase is the phase of an active job: Pending until every replica
+// has started (started), then Running, which later restarts do not undo;
+// Resuming likewise after a pause.
+func activePhase(phase v1beta1.JobPhase, started bool) v1beta1.JobPhase {
+	switch {
+	case phase == v1beta1.JobRunning:
+		return phase
+	case started:
+		return v1beta1.JobRunning
+	case phase == v1beta1.JobResuming:
+		return phase
+	default:
+		return v1beta1.JobPending
+	}
+}
+
+// markReplicaFailure sets ReplicaFailure True for a replica failure seen in
+// this reconcile, and False again once every replica runs.
+func (r *reconciler) markReplicaFailure(started bool) {
+	if r.failure != "" {
+		r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, ReasonReplicaFailed, r.failure)
+	} else if c := meta.FindStatusCondition(r.status.Conditions, v1beta1.ConditionReplicaFailure); c != nil &&
+		c.Status == metav1.ConditionTrue && started {
+		r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionFalse, ReasonReplicasHealthy, "every replica is running")
+	}
 }

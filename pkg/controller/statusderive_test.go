@@ -147,3 +147,26 @@ func TestRunningConditionSaysWhyAReplicaCannotStart(t *testing.T) {
 		})
 	}
 }
+
+func TestActivePhase(t *testing.T) {
+	cases := []struct {
+		phase   v1beta1.JobPhase
+		started bool
+		want    v1beta1.JobPhase
+	}{
+		{phase: "", started: false, want: v1beta1.JobPending},
+		{phase: "", started: true, want: v1beta1.JobRunning},
+		{phase: v1beta1.JobPending, started: false, want: v1beta1.JobPending},
+		{phase: v1beta1.JobPending, started: true, want: v1beta1.JobRunning},
+		// A restart does not take a running job back to Pending.
+		{phase: v1beta1.JobRunning, started: false, want: v1beta1.JobRunning},
+		{phase: v1beta1.JobRunning, started: true, want: v1beta1.JobRunning},
+		{phase: v1beta1.JobResuming, started: false, want: v1beta1.JobResuming},
+		{phase: v1beta1.JobResuming, started: true, want: v1beta1.JobRunning},
+	}
+	for _, tc := range cases {
+		if got := activePhase(tc.phase, tc.started); got != tc.want {
+			t.Errorf("activePhase(%q, started %v) = %q, want %q", tc.phase, tc.started, got, tc.want)
+		}
+	}
+}

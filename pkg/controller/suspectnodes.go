@@ -108,16 +108,3 @@ func (r *reconciler) noteSuspectNode(s *slot) bool {
 	r.event(corev1.EventTypeWarning, ReasonNodeSuspect, "Node %s is left out of the job's next pods: %s (%s)", node, message, reason)
 	return true
 }
-
-// retryElsewhere replaces a replica whose preflight check failed; its node
-// is suspect now, so the new pod goes elsewhere. It uses up one of the
-// job's restarts only when the node is new to the list: a check that keeps
-// failing costs a restart once per node.
-func (r *reconciler) retryElsewhere(s *slot) (reason, message string) {
-	if s.newSuspect {
-		return r.countedRestart(s, "its node's preflight check failed")
-	}
-	r.restartReplica(s, true, corev1.EventTypeWarning, "replica %s %s on a suspect node; creating it on another node without counting it",
-		s.id.Hostname(), s.exit.how)
-	return "", ""
-}

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch"
@@ -56,25 +57,44 @@ func TestActiveDeadlineRule(t *testing.T) {
 	}
 }
 
-func TestActivePhase(t *testing.T) {
-	cases := []struct {
-		phase   v1beta1.JobPhase
-		started bool
-		want    v1beta1.JobPhase
+// TestDeadlinePolicy: the job fails once it has been active for its
+// activeDeadlineSeconds, and is looked at again when they run out.
+func TestDeadlinePolicy(t *testing.T) {
+	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	started := metav1.NewTime(start)
+	minute := &v1beta1.TrainingJobSpec{RunPolicy: v1beta1.RunPolicy{ActiveDeadlineSeconds: ptr.To[int64](60)}}
+	cases := map[string]struct {
+		spec      *v1beta1.TrainingJobSpec
+		startTime *metav1.Time
+		now       time.Time
+		want      deadlineDecision
 	}{
-		{phase: "", started: false, want: v1beta1.JobPending},
-		{phase: "", started: true, want: v1beta1.JobRunning},
-		{phase: v1beta1.JobPending, started: false, want: v1beta1.JobPending},
-		{phase: v1beta1.JobPending, started: true, want: v1beta1.JobRunning},
-		// A restart does not take a running job back to Pending.
-		{phase: v1beta1.JobRunning, started: false, want: v1beta1.JobRunning},
-		{phase: v1beta1.JobRunning, started: true, want: v1beta1.JobRunning},
-		{phase: v1beta1.JobResuming, started: false, want: v1beta1.JobResuming},
-		{phase: v1beta1.JobResuming, started: true, want: v1beta1.JobRunning},
+		"no deadline: nothing to do": {
+			spec: &v1beta1.TrainingJobSpec{}, startTime: &started, now: start.Add(24 * time.Hour),
+		},
+		"before the deadline: come back when it falls": {
+			spec: minute, startTime: &started, now: start.Add(59 * time.Second),
+			want: deadlineDecision{comeBack: start.Add(time.Minute)},
+		},
+		"not started yet: the deadline counts from now": {
+			spec: minute, now: start,
+			want: deadlineDecision{comeBack: start.Add(time.Minute)},
+		},
+		"at the deadline: the job fails": {
+			spec: minute, startTime: &started, now: start.Add(time.Minute),
+			want: deadlineDecision{exceeded: true, message: "the job was active longer than activeDeadlineSeconds (60s)"},
+		},
+		"long past it: the job fails": {
+			spec: minute, startTime: &started, now: start.Add(time.Hour),
+			want: deadlineDecision{exceeded: true, message: "the job was active longer than activeDeadlineSeconds (60s)"},
+		},
 	}
-	for _, tc := range cases {
-		if got := activePhase(tc.phase, tc.started); got != tc.want {
-			t.Errorf("activePhase(%q, started %v) = %q, want %q", tc.phase, tc.started, got, tc.want)
-		}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := decideDeadline(tc.spec, tc.startTime, tc.now)
+			if got.exceeded != tc.want.exceeded || got.message != tc.want.message || !got.comeBack.Equal(tc.want.comeBack) {
+				t.Errorf("decideDeadline = %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }

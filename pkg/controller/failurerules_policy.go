@@ -25,6 +25,106 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
+// Reasons of a replica failure that fails the job: its restart policy does
+// not restart it (also the ReplicaFailure condition's reason), or a
+// failurePolicy rule with action FailJob matched (named as Kubernetes' Job
+// names it).
+const (
+	ReasonReplicaFailed    = "ReplicaFailed"
+	ReasonPodFailurePolicy = "PodFailurePolicy"
+)
+
+// What a replica's exit means for the job, decided over the exit and the
+// job's rules alone. In order: a debug pod starts again; a success starts
+// again only under Always; a failed preflight check moves the replica to
+// another node (suspectnodes.go); a failure goes to the first matching rule
+// of spec.runPolicy.failurePolicy, else, for a disruption, to a prompt
+// replacement that is not counted, else to the replica's restartPolicy.
+
+// exitAction is what happens to a replica whose pod exited.
+type exitAction string
+
+const (
+	// exitReplaced: a new pod replaces it without using a restart
+	// (debug, success under Always, an Ignore rule, a disruption).
+	exitReplaced exitAction = "Replaced"
+	// exitMovesNode: its preflight check failed; it runs elsewhere.
+	exitMovesNode exitAction = "MovesNode"
+	// exitCountedRestart: a new pod replaces it, using one of the job's
+	// restarts (a RestartReplica rule, or its restart policy).
+	exitCountedRestart exitAction = "CountedRestart"
+	// exitRestartsJob: every replica starts again (a RestartJob rule).
+	exitRestartsJob exitAction = "RestartsJob"
+	// exitFailsJob: the job fails (a FailJob rule, or a restart policy
+	// that does not restart it).
+	exitFailsJob exitAction = "FailsJob"
+)
+
+// exitInput is what an exit is decided on.
+type exitInput struct {
+	exit *replicaExit
+	// host names the replica in messages; typ is its replica type.
+	host  string
+	typ   v1beta1.ReplicaType
+	debug bool
+	// rules is spec.runPolicy.failurePolicy, restartPolicy the replica's.
+	rules         *v1beta1.FailurePolicy
+	restartPolicy v1beta1.RestartPolicy
+}
+
+// exitDecision is what an exit means.
+type exitDecision struct {
+	action exitAction
+	// prompt: an uncounted replacement starts without the backoff delay.
+	prompt bool
+	// eventType and event explain a replacement; why names the rule or
+	// policy behind a restart.
+	eventType, event, why string
+	// reason and message, when the job fails.
+	reason, message string
+}
+
+// decideExit decides what a replica's exit means.
+func decideExit(in exitInput) exitDecision {
+	ex, host := in.exit, in.host
+	switch {
+	case in.debug:
+		return exitDecision{action: exitReplaced, eventType: corev1.EventTypeNormal,
+			event: fmt.Sprintf("debug replica %s %s; starting it again", host, ex.how)}
+	case ex.succeeded:
+		return exitDecision{action: exitReplaced, eventType: corev1.EventTypeNormal,
+			event: fmt.Sprintf("replica %s succeeded; restarting it (restart policy Always)", host)}
+	case ex.preflight != nil:
+		return exitDecision{action: exitMovesNode}
+	}
+	disrupted := ex.pod != nil && isDisrupted(ex.pod)
+	if rule, i := matchFailurePolicy(in.rules, in.typ, ex); rule != nil {
+		which := fmt.Sprintf("failurePolicy rule %d, action %s", i, rule.Action)
+		switch rule.Action {
+		case v1beta1.FailurePolicyActionFailJob:
+			return exitDecision{action: exitFailsJob, reason: ReasonPodFailurePolicy,
+				message: fmt.Sprintf("replica %s %s (%s)", host, ex.how, which)}
+		case v1beta1.FailurePolicyActionIgnore:
+			return exitDecision{action: exitReplaced, prompt: disrupted, eventType: corev1.EventTypeNormal,
+				event: fmt.Sprintf("replica %s %s; replacing it without counting it (%s)", host, ex.how, which)}
+		case v1beta1.FailurePolicyActionRestartJob:
+			return exitDecision{action: exitRestartsJob, why: which}
+		default: // RestartReplica
+			return exitDecision{action: exitCountedRestart, why: which}
+		}
+	}
+	policy := in.restartPolicy
+	switch {
+	case disrupted:
+		return exitDecision{action: exitReplaced, prompt: true, eventType: corev1.EventTypeWarning,
+			event: fmt.Sprintf("replica %s was disrupted (%s); replacing it without using the backoff", host, disruptionReason(ex.pod))}
+	case !restartsOnFailure(policy, ex.code, ex.known):
+		return exitDecision{action: exitFailsJob, reason: ReasonReplicaFailed,
+			message: fmt.Sprintf("replica %s %s (restart policy %s)", host, ex.how, restartPolicyName(policy))}
+	}
+	return exitDecision{action: exitCountedRestart, why: fmt.Sprintf("restart policy %s", restartPolicyName(policy))}
+}
+
 // replicaExit is what the controller knows about how a replica's pod ended.
 type replicaExit struct {
 	// pod is the pod that ended; nil when it vanished and only the status
@@ -155,82 +255,21 @@ func reasonsMatch(reasons []string, ex *replicaExit) bool {
 	return false
 }
 
-// applyRule carries out the action of the failure policy rule that matched.
-func (r *reconciler) applyRule(s *slot, rule *v1beta1.FailurePolicyRule, index int, disrupted bool) (reason, message string) {
-	host, how := s.id.Hostname(), s.exit.how
-	which := fmt.Sprintf("failurePolicy rule %d, action %s", index, rule.Action)
-	switch rule.Action {
-	case v1beta1.FailurePolicyActionFailJob:
-		return ReasonPodFailurePolicy, fmt.Sprintf("replica %s %s (%s)", host, how, which)
-	case v1beta1.FailurePolicyActionIgnore:
-		r.restartReplica(s, disrupted, corev1.EventTypeNormal, "replica %s %s; replacing it without counting it (%s)", host, how, which)
-		return "", ""
-	case v1beta1.FailurePolicyActionRestartJob:
-		return r.restartJob(s, which)
-	default: // RestartReplica
-		return r.countedRestart(s, which)
+func restartPolicyName(p v1beta1.RestartPolicy) string {
+	if p == "" {
+		return string(v1beta1.RestartPolicyNever)
 	}
+	return string(p)
 }
 
-// restartJob deletes every pod of the job and creates them all again once
-// the failed replica's backoff has passed; it uses up one restart, however
-// many replicas failed at once.
-func (r *reconciler) restartJob(s *slot, why string) (reason, message string) {
-	host, how := s.id.Hostname(), s.exit.how
-	if !r.restartingJob {
-		limit := backoffLimit(r.spec)
-		if r.status.BackoffCount >= limit {
-			return ReasonBackoffLimitExceeded, fmt.Sprintf("the job has used all %d of its restarts, and replica %s %s", limit, host, how)
-		}
-		if !r.stopRunning(StopRestartJob, fmt.Sprintf("replica %s %s; every replica restarts (%s)", host, how, why)) {
-			// The other replicas are asked for a checkpoint first; the
-			// failed one waits with them, counted once the stop goes ahead.
-			return "", ""
-		}
-		r.status.BackoffCount++
-		r.restartingJob = true
-		r.failure = fmt.Sprintf("replica %s %s", host, how)
-		r.event(corev1.EventTypeWarning, ReasonRestartingJob, "replica %s %s; restarting every replica of the job (%s; restart %d of %d)",
-			host, how, why, r.status.BackoffCount, limit)
+func disruptionReason(p *corev1.Pod) string {
+	if p.Status.Reason != "" {
+		return p.Status.Reason
 	}
-	r.restartReplica(s, false, "", "")
-	r.replaceEveryReplica("the whole job is being restarted")
-	if at := s.restartAt; at != nil {
-		for _, other := range r.slots {
-			if other.restartAt == nil || other.restartAt.Before(at) {
-				other.restartAt = at
-			}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Reason != "" {
+			return c.Reason
 		}
 	}
-	return "", ""
-}
-
-// replaceEveryReplica deletes the pod of every replica not already being
-// replaced, and tags every replica as part of a whole-job restart, so that
-// no new pod starts before every old one is gone (observeReplica): a new
-// rank must never meet an old one at the rendezvous.
-func (r *reconciler) replaceEveryReplica(why string) {
-	for _, s := range r.slots {
-		s.reason = ReasonRestartingJob
-		if s.replacing {
-			continue
-		}
-		s.replacing, s.phase = true, v1beta1.ReplicaDeleted
-		r.restarts[s.id.Type]++
-		if s.pod != nil && s.pod.DeletionTimestamp == nil {
-			r.delete(s.pod, why)
-		}
-	}
-}
-
-// planJobRestartDrain notes, before the replicas are observed, whether a
-// whole-job restart still waits for old pods to go.
-func (r *reconciler) planJobRestartDrain() {
-	for _, s := range r.slots {
-		if p := s.pod; p != nil && s.prev != nil && s.prev.Phase == v1beta1.ReplicaDeleted &&
-			s.prev.UID == p.UID && s.prev.Reason == ReasonRestartingJob {
-			r.jobRestartDraining = true
-			return
-		}
-	}
+	return string(corev1.DisruptionTarget)
 }

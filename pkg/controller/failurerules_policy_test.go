@@ -18,10 +18,8 @@ package controller
 
 import (
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
@@ -141,37 +139,81 @@ func TestRestartsOnFailure(t *testing.T) {
 	}
 }
 
-func TestExitTime(t *testing.T) {
-	at := func(s int) metav1.Time { return metav1.NewTime(testStart.Add(time.Duration(s) * time.Second)) }
-	terminated := func(s int) corev1.ContainerStatus {
-		return corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: at(s)}}}
+// TestExitPolicy: what each kind of exit means for the job, in the order
+// the rules are asked.
+func TestExitPolicy(t *testing.T) {
+	failed := &replicaExit{pod: failedPod(nil, map[string]corev1.ContainerStateTerminated{"pytorch": {ExitCode: 3, Reason: "Error"}}),
+		code: 3, known: true, how: "failed with exit code 3"}
+	disrupted := &replicaExit{pod: failedPod(nil, map[string]corev1.ContainerStateTerminated{"pytorch": {ExitCode: 143, Reason: "Error"}},
+		corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "PreemptionByScheduler"}),
+		code: 143, known: true, how: "failed with exit code 143"}
+	preflight := &replicaExit{pod: failedPod(nil, nil), how: "failed its preflight check",
+		preflight: &corev1.ContainerStateTerminated{ExitCode: 1}}
+	rules := func(action v1beta1.FailurePolicyAction, codes ...int32) *v1beta1.FailurePolicy {
+		return &v1beta1.FailurePolicy{Rules: []v1beta1.FailurePolicyRule{{Action: action,
+			OnExitCodes: &v1beta1.FailurePolicyOnExitCodes{Operator: v1beta1.FailurePolicyOnExitCodesOpIn, Values: codes}}}}
 	}
-	notReady := corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: at(30)}
-	deleting := func(p *corev1.Pod) *corev1.Pod {
-		d := at(100)
-		p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &d, ptr.To[int64](30)
-		return p
-	}
-	cases := []struct {
-		name   string
-		pod    *corev1.Pod
-		want   int
-		wantOK bool
+	cases := map[string]struct {
+		in   exitInput
+		want exitDecision
 	}{
-		{"the latest container", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed,
-			ContainerStatuses: []corev1.ContainerStatus{terminated(10), terminated(20)}, Conditions: []corev1.PodCondition{notReady}}}, 20, true},
-		{"a failed pod without container ends: when it turned not Ready", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed,
-			Conditions: []corev1.PodCondition{notReady}}}, 30, true},
-		{"a running pod not Ready has not ended", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning,
-			Conditions: []corev1.PodCondition{notReady}}}, 0, false},
-		{"a deleted pod: when the deletion began", deleting(&corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning}}), 70, true},
-		{"nothing to go by", &corev1.Pod{}, 0, false},
+		"debug: started again, whatever the exit": {
+			in:   exitInput{exit: failed, debug: true, restartPolicy: v1beta1.RestartPolicyNever},
+			want: exitDecision{action: exitReplaced, eventType: corev1.EventTypeNormal},
+		},
+		"a success under Always: started again": {
+			in:   exitInput{exit: &replicaExit{succeeded: true, how: "succeeded"}, restartPolicy: v1beta1.RestartPolicyAlways},
+			want: exitDecision{action: exitReplaced, eventType: corev1.EventTypeNormal},
+		},
+		"a failed preflight: another node, before any rule": {
+			in:   exitInput{exit: preflight, rules: rules(v1beta1.FailurePolicyActionFailJob, 1)},
+			want: exitDecision{action: exitMovesNode},
+		},
+		"a FailJob rule: the job fails": {
+			in: exitInput{exit: failed, rules: rules(v1beta1.FailurePolicyActionFailJob, 3), restartPolicy: v1beta1.RestartPolicyOnFailure},
+			want: exitDecision{action: exitFailsJob, reason: ReasonPodFailurePolicy,
+				message: "replica w-0 failed with exit code 3 (failurePolicy rule 0, action FailJob)"},
+		},
+		"an Ignore rule: replaced uncounted, after the backoff": {
+			in:   exitInput{exit: failed, rules: rules(v1beta1.FailurePolicyActionIgnore, 3)},
+			want: exitDecision{action: exitReplaced, eventType: corev1.EventTypeNormal},
+		},
+		"an Ignore rule on a disruption: replaced at once": {
+			in:   exitInput{exit: disrupted, rules: rules(v1beta1.FailurePolicyActionIgnore, 143)},
+			want: exitDecision{action: exitReplaced, prompt: true, eventType: corev1.EventTypeNormal},
+		},
+		"a RestartJob rule: every replica": {
+			in:   exitInput{exit: failed, rules: rules(v1beta1.FailurePolicyActionRestartJob, 3)},
+			want: exitDecision{action: exitRestartsJob, why: "failurePolicy rule 0, action RestartJob"},
+		},
+		"a RestartReplica rule: a counted restart, whatever the restart policy": {
+			in:   exitInput{exit: failed, rules: rules(v1beta1.FailurePolicyActionRestartReplica, 3), restartPolicy: v1beta1.RestartPolicyNever},
+			want: exitDecision{action: exitCountedRestart, why: "failurePolicy rule 0, action RestartReplica"},
+		},
+		"no rule matches a disruption: replaced at once, uncounted": {
+			in:   exitInput{exit: disrupted, rules: rules(v1beta1.FailurePolicyActionFailJob, 3), restartPolicy: v1beta1.RestartPolicyNever},
+			want: exitDecision{action: exitReplaced, prompt: true, eventType: corev1.EventTypeWarning},
+		},
+		"no rule, OnFailure: a counted restart": {
+			in:   exitInput{exit: failed, restartPolicy: v1beta1.RestartPolicyOnFailure},
+			want: exitDecision{action: exitCountedRestart, why: "restart policy OnFailure"},
+		},
+		"no rule, Never: the job fails": {
+			in: exitInput{exit: failed},
+			want: exitDecision{action: exitFailsJob, reason: ReasonReplicaFailed,
+				message: "replica w-0 failed with exit code 3 (restart policy Never)"},
+		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got, ok := exitTime(tc.pod)
-			if ok != tc.wantOK || (ok && !got.Equal(at(tc.want).Time)) {
-				t.Errorf("exitTime = %v, %v; want %v, %v", got, ok, at(tc.want).Time, tc.wantOK)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tc.in.host, tc.in.typ = "w-0", v1beta1.ReplicaTypeWorker
+			got := decideExit(tc.in)
+			if got.action != tc.want.action || got.prompt != tc.want.prompt || got.eventType != tc.want.eventType ||
+				got.why != tc.want.why || got.reason != tc.want.reason || got.message != tc.want.message {
+				t.Errorf("decideExit = %+v, want %+v", got, tc.want)
+			}
+			if (got.action == exitReplaced) != (got.event != "") {
+				t.Errorf("event %q for action %s", got.event, got.action)
 			}
 		})
 	}

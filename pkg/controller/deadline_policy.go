@@ -20,9 +20,15 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
+
+// ReasonDeadlineExceeded is the Failed condition's reason, and the event's,
+// for a job active longer than its activeDeadlineSeconds.
+const ReasonDeadlineExceeded = "DeadlineExceeded"
 
 // activeDeadline is when a job that became active at start runs out of its
 // activeDeadlineSeconds; ok is false for a job without a deadline. A
@@ -37,22 +43,31 @@ func activeDeadline(spec *v1beta1.TrainingJobSpec, start time.Time) (deadline ti
 	return start.Add(time.Duration(seconds) * time.Second), true
 }
 
-// planDeadline fails the job once its deadline has passed, and otherwise
-// looks at it again when it falls. It says whether the job failed.
-func (r *reconciler) planDeadline() (exceeded bool) {
-	start := r.now
-	if r.status.StartTime != nil {
-		start = r.status.StartTime.Time
+// deadlineDecision is what the active deadline decides in one reconcile.
+type deadlineDecision struct {
+	// exceeded: the job fails now, and message says why.
+	exceeded bool
+	message  string
+	// comeBack is when the deadline falls, for a job it has not failed;
+	// zero for a job without one.
+	comeBack time.Time
+}
+
+// decideDeadline fails a job that has been active longer than
+// spec.runPolicy.activeDeadlineSeconds, counted from startTime (now for a
+// job not started yet), and otherwise names when to look again.
+func decideDeadline(spec *v1beta1.TrainingJobSpec, startTime *metav1.Time, now time.Time) deadlineDecision {
+	start := now
+	if startTime != nil {
+		start = startTime.Time
 	}
-	deadline, ok := activeDeadline(r.spec, start)
-	if !ok {
-		return false
+	deadline, ok := activeDeadline(spec, start)
+	switch {
+	case !ok:
+		return deadlineDecision{}
+	case now.Before(deadline):
+		return deadlineDecision{comeBack: deadline}
 	}
-	if r.now.Before(deadline) {
-		r.requeueAt(deadline)
-		return false
-	}
-	r.finish(v1beta1.JobFailed, ReasonDeadlineExceeded,
-		fmt.Sprintf("the job was active longer than activeDeadlineSeconds (%ds)", *r.spec.RunPolicy.ActiveDeadlineSeconds))
-	return true
+	return deadlineDecision{exceeded: true, message: fmt.Sprintf(
+		"the job was active longer than activeDeadlineSeconds (%ds)", *spec.RunPolicy.ActiveDeadlineSeconds)}
 }

@@ -20,7 +20,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// ReasonBackOff is a replica's status reason while it waits out its restart
+// backoff.
+const ReasonBackOff = "BackOff"
 
 // Restart backoff defaults, as Kubernetes' Job controller has them.
 const (
@@ -64,6 +69,44 @@ func (b RestartBackoff) Delay(n int32) time.Duration {
 		d *= 2
 	}
 	return min(d, b.Max)
+}
+
+// replicaRestart is when a replica whose pod exited starts again.
+type replicaRestart struct {
+	// count is the replica's restarts in a row, this one included.
+	count int32
+	// at is when its new pod may be created, to the second as the status
+	// stores it; nil for at once.
+	at *metav1.Time
+}
+
+// decideRestart times the restart of a replica whose pod exited (exited is
+// nil for a pod that vanished), that had restarted count times in a row:
+// the backoff's delay, counted from the exit. A pod that ran for the
+// backoff's Reset period starts the run of restarts anew.
+func decideRestart(exited *corev1.Pod, count int32, b RestartBackoff, now time.Time) replicaRestart {
+	exitedAt := now
+	var ran time.Duration
+	if exited != nil {
+		if t, ok := exitTime(exited); ok && t.Before(now) {
+			exitedAt = t
+		}
+		ran = runTime(exited, exitedAt)
+	}
+	if ran >= b.Reset {
+		count = 0
+	}
+	count++
+	at := exitedAt.Add(b.Delay(count))
+	if !at.After(now) {
+		return replicaRestart{count: count}
+	}
+	t := metav1.NewTime(at).Rfc3339Copy()
+	if t.Time.Before(at) {
+		// Rounded down to the second: wait for the second after.
+		t = metav1.NewTime(t.Add(time.Second))
+	}
+	return replicaRestart{count: count, at: &t}
 }
 
 // exitTime is when a pod's program ended, as Kubernetes' Job controller

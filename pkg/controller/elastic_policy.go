@@ -1,0 +1,63 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"tensorstack.dev/training/pkg/controller/kueue"
+	"tensorstack.dev/training/pkg/podbuilder"
+)
+
+// The sizes of an elastic job, over its topology and its Workload alone
+// (elastic.go tells how an elastic job runs).
+
+// admittedCount is how many replicas of the group at index gi the job runs:
+// all of them, unless Kueue admitted fewer of an elastic job's scaled group
+// (queue is the job's Workload; nil when it is not queued).
+func admittedCount(topo *podbuilder.Topology, gi int, queue *kueue.State) int32 {
+	g := &topo.Groups[gi]
+	if !topo.Scaled(gi) || queue == nil || !queue.Admitted {
+		return g.Replicas
+	}
+	if n, ok := queue.AdmittedCounts[g.Type]; ok && n < g.Replicas {
+		return n
+	}
+	return g.Replicas
+}
+
+// elasticMinCount is the minCount of an elastic job's scaled pod set: the
+// fewest of its replicas the job trains with; 0 when the pod set is not
+// scaled or cannot be admitted partially.
+func elasticMinCount(topo *podbuilder.Topology, gi int) int32 {
+	if !topo.Scaled(gi) {
+		return 0
+	}
+	g := &topo.Groups[gi]
+	n := max(topo.Elastic.Min-(topo.Total-g.Replicas), 1)
+	if n >= g.Replicas {
+		return 0
+	}
+	return n
+}
+
+// madeForOtherShape says whether a pod was built for other replica counts
+// than want (Topology.Shape). Pods that predate the annotation are kept.
+func madeForOtherShape(p *corev1.Pod, want string) bool {
+	made := p.Annotations[podbuilder.AnnotationTopology]
+	return made != "" && made != want
+}

@@ -1,0 +1,210 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/klog/v2"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/controller/gang"
+	"tensorstack.dev/training/pkg/controller/kueue"
+	"tensorstack.dev/training/pkg/controller/owner"
+	"tensorstack.dev/training/pkg/podbuilder"
+)
+
+// reconciler is one reconcile of one job.
+type reconciler struct {
+	c      *Controller
+	kind   *kindHandler
+	key    jobKey
+	ekey   string
+	logger klog.Logger
+	now    time.Time
+
+	job v1beta1.TrainingJob
+	// jobOwner is the job as the owner of objects, reporting to the
+	// controller's recorder; it follows job.
+	jobOwner *owner.Job
+	spec     *v1beta1.TrainingJobSpec
+	status   *v1beta1.TrainingJobStatus // the copy's status, edited by the plan
+	old      *v1beta1.TrainingJobStatus // the status as read
+	topo     *podbuilder.Topology
+
+	slots  []*slot
+	byName map[string]*slot
+	extra  []*corev1.Pod // owned pods that belong to no replica
+	stale  []*corev1.Pod // pods of an earlier job of the same name
+	gang   *gang.Group   // the group the pods join, when the job asks for one
+	// queue is the job's Workload, for a job queued with Kueue while Kueue
+	// is usable; nil otherwise. kueue is the Queue it was read from.
+	queue *kueue.State
+	kueue *kueue.Queue
+	// queueName is the queue the job waits or runs in, when it is queued.
+	queueName string
+	// queueHold, on a queued job, is why it waits regardless of its
+	// Workload: Kueue unusable, its queue name required or removed.
+	queueHold *queueHold
+	// unqueuedWhy, under --queueing=none, is why a job that names a queue
+	// runs unqueued.
+	unqueuedWhy string
+	// queueStopped: a queued job not admitted has no pods left.
+	queueStopped bool
+	// placements are what Kueue's admission asks of each pod set's pods.
+	placements map[v1beta1.ReplicaType]*podbuilder.Placement
+
+	// satisfied: the caches show every create and delete the controller
+	// made for the job, so pods may be created and deleted now.
+	satisfied bool
+	// cacheBehind (!satisfied): a pod missing from the cache may exist.
+	cacheBehind bool
+	// firstPods: this reconcile only creates a new job's first pods, and
+	// writes its status after them (firstPodsOnly).
+	firstPods bool
+
+	// scaleNoted: the Scaled event of this reconcile is recorded.
+	scaleNoted bool
+
+	// stopDecided, once a stop that removes running pods was decided or
+	// held now, is whether it goes ahead (stopRunning); asks are the pods
+	// to ask for a checkpoint, unasks those to take a called-off request
+	// from, holdResize a resize held for one.
+	stopDecided *bool
+	asks        []*corev1.Pod
+	unasks      []*corev1.Pod
+	holdResize  bool
+	// resumeLagging are running pods whose resume annotations lag behind
+	// the latest checkpoint.
+	resumeLagging []*corev1.Pod
+	// jobRestartDraining: a whole-job restart waits for old pods to go.
+	jobRestartDraining bool
+	// stallLogs: the job stalled and acts on it; its pods' last log lines
+	// are read into status.stall before the status is written.
+	stallLogs bool
+	// attemptLogReads are failed replicas whose log tails go into
+	// status.attempts before the status is written (attempts.go).
+	attemptLogReads []attemptLogRead
+
+	restarts      map[v1beta1.ReplicaType]int32 // replacements decided now, per type
+	restartingJob bool                          // a RestartJob decided now
+	failure       string                        // a replica failure seen now, for ReplicaFailure
+
+	creates []*slot
+	deletes []deletion
+	// opens are waiting pods to release (startorder.go); gatesOpen says
+	// whether pods created now start released.
+	opens     []*corev1.Pod
+	gatesOpen bool
+	events    []pendingEvent
+	requeue   time.Duration
+	deleteJob bool
+}
+
+// slot is one replica of the job and the pod that currently runs it.
+type slot struct {
+	id    podbuilder.ReplicaID
+	group *podbuilder.ReplicaGroup
+	name  string
+	pod   *corev1.Pod
+	prev  *v1beta1.ReplicaStatus
+	phase v1beta1.ReplicaPhase
+	// replacing: the pod is being deleted to be created anew.
+	replacing bool
+	// exit is how the replica's pod ended, while that awaits a decision.
+	exit *replicaExit
+	// created is the pod this reconcile created for the replica; only its
+	// own goroutine writes it (createPod).
+	created *corev1.Pod
+	// The restart bookkeeping the replica's status carries.
+	restartCount int32
+	restartAt    *metav1.Time
+	reason       string
+	// keepRecord: the replica's status stays as recorded (prev).
+	keepRecord bool
+	// newSuspect: the replica's failure made its node suspect just now.
+	newSuspect bool
+}
+
+type deletion struct {
+	pod *corev1.Pod
+	why string
+}
+
+// attemptLogRead is a failed replica whose log tail is still to be read:
+// the attempt's number, the replica's index in its failedReplicas, and the
+// container to read (empty: the training container).
+type attemptLogRead struct {
+	attempt   int32
+	index     int
+	pod       *corev1.Pod
+	container string
+}
+
+func (r *reconciler) setJob(job v1beta1.TrainingJob) {
+	// Events need the kind, which objects from the cache may lack.
+	job.GetObjectKind().SetGroupVersionKind(r.kind.gvk)
+	r.job = job
+	r.spec = job.CommonSpec()
+	r.status = job.JobStatus()
+	r.old = r.status.DeepCopy()
+	r.jobOwner = &owner.Job{Object: job, Kind: r.kind.Kind(), Recorder: r.c.recorder, Logger: r.logger}
+}
+
+func (r *reconciler) metaNow() *metav1.Time {
+	t := metav1.NewTime(r.now).Rfc3339Copy()
+	return &t
+}
+
+func (r *reconciler) event(eventType, reason, format string, args ...any) {
+	r.events = append(r.events, pendingEvent{eventType, reason, fmt.Sprintf(format, args...)})
+}
+
+func (r *reconciler) requeueAt(t time.Time) {
+	d := t.Sub(r.now)
+	if d <= 0 {
+		d = time.Millisecond
+	}
+	if r.requeue == 0 || d < r.requeue {
+		r.requeue = d
+	}
+}
+
+func (r *reconciler) delete(pod *corev1.Pod, why string) {
+	r.deletes = append(r.deletes, deletion{pod: pod, why: why})
+}
+
+func (r *reconciler) setCondition(typ string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&r.status.Conditions, metav1.Condition{
+		Type:               typ,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: r.job.GetGeneration(),
+		LastTransitionTime: *r.metaNow(),
+	})
+}
+
+// podClient is the client of the job's namespace's pods.
+func (r *reconciler) podClient() corev1client.PodInterface {
+	return r.c.kubeClient.CoreV1().Pods(r.key.Namespace)
+}

@@ -1,0 +1,265 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
+)
+
+// The reconcile of one job, in the order this file states it:
+//
+//  1. syncJob reads the job from the cache; it skips a job while the cache
+//     is behind the last status write, and leaves a job that another
+//     controller manages (spec.managedBy).
+//  2. observe: whether the expectations are met, the queue's Workload, the
+//     job's pods (adopting labelled orphans), sorted into replica slots
+//     (plan.go holds this observed state).
+//  3. plan: the policies in order (planActive names them), each deciding on
+//     a private copy of the status and listing pods to delete, release and
+//     create. The plan writes nothing.
+//  4. act (act.go): the owned objects, then the status if it changed, then
+//     the events it explains, then the queue and, once the cache has caught
+//     up, the gang's group and the pod deletes and creates. Decisions that
+//     use up restarts are recorded in the status first (the replaced pod's
+//     entry turns Deleted with its UID), so a failure is counted once even
+//     when the delete that follows fails or the next reconcile runs on a
+//     stale cache.
+
+// syncJob reconciles one job. It returns how long to wait before the job
+// needs another look (for a deadline or a TTL), or an error to retry.
+func (c *Controller) syncJob(ctx context.Context, key jobKey) (requeueAfter time.Duration, err error) {
+	h := c.kinds[key.Kind]
+	if h == nil {
+		return 0, nil
+	}
+	logger := klog.FromContext(ctx).WithValues("kind", key.Kind, "job", klog.KRef(key.Namespace, key.Name))
+	ctx = klog.NewContext(ctx, logger)
+	start := c.clock.Now()
+	defer func() {
+		observeReconcile(key.Kind, c.clock.Since(start), err)
+		logger.V(4).Info("Finished syncing job", "duration", c.clock.Since(start), "requeueAfter", requeueAfter, "err", err)
+	}()
+
+	cached, err := c.lookUpJob(ctx, h, key)
+	if cached == nil && err == nil {
+		return 0, nil
+	}
+	if apierrors.IsNotFound(err) {
+		c.expectations.DeleteExpectations(key.String())
+		// Its pods are orphans on their way out; no outcome is needed.
+		return 0, c.releaseAll(ctx, logger, key, "")
+	}
+	if err != nil {
+		return 0, err
+	}
+	if c.statusWrites.behind(key, cached.GetResourceVersion()) {
+		// The informer's event for the write queues the job again; the
+		// requeue is a safety net should that event be lost.
+		logger.V(4).Info("The cache is behind the last status write; waiting for it")
+		return statusWriteWait, nil
+	}
+	if cached.GetDeletionTimestamp() != nil {
+		// The garbage collector removes what the job owns; the finalizers
+		// must not hold it up.
+		return 0, c.releaseAll(ctx, logger, key, cached.GetUID())
+	}
+	if managedBy := cached.CommonSpec().ManagedBy; !batch.ManagedByUs(managedBy) {
+		// Another controller runs it (MultiKueue, in a worker cluster) and
+		// writes its status: nothing here may act on it but its Workload.
+		if batch.DispatchedByMultiKueue(managedBy) {
+			return 0, c.syncDispatched(ctx, h, cached, logger)
+		}
+		logger.V(4).Info("Leaving the job to the controller spec.managedBy names", "managedBy", *managedBy)
+		return 0, nil
+	}
+	// Only the status is edited: copying the spec, pod templates and all, on
+	// every reconcile would cost more than the rest of a quiet reconcile.
+	job, ok := h.statusCopy(cached)
+	if !ok {
+		return 0, fmt.Errorf("%T is not a %s", cached, key.Kind)
+	}
+	r := &reconciler{
+		c:        c,
+		kind:     h,
+		key:      key,
+		ekey:     key.String(),
+		logger:   logger,
+		now:      c.clock.Now(),
+		restarts: map[v1beta1.ReplicaType]int32{},
+	}
+	r.setJob(job)
+	r.topo = podbuilder.NewTopology(h, job, c.clusterDomain)
+	return r.run(ctx)
+}
+
+// run reconciles the job in three steps: observe what it has, plan what
+// should change, act on the plan.
+func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
+	if err := r.topo.LimitError(); err != nil {
+		r.planOverLimit(err)
+		return 0, r.actOverLimit(ctx)
+	}
+	if err := r.observe(ctx); err != nil {
+		return 0, err
+	}
+	r.plan()
+	return r.act(ctx)
+}
+
+// observe reads what the job has: whether the cache shows every create and
+// delete made for it, its queue's Workload, and its replicas' pods, adopting
+// labelled orphans.
+func (r *reconciler) observe(ctx context.Context) error {
+	r.satisfied = r.c.expectations.SatisfiedExpectations(r.ekey)
+	r.cacheBehind = !r.satisfied
+	// Before the slots: Kueue may have admitted fewer replicas of an
+	// elastic job than it asks for.
+	if err := r.readQueue(ctx); err != nil {
+		return err
+	}
+	r.buildSlots()
+	pods, err := r.claimPods(ctx, r.old.Phase.IsFinished())
+	if err != nil {
+		return err
+	}
+	r.assign(pods)
+	return nil
+}
+
+// plan decides, without writing anything: it applies the job-level
+// policies (outcome, deadline, restarts and backoff, pause and debug,
+// clean-up and TTL, startup order, gang) to a private copy of the status,
+// and lists the pods to create, delete and release.
+func (r *reconciler) plan() {
+	r.resolveReplicaFailure(ReasonTooManyReplicas, ReasonReplicasWithinLimit, "the job is within the limits on replicas")
+	if r.old.Phase.IsFinished() {
+		r.planFinished()
+	} else {
+		r.planActive()
+		r.planStartupGates()
+		r.planUnqueued()
+	}
+	r.planCheckpointRequest()
+	r.planResumeAnnotations()
+	r.fillStatus()
+	r.planAccounting()
+	r.planGang()
+	r.resolveReplicaFailure(ReasonStatusTooLarge, ReasonStatusStored, "the job's status is stored again")
+	r.firstPods = r.firstPodsOnly()
+}
+
+// planActive plans a job that has not finished: one policy after another,
+// each seeing what the ones before it decided. This order is the contract.
+func (r *reconciler) planActive() {
+	// 1. A resize (elastic.go): pods made for other replica counts go, once
+	//    a checkpoint is written (checkpointstop_policy.go); pods beyond
+	//    the replicas go unless the resize waits for it.
+	if !pauseEnabled(r.spec) && r.mayRun() && r.resizing() {
+		r.holdResize = !r.stopRunning(StopResize, fmt.Sprintf("the job's replicas change to %s", r.topo.Shape()))
+	}
+	for _, p := range r.extra {
+		if p.DeletionTimestamp == nil && !r.holdResize {
+			r.delete(p, "it belongs to no replica of the job")
+		}
+	}
+
+	// 2. A paused job (pause.go) and a job its queue has not admitted
+	//    (queue.go) run nothing.
+	if pauseEnabled(r.spec) {
+		r.planPause()
+		return
+	}
+	if !r.mayRun() {
+		r.planQueued()
+		return
+	}
+	if r.queue != nil {
+		r.markAdmitted()
+	}
+
+	// 3. What each replica does now: a resume ends a pause (pause.go), a
+	//    whole-job restart waits for its old pods (restarts.go), and each
+	//    replica's exit is noted for step 4.
+	r.resume()
+	debug := podbuilder.DebugEnabled(r.spec)
+	r.planJobRestartDrain()
+	for _, s := range r.slots {
+		r.observeReplica(s, debug)
+	}
+
+	// 4. The outcome rules, in order; the first that ends the job wins:
+	//    success (success_policy.go), the active deadline (deadline_policy.go),
+	//    each replica's exit (failurerules_policy.go, backoff_policy.go,
+	//    restarts.go; the node it blames: suspectnodes.go), the start
+	//    timeout (startblockers.go), a stall (stall_policy.go).
+	if !debug && r.topo.Total > 0 && jobSucceeded(r.kind.Adapter, r.topo, r.spec.RunPolicy.SuccessPolicy, r) {
+		r.finish(v1beta1.JobSucceeded, ReasonSucceeded, "the job succeeded")
+		return
+	}
+	if d := decideDeadline(r.spec, r.status.StartTime, r.now); d.exceeded {
+		r.finish(v1beta1.JobFailed, ReasonDeadlineExceeded, d.message)
+		return
+	} else if !d.comeBack.IsZero() {
+		r.requeueAt(d.comeBack)
+	}
+	for _, s := range r.slots {
+		if !debug {
+			r.noteFailedReplica(s)
+			s.newSuspect = r.noteSuspectNode(s)
+		}
+		if reason, message := r.handleExit(s, debug); reason != "" {
+			r.failure = message
+			r.finish(v1beta1.JobFailed, reason, message)
+			return
+		}
+	}
+	if reason, message := r.startTimedOut(); reason != "" {
+		r.failure = message
+		r.finish(v1beta1.JobFailed, reason, message)
+		return
+	}
+	if reason, message := r.planStall(debug); reason != "" {
+		r.finish(v1beta1.JobFailed, reason, message)
+		return
+	}
+
+	// 5. The job runs on: the replicas without a pod get one, a new
+	//    attempt opens when pods are made for a job that had none
+	//    (attempts.go), and the phase and conditions follow (statusderive.go).
+	started := r.topo.Total > 0
+	for _, s := range r.slots {
+		if s.pod == nil && s.phase == v1beta1.ReplicaCreating && !r.holdResize {
+			r.creates = append(r.creates, s)
+		}
+		if s.phase != v1beta1.ReplicaRunning && s.phase != v1beta1.ReplicaSucceeded {
+			started = false
+		}
+	}
+	r.beginAttempt()
+	r.status.Phase = activePhase(r.status.Phase, started)
+	r.markInitialized()
+	r.markReplicaFailure(started)
+}
