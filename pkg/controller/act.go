@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/owner"
@@ -57,10 +58,10 @@ func (r *reconciler) act(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	r.flushEvents()
-	if err := r.askForCheckpoint(ctx); err != nil {
+	if err := askForCheckpoint(ctx, r.podClient(), r.logger, r.status.Checkpoint, r.asks, r.unasks); err != nil {
 		errs = append(errs, err)
 	}
-	if err := r.updateResumeAnnotations(ctx); err != nil {
+	if err := updateResumeAnnotations(ctx, r.podClient(), r.logger, r.status.Checkpoint, r.resumeLagging); err != nil {
 		errs = append(errs, err)
 	}
 	// The status holds the outcomes now: the pods may go.
@@ -263,4 +264,77 @@ func isTooLarge(err error) bool {
 		}
 	}
 	return len(causes) > 0
+}
+
+// deleteExpiredJob deletes a job whose TTL after finishing has passed;
+// what it owns goes with it (background propagation).
+func (r *reconciler) deleteExpiredJob(ctx context.Context) error {
+	uid := r.job.GetUID()
+	policy := metav1.DeletePropagationBackground
+	err := r.kind.delete(ctx, r.key.Namespace, r.key.Name, metav1.DeleteOptions{
+		Preconditions:     &metav1.Preconditions{UID: &uid},
+		PropagationPolicy: &policy,
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting job after its TTL: %w", err)
+	}
+	if err == nil {
+		r.logger.V(2).Info("Deleted job after its TTL")
+		r.c.recorder.Event(r.job, corev1.EventTypeNormal, ReasonTTLExpired, "Deleted the job: ttlSecondsAfterFinished passed")
+	}
+	return nil
+}
+
+// releaseRecorded takes the finalizer off the pods whose outcome the stored
+// status (r.status, after writeStatus) holds, or no longer needs.
+func (r *reconciler) releaseRecorded(ctx context.Context) error {
+	finished := r.status.Phase.IsFinished()
+	recorded := map[types.UID]bool{}
+	for _, t := range r.status.Tasks {
+		for _, rs := range t.ReplicaStatus {
+			switch rs.Phase {
+			case v1beta1.ReplicaSucceeded, v1beta1.ReplicaFailed, v1beta1.ReplicaDeleted:
+				if rs.UID != "" {
+					recorded[rs.UID] = true
+				}
+			}
+		}
+	}
+	var release []*corev1.Pod
+	for _, s := range r.slots {
+		if p := s.pod; p != nil && hasOutcomeFinalizer(p) && (finished || recorded[p.UID]) {
+			release = append(release, p)
+		}
+	}
+	for _, p := range append(r.extra, r.stale...) {
+		if hasOutcomeFinalizer(p) {
+			release = append(release, p)
+		}
+	}
+	return r.c.releasePods(ctx, r.logger, release)
+}
+
+// holdStarts says whether this reconcile's status write can wait while
+// replicas start (decideStartHold), and then looks at the job again when it
+// must be written.
+func (r *reconciler) holdStarts() bool {
+	until, hold := decideStartHold(startHoldInput{
+		old: r.old,
+		cur: r.status,
+		replica: func(name string) (*v1beta1.ReplicaStatus, *corev1.Pod, bool) {
+			s := r.byName[name]
+			if s == nil {
+				return nil, nil, false
+			}
+			return s.prev, s.pod, true
+		},
+		events: len(r.events),
+		now:    r.now,
+	})
+	if !hold {
+		return false
+	}
+	r.logger.V(4).Info("Holding the status while replicas start", "until", until)
+	r.requeueAt(until)
+	return true
 }

@@ -31,49 +31,49 @@ limitations under the License.
 //
 // Where things are (every file of the package is named here; TestDocMapsEveryFile fails otherwise):
 //
-//   - reconcile.go: the reconcile of one job as observe, plan, act, and
-//     the one place that states the order of the policies; plan.go: the
-//     observed state a reconcile plans on (the reconciler, its slots);
-//     act.go: carrying the plan out, and the status write; replicas.go: the
-//     replica slots and the pods claimed into them; kinds.go: what each
-//     kind adds to the shared machinery (its adapter, informer, lister and
-//     client calls).
-//   - Policies that decide over API types alone, each a pure decide
-//     function with a table test beside it (<name>_policy.go,
-//     <name>_policy_test.go): checkpointstop_policy.go (the stop that asks
-//     for a checkpoint first, as a state machine), deadline_policy.go (the
-//     active deadline), backoff_policy.go (when a replica whose pod exited
-//     starts again), success_policy.go (the success rule), stall_policy.go
-//     (the hang watchdog), pause_policy.go (pause and debug),
-//     failurerules_policy.go (what a replica's exit means: the failure
-//     rules, disruptions, the restart policies), accounting_policy.go
-//     (where a job's time went, and the work an interruption lost),
-//     startorder_policy.go (when the replicas behind the leaders start),
-//     elastic_policy.go (an elastic job's sizes), queue_policy.go (what a
-//     queued job's Queued condition says, and what it asks of its Workload),
-//     cleanup_policy.go (a finished job's pods, and its TTL).
-//   - The other policies, each in a file of its own, planning on the status
-//     copy: restarts.go (a replica's exit observed, and replicas replaced,
-//     one or all), finish.go (the finish), cleanup.go (clean-up
-//     and TTL carried out), pause.go (a pause and a resume), checkpoint.go (what a stop
-//     asks of the pods, the resume annotations), stall.go (a stall's
-//     condition, event, restart and logs), accounting.go (the accounting
-//     kept on the status copy, and its metrics),
-//     attempts.go (each start of the pods, how it ended, what failed in it),
-//     suspectnodes.go (nodes a failure blames, left out of the next pods),
-//     logtail.go (the end of a replica's log, kept before its pod goes),
-//     startorder.go (the startup gates planned and opened), startblockers.go
-//     and mountfailures.go (what holds a start up, and why), startsettle.go (one write for a start, not one per
-//     replica), elastic.go (an elastic job's size and resizes), limits.go (a job beyond the limits is not acted
-//     on), gang.go, queue.go (what the reconcile decides about the gang and
-//     the queue) and dispatched.go (a job MultiKueue runs elsewhere).
-//   - statusderive.go and statuswrites.go: the status and how it is
-//     written; events.go: the events a plan decides (each reason is
-//     defined beside the policy that sets it); pods.go,
-//     service.go: claiming and creating what the job owns; podannotations.go:
-//     how the controller talks to a running pod; podoutcome.go: a pod's
-//     outcome read from its containers; finalizer.go: the replica-outcome
-//     finalizer; expectations.go: what the cache has not shown yet.
+//   - The reconcile: reconcile.go states its order (observe, each policy
+//     in turn, act) and applies the policies' decisions; plan.go: the
+//     state one reconcile observes and plans on (the reconciler, its
+//     slots); act.go: carrying the plan out, the only place that writes the
+//     status; replicas.go: the replica slots, the pods claimed into them,
+//     and what those pods are doing; kinds.go: what each kind adds to the
+//     shared machinery (its adapter, informer, lister and client calls).
+//   - The policies, each a pure function over API types with a table test
+//     beside it (<name>_policy.go, <name>_policy_test.go):
+//     checkpointstop_policy.go (the stop that asks for a checkpoint first,
+//     as a state machine), deadline_policy.go (the active deadline),
+//     backoff_policy.go (when a replica whose pod exited starts again),
+//     success_policy.go (the success rule), stall_policy.go (the hang
+//     watchdog), pause_policy.go (pause and debug), failurerules_policy.go
+//     (what a replica's exit means: the failure rules, disruptions, the
+//     restart policies), accounting_policy.go (where a job's time went, and
+//     the work an interruption lost), startorder_policy.go (when the
+//     replicas behind the leaders start), startblockers_policy.go (what
+//     holds a start up, and the start timeout), startsettle_policy.go (one
+//     status write for a start, not one per replica), elastic_policy.go (an
+//     elastic job's sizes), queue_policy.go (what a queued job's Queued
+//     condition says, and what it asks of its Workload),
+//     suspectnodes_policy.go (the nodes a failure blames), cleanup_policy.go
+//     (a finished job's pods, and its TTL).
+//   - Carrying the policies out on the status copy: restarts.go (a
+//     replica's exit observed; replicas replaced, one or all; a suspect
+//     node noted), stops.go (a pause, a resume and every stop of the
+//     running pods, after the checkpoint it asks for), stall.go (a stall's
+//     condition, event, restart and log tails), attempts.go (each start of
+//     the pods, how it ended, what failed in it), finish.go (the finish,
+//     clean-up and TTL), gang.go and queue.go (what the reconcile decides
+//     about the gang and the queue), dispatched.go (a job MultiKueue runs
+//     elsewhere).
+//   - statusderive.go and statuswrites.go: the status, its conditions and
+//     how it is written; events.go: the events a plan decides (each reason
+//     is defined beside the policy that sets it); pods.go: claiming and
+//     creating what the job owns (its pods and Service); podannotations.go:
+//     how the controller talks to a running pod (startup gates, checkpoint
+//     requests, resume points); logtail.go: the end of a replica's log, kept
+//     before its pod goes; mountfailures.go: the kubelet's FailedMount
+//     events; podoutcome.go: a pod's outcome read from its containers;
+//     finalizer.go: the replica-outcome finalizer; expectations.go: what the
+//     cache has not shown yet.
 //   - controller.go and watch.go: the queues, and what the informers feed
 //     them; lanes.go: the main and urgent queues; cachetrim.go: what the
 //     caches keep of an object; finishedjobs.go: finished jobs are not

@@ -23,8 +23,26 @@ import (
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
-// The sizes of an elastic job, over its topology and its Workload alone
-// (elastic.go tells how an elastic job runs).
+// An elastic PyTorch job (spec.elastic.enabled) runs its elastic total of
+// replicas (batch.ElasticTotal: expectedReplicas, which the scale
+// subresource sets), by scaling its last replica type in rank order
+// (Topology.scaleElastic). Scaling out adds the next indexes; scaling in
+// leaves the highest indexes outside the job, and their pods are deleted as
+// pods of no replica: neither a failure nor a restart. The pods' identity
+// (Shape, environment, torchrun's --nnodes=min:max) does not depend on the
+// count, so no surviving pod is replaced; torchrun's agents re-form the
+// group with the replicas there are.
+
+// With Kueue, an elastic job's pod set asks for minCount minReplicas less
+// the other types' replicas, so Kueue may admit it partially (its
+// PartialAdmission feature). The job then runs the admitted count, and
+// replicas beyond it, whether Kueue held them back at admission or the job
+// was scaled out after it, wait: an admitted Workload's pod sets cannot
+// change, so they run once the job is admitted again (after a preemption,
+// or a pause and resume). Scaling in needs no admission.
+
+// The functions here give an elastic job's sizes over its topology and its
+// Workload alone.
 
 // admittedCount is how many replicas of the group at index gi the job runs:
 // all of them, unless Kueue admitted fewer of an elastic job's scaled group

@@ -37,7 +37,7 @@ const (
 // What a replica's exit means for the job, decided over the exit and the
 // job's rules alone. In order: a debug pod starts again; a success starts
 // again only under Always; a failed preflight check moves the replica to
-// another node (suspectnodes.go); a failure goes to the first matching rule
+// another node (suspectnodes_policy.go); a failure goes to the first matching rule
 // of spec.runPolicy.failurePolicy, else, for a disruption, to a prompt
 // replacement that is not counted, else to the replica's restartPolicy.
 

@@ -46,35 +46,6 @@ import (
 var removeFinalizerPatch = []byte(fmt.Sprintf(`{"metadata":{"$deleteFromPrimitiveList/finalizers":[%q]}}`,
 	v1beta1.ReplicaOutcomeFinalizer))
 
-// releaseRecorded takes the finalizer off the pods whose outcome the stored
-// status (r.status, after writeStatus) holds, or no longer needs.
-func (r *reconciler) releaseRecorded(ctx context.Context) error {
-	finished := r.status.Phase.IsFinished()
-	recorded := map[types.UID]bool{}
-	for _, t := range r.status.Tasks {
-		for _, rs := range t.ReplicaStatus {
-			switch rs.Phase {
-			case v1beta1.ReplicaSucceeded, v1beta1.ReplicaFailed, v1beta1.ReplicaDeleted:
-				if rs.UID != "" {
-					recorded[rs.UID] = true
-				}
-			}
-		}
-	}
-	var release []*corev1.Pod
-	for _, s := range r.slots {
-		if p := s.pod; p != nil && hasOutcomeFinalizer(p) && (finished || recorded[p.UID]) {
-			release = append(release, p)
-		}
-	}
-	for _, p := range append(r.extra, r.stale...) {
-		if hasOutcomeFinalizer(p) {
-			release = append(release, p)
-		}
-	}
-	return r.c.releasePods(ctx, r.logger, release)
-}
-
 // releaseParallelism bounds the finalizer patches a reconcile has in
 // flight at once.
 const releaseParallelism = 8
@@ -133,11 +104,4 @@ func (c *Controller) releaseAll(ctx context.Context, logger klog.Logger, key job
 		release = append(release, p)
 	}
 	return c.releasePods(ctx, logger, release)
-}
-
-// staleOwner says whether a pod of the job's name and kind is controlled by
-// an earlier job of that name, which is gone since this one exists.
-func (r *reconciler) staleOwner(p *corev1.Pod) bool {
-	ref := metav1.GetControllerOfNoCopy(p)
-	return ref != nil && ref.Kind == r.kind.Kind() && ref.Name == r.job.GetName() && ref.UID != r.job.GetUID()
 }

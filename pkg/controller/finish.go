@@ -118,3 +118,20 @@ func (r *reconciler) planFinished() {
 
 	r.planTTL()
 }
+
+// planTTL deletes the finished job once its TTL has passed, and otherwise
+// looks at it again then.
+func (r *reconciler) planTTL() {
+	done := r.now
+	if r.status.CompletionTime != nil {
+		done = r.status.CompletionTime.Time
+	}
+	expiry, ok := ttlExpiry(r.spec.RunPolicy.TTLSecondsAfterFinished, done)
+	switch {
+	case !ok:
+	case r.now.Before(expiry):
+		r.requeueAt(expiry)
+	default:
+		r.deleteJob = true
+	}
+}

@@ -34,7 +34,7 @@ const (
 
 // The pause and debug rules, over API types alone: what a stopped job's
 // replicas record, where a pause stands, and which pods debug mode runs
-// again or replaces. pause.go carries them out.
+// again or replaces. stops.go carries them out.
 
 // stoppedReplicaPhase is what the status records for a replica of a stopped
 // job: Deleted for one that has a pod, or had one (its entry carries a pod

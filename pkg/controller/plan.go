@@ -111,7 +111,7 @@ type reconciler struct {
 
 	creates []*slot
 	deletes []deletion
-	// opens are waiting pods to release (startorder.go); gatesOpen says
+	// opens are waiting pods to release (startorder_policy.go); gatesOpen says
 	// whether pods created now start released.
 	opens     []*corev1.Pod
 	gatesOpen bool

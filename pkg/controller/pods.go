@@ -278,3 +278,27 @@ func (r *reconciler) nameTaken(ctx context.Context, name string) error {
 		"Pod %s exists and is not controlled by the job; the replica waits for it to go", name)
 	return fmt.Errorf("pod %s exists and is not controlled by the job", name)
 }
+
+// ensureService creates the job's Service, or adopts an orphan that carries
+// the job's labels. A Service of that name that belongs to something else is
+// reported and left alone.
+func (r *reconciler) ensureService(ctx context.Context) error {
+	_, err := owner.Ensure(ctx, r.jobOwner, owner.Services(r.c.kubeClient, r.c.serviceIndexer, r.key.Namespace,
+		"replicas may not find each other"), r.builder().Service())
+	return err
+}
+
+// openStartupGates releases the planned pods. A pod gone meanwhile needs
+// nothing; its replacement is created open.
+func (r *reconciler) openStartupGates(ctx context.Context) error {
+	if len(r.opens) == 0 {
+		return nil
+	}
+	opened, err := annotatePods(ctx, r.podClient(), r.logger, r.opens, map[string]any{podbuilder.AnnotationStartupGate: podbuilder.StartupGateOpen},
+		"opening the startup gate")
+	if opened > 0 {
+		r.c.recorder.Eventf(r.job, corev1.EventTypeNormal, ReasonLeadersReady,
+			"The job's leaders are ready: released %d waiting replica(s)", opened)
+	}
+	return err
+}

@@ -21,7 +21,10 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"tensorstack.dev/training/pkg/apis/batch"
@@ -150,11 +153,15 @@ func (r *reconciler) observe(ctx context.Context) error {
 }
 
 // plan decides, without writing anything: it applies the job-level
-// policies (outcome, deadline, restarts and backoff, pause and debug,
-// clean-up and TTL, startup order, gang) to a private copy of the status,
-// and lists the pods to create, delete and release.
+// policies to a private copy of the status, and lists the pods to create,
+// delete and release.
 func (r *reconciler) plan() {
+	// A job back within the limits on replicas says so (planOverLimit).
 	r.resolveReplicaFailure(ReasonTooManyReplicas, ReasonReplicasWithinLimit, "the job is within the limits on replicas")
+
+	// The job's outcome and its pods: a finished job's clean-up and TTL
+	// (finish.go), or the policies of an active one in their order
+	// (planActive), its startup gates and its queue.
 	if r.old.Phase.IsFinished() {
 		r.planFinished()
 	} else {
@@ -162,10 +169,18 @@ func (r *reconciler) plan() {
 		r.planStartupGates()
 		r.planUnqueued()
 	}
+
+	// What the running pods are told: a checkpoint request no stop needs
+	// any more is called off, and lagging resume points are brought up to
+	// the latest checkpoint (stops.go).
 	r.planCheckpointRequest()
 	r.planResumeAnnotations()
+
+	// The status that follows: replicas, phase and conditions
+	// (statusderive.go), the time spent in each state (accounting_policy.go),
+	// the gang (gang.go).
 	r.fillStatus()
-	r.planAccounting()
+	r.status.Accounting = accountState(r.status.Accounting, accountingState(r.status), r.now)
 	r.planGang()
 	r.resolveReplicaFailure(ReasonStatusTooLarge, ReasonStatusStored, "the job's status is stored again")
 	r.firstPods = r.firstPodsOnly()
@@ -174,7 +189,7 @@ func (r *reconciler) plan() {
 // planActive plans a job that has not finished: one policy after another,
 // each seeing what the ones before it decided. This order is the contract.
 func (r *reconciler) planActive() {
-	// 1. A resize (elastic.go): pods made for other replica counts go, once
+	// 1. A resize (elastic_policy.go): pods made for other replica counts go, once
 	//    a checkpoint is written (checkpointstop_policy.go); pods beyond
 	//    the replicas go unless the resize waits for it.
 	if !pauseEnabled(r.spec) && r.mayRun() && r.resizing() {
@@ -186,7 +201,7 @@ func (r *reconciler) planActive() {
 		}
 	}
 
-	// 2. A paused job (pause.go) and a job its queue has not admitted
+	// 2. A paused job (stops.go) and a job its queue has not admitted
 	//    (queue.go) run nothing.
 	if pauseEnabled(r.spec) {
 		r.planPause()
@@ -200,7 +215,7 @@ func (r *reconciler) planActive() {
 		r.markAdmitted()
 	}
 
-	// 3. What each replica does now: a resume ends a pause (pause.go), a
+	// 3. What each replica does now: a resume ends a pause (stops.go), a
 	//    whole-job restart waits for its old pods (restarts.go), and each
 	//    replica's exit is noted for step 4.
 	r.resume()
@@ -213,8 +228,8 @@ func (r *reconciler) planActive() {
 	// 4. The outcome rules, in order; the first that ends the job wins:
 	//    success (success_policy.go), the active deadline (deadline_policy.go),
 	//    each replica's exit (failurerules_policy.go, backoff_policy.go,
-	//    restarts.go; the node it blames: suspectnodes.go), the start
-	//    timeout (startblockers.go), a stall (stall_policy.go).
+	//    restarts.go; the node it blames: suspectnodes_policy.go), the start
+	//    timeout (startblockers_policy.go), a stall (stall_policy.go).
 	if !debug && r.topo.Total > 0 && jobSucceeded(r.kind.Adapter, r.topo, r.spec.RunPolicy.SuccessPolicy, r) {
 		r.finish(v1beta1.JobSucceeded, ReasonSucceeded, "the job succeeded")
 		return
@@ -236,9 +251,18 @@ func (r *reconciler) planActive() {
 			return
 		}
 	}
-	if reason, message := r.startTimedOut(); reason != "" {
-		r.failure = message
-		r.finish(v1beta1.JobFailed, reason, message)
+	replicas := make([]startingReplica, len(r.slots))
+	for i, s := range r.slots {
+		replicas[i] = startingReplica{host: s.id.Hostname(), pod: s.pod}
+	}
+	blocker := func(p *corev1.Pod) (string, string) { return podStartBlocker(p, r.mountFailure) }
+	timeout := decideStartTimeout(r.spec.RunPolicy.StartTimeoutSeconds, replicas, r.now, blocker)
+	if !timeout.comeBack.IsZero() {
+		r.requeueAt(timeout.comeBack)
+	}
+	if timeout.reason != "" {
+		r.failure = timeout.message
+		r.finish(v1beta1.JobFailed, timeout.reason, timeout.message)
 		return
 	}
 	if reason, message := r.planStall(debug); reason != "" {
@@ -262,4 +286,46 @@ func (r *reconciler) planActive() {
 	r.status.Phase = activePhase(r.status.Phase, started)
 	r.markInitialized()
 	r.markReplicaFailure(started)
+}
+
+// planOverLimit plans a job beyond the limits every job keeps (see
+// Topology.limitError): no slot, pod or replica status is built for it, and
+// no pod is created or deleted. The job says why in its ReplicaFailure
+// condition (reason TooManyReplicas) and a Warning event, keeps its phase
+// (Pending if it had none), and waits for its spec to change.
+func (r *reconciler) planOverLimit(why error) {
+	message := fmt.Sprintf("%v: the controller creates no pods for it until spec.replicaSpecs is within the limits", why)
+	r.logger.V(2).Info("Not acting on a job beyond the limits", "reason", why)
+	if c := meta.FindStatusCondition(r.status.Conditions, v1beta1.ConditionReplicaFailure); c == nil ||
+		c.Status != metav1.ConditionTrue || c.Reason != ReasonTooManyReplicas || c.Message != message {
+		r.event(corev1.EventTypeWarning, ReasonTooManyReplicas, "%s", message)
+	}
+	r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, ReasonTooManyReplicas, message)
+	if r.status.Phase == "" {
+		r.status.Phase = v1beta1.JobPending
+	}
+	r.status.ObservedGeneration = r.job.GetGeneration()
+}
+
+// planStartupGates lists the waiting pods to release, once every leader is
+// Ready (decideStartGates).
+func (r *reconciler) planStartupGates() {
+	if !podbuilder.InOrder(r.spec) || r.status.Phase.IsFinished() {
+		return
+	}
+	in := startGatesInput{}
+	for _, id := range r.kind.Leaders(r.topo) {
+		var p *corev1.Pod
+		if s := r.byName[podbuilder.PodName(r.job.GetName(), id)]; s != nil {
+			p = s.pod
+		}
+		in.leaders = append(in.leaders, p)
+	}
+	for _, s := range r.slots {
+		if s.pod != nil {
+			in.pods = append(in.pods, s.pod)
+		}
+	}
+	d := decideStartGates(in)
+	r.gatesOpen, r.opens = d.open, d.release
 }

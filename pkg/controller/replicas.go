@@ -20,6 +20,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/podbuilder"
@@ -131,4 +132,47 @@ func (r *reconciler) trainingStarted(p *corev1.Pod) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// runStart is when the running replicas' training last began: when the
+// last of their training containers started; the job's start time when
+// none reports one.
+func (r *reconciler) runStart() time.Time {
+	var start time.Time
+	for _, p := range r.runningPods() {
+		if t, ok := r.trainingStarted(p); ok && t.After(start) {
+			start = t
+		}
+	}
+	if start.IsZero() && r.status.StartTime != nil {
+		start = r.status.StartTime.Time
+	}
+	if start.IsZero() {
+		start = r.now
+	}
+	return start
+}
+
+// resizing says whether the job's replicas changed under running pods: a
+// pod beyond the new count, or one made for the old shape, must go.
+func (r *reconciler) resizing() bool {
+	for _, p := range r.extra {
+		if p.DeletionTimestamp == nil {
+			return true
+		}
+	}
+	want := r.topo.Shape()
+	for _, s := range r.slots {
+		if p := s.pod; p != nil && p.DeletionTimestamp == nil && !isTerminated(p) && madeForOtherShape(p, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// staleOwner says whether a pod of the job's name and kind is controlled by
+// an earlier job of that name, which is gone since this one exists.
+func (r *reconciler) staleOwner(p *corev1.Pod) bool {
+	ref := metav1.GetControllerOfNoCopy(p)
+	return ref != nil && ref.Kind == r.kind.Kind() && ref.Name == r.job.GetName() && ref.UID != r.job.GetUID()
 }

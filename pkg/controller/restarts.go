@@ -22,6 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
@@ -305,4 +306,28 @@ func (r *reconciler) planJobRestartDrain() {
 			return
 		}
 	}
+}
+
+// noteSuspectNode adds the node of a replica that failed because of it
+// (nodeBlame) to status.suspectNodes, and says whether the node is new to
+// the list.
+func (r *reconciler) noteSuspectNode(s *slot) bool {
+	ex := s.exit
+	if ex == nil || ex.succeeded || ex.pod == nil || s.replacing {
+		return false
+	}
+	reason, message := nodeBlame(r.kind.Adapter, r.spec, ex.pod)
+	if reason == "" {
+		return false
+	}
+	node := ex.pod.Spec.NodeName
+	nodes, added := addSuspectNode(r.status.SuspectNodes, v1beta1.SuspectNode{
+		Name: node, Reason: reason, Message: batch.CutBytes(message, batch.MaxSuspectNodeMessageBytes), Time: *r.metaNow(),
+	})
+	if !added {
+		return false
+	}
+	r.status.SuspectNodes = nodes
+	r.event(corev1.EventTypeWarning, ReasonNodeSuspect, "Node %s is left out of the job's next pods: %s (%s)", node, message, reason)
+	return true
 }

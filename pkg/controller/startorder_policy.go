@@ -34,6 +34,10 @@ import (
 // through a downward API volume: the kubelet rewrites the file when the
 // annotation changes, so opening the gate is one patch per waiting pod.
 
+// ReasonLeadersReady is the event of a job whose waiting replicas were
+// released.
+const ReasonLeadersReady = "LeadersReady"
+
 // startGatesInput is what the gates of an InOrder job that has not
 // finished are decided on.
 type startGatesInput struct {

@@ -17,12 +17,14 @@ limitations under the License.
 package controller
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
@@ -256,4 +258,74 @@ func (r *reconciler) markReplicaFailure(started bool) {
 		c.Status == metav1.ConditionTrue && started {
 		r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionFalse, ReasonReplicasHealthy, "every replica is running")
 	}
+}
+
+// Reasons of the ReplicaFailure condition, and of the event, of a job beyond
+// the limits on replicas (one stored before they existed), and a status too
+// large to store; each condition turns False with the second reason of its
+// pair once its cause is gone.
+const (
+	ReasonTooManyReplicas     = "TooManyReplicas"
+	ReasonReplicasWithinLimit = "ReplicasWithinLimit"
+	ReasonStatusTooLarge      = "StatusTooLarge"
+	ReasonStatusStored        = "StatusStored"
+)
+
+// resolveReplicaFailure turns a ReplicaFailure condition that is True for
+// the given reason False, once its cause is gone.
+func (r *reconciler) resolveReplicaFailure(reason, resolvedReason, message string) {
+	c := meta.FindStatusCondition(r.status.Conditions, v1beta1.ConditionReplicaFailure)
+	if c != nil && c.Status == metav1.ConditionTrue && c.Reason == reason {
+		r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionFalse, resolvedReason, message)
+	}
+}
+
+// ReasonScaled is the event of an elastic job whose replica count changed.
+const ReasonScaled = "Scaled"
+
+// fillElasticStatus reports an elastic job's size as its scale subresource
+// shows it, and records a change of size.
+func (r *reconciler) fillElasticStatus() {
+	st := r.status
+	if r.topo.Elastic == nil {
+		st.Replicas, st.Selector = nil, ""
+		return
+	}
+	var current int32
+	for _, s := range r.slots {
+		if s.pod != nil && s.pod.DeletionTimestamp == nil {
+			current++
+		}
+	}
+	st.Replicas = &current
+	st.Selector = labels.SelectorFromSet(r.jobOwner.Labels()).String()
+
+	var before int32
+	for _, t := range r.old.Tasks {
+		before += int32(len(t.ReplicaStatus))
+	}
+	now := int32(len(r.slots))
+	// A job that has not started is not scaled: its first admission may
+	// still cut its count.
+	if r.old.StartTime != nil && before != now && !r.scaleNoted {
+		r.scaleNoted = true
+		st.LastScaleTime = r.metaNow()
+		r.event(corev1.EventTypeNormal, ReasonScaled, "Scaled from %d to %d replicas", before, now)
+	}
+}
+
+// startBlocker names the first replica whose pod cannot start, and why. It
+// returns "" when every pod is only on its way.
+func (r *reconciler) startBlocker() (reason, message string) {
+	for _, s := range r.slots {
+		if why, what := podStartBlocker(s.pod, r.mountFailure); why != "" {
+			return why, fmt.Sprintf("replica %s: %s", s.id.Hostname(), what)
+		}
+	}
+	return "", ""
+}
+
+// mountFailure is the kubelet's recent FailedMount message for a pod.
+func (r *reconciler) mountFailure(p *corev1.Pod) (string, bool) {
+	return r.c.mountFailures.recent(p, r.now)
 }

@@ -47,7 +47,7 @@ const (
 	classProbe class = "probe"
 )
 
-// Reasons of the Failed condition (pkg/controller/reasons.go; not imported,
+// Reasons of the Failed condition (defined beside their policies in pkg/controller; not imported,
 // so that the suite builds while the controller package is being changed).
 const (
 	reasonReplicaFailed        = "ReplicaFailed"

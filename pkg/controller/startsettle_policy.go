@@ -32,54 +32,60 @@ import (
 // write instead of one per batch.
 const startSettle = 2 * time.Second
 
-// holdStarts says whether this reconcile's status write can wait, and then
-// requeues the job for when it must be written. It can wait when the only
-// change from the stored status is replicas of a Pending or Resuming job
-// that went from Pending to Running, the job stays in its phase, no event
-// is to be recorded, and the first of those replicas started less than
-// startSettle ago by its pod's own clock. A replica without a start time,
-// or with one in the controller's future, is written at once, so a hold
-// always ends at a fixed time.
-func (r *reconciler) holdStarts() bool {
-	if len(r.events) > 0 || r.old.Phase != r.status.Phase ||
-		(r.status.Phase != v1beta1.JobPending && r.status.Phase != v1beta1.JobResuming) {
-		return false
+// startHoldInput is what a start's hold is decided on.
+type startHoldInput struct {
+	// old is the status as stored, cur the status planned now.
+	old, cur *v1beta1.TrainingJobStatus
+	// replica looks a replica up by its name: its status as recorded, and
+	// the pod that runs it now.
+	replica func(name string) (recorded *v1beta1.ReplicaStatus, pod *corev1.Pod, ok bool)
+	// events is how many events the plan has to record.
+	events int
+	now    time.Time
+}
+
+// decideStartHold says whether this reconcile's status write can wait, and
+// until when. It can wait when the only change from the stored status is
+// replicas of a Pending or Resuming job that went from Pending to Running,
+// the job stays in its phase, no event is to be recorded, and the first of
+// those replicas started less than startSettle ago by its pod's own clock.
+// A replica without a start time, or with one in the controller's future,
+// is written at once, so a hold always ends at a fixed time.
+func decideStartHold(in startHoldInput) (until time.Time, hold bool) {
+	if in.events > 0 || in.old.Phase != in.cur.Phase ||
+		(in.cur.Phase != v1beta1.JobPending && in.cur.Phase != v1beta1.JobResuming) {
+		return time.Time{}, false
 	}
 	// The status as it would be without the starts must be the stored one.
-	without := r.status.DeepCopy()
-	without.Aggregate = r.old.Aggregate
+	without := in.cur.DeepCopy()
+	without.Aggregate = in.old.Aggregate
 	var first time.Time
 	for ti := range without.Tasks {
 		for ri := range without.Tasks[ti].ReplicaStatus {
 			rs := &without.Tasks[ti].ReplicaStatus[ri]
-			s := r.byName[rs.Name]
-			if s == nil || s.prev == nil || s.prev.Phase != v1beta1.ReplicaPending ||
-				rs.Phase != v1beta1.ReplicaRunning || s.prev.UID != rs.UID {
+			prev, pod, ok := in.replica(rs.Name)
+			if !ok || prev == nil || prev.Phase != v1beta1.ReplicaPending ||
+				rs.Phase != v1beta1.ReplicaRunning || prev.UID != rs.UID {
 				continue
 			}
-			if s.pod == nil {
-				return false
+			if pod == nil {
+				return time.Time{}, false
 			}
-			since, ok := podRunningSince(s.pod)
-			if !ok || since.After(r.now) {
-				return false
+			since, ok := podRunningSince(pod)
+			if !ok || since.After(in.now) {
+				return time.Time{}, false
 			}
 			if first.IsZero() || since.Before(first) {
 				first = since
 			}
-			*rs = *s.prev.DeepCopy()
+			*rs = *prev.DeepCopy()
 		}
 	}
-	if first.IsZero() || !equality.Semantic.DeepEqual(without, r.old) {
-		return false
+	if first.IsZero() || !equality.Semantic.DeepEqual(without, in.old) {
+		return time.Time{}, false
 	}
-	until := first.Add(startSettle)
-	if !r.now.Before(until) {
-		return false
-	}
-	r.logger.V(4).Info("Holding the status while replicas start", "until", until)
-	r.requeueAt(until)
-	return true
+	until = first.Add(startSettle)
+	return until, in.now.Before(until)
 }
 
 // podRunningSince is when a pod started running: the earliest start of

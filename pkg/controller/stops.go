@@ -17,16 +17,21 @@ limitations under the License.
 package controller
 
 import (
-	"context"
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
+
+// The stops of a job's running pods, carried out on the status copy: a
+// pause, a queue that takes its admission back, a resize, a whole-job
+// restart and a stall each stop the pods (stopRunning, after the checkpoint
+// the stop may ask for: checkpointstop_policy.go), and a resume starts them
+// again. Each stop that interrupts work is counted in the accounting.
 
 // stopRunning says whether a stop may remove the job's running pods now;
 // when it may, the job's open attempt ends with reason and message.
@@ -155,24 +160,6 @@ func (r *reconciler) planCheckpointRequest() {
 	}
 }
 
-// askForCheckpoint puts the checkpoint request on the pods the plan listed,
-// after the status that records the request is stored, and takes a
-// called-off request off the pods that keep running.
-func (r *reconciler) askForCheckpoint(ctx context.Context) error {
-	var errs []error
-	if request := r.checkpointRequest(); request != nil && len(r.asks) > 0 {
-		value := request.Format(metav1.RFC3339Micro)
-		_, err := annotatePods(ctx, r.podClient(), r.logger, r.asks, map[string]any{v1beta1.AnnotationCheckpointRequest: value}, "asking for a checkpoint")
-		errs = append(errs, err)
-		r.logger.V(2).Info("Asked for a checkpoint", "pods", len(r.asks), "reason", r.status.Checkpoint.RequestReason)
-	}
-	if len(r.unasks) > 0 {
-		_, err := annotatePods(ctx, r.podClient(), r.logger, r.unasks, map[string]any{v1beta1.AnnotationCheckpointRequest: nil}, "calling off a checkpoint request")
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
 // planResumeAnnotations lists the running pods whose resume annotations lag
 // behind the job's latest checkpoint.
 func (r *reconciler) planResumeAnnotations() {
@@ -193,16 +180,84 @@ func (r *reconciler) planResumeAnnotations() {
 	}
 }
 
-// updateResumeAnnotations brings the lagging pods' resume annotations up to
-// the latest checkpoint.
-func (r *reconciler) updateResumeAnnotations(ctx context.Context) error {
-	if len(r.resumeLagging) == 0 {
-		return nil
+// recordInterruption counts a stop of running replicas (addInterruption).
+// answered says, for a stop that asked for a checkpoint, whether one came.
+func (r *reconciler) recordInterruption(reason string, replicas int32, answered *bool) {
+	var latest *v1beta1.CheckpointRecord
+	if c := r.status.Checkpoint; c != nil {
+		latest = c.Latest
 	}
-	annotations := map[string]any{}
-	for k, v := range podbuilder.ResumeAnnotations(r.status.Checkpoint) {
-		annotations[k] = v
+	r.status.Accounting = addInterruption(r.status.Accounting, interruptionInput{
+		reason:        reason,
+		replicas:      replicas,
+		answered:      answered,
+		trainingSince: r.runStart(),
+		latest:        latest,
+		progress:      r.status.Progress,
+		now:           r.now,
+	})
+}
+
+// planPause deletes every pod; the job is Paused once none is left.
+func (r *reconciler) planPause() {
+	if !r.stopRunning(StopPause, "the job was paused") {
+		r.holdPods()
+		r.setCondition(v1beta1.ConditionPaused, metav1.ConditionTrue, ReasonPausing, r.checkpointWaitMessage())
+		return
 	}
-	_, err := annotatePods(ctx, r.podClient(), r.logger, r.resumeLagging, annotations, "updating the resume point")
-	return err
+	reason, message, paused := pauseState(r.stopPods("the job is paused", v1beta1.ReplicaDeleted))
+	r.setCondition(v1beta1.ConditionPaused, metav1.ConditionTrue, reason, message)
+	if !paused {
+		return
+	}
+	// A queued job's Workload is inactive while paused; once the pods are
+	// gone, Kueue's quota can go back.
+	r.queueStopped = true
+	if r.status.Phase != v1beta1.JobPaused {
+		r.status.Phase = v1beta1.JobPaused
+		r.event(corev1.EventTypeNormal, ReasonPaused, "Paused: every pod of the job is gone")
+	}
+}
+
+// hasBeenPaused says whether the job was paused at some point: its Paused
+// condition was True, and is still, or was turned False by a resume.
+func (r *reconciler) hasBeenPaused() bool {
+	c := meta.FindStatusCondition(r.status.Conditions, v1beta1.ConditionPaused)
+	return c != nil && (c.Status == metav1.ConditionTrue || c.Reason == ReasonResumed)
+}
+
+// resume starts a job again that was paused, with a fresh deadline.
+func (r *reconciler) resume() {
+	st := r.status
+	if c := meta.FindStatusCondition(st.Conditions, v1beta1.ConditionPaused); c != nil && c.Status == metav1.ConditionTrue {
+		r.setCondition(v1beta1.ConditionPaused, metav1.ConditionFalse, ReasonResumed, "the job was resumed")
+	}
+	if st.Phase == v1beta1.JobPaused {
+		st.Phase = v1beta1.JobResuming
+		st.StartTime = r.metaNow()
+		r.event(corev1.EventTypeNormal, ReasonResumed, "Resuming: creating the job's pods again")
+	}
+	if st.StartTime == nil {
+		st.StartTime = r.metaNow()
+	}
+}
+
+// stopPods deletes every pod of the job, for a pause or while Kueue does not
+// admit it, and returns how many are left. Each is recorded Deleted, with
+// its UID, so that a resume before the pod is gone sees a replacement, not
+// a vanished replica; a replica without a pod is Deleted when it had one,
+// else podless.
+func (r *reconciler) stopPods(why string, podless v1beta1.ReplicaPhase) int {
+	remaining := len(r.extra)
+	for _, s := range r.slots {
+		s.phase = stoppedReplicaPhase(s.pod != nil, s.prev, podless)
+		if s.pod == nil {
+			continue
+		}
+		remaining++
+		if s.pod.DeletionTimestamp == nil {
+			r.delete(s.pod, why)
+		}
+	}
+	return remaining
 }

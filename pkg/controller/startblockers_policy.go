@@ -40,20 +40,17 @@ const ReasonStartTimeoutExceeded = "StartTimeoutExceeded"
 // startingReasons are the waiting reasons of containers on their way.
 var startingReasons = map[string]bool{"ContainerCreating": true, "PodInitializing": true}
 
-// startBlocker names the first replica whose pod cannot start, and why. It
-// returns "" when every pod is only on its way.
-func (r *reconciler) startBlocker() (reason, message string) {
-	for _, s := range r.slots {
-		if why, what := r.podStartBlocker(s.pod); why != "" {
-			return why, fmt.Sprintf("replica %s: %s", s.id.Hostname(), what)
-		}
-	}
-	return "", ""
+// starting says whether a pod is still on its way to running: it exists,
+// is not being deleted and is Pending.
+func podStarting(p *corev1.Pod) bool {
+	return p != nil && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodPending
 }
 
 // podStartBlocker says why a pending pod cannot start, as the kubelet or the
 // scheduler put it, or "" for a pod that is only on its way or not pending.
-func (r *reconciler) podStartBlocker(p *corev1.Pod) (reason, detail string) {
+// mountFailure is the kubelet's recent FailedMount message for a pod, if any
+// (mountfailures.go).
+func podStartBlocker(p *corev1.Pod, mountFailure func(*corev1.Pod) (string, bool)) (reason, detail string) {
 	if !podStarting(p) {
 		return "", ""
 	}
@@ -70,44 +67,57 @@ func (r *reconciler) podStartBlocker(p *corev1.Pod) (reason, detail string) {
 		}
 	}
 	if p.Spec.NodeName != "" {
-		if message, ok := r.c.mountFailures.recent(p, r.now); ok {
+		if message, ok := mountFailure(p); ok {
 			return ReasonFailedMount, v1beta1.TerminationMessageTail(message)
 		}
 	}
 	return "", ""
 }
 
-// starting says whether a pod is still on its way to running: it exists,
-// is not being deleted and is Pending.
-func podStarting(p *corev1.Pod) bool {
-	return p != nil && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodPending
+// startingReplica is a replica's pod, with the name messages give it.
+type startingReplica struct {
+	host string
+	pod  *corev1.Pod
 }
 
-// startTimedOut applies runPolicy.startTimeoutSeconds: it returns the reason
-// and message to fail the job with when a replica's pod has been pending
-// that long since its creation, and otherwise asks to look again when the
-// first pending pod is due.
-func (r *reconciler) startTimedOut() (reason, message string) {
-	limit := r.spec.RunPolicy.StartTimeoutSeconds
+// startTimeout is what runPolicy.startTimeoutSeconds decides.
+type startTimeout struct {
+	// reason and message fail the job; empty while none is due.
+	reason, message string
+	// comeBack is when the first pending pod not yet due will be.
+	comeBack time.Time
+}
+
+// decideStartTimeout applies runPolicy.startTimeoutSeconds (limit): the job
+// fails once a replica's pod has been pending that long since its
+// creation, with why it could not start (blocker); until then the job is
+// looked at again when the first pending pod is due.
+func decideStartTimeout(limit *int64, replicas []startingReplica, now time.Time,
+	blocker func(*corev1.Pod) (reason, detail string)) startTimeout {
+	var d startTimeout
 	if limit == nil || *limit <= 0 {
-		return "", ""
+		return d
 	}
 	seconds := min(*limit, batch.MaxStartTimeoutSeconds)
-	for _, s := range r.slots {
-		p := s.pod
+	for _, rep := range replicas {
+		p := rep.pod
 		if !podStarting(p) {
 			continue
 		}
 		due := p.CreationTimestamp.Add(time.Duration(seconds) * time.Second)
-		if r.now.Before(due) {
-			r.requeueAt(due)
+		if now.Before(due) {
+			if d.comeBack.IsZero() || due.Before(d.comeBack) {
+				d.comeBack = due
+			}
 			continue
 		}
-		why, what := r.podStartBlocker(p)
+		why, what := blocker(p)
 		if why == "" {
 			why, what = ReasonStartTimeoutExceeded, "its pod is still pending"
 		}
-		return why, fmt.Sprintf("replica %s did not start within startTimeoutSeconds (%ds): %s", s.id.Hostname(), *limit, what)
+		d.reason = why
+		d.message = fmt.Sprintf("replica %s did not start within startTimeoutSeconds (%ds): %s", rep.host, *limit, what)
+		return d
 	}
-	return "", ""
+	return d
 }

@@ -85,26 +85,16 @@ func preflightFailure(p *corev1.Pod) *corev1.ContainerStateTerminated {
 	return nil
 }
 
-// noteSuspectNode adds the node of a replica that failed because of it to
-// status.suspectNodes, dropping the oldest entry beyond MaxSuspectNodes,
-// and says whether the node is new to the list.
-func (r *reconciler) noteSuspectNode(s *slot) bool {
-	ex := s.exit
-	if ex == nil || ex.succeeded || ex.pod == nil || s.replacing {
-		return false
+// addSuspectNode adds a node to a job's suspect nodes unless it is there
+// already, dropping the oldest entries beyond MaxSuspectNodes; added says
+// whether it was new.
+func addSuspectNode(nodes []v1beta1.SuspectNode, node v1beta1.SuspectNode) (_ []v1beta1.SuspectNode, added bool) {
+	if slices.ContainsFunc(nodes, func(n v1beta1.SuspectNode) bool { return n.Name == node.Name }) {
+		return nodes, false
 	}
-	reason, message := nodeBlame(r.kind.Adapter, r.spec, ex.pod)
-	node := ex.pod.Spec.NodeName
-	if reason == "" || slices.ContainsFunc(r.status.SuspectNodes, func(n v1beta1.SuspectNode) bool { return n.Name == node }) {
-		return false
-	}
-	nodes := append(r.status.SuspectNodes, v1beta1.SuspectNode{
-		Name: node, Reason: reason, Message: batch.CutBytes(message, batch.MaxSuspectNodeMessageBytes), Time: *r.metaNow(),
-	})
+	nodes = append(nodes, node)
 	if over := len(nodes) - batch.MaxSuspectNodes; over > 0 {
 		nodes = slices.Clone(nodes[over:])
 	}
-	r.status.SuspectNodes = nodes
-	r.event(corev1.EventTypeWarning, ReasonNodeSuspect, "Node %s is left out of the job's next pods: %s (%s)", node, message, reason)
-	return true
+	return nodes, true
 }

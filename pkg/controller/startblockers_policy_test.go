@@ -171,3 +171,60 @@ func TestStartTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestStartTimeoutPolicy: a replica whose pod has been pending for
+// startTimeoutSeconds fails the job, with why it could not start.
+func TestStartTimeoutPolicy(t *testing.T) {
+	now := time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
+	pending := func(name string, age time.Duration) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(now.Add(-age))}}
+		p.Status.Phase = corev1.PodPending
+		return p
+	}
+	running := pending("j-worker-0", time.Hour)
+	running.Status.Phase = corev1.PodRunning
+	noBlocker := func(*corev1.Pod) (string, string) { return "", "" }
+	imagePull := func(*corev1.Pod) (string, string) { return "ErrImagePull", "container pytorch: image not found" }
+	minute := ptr.To[int64](60)
+	cases := map[string]struct {
+		limit    *int64
+		replicas []startingReplica
+		blocker  func(*corev1.Pod) (string, string)
+		want     startTimeout
+	}{
+		"no timeout: nothing": {
+			replicas: []startingReplica{{"master-0", pending("j-master-0", time.Hour)}},
+		},
+		"a pod pending less than the timeout: come back when it is due": {
+			limit:    minute,
+			replicas: []startingReplica{{"master-0", pending("j-master-0", 20*time.Second)}, {"worker-0", running}},
+			want:     startTimeout{comeBack: now.Add(40 * time.Second)},
+		},
+		"the earliest due pod sets when to come back": {
+			limit: minute,
+			replicas: []startingReplica{{"master-0", pending("j-master-0", 10*time.Second)},
+				{"worker-0", pending("j-worker-0", 50*time.Second)}},
+			want: startTimeout{comeBack: now.Add(10 * time.Second)},
+		},
+		"a pod pending past it, only on its way: StartTimeoutExceeded": {
+			limit: minute, blocker: noBlocker,
+			replicas: []startingReplica{{"master-0", pending("j-master-0", 61*time.Second)}},
+			want: startTimeout{reason: ReasonStartTimeoutExceeded,
+				message: "replica master-0 did not start within startTimeoutSeconds (60s): its pod is still pending"},
+		},
+		"a pod pending past it, blocked: the blocker's reason": {
+			limit: minute, blocker: imagePull,
+			replicas: []startingReplica{{"master-0", pending("j-master-0", 2*time.Minute)}},
+			want: startTimeout{reason: "ErrImagePull",
+				message: "replica master-0 did not start within startTimeoutSeconds (60s): container pytorch: image not found"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := decideStartTimeout(tc.limit, tc.replicas, now, tc.blocker)
+			if got.reason != tc.want.reason || got.message != tc.want.message || !got.comeBack.Equal(tc.want.comeBack) {
+				t.Errorf("decideStartTimeout = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
