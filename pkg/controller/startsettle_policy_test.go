@@ -17,11 +17,13 @@ limitations under the License.
 package controller
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
@@ -127,4 +129,79 @@ func equalReplicaPhases(a, b map[string]v1beta1.ReplicaPhase) bool {
 		}
 	}
 	return true
+}
+
+// TestStartHoldPolicy: a status whose only change is replicas that started
+// moments ago may wait for the others; anything else is written at once.
+func TestStartHoldPolicy(t *testing.T) {
+	now := time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
+	status := func(phase v1beta1.JobPhase, replicas ...v1beta1.ReplicaPhase) *v1beta1.TrainingJobStatus {
+		st := &v1beta1.TrainingJobStatus{Phase: phase, Tasks: []v1beta1.TaskStatus{{Type: v1beta1.ReplicaTypeWorker}}}
+		for i, p := range replicas {
+			name := fmt.Sprintf("j-worker-%d", i)
+			st.Tasks[0].ReplicaStatus = append(st.Tasks[0].ReplicaStatus,
+				v1beta1.ReplicaStatus{Name: name, UID: types.UID(name), Phase: p})
+		}
+		return st
+	}
+	startedAt := func(ago time.Duration) *corev1.Pod {
+		p := &corev1.Pod{}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{State: corev1.ContainerState{
+			Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-ago))}}}}
+		return p
+	}
+	pending, running := v1beta1.ReplicaPending, v1beta1.ReplicaRunning
+	cases := map[string]struct {
+		old, cur *v1beta1.TrainingJobStatus
+		pods     map[string]*corev1.Pod
+		events   int
+		until    time.Time
+		hold     bool
+	}{
+		"a replica started a moment ago: held until the settle time": {
+			old: status(v1beta1.JobPending, pending, pending), cur: status(v1beta1.JobPending, running, pending),
+			pods:  map[string]*corev1.Pod{"j-worker-0": startedAt(500 * time.Millisecond)},
+			until: now.Add(startSettle - 500*time.Millisecond), hold: true,
+		},
+		"the first start is older than the settle time: written": {
+			old: status(v1beta1.JobPending, pending, pending), cur: status(v1beta1.JobPending, running, pending),
+			pods:  map[string]*corev1.Pod{"j-worker-0": startedAt(3 * time.Second)},
+			until: now.Add(startSettle - 3*time.Second),
+		},
+		"the phase changes: written": {
+			old: status(v1beta1.JobPending, pending, pending), cur: status(v1beta1.JobRunning, running, running),
+			pods: map[string]*corev1.Pod{"j-worker-0": startedAt(0), "j-worker-1": startedAt(0)},
+		},
+		"an event to record: written": {
+			old: status(v1beta1.JobPending, pending), cur: status(v1beta1.JobPending, running),
+			pods: map[string]*corev1.Pod{"j-worker-0": startedAt(0)}, events: 1,
+		},
+		"a start without a time: written": {
+			old: status(v1beta1.JobPending, pending), cur: status(v1beta1.JobPending, running),
+			pods: map[string]*corev1.Pod{"j-worker-0": {}},
+		},
+		"another change beside the start: written": {
+			old: status(v1beta1.JobPending, pending, pending), cur: status(v1beta1.JobPending, running, v1beta1.ReplicaFailed),
+			pods: map[string]*corev1.Pod{"j-worker-0": startedAt(0)},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			recorded := map[string]*v1beta1.ReplicaStatus{}
+			for i := range tc.old.Tasks[0].ReplicaStatus {
+				rs := &tc.old.Tasks[0].ReplicaStatus[i]
+				recorded[rs.Name] = rs
+			}
+			until, hold := decideStartHold(startHoldInput{
+				old: tc.old, cur: tc.cur, events: tc.events, now: now,
+				replica: func(name string) (*v1beta1.ReplicaStatus, *corev1.Pod, bool) {
+					rs, ok := recorded[name]
+					return rs, tc.pods[name], ok
+				},
+			})
+			if hold != tc.hold || (!tc.until.IsZero() && !until.Equal(tc.until)) {
+				t.Errorf("decideStartHold = %v, %v; want %v, %v", until, hold, tc.until, tc.hold)
+			}
+		})
+	}
 }

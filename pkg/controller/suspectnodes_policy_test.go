@@ -183,3 +183,22 @@ func avoidedNodes(p *corev1.Pod) []string {
 	}
 	return nil
 }
+
+// TestAddSuspectNodePolicy: a node is listed once, and the list keeps the
+// newest MaxSuspectNodes.
+func TestAddSuspectNodePolicy(t *testing.T) {
+	var nodes []v1beta1.SuspectNode
+	var added bool
+	for i := range batch.MaxSuspectNodes + 2 {
+		if nodes, added = addSuspectNode(nodes, v1beta1.SuspectNode{Name: fmt.Sprintf("node-%02d", i)}); !added {
+			t.Fatalf("node-%02d was not added", i)
+		}
+	}
+	if len(nodes) != batch.MaxSuspectNodes || nodes[0].Name != "node-02" {
+		t.Errorf("kept %d nodes from %s; want the newest %d, from node-02", len(nodes), nodes[0].Name, batch.MaxSuspectNodes)
+	}
+	last := nodes[len(nodes)-1].Name
+	if again, added := addSuspectNode(nodes, v1beta1.SuspectNode{Name: last}); added || len(again) != len(nodes) {
+		t.Errorf("%s added again: added %v, %d nodes", last, added, len(again))
+	}
+}
