@@ -1,12 +1,13 @@
 // A job's page: its state, conditions, replicas, metrics, checkpoints,
-// accounting, events, logs and spec, following the job's watch stream.
+// accounting, attempts, events, logs and spec, following the job's watch
+// stream.
 
 import { buttons } from "./actions";
 import { describeStatus, follow, jobPath, request, Status } from "./api";
 import { MetricCharts } from "./charts";
 import { h, replace } from "./dom";
 import { age, duration, timestamp, until } from "./format";
-import { Job, JobDetail, PodView } from "./types";
+import { Attempt, Job, JobDetail, PodView } from "./types";
 import { LogView } from "./logs";
 
 // detailInterval is the least time between two fetches of the pods and
@@ -22,6 +23,7 @@ export function jobPage(root: HTMLElement, namespace: string, resource: string, 
   const chartsBox = h("div", { class: "charts", id: "charts" });
   const checkpoints = h("div", { id: "checkpoints" });
   const accounting = h("div", { id: "accounting" });
+  const attempts = h("div", { id: "attempts" });
   const events = h("div", { id: "events" });
   const logsBox = h("div", { id: "logs" });
   const yaml = h("pre", { class: "yaml", id: "yaml" });
@@ -37,6 +39,7 @@ export function jobPage(root: HTMLElement, namespace: string, resource: string, 
     h("section", {}, h("h2", {}, "Replicas"), replicas),
     h("section", {}, h("h2", {}, "Metrics"), chartsBox),
     h("section", { class: "two" }, h("div", {}, h("h2", {}, "Checkpoints"), checkpoints), h("div", {}, h("h2", {}, "Accounting"), accounting)),
+    h("section", {}, h("h2", {}, "Attempts"), attempts),
     h("section", {}, h("h2", {}, "Events"), events),
     h("section", {}, h("h2", {}, "Logs"), logsBox),
     h("section", {}, h("h2", {}, "Spec"), yaml),
@@ -81,6 +84,7 @@ export function jobPage(root: HTMLElement, namespace: string, resource: string, 
     charts.update(job.status.progress?.history ?? []);
     renderCheckpoints(checkpoints, job);
     renderAccounting(accounting, job);
+    renderAttempts(attempts, job);
   }
 
   void fetchDetail();
@@ -251,6 +255,65 @@ function renderAccounting(el: HTMLElement, job: Job): void {
           h("tbody", {}, a.recent.map((i) => h("tr", {}, h("td", {}, timestamp(i.time)), h("td", {}, i.reason), h("td", {}, i.replicas), h("td", {}, duration(i.lostSeconds)), h("td", {}, i.lostSteps ?? "")))),
         )
       : "",
+  );
+}
+
+// renderAttempts shows every start of the job's pods that the status keeps,
+// newest first, with the replicas that failed in it and their last log
+// lines; and the nodes the job leaves out of its next pods.
+function renderAttempts(el: HTMLElement, job: Job): void {
+  const s = job.status;
+  const list = s.attempts ?? [];
+  const suspects = s.suspectNodes ?? [];
+  const kept = s.attemptCount && s.attemptCount > list.length ? ` (the last ${list.length} of ${s.attemptCount})` : "";
+  replace(
+    el,
+    list.length === 0
+      ? h("p", { class: "empty" }, "No pods started yet.")
+      : h(
+          "table",
+          {},
+          h("caption", {}, `${s.attemptCount ?? list.length} attempt(s)${kept}`),
+          h("thead", {}, h("tr", {}, ["#", "Started", "Ran", "Ended", "Resumed from", "Last checkpoint", "Steps", "Failed replicas"].map((t) => h("th", {}, t)))),
+          h("tbody", {}, [...list].reverse().map(attemptRow)),
+        ),
+    suspects.length > 0 &&
+      h(
+        "div",
+        { id: "suspect-nodes" },
+        h("h3", {}, "Nodes left out of the next pods"),
+        h("ul", {}, suspects.map((n) => h("li", { "data-node": n.name }, `${n.name}: ${n.reason}${n.message ? ` (${n.message})` : ""}, ${age(n.time)} ago`))),
+      ),
+  );
+}
+
+function attemptRow(a: Attempt): HTMLElement {
+  const end = a.endTime ? Date.parse(a.endTime) : Date.now();
+  const checkpoint = (c?: { path: string; step?: number }) => (c ? (c.step !== undefined ? `step ${c.step}` : c.path) : "");
+  const failed = a.failedReplicas ?? [];
+  return h(
+    "tr",
+    { "data-attempt": a.number, "data-reason": a.reason ?? "" },
+    h("td", {}, a.number),
+    h("td", { title: a.startTime }, timestamp(a.startTime)),
+    h("td", {}, duration((end - Date.parse(a.startTime)) / 1000)),
+    h("td", { title: a.message ?? "" }, a.endTime ? a.reason ?? "" : "running"),
+    h("td", { title: a.resumedFrom?.path ?? "" }, checkpoint(a.resumedFrom)),
+    h("td", { title: a.lastCheckpoint?.path ?? "" }, checkpoint(a.lastCheckpoint)),
+    h("td", {}, a.steps ?? ""),
+    h(
+      "td",
+      {},
+      failed.map((f) =>
+        h(
+          "details",
+          { "data-failed": f.name },
+          h("summary", {}, `${f.name}${f.node ? ` on ${f.node}` : ""}: ${f.reason ?? ""}${f.exitCode !== undefined ? ` (exit ${f.exitCode})` : ""}`),
+          h("pre", { class: "log-tail" }, f.logs || f.logError || "no log lines"),
+        ),
+      ),
+      (a.failedReplicaCount ?? 0) > failed.length && ` and ${(a.failedReplicaCount ?? 0) - failed.length} more`,
+    ),
   );
 }
 

@@ -103,7 +103,24 @@ export interface Job {
       lostSteps?: number;
       recent?: { time: string; reason: string; replicas: number; lostSeconds: number; lostReplicaSeconds: number; lostSteps?: number }[];
     };
+    attempts?: Attempt[];
+    attemptCount?: number;
+    suspectNodes?: { name: string; reason: string; message?: string; time: string }[];
   };
+}
+
+// Attempt is one start of a job's pods, as status.attempts keeps it.
+export interface Attempt {
+  number: number;
+  startTime: string;
+  endTime?: string;
+  reason?: string;
+  message?: string;
+  resumedFrom?: { path: string; step?: number };
+  lastCheckpoint?: { path: string; step?: number };
+  steps?: number;
+  failedReplicas?: { name: string; node?: string; exitCode?: number; reason?: string; time: string; logs?: string; logError?: string }[];
+  failedReplicaCount?: number;
 }
 
 export interface PodView {

@@ -132,12 +132,14 @@ test("the list shows a new job and turns it Succeeded without a reload", async (
   assert.equal(await page.evaluate(() => window.__sameDocument), true, "the page was reloaded");
 });
 
-test("the job page shows the job's conditions, replicas and spec", async () => {
+test("the job page shows the job's conditions, replicas, attempts and spec", async () => {
   await page.locator(`${rowSelector} a`).click();
   await page.waitForFunction(() => document.getElementById("job-phase")?.textContent === "Succeeded", null, { timeout: 30_000 });
   // Completed is True once the job is terminal (the API contract).
   await page.waitForSelector('#conditions li[data-condition="Completed"].status-True');
   await page.waitForSelector(`#replicas tr[data-replica="${jobName}-master-0"]`);
+  // Its one attempt, ended by the job's success (status.attempts).
+  await page.waitForSelector('#attempts tr[data-attempt="1"][data-reason="Succeeded"]');
   const yaml = await page.locator("#yaml").textContent();
   assert.match(yaml, /kind: PyTorchTrainingJob/);
   assert.match(yaml, /name: dashboard-e2e/);
