@@ -119,7 +119,7 @@ func (r *reconciler) builder() *podbuilder.Builder {
 // to retry.
 func (r *reconciler) execute(ctx context.Context) (createErr, err error) {
 	var errs []error
-	pods := r.c.kubeClient.CoreV1().Pods(r.key.Namespace)
+	pods := r.podClient()
 
 	if len(r.deletes) > 0 {
 		names := make([]string, len(r.deletes))
@@ -241,7 +241,7 @@ func (r *reconciler) createPod(ctx context.Context, b *podbuilder.Builder, s *sl
 		r.logger.Error(err, "Cannot build pod", "pod", s.name)
 		return createResult{}
 	}
-	created, err := r.c.kubeClient.CoreV1().Pods(r.key.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	created, err := r.podClient().Create(ctx, pod, metav1.CreateOptions{})
 	if err == nil {
 		s.created = created
 		podsCreated.WithLabelValues(r.key.Kind).Inc()
@@ -264,7 +264,7 @@ func (r *reconciler) createPod(ctx context.Context, b *podbuilder.Builder, s *sl
 // job's own (the cache is behind), it will show up soon; when it belongs to
 // something else, the replica cannot be created until it is gone.
 func (r *reconciler) nameTaken(ctx context.Context, name string) error {
-	pod, err := r.c.kubeClient.CoreV1().Pods(r.key.Namespace).Get(ctx, name, metav1.GetOptions{})
+	pod, err := r.podClient().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("pod %s existed a moment ago; retrying", name)

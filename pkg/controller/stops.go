@@ -50,15 +50,11 @@ func (r *reconciler) stopRunning(reason, message string) bool {
 		// asks once.
 		return *r.stopDecided
 	}
-	var latest *v1beta1.CheckpointRecord
-	if c := r.status.Checkpoint; c != nil {
-		latest = c.Latest
-	}
 	d := decideCheckpointStop(checkpointStopInput{
 		reason:        reason,
 		policy:        r.spec.RunPolicy.Checkpoint,
 		request:       r.checkpointRequest(),
-		latest:        latest,
+		latest:        r.latestCheckpoint(),
 		running:       r.runningPods(),
 		cacheCaughtUp: r.satisfied,
 		now:           r.now,
@@ -119,6 +115,14 @@ func (r *reconciler) holdPods() {
 // checkpointWaitMessage says what a held stop waits for.
 func (r *reconciler) checkpointWaitMessage() string {
 	return fmt.Sprintf("waiting up to %ds for a checkpoint before the pods go", stopGrace(r.spec.RunPolicy.Checkpoint))
+}
+
+// latestCheckpoint is the job's latest checkpoint; nil before the first.
+func (r *reconciler) latestCheckpoint() *v1beta1.CheckpointRecord {
+	if c := r.status.Checkpoint; c != nil {
+		return c.Latest
+	}
+	return nil
 }
 
 func (r *reconciler) checkpointRequest() *metav1.MicroTime {
@@ -183,16 +187,12 @@ func (r *reconciler) planResumeAnnotations() {
 // recordInterruption counts a stop of running replicas (addInterruption).
 // answered says, for a stop that asked for a checkpoint, whether one came.
 func (r *reconciler) recordInterruption(reason string, replicas int32, answered *bool) {
-	var latest *v1beta1.CheckpointRecord
-	if c := r.status.Checkpoint; c != nil {
-		latest = c.Latest
-	}
 	r.status.Accounting = addInterruption(r.status.Accounting, interruptionInput{
 		reason:        reason,
 		replicas:      replicas,
 		answered:      answered,
 		trainingSince: r.runStart(),
-		latest:        latest,
+		latest:        r.latestCheckpoint(),
 		progress:      r.status.Progress,
 		now:           r.now,
 	})
