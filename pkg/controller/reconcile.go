@@ -251,9 +251,14 @@ func (r *reconciler) planActive() {
 			return
 		}
 	}
-	replicas := make([]startingReplica, len(r.slots))
-	for i, s := range r.slots {
-		replicas[i] = startingReplica{host: s.id.Hostname(), pod: s.pod}
+	var replicas []startingReplica
+	if r.spec.RunPolicy.StartTimeoutSeconds != nil {
+		// Only a job with a start timeout pays for the list, on every
+		// reconcile of every active job.
+		replicas = make([]startingReplica, len(r.slots))
+		for i, s := range r.slots {
+			replicas[i] = startingReplica{host: s.id.Hostname(), pod: s.pod}
+		}
 	}
 	blocker := func(p *corev1.Pod) (string, string) { return podStartBlocker(p, r.mountFailure) }
 	timeout := decideStartTimeout(r.spec.RunPolicy.StartTimeoutSeconds, replicas, r.now, blocker)
