@@ -28,10 +28,11 @@
 #            reuses a running stack instead of starting one
 # e.g. hack/verify-deploy.sh -run TestRender -v
 #
-# Settings: LOCAL_DIR (default _output/local-deploy) and the LOCAL_*_PORT
-# variables of hack/local-up.sh, defaulting here to 24790, 24791, 17443,
-# 17257, 17259, 17261, 17247, 19443, 19080, 19081 (and Kueue's, with
-# LOCAL_KUEUE=1: 17263, 17264, 17265).
+# Settings: LOCAL_DIR (default _output/local-deploy) and the variables of
+# hack/local-up.sh; its ports are the defaults moved by LOCAL_PORT_OFFSET,
+# 4000 unless set: clear of the default stack, of make test's second lane
+# (1000) and of make test-dashboard (3000). Kueue's ports only with
+# LOCAL_KUEUE=1.
 set -euo pipefail
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -41,16 +42,7 @@ source "${HACK_DIR}/lib/common.sh"
 export LOCAL_DIR="${LOCAL_DIR:-${OUTPUT_DIR}/local-deploy}"
 # The installation is judged on kwok nodes; the real node has no part in it.
 export LOCAL_REAL_NODE="${LOCAL_REAL_NODE:-0}"
-export LOCAL_ETCD_PORT="${LOCAL_ETCD_PORT:-24790}"
-export LOCAL_ETCD_PEER_PORT="${LOCAL_ETCD_PEER_PORT:-24791}"
-export LOCAL_APISERVER_PORT="${LOCAL_APISERVER_PORT:-17443}"
-export LOCAL_KCM_PORT="${LOCAL_KCM_PORT:-17257}"
-export LOCAL_SCHEDULER_PORT="${LOCAL_SCHEDULER_PORT:-17259}"
-export LOCAL_SCHEDULER_PLUGINS_PORT="${LOCAL_SCHEDULER_PLUGINS_PORT:-17261}"
-export LOCAL_KWOK_PORT="${LOCAL_KWOK_PORT:-17247}"
-export LOCAL_TRAINING_PORT="${LOCAL_TRAINING_PORT:-19443}"
-export LOCAL_TRAINING_METRICS_PORT="${LOCAL_TRAINING_METRICS_PORT:-19080}"
-export LOCAL_TRAINING_HEALTH_PORT="${LOCAL_TRAINING_HEALTH_PORT:-19081}"
+export LOCAL_PORT_OFFSET="${LOCAL_PORT_OFFSET:-4000}"
 export LOCAL_FAKE_NODES="${LOCAL_FAKE_NODES:-3}"
 export LOCAL_KUEUE="${LOCAL_KUEUE:-0}"
 # A cluster without Kueue runs the controller with --queueing=none: under the
@@ -59,9 +51,6 @@ export LOCAL_KUEUE="${LOCAL_KUEUE:-0}"
 if [[ "${LOCAL_KUEUE}" != 1 ]]; then
   export LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS="${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS:-} --queueing=none"
 fi
-export LOCAL_KUEUE_WEBHOOK_PORT="${LOCAL_KUEUE_WEBHOOK_PORT:-17263}"
-export LOCAL_KUEUE_METRICS_PORT="${LOCAL_KUEUE_METRICS_PORT:-17264}"
-export LOCAL_KUEUE_HEALTH_PORT="${LOCAL_KUEUE_HEALTH_PORT:-17265}"
 
 # shellcheck source=hack/lib/local.sh
 source "${HACK_DIR}/lib/local.sh"

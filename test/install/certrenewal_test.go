@@ -69,17 +69,20 @@ func (e *env) servedCertificates(t *testing.T) map[string]string {
 }
 
 // getLoad lists jobs through kube-apiserver, as kubectl get does, until
-// stopped, and runs the real kubectl now and then.
+// stopped, and runs the real kubectl now and then. It keeps the failures and
+// the longest stretch without an answer.
 type getLoad struct {
-	mu       sync.Mutex
-	requests int
-	failures []string
-	stop     chan struct{}
-	done     chan struct{}
+	mu         sync.Mutex
+	requests   int
+	failures   []string
+	lastAnswer time.Time
+	longestGap time.Duration
+	stop       chan struct{}
+	done       chan struct{}
 }
 
 func startGets(e *env) *getLoad {
-	l := &getLoad{stop: make(chan struct{}), done: make(chan struct{})}
+	l := &getLoad{stop: make(chan struct{}), done: make(chan struct{}), lastAnswer: time.Now()}
 	go func() {
 		defer close(l.done)
 		ticker := time.NewTicker(100 * time.Millisecond)
@@ -98,10 +101,14 @@ func startGets(e *env) *getLoad {
 				_, err = e.jobs.BatchV1beta1().PyTorchTrainingJobs(jobsNamespace).List(ctx, metav1.ListOptions{})
 				cancel()
 			}
+			now := time.Now()
 			l.mu.Lock()
 			l.requests++
 			if err != nil {
-				l.failures = append(l.failures, fmt.Sprintf("%s: %v", time.Now().Format("15:04:05.000"), err))
+				l.failures = append(l.failures, fmt.Sprintf("%s: %v", now.Format("15:04:05.000"), err))
+			} else {
+				l.longestGap = max(l.longestGap, now.Sub(l.lastAnswer))
+				l.lastAnswer = now
 			}
 			l.mu.Unlock()
 		}
@@ -115,6 +122,14 @@ func (l *getLoad) finish() (int, []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.requests, l.failures
+}
+
+// longestWithoutAnswer is the longest time between two answered gets, or
+// from the start (or the last answer) to the end: call it after finish.
+func (l *getLoad) longestWithoutAnswer() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return max(l.longestGap, time.Since(l.lastAnswer))
 }
 
 // waitRenewed waits until every apiserver pod presents a certificate other
