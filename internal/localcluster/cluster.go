@@ -175,7 +175,7 @@ func (c *Cluster) Preflight() error {
 	}
 	for _, comp := range all {
 		for _, p := range comp.Ports {
-			if portInUse(p.Port) {
+			if c.Host.PortInUse(p.Port) {
 				return fmt.Errorf("port %d (%s) is already in use on this machine.\n  See what holds it:   ss -ltnp 'sport = :%d'\n  Or pick another:     %s=<free port>",
 					p.Port, comp.Name, p.Port, p.Setting)
 			}
@@ -344,8 +344,8 @@ func (c *Cluster) logTail(name string) string {
 
 // pid is the component's running process from its pid file, or 0.
 func (c *Cluster) pid(comp *Component) int {
-	pid := readPID(c.Paths.PIDFile(comp.Name))
-	if !comp.runs(pid, c.home(comp)) {
+	pid := c.Host.ReadPID(c.Paths.PIDFile(comp.Name))
+	if !comp.runs(c.Host, pid, c.home(comp)) {
 		return 0
 	}
 	return pid
@@ -362,9 +362,9 @@ func (c *Cluster) home(comp *Component) string {
 // component, whether or not a pid file knows them.
 func (c *Cluster) strays(procs map[string]*Component) map[string][]int {
 	found := map[string][]int{}
-	for _, pid := range allPIDs() {
+	for _, pid := range c.Host.PIDs() {
 		for _, name := range sortedKeys(procs) {
-			if procs[name].runs(pid, c.home(procs[name])) {
+			if procs[name].runs(c.Host, pid, c.home(procs[name])) {
 				found[name] = append(found[name], pid)
 				break
 			}
@@ -435,17 +435,17 @@ func (c *Cluster) stopProcess(comp *Component, strays []int) bool {
 	found := false
 	if pid := c.pid(comp); pid != 0 {
 		c.Host.Logf("stopping %s (pid %d)", comp.Name, pid)
-		stopPID(c.Host, comp.Name, pid, timeout)
+		c.Host.Stop(comp.Name, pid, timeout)
 		found = true
 	}
 	for _, pid := range strays {
-		if comp.runs(pid, c.home(comp)) {
+		if comp.runs(c.Host, pid, c.home(comp)) {
 			c.Host.Logf("stopping stray %s (pid %d) left from an earlier run", comp.Name, pid)
-			stopPID(c.Host, comp.Name, pid, timeout)
+			c.Host.Stop(comp.Name, pid, timeout)
 			found = true
 		}
 	}
-	_ = os.Remove(c.Paths.PIDFile(comp.Name))
+	_ = c.Host.Remove(c.Paths.PIDFile(comp.Name))
 	return found
 }
 
@@ -541,7 +541,7 @@ func (c *Cluster) Restart(ctx context.Context, name string, stop, start bool) er
 		return fmt.Errorf("%s is already running (pid %d)", name, pid)
 	}
 	for _, p := range comp.Ports {
-		if portInUse(p.Port) {
+		if c.Host.PortInUse(p.Port) {
 			return fmt.Errorf("port %d (%s, %s) is already in use", p.Port, name, p.Setting)
 		}
 	}
@@ -551,7 +551,7 @@ func (c *Cluster) Restart(ctx context.Context, name string, stop, start bool) er
 	if err := c.waitComponent(ctx, comp); err != nil {
 		return err
 	}
-	return os.Remove(c.heldFile(name))
+	return c.Host.Remove(c.heldFile(name))
 }
 
 // Supervise watches the processes until ctx ends; when one exits that was

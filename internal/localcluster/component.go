@@ -81,11 +81,11 @@ func (c *Component) process(p Paths) Process {
 // runs says whether pid is this component's process: it runs the binary
 // (or, for a moment after the start, the wrapper that execs it in place)
 // with an argument under dir, the stack's or the node's directory.
-func (c *Component) runs(pid int, dir string) bool {
-	if c.Wrap != nil && runsFor(pid, nsenterPath(), dir) {
+func (c *Component) runs(h Host, pid int, dir string) bool {
+	if c.Wrap != nil && h.Runs(pid, nsenterPath(), dir) {
 		return true
 	}
-	return runsFor(pid, c.Binary, dir)
+	return h.Runs(pid, c.Binary, dir)
 }
 
 // order sorts components so each comes after those it names in After,

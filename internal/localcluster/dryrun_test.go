@@ -29,9 +29,11 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files of the dry-run tests")
 
-// TestDryRun compares what a dry run prints, every command and file of a
-// start, with golden files (testdata/dryrun; go test -update rewrites
-// them). It needs no root and no binaries: the modules are fixtures.
+// TestDryRun compares what a dry run prints with golden files
+// (testdata/dryrun; go test -update rewrites them): every command and file
+// of a start (NAME.txt), then of a restart of one component
+// (NAME-restart.txt), then of a stop of the whole stack (NAME-stop.txt). It
+// needs no root and no binaries: the modules are fixtures.
 func TestDryRun(t *testing.T) {
 	repo, err := filepath.Abs("../..")
 	if err != nil {
@@ -45,14 +47,16 @@ func TestDryRun(t *testing.T) {
 		name      string
 		env       map[string]string
 		realNodes int
+		restart   string // the component restarted after the start
 	}{
-		{name: "defaults-two-real-nodes", realNodes: 2},
-		{name: "kwok-only", env: map[string]string{"LOCAL_REAL_NODE": "0", "LOCAL_FAKE_NODES": "3"}},
+		{name: "defaults-two-real-nodes", realNodes: 2, restart: "kubelet"},
+		{name: "kwok-only", env: map[string]string{"LOCAL_REAL_NODE": "0", "LOCAL_FAKE_NODES": "3"},
+			restart: "training-controller-manager"},
 		{name: "minimal", env: map[string]string{
 			"LOCAL_SKIP_TRAINING": "1", "LOCAL_KUEUE": "0", "LOCAL_SCHEDULER_PLUGINS": "0", "LOCAL_GANG_WORKLOAD": "0",
 			"LOCAL_FAKE_NODES": "1", "LOCAL_APISERVER_PORT": "26443", "LOCAL_APISERVER_EXTRA_ARGS": "--v=2 --audit-log-maxage=1",
-		}},
-		{name: "multikueue", env: map[string]string{"LOCAL_MULTIKUEUE": "1", "LOCAL_FAKE_NODES": "2"}},
+		}, restart: "kube-apiserver"},
+		{name: "multikueue", env: map[string]string{"LOCAL_MULTIKUEUE": "1", "LOCAL_FAKE_NODES": "2"}, restart: "kueue"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,28 +80,69 @@ func TestDryRun(t *testing.T) {
 			}
 			var out bytes.Buffer
 			c := New(s, paths, &DryRunHost{Out: &out}, tc.realNodes)
+			printed := func() string {
+				defer out.Reset()
+				return strings.ReplaceAll(strings.ReplaceAll(out.String(), fixtures, "$MODULES"), repo, "$REPO")
+			}
 			if err := c.Up(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			got := strings.ReplaceAll(strings.ReplaceAll(out.String(), fixtures, "$MODULES"), repo, "$REPO")
-			golden := filepath.Join("testdata", "dryrun", tc.name+".txt")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
+			compareGolden(t, tc.name+".txt", printed())
+			if err := c.Restart(context.Background(), tc.restart, true, true); err != nil {
+				t.Fatal(err)
 			}
-			want, err := os.ReadFile(golden)
+			restart := printed()
+			compareGolden(t, tc.name+"-restart.txt", restart)
+			if err := c.Down(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			stop := printed()
+			compareGolden(t, tc.name+"-stop.txt", stop)
+
+			// What the golden files must show whatever they hold: the
+			// restart stops and starts one process; the stop ends every
+			// process the start and the restart left running.
+			if n := strings.Count(restart, "kill -TERM "); n != 1 {
+				t.Errorf("the restart of %s stops %d processes, want 1", tc.restart, n)
+			}
+			if n := strings.Count(restart, "\nstart "); n != 1 {
+				t.Errorf("the restart of %s starts %d processes, want 1", tc.restart, n)
+			}
+			procs, err := c.processes()
 			if err != nil {
-				t.Fatalf("%v (go test ./internal/localcluster -run TestDryRun -update writes it)", err)
+				t.Fatal(err)
 			}
-			if got != string(want) {
-				t.Errorf("the dry run differs from %s (go test -update rewrites it after a deliberate change):\n%s", golden, firstDifference(string(want), got))
+			if n := strings.Count(stop, "kill -TERM "); n != len(procs) {
+				t.Errorf("the stop ends %d processes, want the stack's %d", n, len(procs))
+			}
+			if running := c.Running(); len(running) > 0 {
+				t.Errorf("after the stop, still running: %v", running)
 			}
 		})
+	}
+}
+
+// compareGolden compares got with testdata/dryrun/NAME, or rewrites it
+// under -update.
+func compareGolden(t *testing.T, name, got string) {
+	t.Helper()
+	golden := filepath.Join("testdata", "dryrun", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (go test ./internal/localcluster -run TestDryRun -update writes it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("the dry run differs from %s (go test -update rewrites it after a deliberate change):\n%s", golden,
+			firstDifference(string(want), got))
 	}
 }
 

@@ -91,6 +91,20 @@ type Host interface {
 	Logf(format string, args ...any)
 	// DryRun says whether effects are only printed.
 	DryRun() bool
+
+	// ReadPID is the pid a pid file records, 0 when there is none.
+	ReadPID(file string) int
+	// Runs says whether pid runs binary with an argument under dir (the
+	// stack's state), which tells a pid reused by another process apart.
+	Runs(pid int, binary, dir string) bool
+	// PIDs lists the machine's processes.
+	PIDs() []int
+	// Stop sends SIGTERM to pid, and SIGKILL after timeout.
+	Stop(name string, pid int, timeout time.Duration)
+	// Remove removes a file; one that is not there is no error.
+	Remove(path string) error
+	// PortInUse says whether something listens on the TCP port.
+	PortInUse(port int) bool
 }
 
 // RealHost acts on this machine.
@@ -122,6 +136,23 @@ func (h *RealHost) WriteFile(path string, data []byte, perm os.FileMode) error {
 }
 
 func (h *RealHost) RemoveAll(path string) error { return os.RemoveAll(path) }
+
+func (h *RealHost) ReadPID(file string) int { return readPID(file) }
+
+func (h *RealHost) Runs(pid int, binary, dir string) bool { return runsFor(pid, binary, dir) }
+
+func (h *RealHost) PIDs() []int { return allPIDs() }
+
+func (h *RealHost) Stop(name string, pid int, timeout time.Duration) { stopPID(h, name, pid, timeout) }
+
+func (h *RealHost) Remove(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+func (h *RealHost) PortInUse(port int) bool { return portInUse(port) }
 
 func (h *RealHost) Run(ctx context.Context, c Command) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
@@ -202,9 +233,15 @@ func (h *RealHost) Wait(ctx context.Context, c Check, timeout time.Duration, ali
 }
 
 // DryRunHost prints every effect and acts on nothing. Commands print and
-// return no output; waits print and hold at once.
+// return no output; waits print and hold at once. The processes it starts
+// get pids of its own counting, and run until it stops them, so that a stop
+// or a restart after a start prints what it would do to each; it sees no
+// other process and no port in use.
 type DryRunHost struct {
 	Out io.Writer
+
+	pids    map[string]int // by pid file
+	running map[int]Process
 }
 
 func (h *DryRunHost) DryRun() bool { return true }
@@ -246,10 +283,50 @@ func (h *DryRunHost) Run(_ context.Context, c Command) ([]byte, error) {
 	return nil, nil
 }
 
+// firstDryRunPID is the first pid a dry run gives out.
+const firstDryRunPID = 1000
+
 func (h *DryRunHost) Start(p Process) (int, error) {
 	fmt.Fprintf(h.Out, "start %s: %s >>%s 2>&1 &\n", p.Name, Command{Path: p.Path, Args: p.Args, Env: p.Env}, shellQuote(p.LogFile))
-	return 0, nil
+	if h.pids == nil {
+		h.pids, h.running = map[string]int{}, map[int]Process{}
+	}
+	pid := firstDryRunPID + len(h.pids)
+	h.pids[p.PIDFile] = pid
+	h.running[pid] = p
+	return pid, nil
 }
+
+func (h *DryRunHost) ReadPID(file string) int { return h.pids[file] }
+
+// Runs holds for the processes this dry run started and has not stopped,
+// with the same check of their arguments as on the machine.
+func (h *DryRunHost) Runs(pid int, _, dir string) bool {
+	p, ok := h.running[pid]
+	if !ok {
+		return false
+	}
+	for _, arg := range p.Args {
+		if strings.Contains(arg, dir+"/") || strings.HasSuffix(arg, dir) {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *DryRunHost) PIDs() []int { return nil }
+
+func (h *DryRunHost) Stop(name string, pid int, timeout time.Duration) {
+	fmt.Fprintf(h.Out, "kill -TERM %d  # %s; SIGKILL after %s\n", pid, name, timeout)
+	delete(h.running, pid)
+}
+
+func (h *DryRunHost) Remove(path string) error {
+	fmt.Fprintf(h.Out, "rm -f %s\n", shellQuote(path))
+	return nil
+}
+
+func (h *DryRunHost) PortInUse(int) bool { return false }
 
 func (h *DryRunHost) Wait(_ context.Context, c Check, timeout time.Duration, _ func() error) error {
 	fmt.Fprintf(h.Out, "wait %s (up to %s)\n", c.What, timeout)

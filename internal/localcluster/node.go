@@ -22,7 +22,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -428,20 +427,21 @@ func (n Node) openStore() error {
 // gone, keeping the images; it marks the store clean when that worked.
 func (n Node) cleanContainers() {
 	c := n.c
-	ctr := append(n.wrap(), c.bin("ctr"), "--address", n.socket(), "-n", "k8s.io")
+	ctr := append(n.wrap(), c.bin("ctr"), "--address", n.socket(), "-n", "k8s.io", "containers")
+	ctx := context.Background()
 	// The list on stdout; containerd's warnings go to stderr.
-	list, err := exec.Command(ctr[0], append(ctr[1:], "containers", "ls", "-q")...).Output()
+	list, err := c.Host.Run(ctx, Command{Path: ctr[0], Args: append(ctr[1:], "ls", "-q"), Quiet: true})
 	if err != nil {
 		c.Host.Logf("WARNING: %s: listing its containers: %v; its image store starts afresh next time", n.Name, err)
 		return
 	}
 	if ids := strings.Fields(string(list)); len(ids) > 0 {
-		if out, err := exec.Command(ctr[0], append(append(ctr[1:], "containers", "rm"), ids...)...).CombinedOutput(); err != nil {
-			c.Host.Logf("WARNING: %s: removing its containers: %v: %s; its image store starts afresh next time", n.Name, err, out)
+		if _, err := c.Host.Run(ctx, Command{Path: ctr[0], Args: append(append(ctr[1:], "rm"), ids...), Quiet: true}); err != nil {
+			c.Host.Logf("WARNING: %s: removing its containers: %v; its image store starts afresh next time", n.Name, err)
 			return
 		}
 	}
-	_ = os.WriteFile(n.cleanMark(), []byte("no containers\n"), 0o644)
+	_ = c.Host.WriteFile(n.cleanMark(), []byte("no containers\n"), 0o644)
 }
 
 // components are the node's steps and processes: containerd, the images,

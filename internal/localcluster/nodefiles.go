@@ -494,6 +494,10 @@ func (c *Cluster) restoreSysctls() error {
 
 // killCgroupTasks kills every process in the node's cgroups.
 func (n Node) killCgroupTasks() {
+	if n.c.Host.DryRun() {
+		n.c.Host.Logf("kill -KILL every process in the cgroups %s", n.Cgroup)
+		return
+	}
 	for round := 0; round < 10; round++ {
 		pids := n.cgroupPIDs()
 		if len(pids) == 0 {
