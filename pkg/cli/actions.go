@@ -146,7 +146,7 @@ func (o *actionOptions) run(ctx context.Context, e *env, arg string, actionFor f
 	if dry == dryRunClient {
 		result, err = predictAction(found, action)
 	} else {
-		result, err = action.send(ctx, found.kind.client(c.training, c.namespace), found.job.GetName(), dry.createOptions())
+		result, err = action.send(ctx, found.kind.Client(c.training, c.namespace), found.job.GetName(), dry.createOptions())
 	}
 	if err != nil {
 		return fmt.Errorf("cannot %s %s: %w", action.verb, found.Ref(), err)

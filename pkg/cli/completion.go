@@ -47,7 +47,7 @@ func jobCompletions(cmd *cobra.Command, e *env, toComplete string) []cobra.Compl
 	}
 	kindsOf := map[string][]*jobKind{}
 	for _, kind := range jobKinds {
-		jobs, err := kind.client(c.training, c.namespace).List(cmd.Context(), metav1.ListOptions{})
+		jobs, err := kind.Client(c.training, c.namespace).List(cmd.Context(), metav1.ListOptions{})
 		if err != nil {
 			continue // complete what can be read
 		}

@@ -259,7 +259,7 @@ func createJob(ctx context.Context, c clients, explicitNamespace bool, obj runti
 	}
 	opts := dry.createOptions()
 	opts.FieldManager = fieldManager
-	created, err := kind.client(c.training, job.GetNamespace()).Create(ctx, job, opts)
+	created, err := kind.Client(c.training, job.GetNamespace()).Create(ctx, job, opts)
 	if err != nil {
 		return nil, fmt.Errorf("creating %s in namespace %q: %w", kind.Ref(jobName(job)), job.GetNamespace(), err)
 	}

@@ -46,7 +46,7 @@ func listJobs(ctx context.Context, e *env, allNamespaces bool) error {
 	}
 	var rows []listedJob
 	for _, kind := range jobKinds {
-		jobs, err := kind.client(c.training, namespace).List(ctx, metav1.ListOptions{})
+		jobs, err := kind.Client(c.training, namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return fmt.Errorf("listing %s: %w", kind.Resource, err)
 		}
@@ -89,7 +89,7 @@ func writeJobList(out io.Writer, rows []listedJob, withNamespace bool, now time.
 		if withNamespace {
 			fmt.Fprintf(w, "%s\t", row.job.GetNamespace())
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%d\t%s\n", row.job.GetName(), row.kind.Kind, phaseOf(row.job),
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%d\t%s\n", row.job.GetName(), row.kind.Name, phaseOf(row.job),
 			status.Aggregate.Running+status.Aggregate.Succeeded, total, status.BackoffCount,
 			age(row.job.GetCreationTimestamp().Time, now))
 	}

@@ -155,7 +155,7 @@ func (o *logsOptions) replicaSource(found foundJob, replicaArg []string) (logSou
 func (o *logsOptions) jobPodSources(ctx context.Context, c clients, found foundJob) ([]logSource, error) {
 	selector := labels.SelectorFromSet(labels.Set{
 		v1beta1.LabelJobName: found.job.GetName(),
-		v1beta1.LabelJobKind: found.kind.Kind,
+		v1beta1.LabelJobKind: found.kind.Name,
 	})
 	pods, err := c.kube.CoreV1().Pods(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
 	if err != nil {

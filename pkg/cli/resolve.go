@@ -70,7 +70,7 @@ func findJob(ctx context.Context, client versioned.Interface, namespace, arg str
 		return foundJob{}, err
 	}
 	if kind != nil {
-		job, err := kind.client(client, namespace).Get(ctx, name)
+		job, err := kind.Client(client, namespace).Get(ctx, name)
 		if err != nil {
 			return foundJob{}, fmt.Errorf("getting %s in namespace %q: %w", kind.Ref(name), namespace, err)
 		}
@@ -79,7 +79,7 @@ func findJob(ctx context.Context, client versioned.Interface, namespace, arg str
 
 	var found []foundJob
 	for _, k := range jobKinds {
-		job, err := k.client(client, namespace).Get(ctx, name)
+		job, err := k.Client(client, namespace).Get(ctx, name)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:

@@ -110,7 +110,7 @@ func (o *statusOptions) showJob(ctx context.Context, e *env, arg string) error {
 // watchJob shows the job on every change until it finishes, is deleted or
 // ctx ends (Ctrl-C). A watch the server closes is opened again.
 func watchJob(ctx context.Context, e *env, client versioned.Interface, found foundJob, show func(v1beta1.TrainingJob) error) error {
-	jobs := found.kind.client(client, found.job.GetNamespace())
+	jobs := found.kind.Client(client, found.job.GetNamespace())
 	job := found.job
 	for !phaseOf(job).IsFinished() {
 		w, err := jobs.Watch(ctx, metav1.ListOptions{
@@ -185,7 +185,7 @@ func nextChange(ctx context.Context, w watch.Interface, job v1beta1.TrainingJob,
 
 // jobEvents are the job's latest events, oldest first.
 func jobEvents(ctx context.Context, kube kubernetes.Interface, kind *jobKind, job v1beta1.TrainingJob) ([]corev1.Event, error) {
-	selector := fields.Set{"involvedObject.name": job.GetName(), "involvedObject.kind": kind.Kind}
+	selector := fields.Set{"involvedObject.name": job.GetName(), "involvedObject.kind": kind.Name}
 	list, err := kube.CoreV1().Events(job.GetNamespace()).List(ctx, metav1.ListOptions{FieldSelector: selector.String()})
 	if err != nil {
 		return nil, fmt.Errorf("listing the events of %s: %w", kind.Ref(job.GetName()), err)
@@ -194,7 +194,7 @@ func jobEvents(ctx context.Context, kube kubernetes.Interface, kind *jobKind, jo
 	for _, event := range list.Items {
 		// A job of the same name deleted earlier has events of its own.
 		involved := event.InvolvedObject
-		if involved.Name == job.GetName() && involved.Kind == kind.Kind && (involved.UID == "" || involved.UID == job.GetUID()) {
+		if involved.Name == job.GetName() && involved.Kind == kind.Name && (involved.UID == "" || involved.UID == job.GetUID()) {
 			events = append(events, event)
 		}
 	}
@@ -224,7 +224,7 @@ func writeJobStatus(out io.Writer, kind *jobKind, job v1beta1.TrainingJob, event
 	spec, status := job.CommonSpec(), job.JobStatus()
 	w := newTabWriter(out)
 	fmt.Fprintf(w, "Job:\t%s\n", kind.Ref(job.GetName()))
-	fmt.Fprintf(w, "Kind:\t%s\n", kind.Kind)
+	fmt.Fprintf(w, "Kind:\t%s\n", kind.Name)
 	fmt.Fprintf(w, "Namespace:\t%s\n", job.GetNamespace())
 	fmt.Fprintf(w, "Phase:\t%s\n", phaseOf(job))
 	fmt.Fprintf(w, "Mode:\t%s\n", runMode(spec))

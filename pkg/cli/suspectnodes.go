@@ -54,7 +54,7 @@ kind's status subresource.`,
 				return err
 			}
 			before := found.job.JobStatus().SuspectNodeNames()
-			if _, err := found.kind.client(c.training, c.namespace).PatchStatus(cmd.Context(), found.job.GetName(), clearSuspectNodesPatch, metav1.PatchOptions{}); err != nil {
+			if _, err := found.kind.Client(c.training, c.namespace).PatchStatus(cmd.Context(), found.job.GetName(), clearSuspectNodesPatch, metav1.PatchOptions{}); err != nil {
 				return fmt.Errorf("cannot clear the suspect nodes of %s: %w", found.Ref(), err)
 			}
 			if len(before) == 0 {

@@ -49,12 +49,12 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 
 // act sends an action and answers with the job it returns, or the API's
 // refusal as it is.
-func (s *Server) act(w http.ResponseWriter, r *http.Request, action func(jobClient, context.Context, string) (v1beta1.TrainingJob, error)) {
+func (s *Server) act(w http.ResponseWriter, r *http.Request, action func(jobClient, context.Context, string, metav1.CreateOptions) (v1beta1.TrainingJob, error)) {
 	t, ok := s.resolve(w, r)
 	if !ok {
 		return
 	}
-	job, err := action(t.client(), r.Context(), t.name)
+	job, err := action(t.client(), r.Context(), t.name, metav1.CreateOptions{})
 	if err != nil {
 		writeAPIError(w, err)
 		return
@@ -75,7 +75,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusOK,
-		Message: fmt.Sprintf("%s %s/%s deleted", t.kind.Kind, t.namespace, t.name)})
+		Message: fmt.Sprintf("%s %s/%s deleted", t.kind.Name, t.namespace, t.name)})
 }
 
 // create creates the job the body's YAML (or JSON) describes, in its
@@ -97,7 +97,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if namespace == "" {
 		namespace = c.Namespace
 	}
-	created, err := kind.client(c.Training, namespace).Create(r.Context(), job, metav1.CreateOptions{})
+	created, err := kind.Client(c.Training, namespace).Create(r.Context(), job, metav1.CreateOptions{})
 	if err != nil {
 		writeAPIError(w, err)
 		return
@@ -116,43 +116,43 @@ func decodeManifest(body io.Reader) (v1beta1.TrainingJob, jobKind, error) {
 			break
 		}
 		if err != nil {
-			return nil, jobKind{}, fmt.Errorf("reading the manifest: %w", err)
+			return nil, nil, fmt.Errorf("reading the manifest: %w", err)
 		}
 		if len(bytes.TrimSpace(next)) == 0 {
 			continue
 		}
 		if document != nil {
-			return nil, jobKind{}, errors.New("the manifest holds more than one document: create one job at a time")
+			return nil, nil, errors.New("the manifest holds more than one document: create one job at a time")
 		}
 		document = next
 	}
 	if document == nil {
-		return nil, jobKind{}, errors.New("the manifest is empty")
+		return nil, nil, errors.New("the manifest is empty")
 	}
 	var typeMeta metav1.TypeMeta
 	if err := yaml.Unmarshal(document, &typeMeta); err != nil {
-		return nil, jobKind{}, fmt.Errorf("reading the manifest: %w", err)
+		return nil, nil, fmt.Errorf("reading the manifest: %w", err)
 	}
 	if typeMeta.APIVersion != v1beta1.SchemeGroupVersion.String() {
-		return nil, jobKind{}, fmt.Errorf("apiVersion: %q is not %s", typeMeta.APIVersion, v1beta1.SchemeGroupVersion)
+		return nil, nil, fmt.Errorf("apiVersion: %q is not %s", typeMeta.APIVersion, v1beta1.SchemeGroupVersion)
 	}
 	kind, ok := kindByKind(typeMeta.Kind)
 	if !ok {
-		return nil, jobKind{}, fmt.Errorf("kind: %q is not a training job kind (TensorFlowTrainingJob, PyTorchTrainingJob)", typeMeta.Kind)
+		return nil, nil, fmt.Errorf("kind: %q is not a training job kind (TensorFlowTrainingJob, PyTorchTrainingJob)", typeMeta.Kind)
 	}
 	data, err := yaml.YAMLToJSON(document)
 	if err != nil {
-		return nil, jobKind{}, fmt.Errorf("reading the manifest: %w", err)
+		return nil, nil, fmt.Errorf("reading the manifest: %w", err)
 	}
-	job := kind.newJob()
+	job := kind.New()
 	// Decoded as the API server decodes with fieldValidation=Strict, so
 	// that the errors name the field's path.
 	strict, err := kjson.UnmarshalStrict(data, job, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
 	if err != nil {
-		return nil, jobKind{}, fmt.Errorf("reading the %s: %w", kind.Kind, err)
+		return nil, nil, fmt.Errorf("reading the %s: %w", kind.Name, err)
 	}
 	if len(strict) > 0 {
-		return nil, jobKind{}, fmt.Errorf("reading the %s: %w", kind.Kind, errors.Join(strict...))
+		return nil, nil, fmt.Errorf("reading the %s: %w", kind.Name, errors.Join(strict...))
 	}
 	return job, kind, nil
 }

@@ -40,7 +40,7 @@ type target struct {
 	name      string
 }
 
-func (t target) client() jobClient { return t.kind.client(t.clients.Training, t.namespace) }
+func (t target) client() jobClient { return t.kind.Client(t.clients.Training, t.namespace) }
 
 // resolve reads the job a request's path names; it answers the request itself
 // and returns false when it names none.
@@ -82,7 +82,7 @@ func (s *Server) watchList(w http.ResponseWriter, r *http.Request) {
 // shown the jobs of their own.
 func (s *Server) mayListEverywhere(r *http.Request, c Clients) bool {
 	for _, kind := range jobKinds {
-		if _, err := kind.client(c.Training, "").List(r.Context(), metav1.ListOptions{Limit: 1}); err != nil {
+		if _, err := kind.Client(c.Training, "").List(r.Context(), metav1.ListOptions{Limit: 1}); err != nil {
 			return false
 		}
 	}
@@ -102,7 +102,7 @@ func (s *Server) watchJob(w http.ResponseWriter, r *http.Request) {
 		tweak:     func(opts *metav1.ListOptions) { opts.FieldSelector = byName },
 	}
 	streamJobs(w, r, t.clients, scope, func(kind jobKind, job v1beta1.TrainingJob) any {
-		return kind.withKind(job)
+		return kind.WithKind(job)
 	})
 }
 
@@ -128,12 +128,12 @@ func (s *Server) jobDetail(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, err)
 		return
 	}
-	detail := jobDetail{Job: t.kind.withKind(job), Pods: []podView{}, Events: []eventView{}}
+	detail := jobDetail{Job: t.kind.WithKind(job), Pods: []podView{}, Events: []eventView{}}
 	if detail.YAML, err = manifestYAML(detail.Job); err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	selector := labels.SelectorFromSet(labels.Set{v1beta1.LabelJobName: t.name, v1beta1.LabelJobKind: t.kind.Kind})
+	selector := labels.SelectorFromSet(labels.Set{v1beta1.LabelJobName: t.name, v1beta1.LabelJobKind: t.kind.Name})
 	pods, err := t.clients.Kube.CoreV1().Pods(t.namespace).List(r.Context(), metav1.ListOptions{LabelSelector: selector.String()})
 	if err != nil {
 		status := statusOf(err)
@@ -144,7 +144,7 @@ func (s *Server) jobDetail(w http.ResponseWriter, r *http.Request) {
 		}
 		slices.SortFunc(detail.Pods, func(a, b podView) int { return strings.Compare(a.Name, b.Name) })
 	}
-	involved := fields.Set{"involvedObject.name": t.name, "involvedObject.kind": t.kind.Kind}.AsSelector().String()
+	involved := fields.Set{"involvedObject.name": t.name, "involvedObject.kind": t.kind.Name}.AsSelector().String()
 	events, err := t.clients.Kube.CoreV1().Events(t.namespace).List(r.Context(), metav1.ListOptions{FieldSelector: involved})
 	if err != nil {
 		status := statusOf(err)

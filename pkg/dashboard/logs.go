@@ -68,7 +68,7 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 		refuse(err)
 		return
 	}
-	if pod.Labels[v1beta1.LabelJobName] != t.name || pod.Labels[v1beta1.LabelJobKind] != t.kind.Kind {
+	if pod.Labels[v1beta1.LabelJobName] != t.name || pod.Labels[v1beta1.LabelJobKind] != t.kind.Name {
 		_ = stream.send("refused", errorBody{Status: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound,
 			Reason: metav1.StatusReasonNotFound, Message: "pod " + podName + " is not a replica of " + t.name}})
 		return

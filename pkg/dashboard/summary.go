@@ -57,7 +57,7 @@ type jobSummary struct {
 func summarize(kind jobKind, job v1beta1.TrainingJob) jobSummary {
 	spec, status := job.CommonSpec(), job.JobStatus()
 	s := jobSummary{
-		Kind:      kind.Kind,
+		Kind:      kind.Name,
 		Resource:  kind.Resource,
 		Namespace: job.GetNamespace(),
 		Name:      job.GetName(),

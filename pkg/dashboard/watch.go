@@ -56,7 +56,7 @@ type watchScope struct {
 func watchJobs(ctx context.Context, c Clients, scope watchScope, events chan<- jobEvent, synced chan<- struct{}, refused func(jobKind, error)) {
 	var wg sync.WaitGroup
 	for _, kind := range scope.followedKinds() {
-		client := kind.client(c.Training, scope.namespace)
+		client := kind.Client(c.Training, scope.namespace)
 		// An informer retries a refused list forever and keeps the reason
 		// to its log; one list first tells the page why it sees nothing.
 		probe := metav1.ListOptions{Limit: 1}
@@ -84,14 +84,14 @@ func watchJobs(ctx context.Context, c Clients, scope watchScope, events chan<- j
 			ListerWatcher: cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 				ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 					scope.narrow(&opts)
-					return client.List(ctx, opts)
+					return client.ListObject(ctx, opts)
 				},
 				WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 					scope.narrow(&opts)
 					return client.Watch(ctx, opts)
 				},
 			}, c.Training),
-			ObjectType: kind.newJob(),
+			ObjectType: kind.New(),
 			Handler: cache.ResourceEventHandlerFuncs{
 				AddFunc:    func(obj any) { send("upsert", obj) },
 				UpdateFunc: func(_, obj any) { send("upsert", obj) },

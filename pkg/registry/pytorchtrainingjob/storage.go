@@ -33,7 +33,7 @@ import (
 var Kind = &trainingjob.Kind[*batch.PyTorchTrainingJob, batch.PyTorchTrainingJobSpec]{
 	Resource:   batch.Resource(v1beta1.PyTorchTrainingJobResource),
 	Singular:   "pytorchtrainingjob",
-	ShortNames: []string{"pj"},
+	ShortNames: []string{v1beta1.PyTorchTrainingJobShortName},
 
 	New:     func() *batch.PyTorchTrainingJob { return &batch.PyTorchTrainingJob{} },
 	NewList: func() runtime.Object { return &batch.PyTorchTrainingJobList{} },

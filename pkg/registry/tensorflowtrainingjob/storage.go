@@ -32,7 +32,7 @@ import (
 var Kind = &trainingjob.Kind[*batch.TensorFlowTrainingJob, batch.TensorFlowTrainingJobSpec]{
 	Resource:   batch.Resource(v1beta1.TensorFlowTrainingJobResource),
 	Singular:   "tensorflowtrainingjob",
-	ShortNames: []string{"tj"},
+	ShortNames: []string{v1beta1.TensorFlowTrainingJobShortName},
 
 	New:     func() *batch.TensorFlowTrainingJob { return &batch.TensorFlowTrainingJob{} },
 	NewList: func() runtime.Object { return &batch.TensorFlowTrainingJobList{} },

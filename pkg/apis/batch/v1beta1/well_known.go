@@ -45,8 +45,10 @@ func JobControllerRef(job metav1.Object, kind string) metav1.OwnerReference {
 
 // Resource names and short names of the job kinds.
 const (
-	TensorFlowTrainingJobResource = "tensorflowtrainingjobs"
-	PyTorchTrainingJobResource    = "pytorchtrainingjobs"
+	TensorFlowTrainingJobResource  = "tensorflowtrainingjobs"
+	TensorFlowTrainingJobShortName = "tj"
+	PyTorchTrainingJobResource     = "pytorchtrainingjobs"
+	PyTorchTrainingJobShortName    = "pj"
 	// CategoryTrainingJobs groups both kinds: kubectl get trainingjobs.
 	CategoryTrainingJobs = "trainingjobs"
 )

@@ -1,0 +1,231 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package jobclient is every training job kind as a client program sees it:
+// the names the API gives the kind, and its generated typed client behind
+// the TrainingJob view, so that a tool (kubectl training, the dashboard)
+// writes each verb once for every kind. A new kind is one more entry in
+// Kinds.
+package jobclient
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/generated/clientset/versioned"
+)
+
+// Kind is one training job kind.
+type Kind struct {
+	// Name is the API kind, e.g. TensorFlowTrainingJob.
+	Name string
+	// Resource is the plural resource, e.g. tensorflowtrainingjobs.
+	Resource string
+	// ShortName is what kubectl accepts for the resource, e.g. tj.
+	ShortName string
+	// TrainingContainer is the name of the container that runs the training
+	// program; without one, a replica's first container is.
+	TrainingContainer string
+	// New returns an empty job of the kind, as informers need.
+	New func() v1beta1.TrainingJob
+	// Client returns the kind's client in a namespace ("" for all).
+	Client func(c versioned.Interface, namespace string) Client
+}
+
+// Client is what tools do with a kind's typed client, with the kind's types
+// behind the TrainingJob view.
+type Client interface {
+	Get(ctx context.Context, name string) (v1beta1.TrainingJob, error)
+	// List returns the jobs; ListObject returns the kind's list object, as
+	// an informer's ListFunc must.
+	List(ctx context.Context, opts metav1.ListOptions) ([]v1beta1.TrainingJob, error)
+	ListObject(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+	// Create fails when job is of another kind.
+	Create(ctx context.Context, job v1beta1.TrainingJob, opts metav1.CreateOptions) (v1beta1.TrainingJob, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	Pause(ctx context.Context, name string, opts metav1.CreateOptions) (v1beta1.TrainingJob, error)
+	Resume(ctx context.Context, name string, opts metav1.CreateOptions) (v1beta1.TrainingJob, error)
+	Debug(ctx context.Context, name string, request *v1beta1.DebugRequest, opts metav1.CreateOptions) (v1beta1.TrainingJob, error)
+	// PatchStatus applies a JSON merge patch to the job's status subresource.
+	PatchStatus(ctx context.Context, name string, patch []byte, opts metav1.PatchOptions) (v1beta1.TrainingJob, error)
+}
+
+// typedClient is the generated client of one kind: J is its job type and L
+// its list type.
+type typedClient[J v1beta1.TrainingJob, L runtime.Object] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (J, error)
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+	Create(ctx context.Context, job J, opts metav1.CreateOptions) (J, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	Pause(ctx context.Context, name string, request *v1beta1.PauseRequest, opts metav1.CreateOptions) (J, error)
+	Resume(ctx context.Context, name string, request *v1beta1.ResumeRequest, opts metav1.CreateOptions) (J, error)
+	Debug(ctx context.Context, name string, request *v1beta1.DebugRequest, opts metav1.CreateOptions) (J, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (J, error)
+}
+
+// kindClient adapts a generated client to Client.
+type kindClient[J v1beta1.TrainingJob, L runtime.Object] struct {
+	typed typedClient[J, L]
+	items func(L) []J
+}
+
+func (c kindClient[J, L]) Get(ctx context.Context, name string) (v1beta1.TrainingJob, error) {
+	return c.typed.Get(ctx, name, metav1.GetOptions{})
+}
+
+func (c kindClient[J, L]) List(ctx context.Context, opts metav1.ListOptions) ([]v1beta1.TrainingJob, error) {
+	list, err := c.typed.List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	items := c.items(list)
+	jobs := make([]v1beta1.TrainingJob, len(items))
+	for i, item := range items {
+		jobs[i] = item
+	}
+	return jobs, nil
+}
+
+func (c kindClient[J, L]) ListObject(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	return c.typed.List(ctx, opts)
+}
+
+func (c kindClient[J, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return c.typed.Watch(ctx, opts)
+}
+
+func (c kindClient[J, L]) Create(ctx context.Context, job v1beta1.TrainingJob, opts metav1.CreateOptions) (v1beta1.TrainingJob, error) {
+	typed, ok := job.(J)
+	if !ok {
+		var want J
+		return nil, fmt.Errorf("cannot create a %T with the client of %T", job, want)
+	}
+	return c.typed.Create(ctx, typed, opts)
+}
+
+func (c kindClient[J, L]) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	return c.typed.Delete(ctx, name, opts)
+}
+
+func (c kindClient[J, L]) Pause(ctx context.Context, name string, opts metav1.CreateOptions) (v1beta1.TrainingJob, error) {
+	return c.typed.Pause(ctx, name, &v1beta1.PauseRequest{}, opts)
+}
+
+func (c kindClient[J, L]) Resume(ctx context.Context, name string, opts metav1.CreateOptions) (v1beta1.TrainingJob, error) {
+	return c.typed.Resume(ctx, name, &v1beta1.ResumeRequest{}, opts)
+}
+
+func (c kindClient[J, L]) Debug(ctx context.Context, name string, request *v1beta1.DebugRequest, opts metav1.CreateOptions) (v1beta1.TrainingJob, error) {
+	return c.typed.Debug(ctx, name, request, opts)
+}
+
+func (c kindClient[J, L]) PatchStatus(ctx context.Context, name string, patch []byte, opts metav1.PatchOptions) (v1beta1.TrainingJob, error) {
+	return c.typed.Patch(ctx, name, types.MergePatchType, patch, opts, "status")
+}
+
+// TensorFlow is the TensorFlowTrainingJob kind.
+var TensorFlow = &Kind{
+	Name:              "TensorFlowTrainingJob",
+	Resource:          v1beta1.TensorFlowTrainingJobResource,
+	ShortName:         v1beta1.TensorFlowTrainingJobShortName,
+	TrainingContainer: v1beta1.TensorFlowContainerName,
+	New:               func() v1beta1.TrainingJob { return &v1beta1.TensorFlowTrainingJob{} },
+	Client: func(c versioned.Interface, namespace string) Client {
+		return kindClient[*v1beta1.TensorFlowTrainingJob, *v1beta1.TensorFlowTrainingJobList]{
+			typed: c.BatchV1beta1().TensorFlowTrainingJobs(namespace),
+			items: func(l *v1beta1.TensorFlowTrainingJobList) []*v1beta1.TensorFlowTrainingJob {
+				return itemPointers(l.Items)
+			},
+		}
+	},
+}
+
+// PyTorch is the PyTorchTrainingJob kind.
+var PyTorch = &Kind{
+	Name:              "PyTorchTrainingJob",
+	Resource:          v1beta1.PyTorchTrainingJobResource,
+	ShortName:         v1beta1.PyTorchTrainingJobShortName,
+	TrainingContainer: v1beta1.PyTorchContainerName,
+	New:               func() v1beta1.TrainingJob { return &v1beta1.PyTorchTrainingJob{} },
+	Client: func(c versioned.Interface, namespace string) Client {
+		return kindClient[*v1beta1.PyTorchTrainingJob, *v1beta1.PyTorchTrainingJobList]{
+			typed: c.BatchV1beta1().PyTorchTrainingJobs(namespace),
+			items: func(l *v1beta1.PyTorchTrainingJobList) []*v1beta1.PyTorchTrainingJob { return itemPointers(l.Items) },
+		}
+	},
+}
+
+// Kinds lists every kind, in the order tools look them up and list them.
+var Kinds = []*Kind{TensorFlow, PyTorch}
+
+func itemPointers[T any](items []T) []*T {
+	pointers := make([]*T, len(items))
+	for i := range items {
+		pointers[i] = &items[i]
+	}
+	return pointers
+}
+
+// Singular is the lower-case kind, as in tensorflowtrainingjob.
+func (k *Kind) Singular() string { return strings.ToLower(k.Name) }
+
+// ByResource finds the kind a plural resource names.
+func ByResource(resource string) (*Kind, bool) {
+	return find(func(k *Kind) bool { return k.Resource == resource })
+}
+
+// ByKind finds the kind a manifest's kind field names.
+func ByKind(kind string) (*Kind, bool) {
+	return find(func(k *Kind) bool { return k.Name == kind })
+}
+
+// Of returns the kind of a job object.
+func Of(job v1beta1.TrainingJob) (*Kind, error) {
+	for _, k := range Kinds {
+		if reflect.TypeOf(k.New()) == reflect.TypeOf(job) {
+			return k, nil
+		}
+	}
+	return nil, fmt.Errorf("%T is not a training job kind", job)
+}
+
+func find(match func(*Kind) bool) (*Kind, bool) {
+	for _, k := range Kinds {
+		if match(k) {
+			return k, true
+		}
+	}
+	return nil, false
+}
+
+// WithKind returns a copy of job with its apiVersion and kind set: typed
+// clients decode objects without them. A copy, because informers share the
+// objects they hand out.
+func (k *Kind) WithKind(job v1beta1.TrainingJob) v1beta1.TrainingJob {
+	job = job.DeepCopyObject().(v1beta1.TrainingJob)
+	job.GetObjectKind().SetGroupVersionKind(v1beta1.SchemeGroupVersion.WithKind(k.Name))
+	return job
+}

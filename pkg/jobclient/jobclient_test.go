@@ -1,0 +1,98 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package jobclient
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/generated/clientset/versioned/fake"
+)
+
+func TestKindsAreFoundByEveryName(t *testing.T) {
+	for _, k := range Kinds {
+		if got, ok := ByResource(k.Resource); !ok || got != k {
+			t.Errorf("ByResource(%q) = %v, %v", k.Resource, got, ok)
+		}
+		if got, ok := ByKind(k.Name); !ok || got != k {
+			t.Errorf("ByKind(%q) = %v, %v", k.Name, got, ok)
+		}
+		if got, err := Of(k.New()); err != nil || got != k {
+			t.Errorf("Of(%T) = %v, %v", k.New(), got, err)
+		}
+		if k.Singular()+"s" != k.Resource {
+			t.Errorf("%s: singular %q is not the resource %q less its s", k.Name, k.Singular(), k.Resource)
+		}
+	}
+	if _, ok := ByResource("pods"); ok {
+		t.Error("ByResource(pods) found a kind")
+	}
+	if _, err := Of(nil); err == nil {
+		t.Error("Of(nil) found a kind")
+	}
+}
+
+func TestWithKindSetsTheTypeOnACopy(t *testing.T) {
+	job := &v1beta1.PyTorchTrainingJob{ObjectMeta: metav1.ObjectMeta{Name: "a"}}
+	got := PyTorch.WithKind(job)
+	if gvk := got.GetObjectKind().GroupVersionKind(); gvk != v1beta1.SchemeGroupVersion.WithKind("PyTorchTrainingJob") {
+		t.Errorf("kind %v", gvk)
+	}
+	if job.Kind != "" {
+		t.Error("WithKind changed the job it was given")
+	}
+}
+
+// The adapter behind each kind reaches that kind's typed client, and refuses
+// a job of another kind.
+func TestClientsReachTheirKind(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewSimpleClientset()
+	for _, k := range Kinds {
+		job := k.New()
+		job.SetName("job-" + k.ShortName)
+		job.SetNamespace("ns")
+		client := k.Client(c, "ns")
+		if _, err := client.Create(ctx, job, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: create: %v", k.Name, err)
+		}
+		got, err := client.Get(ctx, job.GetName())
+		if err != nil || got.GetName() != job.GetName() {
+			t.Errorf("%s: get: %v, %v", k.Name, got, err)
+		}
+		jobs, err := client.List(ctx, metav1.ListOptions{})
+		if err != nil || len(jobs) != 1 {
+			t.Errorf("%s: list: %d jobs, %v", k.Name, len(jobs), err)
+		}
+		if list, err := client.ListObject(ctx, metav1.ListOptions{}); err != nil || !strings.HasSuffix(strings.ToLower(strings.TrimPrefix(
+			fmt.Sprintf("%T", list), "*v1beta1.")), "list") {
+			t.Errorf("%s: list object %T, %v", k.Name, list, err)
+		}
+		if err := client.Delete(ctx, job.GetName(), metav1.DeleteOptions{}); err != nil {
+			t.Errorf("%s: delete: %v", k.Name, err)
+		}
+	}
+	if _, err := TensorFlow.Client(c, "ns").Create(ctx, &v1beta1.PyTorchTrainingJob{}, metav1.CreateOptions{}); err == nil ||
+		!strings.Contains(err.Error(), "cannot create") {
+		t.Errorf("a PyTorch job through the TensorFlow client: %v, want a refusal", err)
+	}
+}
