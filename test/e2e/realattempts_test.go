@@ -26,6 +26,16 @@ import (
 	"tensorstack.dev/training/test/e2e/framework"
 )
 
+// failingWorkerScript logs three steps and a last line on stderr, then
+// exits 3.
+const failingWorkerScript = `import socket, sys
+# The pod's hostname is the replica's: worker-0.
+for step in range(1, 4):
+    print("rank=1 step=%d on %s" % (step, socket.gethostname()), flush=True)
+print("rank=1 giving up: the data shard is unreadable", file=sys.stderr, flush=True)
+sys.exit(3)
+`
+
 // TestRealNodeAttemptsOutliveThePods: a job whose worker exits 3 every time,
 // under a RestartJob rule and backoffLimit 2, is restarted twice and then
 // fails. Its status keeps three attempts, each ended with its reason, and
@@ -34,51 +44,13 @@ import (
 // every pod is gone.
 func TestRealNodeAttemptsOutliveThePods(t *testing.T) {
 	f := onRealNode(t, "real-attempts")
-	applyManifest(f, `
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: attempts
-spec:
-  runPolicy:
-    backoffLimit: 2
-    cleanUpPolicy: All
-    failurePolicy:
-      rules:
-      - action: RestartJob
-        onExitCodes: {operator: In, values: [3]}
-  replicaSpecs:
-  - type: master
-    replicas: 1
-    template:
-      spec:
-        terminationGracePeriodSeconds: 1
-        containers:
-        - name: pytorch
-          image: localhost/tensorstack/training:v1
-          command: [python3, -c, "import time; time.sleep(600)"]
-          resources:
-            requests: {cpu: 50m, memory: 32Mi}
-  - type: worker
-    replicas: 1
-    template:
-      spec:
-        containers:
-        - name: pytorch
-          image: localhost/tensorstack/training:v1
-          command:
-          - python3
-          - -c
-          - |
-            import socket, sys
-            # The pod's hostname is the replica's: worker-0.
-            for step in range(1, 4):
-                print("rank=1 step=%d on %s" % (step, socket.gethostname()), flush=True)
-            print("rank=1 giving up: the data shard is unreadable", file=sys.stderr, flush=True)
-            sys.exit(3)
-          resources:
-            requests: {cpu: 50m, memory: 32Mi}
-`)
+	applyJob(f, framework.NewPyTorchJob("attempts").WithReplicas("master", 1).WithReplicas("worker", 1).
+		BackoffLimit(2).CleanUp(v1beta1.CleanUpPolicyAll).
+		FailurePolicy(v1beta1.FailurePolicyRule{Action: v1beta1.FailurePolicyActionRestartJob,
+			OnExitCodes: &v1beta1.FailurePolicyOnExitCodes{Operator: v1beta1.FailurePolicyOnExitCodesOpIn, Values: []int32{3}}}).
+		Image(framework.TrainingImage).Requests("50m", "32Mi").
+		ReplicaGracePeriod("master", 1).ReplicaCommand("master", "python3", "-c", "import time; time.sleep(600)").
+		ReplicaCommand("worker", "python3", "-c", failingWorkerScript))
 	ref := f.Ref(framework.KindPyTorch, "attempts")
 	f.WaitForPhase(ref, v1beta1.JobFailed)
 	f.WaitForNoPods(ref, framework.Timeout)

@@ -42,60 +42,16 @@ import (
 // local-path provisioner, and every interruption resumes from one.
 
 // ddpCheckpointJob is the DDP example as a checkpointing job: two torchrun
-// replicas, a PersistentVolumeClaim named ckpt mounted at /ckpt, and the
-// given run policy and environment.
-func ddpCheckpointJob(name, runPolicy string, env map[string]string) string {
-	return ddpCheckpointJobWith(name, runPolicy, "", env)
-}
-
-// ddpCheckpointJobWith is ddpCheckpointJob with more of the spec (YAML at
-// the spec's level).
-func ddpCheckpointJobWith(name, runPolicy, spec string, env map[string]string) string {
-	var vars strings.Builder
-	for k, v := range env {
-		fmt.Fprintf(&vars, "            - {name: %s, value: %q}\n", k, v)
-	}
-	return fmt.Sprintf(`
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: %s
-spec:
-  torchrunConfig: {enabled: true, procPerNode: "1", rdzvBackend: c10d}
-%s
-  runPolicy:
-    cleanUpPolicy: None
-%s
-  replicaSpecs:
-  - type: node
-    replicas: 2
-    restartPolicy: Never
-    template:
-      spec:
-        terminationGracePeriodSeconds: 30
-        containers:
-        - name: pytorch
-          image: localhost/tensorstack/training:v1
-          command: ["python3", "pytorch_ddp.py"]
-          env:
-%s          volumeMounts:
-          - {name: ckpt, mountPath: /ckpt}
-          resources:
-            requests: {cpu: 250m, memory: 512Mi}
-            limits: {cpu: "1", memory: 2Gi}
-        volumes:
-        - name: ckpt
-          persistentVolumeClaim: {claimName: ckpt}
-`, name, indent(spec, 2), indent(runPolicy, 4), vars.String())
-}
-
-func indent(s string, n int) string {
-	pad := strings.Repeat(" ", n)
-	var out []string
-	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
-		out = append(out, pad+line)
-	}
-	return strings.Join(out, "\n")
+// replicas whose checkpoint volume is the PersistentVolumeClaim ckpt,
+// mounted at /ckpt, and whose stops wait stopGraceSeconds for a checkpoint.
+// Callers add the example's environment (STEPS, STEP_SECONDS, ...) and the
+// rest of the run policy.
+func ddpCheckpointJob(name string, stopGraceSeconds int32) *framework.JobBuilder {
+	return framework.NewPyTorchJob(name).WithReplicas("node", 2).WithRestartPolicy("node", v1beta1.RestartPolicyNever).
+		Torchrun(v1beta1.TorchrunConfig{ProcPerNode: "1", RdzvBackend: v1beta1.RendezvousBackendC10d}).
+		Image(framework.TrainingImage).Command("python3", "pytorch_ddp.py").GracePeriod(30).
+		Requests("250m", "512Mi").CPULimit("1").MemoryLimit("2Gi").ClaimVolume("ckpt", "ckpt", "/ckpt").
+		CleanUp(v1beta1.CleanUpPolicyNone).CheckpointVolume("ckpt", stopGraceSeconds)
 }
 
 // checkpointClaim makes the test's PersistentVolumeClaim ckpt, provisioned
@@ -214,8 +170,7 @@ func rank0Log(f *framework.Framework, ref framework.JobRef) string {
 func TestRealNodeCheckpointPauseResume(t *testing.T) {
 	f := onRealNode(t, "real-ckpt-pause")
 	checkpointClaim(f)
-	applyManifest(f, ddpCheckpointJob("ckpt", `
-checkpoint: {volumeName: ckpt, stopGraceSeconds: 20}`, map[string]string{"STEPS": "60", "STEP_SECONDS": "0.5"}))
+	applyJob(f, ddpCheckpointJob("ckpt", 20).Env("STEPS", "60").Env("STEP_SECONDS", "0.5"))
 	ref := f.Ref(framework.KindPyTorch, "ckpt")
 	waitForStep(f, ref, 20)
 	firstRun := stepLosses(rank0Log(f, ref), 0)
@@ -286,13 +241,10 @@ func ctrKill(f *framework.Framework, pod *corev1.Pod) {
 func TestRealNodeCheckpointRestartJob(t *testing.T) {
 	f := onRealNode(t, "real-ckpt-kill")
 	checkpointClaim(f)
-	applyManifest(f, ddpCheckpointJob("ckpt", `
-backoffLimit: 2
-checkpoint: {volumeName: ckpt, stopGraceSeconds: 10}
-failurePolicy:
-  rules:
-  - action: RestartJob
-    onExitCodes: {operator: In, values: [137]}`, map[string]string{"STEPS": "40", "STEP_SECONDS": "0.5", "CHECKPOINT_EVERY": "5"}))
+	applyJob(f, ddpCheckpointJob("ckpt", 10).Env("STEPS", "40").Env("STEP_SECONDS", "0.5").Env("CHECKPOINT_EVERY", "5").
+		BackoffLimit(2).
+		FailurePolicy(v1beta1.FailurePolicyRule{Action: v1beta1.FailurePolicyActionRestartJob,
+			OnExitCodes: &v1beta1.FailurePolicyOnExitCodes{Operator: v1beta1.FailurePolicyOnExitCodesOpIn, Values: []int32{137}}}))
 	ref := f.Ref(framework.KindPyTorch, "ckpt")
 	waitForStep(f, ref, 17)
 	firstRun := stepLosses(rank0Log(f, ref), 0)
@@ -346,13 +298,10 @@ const stallDeadline = 40 * time.Second
 // stallingJob is the DDP example, checkpointing every 5 steps, that hangs
 // before step 10 with its pods running, under a progress deadline of
 // stallDeadline.
-func stallingJob(policy string) string {
-	return ddpCheckpointJob("stall", fmt.Sprintf(`
-backoffLimit: 2
-progressDeadlineSeconds: %d
-stallPolicy: %s
-checkpoint: {volumeName: ckpt, stopGraceSeconds: 5}`, int(stallDeadline.Seconds()), policy), map[string]string{
-		"STEPS": "20", "STEP_SECONDS": "0.5", "CHECKPOINT_EVERY": "5", "HANG_AT_STEP": "10"})
+func stallingJob(policy v1beta1.StallPolicy) *framework.JobBuilder {
+	return ddpCheckpointJob("stall", 5).
+		Env("STEPS", "20").Env("STEP_SECONDS", "0.5").Env("CHECKPOINT_EVERY", "5").Env("HANG_AT_STEP", "10").
+		BackoffLimit(2).ProgressDeadline(int64(stallDeadline.Seconds())).StallPolicy(policy)
 }
 
 // lastStepBeforeHang: the example reports at most once a second, so the
@@ -383,7 +332,7 @@ func waitStalled(f *framework.Framework, ref framework.JobRef) (v1beta1.Training
 func TestRealNodeStallRestart(t *testing.T) {
 	f := onRealNode(t, "real-stall-restart")
 	checkpointClaim(f)
-	applyManifest(f, stallingJob("Restart"))
+	applyJob(f, stallingJob(v1beta1.StallPolicyRestart))
 	ref := f.Ref(framework.KindPyTorch, "stall")
 	job, latency := waitStalled(f, ref)
 	t.Logf("Stalled %s after the last step moved (deadline %s)", latency.Round(100*time.Millisecond), stallDeadline)
@@ -412,7 +361,7 @@ func TestRealNodeStallRestart(t *testing.T) {
 func TestRealNodeStallFail(t *testing.T) {
 	f := onRealNode(t, "real-stall-fail")
 	checkpointClaim(f)
-	applyManifest(f, stallingJob("Fail"))
+	applyJob(f, stallingJob(v1beta1.StallPolicyFail))
 	ref := f.Ref(framework.KindPyTorch, "stall")
 	job := f.WaitForPhase(ref, v1beta1.JobFailed)
 	failed := framework.Condition(job, v1beta1.ConditionFailed)
@@ -450,33 +399,12 @@ func TestRealNodeCheckpointKueuePreemption(t *testing.T) {
 	f.NewKueueQueueWithQuota(&kueuev1beta2.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: f.Namespace}},
 		corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("8Gi")}, "lq")
 	checkpointClaim(f)
-	applyManifest(f, ddpCheckpointJobWith("low", `
-checkpoint: {volumeName: ckpt, stopGraceSeconds: 20}`, `
-scheduler:
-  t9kScheduler: {queue: lq, priority: 10}`, map[string]string{"STEPS": "50", "STEP_SECONDS": "0.5"}))
+	applyJob(f, ddpCheckpointJob("low", 20).Env("STEPS", "50").Env("STEP_SECONDS", "0.5").Gang("lq", 10))
 	low := f.Ref(framework.KindPyTorch, "low")
 	waitForStep(f, low, 10)
 	firstRun := stepLosses(rank0Log(f, low), 0)
-	applyManifest(f, `
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: high
-spec:
-  scheduler:
-    t9kScheduler: {queue: lq, priority: 90}
-  replicaSpecs:
-  - type: master
-    replicas: 1
-    template:
-      spec:
-        containers:
-        - name: pytorch
-          image: localhost/tensorstack/training:v1
-          command: ["sh", "-c", "sleep 5"]
-          resources:
-            requests: {cpu: 800m, memory: 64Mi}
-`)
+	applyJob(f, framework.NewPyTorchJob("high").WithReplicas("master", 1).Gang("lq", 90).
+		Image(framework.TrainingImage).Command("sh", "-c", "sleep 5").Requests("800m", "64Mi"))
 	high := f.Ref(framework.KindPyTorch, "high")
 	job := f.WaitForJob(low, "the low-priority job preempted and paused", realNodeTimeout, func(job v1beta1.TrainingJob) (bool, error) {
 		return job.JobStatus().Phase == v1beta1.JobPaused && queuedReason(job) == "Preempted", nil

@@ -25,42 +25,22 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/test/e2e/framework"
 )
 
-// elasticJob is an elastic torchrun job of 1 to 3 workers that trains for
-// 60 steps of about 0.3 s (artifacts/examples/scripts/pytorch_elastic.py).
-func elasticJob(name string, expected int) string {
-	return fmt.Sprintf(`
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: %s
-spec:
-  torchrunConfig:
-    enabled: true
-    procPerNode: "1"
-    maxRestarts: 10
-    extraOptions: ["--rdzv-conf=last_call_timeout=1", "--monitor-interval=0.5"]
-  elastic: {enabled: true, minReplicas: 1, maxReplicas: 3, expectedReplicas: %d}
-  replicaSpecs:
-  - type: worker
-    replicas: 1
-    template:
-      spec:
-        terminationGracePeriodSeconds: 5
-        containers:
-        - name: pytorch
-          image: localhost/tensorstack/training:v1
-          command: ["python3", "pytorch_elastic.py"]
-          env:
-          - {name: STEPS, value: "60"}
-          - {name: STEP_SECONDS, value: "0.3"}
-          resources:
-            requests: {cpu: 200m, memory: 256Mi}
-            limits: {memory: 1Gi}
-`, name, expected)
+// elasticJob is an elastic torchrun job of 1 to 3 workers, expected of them
+// at first, that trains for 60 steps of about 0.3 s
+// (artifacts/examples/scripts/pytorch_elastic.py).
+func elasticJob(name string, expected int) *framework.JobBuilder {
+	return framework.NewPyTorchJob(name).WithReplicas("worker", 1).
+		Torchrun(v1beta1.TorchrunConfig{ProcPerNode: "1", MaxRestarts: ptr.To[int32](10),
+			ExtraOptions: []string{"--rdzv-conf=last_call_timeout=1", "--monitor-interval=0.5"}}).
+		Elastic(1, 3, int32(expected)).GracePeriod(5).
+		Image(framework.TrainingImage).Command("python3", "pytorch_elastic.py").
+		Env("STEPS", "60").Env("STEP_SECONDS", "0.3").Requests("200m", "256Mi").MemoryLimit("1Gi")
 }
 
 var elasticStep = regexp.MustCompile(`rank=\d+ world=(\d+) step=(\d+) loss=[0-9.]+ at=([0-9.]+)`)
@@ -123,7 +103,7 @@ func TestRealNodeElastic(t *testing.T) {
 		name     string
 		from, to int
 	}{{"grow", 1, 3}, {"shrink", 3, 1}} {
-		applyManifest(f, elasticJob(tc.name, tc.from))
+		applyJob(f, elasticJob(tc.name, tc.from))
 		ref := f.Ref(framework.KindPyTorch, tc.name)
 		var before loggedStep
 		f.Eventually(realNodeTimeout, fmt.Sprintf("%s: %d workers training", tc.name, tc.from), func(context.Context) (bool, error) {

@@ -29,6 +29,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/test/e2e/framework"
@@ -38,30 +39,12 @@ import (
 // fail, or never start, on the real node.
 
 // oomJob is a PyTorch job whose master, limited to 64 MiB, allocates
-// 256 MiB; policy is its runPolicy's YAML.
-func oomJob(name, policy string) string {
-	return fmt.Sprintf(`
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: %s
-spec:
-  runPolicy:
-%s
-  replicaSpecs:
-  - type: master
-    replicas: 1
-    restartPolicy: OnFailure
-    template:
-      spec:
-        containers:
-        - name: pytorch
-          image: localhost/tensorstack/training:v1
-          command: ["python3", "-c", "b = b'x' * (256 * 1024 * 1024); print(len(b))"]
-          resources:
-            requests: {cpu: 50m, memory: 64Mi}
-            limits: {memory: 64Mi}
-`, name, policy)
+// 256 MiB; callers add the run policy.
+func oomJob(name string) *framework.JobBuilder {
+	return framework.NewPyTorchJob(name).WithReplicas("master", 1).
+		WithRestartPolicy("master", v1beta1.RestartPolicyOnFailure).Image(framework.TrainingImage).
+		Command("python3", "-c", "b = b'x' * (256 * 1024 * 1024); print(len(b))").
+		Requests("50m", "64Mi").MemoryLimit("64Mi")
 }
 
 // TestRealNodeOOMKilled: a container over its memory limit is killed by the
@@ -70,11 +53,8 @@ spec:
 // its restartPolicy, after the backoff, until backoffLimit is used up.
 func TestRealNodeOOMKilled(t *testing.T) {
 	f := onRealNode(t, "real-oom")
-	applyManifest(f, oomJob("fail-on-oom", `    backoffLimit: 3
-    failurePolicy:
-      rules:
-      - action: FailJob
-        onReasons: [OOMKilled]`))
+	applyJob(f, oomJob("fail-on-oom").BackoffLimit(3).
+		FailurePolicy(v1beta1.FailurePolicyRule{Action: v1beta1.FailurePolicyActionFailJob, OnReasons: []string{"OOMKilled"}}))
 
 	ref := f.Ref(framework.KindPyTorch, "fail-on-oom")
 	job := f.WaitForPhase(ref, v1beta1.JobFailed)
@@ -95,7 +75,7 @@ func TestRealNodeOOMKilled(t *testing.T) {
 
 	// Without the rule: OnFailure restarts the replica once (backoffLimit
 	// 1), after the 10 s backoff, and the second kill fails the job.
-	applyManifest(f, oomJob("restart-on-oom", `    backoffLimit: 1`))
+	applyJob(f, oomJob("restart-on-oom").BackoffLimit(1))
 	ref = f.Ref(framework.KindPyTorch, "restart-on-oom")
 	uids := map[types.UID]bool{}
 	var firstExit time.Time
@@ -135,6 +115,14 @@ func TestRealNodeOOMKilled(t *testing.T) {
 	}
 }
 
+// tracebackScript dies of a ValueError, its traceback on stderr.
+const tracebackScript = `import sys
+def step(n):
+    raise ValueError("loss is NaN at step %d" % n)
+print("training", file=sys.stderr, flush=True)
+step(7)
+`
+
 // TestRealNodeTracebackOutlivesThePod: a Python program that dies with a
 // traceback; with FallbackToLogsOnError the traceback's last line is in the
 // job's status and in kubectl training status, also once the pod is gone.
@@ -143,35 +131,9 @@ func TestRealNodeOOMKilled(t *testing.T) {
 // two within a millisecond may reach the log in either order.
 func TestRealNodeTracebackOutlivesThePod(t *testing.T) {
 	f := onRealNode(t, "real-traceback")
-	applyManifest(f, `
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: traceback
-spec:
-  runPolicy:
-    cleanUpPolicy: All
-  replicaSpecs:
-  - type: master
-    replicas: 1
-    template:
-      spec:
-        containers:
-        - name: pytorch
-          image: localhost/tensorstack/training:v1
-          command:
-          - python3
-          - -c
-          - |
-            import sys
-            def step(n):
-                raise ValueError("loss is NaN at step %d" % n)
-            print("training", file=sys.stderr, flush=True)
-            step(7)
-          terminationMessagePolicy: FallbackToLogsOnError
-          resources:
-            requests: {cpu: 50m, memory: 64Mi}
-`)
+	applyJob(f, framework.NewPyTorchJob("traceback").WithReplicas("master", 1).CleanUp(v1beta1.CleanUpPolicyAll).
+		Image(framework.TrainingImage).TerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError).
+		Command("python3", "-c", tracebackScript).Requests("50m", "64Mi"))
 	const lastLine = "ValueError: loss is NaN at step 7"
 	ref := f.Ref(framework.KindPyTorch, "traceback")
 	f.WaitForPhase(ref, v1beta1.JobFailed)
@@ -194,34 +156,11 @@ spec:
 	}
 }
 
-// stuckJob is a one-replica PyTorch job; extra is more YAML for its
-// container, volumes the pod's volumes, timeout its startTimeoutSeconds (0:
-// none).
-func stuckJob(name, image, extra, volumes string, timeout int) string {
-	policy := ""
-	if timeout > 0 {
-		policy = fmt.Sprintf("  runPolicy:\n    startTimeoutSeconds: %d\n", timeout)
-	}
-	return fmt.Sprintf(`
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: %s
-spec:
-%s  replicaSpecs:
-  - type: master
-    replicas: 1
-    template:
-      spec:
-        containers:
-        - name: pytorch
-          image: %s
-          command: ["sleep", "1"]
-          resources:
-            requests: {cpu: 50m, memory: 32Mi}
-%s
-%s
-`, name, policy, image, extra, volumes)
+// stuckJob is a one-replica PyTorch job of image that sleeps a second, once
+// it starts; callers add what keeps it from starting.
+func stuckJob(name, image string) *framework.JobBuilder {
+	return framework.NewPyTorchJob(name).WithReplicas("master", 1).Image(image).
+		Command("sleep", "1").Requests("50m", "32Mi")
 }
 
 // TestRealNodeStuckIsNotSilent: a replica that cannot start makes the job
@@ -234,17 +173,11 @@ func TestRealNodeStuckIsNotSilent(t *testing.T) {
 	f := onRealNode(t, "real-stuck")
 	const missing = "localhost/tensorstack/missing:v1"
 	created := time.Now()
-	applyManifest(f, stuckJob("no-image", missing, "", "", 0))
-	applyManifest(f, stuckJob("not-on-node", missing, "          imagePullPolicy: Never", "", 0))
-	applyManifest(f, stuckJob("no-secret", "localhost/tensorstack/training:v1", `          env:
-          - name: TOKEN
-            valueFrom:
-              secretKeyRef: {name: wandb, key: token}`, "", 0))
-	applyManifest(f, stuckJob("no-secret-volume", "localhost/tensorstack/training:v1", `          volumeMounts:
-          - {name: creds, mountPath: /creds}`, `        volumes:
-        - name: creds
-          secret: {secretName: wandb-volume}`, 0))
-	applyManifest(f, stuckJob("not-on-node-limit", missing, "          imagePullPolicy: Never", "", 20))
+	applyJob(f, stuckJob("no-image", missing))
+	applyJob(f, stuckJob("not-on-node", missing).ImagePullPolicy(corev1.PullNever))
+	applyJob(f, stuckJob("no-secret", framework.TrainingImage).EnvFromSecret("TOKEN", "wandb", "token"))
+	applyJob(f, stuckJob("no-secret-volume", framework.TrainingImage).SecretVolume("creds", "wandb-volume", "/creds"))
+	applyJob(f, stuckJob("not-on-node-limit", missing).ImagePullPolicy(corev1.PullNever).StartTimeout(20))
 
 	for _, tc := range []struct {
 		name, reason, detail string
@@ -288,48 +221,23 @@ func TestRealNodeStuckIsNotSilent(t *testing.T) {
 
 // startupOrderJob is a PyTorch job whose master becomes Ready 4 s after it
 // starts and whose workers print when they start, in the node's clock;
-// gang-scheduled through the queue "default" when gang is set.
-func startupOrderJob(name, policy string, gang bool) string {
-	scheduler := ""
+// gang-scheduled through the queue "default" when gang is set. The job
+// succeeds with its master; a worker slow to start on a busy node is kept,
+// not deleted (cleanUpPolicy None), so that its log can be read.
+func startupOrderJob(name string, policy v1beta1.StartupPolicy, gang bool) *framework.JobBuilder {
+	b := framework.NewPyTorchJob(name).WithReplicas("master", 1).WithReplicas("worker", 2).
+		StartupPolicy(policy).CleanUp(v1beta1.CleanUpPolicyNone).
+		Image(framework.TrainingImage).Requests("20m", "16Mi").
+		ReplicaCommand("master", "sh", "-c", "sleep 4; date +ready=%s.%N; touch /tmp/ready; sleep 15").
+		ReplicaReadinessProbe("master", corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-f", "/tmp/ready"}}},
+			PeriodSeconds: 1,
+		}).
+		ReplicaCommand("worker", "sh", "-c", "date +started=%s.%N")
 	if gang {
-		scheduler = "  scheduler:\n    t9kScheduler:\n      queue: default\n"
+		b.Gang("default", 0)
 	}
-	return fmt.Sprintf(`
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: %s
-spec:
-%s  runPolicy:
-    startupPolicy: %s
-    # The job succeeds with its master; a worker slow to start on a busy
-    # node is kept, not deleted, so that its log can be read.
-    cleanUpPolicy: None
-  replicaSpecs:
-  - type: master
-    replicas: 1
-    template:
-      spec:
-        containers:
-        - name: pytorch
-          image: localhost/tensorstack/training:v1
-          command: ["sh", "-c", "sleep 4; date +ready=%%s.%%N; touch /tmp/ready; sleep 15"]
-          readinessProbe:
-            exec: {command: [test, -f, /tmp/ready]}
-            periodSeconds: 1
-          resources:
-            requests: {cpu: 20m, memory: 16Mi}
-  - type: worker
-    replicas: 2
-    template:
-      spec:
-        containers:
-        - name: pytorch
-          image: localhost/tensorstack/training:v1
-          command: ["sh", "-c", "date +started=%%s.%%N"]
-          resources:
-            requests: {cpu: 20m, memory: 16Mi}
-`, name, scheduler, policy)
+	return b
 }
 
 // unixTime reads the time the training scripts log: seconds since the
@@ -367,9 +275,9 @@ func TestRealNodeStartupOrder(t *testing.T) {
 	var names []string
 	for i := range 5 {
 		names = append(names, fmt.Sprintf("in-order-%d", i))
-		applyManifest(f, startupOrderJob(names[i], "InOrder", gang && i == 0))
+		applyJob(f, startupOrderJob(names[i], v1beta1.StartupPolicyInOrder, gang && i == 0))
 	}
-	applyManifest(f, startupOrderJob("any-order", "AnyOrder", false))
+	applyJob(f, startupOrderJob("any-order", v1beta1.StartupPolicyAnyOrder, false))
 	for _, name := range append(names, "any-order") {
 		ref := f.Ref(framework.KindPyTorch, name)
 		waitSucceeded(f, ref)
@@ -419,45 +327,17 @@ func applyLossJob(f *framework.Framework, node string) *corev1.ConfigMap {
 	if _, err := f.Kube.CoreV1().ConfigMaps(f.Namespace).Create(f.Context(), cm, metav1.CreateOptions{}); err != nil {
 		f.T.Fatal(err)
 	}
-	affinity := ""
+	b := framework.NewPyTorchJob("lost").WithReplicas("master", 1).BackoffLimit(0).GracePeriod(2).
+		Tolerate(corev1.Toleration{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists,
+			Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](5)}).
+		Tolerate(corev1.Toleration{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists,
+			Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](5)}).
+		Image(framework.TrainingImage).Command("sh", "-c", "sleep $(cat /run-config/seconds)").
+		ConfigMapVolume("run", "run", "/run-config").Requests("20m", "16Mi")
 	if node != "" {
-		affinity = fmt.Sprintf(`
-        affinity:
-          nodeAffinity:
-            preferredDuringSchedulingIgnoredDuringExecution:
-            - weight: 100
-              preference:
-                matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [%s]}]`, node)
+		b.PreferNode(node)
 	}
-	applyManifest(f, fmt.Sprintf(`
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: lost
-spec:
-  runPolicy:
-    backoffLimit: 0
-  replicaSpecs:
-  - type: master
-    replicas: 1
-    template:
-      spec:
-        terminationGracePeriodSeconds: 2
-        tolerations:
-        - {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 5}
-        - {key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 5}%s
-        containers:
-        - name: pytorch
-          image: localhost/tensorstack/training:v1
-          command: ["sh", "-c", "sleep $(cat /run-config/seconds)"]
-          volumeMounts:
-          - {name: run, mountPath: /run-config}
-          resources:
-            requests: {cpu: 20m, memory: 16Mi}
-        volumes:
-        - name: run
-          configMap: {name: run}
-`, affinity))
+	applyJob(f, b)
 	return cm
 }
 

@@ -71,10 +71,11 @@ func onRealNode(t *testing.T, prefix string) *framework.Framework {
 	return f
 }
 
-// applyManifest applies a job manifest in the test's namespace.
-func applyManifest(f *framework.Framework, manifest string) {
+// applyJob applies the built job with kubectl in the test's namespace, as
+// a user creates one.
+func applyJob(f *framework.Framework, b *framework.JobBuilder) {
 	f.T.Helper()
-	if r := f.KubectlInput(manifest, "apply", "-f", "-"); r.Err != nil {
+	if r := f.KubectlInput(b.Manifest(f.Namespace), "apply", "-f", "-"); r.Err != nil {
 		f.T.Fatalf("kubectl apply: %s", r)
 	}
 }
@@ -219,30 +220,9 @@ func checkStaticRendezvous(t *testing.T, ref framework.JobRef, pods []corev1.Pod
 // all_reduce of the ranks is their sum.
 func TestRealNodeEnvAllReduce(t *testing.T) {
 	f := onRealNode(t, "real-env")
-	applyManifest(f, `
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: allreduce
-spec:
-  replicaSpecs:
-  - type: master
-    replicas: 1
-    template: &replica
-      spec:
-        containers:
-        - name: pytorch
-          image: localhost/tensorstack/training:v1
-          command: ["python3", "pytorch_allreduce.py"]
-          resources:
-            requests: {cpu: 100m, memory: 256Mi}
-  - type: worker
-    replicas: 2
-    template: *replica
-  runPolicy:
-    successPolicy: AllWorkers
-    cleanUpPolicy: None
-`)
+	applyJob(f, framework.NewPyTorchJob("allreduce").WithReplicas("master", 1).WithReplicas("worker", 2).
+		Image(framework.TrainingImage).Command("python3", "pytorch_allreduce.py").Requests("100m", "256Mi").
+		SuccessPolicy(v1beta1.SuccessPolicyAllWorkers).CleanUp(v1beta1.CleanUpPolicyNone))
 	ref := f.Ref(framework.KindPyTorch, "allreduce")
 	waitSucceeded(f, ref)
 	pods := waitPodsSucceeded(f, ref, 3)
@@ -259,35 +239,10 @@ spec:
 // succeeds.
 func TestRealNodeTFConfig(t *testing.T) {
 	f := onRealNode(t, "real-tf")
-	applyManifest(f, `
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: TensorFlowTrainingJob
-metadata:
-  name: tfconfig
-spec:
-  replicaSpecs:
-  - type: chief
-    replicas: 1
-    template: &task
-      spec:
-        containers:
-        - name: tensorflow
-          image: localhost/tensorstack/training:v1
-          command: ["python3", "tf_config_check.py"]
-          resources:
-            requests: {cpu: 50m, memory: 64Mi}
-  - type: worker
-    replicas: 2
-    template: *task
-  - type: ps
-    replicas: 1
-    template: *task
-  - type: evaluator
-    replicas: 1
-    template: *task
-  runPolicy:
-    cleanUpPolicy: None
-`)
+	applyJob(f, framework.NewTFJob("tfconfig").
+		WithReplicas("chief", 1).WithReplicas("worker", 2).WithReplicas("ps", 1).WithReplicas("evaluator", 1).
+		Image(framework.TrainingImage).Command("python3", "tf_config_check.py").Requests("50m", "64Mi").
+		CleanUp(v1beta1.CleanUpPolicyNone))
 	ref := f.Ref(framework.KindTF, "tfconfig")
 	waitSucceeded(f, ref)
 	// The other tasks may still be finishing their handshakes.
@@ -307,37 +262,21 @@ spec:
 	}
 }
 
+// pausableScript runs for 25 s; on SIGTERM it exits 0 at once, saying in its
+// termination message how long it had run.
+const pausableScript = `trap 'echo "SIGTERM after $(( $(date +%s) - start ))s" > /dev/termination-log; echo got SIGTERM; exit 0' TERM
+start=$(date +%s)
+echo started; sleep 25 & wait $!
+echo finished
+`
+
 // TestRealNodePauseResume: a paused job's container gets SIGTERM and exits
 // within its grace period; resume starts new containers, and the job then
 // succeeds.
 func TestRealNodePauseResume(t *testing.T) {
 	f := onRealNode(t, "real-pause")
-	applyManifest(f, `
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: pausable
-spec:
-  replicaSpecs:
-  - type: master
-    replicas: 1
-    template:
-      spec:
-        terminationGracePeriodSeconds: 20
-        containers:
-        - name: pytorch
-          image: localhost/tensorstack/training:v1
-          command:
-          - sh
-          - -c
-          - |
-            trap 'echo "SIGTERM after $(( $(date +%s) - start ))s" > /dev/termination-log; echo got SIGTERM; exit 0' TERM
-            start=$(date +%s)
-            echo started; sleep 25 & wait $!
-            echo finished
-          resources:
-            requests: {cpu: 50m, memory: 32Mi}
-`)
+	applyJob(f, framework.NewPyTorchJob("pausable").WithReplicas("master", 1).GracePeriod(20).
+		Image(framework.TrainingImage).Command("sh", "-c", pausableScript).Requests("50m", "32Mi"))
 	ref := f.Ref(framework.KindPyTorch, "pausable")
 	running := waitStarted(f, ref)
 	checkOnRealNode(t, running)
@@ -391,24 +330,8 @@ spec:
 // container's lines as they are written and ends when the container does.
 func TestRealNodeLogsFollow(t *testing.T) {
 	f := onRealNode(t, "real-logs")
-	applyManifest(f, `
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: ticker
-spec:
-  replicaSpecs:
-  - type: master
-    replicas: 1
-    template:
-      spec:
-        containers:
-        - name: pytorch
-          image: localhost/tensorstack/training:v1
-          command: ["sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10; do echo tick $i; sleep 1; done"]
-          resources:
-            requests: {cpu: 50m, memory: 32Mi}
-`)
+	applyJob(f, framework.NewPyTorchJob("ticker").WithReplicas("master", 1).Image(framework.TrainingImage).
+		Command("sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10; do echo tick $i; sleep 1; done").Requests("50m", "32Mi"))
 	ref := f.Ref(framework.KindPyTorch, "ticker")
 	waitStarted(f, ref)
 	ctx, cancel := context.WithTimeout(f.Context(), time.Minute)
@@ -462,32 +385,12 @@ func TestRealNodeGang(t *testing.T) {
 	if f.Env.RealNodes >= 2 {
 		cpu = "1100m"
 	}
-	job := func(name, seconds string) string {
-		return fmt.Sprintf(`
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: %s
-spec:
-  scheduler:
-    t9kScheduler:
-      queue: default
-  replicaSpecs:
-  - type: worker
-    replicas: 2
-    template:
-      spec:
-        containers:
-        - name: pytorch
-          image: localhost/tensorstack/training:v1
-          command: ["sleep", "%s"]
-          resources:
-            requests: {cpu: %s, memory: 32Mi}
-  runPolicy:
-    successPolicy: AllWorkers
-`, name, seconds, cpu)
+	job := func(name, seconds string) *framework.JobBuilder {
+		return framework.NewPyTorchJob(name).WithReplicas("worker", 2).Gang("default", 0).
+			Image(framework.TrainingImage).Command("sleep", seconds).Requests(cpu, "32Mi").
+			SuccessPolicy(v1beta1.SuccessPolicyAllWorkers)
 	}
-	applyManifest(f, job("first", "20"))
+	applyJob(f, job("first", "20"))
 	first := f.Ref(framework.KindPyTorch, "first")
 	firstPods := f.WaitForPods(first, "both pods of the first job bound", realNodeTimeout, func(pods []corev1.Pod) (bool, error) {
 		return len(pods) == 2 && pods[0].Spec.NodeName != "" && pods[1].Spec.NodeName != "", nil
@@ -499,7 +402,7 @@ spec:
 			t.Logf("the first job's gang spans %s and %s", a, b)
 		}
 	}
-	applyManifest(f, job("second", "1"))
+	applyJob(f, job("second", "1"))
 	second := f.Ref(framework.KindPyTorch, "second")
 	bound := func(pods []corev1.Pod) int {
 		n := 0
@@ -535,31 +438,13 @@ spec:
 // name it, and the status keeps it after the pod is deleted.
 func TestRealNodeTerminationReasons(t *testing.T) {
 	f := onRealNode(t, "real-ends")
-	job := func(name, memory, policy, command string) string {
-		return fmt.Sprintf(`
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: %s
-spec:
-  replicaSpecs:
-  - type: master
-    replicas: 1
-    restartPolicy: Never
-    template:
-      spec:
-        containers:
-        - name: pytorch
-          image: localhost/tensorstack/training:v1
-          command: ["sh", "-c", %q]
-          terminationMessagePolicy: %s
-          resources:
-            requests: {cpu: 50m, memory: %s}
-            limits: {memory: %s}
-`, name, command, policy, memory, memory)
+	job := func(name, memory string, policy corev1.TerminationMessagePolicy, command string) *framework.JobBuilder {
+		return framework.NewPyTorchJob(name).WithReplicas("master", 1).
+			WithRestartPolicy("master", v1beta1.RestartPolicyNever).Image(framework.TrainingImage).
+			Command("sh", "-c", command).TerminationMessagePolicy(policy).Requests("50m", memory).MemoryLimit(memory)
 	}
-	applyManifest(f, job("oom", "48Mi", "File", `python3 -c "b = b'x' * (200 * 1024 * 1024); print(len(b))"`))
-	applyManifest(f, job("nan", "64Mi", "FallbackToLogsOnError", `echo loading data; echo "loss is NaN at step 7" >&2; exit 3`))
+	applyJob(f, job("oom", "48Mi", corev1.TerminationMessageReadFile, `python3 -c "b = b'x' * (200 * 1024 * 1024); print(len(b))"`))
+	applyJob(f, job("nan", "64Mi", corev1.TerminationMessageFallbackToLogsOnError, `echo loading data; echo "loss is NaN at step 7" >&2; exit 3`))
 
 	for _, tc := range []struct {
 		name, summary, message string
@@ -600,6 +485,25 @@ spec:
 	}
 }
 
+// listPodsScript lists the pods of its namespace at
+// https://kubernetes.default.svc, as an in-cluster client does.
+const listPodsScript = `import json, os, ssl, urllib.request
+sa = "/var/run/secrets/kubernetes.io/serviceaccount"
+token = open(sa + "/token").read()
+ns = open(sa + "/namespace").read()
+ctx = ssl.create_default_context(cafile=sa + "/ca.crt")
+req = urllib.request.Request("https://kubernetes.default.svc/api/v1/namespaces/" + ns + "/pods",
+                             headers={"Authorization": "Bearer " + token})
+try:
+    urllib.request.urlopen(req, context=ctx, timeout=10)
+    print("listed pods")
+except urllib.error.HTTPError as err:
+    # The job's service account may not list pods: a 403 from
+    # kube-apiserver still proves the way there and the identity.
+    body = json.loads(err.read())
+    print("kube-apiserver answered", err.code, body.get("message"))
+`
+
 // TestRealNodeReachesKubernetesService: a pod reaches kube-apiserver the way
 // in-cluster clients do: kubernetes.default.svc resolves through CoreDNS, its
 // ClusterIP leads through kube-proxy's rules to kube-apiserver, whose
@@ -607,43 +511,9 @@ spec:
 // token authenticates it.
 func TestRealNodeReachesKubernetesService(t *testing.T) {
 	f := onRealNode(t, "real-svc")
-	applyManifest(f, `
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: in-cluster
-spec:
-  replicaSpecs:
-  - type: master
-    replicas: 1
-    restartPolicy: Never
-    template:
-      spec:
-        containers:
-        - name: pytorch
-          image: localhost/tensorstack/training:v1
-          command:
-          - python3
-          - -c
-          - |
-            import json, os, ssl, urllib.request
-            sa = "/var/run/secrets/kubernetes.io/serviceaccount"
-            token = open(sa + "/token").read()
-            ns = open(sa + "/namespace").read()
-            ctx = ssl.create_default_context(cafile=sa + "/ca.crt")
-            req = urllib.request.Request("https://kubernetes.default.svc/api/v1/namespaces/" + ns + "/pods",
-                                         headers={"Authorization": "Bearer " + token})
-            try:
-                urllib.request.urlopen(req, context=ctx, timeout=10)
-                print("listed pods")
-            except urllib.error.HTTPError as err:
-                # The job's service account may not list pods: a 403 from
-                # kube-apiserver still proves the way there and the identity.
-                body = json.loads(err.read())
-                print("kube-apiserver answered", err.code, body.get("message"))
-          resources:
-            requests: {cpu: 50m, memory: 64Mi}
-`)
+	applyJob(f, framework.NewPyTorchJob("in-cluster").WithReplicas("master", 1).
+		WithRestartPolicy("master", v1beta1.RestartPolicyNever).Image(framework.TrainingImage).
+		Command("python3", "-c", listPodsScript).Requests("50m", "64Mi"))
 	ref := f.Ref(framework.KindPyTorch, "in-cluster")
 	waitSucceeded(f, ref)
 	pods := f.Pods(ref)

@@ -61,39 +61,10 @@ func onRealNodes(t *testing.T, prefix string, n int) *framework.Framework {
 // names no rendezvous, so its ranks meet through the static one.
 func TestRealNodesDDPAcrossNodes(t *testing.T) {
 	f := onRealNodes(t, "real-ddp-nodes", 2)
-	applyManifest(f, `
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: spread
-spec:
-  torchrunConfig:
-    enabled: true
-    procPerNode: "1"
-  runPolicy:
-    cleanUpPolicy: None
-  replicaSpecs:
-  - type: node
-    replicas: 2
-    template:
-      spec:
-        topologySpreadConstraints:
-        - maxSkew: 1
-          topologyKey: kubernetes.io/hostname
-          whenUnsatisfiable: DoNotSchedule
-          labelSelector:
-            matchLabels: {batch.tensorstack.dev/job-name: spread}
-        containers:
-        - name: pytorch
-          image: localhost/tensorstack/training:v1
-          command: ["python3", "pytorch_ddp.py"]
-          env:
-          - {name: STEPS, value: "20"}
-          - {name: STEP_SECONDS, value: "0.2"}
-          resources:
-            requests: {cpu: 250m, memory: 512Mi}
-            limits: {cpu: "1", memory: 2Gi}
-`)
+	applyJob(f, framework.NewPyTorchJob("spread").WithReplicas("node", 2).
+		Torchrun(v1beta1.TorchrunConfig{ProcPerNode: "1"}).CleanUp(v1beta1.CleanUpPolicyNone).SpreadOverNodes().
+		Image(framework.TrainingImage).Command("python3", "pytorch_ddp.py").Env("STEPS", "20").Env("STEP_SECONDS", "0.2").
+		Requests("250m", "512Mi").CPULimit("1").MemoryLimit("2Gi"))
 	ref := f.Ref(framework.KindPyTorch, "spread")
 	waitSucceeded(f, ref)
 	pods := f.Pods(ref)
@@ -155,25 +126,9 @@ func TestRealNodesKubeletLost(t *testing.T) {
 	if first.Spec.NodeName != lostNode {
 		t.Fatalf("the job to lose runs on %s, want %s", first.Spec.NodeName, lostNode)
 	}
-	applyManifest(f, fmt.Sprintf(`
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: kept
-spec:
-  replicaSpecs:
-  - type: master
-    replicas: 1
-    template:
-      spec:
-        nodeSelector: {kubernetes.io/hostname: %s}
-        containers:
-        - name: pytorch
-          image: localhost/tensorstack/training:v1
-          command: ["python3", "-c", "import time\nfor i in range(1, 31):\n    print(f'step={i}', flush=True)\n    time.sleep(1)"]
-          resources:
-            requests: {cpu: 20m, memory: 32Mi}
-`, keptNode))
+	applyJob(f, framework.NewPyTorchJob("kept").WithReplicas("master", 1).NodeSelector(corev1.LabelHostname, keptNode).
+		Image(framework.TrainingImage).Requests("20m", "32Mi").
+		Command("python3", "-c", "import time\nfor i in range(1, 31):\n    print(f'step={i}', flush=True)\n    time.sleep(1)"))
 	kept := f.Ref(framework.KindPyTorch, "kept")
 	waitStarted(f, kept)
 	// The replacement runs briefly.
@@ -237,33 +192,15 @@ func TestRealNodesRackPinned(t *testing.T) {
 			TopologyName: ptr.To(kueuev1beta2.TopologyReference(topology.Name)),
 		},
 	}, 0, "racks")
-	job := func(name, cpu string) string {
-		return fmt.Sprintf(`
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: %s
-  labels: {kueue.x-k8s.io/queue-name: racks}
-  annotations: {%s: %s}
-spec:
-  replicaSpecs:
-  - type: worker
-    replicas: 2
-    template:
-      spec:
-        containers:
-        - name: pytorch
-          image: localhost/tensorstack/training:v1
-          command: ["sleep", "3"]
-          resources:
-            requests: {cpu: %s, memory: 32Mi}
-  runPolicy:
-    successPolicy: AllWorkers
-`, name, batch.AnnotationRequiredTopology, realRackLabel, cpu)
+	job := func(name, cpu string) *framework.JobBuilder {
+		return framework.NewPyTorchJob(name).Label(batch.QueueLabel, "racks").
+			Annotate(batch.AnnotationRequiredTopology, realRackLabel).WithReplicas("worker", 2).
+			Image(framework.TrainingImage).Command("sleep", "3").Requests(cpu, "32Mi").
+			SuccessPolicy(v1beta1.SuccessPolicyAllWorkers)
 	}
 	// Two pods of 1100m fit in no rack of one two-CPU node.
-	applyManifest(f, job("toolarge", "1100m"))
-	applyManifest(f, job("pinned", "600m"))
+	applyJob(f, job("toolarge", "1100m"))
+	applyJob(f, job("pinned", "600m"))
 	pinned := f.Ref(framework.KindPyTorch, "pinned")
 	pods := f.WaitForPods(pinned, "both pods bound", realNodeTimeout, func(pods []corev1.Pod) (bool, error) {
 		return len(pods) == 2 && pods[0].Spec.NodeName != "" && pods[1].Spec.NodeName != "", nil

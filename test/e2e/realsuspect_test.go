@@ -35,37 +35,11 @@ import (
 // failed check's log is kept in the job's attempt.
 func TestRealNodesPreflightLeavesANodeOut(t *testing.T) {
 	f := onRealNodes(t, "real-preflight", 2)
-	applyManifest(f, `
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: checked
-spec:
-  runPolicy:
-    backoffLimit: 1
-    preflight:
-      command: [sh, -c, 'echo "checking $TENSORSTACK_NODE_NAME"; test "$TENSORSTACK_NODE_NAME" != real-node2']
-  replicaSpecs:
-  - type: master
-    replicas: 1
-    template:
-      spec:
-        terminationGracePeriodSeconds: 1
-        affinity:
-          nodeAffinity:
-            preferredDuringSchedulingIgnoredDuringExecution:
-            - weight: 100
-              preference:
-                matchExpressions:
-                - {key: kubernetes.io/hostname, operator: In, values: [real-node2]}
-        containers:
-        - name: pytorch
-          image: localhost/tensorstack/training:v1
-          # Trains until the test lets it finish.
-          command: [sh, -c, 'echo "training on $(hostname)"; until [ -e /tmp/done ]; do sleep 0.2; done']
-          resources:
-            requests: {cpu: 50m, memory: 32Mi}
-`)
+	applyJob(f, framework.NewPyTorchJob("checked").WithReplicas("master", 1).BackoffLimit(1).
+		Preflight("sh", "-c", `echo "checking $TENSORSTACK_NODE_NAME"; test "$TENSORSTACK_NODE_NAME" != real-node2`).
+		GracePeriod(1).PreferNode("real-node2").Image(framework.TrainingImage).Requests("50m", "32Mi").
+		// Trains until the test lets it finish.
+		Command("sh", "-c", `echo "training on $(hostname)"; until [ -e /tmp/done ]; do sleep 0.2; done`))
 	ref := f.Ref(framework.KindPyTorch, "checked")
 	job := f.WaitForJob(ref, "real-node2 suspect and the replica running", realNodeTimeout, func(job v1beta1.TrainingJob) (bool, error) {
 		st := job.JobStatus()
@@ -92,25 +66,8 @@ spec:
 	}
 
 	// Another job still uses real-node2.
-	applyManifest(f, `
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: pinned
-spec:
-  replicaSpecs:
-  - type: master
-    replicas: 1
-    template:
-      spec:
-        nodeSelector: {kubernetes.io/hostname: real-node2}
-        containers:
-        - name: pytorch
-          image: localhost/tensorstack/training:v1
-          command: [sh, -c, 'echo "training on real-node2"']
-          resources:
-            requests: {cpu: 50m, memory: 32Mi}
-`)
+	applyJob(f, framework.NewPyTorchJob("pinned").WithReplicas("master", 1).NodeSelector(corev1.LabelHostname, "real-node2").
+		Image(framework.TrainingImage).Command("sh", "-c", `echo "training on real-node2"`).Requests("50m", "32Mi"))
 	waitSucceeded(f, f.Ref(framework.KindPyTorch, "pinned"))
 
 	r := f.KubectlTraining("status", ref.KubectlName())

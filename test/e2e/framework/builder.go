@@ -46,7 +46,12 @@ const Image = "docker.io/library/busybox:1.36"
 //	NewTFJob("mnist").WithReplicas("worker", 2).ExitCode(0).RunFor("2s")
 //
 // Replica templates get one training container (named tensorflow or
-// pytorch). Without any exit code a replica's pods run until deleted.
+// pytorch). Without any exit code a replica's pods run until deleted. For
+// real containers, the setters of builder_template.go give it an image, a
+// command and the rest:
+//
+//	NewPyTorchJob("ddp").WithReplicas("node", 2).Image(TrainingImage).
+//		Command("python3", "pytorch_ddp.py").Requests("250m", "512Mi")
 type JobBuilder struct {
 	kind    Kind
 	name    string
@@ -72,12 +77,16 @@ type JobBuilder struct {
 	// checkpointDir, when set, is where every replica mounts an emptyDir
 	// named by the job's checkpoint policy.
 	checkpointDir string
+	// edits change every replica's pod template (builder_template.go).
+	edits []templateEdit
 }
 
 type replicaOptions struct {
 	exit    *int32
 	forever bool
 	runFor  string
+	// edits change this replica type's pod template, after the job's.
+	edits []templateEdit
 }
 
 // NewTFJob starts a TensorFlowTrainingJob named name.
@@ -350,6 +359,12 @@ func (b *JobBuilder) common() v1beta1.TrainingJobSpec {
 				VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 			c := &s.Template.Spec.Containers[0]
 			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "checkpoints", MountPath: b.checkpointDir})
+		}
+		for _, edit := range b.edits {
+			edit(&s.Template)
+		}
+		for _, edit := range o.edits {
+			edit(&s.Template)
 		}
 		spec.ReplicaSpecs = append(spec.ReplicaSpecs, s)
 	}
