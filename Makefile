@@ -74,9 +74,11 @@ $(DASHBOARD_STAMPS)/dashboard: $(DASHBOARD_STAMPS)/dashboard-npm-ci $(DASHBOARD_
 	@touch $@
 
 ## test-dashboard: the dashboard in Debian's Chromium (playwright-core) against a local stack of its own, kwok nodes
-## only: a job's row turns Succeeded without a reload, and a create with replicas: -1 shows the 422 naming the field
+## only: the list and a job's page follow the jobs live (phase, progress bar, loss chart and hovered value, three
+## attempts), pause, resume, scale, debug and create show the API's answers (a 422 naming the field, a viewer's
+## 403); it takes screenshots into _output/dashboard-screenshots (DASHBOARD_SCREENSHOTS=docs/images: the docs' own)
 test-dashboard: build stack-binaries
-	hack/test-dashboard.sh
+	DASHBOARD_SCREENSHOTS=$(DASHBOARD_SCREENSHOTS) hack/test-dashboard.sh
 
 ## images: the product's images (training-apiserver, training-controller-manager, training-etcd) as OCI archives in
 ## _output/images/product, for linux/amd64 and linux/arm64 (IMAGE_PLATFORMS), with no Docker (hack/build-images.sh)
@@ -92,12 +94,13 @@ release:
 
 ## test: everything CI checks: lint, generated code, unit, a bounded fuzz run, integration and end-to-end tests. After
 ## the builds, two lanes run side by side on stacks of their own (hack/test.sh): the e2e suite, whose real-node tests
-## hold the real nodes one at a time, then deploy, beside integration, chaos and install, which mostly wait. Ends with a
-## table of each phase's lane, start, seconds and the Go tests it ran, passed, failed and skipped, and says what was
+## hold the real nodes one at a time, then deploy and the dashboard in Chromium, beside integration, chaos and
+## install, which mostly wait. Ends with a table of each phase's lane, start, seconds and the Go tests it ran, passed,
+## failed and skipped, and says what was
 ## skipped where something it needs is missing here (real nodes: no root, cgroup v2, no overlayfs), each a failure
 ## under CI=true or REQUIRE_REAL_NODES=1 (internal/skips)
 TEST_SUITES := node-images-early lint verify-codegen test-unit test-python test-fuzz-short test-build
-TEST_LANES := "test-e2e test-deploy" "test-integration test-chaos test-install"
+TEST_LANES := "test-e2e test-deploy test-dashboard" "test-integration test-chaos test-install"
 test:
 	@hack/test.sh $(TEST_SUITES) --lanes $(TEST_LANES)
 

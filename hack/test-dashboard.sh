@@ -14,6 +14,9 @@ export LOCAL_KUEUE="${LOCAL_KUEUE:-0}"
 export LOCAL_SCHEDULER_PLUGINS="${LOCAL_SCHEDULER_PLUGINS:-0}"
 export LOCAL_GANG_WORKLOAD="${LOCAL_GANG_WORKLOAD:-0}"
 export LOCAL_PORT_OFFSET="${LOCAL_PORT_OFFSET:-3000}"
+# Progress reports stored once a second at most, not every five: the test
+# reports a step a second and charts each.
+export LOCAL_TRAINING_APISERVER_EXTRA_ARGS="${LOCAL_TRAINING_APISERVER_EXTRA_ARGS:-} --progress-write-interval=1s"
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=hack/lib/common.sh

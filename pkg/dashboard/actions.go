@@ -47,6 +47,77 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 	s.act(w, r, jobClient.Resume)
 }
 
+// maxActionBytes bounds the body of an action: a debug request names a few
+// replica types and commands.
+const maxActionBytes = 64 << 10
+
+// debug starts the job's pods in debug mode: every training container runs
+// sleep inf, or what the body's DebugRequest says per replica type. Resume
+// ends it.
+func (s *Server) debug(w http.ResponseWriter, r *http.Request) {
+	request := &v1beta1.DebugRequest{}
+	if err := decodeOptionalJSON(http.MaxBytesReader(w, r.Body, maxActionBytes), request); err != nil {
+		writeError(w, http.StatusBadRequest, "reading the debug request: "+err.Error())
+		return
+	}
+	s.act(w, r, func(c jobClient, ctx context.Context, name string, opts metav1.CreateOptions) (v1beta1.TrainingJob, error) {
+		return c.Debug(ctx, name, request, opts)
+	})
+}
+
+// scaleRequest is the body of a scale: the replicas an elastic job should
+// run.
+type scaleRequest struct {
+	Replicas *int32 `json:"replicas"`
+}
+
+// scale sets an elastic job's replicas through its scale subresource, as
+// kubectl scale does, and answers with the job as it then is. The API
+// decides what is allowed: a job that is not elastic, or a count outside its
+// bounds, is its 422.
+func (s *Server) scale(w http.ResponseWriter, r *http.Request) {
+	var request scaleRequest
+	if err := decodeOptionalJSON(http.MaxBytesReader(w, r.Body, maxActionBytes), &request); err != nil {
+		writeError(w, http.StatusBadRequest, "reading the scale request: "+err.Error())
+		return
+	}
+	if request.Replicas == nil {
+		writeError(w, http.StatusBadRequest, "replicas: required")
+		return
+	}
+	t, ok := s.resolve(w, r)
+	if !ok {
+		return
+	}
+	if _, err := t.client().Scale(r.Context(), t.name, *request.Replicas); err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	job, err := t.client().Get(r.Context(), t.name)
+	if err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, summarize(t.kind, job))
+}
+
+// decodeOptionalJSON decodes a JSON body into v, strictly; an empty body
+// leaves v as it is.
+func decodeOptionalJSON(body io.Reader, v any) error {
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	strict, err := kjson.UnmarshalStrict(data, v)
+	if err != nil {
+		return err
+	}
+	return errors.Join(strict...)
+}
+
 // act sends an action and answers with the job it returns, or the API's
 // refusal as it is.
 func (s *Server) act(w http.ResponseWriter, r *http.Request, action func(jobClient, context.Context, string, metav1.CreateOptions) (v1beta1.TrainingJob, error)) {

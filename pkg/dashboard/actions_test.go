@@ -141,3 +141,60 @@ func TestCreateCreatesInTheManifestsNamespace(t *testing.T) {
 type errFromString string
 
 func (e errFromString) Error() string { return string(e) }
+
+func TestDebugSendsTheRequestedCommands(t *testing.T) {
+	f := newFixture(t, newPyTorchJob("team", "mnist"))
+	var sent *v1beta1.DebugRequest
+	f.training.PrependReactor("create", "pytorchtrainingjobs", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "debug" {
+			return false, nil, nil
+		}
+		sent = action.(clienttesting.CreateAction).GetObject().(*v1beta1.DebugRequest)
+		job := newPyTorchJob("team", "mnist")
+		job.Spec.RunMode = &v1beta1.RunMode{Debug: &v1beta1.DebugMode{Enabled: true}}
+		return true, job, nil
+	})
+	f.signIn()
+
+	var summary jobSummary
+	f.decode(f.act(http.MethodPost, "/api/namespaces/team/pytorchtrainingjobs/mnist/debug",
+		`{"replicaSpecs":[{"type":"worker","command":["sleep","600"]}]}`), http.StatusOK, &summary)
+	if sent == nil || len(sent.ReplicaSpecs) != 1 || sent.ReplicaSpecs[0].Type != "worker" ||
+		strings.Join(sent.ReplicaSpecs[0].Command, " ") != "sleep 600" {
+		t.Errorf("debug request sent %+v, want the body's", sent)
+	}
+	if summary.Name != "mnist" {
+		t.Errorf("answer %+v, want the job", summary)
+	}
+
+	// No body: every replica type with the API's default command.
+	sent = nil
+	f.decode(f.act(http.MethodPost, "/api/namespaces/team/pytorchtrainingjobs/mnist/debug", ""), http.StatusOK, &summary)
+	if sent == nil || len(sent.ReplicaSpecs) != 0 {
+		t.Errorf("debug request sent %+v, want an empty one", sent)
+	}
+
+	var body errorBody
+	f.decode(f.act(http.MethodPost, "/api/namespaces/team/pytorchtrainingjobs/mnist/debug", `{"replicas":[]}`),
+		http.StatusBadRequest, &body)
+	if !strings.Contains(body.Status.Message, "replicas") {
+		t.Errorf("an unknown field: %q, want it named", body.Status.Message)
+	}
+}
+
+func TestScaleNeedsReplicas(t *testing.T) {
+	f := newFixture(t, newPyTorchJob("team", "mnist"))
+	f.signIn()
+	for body, want := range map[string]string{
+		"":                   "replicas: required",
+		`{}`:                 "replicas: required",
+		`{"replicas":"two"}`: "reading the scale request",
+		`{"replica":2}`:      "reading the scale request",
+	} {
+		var refused errorBody
+		f.decode(f.act(http.MethodPost, "/api/namespaces/team/pytorchtrainingjobs/mnist/scale", body), http.StatusBadRequest, &refused)
+		if !strings.Contains(refused.Status.Message, want) {
+			t.Errorf("body %q: %q, want %q", body, refused.Status.Message, want)
+		}
+	}
+}

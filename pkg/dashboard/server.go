@@ -72,6 +72,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET "+job+"/logs", s.logs)
 	mux.HandleFunc("POST "+job+"/pause", s.pause)
 	mux.HandleFunc("POST "+job+"/resume", s.resume)
+	mux.HandleFunc("POST "+job+"/debug", s.debug)
+	mux.HandleFunc("POST "+job+"/scale", s.scale)
 	mux.Handle("/api/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such API: "+r.Method+" "+r.URL.Path)
 	}))

@@ -23,14 +23,17 @@ package jobclient
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/generated/clientset/versioned"
@@ -70,6 +73,10 @@ type Client interface {
 	Debug(ctx context.Context, name string, request *v1beta1.DebugRequest, opts metav1.CreateOptions) (v1beta1.TrainingJob, error)
 	// PatchStatus applies a JSON merge patch to the job's status subresource.
 	PatchStatus(ctx context.Context, name string, patch []byte, opts metav1.PatchOptions) (v1beta1.TrainingJob, error)
+	// Scale sets the replicas of an elastic job through its scale
+	// subresource, as kubectl scale does; the API refuses a kind without one
+	// (404) and a job that is not elastic or a count outside its bounds (422).
+	Scale(ctx context.Context, name string, replicas int32) (*autoscalingv1.Scale, error)
 }
 
 // typedClient is the generated client of one kind: J is its job type and L
@@ -90,6 +97,11 @@ type typedClient[J v1beta1.TrainingJob, L runtime.Object] interface {
 type kindClient[J v1beta1.TrainingJob, L runtime.Object] struct {
 	typed typedClient[J, L]
 	items func(L) []J
+	// rest, resource and namespace reach the subresources the generated
+	// client has no method for: scale.
+	rest      rest.Interface
+	resource  string
+	namespace string
 }
 
 func (c kindClient[J, L]) Get(ctx context.Context, name string) (v1beta1.TrainingJob, error) {
@@ -146,6 +158,29 @@ func (c kindClient[J, L]) PatchStatus(ctx context.Context, name string, patch []
 	return c.typed.Patch(ctx, name, types.MergePatchType, patch, opts, "status")
 }
 
+func (c kindClient[J, L]) Scale(ctx context.Context, name string, replicas int32) (*autoscalingv1.Scale, error) {
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"replicas": replicas}})
+	if err != nil {
+		return nil, err
+	}
+	// Raw: the clientset's scheme holds no autoscaling types to decode into.
+	result := c.rest.Patch(types.MergePatchType).Namespace(c.namespace).Resource(c.resource).Name(name).
+		SubResource("scale").Body(patch).Do(ctx)
+	// Error, not Raw's error, decodes the API's Status (a 422 names the field).
+	if err := result.Error(); err != nil {
+		return nil, err
+	}
+	data, err := result.Raw()
+	if err != nil {
+		return nil, err
+	}
+	scale := &autoscalingv1.Scale{}
+	if err := json.Unmarshal(data, scale); err != nil {
+		return nil, fmt.Errorf("reading the scale of %s %s: %w", c.resource, name, err)
+	}
+	return scale, nil
+}
+
 // TensorFlow is the TensorFlowTrainingJob kind.
 var TensorFlow = &Kind{
 	Name:              "TensorFlowTrainingJob",
@@ -174,6 +209,7 @@ var PyTorch = &Kind{
 		return kindClient[*v1beta1.PyTorchTrainingJob, *v1beta1.PyTorchTrainingJobList]{
 			typed: c.BatchV1beta1().PyTorchTrainingJobs(namespace),
 			items: func(l *v1beta1.PyTorchTrainingJobList) []*v1beta1.PyTorchTrainingJob { return itemPointers(l.Items) },
+			rest:  c.BatchV1beta1().RESTClient(), resource: v1beta1.PyTorchTrainingJobResource, namespace: namespace,
 		}
 	},
 }

@@ -19,12 +19,18 @@ package jobclient
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/generated/clientset/versioned"
 	"tensorstack.dev/training/pkg/generated/clientset/versioned/fake"
 )
 
@@ -94,5 +100,49 @@ func TestClientsReachTheirKind(t *testing.T) {
 	if _, err := TensorFlow.Client(c, "ns").Create(ctx, &v1beta1.PyTorchTrainingJob{}, metav1.CreateOptions{}); err == nil ||
 		!strings.Contains(err.Error(), "cannot create") {
 		t.Errorf("a PyTorch job through the TensorFlow client: %v, want a refusal", err)
+	}
+}
+
+// Scale patches the scale subresource, and hands the API's refusal back as
+// an API error.
+func TestScalePatchesTheScaleSubresource(t *testing.T) {
+	var gotPath, gotType, gotBody string
+	refuse := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		gotPath, gotType, gotBody = r.Method+" "+r.URL.Path, r.Header.Get("Content-Type"), string(body)
+		w.Header().Set("Content-Type", "application/json")
+		if refuse {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Invalid","code":422,`+
+				`"message":"spec.replicas: Invalid value: 9: must be at most maxReplicas (4)"}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"kind":"Scale","apiVersion":"autoscaling/v1","metadata":{"name":"a","namespace":"ns"},`+
+			`"spec":{"replicas":3},"status":{"replicas":2,"selector":"x=y"}}`)
+	}))
+	defer srv.Close()
+	c, err := versioned.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale, err := PyTorch.Client(c, "ns").Scale(context.Background(), "a", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "PATCH /apis/batch.tensorstack.dev/v1beta1/namespaces/ns/pytorchtrainingjobs/a/scale"; gotPath != want {
+		t.Errorf("request %q, want %q", gotPath, want)
+	}
+	if gotType != "application/merge-patch+json" || gotBody != `{"spec":{"replicas":3}}` {
+		t.Errorf("patch %s %s", gotType, gotBody)
+	}
+	if scale.Spec.Replicas != 3 || scale.Status.Replicas != 2 || scale.Status.Selector != "x=y" {
+		t.Errorf("scale %+v", scale)
+	}
+
+	refuse = true
+	if _, err := PyTorch.Client(c, "ns").Scale(context.Background(), "a", 9); !apierrors.IsInvalid(err) ||
+		!strings.Contains(err.Error(), "maxReplicas") {
+		t.Errorf("a refused scale: %v, want the API's 422", err)
 	}
 }

@@ -9,8 +9,12 @@ export interface JobRef {
   resource: string;
   name: string;
   paused?: boolean;
+  // debugging: the job runs in debug mode, which resume ends.
+  debugging?: boolean;
   // finished jobs cannot be paused or resumed (409): only deleted.
   finished?: boolean;
+  // elastic: the bounds and target of an elastic job, which scale changes.
+  elastic?: { min: number; max: number; expected: number };
 }
 
 // run sends one action and writes its outcome into result.
@@ -30,19 +34,19 @@ export async function run(result: HTMLElement, label: string, send: () => Promis
   }
 }
 
-// buttons are the actions a job offers: pause or resume while it is not
-// finished, and delete.
+// buttons are the actions a job offers: pause, or resume a paused or
+// debugged job, debug and, for an elastic job, scale, while it is not
+// finished; and delete.
 export function buttons(job: JobRef, result: HTMLElement): HTMLElement {
   const path = jobPath(job.namespace, job.resource, job.name);
-  const action = job.paused ? "resume" : "pause";
+  const action = job.paused || job.debugging ? "resume" : "pause";
+  const post = (what: string, body = "{}") => () => run(result, `${what} ${job.name}`, () => request("POST", `${path}/${what}`, body));
   return h(
     "span",
     { class: "actions" },
-    !job.finished && h("button", {
-      type: "button",
-      "data-action": action,
-      onclick: () => run(result, `${action} ${job.name}`, () => request("POST", `${path}/${action}`, "{}")),
-    }, action === "pause" ? "Pause" : "Resume"),
+    !job.finished && h("button", { type: "button", "data-action": action, onclick: post(action) }, action === "pause" ? "Pause" : "Resume"),
+    !job.finished && action === "pause" && h("button", { type: "button", "data-action": "debug", title: "Restart the pods with their training containers asleep, to look inside", onclick: post("debug") }, "Debug"),
+    !job.finished && job.elastic && scaleControl(job, job.elastic, path, result),
     h("button", {
       type: "button",
       class: "danger",
@@ -52,5 +56,21 @@ export function buttons(job: JobRef, result: HTMLElement): HTMLElement {
         void run(result, `delete ${job.name}`, () => request("DELETE", path));
       },
     }, "Delete"),
+  );
+}
+
+// scaleControl sets an elastic job's replicas, within its bounds; the API
+// has the last word (a 422 outside them).
+function scaleControl(job: JobRef, elastic: NonNullable<JobRef["elastic"]>, path: string, result: HTMLElement): HTMLElement {
+  const input = h("input", { type: "number", class: "scale-replicas", "aria-label": "replicas", min: elastic.min, max: elastic.max, value: elastic.expected });
+  return h(
+    "span",
+    { class: "scale" },
+    input,
+    h("button", {
+      type: "button",
+      "data-action": "scale",
+      onclick: () => run(result, `scale ${job.name} to ${input.value}`, () => request("POST", `${path}/scale`, JSON.stringify({ replicas: Number(input.value) }))),
+    }, "Scale"),
   );
 }

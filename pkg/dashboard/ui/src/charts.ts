@@ -46,7 +46,13 @@ export class MetricCharts {
     const { xLabel, series } = metricSeries(history);
     const names = series.map((s) => s.name).join("\n");
     if (names !== [...this.charts.keys()].join("\n")) this.rebuild(xLabel, series);
-    for (const s of series) this.charts.get(s.name)?.setData([s.xs, s.ys]);
+    for (const s of series) {
+      const chart = this.charts.get(s.name);
+      if (!chart) continue;
+      chart.setData([s.xs, s.ys]);
+      // The number of points drawn, for tests and tools: the canvas hides it.
+      chart.root.parentElement?.setAttribute("data-points", String(s.xs.length));
+    }
     if (series.length === 0) replace(this.root, h("p", { class: "empty" }, "No metrics reported."));
   }
 

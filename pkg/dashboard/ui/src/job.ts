@@ -137,11 +137,22 @@ function renderHeader(el: HTMLElement, job: Job, resource: string, result: HTMLE
         resource,
         name: job.metadata.name,
         paused: job.spec.runMode?.pause?.enabled,
+        debugging: job.spec.runMode?.debug?.enabled,
         finished,
+        elastic: elasticOf(job),
       },
       result,
     ),
   );
+}
+
+// elasticOf is an elastic job's bounds and target, as the API defaults
+// them (expected: the most).
+function elasticOf(job: Job): { min: number; max: number; expected: number } | undefined {
+  const e = job.spec.elastic;
+  if (!e?.enabled || e.maxReplicas === undefined) return undefined;
+  const min = e.minReplicas ?? 1;
+  return { min, max: e.maxReplicas, expected: e.expectedReplicas ?? e.maxReplicas };
 }
 
 function fact(term: string, value: Node | string | number): HTMLElement[] {

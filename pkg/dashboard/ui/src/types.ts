@@ -64,7 +64,10 @@ export interface Job {
   apiVersion: string;
   kind: string;
   metadata: { name: string; namespace: string; uid: string; creationTimestamp: string; labels?: Record<string, string> };
-  spec: { runMode?: { pause?: { enabled?: boolean }; debug?: { enabled?: boolean } } };
+  spec: {
+    runMode?: { pause?: { enabled?: boolean }; debug?: { enabled?: boolean } };
+    elastic?: { enabled?: boolean; minReplicas?: number; maxReplicas?: number; expectedReplicas?: number };
+  };
   status: {
     phase?: string;
     conditions?: Condition[];

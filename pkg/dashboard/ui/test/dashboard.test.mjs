@@ -6,9 +6,9 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { chromium } from "playwright-core";
 
 const repo = process.env.REPO_ROOT;
@@ -32,28 +32,39 @@ const namespace = "default";
 const jobName = "dashboard-e2e";
 const rowSelector = `tr[data-job="${namespace}/pytorchtrainingjobs/${jobName}"]`;
 
-// A job the kwok nodes run: its one pod exits 0 after a few seconds, so
-// that the list sees it go from not finished to Succeeded.
-const succeedingJob = `apiVersion: batch.tensorstack.dev/v1beta1
+// kwokJob is a one-master job for the kwok nodes. exit, when set, is the
+// exit code its pod ends with after runFor; without it the pod runs until
+// deleted. runPolicy is YAML for spec.runPolicy, indented by four.
+function kwokJob(name, { exit, runFor = "8s", runPolicy = "" } = {}) {
+  const annotations =
+    exit === undefined
+      ? ""
+      : `
+      metadata:
+        annotations:
+          kwok.tensorstack.dev/exit-code: "${exit}"
+          kwok.tensorstack.dev/run-duration: "${runFor}"`;
+  return `apiVersion: batch.tensorstack.dev/v1beta1
 kind: PyTorchTrainingJob
 metadata:
-  name: ${jobName}
+  name: ${name}
   namespace: ${namespace}
-spec:
+spec:${runPolicy ? `\n  runPolicy:\n${runPolicy}` : ""}
   replicaSpecs:
   - type: master
     replicas: 1
-    template:
-      metadata:
-        annotations:
-          kwok.tensorstack.dev/exit-code: "0"
-          kwok.tensorstack.dev/run-duration: "8s"
+    template:${annotations}
       spec:
         containers:
         - name: pytorch
           image: docker.io/pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
           command: ["python", "train.py"]
 `;
+}
+
+// A job whose one pod exits 0 after a few seconds, so that the list sees it
+// go from not finished to Succeeded.
+const succeedingJob = kwokJob(jobName, { exit: 0 });
 
 const invalidJob = `apiVersion: batch.tensorstack.dev/v1beta1
 kind: PyTorchTrainingJob
@@ -71,23 +82,102 @@ spec:
           image: docker.io/pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
 `;
 
+// A job whose pod runs until deleted, for the test to report progress for,
+// pause and resume.
+const runningJobName = "dashboard-progress";
+const runningJob = kwokJob(runningJobName);
+const runningRow = `tr[data-job="${namespace}/pytorchtrainingjobs/${runningJobName}"]`;
+
+// A job whose master exits 3 after two seconds, every time: its failure
+// rule restarts the whole job twice (backoffLimit 2), and the third failure
+// ends it. Three attempts, each ended with its reason.
+const restartedJobName = "dashboard-restarted";
+const restartedJob = kwokJob(restartedJobName, {
+  exit: 3,
+  runFor: "2s",
+  runPolicy: `    backoffLimit: 2
+    failurePolicy:
+      rules:
+      - action: RestartJob
+        onExitCodes: {operator: In, values: [3]}`,
+});
+
+// An elastic job of two workers, between one and four, whose pods run
+// until deleted: the page scales it and debugs it.
+const elasticJobName = "dashboard-elastic";
+const elasticJob = `apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: ${elasticJobName}
+  namespace: ${namespace}
+spec:
+  torchrunConfig: {enabled: true}
+  elastic: {enabled: true, minReplicas: 1, maxReplicas: 4, expectedReplicas: 2}
+  replicaSpecs:
+  - type: worker
+    replicas: 2
+    template:
+      spec:
+        containers:
+        - name: pytorch
+          image: docker.io/pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+          command: ["python", "train.py"]
+`;
+
+// The losses the test reports, one per step: values uPlot prints as they
+// are written.
+const losses = ["2.5", "1.75", "1.25", "0.875", "0.625", "0.5"];
+
+function kubectlRun(args, input) {
+  return execFileSync(kubectl, args, { input, encoding: "utf8" });
+}
+
+// report posts a progress report for the job, as its pods would.
+function report(name, step, loss) {
+  const body = JSON.stringify({
+    apiVersion: "batch.tensorstack.dev/v1beta1",
+    kind: "ProgressReport",
+    metadata: { name },
+    step,
+    totalSteps: 10,
+    metrics: [{ name: "loss", value: loss }],
+  });
+  kubectlRun(["create", "--raw", `/apis/batch.tensorstack.dev/v1beta1/namespaces/${namespace}/pytorchtrainingjobs/${name}/progress`, "-f", "-"], body);
+}
+
+// startDashboard starts kubectl training dashboard with env and resolves to
+// the process and its sign-in address.
+function startDashboard(env) {
+  const proc = spawn(plugin, ["dashboard", "--no-browser"], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
+  return new Promise((resolve, reject) => {
+    let out = "";
+    proc.stdout.on("data", (chunk) => {
+      out += chunk;
+      const found = out.match(/http:\/\/127\.0\.0\.1:\d+\/\?token=\S+/);
+      if (found) resolve({ proc, url: found[0] });
+    });
+    proc.on("exit", (code) => reject(new Error(`kubectl training dashboard exited with ${code}: ${out}`)));
+  });
+}
+
+// Where the tests leave their screenshots: _output, unless
+// DASHBOARD_SCREENSHOTS names another directory. docs/dashboard.md and the
+// README show the ones in docs/images, refreshed on purpose with
+// DASHBOARD_SCREENSHOTS=docs/images.
+const screenshots = resolve(repo ?? ".", process.env.DASHBOARD_SCREENSHOTS || "_output/dashboard-screenshots");
+mkdirSync(screenshots, { recursive: true });
+
 let dashboard;
+let viewerDashboard;
+let viewerKubeconfig;
 let browser;
 let page;
 let profile;
 const pageErrors = [];
 
 before(async () => {
-  dashboard = spawn(plugin, ["dashboard", "--no-browser"], { stdio: ["ignore", "pipe", "inherit"] });
-  const url = await new Promise((resolve, reject) => {
-    let out = "";
-    dashboard.stdout.on("data", (chunk) => {
-      out += chunk;
-      const found = out.match(/http:\/\/127\.0\.0\.1:\d+\/\?token=\S+/);
-      if (found) resolve(found[0]);
-    });
-    dashboard.on("exit", (code) => reject(new Error(`kubectl training dashboard exited with ${code}: ${out}`)));
-  });
+  let url;
+  ({ proc: dashboard, url } = await startDashboard({}));
   profile = mkdtempSync(join(tmpdir(), "dashboard-chromium-"));
   browser = await chromium.launchPersistentContext(profile, { executablePath: chromiumPath, headless: true, args: chromiumArgs });
   page = browser.pages()[0] ?? (await browser.newPage());
@@ -96,6 +186,7 @@ before(async () => {
   // below) as one.
   page.on("pageerror", (e) => pageErrors.push(String(e)));
   page.on("console", (m) => m.type() === "error" && /Content Security Policy/i.test(m.text()) && pageErrors.push(m.text()));
+  await page.setViewportSize({ width: 1280, height: 900 });
   await page.goto(url);
   await page.waitForSelector("#jobs");
 });
@@ -103,9 +194,12 @@ before(async () => {
 after(async () => {
   await browser?.close();
   dashboard?.kill("SIGTERM");
+  viewerDashboard?.kill("SIGTERM");
   if (profile) rmSync(profile, { recursive: true, force: true });
+  if (viewerKubeconfig) rmSync(viewerKubeconfig, { force: true });
   try {
-    execFileSync(kubectl, ["delete", "pytorchtrainingjobs", jobName, "-n", namespace, "--ignore-not-found", "--wait=false"]);
+    kubectlRun(["delete", "pytorchtrainingjobs", jobName, runningJobName, restartedJobName, elasticJobName, "-n", namespace, "--ignore-not-found", "--wait=false"]);
+    kubectlRun(["delete", "rolebinding,role", "dashboard-viewer", "-n", namespace, "--ignore-not-found"]);
   } catch {
     // The stack stops after the test anyway.
   }
@@ -154,6 +248,171 @@ test("create from YAML shows the 422 naming the field", async () => {
   const text = await result.textContent();
   assert.match(text, /^422 Invalid/);
   assert.match(text, /spec\.replicaSpecs\[0\]\.replicas/);
+});
+
+test("progress moves the list's bar live, and the job page charts every reported step", async () => {
+  await page.goto(page.url().replace(/#.*$/, "") + "#/");
+  kubectlRun(["create", "-f", "-"], runningJob);
+  const row = page.locator(runningRow);
+  await row.waitFor({ timeout: 30_000 });
+  await page.waitForSelector(`${runningRow}[data-phase="Running"]`, { timeout: 60_000 });
+  await page.evaluate(() => {
+    window.__sameDocument = true;
+  });
+
+  // The stack stores a job's reports at most once a second
+  // (--progress-write-interval=1s): one report a step, 1.2 s apart, keeps
+  // each in the history.
+  const bar = page.locator(`${runningRow} progress`);
+  const values = [];
+  for (let i = 0; i < losses.length; i++) {
+    report(runningJobName, i + 1, losses[i]);
+    await page.waitForFunction(
+      ([sel, want]) => Number(document.querySelector(sel)?.getAttribute("value")) === want,
+      [`${runningRow} progress`, (i + 1) * 10],
+      { timeout: 15_000 },
+    );
+    values.push(Number(await bar.getAttribute("value")));
+    await new Promise((r) => setTimeout(r, 1200));
+  }
+  assert.deepEqual(values, [10, 20, 30, 40, 50, 60], "the bar did not follow the reports");
+  assert.equal(await page.evaluate(() => window.__sameDocument), true, "the page was reloaded");
+  await page.screenshot({ path: join(screenshots, "dashboard-list.png") });
+
+  await page.locator(`${runningRow} a`).click();
+  const chart = page.locator('#charts figure[data-metric="loss"]');
+  await page.waitForSelector(`#charts figure[data-metric="loss"][data-points="${losses.length}"]`, { timeout: 30_000 });
+
+  // Hovering a point shows its value in the chart's legend.
+  const over = chart.locator(".u-over");
+  const box = await over.boundingBox();
+  assert.ok(box, "the chart has no plotting area");
+  await page.mouse.move(box.x + box.width - 1, box.y + box.height / 2);
+  const value = chart.locator(".u-legend .u-series:nth-child(2) .u-value");
+  await page.waitForFunction((el) => el && el.textContent.trim() !== "" && el.textContent.trim() !== "--", await value.elementHandle(), { timeout: 5_000 });
+  assert.equal((await value.textContent()).trim(), losses[losses.length - 1], "the hovered value is not the last step's loss");
+  await page.mouse.move(box.x + 1, box.y + box.height / 2);
+  await page.waitForFunction((el) => el.textContent.trim() === "2.5", await value.elementHandle(), { timeout: 5_000 });
+  await page.screenshot({ path: join(screenshots, "dashboard-job.png"), fullPage: true });
+});
+
+test("pause and resume from the job page", async () => {
+  // Still on the running job's page.
+  await page.locator('button[data-action="pause"]').first().click();
+  await page.waitForSelector("#action-result.ok", { timeout: 15_000 });
+  await page.waitForFunction(() => document.getElementById("job-phase")?.textContent === "Paused", null, { timeout: 60_000 });
+  const spec = JSON.parse(kubectlRun(["get", "pytorchtrainingjobs", runningJobName, "-n", namespace, "-o", "json"]));
+  assert.equal(spec.spec.runMode?.pause?.enabled, true, "the page said paused, the API did not");
+
+  await page.locator('button[data-action="resume"]').first().click();
+  await page.waitForFunction(() => document.getElementById("job-phase")?.textContent === "Running", null, { timeout: 60_000 });
+});
+
+test("scale an elastic job from its page, and a count past its bounds shows the 422", async () => {
+  await page.goto(page.url().replace(/#.*$/, "") + "#/");
+  kubectlRun(["create", "-f", "-"], elasticJob);
+  const row = `tr[data-job="${namespace}/pytorchtrainingjobs/${elasticJobName}"]`;
+  await page.locator(row).waitFor({ timeout: 30_000 });
+  await page.locator(`${row} a`).click();
+  await page.waitForSelector(`#replicas tr[data-replica="${elasticJobName}-worker-1"]`, { timeout: 60_000 });
+
+  await page.locator(".scale-replicas").fill("3");
+  await page.locator('button[data-action="scale"]').click();
+  await page.waitForSelector("#action-result.ok", { timeout: 15_000 });
+  await page.waitForSelector(`#replicas tr[data-replica="${elasticJobName}-worker-2"]`, { timeout: 60_000 });
+  const scaled = JSON.parse(kubectlRun(["get", "pytorchtrainingjobs", elasticJobName, "-n", namespace, "-o", "json"]));
+  assert.equal(scaled.spec.elastic.expectedReplicas, 3);
+
+  await page.locator(".scale-replicas").fill("9");
+  await page.locator('button[data-action="scale"]').click();
+  const refused = page.locator("#action-result.refused");
+  await refused.waitFor({ timeout: 15_000 });
+  assert.match(await refused.textContent(), /422/);
+});
+
+test("debug from the job page, and resume ends it", async () => {
+  // Still on the elastic job's page.
+  await page.locator('button[data-action="debug"]').click();
+  await page.waitForFunction(() => document.getElementById("action-result")?.textContent?.endsWith("done"), null, { timeout: 15_000 });
+  const debugged = JSON.parse(kubectlRun(["get", "pytorchtrainingjobs", elasticJobName, "-n", namespace, "-o", "json"]));
+  assert.equal(debugged.spec.runMode?.debug?.enabled, true, "the page said done, the job is not in debug mode");
+
+  // The page follows the job: debug mode offers resume.
+  await page.locator('button[data-action="resume"]').click();
+  await page.waitForFunction(() => document.querySelector('button[data-action="pause"]') !== null, null, { timeout: 15_000 });
+  const resumed = JSON.parse(kubectlRun(["get", "pytorchtrainingjobs", elasticJobName, "-n", namespace, "-o", "json"]));
+  assert.notEqual(resumed.spec.runMode?.debug?.enabled, true, "resume left the job in debug mode");
+});
+
+test("a job restarted twice by a failure rule shows three attempts, each with its reason", async () => {
+  await page.goto(page.url().replace(/#.*$/, "") + "#/");
+  kubectlRun(["create", "-f", "-"], restartedJob);
+  const row = `tr[data-job="${namespace}/pytorchtrainingjobs/${restartedJobName}"]`;
+  await page.locator(row).waitFor({ timeout: 30_000 });
+  await page.locator(`${row} a`).click();
+  await page.waitForFunction(() => document.getElementById("job-phase")?.textContent === "Failed", null, { timeout: 120_000 });
+  for (const n of [1, 2, 3]) {
+    await page.waitForSelector(`#attempts tr[data-attempt="${n}"]`, { timeout: 15_000 });
+  }
+  const reasons = await page.$$eval("#attempts tr[data-attempt]", (rows) =>
+    rows.map((r) => [r.getAttribute("data-attempt"), r.getAttribute("data-reason")]),
+  );
+  // Newest first; the first two ended with the restart, the last with the
+  // job's failure.
+  assert.equal(reasons.length, 3, `attempts shown: ${JSON.stringify(reasons)}`);
+  assert.deepEqual(reasons.map(([n]) => n), ["3", "2", "1"]);
+  for (const [n, reason] of reasons) assert.notEqual(reason, "", `attempt ${n} shows no reason`);
+  assert.notEqual(reasons[0][1], reasons[1][1], "the last attempt ended as the restarted ones did");
+  // Each attempt names its failed replica, exit code 3.
+  const failed = await page.$$eval("#attempts details[data-failed] > summary", (rows) => rows.map((r) => r.textContent));
+  assert.equal(failed.length, 3, `failed replicas shown: ${JSON.stringify(failed)}`);
+  for (const text of failed) assert.match(text, /\(exit 3\)/);
+});
+
+test("a user who may only get and list sees the jobs and is refused pause with the 403's message", async () => {
+  kubectlRun(["apply", "-f", "-"], `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: dashboard-viewer
+  namespace: ${namespace}
+rules:
+- apiGroups: [batch.tensorstack.dev]
+  resources: [pytorchtrainingjobs, tensorflowtrainingjobs]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: dashboard-viewer
+  namespace: ${namespace}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: dashboard-viewer}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: dashboard-viewer}
+`);
+  // The admin's kubeconfig, acting as the viewer (impersonation): the
+  // dashboard uses whatever credentials its kubeconfig gives.
+  const config = JSON.parse(kubectlRun(["config", "view", "--raw", "--minify", "-o", "json"]));
+  for (const u of config.users) u.user.as = "dashboard-viewer";
+  viewerKubeconfig = join(tmpdir(), `dashboard-viewer-${process.pid}.kubeconfig`);
+  writeFileSync(viewerKubeconfig, JSON.stringify(config), { mode: 0o600 });
+  let url;
+  ({ proc: viewerDashboard, url } = await startDashboard({ KUBECONFIG: viewerKubeconfig }));
+
+  const viewer = await browser.newPage();
+  viewer.on("pageerror", (e) => pageErrors.push(String(e)));
+  await viewer.goto(url);
+  const row = viewer.locator(runningRow);
+  await row.waitFor({ timeout: 30_000 });
+  await row.locator('button[data-action="pause"]').click();
+  const refused = viewer.locator("#action-result.refused");
+  await refused.waitFor({ timeout: 15_000 });
+  const text = await refused.textContent();
+  assert.match(text, /403/);
+  assert.match(text, /dashboard-viewer/);
+  assert.match(text, /pytorchtrainingjobs\/pause/);
+  const spec = JSON.parse(kubectlRun(["get", "pytorchtrainingjobs", runningJobName, "-n", namespace, "-o", "json"]));
+  assert.notEqual(spec.spec.runMode?.pause?.enabled, true, "the refused pause paused the job");
+  await viewer.close();
 });
 
 test("no script error or Content-Security-Policy violation", () => {
