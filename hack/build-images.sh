@@ -6,6 +6,8 @@
 #   training-controller-manager   ./cmd/controller-manager
 #   training-etcd                 ./cmd/training-etcd: etcd (go.etcd.io/etcd/server/v3, the main
 #                                 module's, ETCD_VERSION) and its restore from a snapshot
+#   training-dashboard            ./cmd/kubectl-training, for kubectl-training dashboard --in-cluster,
+#                                 with the dashboard's front end (make dashboard builds it first)
 # Each is written as an OCI archive, OUT/<name>.tar, and OUT/images.txt lists
 # "name reference digest", one line each. The builds are reproducible: the
 # images are dated at the commit's time, the binaries are built with
@@ -47,6 +49,13 @@ build_image_builder
 mkdir -p "${out}"
 start=${SECONDS}
 common=(-platforms "${platforms}" -repository "${repository}" -tag "${version}" -revision "${revision}" -epoch "${epoch}" -out "${out}")
+# training-dashboard embeds the dashboard's front end: built first, as for the
+# plugin, so that the image needs no Node.js.
+if command -v npm >/dev/null 2>&1; then
+  make -C "${REPO_ROOT}" --no-print-directory dashboard >&2
+else
+  log "warning: npm not found: training-dashboard is built without the dashboard's front end (make dashboard)"
+fi
 log "building the product's images ${version} for ${platforms} into ${out#"${REPO_ROOT}/"}"
 # ko logs every build and git's state on stderr; keep them out of the way.
 mkdir -p "${BUILD_LOG_DIR}"
@@ -56,7 +65,7 @@ builder_log="${BUILD_LOG_DIR}/images.log"
     -ldflag -s -ldflag -w -ldflag "-X tensorstack.dev/training/pkg/version.gitVersion=${version}" \
     -ldflag "-X go.etcd.io/etcd/api/v3/version.GitSHA=${ETCD_VERSION}" \
     ./cmd/apiserver=training-apiserver ./cmd/controller-manager=training-controller-manager \
-    ./cmd/training-etcd=training-etcd
+    ./cmd/training-etcd=training-etcd ./cmd/kubectl-training=training-dashboard
 } >"${out}/images.txt.tmp" 2>"${builder_log}" || { tail -n 20 "${builder_log}" >&2; die "building the images failed (log: ${builder_log#"${REPO_ROOT}/"})"; }
 mv "${out}/images.txt.tmp" "${out}/images.txt"
 while read -r name ref digest; do

@@ -6,6 +6,8 @@
 #   install.yaml             the default installation in one file
 #                            (artifacts/deploy/overlays/managed-certs), every
 #                            image named by its digest
+#   dashboard.yaml           the optional dashboard in the cluster
+#                            (artifacts/deploy/components/dashboard)
 #   training-X.Y.Z.tgz       the Helm chart (artifacts/charts/training), the
 #                            same installation with values, images by digest
 #   kubectl-training_VERSION_<os>_<arch>.tar.gz   the kubectl plugin
@@ -74,7 +76,7 @@ mkdir -p "${overlay}"
   echo "resources:"
   echo "- $(realpath --relative-to="${overlay}" "${REPO_ROOT}/artifacts/deploy/overlays/managed-certs")"
   echo "images:"
-  for name in training-apiserver training-controller-manager training-etcd; do
+  for name in training-apiserver training-controller-manager training-etcd training-dashboard; do
     [[ -n "${digests[${name}]:-}" ]] || die "no digest for ${name} in ${out}/images/images.txt"
     echo "- name: ${PRODUCT_IMAGE_REPOSITORY}/${name}"
     echo "  newName: ${repository}/${name}"
@@ -97,6 +99,31 @@ if grep -E '^\s+image: ' "${out}/install.yaml" | grep -v '@sha256:' >&2; then
 fi
 log "install.yaml: $(grep -c '^kind: ' "${out}/install.yaml") objects"
 
+# 2b. dashboard.yaml: the optional dashboard in the cluster
+# (artifacts/deploy/components/dashboard), pinned by digest, applied beside
+# install.yaml.
+overlay="${out}/.dashboard"
+mkdir -p "${overlay}"
+{
+  echo "apiVersion: kustomize.config.k8s.io/v1beta1"
+  echo "kind: Kustomization"
+  echo "components:"
+  echo "- $(realpath --relative-to="${overlay}" "${REPO_ROOT}/artifacts/deploy/components/dashboard")"
+  echo "images:"
+  echo "- name: ${PRODUCT_IMAGE_REPOSITORY}/training-dashboard"
+  echo "  newName: ${repository}/training-dashboard"
+  echo "  newTag: ${version}"
+  echo "  digest: ${digests[training-dashboard]}"
+} >"${overlay}/kustomization.yaml"
+{
+  echo "# TensorStack Training ${version}: the dashboard in the cluster, optional. Apply it after install.yaml with"
+  echo "#   kubectl apply --server-side -f dashboard.yaml"
+  echo "# Users sign in with their own bearer tokens (docs/dashboard.md)."
+  "${kubectl}" kustomize "${overlay}"
+} >"${out}/dashboard.yaml"
+rm -rf "${overlay}"
+grep -q "training-dashboard:${version}@sha256:" "${out}/dashboard.yaml" || die "dashboard.yaml names its image without a digest"
+
 # 3. The Helm chart: artifacts/charts/training with the manifests it links
 # copied in (as its .helmignore leaves them), versioned as the release, every
 # image pinned by digest. Packed here rather than by helm package, whose
@@ -111,7 +138,7 @@ find "${stage}/training/files" \( -name kustomization.yaml -o -name README.md -o
 sed -i -e "s|^version: .*|version: ${chart_version}|" -e "s|^appVersion: .*|appVersion: ${version}|" "${stage}/training/Chart.yaml"
 values="${stage}/training/values.yaml"
 sed -i "s|^  registry: .*|  registry: ${repository}|" "${values}"
-for name in training-apiserver training-controller-manager training-etcd; do
+for name in training-apiserver training-controller-manager training-etcd training-dashboard; do
   sed -i "/^    repository: ${name}\$/{n;s|^    digest: \"\"\$|    digest: \"${digests[${name}]}\"|}" "${values}"
 done
 "${helm}" lint --strict "${stage}/training" --namespace tensorstack-system >/dev/null 2>&1 ||

@@ -18,12 +18,16 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 
 	"tensorstack.dev/training/pkg/dashboard"
 )
@@ -31,6 +35,15 @@ import (
 type dashboardOptions struct {
 	port      int
 	noBrowser bool
+
+	// inCluster serves the dashboard in the cluster: every user signs in
+	// with their own bearer token.
+	inCluster  bool
+	listen     string
+	tlsCert    string
+	tlsKey     string
+	sessionTTL time.Duration
+	apiCAFile  string
 }
 
 func newDashboardCommand(e *env) *cobra.Command {
@@ -54,7 +67,11 @@ session cookie. Anyone with the URL can act as you while the command runs, so
 do not share it. Ctrl-C stops the server. docs/dashboard.md says more.`,
 		Example: `  kubectl training dashboard
   kubectl training dashboard --port 8080 --no-browser
-  kubectl training dashboard --context staging --as alice`,
+  kubectl training dashboard --context staging --as alice
+
+  # In a Pod of the cluster (the Helm chart's dashboard.enabled), over HTTPS:
+  kubectl-training dashboard --in-cluster --listen :8443 \
+    --tls-cert-file /tls/tls.crt --tls-private-key-file /tls/tls.key`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd.Context(), e)
@@ -62,10 +79,23 @@ do not share it. Ctrl-C stops the server. docs/dashboard.md says more.`,
 	}
 	cmd.Flags().IntVar(&o.port, "port", 0, "The port to serve on, on 127.0.0.1; 0 picks a free one.")
 	cmd.Flags().BoolVar(&o.noBrowser, "no-browser", false, "Print the URL only; do not open a browser.")
+	cmd.Flags().BoolVar(&o.inCluster, "in-cluster", false, "Serve in a Pod of the cluster: each user signs in with their own "+
+		"bearer token (at the sign-in page, or in the Authorization header of a proxy in front), and every request acts "+
+		"with that token, never with the Pod's ServiceAccount.")
+	cmd.Flags().StringVar(&o.listen, "listen", ":8443", "With --in-cluster: the address to serve HTTPS on.")
+	cmd.Flags().StringVar(&o.tlsCert, "tls-cert-file", "", "With --in-cluster: the serving certificate (PEM), read again when it "+
+		"changes; without one, a self-signed certificate.")
+	cmd.Flags().StringVar(&o.tlsKey, "tls-private-key-file", "", "With --in-cluster: the serving certificate's private key (PEM).")
+	cmd.Flags().DurationVar(&o.sessionTTL, "session-ttl", 12*time.Hour, "With --in-cluster: how long a sign-in lasts.")
+	cmd.Flags().StringVar(&o.apiCAFile, "api-ca-file", serviceAccountCAFile, "With --in-cluster: the CA of the API server, "+
+		"reached at KUBERNETES_SERVICE_HOST:KUBERNETES_SERVICE_PORT; the Pod needs no ServiceAccount token.")
 	return cmd
 }
 
 func (o *dashboardOptions) run(ctx context.Context, e *env) error {
+	if o.inCluster {
+		return o.runInCluster(ctx, e)
+	}
 	if o.port < 0 || o.port > 65535 {
 		return fmt.Errorf("--port %d: must be 0 (any free port) to 65535", o.port)
 	}
@@ -86,6 +116,84 @@ func (o *dashboardOptions) run(ctx context.Context, e *env) error {
 		openBrowser(e, url)
 	}
 	return server.Serve(ctx, listener)
+}
+
+// runInCluster serves the dashboard over HTTPS with no credentials of its
+// own: the Pod's ServiceAccount gives only the API server's address and CA.
+func (o *dashboardOptions) runInCluster(ctx context.Context, e *env) error {
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return fmt.Errorf("--tls-cert-file and --tls-private-key-file go together")
+	}
+	if o.sessionTTL <= 0 {
+		return fmt.Errorf("--session-ttl %v: must be positive", o.sessionTTL)
+	}
+	getCertificate, err := o.servingCertificate(e)
+	if err != nil {
+		return err
+	}
+	config, err := inClusterAPI(o.apiCAFile)
+	if err != nil {
+		return err
+	}
+	// The users' namespace: -n, else default; not the Pod's own, where no
+	// user's jobs are.
+	namespace := "default"
+	if ns, explicit, err := e.Namespace(); err == nil && explicit {
+		namespace = ns
+	}
+	source := dashboard.TokenClients{Config: config, Namespace: namespace}
+	server := dashboard.NewInClusterServer(source, dashboard.InClusterOptions{Verify: source.Verify, SessionTTL: o.sessionTTL})
+	listener, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("listening for the dashboard: %w", err)
+	}
+	fmt.Fprintf(e.streams.Out, "Serving the dashboard on https://%s; users sign in with their bearer tokens.\n", listener.Addr())
+	return server.Serve(ctx, tls.NewListener(listener, &tls.Config{
+		MinVersion:     tls.VersionTLS12,
+		GetCertificate: getCertificate,
+		NextProtos:     []string{"h2", "http/1.1"},
+	}))
+}
+
+// serviceAccountCAFile is where a Pod that mounts its ServiceAccount's token
+// finds the cluster's CA.
+const serviceAccountCAFile = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+
+// inClusterAPI reaches the API server from a Pod with no credentials at all:
+// the address from the environment the kubelet sets, the CA from caFile (the
+// kube-root-ca.crt ConfigMap every namespace has, mounted, serves).
+func inClusterAPI(caFile string) (*rest.Config, error) {
+	host, port := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")
+	if host == "" || port == "" {
+		return nil, fmt.Errorf("--in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are unset: not in a Pod")
+	}
+	if _, err := os.Stat(caFile); err != nil {
+		return nil, fmt.Errorf("--in-cluster: the API server's CA: %w", err)
+	}
+	return &rest.Config{Host: "https://" + net.JoinHostPort(host, port), TLSClientConfig: rest.TLSClientConfig{CAFile: caFile}}, nil
+}
+
+// servingCertificate is the files' certificate, read again as they renew, or
+// without files one the dashboard signs itself, for the Pod's names.
+func (o *dashboardOptions) servingCertificate(e *env) (func(*tls.ClientHelloInfo) (*tls.Certificate, error), error) {
+	if o.tlsCert != "" {
+		reloader, err := dashboard.NewCertificateReloader(o.tlsCert, o.tlsKey)
+		if err != nil {
+			return nil, err
+		}
+		return reloader.GetCertificate, nil
+	}
+	hosts := []string{"localhost", "127.0.0.1"}
+	if name, err := os.Hostname(); err == nil {
+		hosts = append(hosts, name)
+	}
+	certificate, err := dashboard.SelfSignedCertificate(hosts)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(e.streams.ErrOut, "No --tls-cert-file: serving a self-signed certificate; reach the dashboard through a proxy, "+
+		"an Ingress or kubectl port-forward, or mount a certificate.")
+	return func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return certificate, nil }, nil
 }
 
 // openBrowser opens url with xdg-open where there is one. Without one, or when

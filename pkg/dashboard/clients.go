@@ -17,9 +17,14 @@ limitations under the License.
 package dashboard
 
 import (
+	"context"
 	"net/http"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"tensorstack.dev/training/pkg/generated/clientset/versioned"
 )
@@ -38,8 +43,9 @@ type Clients struct {
 
 // ClientSource gives the clients that serve one request. It is the seam
 // between the dashboard and whose credentials it uses: the local server has
-// one user, the kubeconfig's; a server in the cluster would build clients from
-// the bearer token the request carries, and never use its own.
+// one user, the kubeconfig's (StaticClients); the server in the cluster builds
+// them from the bearer token of the request's user, and never uses its own
+// (TokenClients).
 type ClientSource interface {
 	ClientsFor(r *http.Request) (Clients, error)
 }
@@ -51,4 +57,54 @@ type StaticClients Clients
 // ClientsFor returns the same clients for every request.
 func (s StaticClients) ClientsFor(*http.Request) (Clients, error) {
 	return Clients(s), nil
+}
+
+// TokenClients is the ClientSource of the dashboard in the cluster: each
+// request's clients carry the bearer token of the user who sent it (the
+// guard puts it in the request's context), and nothing of the dashboard's own
+// ServiceAccount.
+type TokenClients struct {
+	// Config reaches the API server; whatever credentials it holds are
+	// dropped, only its address and CA are used.
+	Config *rest.Config
+	// Namespace is where users work when a request names none.
+	Namespace string
+}
+
+// ClientsFor returns clients that act as the request's user.
+func (t TokenClients) ClientsFor(r *http.Request) (Clients, error) {
+	token := BearerToken(r.Context())
+	if token == "" {
+		return Clients{}, apierrors.NewUnauthorized("not signed in: sign in with your bearer token")
+	}
+	return t.clients(token)
+}
+
+func (t TokenClients) clients(token string) (Clients, error) {
+	config := rest.AnonymousClientConfig(t.Config)
+	config.BearerToken = token
+	training, err := versioned.NewForConfig(config)
+	if err != nil {
+		return Clients{}, err
+	}
+	kube, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return Clients{}, err
+	}
+	return Clients{Training: training, Kube: kube, Namespace: t.Namespace}, nil
+}
+
+// Verify asks the API server whom token authenticates (a SelfSubjectReview,
+// which every authenticated user may create) and returns the user's name; a
+// token the cluster refuses is its 401.
+func (t TokenClients) Verify(ctx context.Context, token string) (string, error) {
+	c, err := t.clients(token)
+	if err != nil {
+		return "", err
+	}
+	review, err := c.Kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	return review.Status.UserInfo.Username, nil
 }

@@ -30,15 +30,22 @@ const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 	"font-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // guard wraps the dashboard's handler with what every request passes through,
-// in order: the Host check, the security headers, the sign-in with the URL's
-// token, the session check and, for requests that change something, the CSRF
-// checks.
+// in order: the Host check, the security headers, the sign-in, the session
+// check and, for requests that change something, the CSRF checks. It puts the
+// session, with the bearer token the request acts with, in the request's
+// context.
 type guard struct {
 	sessions *sessions
-	// hosts are the Host headers the server answers to. Checking them
+	// hosts are the Host headers the local server answers to. Checking them
 	// defeats DNS rebinding: a page of evil.example whose name was made to
-	// resolve to 127.0.0.1 sends Host: evil.example.
+	// resolve to 127.0.0.1 sends Host: evil.example. Empty in the cluster,
+	// which users reach by whatever name its Service or Ingress has.
 	hosts []string
+	// inCluster signs users in with their own bearer tokens: at the sign-in
+	// page, or through the Authorization header a proxy in front adds. Its
+	// pages are served before the sign-in: they hold no data, and the
+	// sign-in form is one of them.
+	inCluster bool
 	// crossOrigin refuses requests the browser says come from another
 	// origin (Sec-Fetch-Site, else Origin against Host).
 	crossOrigin *http.CrossOriginProtection
@@ -46,42 +53,75 @@ type guard struct {
 }
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !slices.Contains(g.hosts, r.Host) {
+	if len(g.hosts) > 0 && !slices.Contains(g.hosts, r.Host) {
 		http.Error(w, "unexpected Host header "+r.Host, http.StatusMisdirectedRequest)
 		return
 	}
 	setSecurityHeaders(w.Header())
-	if token := r.URL.Query().Get(tokenParam); token != "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-		g.signIn(w, r, token)
-		return
-	}
-	csrf, ok := g.sessions.lookup(r)
-	if !ok {
-		refuseWithoutSession(w, r)
-		return
-	}
 	if !isSafeMethod(r.Method) {
 		if err := g.crossOrigin.Check(r); err != nil {
 			writeError(w, http.StatusForbidden, "cross-origin request refused: "+err.Error())
 			return
 		}
-		if sent := r.Header.Get(csrfHeader); subtle.ConstantTimeCompare([]byte(sent), []byte(csrf)) != 1 {
+	}
+	if !g.inCluster {
+		if token := r.URL.Query().Get(tokenParam); token != "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			g.signIn(w, r, token)
+			return
+		}
+	} else if !strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == signInPath {
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	sess, ok := g.sessions.lookup(r)
+	header := authorizationBearer(r)
+	if !ok {
+		if !g.inCluster || header == "" || !isSafeMethod(r.Method) {
+			refuseWithoutSession(w, r, g.inCluster)
+			return
+		}
+		// A proxy in front signs the user in: its header comes with every
+		// request, and the session holds only the page's CSRF token.
+		var id string
+		id, sess = g.sessions.start("")
+		http.SetCookie(w, sessionCookieFor(id, true))
+	}
+	if !isSafeMethod(r.Method) {
+		if sent := r.Header.Get(csrfHeader); subtle.ConstantTimeCompare([]byte(sent), []byte(sess.csrf)) != 1 {
 			writeError(w, http.StatusForbidden, "missing or wrong "+csrfHeader+" header: reload the page")
 			return
 		}
 	}
-	g.next.ServeHTTP(w, r)
+	if header != "" {
+		sess.bearerToken = header
+	}
+	if g.inCluster && sess.bearerToken == "" {
+		refuseWithoutSession(w, r, true)
+		return
+	}
+	g.next.ServeHTTP(w, r.WithContext(withSession(r.Context(), sess)))
 }
 
-// signIn exchanges the URL's token for a session cookie and sends the browser
-// to the same address without the token, so that it stays out of the
-// history and of any Referer.
+// authorizationBearer is the token of the request's Authorization: Bearer
+// header, and "" without one.
+func authorizationBearer(r *http.Request) string {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
+}
+
+// signIn exchanges the local server's URL token for a session cookie and
+// sends the browser to the same address without the token, so that it stays
+// out of the history and of any Referer.
 func (g *guard) signIn(w http.ResponseWriter, r *http.Request, token string) {
 	if !g.sessions.validToken(token) {
 		http.Error(w, "wrong token: open the URL kubectl training dashboard printed", http.StatusUnauthorized)
 		return
 	}
-	http.SetCookie(w, sessionCookieFor(g.sessions.start()))
+	id, _ := g.sessions.start("")
+	http.SetCookie(w, sessionCookieFor(id, false))
 	clean := *r.URL
 	query := clean.Query()
 	query.Del(tokenParam)
@@ -91,8 +131,11 @@ func (g *guard) signIn(w http.ResponseWriter, r *http.Request, token string) {
 
 // refuseWithoutSession answers a request of a browser that has not signed in:
 // JSON for the page's API calls, a line of text for a person.
-func refuseWithoutSession(w http.ResponseWriter, r *http.Request) {
-	const message = "not signed in: open the URL kubectl training dashboard printed, with its token"
+func refuseWithoutSession(w http.ResponseWriter, r *http.Request, inCluster bool) {
+	message := "not signed in: open the URL kubectl training dashboard printed, with its token"
+	if inCluster {
+		message = "not signed in: sign in with your bearer token"
+	}
 	if strings.HasPrefix(r.URL.Path, "/api/") {
 		writeError(w, http.StatusUnauthorized, message)
 		return

@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -30,12 +31,34 @@ import (
 type Server struct {
 	source   ClientSource
 	sessions *sessions
+	// inCluster is set on the server in the cluster.
+	inCluster *InClusterOptions
 }
 
-// NewServer returns a server whose requests to the Kubernetes API use the
-// clients source gives for each of them.
+// NewServer returns the local server: its requests to the Kubernetes API use
+// the clients source gives for each of them, and a browser signs in with the
+// URL SignInURL returns.
 func NewServer(source ClientSource) *Server {
 	return &Server{source: source, sessions: newSessions()}
+}
+
+// InClusterOptions configure the dashboard that runs in the cluster.
+type InClusterOptions struct {
+	// Verify asks the API server who a sign-in token is and returns the
+	// user's name: the cluster, not the dashboard, decides whom a token
+	// authenticates.
+	Verify func(ctx context.Context, token string) (string, error)
+	// SessionTTL ends a session this long after its sign-in.
+	SessionTTL time.Duration
+}
+
+// NewInClusterServer returns the server that runs in the cluster. Users sign
+// in with their own bearer token, at its sign-in page or through the
+// Authorization header of a proxy in front; source must build each request's
+// clients from that token (TokenClients) and never from the server's own
+// credentials. It must be served over HTTPS: its session cookie is Secure.
+func NewInClusterServer(source ClientSource, opts InClusterOptions) *Server {
+	return &Server{source: source, sessions: newTokenSessions(opts.SessionTTL), inCluster: &opts}
 }
 
 // SignInURL is the address that opens the dashboard served on addr
@@ -48,6 +71,14 @@ func (s *Server) SignInURL(addr string) string {
 // (host:port); it answers only requests addressed to it by that address or,
 // on loopback, by localhost.
 func (s *Server) Handler(addr string) http.Handler {
+	if s.inCluster != nil {
+		return &guard{
+			sessions:    s.sessions,
+			inCluster:   true,
+			crossOrigin: http.NewCrossOriginProtection(),
+			next:        s.routes(),
+		}
+	}
 	hosts := []string{addr}
 	if host, port, err := net.SplitHostPort(addr); err == nil && net.ParseIP(host).IsLoopback() {
 		hosts = append(hosts, net.JoinHostPort("localhost", port))
@@ -64,6 +95,9 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	const job = "/api/namespaces/{namespace}/{resource}/{name}"
 	mux.HandleFunc("GET /api/session", s.session)
+	mux.HandleFunc("GET "+signInPath, s.signInMethod)
+	mux.HandleFunc("POST "+signInPath, s.signIn)
+	mux.HandleFunc("POST /api/signout", s.signOut)
 	mux.HandleFunc("GET /api/jobs/watch", s.watchList)
 	mux.HandleFunc("POST /api/jobs", s.create)
 	mux.HandleFunc("GET "+job, s.jobDetail)
@@ -117,11 +151,67 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 // session gives the page what it needs to act: the CSRF token of its session,
 // which it keeps in memory only, and the namespace the user works in.
 func (s *Server) session(w http.ResponseWriter, r *http.Request) {
-	csrf, _ := s.sessions.lookup(r) // the guard let only sessions through
 	c, err := s.source.ClientsFor(r)
 	if err != nil {
 		writeAPIError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"csrfToken": csrf, "namespace": c.Namespace})
+	writeJSON(w, http.StatusOK, map[string]any{"csrfToken": sessionFrom(r.Context()).csrf, "namespace": c.Namespace,
+		"inCluster": s.inCluster != nil})
+}
+
+// signInPath is where the page in the cluster posts the user's bearer token.
+const signInPath = "/api/signin"
+
+// maxSignInBytes bounds a sign-in's body: a ServiceAccount token or an OIDC
+// ID token is a few KiB.
+const maxSignInBytes = 32 << 10
+
+// signIn opens a session for the bearer token the body carries, once the API
+// server has said whom it authenticates; its refusal (a 401) is the answer.
+// Only the server in the cluster signs in this way.
+func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
+	if s.inCluster == nil {
+		writeError(w, http.StatusNotFound, "this dashboard signs in with the URL kubectl training dashboard printed")
+		return
+	}
+	var body struct {
+		Token string `json:"token"`
+	}
+	if err := decodeOptionalJSON(http.MaxBytesReader(w, r.Body, maxSignInBytes), &body); err != nil {
+		writeError(w, http.StatusBadRequest, "reading the sign-in: "+err.Error())
+		return
+	}
+	token := strings.TrimSpace(body.Token)
+	if token == "" {
+		writeError(w, http.StatusBadRequest, "token: required")
+		return
+	}
+	user, err := s.inCluster.Verify(r.Context(), token)
+	if err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	id, _ := s.sessions.start(token)
+	http.SetCookie(w, sessionCookieFor(id, true))
+	writeJSON(w, http.StatusOK, map[string]string{"user": user})
+}
+
+// signInMethod tells the page, before any session, that this server signs in
+// with bearer tokens; the local server does not (404).
+func (s *Server) signInMethod(w http.ResponseWriter, r *http.Request) {
+	if s.inCluster == nil {
+		writeError(w, http.StatusNotFound, "this dashboard signs in with the URL kubectl training dashboard printed")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"signIn": "bearerToken"})
+}
+
+// signOut ends the request's session; the browser forgets its cookie.
+func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
+	s.sessions.end(r)
+	cookie := sessionCookieFor("", s.inCluster != nil)
+	cookie.MaxAge = -1
+	http.SetCookie(w, cookie)
+	writeJSON(w, http.StatusOK, map[string]string{"message": "signed out"})
 }

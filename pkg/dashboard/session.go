@@ -17,10 +17,12 @@ limitations under the License.
 package dashboard
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"net/http"
 	"sync"
+	"time"
 )
 
 const (
@@ -31,64 +33,157 @@ const (
 	// A page of another origin can neither read the token nor, without a
 	// CORS preflight this server never grants, send the header.
 	csrfHeader = "X-Dashboard-CSRF"
-	// tokenParam is the URL parameter of the sign-in token.
+	// tokenParam is the URL parameter of the local server's sign-in token.
 	tokenParam = "token"
+	// maxSessions bounds the sessions a server keeps: past it, signing in
+	// ends the session that would expire first.
+	maxSessions = 10000
 )
 
-// sessions signs browsers in: the token the command prints, shown once in a
-// URL, is exchanged for a session whose ID lives only in an HttpOnly cookie.
-// Sessions live as long as the server: it is one user's, on loopback, for as
-// long as the command runs.
-type sessions struct {
-	// token is what the URL carries to sign in.
-	token string
+// session is one signed-in browser.
+type session struct {
+	csrf string
+	// bearerToken is the token the user signed in with, on the server in
+	// the cluster: every request of the session acts with it. Empty on the
+	// local server, whose clients are the kubeconfig's, and for a session a
+	// proxy's Authorization header authenticates.
+	bearerToken string
+	// expires is when the session ends; zero: with the server.
+	expires time.Time
+}
 
-	mu sync.Mutex
-	// csrf maps a session's ID to its CSRF token.
-	csrf map[string]string
+// sessions signs browsers in. On the local server the token the command
+// prints, shown once in a URL, is exchanged for a session; in the cluster the
+// user's own bearer token is, at the sign-in page. Either way the session's
+// ID lives only in an HttpOnly cookie.
+type sessions struct {
+	// token is what the local server's URL carries to sign in; empty in the
+	// cluster, where no URL signs anyone in.
+	token string
+	// ttl is how long a session lasts; zero: as long as the server.
+	ttl time.Duration
+	now func() time.Time
+
+	mu   sync.Mutex
+	byID map[string]*session
 }
 
 func newSessions() *sessions {
-	return &sessions{token: rand.Text(), csrf: map[string]string{}}
+	return &sessions{token: rand.Text(), now: time.Now, byID: map[string]*session{}}
+}
+
+// newTokenSessions are the sessions of the server in the cluster: opened
+// with a bearer token, for ttl each.
+func newTokenSessions(ttl time.Duration) *sessions {
+	return &sessions{ttl: ttl, now: time.Now, byID: map[string]*session{}}
 }
 
 // validToken tells whether the sign-in token is the server's, in constant
 // time so that the comparison reveals nothing of it.
 func (s *sessions) validToken(token string) bool {
-	return subtle.ConstantTimeCompare([]byte(token), []byte(s.token)) == 1
+	return s.token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(s.token)) == 1
 }
 
-// start opens a session and returns its ID.
-func (s *sessions) start() string {
+// start opens a session acting with bearerToken (empty: the server's own
+// clients or the request's header) and returns its ID and the session.
+func (s *sessions) start(bearerToken string) (string, session) {
 	id := rand.Text()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.csrf[id] = rand.Text()
-	return id
+	now := s.now()
+	if len(s.byID) >= maxSessions {
+		s.evictLocked(now)
+	}
+	var expires time.Time
+	if s.ttl > 0 {
+		expires = now.Add(s.ttl)
+	}
+	sess := &session{csrf: rand.Text(), bearerToken: bearerToken, expires: expires}
+	s.byID[id] = sess
+	return id, *sess
 }
 
-// lookup returns the CSRF token of the request's session, and false when the
-// request has no session of this server.
-func (s *sessions) lookup(r *http.Request) (csrf string, ok bool) {
+// evictLocked drops the expired sessions and, when none had, the one that
+// would expire first.
+func (s *sessions) evictLocked(now time.Time) {
+	var first string
+	for id, sess := range s.byID {
+		if sess.expired(now) {
+			delete(s.byID, id)
+			continue
+		}
+		if first == "" || sess.expires.Before(s.byID[first].expires) {
+			first = id
+		}
+	}
+	if len(s.byID) >= maxSessions && first != "" {
+		delete(s.byID, first)
+	}
+}
+
+func (sess *session) expired(now time.Time) bool {
+	return !sess.expires.IsZero() && !now.Before(sess.expires)
+}
+
+// lookup returns the request's session, and false when it has none of this
+// server or it expired.
+func (s *sessions) lookup(r *http.Request) (session, bool) {
 	cookie, err := r.Cookie(sessionCookie)
 	if err != nil {
-		return "", false
+		return session{}, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	csrf, ok = s.csrf[cookie.Value]
-	return csrf, ok
+	sess, ok := s.byID[cookie.Value]
+	if !ok {
+		return session{}, false
+	}
+	if sess.expired(s.now()) {
+		delete(s.byID, cookie.Value)
+		return session{}, false
+	}
+	return *sess, true
 }
 
-// sessionCookieFor is the cookie that carries a session's ID. It is not
-// Secure: the local server speaks plain HTTP on loopback, which browsers
-// treat as a secure context.
-func sessionCookieFor(id string) *http.Cookie {
+// end closes the request's session.
+func (s *sessions) end(r *http.Request) {
+	if cookie, err := r.Cookie(sessionCookie); err == nil {
+		s.mu.Lock()
+		delete(s.byID, cookie.Value)
+		s.mu.Unlock()
+	}
+}
+
+// sessionCookieFor is the cookie that carries a session's ID. secure marks it
+// for HTTPS only: the server in the cluster; the local server speaks plain
+// HTTP on loopback, which browsers treat as a secure context.
+func sessionCookieFor(id string, secure bool) *http.Cookie {
 	return &http.Cookie{
 		Name:     sessionCookie,
 		Value:    id,
 		Path:     "/",
 		HttpOnly: true,
+		Secure:   secure,
 		SameSite: http.SameSiteStrictMode,
 	}
+}
+
+// requestSessionKey carries the request's session in its context, from the
+// guard to the handlers and the ClientSource, with the bearer token the
+// request acts with in its bearerToken.
+type requestSessionKey struct{}
+
+func withSession(ctx context.Context, sess session) context.Context {
+	return context.WithValue(ctx, requestSessionKey{}, sess)
+}
+
+func sessionFrom(ctx context.Context) session {
+	sess, _ := ctx.Value(requestSessionKey{}).(session)
+	return sess
+}
+
+// BearerToken is the token the request's user acts with on the server in the
+// cluster, and "" when there is none.
+func BearerToken(ctx context.Context) string {
+	return sessionFrom(ctx).bearerToken
 }

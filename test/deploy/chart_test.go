@@ -149,6 +149,11 @@ func TestChartMatchesKustomize(t *testing.T) {
 			values: []string{"kueue.enabled=true"},
 		},
 		{
+			overlay: overlay{name: "managed-certs+dashboard", dir: deployDir + "/overlays/managed-certs",
+				components: []string{deployDir + "/components/dashboard"}},
+			values: []string{"dashboard.enabled=true"},
+		},
+		{
 			overlay: overlay{name: "managed-certs+etcd-restore", dir: deployDir + "/overlays/managed-certs",
 				components: []string{deployDir + "/components/etcd-restore"}},
 			values: []string{"etcd.cluster.restore.claimName=training-etcd-restore"},

@@ -105,8 +105,8 @@ func testHelmInstall(t *testing.T, e *env) {
 	}
 	e.stageSnapshot(t)
 	start := time.Now()
-	e.runHelm(t, e.helmInstallArgs(t, "b", append([]string{"--set", "etcd.cluster.restore.claimName=" + restoreClaim},
-		shortCertificates...)...)...)
+	e.runHelm(t, e.helmInstallArgs(t, "b", append([]string{"--set", "etcd.cluster.restore.claimName=" + restoreClaim,
+		"--set", "dashboard.enabled=true"}, shortCertificates...)...)...)
 	e.waitInstalled(t, "helm install", start, "b")
 	// From here on, kubectl get traffic while the certificates renew.
 	firstCerts := e.servedCertificates(t)
@@ -122,6 +122,7 @@ func testHelmInstall(t *testing.T, e *env) {
 	e.run(t, exampleJob(t, "ddp-helm", 8), "apply", "-f", "-")
 	took := waitFor(t, "job ddp-helm Completed", 5*time.Minute, time.Second, e.completed("ddp-helm"))
 	t.Logf("a 2-rank DDP job (8 steps) on the Helm installation, create to Completed: %.1fs", took.Seconds())
+	e.checkDashboard(t, "ddp-helm")
 
 	served, renewed := e.waitRenewed(t, firstCerts, 6*time.Minute)
 	// etcd's certificates renew too, and the API keeps working past the

@@ -111,11 +111,14 @@ func (e *env) waitInstalled(t *testing.T, how string, start time.Time, release s
 	e.checkPods(t, e.releaseDigests(t, release))
 }
 
-// rolledOut: both Deployments and the etcd StatefulSet run their current
-// template on every replica, all ready.
+// rolledOut: both Deployments (and the dashboard's, when installed) and the
+// etcd StatefulSet run their current template on every replica, all ready.
 func (e *env) rolledOut(ctx context.Context) (bool, error) {
-	for _, name := range []string{"training-apiserver", "training-controller-manager"} {
+	for _, name := range []string{"training-apiserver", "training-controller-manager", "training-dashboard"} {
 		d, err := e.kube.AppsV1().Deployments(systemNamespace).Get(ctx, name, metav1.GetOptions{})
+		if name == "training-dashboard" && apierrors.IsNotFound(err) {
+			continue // installed only with dashboard.enabled
+		}
 		if err != nil {
 			return false, nil
 		}
@@ -146,8 +149,16 @@ func (e *env) checkPods(t *testing.T, digests map[string]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pods.Items) != 7 {
-		t.Errorf("%d pods in %s, want 7 (3 etcd members, 2 apiservers, 2 controllers)", len(pods.Items), systemNamespace)
+	// The dashboard's pod, when the installation has one, comes on top.
+	dashboards := 0
+	for _, p := range pods.Items {
+		if p.Labels["app.kubernetes.io/name"] == "training-dashboard" {
+			dashboards++
+		}
+	}
+	if len(pods.Items)-dashboards != 7 || dashboards > 1 {
+		t.Errorf("%d pods in %s (%d of them the dashboard's), want 7 (3 etcd members, 2 apiservers, 2 controllers) and "+
+			"at most one dashboard", len(pods.Items), systemNamespace, dashboards)
 	}
 	perNode := map[string]int{}
 	defer func() { t.Logf("the installation's pods per node: %v", perNode) }()

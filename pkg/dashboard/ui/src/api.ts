@@ -21,10 +21,18 @@ export class ApiError extends Error {
 let csrfToken = "";
 let userNamespace = "default";
 
-export async function startSession(): Promise<void> {
-  const session = await request<{ csrfToken: string; namespace: string }>("GET", "/api/session");
+export interface Session {
+  csrfToken: string;
+  namespace: string;
+  // inCluster: the server runs in the cluster, signed in with a bearer token.
+  inCluster?: boolean;
+}
+
+export async function startSession(): Promise<Session> {
+  const session = await request<Session>("GET", "/api/session");
   csrfToken = session.csrfToken;
   userNamespace = session.namespace;
+  return session;
 }
 
 export function defaultNamespace(): string {

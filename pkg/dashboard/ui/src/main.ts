@@ -8,6 +8,7 @@ import { createPage } from "./create";
 import { h, replace } from "./dom";
 import { jobPage } from "./job";
 import { jobsPage } from "./list";
+import { signInOffered, signInPage, signOut } from "./signin";
 
 const app = document.getElementById("app")!;
 let leave: () => void = () => {};
@@ -25,11 +26,19 @@ function route(): void {
 }
 
 async function main(): Promise<void> {
+  let session;
   try {
-    await startSession();
+    session = await startSession();
   } catch (e) {
+    if (e instanceof ApiError && e.status.code === 401 && (await signInOffered())) {
+      signInPage(app);
+      return;
+    }
     replace(app, h("p", { class: "refused" }, e instanceof ApiError ? describeStatus(e.status) : String(e)));
     return;
+  }
+  if (session.inCluster) {
+    document.querySelector("header nav")?.append(" ", h("button", { type: "button", id: "signout", onclick: () => void signOut() }, "Sign out"));
   }
   window.addEventListener("hashchange", route);
   route();

@@ -1,0 +1,121 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package dashboard
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// writeCertificate writes a self-signed certificate for name, and its key,
+// with the given modification time.
+func writeCertificate(t *testing.T, certFile, keyFile, name string, modified time.Time) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	template := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: []string{name}}
+	der, err := x509.CreateCertificate(rand.Reader, template, template, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, block := range map[string]*pem.Block{certFile: {Type: "CERTIFICATE", Bytes: der}, keyFile: {Type: "EC PRIVATE KEY", Bytes: keyDER}} {
+		if err := os.WriteFile(file, pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(file, modified, modified); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestCertificateReloaderServesTheRenewedCertificate(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if _, err := NewCertificateReloader(certFile, keyFile); err == nil {
+		t.Error("no files: want an error at start")
+	}
+	start := time.Now().Add(-time.Minute)
+	writeCertificate(t, certFile, keyFile, "first", start)
+	r, err := NewCertificateReloader(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := func() string {
+		c, err := r.GetCertificate(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, err := x509.ParseCertificate(c.Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return leaf.Subject.CommonName
+	}
+	if got := served(); got != "first" {
+		t.Fatalf("served %q, want first", got)
+	}
+	writeCertificate(t, certFile, keyFile, "renewed", start.Add(time.Second))
+	if got := served(); got != "renewed" {
+		t.Errorf("after the renewal served %q, want renewed", got)
+	}
+	// A half-written renewal keeps the last good one.
+	if err := os.WriteFile(certFile, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := served(); got != "renewed" {
+		t.Errorf("with a broken file served %q, want the last good one", got)
+	}
+}
+
+func TestSelfSignedCertificateNamesItsHosts(t *testing.T) {
+	c, err := SelfSignedCertificate([]string{"training-dashboard-0", "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(c.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := leaf.VerifyHostname("training-dashboard-0"); err != nil {
+		t.Error(err)
+	}
+	if err := leaf.VerifyHostname("127.0.0.1"); err != nil {
+		t.Error(err)
+	}
+	if err := leaf.VerifyHostname("elsewhere"); err == nil {
+		t.Error("the certificate holds for a host it was not made for")
+	}
+	if !leaf.NotAfter.After(time.Now().Add(300 * 24 * time.Hour)) {
+		t.Errorf("valid until %v, want about a year", leaf.NotAfter)
+	}
+}
