@@ -29,7 +29,7 @@ GOTEST := $(OUTPUT)/tools/gotest
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(OUTPUT)/tools/staticcheck-$(STATICCHECK_VERSION)
 
-.PHONY: all build dashboard test-dashboard images release python test test-unit test-python test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
+.PHONY: all build dashboard test-dashboard bench-dashboard images release python test test-unit test-python test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
 	bench-api bench-controller bench-real bench-progress bench-replicas bench-scale bench-wide \
 	test-binaries stack-binaries stack-build test-build node node-images-early run local-up local-down clean test-install local-install local-uninstall align-modules
 
@@ -80,8 +80,9 @@ $(DASHBOARD_STAMPS)/dashboard: $(DASHBOARD_STAMPS)/dashboard-npm-ci $(DASHBOARD_
 test-dashboard: build stack-binaries
 	DASHBOARD_SCREENSHOTS=$(DASHBOARD_SCREENSHOTS) hack/test-dashboard.sh
 
-## images: the product's images (training-apiserver, training-controller-manager, training-etcd) as OCI archives in
-## _output/images/product, for linux/amd64 and linux/arm64 (IMAGE_PLATFORMS), with no Docker (hack/build-images.sh)
+## images: the product's images (training-apiserver, training-controller-manager, training-etcd, training-dashboard)
+## as OCI archives in _output/images/product, for linux/amd64 and linux/arm64 (IMAGE_PLATFORMS), with no Docker
+## (hack/build-images.sh)
 IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
 images:
 	hack/build-images.sh --platforms $(IMAGE_PLATFORMS) --version $(VERSION)
@@ -235,6 +236,11 @@ bench-scale: build test-binaries
 ## a watch on the other replica, memory), on a local control plane of its own; prints a table (docs/benchmarks.md)
 bench-replicas: build test-binaries
 	hack/bench-replicas.sh
+
+## bench-dashboard: kubectl training dashboard in Debian's Chromium on a stack of its own: BENCH_JOBS=1000 jobs in the
+## list beside the same rows as static HTML (the floor), a job page's charts, the server's memory; prints a table
+bench-dashboard: build stack-binaries
+	hack/bench-dashboard.sh
 
 ## bench-wide: one job of BENCH_PODS=1000 pods (a master and 999 workers) next to a bare ReplicaSet of as many pods
 ## (the floor), on a local control plane of its own; prints a table (docs/benchmarks.md)

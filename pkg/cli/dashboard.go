@@ -23,6 +23,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -92,7 +93,17 @@ do not share it. Ctrl-C stops the server. docs/dashboard.md says more.`,
 	return cmd
 }
 
+// dashboardGCPercent is the garbage collector's target for the dashboard's
+// server, unless GOGC says otherwise: a long-lived server whose work is
+// light, where half of Go's default heap headroom costs no visible CPU and
+// keeps its memory down (with 1000 jobs watched, 13 MiB of heap and stacks
+// against 18 at the default; docs/benchmarks.md).
+const dashboardGCPercent = 50
+
 func (o *dashboardOptions) run(ctx context.Context, e *env) error {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(dashboardGCPercent)
+	}
 	if o.inCluster {
 		return o.runInCluster(ctx, e)
 	}

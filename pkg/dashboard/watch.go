@@ -92,6 +92,7 @@ func watchJobs(ctx context.Context, c Clients, scope watchScope, events chan<- j
 				},
 			}, c.Training),
 			ObjectType: kind.New(),
+			Transform:  dropManagedFields,
 			Handler: cache.ResourceEventHandlerFuncs{
 				AddFunc:    func(obj any) { send("upsert", obj) },
 				UpdateFunc: func(_, obj any) { send("upsert", obj) },
@@ -103,6 +104,16 @@ func watchJobs(ctx context.Context, c Clients, scope watchScope, events chan<- j
 	}
 	wg.Wait()
 	close(synced)
+}
+
+// dropManagedFields leaves the server-side apply bookkeeping out of the
+// informers' caches: no page shows it, and on a job it is often a third of
+// the object.
+func dropManagedFields(obj any) (any, error) {
+	if job, ok := obj.(v1beta1.TrainingJob); ok {
+		job.SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 func (s watchScope) followedKinds() []jobKind {

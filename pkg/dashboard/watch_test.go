@@ -25,6 +25,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	clienttesting "k8s.io/client-go/testing"
@@ -177,5 +178,17 @@ func TestListStreamReportsAKindTheUserMayNotList(t *testing.T) {
 	}
 	if s := summaryOf(t, next(t, events, "upsert")); s.Name != "mnist" {
 		t.Errorf("upsert %+v, want the PyTorch job still listed", s)
+	}
+}
+
+func TestInformersKeepNoManagedFields(t *testing.T) {
+	job := newPyTorchJob("team", "mnist")
+	job.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
+	got, err := dropManagedFields(job)
+	if err != nil || got.(*v1beta1.PyTorchTrainingJob).ManagedFields != nil || got.(*v1beta1.PyTorchTrainingJob).Name != "mnist" {
+		t.Errorf("dropManagedFields: %+v, %v; want the job without its managed fields", got, err)
+	}
+	if got, err := dropManagedFields("not a job"); err != nil || got != "not a job" {
+		t.Errorf("a non-job: %v, %v; want it as it was", got, err)
 	}
 }

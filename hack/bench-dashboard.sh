@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The dashboard's benchmark (make bench-dashboard): starts a local stack of its
+# own (kwok nodes only, LOCAL_DIR _output/local-bench-dashboard, ports moved by
+# LOCAL_PORT_OFFSET, 5500 by default, clear of make test's stacks), creates
+# BENCH_JOBS paused jobs and one job with a full progress history, and runs pkg/dashboard/ui/test/bench.mjs:
+# kubectl training dashboard in Debian's Chromium, BENCH_RUNS times each,
+# beside the floor of the same table as static HTML. Prints a markdown table,
+# also saved in _output/bench/dashboard.md, and always stops the stack. How to
+# read it: docs/benchmarks.md.
+#
+# Settings (environment): BENCH_JOBS=1000, BENCH_RUNS=5, and the stack's
+# LOCAL_* (hack/local-up.sh).
+set -euo pipefail
+
+: "${BENCH_JOBS:=1000}"
+: "${BENCH_RUNS:=5}"
+export BENCH_JOBS BENCH_RUNS
+export LOCAL_REAL_NODE="${LOCAL_REAL_NODE:-0}"
+export LOCAL_KUEUE="${LOCAL_KUEUE:-0}"
+export LOCAL_SCHEDULER_PLUGINS="${LOCAL_SCHEDULER_PLUGINS:-0}"
+export LOCAL_GANG_WORKLOAD="${LOCAL_GANG_WORKLOAD:-0}"
+export LOCAL_PORT_OFFSET="${LOCAL_PORT_OFFSET:-5500}"
+# Progress reports stored once a second: the history fills in half a minute.
+export LOCAL_TRAINING_APISERVER_EXTRA_ARGS="${LOCAL_TRAINING_APISERVER_EXTRA_ARGS:-} --progress-write-interval=1s"
+
+HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=hack/lib/common.sh
+source "${HACK_DIR}/lib/common.sh"
+export LOCAL_DIR="${LOCAL_DIR:-${OUTPUT_DIR}/local-bench-dashboard}"
+# shellcheck source=hack/lib/local.sh
+source "${HACK_DIR}/lib/local.sh"
+# shellcheck source=hack/lib/packages.sh
+source "${HACK_DIR}/lib/packages.sh"
+
+require_packages "the dashboard's benchmark" chromium:/usr/bin/chromium
+command -v node >/dev/null 2>&1 || die "the dashboard's benchmark needs Node.js"
+make -C "${REPO_ROOT}" --no-print-directory dashboard
+
+cd "${REPO_ROOT}"
+export REPO_ROOT
+mkdir -p "${OUTPUT_DIR}/bench"
+export BENCH_OUT="${OUTPUT_DIR}/bench/dashboard.md"
+localcluster run -- node pkg/dashboard/ui/test/bench.mjs
