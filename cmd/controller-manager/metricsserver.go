@@ -19,19 +19,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
-	"math/big"
 	"net/http"
 	"net/http/pprof"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -46,6 +39,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
+
+	"tensorstack.dev/training/pkg/selfsigned"
 )
 
 // The metrics endpoint serves HTTPS, and answers only a request whose bearer
@@ -168,7 +163,7 @@ func withDelegatedAuth(logger klog.Logger, next http.Handler, authn authenticato
 func metricsCertificate(ctx context.Context, logger klog.Logger, certDir string) (func(*tls.ClientHelloInfo) (*tls.Certificate, error), error) {
 	if certDir == "" {
 		host, _ := os.Hostname()
-		cert, err := selfSignedCert(host, "localhost")
+		cert, err := selfsigned.Certificate(component, host, "localhost")
 		if err != nil {
 			return nil, fmt.Errorf("making the metrics endpoint's self-signed certificate: %w", err)
 		}
@@ -201,38 +196,4 @@ func metricsCertificate(ctx context.Context, logger klog.Logger, certDir string)
 		parsedFrom, parsed = content, &cert
 		return parsed, nil
 	}, nil
-}
-
-// selfSignedCert makes a certificate for the names, valid for a year. An
-// ECDSA key takes well under a millisecond where RSA takes a large part of
-// a second: a replica that starts to take over leads no later for it.
-func selfSignedCert(names ...string) (*tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: component},
-		DNSNames:              slices.DeleteFunc(names, func(n string) bool { return n == "" }),
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
 }

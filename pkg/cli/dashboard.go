@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"tensorstack.dev/training/pkg/dashboard"
+	"tensorstack.dev/training/pkg/selfsigned"
 )
 
 type dashboardOptions struct {
@@ -198,7 +199,7 @@ func (o *dashboardOptions) servingCertificate(e *env) (func(*tls.ClientHelloInfo
 	if name, err := os.Hostname(); err == nil {
 		hosts = append(hosts, name)
 	}
-	certificate, err := dashboard.SelfSignedCertificate(hosts)
+	certificate, err := selfsigned.Certificate("training-dashboard", hosts...)
 	if err != nil {
 		return nil, err
 	}

@@ -17,15 +17,8 @@ limitations under the License.
 package dashboard
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"sync"
 	"time"
@@ -81,40 +74,4 @@ func (r *CertificateReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certifi
 	}
 	r.current, r.modified = &certificate, modified
 	return r.current, nil
-}
-
-// SelfSignedCertificate makes a certificate for hosts, valid for a year and
-// signed by itself: for a dashboard in the cluster given no certificate,
-// reached through a proxy, an Ingress that re-encrypts, or kubectl
-// port-forward, where no browser has to trust it.
-func SelfSignedCertificate(hosts []string) (*tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	template := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: "training-dashboard"},
-		NotBefore:    now.Add(-time.Minute),
-		NotAfter:     now.Add(365 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	for _, host := range hosts {
-		if ip := net.ParseIP(host); ip != nil {
-			template.IPAddresses = append(template.IPAddresses, ip)
-		} else {
-			template.DNSNames = append(template.DNSNames, host)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, template, template, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }

@@ -96,26 +96,3 @@ func TestCertificateReloaderServesTheRenewedCertificate(t *testing.T) {
 		t.Errorf("with a broken file served %q, want the last good one", got)
 	}
 }
-
-func TestSelfSignedCertificateNamesItsHosts(t *testing.T) {
-	c, err := SelfSignedCertificate([]string{"training-dashboard-0", "127.0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(c.Certificate[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := leaf.VerifyHostname("training-dashboard-0"); err != nil {
-		t.Error(err)
-	}
-	if err := leaf.VerifyHostname("127.0.0.1"); err != nil {
-		t.Error(err)
-	}
-	if err := leaf.VerifyHostname("elsewhere"); err == nil {
-		t.Error("the certificate holds for a host it was not made for")
-	}
-	if !leaf.NotAfter.After(time.Now().Add(300 * 24 * time.Hour)) {
-		t.Errorf("valid until %v, want about a year", leaf.NotAfter)
-	}
-}
