@@ -15,26 +15,20 @@ set -euo pipefail
 : "${BENCH_JOBS:=1000}"
 : "${BENCH_RUNS:=5}"
 export BENCH_JOBS BENCH_RUNS
-export LOCAL_REAL_NODE="${LOCAL_REAL_NODE:-0}"
-export LOCAL_KUEUE="${LOCAL_KUEUE:-0}"
-export LOCAL_SCHEDULER_PLUGINS="${LOCAL_SCHEDULER_PLUGINS:-0}"
-export LOCAL_GANG_WORKLOAD="${LOCAL_GANG_WORKLOAD:-0}"
-export LOCAL_PORT_OFFSET="${LOCAL_PORT_OFFSET:-5500}"
-# Progress reports stored once a second: the history fills in half a minute.
-export LOCAL_TRAINING_APISERVER_EXTRA_ARGS="${LOCAL_TRAINING_APISERVER_EXTRA_ARGS:-} --progress-write-interval=1s"
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=hack/lib/common.sh
 source "${HACK_DIR}/lib/common.sh"
+# shellcheck source=hack/lib/browser.sh
+source "${HACK_DIR}/lib/browser.sh"
+browser_stack_settings 5500
 export LOCAL_DIR="${LOCAL_DIR:-${OUTPUT_DIR}/local-bench-dashboard}"
 # shellcheck source=hack/lib/local.sh
 source "${HACK_DIR}/lib/local.sh"
 # shellcheck source=hack/lib/packages.sh
 source "${HACK_DIR}/lib/packages.sh"
 
-require_packages "the dashboard's benchmark" chromium:/usr/bin/chromium
-command -v node >/dev/null 2>&1 || die "the dashboard's benchmark needs Node.js"
-make -C "${REPO_ROOT}" --no-print-directory dashboard
+require_browser "the dashboard's benchmark"
 
 cd "${REPO_ROOT}"
 export REPO_ROOT
