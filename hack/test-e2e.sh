@@ -16,7 +16,9 @@
 #   E2E_KUEUE_V1BETA1  1 when the stack serves Kueue's v1beta1 (0 here, as Kueue v0.20)
 #   E2E_MULTIKUEUE_WORKER_KUBECONFIG  the admin kubeconfig of the MultiKueue worker
 #                    cluster (LOCAL_MULTIKUEUE=1, the default here)
-# After the stack is down, it fails when the real nodes left anything on the
+# TestRealNodeDashboard runs pkg/dashboard/ui/test/realnodes.test.mjs in
+# Debian's Chromium (installed here when run as root, as make test-dashboard
+# does). After the stack is down, it fails when the real nodes left anything on the
 # host (hack/localcluster leftovers).
 # Extra go test flags: E2E_GO_TEST_FLAGS (e.g. "-run TestPause -v").
 # A whole run (no E2E_GO_TEST_FLAGS), or E2E_PYTHON=1, then runs the Python
@@ -42,6 +44,10 @@ source "${HACK_DIR}/lib/common.sh"
 source "${HACK_DIR}/lib/local.sh"
 # shellcheck source=hack/lib/serviceaccounts.sh
 source "${HACK_DIR}/lib/serviceaccounts.sh"
+# shellcheck source=hack/lib/packages.sh
+source "${HACK_DIR}/lib/packages.sh"
+# shellcheck source=hack/lib/browser.sh
+source "${HACK_DIR}/lib/browser.sh"
 
 # A stack someone else started is theirs: refuse before the trap below
 # would stop it.
@@ -63,6 +69,10 @@ cleanup() {
   exit "${rc}"
 }
 trap cleanup EXIT
+
+# TestRealNodeDashboard drives the dashboard in Chromium against a job on the
+# real nodes.
+require_browser "the dashboard's real-node browser test"
 
 # Our components run as the ServiceAccounts of artifacts/deploy, so every
 # scenario also shows the installation's RBAC is enough.

@@ -234,7 +234,7 @@ function renderCheckpoints(el: HTMLElement, job: Job): void {
       "table",
       {},
       h("thead", {}, h("tr", {}, ["Path", "Step", "Epoch", "Reported"].map((t) => h("th", {}, t)))),
-      h("tbody", {}, [...records].reverse().map((r) => h("tr", {}, h("td", {}, r.path), h("td", {}, r.step ?? ""), h("td", {}, r.epoch ?? ""), h("td", {}, timestamp(r.reportTime))))),
+      h("tbody", {}, [...records].reverse().map((r) => h("tr", { "data-step": r.step ?? "" }, h("td", {}, r.path), h("td", {}, r.step ?? ""), h("td", {}, r.epoch ?? ""), h("td", {}, timestamp(r.reportTime))))),
     ),
   );
 }
@@ -304,7 +304,7 @@ function attemptRow(a: Attempt): HTMLElement {
   const failed = a.failedReplicas ?? [];
   return h(
     "tr",
-    { "data-attempt": a.number, "data-reason": a.reason ?? "" },
+    { "data-attempt": a.number, "data-reason": a.reason ?? "", "data-resumed-from": a.resumedFrom?.step ?? "" },
     h("td", {}, a.number),
     h("td", { title: a.startTime }, timestamp(a.startTime)),
     h("td", {}, duration((end - Date.parse(a.startTime)) / 1000)),

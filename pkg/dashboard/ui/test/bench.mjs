@@ -5,24 +5,12 @@
 // and the dashboard server's memory with every job watched. Prints a
 // markdown table and writes it to BENCH_OUT.
 
-import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { readFileSync, writeFileSync } from "node:fs";
+import { getJSON, kubectlRun, launchBrowser, sleep, startDashboard } from "./harness.mjs";
 
-const repo = process.env.REPO_ROOT;
 const jobs = Number(process.env.BENCH_JOBS ?? 1000);
 const runs = Number(process.env.BENCH_RUNS ?? 5);
-const kubectl = join(repo, "_output/bin/kubectl");
-const plugin = join(repo, "_output/bin/kubectl-training");
 const namespace = "default";
-const chromiumArgs = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync"];
-
-function kubectlRun(args, input) {
-  return execFileSync(kubectl, args, { input, encoding: "utf8", maxBuffer: 64 << 20 });
-}
 
 function job(name, paused) {
   return {
@@ -69,22 +57,12 @@ for (let step = 1; step <= 31; step++) {
   const body = JSON.stringify({ apiVersion: "batch.tensorstack.dev/v1beta1", kind: "ProgressReport", metadata: { name: charted },
     step, totalSteps: 1000, metrics: [{ name: "loss", value: String(3 / step) }, { name: "accuracy", value: String(1 - 1 / step) }] });
   kubectlRun(["create", "--raw", `/apis/batch.tensorstack.dev/v1beta1/namespaces/${namespace}/pytorchtrainingjobs/${charted}/progress`, "-f", "-"], body);
-  await new Promise((r) => setTimeout(r, 1100));
+  await sleep(1100);
 }
-points = JSON.parse(kubectlRun(["get", "pytorchtrainingjobs", charted, "-n", namespace, "-o", "json"])).status.progress.history.length;
+points = getJSON("pytorchtrainingjobs", charted, namespace).status.progress.history.length;
 
-const dashboard = spawn(plugin, ["dashboard", "--no-browser"], { stdio: ["ignore", "pipe", "inherit"] });
-const url = await new Promise((resolve, reject) => {
-  let out = "";
-  dashboard.stdout.on("data", (chunk) => {
-    out += chunk;
-    const found = out.match(/http:\/\/127\.0\.0\.1:\d+\/\?token=\S+/);
-    if (found) resolve(found[0]);
-  });
-  dashboard.on("exit", (code) => reject(new Error(`kubectl training dashboard exited with ${code}: ${out}`)));
-});
-const profile = mkdtempSync(join(tmpdir(), "bench-chromium-"));
-const browser = await chromium.launchPersistentContext(profile, { executablePath: "/usr/bin/chromium", headless: true, args: chromiumArgs });
+const { proc: dashboard, url } = await startDashboard();
+const browser = await launchBrowser("bench");
 
 // The floor: the list's rows as plain HTML, no framework, no data to fetch.
 const rows = Array.from({ length: jobs }, (_, i) =>
@@ -98,7 +76,7 @@ let rssWatching = { total: 0 };
 const rssIdle = rss(dashboard.pid);
 try {
   for (let run = 0; run < runs; run++) {
-    const page = await browser.newPage();
+    const page = await browser.context.newPage();
     // The list: from navigation to every job's row in the table.
     await page.goto(url);
     await page.waitForFunction((n) => document.querySelectorAll("#jobs tbody tr[data-job]").length >= n, jobs, { timeout: 120_000, polling: "raf" });
@@ -117,7 +95,7 @@ try {
     await page.close();
 
     // The floor: the same rows put into a blank page at once, laid out.
-    const floor = await browser.newPage();
+    const floor = await browser.context.newPage();
     floorTimes.push(await floor.evaluate((html) => {
       const start = performance.now();
       document.body.innerHTML = html;
@@ -128,7 +106,6 @@ try {
   }
 } finally {
   await browser.close();
-  rmSync(profile, { recursive: true, force: true });
 }
 const rssAfter = rss(dashboard.pid);
 dashboard.kill("SIGTERM");

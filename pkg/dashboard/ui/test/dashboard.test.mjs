@@ -5,28 +5,10 @@
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { chromium } from "playwright-core";
-
-const repo = process.env.REPO_ROOT;
-assert.ok(repo && process.env.KUBECONFIG, "run through hack/test-dashboard.sh: REPO_ROOT and KUBECONFIG are unset");
-const kubectl = join(repo, "_output/bin/kubectl");
-const plugin = join(repo, "_output/bin/kubectl-training");
-const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
-// This machine's network is closed: without these, Chromium tries Google's
-// services at every start, and is refused many times over.
-const chromiumArgs = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
+import { kubectlRun, launchBrowser, repo, sleep, startDashboard, watchPageErrors } from "./harness.mjs";
 
 const namespace = "default";
 const jobName = "dashboard-e2e";
@@ -128,10 +110,6 @@ spec:
 // are written.
 const losses = ["2.5", "1.75", "1.25", "0.875", "0.625", "0.5"];
 
-function kubectlRun(args, input) {
-  return execFileSync(kubectl, args, { input, encoding: "utf8" });
-}
-
 // report posts a progress report for the job, as its pods would.
 function report(name, step, loss) {
   const body = JSON.stringify({
@@ -145,26 +123,11 @@ function report(name, step, loss) {
   kubectlRun(["create", "--raw", `/apis/batch.tensorstack.dev/v1beta1/namespaces/${namespace}/pytorchtrainingjobs/${name}/progress`, "-f", "-"], body);
 }
 
-// startDashboard starts kubectl training dashboard with env and resolves to
-// the process and its sign-in address.
-function startDashboard(env) {
-  const proc = spawn(plugin, ["dashboard", "--no-browser"], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
-  return new Promise((resolve, reject) => {
-    let out = "";
-    proc.stdout.on("data", (chunk) => {
-      out += chunk;
-      const found = out.match(/http:\/\/127\.0\.0\.1:\d+\/\?token=\S+/);
-      if (found) resolve({ proc, url: found[0] });
-    });
-    proc.on("exit", (code) => reject(new Error(`kubectl training dashboard exited with ${code}: ${out}`)));
-  });
-}
-
 // Where the tests leave their screenshots: _output, unless
 // DASHBOARD_SCREENSHOTS names another directory. docs/dashboard.md and the
 // README show the ones in docs/images, refreshed on purpose with
 // DASHBOARD_SCREENSHOTS=docs/images.
-const screenshots = resolve(repo ?? ".", process.env.DASHBOARD_SCREENSHOTS || "_output/dashboard-screenshots");
+const screenshots = resolve(repo, process.env.DASHBOARD_SCREENSHOTS || "_output/dashboard-screenshots");
 mkdirSync(screenshots, { recursive: true });
 
 let dashboard;
@@ -172,20 +135,14 @@ let viewerDashboard;
 let viewerKubeconfig;
 let browser;
 let page;
-let profile;
 const pageErrors = [];
 
 before(async () => {
   let url;
   ({ proc: dashboard, url } = await startDashboard({}));
-  profile = mkdtempSync(join(tmpdir(), "dashboard-chromium-"));
-  browser = await chromium.launchPersistentContext(profile, { executablePath: chromiumPath, headless: true, args: chromiumArgs });
-  page = browser.pages()[0] ?? (await browser.newPage());
-  // Script errors and Content-Security-Policy violations fail the run. Other
-  // console errors do not: Chromium logs every refused request (the 422
-  // below) as one.
-  page.on("pageerror", (e) => pageErrors.push(String(e)));
-  page.on("console", (m) => m.type() === "error" && /Content Security Policy/i.test(m.text()) && pageErrors.push(m.text()));
+  browser = await launchBrowser("dashboard");
+  page = browser.context.pages()[0] ?? (await browser.context.newPage());
+  watchPageErrors(page, pageErrors);
   await page.setViewportSize({ width: 1280, height: 900 });
   await page.goto(url);
   await page.waitForSelector("#jobs");
@@ -195,7 +152,6 @@ after(async () => {
   await browser?.close();
   dashboard?.kill("SIGTERM");
   viewerDashboard?.kill("SIGTERM");
-  if (profile) rmSync(profile, { recursive: true, force: true });
   if (viewerKubeconfig) rmSync(viewerKubeconfig, { force: true });
   try {
     kubectlRun(["delete", "pytorchtrainingjobs", jobName, runningJobName, restartedJobName, elasticJobName, "-n", namespace, "--ignore-not-found", "--wait=false"]);
@@ -215,7 +171,7 @@ test("the list shows a new job and turns it Succeeded without a reload", async (
   await page.evaluate(() => {
     window.__sameDocument = true;
   });
-  execFileSync(kubectl, ["create", "-f", "-"], { input: succeedingJob });
+  kubectlRun(["create", "-f", "-"], succeedingJob);
 
   const row = page.locator(rowSelector);
   await row.waitFor({ timeout: 30_000 });
@@ -273,7 +229,7 @@ test("progress moves the list's bar live, and the job page charts every reported
       { timeout: 15_000 },
     );
     values.push(Number(await bar.getAttribute("value")));
-    await new Promise((r) => setTimeout(r, 1200));
+    await sleep(1200);
   }
   assert.deepEqual(values, [10, 20, 30, 40, 50, 60], "the bar did not follow the reports");
   assert.equal(await page.evaluate(() => window.__sameDocument), true, "the page was reloaded");
@@ -398,8 +354,8 @@ subjects:
   let url;
   ({ proc: viewerDashboard, url } = await startDashboard({ KUBECONFIG: viewerKubeconfig }));
 
-  const viewer = await browser.newPage();
-  viewer.on("pageerror", (e) => pageErrors.push(String(e)));
+  const viewer = await browser.context.newPage();
+  watchPageErrors(viewer, pageErrors);
   await viewer.goto(url);
   const row = viewer.locator(runningRow);
   await row.waitFor({ timeout: 30_000 });
