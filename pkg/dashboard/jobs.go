@@ -116,6 +116,11 @@ type jobDetail struct {
 	PodsRefused   *metav1.Status      `json:"podsRefused,omitempty"`
 	Events        []eventView         `json:"events"`
 	EventsRefused *metav1.Status      `json:"eventsRefused,omitempty"`
+	// History is every stored report's metrics, for the charts, when the
+	// request asks for it (?history=true); without it (refused, or an older
+	// server), they draw status.progress.history.
+	History        *v1beta1.ProgressHistory `json:"history,omitempty"`
+	HistoryRefused *metav1.Status           `json:"historyRefused,omitempty"`
 }
 
 func (s *Server) jobDetail(w http.ResponseWriter, r *http.Request) {
@@ -154,6 +159,15 @@ func (s *Server) jobDetail(w http.ResponseWriter, r *http.Request) {
 			detail.Events = append(detail.Events, viewEvent(&events.Items[i]))
 		}
 		slices.SortFunc(detail.Events, func(a, b eventView) int { return a.Last.Compare(b.Last.Time) })
+	}
+	if r.URL.Query().Get("history") != "true" {
+		// The page asks once, then follows status.progress.history.
+	} else if history, err := t.client().ProgressHistory(r.Context(), t.name); err != nil {
+		status := statusOf(err)
+		detail.HistoryRefused = &status
+	} else {
+		history.ManagedFields = nil
+		detail.History = history
 	}
 	writeJSON(w, http.StatusOK, detail)
 }

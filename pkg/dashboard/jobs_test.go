@@ -24,6 +24,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
 // detailView is the job page's detail as the page reads it.
@@ -38,6 +40,14 @@ type detailView struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
 	} `json:"podsRefused"`
+	History *struct {
+		Samples []struct {
+			Step int64 `json:"step"`
+		} `json:"samples"`
+	} `json:"history"`
+	HistoryRefused *struct {
+		Code int `json:"code"`
+	} `json:"historyRefused"`
 }
 
 func TestJobDetail(t *testing.T) {
@@ -76,6 +86,42 @@ func TestJobDetailShowsThePodsTheUserMayNotList(t *testing.T) {
 	}
 	if detail.Job.Kind != "PyTorchTrainingJob" {
 		t.Error("the job is missing: a refused pod list must not fail the page")
+	}
+}
+
+// TestJobDetailHistory: the detail carries the job's progress history when
+// the page asks for it, and a refused history is said, not a failed page.
+func TestJobDetailHistory(t *testing.T) {
+	f := newFixture(t, newPyTorchJob("team", "mnist"))
+	refuse := false
+	f.training.PrependReactor("get", "pytorchtrainingjobs", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "progresshistory" {
+			return false, nil, nil
+		}
+		if refuse {
+			return true, nil, apierrors.NewForbidden(action.GetResource().GroupResource(), "mnist", errFromString("no"))
+		}
+		step := int64(7)
+		return true, &v1beta1.ProgressHistory{Samples: []v1beta1.ProgressSample{{Step: &step}}}, nil
+	})
+	f.signIn()
+
+	var plain, withHistory, refused detailView
+	f.decode(f.do(http.MethodGet, f.url("/api/namespaces/team/pytorchtrainingjobs/mnist"), "", nil), http.StatusOK, &plain)
+	if plain.History != nil {
+		t.Errorf("history %+v in a detail that did not ask for it", plain.History)
+	}
+	f.decode(f.do(http.MethodGet, f.url("/api/namespaces/team/pytorchtrainingjobs/mnist?history=true"), "", nil), http.StatusOK, &withHistory)
+	if withHistory.History == nil || len(withHistory.History.Samples) != 1 || withHistory.History.Samples[0].Step != 7 {
+		t.Errorf("history %+v, want the one sample of step 7", withHistory.History)
+	}
+	refuse = true
+	f.decode(f.do(http.MethodGet, f.url("/api/namespaces/team/pytorchtrainingjobs/mnist?history=true"), "", nil), http.StatusOK, &refused)
+	if refused.History != nil || refused.HistoryRefused == nil || refused.HistoryRefused.Code != http.StatusForbidden {
+		t.Errorf("history %+v, refused %+v: want the API's 403 and no history", refused.History, refused.HistoryRefused)
+	}
+	if refused.Job.Kind != "PyTorchTrainingJob" {
+		t.Error("the job is missing: a refused history must not fail the page")
 	}
 }
 

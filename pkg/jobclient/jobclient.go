@@ -77,6 +77,9 @@ type Client interface {
 	// subresource, as kubectl scale does; the API refuses a kind without one
 	// (404) and a job that is not elastic or a count outside its bounds (422).
 	Scale(ctx context.Context, name string, replicas int32) (*autoscalingv1.Scale, error)
+	// ProgressHistory reads the metrics of every stored progress report of
+	// the job (its progresshistory subresource).
+	ProgressHistory(ctx context.Context, name string) (*v1beta1.ProgressHistory, error)
 }
 
 // typedClient is the generated client of one kind: J is its job type and L
@@ -91,6 +94,7 @@ type typedClient[J v1beta1.TrainingJob, L runtime.Object] interface {
 	Resume(ctx context.Context, name string, request *v1beta1.ResumeRequest, opts metav1.CreateOptions) (J, error)
 	Debug(ctx context.Context, name string, request *v1beta1.DebugRequest, opts metav1.CreateOptions) (J, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (J, error)
+	GetProgressHistory(ctx context.Context, name string, opts metav1.GetOptions) (*v1beta1.ProgressHistory, error)
 }
 
 // kindClient adapts a generated client to Client.
@@ -156,6 +160,10 @@ func (c kindClient[J, L]) Debug(ctx context.Context, name string, request *v1bet
 
 func (c kindClient[J, L]) PatchStatus(ctx context.Context, name string, patch []byte, opts metav1.PatchOptions) (v1beta1.TrainingJob, error) {
 	return c.typed.Patch(ctx, name, types.MergePatchType, patch, opts, "status")
+}
+
+func (c kindClient[J, L]) ProgressHistory(ctx context.Context, name string) (*v1beta1.ProgressHistory, error) {
+	return c.typed.GetProgressHistory(ctx, name, metav1.GetOptions{})
 }
 
 func (c kindClient[J, L]) Scale(ctx context.Context, name string, replicas int32) (*autoscalingv1.Scale, error) {

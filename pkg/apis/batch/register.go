@@ -55,6 +55,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&ResumeRequest{},
 		&DebugRequest{},
 		&ProgressReport{},
+		&ProgressHistory{},
 		&CheckpointReport{},
 	)
 	return nil

@@ -33,6 +33,9 @@ const (
 	// keeps the metrics of: enough for a chart of the recent trend, at most
 	// a few kilobytes.
 	MaxProgressHistory = 30
+	// MaxProgressHistorySamples is how many samples a job's progresshistory
+	// subresource keeps; beyond it, the oldest are thinned.
+	MaxProgressHistorySamples = 4096
 )
 
 // ProgressValues is how far a job has come, as its training code reports it.
@@ -90,4 +93,15 @@ type ProgressReportStatus struct {
 	Stored    bool         `json:"stored,omitempty"`
 	StoreTime *metav1.Time `json:"storeTime,omitempty"`
 	Replaced  bool         `json:"replaced,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ProgressHistory is the answer to a GET of a job's progresshistory
+// subresource: the metrics of all its stored reports.
+type ProgressHistory struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Samples           []ProgressSample `json:"samples,omitempty"`
+	ThinnedSamples    int64            `json:"thinnedSamples,omitempty"`
 }

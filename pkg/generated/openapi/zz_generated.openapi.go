@@ -383,6 +383,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.PauseMode{}.OpenAPIModelName():                         schema_pkg_apis_batch_v1beta1_PauseMode(ref),
 		v1beta1.PauseRequest{}.OpenAPIModelName():                      schema_pkg_apis_batch_v1beta1_PauseRequest(ref),
 		v1beta1.Preflight{}.OpenAPIModelName():                         schema_pkg_apis_batch_v1beta1_Preflight(ref),
+		v1beta1.ProgressHistory{}.OpenAPIModelName():                   schema_pkg_apis_batch_v1beta1_ProgressHistory(ref),
 		v1beta1.ProgressMetric{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_ProgressMetric(ref),
 		v1beta1.ProgressReport{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_ProgressReport(ref),
 		v1beta1.ProgressReportStatus{}.OpenAPIModelName():              schema_pkg_apis_batch_v1beta1_ProgressReportStatus(ref),
@@ -19687,6 +19688,67 @@ func schema_pkg_apis_batch_v1beta1_Preflight(ref common.ReferenceCallback) commo
 				Required: []string{"command"},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_ProgressHistory(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ProgressHistory is the answer to a GET of a job's progresshistory subresource: the metrics of every stored progress report of the job, where status.progress.history holds only the last MaxProgressHistory. It is kept beside the job, not in it, so that lists and watches of jobs stay small, and it is deleted with the job.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObjectMeta names the job.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"samples": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Samples are the metrics of the stored reports that carried any, oldest first. The newest are all there; when there are more than MaxProgressHistorySamples (4096), older ones are thinned out, every other one dropped, so that the whole run stays in view at a coarser grain.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ProgressSample{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"thinnedSamples": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ThinnedSamples counts the samples dropped by the thinning.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.ObjectMeta{}.OpenAPIModelName(), v1beta1.ProgressSample{}.OpenAPIModelName()},
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"tensorstack.dev/training/pkg/apis/batch"
@@ -63,7 +64,7 @@ type ProgressREST struct {
 
 var _ rest.NamedCreater = &ProgressREST{}
 
-func newProgressREST(store, progressStore *genericregistry.Store, config ProgressConfig) *ProgressREST {
+func newProgressREST(store, progressStore *genericregistry.Store, history *progressHistory, config ProgressConfig) *ProgressREST {
 	interval := config.Interval
 	if interval <= 0 {
 		interval = DefaultProgressWriteInterval
@@ -73,7 +74,7 @@ func newProgressREST(store, progressStore *genericregistry.Store, config Progres
 		clk = config.Clock
 	}
 	write := func(ctx context.Context, key jobKey, report pendingReport, replaced int64) error {
-		return writeProgress(ctx, progressStore, key, report, replaced)
+		return writeProgress(ctx, progressStore, history, key, report, replaced)
 	}
 	return &ProgressREST{
 		store:     store,
@@ -164,8 +165,9 @@ func finishedConflict(store *genericregistry.Store, name string, phase batch.Job
 }
 
 // writeProgress stores one report in a job's status.progress, unless the
-// job is gone, was replaced by another of the same name, or has finished.
-func writeProgress(ctx context.Context, progressStore *genericregistry.Store, key jobKey, report pendingReport, replaced int64) error {
+// job is gone, was replaced by another of the same name, or has finished,
+// and adds its metrics to the job's progress history.
+func writeProgress(ctx context.Context, progressStore *genericregistry.Store, history *progressHistory, key jobKey, report pendingReport, replaced int64) error {
 	transform := func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
 		job, err := reportedJobToWrite(progressStore, old, key.name, key.uid)
 		if err != nil {
@@ -180,10 +182,23 @@ func writeProgress(ctx context.Context, progressStore *genericregistry.Store, ke
 		status.Progress = nextProgress(status.Progress, report, replaced)
 		return job, nil
 	}
-	_, _, err := progressStore.Update(ctx, key.name,
+	stored, _, err := progressStore.Update(ctx, key.name,
 		rest.DefaultUpdatedObjectInfo(nil, transform), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc,
 		false, &metav1.UpdateOptions{})
-	return err
+	if err != nil {
+		return err
+	}
+	// The sample status.progress.history took, if this report made one
+	// (stored times keep microseconds).
+	p := stored.(batch.TrainingJob).JobStatus().Progress
+	if p == nil || len(p.History) == 0 || !p.History[len(p.History)-1].ReportTime.Time.Equal(report.received.Truncate(time.Microsecond)) {
+		return nil
+	}
+	if err := history.append(ctx, key, p.History[len(p.History)-1]); err != nil {
+		// The report is stored; only the long history misses it.
+		klog.ErrorS(err, "A progress report's metrics did not reach the job's progress history", "job", klog.KRef(key.namespace, key.name))
+	}
+	return nil
 }
 
 // reportedJobToWrite is a copy of the stored job a report goes into,

@@ -44,6 +44,8 @@ type Storage struct {
 	Progress *ProgressREST
 	// Checkpoint takes the job's checkpoint reports.
 	Checkpoint *CheckpointREST
+	// ProgressHistory answers with every stored report's metrics.
+	ProgressHistory *ProgressHistoryREST
 	// Scale is the kind's scale subresource, when it has one.
 	Scale rest.Storage
 }
@@ -71,6 +73,11 @@ func NewStorage[J batch.TrainingJob, S any](optsGetter generic.RESTOptionsGetter
 		return nil, err
 	}
 	limitStoredSize(store)
+	history, err := newProgressHistory(optsGetter, kind.Resource, kind.New())
+	if err != nil {
+		return nil, err
+	}
+	store.AfterDelete = history.removeWithJob
 	versionedKind, versionedResource, err := versionedKindAndResource(updatePath.Scheme, kind.New(), kind.Resource.Resource)
 	if err != nil {
 		return nil, err
@@ -89,10 +96,11 @@ func NewStorage[J batch.TrainingJob, S any](optsGetter generic.RESTOptionsGetter
 	checkpointStore.UpdateStrategy = checkpointStrategy[J, S]{strategy}
 
 	storage := &Storage{
-		Job:        &REST{Store: store, shortNames: kind.ShortNames, kind: versionedKind.GroupKind()},
-		Status:     &StatusREST{store: &statusStore, kind: versionedKind.GroupKind()},
-		Progress:   newProgressREST(store, &progressStore, progress),
-		Checkpoint: newCheckpointREST(store, &checkpointStore, progress),
+		Job:             &REST{Store: store, shortNames: kind.ShortNames, kind: versionedKind.GroupKind()},
+		Status:          &StatusREST{store: &statusStore, kind: versionedKind.GroupKind()},
+		Progress:        newProgressREST(store, &progressStore, history, progress),
+		Checkpoint:      newCheckpointREST(store, &checkpointStore, progress),
+		ProgressHistory: &ProgressHistoryREST{store: store, history: history},
 	}
 	newJob := func() runtime.Object {
 		job, _ := updatePath.Scheme.New(versionedKind)
@@ -115,13 +123,14 @@ func NewStorage[J batch.TrainingJob, S any](optsGetter generic.RESTOptionsGetter
 // keyed the way an API group's storage map expects.
 func (s *Storage) Resources(resource string) map[string]rest.Storage {
 	m := map[string]rest.Storage{
-		resource:                 s.Job,
-		resource + "/status":     s.Status,
-		resource + "/pause":      s.Pause,
-		resource + "/resume":     s.Resume,
-		resource + "/debug":      s.Debug,
-		resource + "/progress":   s.Progress,
-		resource + "/checkpoint": s.Checkpoint,
+		resource:                      s.Job,
+		resource + "/status":          s.Status,
+		resource + "/pause":           s.Pause,
+		resource + "/resume":          s.Resume,
+		resource + "/debug":           s.Debug,
+		resource + "/progress":        s.Progress,
+		resource + "/checkpoint":      s.Checkpoint,
+		resource + "/progresshistory": s.ProgressHistory,
 	}
 	if s.Scale != nil {
 		m[resource+"/scale"] = s.Scale

@@ -59,6 +59,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&ResumeRequest{},
 		&DebugRequest{},
 		&ProgressReport{},
+		&ProgressHistory{},
 		&CheckpointReport{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)

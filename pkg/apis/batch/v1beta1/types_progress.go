@@ -173,3 +173,30 @@ type ProgressReportStatus struct {
 	// +optional
 	Replaced bool `json:"replaced,omitempty" protobuf:"varint,3,opt,name=replaced"`
 }
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ProgressHistory is the answer to a GET of a job's progresshistory
+// subresource: the metrics of every stored progress report of the job, where
+// status.progress.history holds only the last MaxProgressHistory. It is kept
+// beside the job, not in it, so that lists and watches of jobs stay small,
+// and it is deleted with the job.
+type ProgressHistory struct {
+	metav1.TypeMeta `json:",inline"`
+	// ObjectMeta names the job.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
+
+	// Samples are the metrics of the stored reports that carried any,
+	// oldest first. The newest are all there; when there are more than
+	// MaxProgressHistorySamples (4096), older ones are thinned out, every
+	// other one dropped, so that the whole run stays in view at a coarser
+	// grain.
+	// +listType=atomic
+	// +optional
+	Samples []ProgressSample `json:"samples,omitempty" protobuf:"bytes,2,rep,name=samples"`
+
+	// ThinnedSamples counts the samples dropped by the thinning.
+	// +optional
+	ThinnedSamples int64 `json:"thinnedSamples,omitempty" protobuf:"varint,3,opt,name=thinnedSamples"`
+}

@@ -142,6 +142,11 @@ func (in Preflight) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ProgressHistory) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ProgressHistory"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ProgressMetric) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ProgressMetric"
 }

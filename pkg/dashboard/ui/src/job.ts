@@ -7,7 +7,7 @@ import { describeStatus, follow, jobPath, request, Status } from "./api";
 import { MetricCharts } from "./charts";
 import { h, replace } from "./dom";
 import { age, duration, timestamp, until } from "./format";
-import { Attempt, Job, JobDetail, PodView } from "./types";
+import { Attempt, Job, JobDetail, PodView, ProgressSample } from "./types";
 import { LogView } from "./logs";
 
 // detailInterval is the least time between two fetches of the pods and
@@ -49,11 +49,20 @@ export function jobPage(root: HTMLElement, namespace: string, resource: string, 
   let pods: PodView[] = [];
   let lastDetail = 0;
   let detailTimer: number | undefined;
+  // The whole run's metrics: the progresshistory subresource's, read with
+  // the first detail, then grown by what status.progress.history brings.
+  let history: ProgressSample[] = [];
+  let historyRead = false;
 
   async function fetchDetail(): Promise<void> {
     lastDetail = Date.now();
     try {
-      const detail = await request<JobDetail>("GET", path);
+      const detail = await request<JobDetail>("GET", historyRead ? path : `${path}?history=true`);
+      if (!historyRead) {
+        historyRead = true;
+        history = mergeHistory(detail.history?.samples ?? [], history);
+        if (job) charts.update((history = mergeHistory(history, job.status.progress?.history ?? [])));
+      }
       pods = detail.pods;
       yaml.textContent = detail.yaml;
       renderEvents(events, detail.events, detail.eventsRefused);
@@ -81,7 +90,8 @@ export function jobPage(root: HTMLElement, namespace: string, resource: string, 
     renderHeader(header, job, resource, result);
     renderConditions(conditions, job);
     renderReplicas(replicas, job, pods);
-    charts.update(job.status.progress?.history ?? []);
+    history = mergeHistory(history, job.status.progress?.history ?? []);
+    charts.update(history);
     renderCheckpoints(checkpoints, job);
     renderAccounting(accounting, job);
     renderAttempts(attempts, job);
@@ -114,6 +124,11 @@ function renderHeader(el: HTMLElement, job: Job, resource: string, result: HTMLE
   const phase = s.phase || "Pending";
   const p = s.progress;
   const finished = phase === "Succeeded" || phase === "Failed";
+  // The header is drawn anew at every change of the job: a count being
+  // typed into the scale box, or the box's focus, must survive it.
+  const typing = el.querySelector<HTMLInputElement>(".scale-replicas");
+  const typed = typing && typing.value !== typing.defaultValue ? typing.value : undefined;
+  const focused = typing !== null && document.activeElement === typing;
   replace(
     el,
     h("h1", {}, `${job.metadata.namespace}/${job.metadata.name}`),
@@ -144,6 +159,9 @@ function renderHeader(el: HTMLElement, job: Job, resource: string, result: HTMLE
       result,
     ),
   );
+  const box = el.querySelector<HTMLInputElement>(".scale-replicas");
+  if (box && typed !== undefined) box.value = typed;
+  if (box && focused) box.focus();
 }
 
 // elasticOf is an elastic job's bounds and target, as the API defaults
@@ -218,6 +236,15 @@ function renderReplicas(el: HTMLElement, job: Job, pods: PodView[], refused?: St
     refused && h("p", { class: "refused" }, `Pods: ${describeStatus(refused)}`),
     h("table", {}, h("thead", {}, h("tr", {}, ["Type", "Pod", "Phase", "Node", "State", "Exit code", "Reason", "Restarts"].map((c) => h("th", {}, c)))), h("tbody", {}, rows)),
   );
+}
+
+// mergeHistory is known followed by the samples of recent it does not have
+// yet: those reported after its last. Report times are RFC 3339 with
+// microseconds, in UTC, so their strings sort as the times do.
+export function mergeHistory(known: ProgressSample[], recent: ProgressSample[]): ProgressSample[] {
+  const last = known.length > 0 ? known[known.length - 1].reportTime : "";
+  const newer = recent.filter((s) => s.reportTime > last);
+  return newer.length === 0 ? known : known.concat(newer);
 }
 
 function renderCheckpoints(el: HTMLElement, job: Job): void {

@@ -150,4 +150,7 @@ export interface JobDetail {
   podsRefused?: import("./api").Status;
   events: EventView[];
   eventsRefused?: import("./api").Status;
+  // Asked for with ?history=true: every stored report's metrics.
+  history?: { samples?: ProgressSample[]; thinnedSamples?: number };
+  historyRefused?: import("./api").Status;
 }

@@ -112,6 +112,12 @@ func ExtractPyTorchTrainingJobProgress(pyTorchTrainingJob *batchv1beta1.PyTorchT
 	return ExtractPyTorchTrainingJobFrom(pyTorchTrainingJob, fieldManager, "progress")
 }
 
+// ExtractPyTorchTrainingJobProgresshistory extracts the applied configuration owned by fieldManager from
+// pyTorchTrainingJob for the progresshistory subresource.
+func ExtractPyTorchTrainingJobProgresshistory(pyTorchTrainingJob *batchv1beta1.PyTorchTrainingJob, fieldManager string) (*PyTorchTrainingJobApplyConfiguration, error) {
+	return ExtractPyTorchTrainingJobFrom(pyTorchTrainingJob, fieldManager, "progresshistory")
+}
+
 // ExtractPyTorchTrainingJobResume extracts the applied configuration owned by fieldManager from
 // pyTorchTrainingJob for the resume subresource.
 func ExtractPyTorchTrainingJobResume(pyTorchTrainingJob *batchv1beta1.PyTorchTrainingJob, fieldManager string) (*PyTorchTrainingJobApplyConfiguration, error) {

@@ -113,6 +113,12 @@ func ExtractTensorFlowTrainingJobProgress(tensorFlowTrainingJob *batchv1beta1.Te
 	return ExtractTensorFlowTrainingJobFrom(tensorFlowTrainingJob, fieldManager, "progress")
 }
 
+// ExtractTensorFlowTrainingJobProgresshistory extracts the applied configuration owned by fieldManager from
+// tensorFlowTrainingJob for the progresshistory subresource.
+func ExtractTensorFlowTrainingJobProgresshistory(tensorFlowTrainingJob *batchv1beta1.TensorFlowTrainingJob, fieldManager string) (*TensorFlowTrainingJobApplyConfiguration, error) {
+	return ExtractTensorFlowTrainingJobFrom(tensorFlowTrainingJob, fieldManager, "progresshistory")
+}
+
 // ExtractTensorFlowTrainingJobResume extracts the applied configuration owned by fieldManager from
 // tensorFlowTrainingJob for the resume subresource.
 func ExtractTensorFlowTrainingJobResume(tensorFlowTrainingJob *batchv1beta1.TensorFlowTrainingJob, fieldManager string) (*TensorFlowTrainingJobApplyConfiguration, error) {

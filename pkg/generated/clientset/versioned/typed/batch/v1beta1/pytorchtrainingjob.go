@@ -56,6 +56,7 @@ type PyTorchTrainingJobInterface interface {
 	Debug(ctx context.Context, pyTorchTrainingJobName string, debugRequest *batchv1beta1.DebugRequest, opts v1.CreateOptions) (*batchv1beta1.PyTorchTrainingJob, error)
 	ReportProgress(ctx context.Context, pyTorchTrainingJobName string, progressReport *batchv1beta1.ProgressReport, opts v1.CreateOptions) (*batchv1beta1.ProgressReport, error)
 	ReportCheckpoint(ctx context.Context, pyTorchTrainingJobName string, checkpointReport *batchv1beta1.CheckpointReport, opts v1.CreateOptions) (*batchv1beta1.CheckpointReport, error)
+	GetProgressHistory(ctx context.Context, pyTorchTrainingJobName string, options v1.GetOptions) (*batchv1beta1.ProgressHistory, error)
 
 	PyTorchTrainingJobExpansion
 }
@@ -155,6 +156,21 @@ func (c *pyTorchTrainingJobs) ReportCheckpoint(ctx context.Context, pyTorchTrain
 		SubResource("checkpoint").
 		VersionedParams(&opts, scheme.ParameterCodec).
 		Body(checkpointReport).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// GetProgressHistory takes name of the pyTorchTrainingJob, and returns the corresponding batchv1beta1.ProgressHistory object, and an error if there is any.
+func (c *pyTorchTrainingJobs) GetProgressHistory(ctx context.Context, pyTorchTrainingJobName string, options v1.GetOptions) (result *batchv1beta1.ProgressHistory, err error) {
+	result = &batchv1beta1.ProgressHistory{}
+	err = c.GetClient().Get().
+		UseProtobufAsDefault().
+		Namespace(c.GetNamespace()).
+		Resource("pytorchtrainingjobs").
+		Name(pyTorchTrainingJobName).
+		SubResource("progresshistory").
+		VersionedParams(&options, scheme.ParameterCodec).
 		Do(ctx).
 		Into(result)
 	return

@@ -56,6 +56,7 @@ type TensorFlowTrainingJobInterface interface {
 	Debug(ctx context.Context, tensorFlowTrainingJobName string, debugRequest *batchv1beta1.DebugRequest, opts v1.CreateOptions) (*batchv1beta1.TensorFlowTrainingJob, error)
 	ReportProgress(ctx context.Context, tensorFlowTrainingJobName string, progressReport *batchv1beta1.ProgressReport, opts v1.CreateOptions) (*batchv1beta1.ProgressReport, error)
 	ReportCheckpoint(ctx context.Context, tensorFlowTrainingJobName string, checkpointReport *batchv1beta1.CheckpointReport, opts v1.CreateOptions) (*batchv1beta1.CheckpointReport, error)
+	GetProgressHistory(ctx context.Context, tensorFlowTrainingJobName string, options v1.GetOptions) (*batchv1beta1.ProgressHistory, error)
 
 	TensorFlowTrainingJobExpansion
 }
@@ -155,6 +156,21 @@ func (c *tensorFlowTrainingJobs) ReportCheckpoint(ctx context.Context, tensorFlo
 		SubResource("checkpoint").
 		VersionedParams(&opts, scheme.ParameterCodec).
 		Body(checkpointReport).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// GetProgressHistory takes name of the tensorFlowTrainingJob, and returns the corresponding batchv1beta1.ProgressHistory object, and an error if there is any.
+func (c *tensorFlowTrainingJobs) GetProgressHistory(ctx context.Context, tensorFlowTrainingJobName string, options v1.GetOptions) (result *batchv1beta1.ProgressHistory, err error) {
+	result = &batchv1beta1.ProgressHistory{}
+	err = c.GetClient().Get().
+		UseProtobufAsDefault().
+		Namespace(c.GetNamespace()).
+		Resource("tensorflowtrainingjobs").
+		Name(tensorFlowTrainingJobName).
+		SubResource("progresshistory").
+		VersionedParams(&options, scheme.ParameterCodec).
 		Do(ctx).
 		Into(result)
 	return

@@ -115,3 +115,15 @@ func (c *fakePyTorchTrainingJobs) ReportCheckpoint(ctx context.Context, pyTorchT
 	}
 	return obj.(*v1beta1.CheckpointReport), err
 }
+
+// GetProgressHistory takes name of the pyTorchTrainingJob, and returns the corresponding progressHistory object, and an error if there is any.
+func (c *fakePyTorchTrainingJobs) GetProgressHistory(ctx context.Context, pyTorchTrainingJobName string, options v1.GetOptions) (result *v1beta1.ProgressHistory, err error) {
+	emptyResult := &v1beta1.ProgressHistory{}
+	obj, err := c.Fake.
+		Invokes(testing.NewGetSubresourceActionWithOptions(c.Resource(), c.Namespace(), "progresshistory", pyTorchTrainingJobName, options), emptyResult)
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*v1beta1.ProgressHistory), err
+}

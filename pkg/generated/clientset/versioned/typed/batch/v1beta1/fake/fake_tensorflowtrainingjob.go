@@ -115,3 +115,15 @@ func (c *fakeTensorFlowTrainingJobs) ReportCheckpoint(ctx context.Context, tenso
 	}
 	return obj.(*v1beta1.CheckpointReport), err
 }
+
+// GetProgressHistory takes name of the tensorFlowTrainingJob, and returns the corresponding progressHistory object, and an error if there is any.
+func (c *fakeTensorFlowTrainingJobs) GetProgressHistory(ctx context.Context, tensorFlowTrainingJobName string, options v1.GetOptions) (result *v1beta1.ProgressHistory, err error) {
+	emptyResult := &v1beta1.ProgressHistory{}
+	obj, err := c.Fake.
+		Invokes(testing.NewGetSubresourceActionWithOptions(c.Resource(), c.Namespace(), "progresshistory", tensorFlowTrainingJobName, options), emptyResult)
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*v1beta1.ProgressHistory), err
+}
