@@ -136,6 +136,22 @@ def test_get_attempts_lists_the_attempts_oldest_first():
     assert fake_client([job("Pending")]).get_attempts("x", "pj") == []
 
 
+def test_get_progress_history_reads_the_subresource():
+    c = fake_client([job("Running")])
+    calls = []
+    samples = [{"reportTime": "2026-01-01T00:00:01.000000Z", "step": 1, "metrics": [{"name": "loss", "value": "2.5"}]},
+               {"reportTime": "2026-01-01T00:00:02.000000Z", "step": 2, "metrics": [{"name": "loss", "value": "1.5"}]}]
+
+    def call_api(path, method, **kw):
+        calls.append((path, method))
+        return {"kind": "ProgressHistory", "samples": samples}
+    c.api_client.call_api = call_api
+    assert [s["step"] for s in c.get_progress_history("x", "pj")] == [1, 2]
+    assert calls == [("/apis/batch.tensorstack.dev/v1beta1/namespaces/ns/pytorchtrainingjobs/x/progresshistory", "GET")]
+    c.api_client.call_api = lambda path, method, **kw: {"kind": "ProgressHistory"}
+    assert c.get_progress_history("x", "pj") == []
+
+
 def test_clear_suspect_nodes_merge_patches_the_status():
     c = fake_client([job("Running")])
     calls = []

@@ -220,6 +220,19 @@ class TrainingClient:
         keeps the last 20; ``status.attemptCount`` counts them all."""
         return [dict(a) for a in (self.get(name, kind, namespace).get("status") or {}).get("attempts") or []]
 
+    def get_progress_history(self, name: str, kind: Optional[str] = None,
+                             namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+        """The metrics of every stored progress report of the job, oldest first
+        (its ``progresshistory`` subresource; ``status.progress.history`` keeps
+        only the last 30): each sample has ``reportTime``, ``step``, ``epoch`` and
+        ``metrics``. Past 4096 samples the older ones are thinned, the first kept."""
+        job = self.get(name, kind, namespace)
+        ns = job["metadata"]["namespace"]
+        path = f"/apis/{GROUP}/{VERSION}/namespaces/{ns}/{_plural(job['kind'])}/{name}/progresshistory"
+        history = self._call(self.api_client.call_api, path, "GET", header_params={"Accept": "application/json"},
+                             response_type="object", auth_settings=["BearerToken"], _return_http_data_only=True)
+        return [dict(s) for s in (history or {}).get("samples") or []]
+
     def events(self, name: str, kind: Optional[str] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
         """The events of the job itself, oldest first."""
         job = self.get(name, kind, namespace)
