@@ -14,9 +14,9 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Command training-apiserver serves TensorFlowTrainingJob and
-// PyTorchTrainingJob (batch.tensorstack.dev/v1beta1) as a Kubernetes
-// aggregated API server.
+// Command training-apiserver serves TensorFlowTrainingJob,
+// PyTorchTrainingJob and XGBoostTrainingJob (batch.tensorstack.dev/v1beta1)
+// as a Kubernetes aggregated API server.
 package main
 
 import (
@@ -41,7 +41,7 @@ func newCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "training-apiserver",
 		Short: "Serve TensorStack training jobs as a Kubernetes aggregated API",
-		Long: "training-apiserver serves TensorFlowTrainingJob and PyTorchTrainingJob in " +
+		Long: "training-apiserver serves TensorFlowTrainingJob, PyTorchTrainingJob and XGBoostTrainingJob in " +
 			"batch.tensorstack.dev/v1beta1 from its own etcd: an external cluster given by " +
 			"--etcd-servers, or an etcd embedded in the process.",
 		SilenceUsage: true,

@@ -24,10 +24,13 @@ limitations under the License.
 //	group                   resource                          verbs
 //	batch.tensorstack.dev   tensorflowtrainingjobs            get, list, watch, delete
 //	batch.tensorstack.dev   pytorchtrainingjobs               get, list, watch, delete
+//	batch.tensorstack.dev   xgboosttrainingjobs               get, list, watch, delete
 //	batch.tensorstack.dev   tensorflowtrainingjobs/status     patch
 //	batch.tensorstack.dev   pytorchtrainingjobs/status        patch
+//	batch.tensorstack.dev   xgboosttrainingjobs/status        patch
 //	batch.tensorstack.dev   tensorflowtrainingjobs/finalizers update
 //	batch.tensorstack.dev   pytorchtrainingjobs/finalizers    update
+//	batch.tensorstack.dev   xgboosttrainingjobs/finalizers    update
 //	""                      pods                              get, list, watch, create, delete, patch
 //	""                      pods/log                          get
 //	""                      services                          get, list, watch, create, delete, patch

@@ -27,6 +27,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	registrygeneric "k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	openapibuilder3 "k8s.io/kube-openapi/pkg/builder3"
@@ -38,6 +39,7 @@ import (
 	"tensorstack.dev/training/pkg/registry/pytorchtrainingjob"
 	"tensorstack.dev/training/pkg/registry/tensorflowtrainingjob"
 	"tensorstack.dev/training/pkg/registry/trainingjob"
+	"tensorstack.dev/training/pkg/registry/xgboosttrainingjob"
 )
 
 // Config is the complete configuration of the server.
@@ -111,19 +113,21 @@ func (c CompletedConfig) New() (*Server, error) {
 		TypeConverter:       typeConverter,
 		EquivalentResources: c.generic.EquivalentResourceRegistry,
 	}
-	tensorflow, err := tensorflowtrainingjob.NewStorage(c.generic.RESTOptionsGetter, updatePath, c.progress)
-	if err != nil {
-		return nil, err
-	}
-	pytorch, err := pytorchtrainingjob.NewStorage(c.generic.RESTOptionsGetter, updatePath, c.progress)
-	if err != nil {
-		return nil, err
-	}
-	for resource, s := range tensorflow.Resources(v1beta1.TensorFlowTrainingJobResource) {
-		storage[resource] = s
-	}
-	for resource, s := range pytorch.Resources(v1beta1.PyTorchTrainingJobResource) {
-		storage[resource] = s
+	for _, kind := range []struct {
+		resource string
+		storage  func(registrygeneric.RESTOptionsGetter, trainingjob.UpdatePath, trainingjob.ProgressConfig) (*trainingjob.Storage, error)
+	}{
+		{v1beta1.TensorFlowTrainingJobResource, tensorflowtrainingjob.NewStorage},
+		{v1beta1.PyTorchTrainingJobResource, pytorchtrainingjob.NewStorage},
+		{v1beta1.XGBoostTrainingJobResource, xgboosttrainingjob.NewStorage},
+	} {
+		s, err := kind.storage(c.generic.RESTOptionsGetter, updatePath, c.progress)
+		if err != nil {
+			return nil, err
+		}
+		for resource, rest := range s.Resources(kind.resource) {
+			storage[resource] = rest
+		}
 	}
 	group.VersionedResourcesStorageMap[v1beta1.SchemeGroupVersion.Version] = storage
 	if err := generic.InstallAPIGroup(&group); err != nil {
@@ -142,6 +146,7 @@ func jobTypeConverter(config *openapicommon.OpenAPIV3Config) (managedfields.Type
 	names := []string{
 		openapiutil.GetCanonicalTypeName(&v1beta1.TensorFlowTrainingJob{}),
 		openapiutil.GetCanonicalTypeName(&v1beta1.PyTorchTrainingJob{}),
+		openapiutil.GetCanonicalTypeName(&v1beta1.XGBoostTrainingJob{}),
 	}
 	definitions, err := openapibuilder3.BuildOpenAPIDefinitionsForResources(config, names...)
 	if err != nil {

@@ -28,6 +28,7 @@ import (
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/generated/clientset/versioned"
+	"tensorstack.dev/training/pkg/jobclient"
 )
 
 // foundJob is a job a command argument named, with its kind.
@@ -47,7 +48,11 @@ func parseJobArg(arg string) (*jobKind, string, error) {
 		word, name = "", arg
 	}
 	if name == "" || strings.Contains(name, "/") {
-		return nil, "", fmt.Errorf("%q is not a job: name one as tj/NAME, pj/NAME or NAME", arg)
+		var forms []string
+		for _, k := range jobclient.Kinds {
+			forms = append(forms, k.ShortName+"/NAME")
+		}
+		return nil, "", fmt.Errorf("%q is not a job: name one as %s or NAME", arg, strings.Join(forms, ", "))
 	}
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 		return nil, "", fmt.Errorf("%q is not a job name: %s", name, strings.Join(errs, "; "))
@@ -57,7 +62,8 @@ func parseJobArg(arg string) (*jobKind, string, error) {
 	}
 	kind, ok := kindNamed(word)
 	if !ok {
-		return nil, "", fmt.Errorf("%q is not a training job kind in %q: use tj/NAME (tensorflowtrainingjobs) or pj/NAME (pytorchtrainingjobs)", word, arg)
+		return nil, "", fmt.Errorf("%q is not a training job kind in %q: use %s", word, arg,
+			kindForms(func(k *jobclient.Kind) string { return k.ShortName + "/NAME (" + k.Resource + ")" }))
 	}
 	return kind, name, nil
 }
@@ -120,6 +126,18 @@ func jobNotFound(name, namespace string) error {
 			Kind:  v1beta1.CategoryTrainingJobs,
 			Name:  name,
 		},
-		Message: fmt.Sprintf("no TensorFlowTrainingJob or PyTorchTrainingJob named %q in namespace %q", name, namespace),
+		Message: fmt.Sprintf("no %s named %q in namespace %q", kindForms(func(k *jobclient.Kind) string { return k.Name }), name, namespace),
 	}}
+}
+
+// kindForms lists every kind in the given form: "a, b or c".
+func kindForms(form func(*jobclient.Kind) string) string {
+	forms := make([]string, len(jobclient.Kinds))
+	for i, k := range jobclient.Kinds {
+		forms[i] = form(k)
+	}
+	if len(forms) == 1 {
+		return forms[0]
+	}
+	return strings.Join(forms[:len(forms)-1], ", ") + " or " + forms[len(forms)-1]
 }

@@ -53,10 +53,10 @@ func TestParseJobArgErrors(t *testing.T) {
 	for _, tc := range []struct {
 		arg, wantErr string
 	}{
-		{"deploy/x", `"deploy" is not a training job kind in "deploy/x": use tj/NAME (tensorflowtrainingjobs) or pj/NAME (pytorchtrainingjobs)`},
+		{"deploy/x", `"deploy" is not a training job kind in "deploy/x": use tj/NAME (tensorflowtrainingjobs), pj/NAME (pytorchtrainingjobs) or xj/NAME (xgboosttrainingjobs)`},
 		{"pj.apps/x", `"pj.apps" is not a training job kind`},
 		{"tensorflowtrainingjobs.kubeflow.org/x", `"tensorflowtrainingjobs.kubeflow.org" is not a training job kind`},
-		{"tj/", `"tj/" is not a job: name one as tj/NAME, pj/NAME or NAME`},
+		{"tj/", `"tj/" is not a job: name one as tj/NAME, pj/NAME, xj/NAME or NAME`},
 		{"", `"" is not a job`},
 		{"tj/a/b", `"tj/a/b" is not a job`},
 		{"tj/Bad_Name", `"Bad_Name" is not a job name`},
@@ -92,7 +92,7 @@ func TestFindJob(t *testing.T) {
 	}
 
 	_, err = findJob(ctx, client, "default", "missing")
-	if want := `no TensorFlowTrainingJob or PyTorchTrainingJob named "missing" in namespace "default"`; !apierrors.IsNotFound(err) || err.Error() != want {
+	if want := `no TensorFlowTrainingJob, PyTorchTrainingJob or XGBoostTrainingJob named "missing" in namespace "default"`; !apierrors.IsNotFound(err) || err.Error() != want {
 		t.Errorf("missing name: error %v; want NotFound %q", err, want)
 	}
 

@@ -86,6 +86,22 @@ func newPyTorchHandler(client versioned.Interface, factory jobinformers.SharedIn
 		})
 }
 
+func newXGBoostHandler(client versioned.Interface, factory jobinformers.SharedInformerFactory) *kindHandler {
+	inf := factory.Batch().V1beta1().XGBoostTrainingJobs()
+	return newKindHandler(podbuilder.XGBoost, podbuilder.XGBoostKind, inf.Informer(), inf.Lister(),
+		func(ns string) jobGetter[*v1beta1.XGBoostTrainingJob] { return inf.Lister().XGBoostTrainingJobs(ns) },
+		func(ns string) jobClient[*v1beta1.XGBoostTrainingJob] {
+			return client.BatchV1beta1().XGBoostTrainingJobs(ns)
+		},
+		func(ctx context.Context, opts metav1.ListOptions) ([]v1beta1.TrainingJob, string, error) {
+			l, err := client.BatchV1beta1().XGBoostTrainingJobs(metav1.NamespaceAll).List(ctx, opts)
+			if err != nil {
+				return nil, "", err
+			}
+			return jobsOf(l.Items), l.Continue, nil
+		})
+}
+
 // jobsOf addresses the items of a list as jobs.
 func jobsOf[T any, P jobPointer[T]](items []T) []v1beta1.TrainingJob {
 	jobs := make([]v1beta1.TrainingJob, len(items))

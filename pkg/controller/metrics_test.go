@@ -47,6 +47,11 @@ training_controller_jobs{kind="TensorFlowTrainingJob",phase="Pending"} 1
 training_controller_jobs{kind="TensorFlowTrainingJob",phase="Resuming"} 0
 training_controller_jobs{kind="TensorFlowTrainingJob",phase="Running"} 2
 training_controller_jobs{kind="TensorFlowTrainingJob",phase="Unknown"} 0
+training_controller_jobs{kind="XGBoostTrainingJob",phase="Paused"} 0
+training_controller_jobs{kind="XGBoostTrainingJob",phase="Pending"} 0
+training_controller_jobs{kind="XGBoostTrainingJob",phase="Resuming"} 0
+training_controller_jobs{kind="XGBoostTrainingJob",phase="Running"} 0
+training_controller_jobs{kind="XGBoostTrainingJob",phase="Unknown"} 0
 `
 	if err := testutil.CustomCollectAndCompare(f.c.JobsCollector(), strings.NewReader(want), "training_controller_jobs"); err != nil {
 		t.Fatal(err)

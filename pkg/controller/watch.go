@@ -52,6 +52,7 @@ func (c *Controller) watchJobs(logger klog.Logger, jobClient versioned.Interface
 	for _, h := range []*kindHandler{
 		newTensorFlowHandler(jobClient, jobInformers),
 		newPyTorchHandler(jobClient, jobInformers),
+		newXGBoostHandler(jobClient, jobInformers),
 	} {
 		kind := h.Kind()
 		c.kinds[kind] = h

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -209,7 +210,11 @@ func decodeManifest(body io.Reader) (v1beta1.TrainingJob, jobKind, error) {
 	}
 	kind, ok := kindByKind(typeMeta.Kind)
 	if !ok {
-		return nil, nil, fmt.Errorf("kind: %q is not a training job kind (TensorFlowTrainingJob, PyTorchTrainingJob)", typeMeta.Kind)
+		names := make([]string, len(jobKinds))
+		for i, k := range jobKinds {
+			names[i] = k.Name
+		}
+		return nil, nil, fmt.Errorf("kind: %q is not a training job kind (%s)", typeMeta.Kind, strings.Join(names, ", "))
 	}
 	data, err := yaml.YAMLToJSON(document)
 	if err != nil {

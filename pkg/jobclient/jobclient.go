@@ -222,8 +222,23 @@ var PyTorch = &Kind{
 	},
 }
 
+// XGBoost is the XGBoostTrainingJob kind.
+var XGBoost = &Kind{
+	Name:              "XGBoostTrainingJob",
+	Resource:          v1beta1.XGBoostTrainingJobResource,
+	ShortName:         v1beta1.XGBoostTrainingJobShortName,
+	TrainingContainer: v1beta1.XGBoostContainerName,
+	New:               func() v1beta1.TrainingJob { return &v1beta1.XGBoostTrainingJob{} },
+	Client: func(c versioned.Interface, namespace string) Client {
+		return kindClient[*v1beta1.XGBoostTrainingJob, *v1beta1.XGBoostTrainingJobList]{
+			typed: c.BatchV1beta1().XGBoostTrainingJobs(namespace),
+			items: func(l *v1beta1.XGBoostTrainingJobList) []*v1beta1.XGBoostTrainingJob { return itemPointers(l.Items) },
+		}
+	},
+}
+
 // Kinds lists every kind, in the order tools look them up and list them.
-var Kinds = []*Kind{TensorFlow, PyTorch}
+var Kinds = []*Kind{TensorFlow, PyTorch, XGBoost}
 
 func itemPointers[T any](items []T) []*T {
 	pointers := make([]*T, len(items))

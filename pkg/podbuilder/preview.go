@@ -39,6 +39,8 @@ func AdapterFor(job v1beta1.TrainingJob) (Adapter, error) {
 		return TensorFlow, nil
 	case *v1beta1.PyTorchTrainingJob:
 		return PyTorch, nil
+	case *v1beta1.XGBoostTrainingJob:
+		return XGBoost, nil
 	default:
 		return nil, fmt.Errorf("%T is not a training job kind", job)
 	}

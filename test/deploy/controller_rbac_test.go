@@ -46,7 +46,7 @@ import (
 // OwnerReferencesPermissionEnforcement admission plugin runs: no request
 // uses it, so the audit log cannot show it; TestControllerRoleIsLeastPrivilege
 // shows it is needed another way.
-var finalizersResources = []string{"tensorflowtrainingjobs/finalizers", "pytorchtrainingjobs/finalizers"}
+var finalizersResources = []string{"tensorflowtrainingjobs/finalizers", "pytorchtrainingjobs/finalizers", "xgboosttrainingjobs/finalizers"}
 
 // TestControllerRoleIsLeastPrivilege drives the controller, running as its
 // ServiceAccount with the RBAC of artifacts/deploy/base, through everything
@@ -218,6 +218,16 @@ func ptJob(name string, runFor string) *v1beta1.PyTorchTrainingJob {
 	}
 }
 
+func xgbJob(name string, runFor string) *v1beta1.XGBoostTrainingJob {
+	return &v1beta1.XGBoostTrainingJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1beta1.XGBoostTrainingJobSpec{TrainingJobSpec: v1beta1.TrainingJobSpec{
+			ReplicaSpecs: []v1beta1.ReplicaSpec{{Type: v1beta1.ReplicaTypeMaster, Replicas: ptr.To[int32](1),
+				Template: podTemplate("xgboost", 0, runFor)}},
+		}},
+	}
+}
+
 func (s *scenarios) wait(what string, cond func(context.Context) (bool, error)) {
 	s.t.Helper()
 	if err := eventually(context.Background(), 90*time.Second, 250*time.Millisecond, cond); err != nil {
@@ -225,7 +235,7 @@ func (s *scenarios) wait(what string, cond func(context.Context) (bool, error)) 
 	}
 }
 
-// finishAndExpire: jobs of both kinds run, succeed, and are deleted by the
+// finishAndExpire: jobs of every kind run, succeed, and are deleted by the
 // controller once ttlSecondsAfterFinished passes. Pods, the headless
 // Service, status updates, events and job deletion.
 func (s *scenarios) finishAndExpire(t *testing.T) {
@@ -241,6 +251,15 @@ func (s *scenarios) finishAndExpire(t *testing.T) {
 	if _, err := s.c.jobs.BatchV1beta1().PyTorchTrainingJobs(s.ns).Create(ctx, pt, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	xgb := xgbJob("xgb-expire", "1s")
+	xgb.Spec.RunPolicy.TTLSecondsAfterFinished = ptr.To[int32](2)
+	if _, err := s.c.jobs.BatchV1beta1().XGBoostTrainingJobs(s.ns).Create(ctx, xgb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.wait("xgb-expire to succeed and be deleted", func(ctx context.Context) (bool, error) {
+		_, err := s.c.jobs.BatchV1beta1().XGBoostTrainingJobs(s.ns).Get(ctx, xgb.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), ignoreNotFound(err)
+	})
 	s.wait("tf-expire to succeed and be deleted", func(ctx context.Context) (bool, error) {
 		_, err := s.c.jobs.BatchV1beta1().TensorFlowTrainingJobs(s.ns).Get(ctx, tf.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), ignoreNotFound(err)

@@ -145,7 +145,7 @@ func TestUserRolesAggregate(t *testing.T) {
 		wg       sync.WaitGroup
 		sem      = make(chan struct{}, 4)
 	)
-	for _, resource := range []string{"tensorflowtrainingjobs", "pytorchtrainingjobs"} {
+	for _, resource := range []string{"tensorflowtrainingjobs", "pytorchtrainingjobs", "xgboosttrainingjobs"} {
 		for _, ch := range checks {
 			wg.Go(func() {
 				sem <- struct{}{}

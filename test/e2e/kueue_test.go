@@ -41,7 +41,13 @@ func needsKueue(t *testing.T, f *framework.Framework) {
 
 // fourGPUJob is a PyTorch job of four 1-GPU replicas in the test's queue.
 func fourGPUJob(name, queue string) *framework.JobBuilder {
-	return framework.NewPyTorchJob(name).WithReplicas("master", 1).WithReplicas("worker", 3).GPUs(1).
+	return fourGPUJobOf(framework.NewPyTorchJob, name, queue)
+}
+
+// fourGPUJobOf is fourGPUJob of a kind whose replica types are master and
+// worker: PyTorch's or XGBoost's.
+func fourGPUJobOf(newJob func(string) *framework.JobBuilder, name, queue string) *framework.JobBuilder {
+	return newJob(name).WithReplicas("master", 1).WithReplicas("worker", 3).GPUs(1).
 		Label("kueue.x-k8s.io/queue-name", queue)
 }
 
@@ -58,13 +64,25 @@ func queuedReason(job v1beta1.TrainingJob) string {
 // the nodes of the ResourceFlavor Kueue assigned.
 func TestKueueQuota(t *testing.T) {
 	t.Parallel()
+	for kind, newJob := range map[string]func(string) *framework.JobBuilder{
+		"PyTorchTrainingJob": framework.NewPyTorchJob,
+		"XGBoostTrainingJob": framework.NewXGBoostJob,
+	} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			testKueueQuota(t, newJob)
+		})
+	}
+}
+
+func testKueueQuota(t *testing.T, newJob func(string) *framework.JobBuilder) {
 	f := framework.New(t, "kueue-quota")
 	needsKueue(t, f)
 	pool := f.NewNodePool(1, 8)
 	queue := f.NewKueueQueue(pool, 8, "lq")
 	var refs []framework.JobRef
 	for _, name := range []string{"a", "b", "c"} {
-		refs = append(refs, f.Create(fourGPUJob(name, queue).ExitCode(0).RunFor("15s")))
+		refs = append(refs, f.Create(fourGPUJobOf(newJob, name, queue).ExitCode(0).RunFor("15s")))
 	}
 	var waiting framework.JobRef
 	f.Eventually(framework.Timeout, "two jobs running and one queued", func(ctx context.Context) (bool, error) {

@@ -41,7 +41,7 @@ import (
 func TestInvalidJobsRejected(t *testing.T) {
 	s := framework.StartTestServer(t, "")
 	ctx := context.Background()
-	tf, pt := tensorflowKind(s), pytorchKind(s)
+	tf, pt, xgb := tensorflowKind(s), pytorchKind(s), xgboostKind(s)
 
 	cases := []struct {
 		name      string
@@ -54,6 +54,20 @@ func TestInvalidJobsRejected(t *testing.T) {
 			_, err := tf.client("invalid").Create(ctx, job, metav1.CreateOptions{})
 			return err
 		}, "spec.replicaSpecs[0].replicas"},
+		{"two XGBoost masters", func() error {
+			job := xgb.newJob("masters")
+			job.Spec.ReplicaSpecs[0].Replicas = ptr.To[int32](2)
+			_, err := xgb.client("invalid").Create(ctx, job, metav1.CreateOptions{})
+			return err
+		}, "spec.replicaSpecs[0].replicas"},
+		{"unknown XGBoost replica type", func() error {
+			_, err := xgb.client("invalid").Create(ctx, xgb.newJob("launcher", "master", "launcher"), metav1.CreateOptions{})
+			return err
+		}, "spec.replicaSpecs[1].type"},
+		{"XGBoost workers without a master", func() error {
+			_, err := xgb.client("invalid").Create(ctx, xgb.newJob("nomaster", "worker"), metav1.CreateOptions{})
+			return err
+		}, "spec.replicaSpecs"},
 		{"unknown TensorFlow replica type", func() error {
 			_, err := tf.client("invalid").Create(ctx, tf.newJob("driver", "worker", "driver"), metav1.CreateOptions{})
 			return err

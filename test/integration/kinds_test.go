@@ -30,7 +30,7 @@ import (
 
 // jobPointer is either job kind's versioned type.
 type jobPointer interface {
-	*v1beta1.TensorFlowTrainingJob | *v1beta1.PyTorchTrainingJob
+	*v1beta1.TensorFlowTrainingJob | *v1beta1.PyTorchTrainingJob | *v1beta1.XGBoostTrainingJob
 	v1beta1.TrainingJob
 }
 
@@ -101,6 +101,27 @@ func pytorchKind(s *framework.TestServer) kind[*v1beta1.PyTorchTrainingJob, *v1b
 	}
 }
 
+func xgboostKind(s *framework.TestServer) kind[*v1beta1.XGBoostTrainingJob, *v1beta1.XGBoostTrainingJobList] {
+	return kind[*v1beta1.XGBoostTrainingJob, *v1beta1.XGBoostTrainingJobList]{
+		resource: v1beta1.XGBoostTrainingJobResource,
+		client: func(ns string) jobClient[*v1beta1.XGBoostTrainingJob, *v1beta1.XGBoostTrainingJobList] {
+			return s.Client.BatchV1beta1().XGBoostTrainingJobs(ns)
+		},
+		newJob: func(name string, types ...v1beta1.ReplicaType) *v1beta1.XGBoostTrainingJob {
+			if len(types) == 0 {
+				types = []v1beta1.ReplicaType{v1beta1.ReplicaTypeMaster, v1beta1.ReplicaTypeWorker}
+			}
+			return &v1beta1.XGBoostTrainingJob{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: v1beta1.XGBoostTrainingJobSpec{TrainingJobSpec: v1beta1.TrainingJobSpec{
+					ReplicaSpecs: replicaSpecs(v1beta1.XGBoostContainerName, types),
+				}},
+			}
+		},
+		items: func(l *v1beta1.XGBoostTrainingJobList) []*v1beta1.XGBoostTrainingJob { return pointersTo(l.Items) },
+	}
+}
+
 func pointersTo[T any](items []T) []*T {
 	out := make([]*T, len(items))
 	for i := range items {
@@ -131,4 +152,14 @@ func bothKinds(t *testing.T, s *framework.TestServer,
 ) {
 	t.Run("TensorFlowTrainingJob", func(t *testing.T) { tensorflow(t, tensorflowKind(s)) })
 	t.Run("PyTorchTrainingJob", func(t *testing.T) { pytorch(t, pytorchKind(s)) })
+}
+
+// everyKind is bothKinds and XGBoost's.
+func everyKind(t *testing.T, s *framework.TestServer,
+	tensorflow func(*testing.T, kind[*v1beta1.TensorFlowTrainingJob, *v1beta1.TensorFlowTrainingJobList]),
+	pytorch func(*testing.T, kind[*v1beta1.PyTorchTrainingJob, *v1beta1.PyTorchTrainingJobList]),
+	xgboost func(*testing.T, kind[*v1beta1.XGBoostTrainingJob, *v1beta1.XGBoostTrainingJobList]),
+) {
+	bothKinds(t, s, tensorflow, pytorch)
+	t.Run("XGBoostTrainingJob", func(t *testing.T) { xgboost(t, xgboostKind(s)) })
 }

@@ -178,7 +178,7 @@ func jobsOf(a admission.Attributes, o admission.ObjectInterfaces) (*requestJobs,
 		return nil, nil
 	}
 	switch a.GetResource().Resource {
-	case v1beta1.TensorFlowTrainingJobResource, v1beta1.PyTorchTrainingJobResource:
+	case v1beta1.TensorFlowTrainingJobResource, v1beta1.PyTorchTrainingJobResource, v1beta1.XGBoostTrainingJobResource:
 	default:
 		return nil, nil
 	}

@@ -33,7 +33,9 @@ var (
 		"Master": ReplicaTypeMaster,
 		"Worker": ReplicaTypeWorker,
 	}
-	cleanUpPolicyAliases = map[CleanUpPolicy]CleanUpPolicy{
+	// Kubeflow's XGBoostJob spells its types Master and Worker.
+	xgboostReplicaTypeAliases = pyTorchReplicaTypeAliases
+	cleanUpPolicyAliases      = map[CleanUpPolicy]CleanUpPolicy{
 		"all":        CleanUpPolicyAll,
 		"unfinished": CleanUpPolicyUnfinished,
 		"none":       CleanUpPolicyNone,
@@ -45,6 +47,11 @@ var (
 // every reader see one spelling only.
 func CanonicalizeTensorFlowJob(job *TensorFlowTrainingJob) {
 	canonicalizeSpec(&job.Spec.TrainingJobSpec, tensorFlowReplicaTypeAliases)
+}
+
+// CanonicalizeXGBoostJob is CanonicalizeTensorFlowJob for XGBoost jobs.
+func CanonicalizeXGBoostJob(job *XGBoostTrainingJob) {
+	canonicalizeSpec(&job.Spec.TrainingJobSpec, xgboostReplicaTypeAliases)
 }
 
 // CanonicalizePyTorchJob is CanonicalizeTensorFlowJob for PyTorch jobs.

@@ -40,8 +40,11 @@ import (
 const (
 	TensorFlowContainerName = "tensorflow"
 	PyTorchContainerName    = "pytorch"
+	XGBoostContainerName    = "xgboost"
 	TensorFlowDefaultPort   = 2222
 	PyTorchDefaultPort      = 23456
+	// XGBoostDefaultPort is the port of the tracker on the master.
+	XGBoostDefaultPort = 9999
 )
 
 // FieldStatusPhase is the field selector label of a job's phase; the
@@ -106,6 +109,11 @@ func TensorFlowPortNames() []string { return []string{"tensorflow", "tfjob-port"
 // carries to be the rendezvous port, in order of preference: ours, then
 // Kubeflow's. Without such a port the replicas use PyTorchDefaultPort.
 func PyTorchPortNames() []string { return []string{"pytorch", "pytorchjob-port"} }
+
+// XGBoostPortNames are the names a port of an XGBoost training container
+// carries to be the tracker's port, in order of preference: ours, then
+// Kubeflow's. Without such a port the tracker listens on XGBoostDefaultPort.
+func XGBoostPortNames() []string { return []string{"xgboost", "xgboostjob-port"} }
 
 // ElasticEnabled says whether an elastic range is switched on.
 func ElasticEnabled(e *ElasticConfig) bool { return e != nil && e.Enabled }

@@ -39,6 +39,7 @@ type TrainingJob interface {
 var (
 	_ TrainingJob = &TensorFlowTrainingJob{}
 	_ TrainingJob = &PyTorchTrainingJob{}
+	_ TrainingJob = &XGBoostTrainingJob{}
 )
 
 // CommonSpec returns the part of the spec every kind shares.
@@ -62,3 +63,12 @@ func (j *PyTorchTrainingJob) TrainingContainerName() string { return PyTorchCont
 // IsFinished says whether the phase is final: a Succeeded or Failed job never
 // runs again.
 func (p JobPhase) IsFinished() bool { return p == JobSucceeded || p == JobFailed }
+
+// CommonSpec returns the part of the spec every kind shares.
+func (j *XGBoostTrainingJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
+
+// JobStatus returns the job's status.
+func (j *XGBoostTrainingJob) JobStatus() *TrainingJobStatus { return &j.Status }
+
+// TrainingContainerName is XGBoostContainerName.
+func (j *XGBoostTrainingJob) TrainingContainerName() string { return XGBoostContainerName }

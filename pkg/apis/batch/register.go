@@ -51,6 +51,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&TensorFlowTrainingJobList{},
 		&PyTorchTrainingJob{},
 		&PyTorchTrainingJobList{},
+		&XGBoostTrainingJob{},
+		&XGBoostTrainingJobList{},
 		&PauseRequest{},
 		&ResumeRequest{},
 		&DebugRequest{},

@@ -127,6 +127,39 @@ type TrainingJobSpec struct {
 	ManagedBy *string `json:"managedBy,omitempty"`
 }
 
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// XGBoostTrainingJob runs distributed XGBoost: a master, which hosts the
+// tracker, and workers, which meet through it.
+type XGBoostTrainingJob struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired behaviour of the job.
+	Spec XGBoostTrainingJobSpec `json:"spec,omitempty"`
+
+	// Status is what the controller last observed of the job.
+	Status TrainingJobStatus `json:"status,omitempty"`
+}
+
+// XGBoostTrainingJobSpec is the desired behaviour of an XGBoostTrainingJob.
+type XGBoostTrainingJobSpec struct {
+	TrainingJobSpec `json:",inline"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// XGBoostTrainingJobList is a list of XGBoostTrainingJobs.
+type XGBoostTrainingJobList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items are the jobs in the list.
+	Items []XGBoostTrainingJob `json:"items"`
+}
+
 // ReplicaType names a group of replicas within a job.
 type ReplicaType string
 

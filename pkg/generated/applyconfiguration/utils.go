@@ -122,6 +122,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.TrainingJobSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("TrainingJobStatus"):
 		return &batchv1beta1.TrainingJobStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("XGBoostTrainingJob"):
+		return &batchv1beta1.XGBoostTrainingJobApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("XGBoostTrainingJobSpec"):
+		return &batchv1beta1.XGBoostTrainingJobSpecApplyConfiguration{}
 
 	}
 	return nil

@@ -413,6 +413,9 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.TorchrunConfig{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_TorchrunConfig(ref),
 		v1beta1.TrainingJobSpec{}.OpenAPIModelName():                   schema_pkg_apis_batch_v1beta1_TrainingJobSpec(ref),
 		v1beta1.TrainingJobStatus{}.OpenAPIModelName():                 schema_pkg_apis_batch_v1beta1_TrainingJobStatus(ref),
+		v1beta1.XGBoostTrainingJob{}.OpenAPIModelName():                schema_pkg_apis_batch_v1beta1_XGBoostTrainingJob(ref),
+		v1beta1.XGBoostTrainingJobList{}.OpenAPIModelName():            schema_pkg_apis_batch_v1beta1_XGBoostTrainingJobList(ref),
+		v1beta1.XGBoostTrainingJobSpec{}.OpenAPIModelName():            schema_pkg_apis_batch_v1beta1_XGBoostTrainingJobSpec(ref),
 	}
 }
 
@@ -21595,5 +21598,176 @@ func schema_pkg_apis_batch_v1beta1_TrainingJobStatus(ref common.ReferenceCallbac
 		},
 		Dependencies: []string{
 			metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName(), v1beta1.Accounting{}.OpenAPIModelName(), v1beta1.Aggregate{}.OpenAPIModelName(), v1beta1.Attempt{}.OpenAPIModelName(), v1beta1.CheckpointStatus{}.OpenAPIModelName(), v1beta1.DependentStatus{}.OpenAPIModelName(), v1beta1.ProgressStatus{}.OpenAPIModelName(), v1beta1.StallStatus{}.OpenAPIModelName(), v1beta1.SuspectNode{}.OpenAPIModelName(), v1beta1.TaskStatus{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_XGBoostTrainingJob(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "XGBoostTrainingJob runs distributed XGBoost: a master replica, which hosts the tracker (the coordinator of XGBoost's collective), and worker replicas. Every replica is told the tracker's address, the number of workers and its own rank, in the variables XGBoost's collective and Kubeflow's XGBoostJob use.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the desired behaviour of the job.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.XGBoostTrainingJobSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is what the controller last observed of the job.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.TrainingJobStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.ObjectMeta{}.OpenAPIModelName(), v1beta1.TrainingJobStatus{}.OpenAPIModelName(), v1beta1.XGBoostTrainingJobSpec{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_XGBoostTrainingJobList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "XGBoostTrainingJobList is a list of XGBoostTrainingJobs.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the jobs in the list.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.XGBoostTrainingJob{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			metav1.ListMeta{}.OpenAPIModelName(), v1beta1.XGBoostTrainingJob{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_XGBoostTrainingJobSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "XGBoostTrainingJobSpec is the desired behaviour of an XGBoostTrainingJob. Its replica types are master (exactly one) and worker.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"replicaSpecs": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "type",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ReplicaSpecs lists the groups of replicas, one per type. The order matters: ranks and the default master follow it. A job lists at most 32 types, and its replicas, summed over all types, are at most 1000: the status reports every replica and must stay well under etcd's request size limit.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ReplicaSpec{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"runMode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RunMode switches the job into debug or pause mode. Absent, the job runs immediately.",
+							Ref:         ref(v1beta1.RunMode{}.OpenAPIModelName()),
+						},
+					},
+					"runPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RunPolicy bounds how long and how often the job may run, and what is kept when it finishes.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.RunPolicy{}.OpenAPIModelName()),
+						},
+					},
+					"scheduler": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Scheduler selects the scheduler that places the replicas. Absent, the cluster's default scheduler is used.",
+							Ref:         ref(v1beta1.SchedulePolicy{}.OpenAPIModelName()),
+						},
+					},
+					"tensorboardSpec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TensorboardSpec asks for a TensorBoard that shows the job's training logs.",
+							Ref:         ref(v1beta1.TensorBoardSpec{}.OpenAPIModelName()),
+						},
+					},
+					"managedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ManagedBy names the controller that runs the job: empty or batch.tensorstack.dev/training-controller for training-controller-manager, or kueue.x-k8s.io/multikueue for Kueue's MultiKueue, which runs the job in a worker cluster and copies its status back; training-controller-manager then leaves the job alone. It cannot change once the job exists.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"replicaSpecs"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ReplicaSpec{}.OpenAPIModelName(), v1beta1.RunMode{}.OpenAPIModelName(), v1beta1.RunPolicy{}.OpenAPIModelName(), v1beta1.SchedulePolicy{}.OpenAPIModelName(), v1beta1.TensorBoardSpec{}.OpenAPIModelName()},
 	}
 }

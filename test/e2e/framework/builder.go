@@ -95,6 +95,9 @@ func NewTFJob(name string) *JobBuilder { return newBuilder(KindTF, name) }
 // NewPyTorchJob starts a PyTorchTrainingJob named name.
 func NewPyTorchJob(name string) *JobBuilder { return newBuilder(KindPyTorch, name) }
 
+// NewXGBoostJob starts an XGBoostTrainingJob.
+func NewXGBoostJob(name string) *JobBuilder { return newBuilder(KindXGBoost, name) }
+
 func newBuilder(k Kind, name string) *JobBuilder {
 	return &JobBuilder{kind: k, name: name, perType: map[string]*replicaOptions{}}
 }
@@ -383,6 +386,12 @@ func (b *JobBuilder) Build(namespace string) v1beta1.TrainingJob {
 			TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: string(KindPyTorch)},
 			ObjectMeta: b.meta(namespace),
 			Spec:       v1beta1.PyTorchTrainingJobSpec{TrainingJobSpec: b.common(), TorchrunConfig: b.torch, Elastic: b.elastic},
+		}
+	case KindXGBoost:
+		return &v1beta1.XGBoostTrainingJob{
+			TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: string(KindXGBoost)},
+			ObjectMeta: b.meta(namespace),
+			Spec:       v1beta1.XGBoostTrainingJobSpec{TrainingJobSpec: b.common()},
 		}
 	default:
 		return &v1beta1.TensorFlowTrainingJob{

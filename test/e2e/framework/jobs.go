@@ -28,40 +28,36 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/jobclient"
 )
 
 // Kind is a job kind of the batch.tensorstack.dev group.
 type Kind string
 
-// The two job kinds.
+// The job kinds.
 const (
 	KindTF      Kind = "TensorFlowTrainingJob"
 	KindPyTorch Kind = "PyTorchTrainingJob"
+	KindXGBoost Kind = "XGBoostTrainingJob"
 )
 
-// Resource is the kind's resource name.
-func (k Kind) Resource() string {
-	if k == KindPyTorch {
-		return v1beta1.PyTorchTrainingJobResource
+// info is what pkg/jobclient knows of the kind: its names and its client.
+func (k Kind) info() *jobclient.Kind {
+	kind, ok := jobclient.ByKind(string(k))
+	if !ok {
+		panic(fmt.Sprintf("%q is not a training job kind", string(k)))
 	}
-	return v1beta1.TensorFlowTrainingJobResource
+	return kind
 }
+
+// Resource is the kind's resource name.
+func (k Kind) Resource() string { return k.info().Resource }
 
 // Short is the kind's short name for kubectl.
-func (k Kind) Short() string {
-	if k == KindPyTorch {
-		return "pj"
-	}
-	return "tj"
-}
+func (k Kind) Short() string { return k.info().ShortName }
 
 // ContainerName is the name of the kind's training container.
-func (k Kind) ContainerName() string {
-	if k == KindPyTorch {
-		return v1beta1.PyTorchContainerName
-	}
-	return v1beta1.TensorFlowContainerName
-}
+func (k Kind) ContainerName() string { return k.info().TrainingContainer }
 
 // JobRef names a job.
 type JobRef struct {
@@ -98,34 +94,23 @@ func (f *Framework) Create(b *JobBuilder) JobRef {
 
 // CreateJob creates a job object through the clientset.
 func (c *Clients) CreateJob(ctx context.Context, job v1beta1.TrainingJob) error {
-	var err error
-	switch j := job.(type) {
-	case *v1beta1.TensorFlowTrainingJob:
-		_, err = c.Training.BatchV1beta1().TensorFlowTrainingJobs(j.Namespace).Create(ctx, j, metav1.CreateOptions{})
-	case *v1beta1.PyTorchTrainingJob:
-		_, err = c.Training.BatchV1beta1().PyTorchTrainingJobs(j.Namespace).Create(ctx, j, metav1.CreateOptions{})
-	default:
-		err = fmt.Errorf("unknown job type %T", job)
+	kind, err := jobclient.Of(job)
+	if err != nil {
+		return err
 	}
+	_, err = kind.Client(c.Training, job.GetNamespace()).Create(ctx, job, metav1.CreateOptions{})
 	return err
 }
 
 // GetJob reads a job through the clientset.
 func (c *Clients) GetJob(ctx context.Context, ref JobRef) (v1beta1.TrainingJob, error) {
-	if ref.Kind == KindPyTorch {
-		return c.Training.BatchV1beta1().PyTorchTrainingJobs(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-	}
-	return c.Training.BatchV1beta1().TensorFlowTrainingJobs(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	return ref.Kind.info().Client(c.Training, ref.Namespace).Get(ctx, ref.Name)
 }
 
 // DeleteJob deletes a job through the clientset, in the background.
 func (c *Clients) DeleteJob(ctx context.Context, ref JobRef) error {
 	bg := metav1.DeletePropagationBackground
-	opts := metav1.DeleteOptions{PropagationPolicy: &bg}
-	if ref.Kind == KindPyTorch {
-		return c.Training.BatchV1beta1().PyTorchTrainingJobs(ref.Namespace).Delete(ctx, ref.Name, opts)
-	}
-	return c.Training.BatchV1beta1().TensorFlowTrainingJobs(ref.Namespace).Delete(ctx, ref.Name, opts)
+	return ref.Kind.info().Client(c.Training, ref.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
 }
 
 // MustGetJob reads a job and fails the test if it cannot.

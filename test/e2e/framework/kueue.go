@@ -168,13 +168,9 @@ func (f *Framework) NewTopologyQueue(racks, nodesPerRack int, gpus, quota int64,
 	return pool
 }
 
-// WorkloadName is the name of the job's Kueue Workload.
-func WorkloadName(ref JobRef) string {
-	if ref.Kind == KindPyTorch {
-		return "pj-" + ref.Name
-	}
-	return "tj-" + ref.Name
-}
+// WorkloadName is the name of the job's Kueue Workload: the kind's short
+// name, then the job's.
+func WorkloadName(ref JobRef) string { return ref.Kind.Short() + "-" + ref.Name }
 
 // Workload returns the job's Kueue Workload.
 func (f *Framework) Workload(ctx context.Context, ref JobRef) (*kueuev1beta2.Workload, error) {

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/jobclient"
 )
 
 // errStop ends a wait early: what the waiter saw can no longer turn into
@@ -226,19 +227,15 @@ func (f *Framework) DumpNamespace() string {
 	defer cancel()
 	var b strings.Builder
 	var refs []JobRef
-	if l, err := f.Training.BatchV1beta1().TensorFlowTrainingJobs(f.Namespace).List(ctx, metav1.ListOptions{}); err == nil {
-		for _, j := range l.Items {
-			refs = append(refs, f.Ref(KindTF, j.Name))
+	for _, kind := range jobclient.Kinds {
+		jobs, err := kind.Client(f.Training, f.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			fmt.Fprintf(&b, "listing %ss: %v\n", kind.Name, err)
+			continue
 		}
-	} else {
-		fmt.Fprintf(&b, "listing TensorFlowTrainingJobs: %v\n", err)
-	}
-	if l, err := f.Training.BatchV1beta1().PyTorchTrainingJobs(f.Namespace).List(ctx, metav1.ListOptions{}); err == nil {
-		for _, j := range l.Items {
-			refs = append(refs, f.Ref(KindPyTorch, j.Name))
+		for _, j := range jobs {
+			refs = append(refs, f.Ref(Kind(kind.Name), j.GetName()))
 		}
-	} else {
-		fmt.Fprintf(&b, "listing PyTorchTrainingJobs: %v\n", err)
 	}
 	if len(refs) == 0 {
 		b.WriteString("no jobs\n")
@@ -349,11 +346,7 @@ func (f *Framework) RecordPhases(ref JobRef) *PhaseRecorder {
 	}
 	var w watch.Interface
 	var err error
-	if ref.Kind == KindPyTorch {
-		w, err = f.Training.BatchV1beta1().PyTorchTrainingJobs(ref.Namespace).Watch(ctx, opts)
-	} else {
-		w, err = f.Training.BatchV1beta1().TensorFlowTrainingJobs(ref.Namespace).Watch(ctx, opts)
-	}
+	w, err = ref.Kind.info().Client(f.Training, ref.Namespace).Watch(ctx, opts)
 	if err != nil {
 		cancel()
 		f.T.Fatalf("watching %s: %v", ref, err)

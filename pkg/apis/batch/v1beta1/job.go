@@ -37,6 +37,7 @@ type TrainingJob interface {
 var (
 	_ TrainingJob = &TensorFlowTrainingJob{}
 	_ TrainingJob = &PyTorchTrainingJob{}
+	_ TrainingJob = &XGBoostTrainingJob{}
 )
 
 // CommonSpec returns the part of the spec every kind shares.
@@ -50,6 +51,12 @@ func (j *PyTorchTrainingJob) CommonSpec() *TrainingJobSpec { return &j.Spec.Trai
 
 // JobStatus returns the job's status.
 func (j *PyTorchTrainingJob) JobStatus() *TrainingJobStatus { return &j.Status }
+
+// CommonSpec returns the part of the spec every kind shares.
+func (j *XGBoostTrainingJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
+
+// JobStatus returns the job's status.
+func (j *XGBoostTrainingJob) JobStatus() *TrainingJobStatus { return &j.Status }
 
 // SuspectNodeNames are the names in status.suspectNodes, in order.
 func (s *TrainingJobStatus) SuspectNodeNames() []string {

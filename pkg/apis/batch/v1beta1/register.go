@@ -18,6 +18,7 @@ package v1beta1
 
 import (
 	"fmt"
+	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -55,6 +56,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&TensorFlowTrainingJobList{},
 		&PyTorchTrainingJob{},
 		&PyTorchTrainingJobList{},
+		&XGBoostTrainingJob{},
+		&XGBoostTrainingJobList{},
 		&PauseRequest{},
 		&ResumeRequest{},
 		&DebugRequest{},
@@ -67,9 +70,19 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 }
 
 // addFieldLabelConversionFuncs declares the fields a job list or watch may be
-// filtered on; the registry's SelectableFields supplies their values.
+// filtered on, for every job kind registered before it; the registry's
+// SelectableFields supplies their values.
 func addFieldLabelConversionFuncs(scheme *runtime.Scheme) error {
-	for _, kind := range []string{"TensorFlowTrainingJob", "PyTorchTrainingJob"} {
+	var kinds []string
+	for kind, typ := range scheme.KnownTypes(SchemeGroupVersion) {
+		if _, isJob := reflect.New(typ).Interface().(TrainingJob); isJob {
+			kinds = append(kinds, kind)
+		}
+	}
+	if len(kinds) == 0 {
+		return fmt.Errorf("no job kind is registered in %s before its field labels", SchemeGroupVersion)
+	}
+	for _, kind := range kinds {
 		err := scheme.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind(kind), func(label, value string) (string, string, error) {
 			switch label {
 			case "metadata.name", "metadata.namespace", FieldStatusPhase:

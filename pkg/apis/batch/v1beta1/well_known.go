@@ -49,6 +49,8 @@ const (
 	TensorFlowTrainingJobShortName = "tj"
 	PyTorchTrainingJobResource     = "pytorchtrainingjobs"
 	PyTorchTrainingJobShortName    = "pj"
+	XGBoostTrainingJobResource     = "xgboosttrainingjobs"
+	XGBoostTrainingJobShortName    = "xj"
 	// CategoryTrainingJobs groups both kinds: kubectl get trainingjobs.
 	CategoryTrainingJobs = "trainingjobs"
 )
@@ -120,8 +122,10 @@ const FieldStatusPhase = batch.FieldStatusPhase
 const (
 	TensorFlowContainerName = batch.TensorFlowContainerName
 	PyTorchContainerName    = batch.PyTorchContainerName
+	XGBoostContainerName    = batch.XGBoostContainerName
 	TensorFlowDefaultPort   = batch.TensorFlowDefaultPort
 	PyTorchDefaultPort      = batch.PyTorchDefaultPort
+	XGBoostDefaultPort      = batch.XGBoostDefaultPort
 )
 
 // RetryableExitCodes are the exit codes the ExitCode restart policy retries:

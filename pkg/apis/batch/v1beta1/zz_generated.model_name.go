@@ -290,3 +290,18 @@ func (in TrainingJobSpec) OpenAPIModelName() string {
 func (in TrainingJobStatus) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingJobStatus"
 }
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in XGBoostTrainingJob) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.XGBoostTrainingJob"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in XGBoostTrainingJobList) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.XGBoostTrainingJobList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in XGBoostTrainingJobSpec) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.XGBoostTrainingJobSpec"
+}

@@ -88,6 +88,29 @@ var pyTorchRules = kindRules{
 	validateReplicaSet: validatePyTorchReplicaSet,
 }
 
+var xgboostRules = kindRules{
+	framework:    "XGBoost",
+	replicaTypes: []batch.ReplicaType{batch.ReplicaTypeMaster, batch.ReplicaTypeWorker},
+	bounds: map[batch.ReplicaType]replicaBounds{
+		batch.ReplicaTypeMaster: {1, 1, "an XGBoost job has exactly one master, which hosts the tracker"},
+	},
+	trainingContainer:  batch.XGBoostContainerName,
+	rendezvousPorts:    batch.XGBoostPortNames(),
+	validateReplicaSet: validateXGBoostReplicaSet,
+}
+
+// validateXGBoostReplicaSet asks for the master: it hosts the tracker every
+// worker connects to, and its exit decides the job.
+func validateXGBoostReplicaSet(specs []batch.ReplicaSpec, fldPath *field.Path) field.ErrorList {
+	for _, spec := range specs {
+		if spec.Type == batch.ReplicaTypeMaster {
+			return nil
+		}
+	}
+	return field.ErrorList{field.Required(fldPath,
+		"an XGBoost job needs a master replica type: the master hosts the tracker and decides whether the job succeeds")}
+}
+
 // validateTensorFlowReplicaSet asks for a replica that can decide the job's
 // outcome: the chief, or without one worker 0. Parameter servers and the
 // evaluator alone never finish successfully.

@@ -21,6 +21,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch"
@@ -287,6 +288,42 @@ func TestValidateDebugRequest(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			expectErrors(t, ValidateDebugRequest(tc.request), tc.want...)
+		})
+	}
+}
+
+func xgbJob(specs ...batch.ReplicaSpec) *batch.XGBoostTrainingJob {
+	return &batch.XGBoostTrainingJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "higgs", Namespace: "default", ResourceVersion: "1"},
+		Spec: batch.XGBoostTrainingJobSpec{TrainingJobSpec: batch.TrainingJobSpec{
+			ReplicaSpecs: specs,
+			RunPolicy:    defaultedRunPolicy(),
+		}},
+	}
+}
+
+func TestXGBoostRules(t *testing.T) {
+	r := func(typ batch.ReplicaType, n int32) batch.ReplicaSpec { return replica(typ, n, "xgboost") }
+	cases := []struct {
+		name string
+		job  *batch.XGBoostTrainingJob
+		want []wantErr
+	}{
+		{"master and workers", xgbJob(r(batch.ReplicaTypeMaster, 1), r(batch.ReplicaTypeWorker, 2)), nil},
+		{"master alone", xgbJob(r(batch.ReplicaTypeMaster, 1)), nil},
+		{"workers without a master", xgbJob(r(batch.ReplicaTypeWorker, 2)), []wantErr{required("spec.replicaSpecs")}},
+		{"two masters", xgbJob(r(batch.ReplicaTypeMaster, 2), r(batch.ReplicaTypeWorker, 1)),
+			[]wantErr{invalid("spec.replicaSpecs[0].replicas")}},
+		{"no master replica", xgbJob(r(batch.ReplicaTypeMaster, 0), r(batch.ReplicaTypeWorker, 1)),
+			[]wantErr{invalid("spec.replicaSpecs[0].replicas")}},
+		{"unknown type", xgbJob(r(batch.ReplicaTypeMaster, 1), r("launcher", 1)),
+			[]wantErr{notSupported("spec.replicaSpecs[1].type")}},
+		{"negative workers", xgbJob(r(batch.ReplicaTypeMaster, 1), r(batch.ReplicaTypeWorker, -1)),
+			[]wantErr{invalid("spec.replicaSpecs[1].replicas")}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			expectErrors(t, ValidateXGBoostTrainingJob(tc.job), tc.want...)
 		})
 	}
 }

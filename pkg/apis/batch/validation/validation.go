@@ -76,6 +76,17 @@ func ValidatePyTorchTrainingJobUpdate(job, old *batch.PyTorchTrainingJob) field.
 	return allErrs
 }
 
+// ValidateXGBoostTrainingJob checks an XGBoostTrainingJob being created.
+func ValidateXGBoostTrainingJob(job *batch.XGBoostTrainingJob) field.ErrorList {
+	return validateJobCreate(&job.ObjectMeta, &job.Spec.TrainingJobSpec, &xgboostRules)
+}
+
+// ValidateXGBoostTrainingJobUpdate checks a change of an XGBoostTrainingJob's spec and metadata.
+// old is the stored job, status included, as for ValidateTensorFlowTrainingJobUpdate.
+func ValidateXGBoostTrainingJobUpdate(job, old *batch.XGBoostTrainingJob) field.ErrorList {
+	return validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status, &xgboostRules)
+}
+
 // ValidateTrainingJobStatusUpdate checks a write to the status subresource of either kind.
 func ValidateTrainingJobStatusUpdate(job, old batch.TrainingJob) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMetaAccessorUpdate(job, old, metadataPath)

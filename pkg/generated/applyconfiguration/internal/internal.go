@@ -973,6 +973,54 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: tensorboard
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.DependentStatus
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.XGBoostTrainingJob
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.XGBoostTrainingJobSpec
+      default: {}
+    - name: status
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingJobStatus
+      default: {}
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.XGBoostTrainingJobSpec
+  map:
+    fields:
+    - name: managedBy
+      type:
+        scalar: string
+    - name: replicaSpecs
+      type:
+        list:
+          elementType:
+            namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.ReplicaSpec
+          elementRelationship: associative
+          keys:
+          - type
+    - name: runMode
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.RunMode
+    - name: runPolicy
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.RunPolicy
+      default: {}
+    - name: scheduler
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.SchedulePolicy
+    - name: tensorboardSpec
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TensorBoardSpec
 - name: io.k8s.api.core.v1.AWSElasticBlockStoreVolumeSource
   map:
     fields:

@@ -33,3 +33,11 @@ type TensorFlowTrainingJobListerExpansion interface{}
 // TensorFlowTrainingJobNamespaceListerExpansion allows custom methods to be added to
 // TensorFlowTrainingJobNamespaceLister.
 type TensorFlowTrainingJobNamespaceListerExpansion interface{}
+
+// XGBoostTrainingJobListerExpansion allows custom methods to be added to
+// XGBoostTrainingJobLister.
+type XGBoostTrainingJobListerExpansion interface{}
+
+// XGBoostTrainingJobNamespaceListerExpansion allows custom methods to be added to
+// XGBoostTrainingJobNamespaceLister.
+type XGBoostTrainingJobNamespaceListerExpansion interface{}

@@ -28,6 +28,8 @@ type Interface interface {
 	PyTorchTrainingJobs() TypedPyTorchTrainingJobInformer
 	// TensorFlowTrainingJobs returns a TensorFlowTrainingJobInformer.
 	TensorFlowTrainingJobs() TypedTensorFlowTrainingJobInformer
+	// XGBoostTrainingJobs returns a XGBoostTrainingJobInformer.
+	XGBoostTrainingJobs() TypedXGBoostTrainingJobInformer
 }
 
 type version struct {
@@ -49,4 +51,9 @@ func (v *version) PyTorchTrainingJobs() TypedPyTorchTrainingJobInformer {
 // TensorFlowTrainingJobs returns a TypedTensorFlowTrainingJobInformer.
 func (v *version) TensorFlowTrainingJobs() TypedTensorFlowTrainingJobInformer {
 	return &tensorFlowTrainingJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// XGBoostTrainingJobs returns a TypedXGBoostTrainingJobInformer.
+func (v *version) XGBoostTrainingJobs() TypedXGBoostTrainingJobInformer {
+	return &xGBoostTrainingJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

@@ -30,6 +30,7 @@ type BatchV1beta1Interface interface {
 	RESTClient() rest.Interface
 	PyTorchTrainingJobsGetter
 	TensorFlowTrainingJobsGetter
+	XGBoostTrainingJobsGetter
 }
 
 // BatchV1beta1Client is used to interact with features provided by the batch.tensorstack.dev group.
@@ -43,6 +44,10 @@ func (c *BatchV1beta1Client) PyTorchTrainingJobs(namespace string) PyTorchTraini
 
 func (c *BatchV1beta1Client) TensorFlowTrainingJobs(namespace string) TensorFlowTrainingJobInterface {
 	return newTensorFlowTrainingJobs(c, namespace)
+}
+
+func (c *BatchV1beta1Client) XGBoostTrainingJobs(namespace string) XGBoostTrainingJobInterface {
+	return newXGBoostTrainingJobs(c, namespace)
 }
 
 // NewForConfig creates a new BatchV1beta1Client for the given config.

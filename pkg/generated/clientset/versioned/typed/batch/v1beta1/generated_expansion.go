@@ -21,3 +21,5 @@ package v1beta1
 type PyTorchTrainingJobExpansion interface{}
 
 type TensorFlowTrainingJobExpansion interface{}
+
+type XGBoostTrainingJobExpansion interface{}

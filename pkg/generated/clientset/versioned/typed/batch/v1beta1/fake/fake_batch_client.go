@@ -36,6 +36,10 @@ func (c *FakeBatchV1beta1) TensorFlowTrainingJobs(namespace string) v1beta1.Tens
 	return newFakeTensorFlowTrainingJobs(c, namespace)
 }
 
+func (c *FakeBatchV1beta1) XGBoostTrainingJobs(namespace string) v1beta1.XGBoostTrainingJobInterface {
+	return newFakeXGBoostTrainingJobs(c, namespace)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakeBatchV1beta1) RESTClient() rest.Interface {
