@@ -69,7 +69,7 @@ func parseJobArg(arg string) (*jobKind, string, error) {
 }
 
 // findJob fetches the job an argument names. A plain NAME is looked up in
-// both kinds and must exist in exactly one of them.
+// every kind and must exist in exactly one of them.
 func findJob(ctx context.Context, client versioned.Interface, namespace, arg string) (foundJob, error) {
 	kind, name, err := parseJobArg(arg)
 	if err != nil {
@@ -89,7 +89,7 @@ func findJob(ctx context.Context, client versioned.Interface, namespace, arg str
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			// Without knowing both kinds, the name cannot be said to be unambiguous.
+			// Without knowing every kind, the name cannot be said to be unambiguous.
 			return foundJob{}, fmt.Errorf("looking for %s in namespace %q (name the kind, e.g. %s, to look in one kind only): %w",
 				k.Ref(name), namespace, otherKind(k).Ref(name), err)
 		default:

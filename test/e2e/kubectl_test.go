@@ -50,6 +50,7 @@ func TestKubectlAPIResources(t *testing.T) {
 	for _, tc := range []struct{ resource, short, kind string }{
 		{"tensorflowtrainingjobs", "tj", "TensorFlowTrainingJob"},
 		{"pytorchtrainingjobs", "pj", "PyTorchTrainingJob"},
+		{"xgboosttrainingjobs", "xj", "XGBoostTrainingJob"},
 	} {
 		row, ok := rows[tc.resource]
 		if !ok {
@@ -73,8 +74,8 @@ func TestKubectlAPIResources(t *testing.T) {
 			t.Errorf("categories of %s = %q, want trainingjobs", tc.resource, row[6])
 		}
 	}
-	if len(rows) != 2 {
-		t.Errorf("api-resources lists %d resources of the group, want 2:\n%s", len(rows), out)
+	if len(rows) != 3 {
+		t.Errorf("api-resources lists %d resources of the group, want 3:\n%s", len(rows), out)
 	}
 }
 

@@ -36,7 +36,7 @@ import (
 
 var viewJobsRule = rbacv1.PolicyRule{
 	APIGroups: []string{v1beta1.GroupName},
-	Resources: []string{v1beta1.TensorFlowTrainingJobResource, v1beta1.PyTorchTrainingJobResource},
+	Resources: []string{v1beta1.TensorFlowTrainingJobResource, v1beta1.PyTorchTrainingJobResource, v1beta1.XGBoostTrainingJobResource},
 	Verbs:     []string{"get", "list", "watch"},
 }
 
