@@ -160,14 +160,15 @@ func (s *Server) jobDetail(w http.ResponseWriter, r *http.Request) {
 		}
 		slices.SortFunc(detail.Events, func(a, b eventView) int { return a.Last.Compare(b.Last.Time) })
 	}
-	if r.URL.Query().Get("history") != "true" {
-		// The page asks once, then follows status.progress.history.
-	} else if history, err := t.client().ProgressHistory(r.Context(), t.name); err != nil {
-		status := statusOf(err)
-		detail.HistoryRefused = &status
-	} else {
-		history.ManagedFields = nil
-		detail.History = history
+	// The page asks once, then follows status.progress.history.
+	if r.URL.Query().Get("history") == "true" {
+		if history, err := t.client().ProgressHistory(r.Context(), t.name); err != nil {
+			status := statusOf(err)
+			detail.HistoryRefused = &status
+		} else {
+			history.ManagedFields = nil
+			detail.History = history
+		}
 	}
 	writeJSON(w, http.StatusOK, detail)
 }

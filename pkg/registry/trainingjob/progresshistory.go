@@ -113,10 +113,10 @@ type progressHistory struct {
 	destroy func()
 	prefix  string
 
-	// newest remembers each job's newest chunk: a hint that spares a list
-	// per write. etcd decides; a wrong hint costs a list.
-	mu     sync.Mutex
-	newest map[types.UID]chunkRange
+	// known remembers each job's newest chunk and chunk count: a hint that
+	// spares a list per write. etcd decides; a wrong hint costs a list.
+	mu    sync.Mutex
+	known map[types.UID]chunkRange
 }
 
 // chunkRange is a job's newest chunk and how many it has.
@@ -144,7 +144,7 @@ func newProgressHistory(optsGetter generic.RESTOptionsGetter, resource schema.Gr
 	if err != nil {
 		return nil, fmt.Errorf("opening the progress history storage of %s: %w", resource, err)
 	}
-	return &progressHistory{storage: s, destroy: destroy, prefix: prefix, newest: map[types.UID]chunkRange{}}, nil
+	return &progressHistory{storage: s, destroy: destroy, prefix: prefix, known: map[types.UID]chunkRange{}}, nil
 }
 
 func (h *progressHistory) jobPrefix(key jobKey) string {
@@ -188,7 +188,7 @@ func (h *progressHistory) append(ctx context.Context, key jobKey, sample batch.P
 // false for a job with no history yet.
 func (h *progressHistory) chunks(ctx context.Context, key jobKey) (chunkRange, bool, error) {
 	h.mu.Lock()
-	r, ok := h.newest[key.uid]
+	r, ok := h.known[key.uid]
 	h.mu.Unlock()
 	if ok {
 		return r, true, nil
@@ -205,13 +205,13 @@ func (h *progressHistory) chunks(ctx context.Context, key jobKey) (chunkRange, b
 func (h *progressHistory) remember(uid types.UID, r chunkRange) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.newest[uid] = r
+	h.known[uid] = r
 }
 
 func (h *progressHistory) forget(uid types.UID) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.newest, uid)
+	delete(h.known, uid)
 }
 
 // appendTo adds the sample to chunk seq unless it is full.
