@@ -46,7 +46,7 @@ stamped() { [[ -f "$1" && -f "$1.key" && "$(cat "$1.key")" == "$2" ]]; }
 stamp() { printf '%s\n' "$2" >"$1.key"; }
 
 base="${IMAGES_DIR}/training-base.tar"
-base_key="$(printf '%s\n' "${DEBIAN_SUITE}" "${DEBIAN_MIRROR}" "${TRAINING_PACKAGES[@]}" "v1" | sha256sum | cut -c1-16)"
+base_key="$(printf '%s\n' "${DEBIAN_SUITE}" "${DEBIAN_MIRROR}" "${TRAINING_PACKAGES[@]}" stubs: "${TRAINING_STUB_PACKAGES[@]}" "v1" | sha256sum | cut -c1-16)"
 # Whoever builds the Debian layer holds this lock: the foreground waits for
 # a background build instead of racing it.
 base_lock="${IMAGES_DIR}/.training-base.lock"
@@ -99,6 +99,24 @@ build_pause_image() {
   fi
 }
 
+# write_stub_packages DIR writes, under DIR, one package directory (for
+# dpkg-deb --build) per name of TRAINING_STUB_PACKAGES: an empty package
+# that stands for one a training package depends on but never runs.
+write_stub_packages() {
+  local name
+  for name in "${TRAINING_STUB_PACKAGES[@]}"; do
+    install -d "$1/${name}/DEBIAN"
+    cat >"$1/${name}/DEBIAN/control" <<EOF_CONTROL
+Package: ${name}
+Version: 0~tensorstack.stub
+Architecture: all
+Maintainer: TensorStack Training <training@tensorstack.dev>
+Description: empty stand-in for ${name} in the training image
+ A training package depends on it, but the image never runs it.
+EOF_CONTROL
+  done
+}
+
 # build_debian_layer builds the training image's Debian layer unless it is
 # up to date.
 build_debian_layer() {
@@ -115,11 +133,14 @@ build_debian_layer() {
     log "[2/3] debootstrap: $((SECONDS - step))s"
     step=${SECONDS}
     cp /etc/resolv.conf "${rootfs}/etc/resolv.conf"
+    write_stub_packages "${rootfs}/tmp/stubs"
     # A private mount namespace: /proc for the packages' scripts, gone when
-    # the install ends.
+    # the install ends. The stubs go in first, held, so that apt counts
+    # their names as installed.
     unshare --mount --propagation private sh -c '
       mount -t proc proc "$1/proc" && shift &&
-      chroot "$0" sh -c "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $* && apt-get clean"
+      chroot "$0" sh -c "for d in /tmp/stubs/*/; do dpkg-deb --build \$d /tmp/stub.deb >/dev/null && dpkg -i /tmp/stub.deb && apt-mark hold \$(basename \$d) || exit 1; done && rm -rf /tmp/stubs /tmp/stub.deb &&
+        apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $* && apt-get clean"
     ' "${rootfs}" "${rootfs}" "${TRAINING_PACKAGES[@]}" >"${IMAGES_DIR}/apt.log" 2>&1 ||
       { tail -n 20 "${IMAGES_DIR}/apt.log" >&2; die "installing the training packages failed (log: ${IMAGES_DIR}/apt.log)"; }
     log "[2/3] apt-get install: $((SECONDS - step))s"

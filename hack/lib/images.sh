@@ -14,8 +14,15 @@ TRAINING_ARCHIVE="${IMAGES_DIR}/training.tar"
 REAL_NODE_IMAGE_PREFIX="localhost/tensorstack/"
 DEBIAN_SUITE="bookworm"
 DEBIAN_MIRROR="http://deb.debian.org/debian"
-# Debian's PyTorch 1.13 (CPU, gloo; torch.distributed.run is torchrun).
-TRAINING_PACKAGES=(python3 python3-torch)
+# Debian's PyTorch 1.13 (CPU, gloo; torch.distributed.run is torchrun),
+# XGBoost 1.7 (its collective and the Python tracker), and Open MPI 4.1 with
+# mpi4py and an SSH server for MPIJob's launcher.
+TRAINING_PACKAGES=(python3 python3-torch python3-xgboost openmpi-bin python3-mpi4py openssh-server)
+# Packages the training packages depend on but never run, installed as
+# empty stubs: Debian's SciPy (for XGBoost) depends on Pythran, a compiler
+# it needs only to be built, which would bring gcc, clang and Python's
+# headers: half a gigabyte.
+TRAINING_STUB_PACKAGES=(python3-pythran)
 
 # The image builder (hack/images/builder: ko and go-containerregistry), built
 # into _output/bin by build_image_builder; needs hack/lib/build.sh.

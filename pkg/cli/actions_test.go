@@ -170,7 +170,7 @@ func TestActionsErrors(t *testing.T) {
 		{[]string{"resume", "mnist", "-n", "team"}, `no TensorFlowTrainingJob, PyTorchTrainingJob or XGBoostTrainingJob named "mnist" in namespace "team"`, true},
 		{[]string{"pause", "pj/mnist"}, `getting pj/mnist in namespace "default": pytorchtrainingjobs.batch.tensorstack.dev "mnist" not found`, true},
 		{[]string{"pause", "deploy/mnist"}, `"deploy" is not a training job kind in "deploy/mnist"`, false},
-		{[]string{"debug", "twin"}, `"twin" is ambiguous in namespace "default": both tj/twin and pj/twin exist`, false},
+		{[]string{"debug", "twin"}, `"twin" is ambiguous in namespace "default": tj/twin and pj/twin exist`, false},
 		{[]string{"pause", "mnist", "--dry-run=maybe"}, `invalid --dry-run "maybe"`, false},
 		{[]string{"pause", "mnist", "-o", "wide"}, `unable to match a printer suitable for the output format "wide"`, false},
 		{[]string{"pause"}, `accepts 1 arg(s), received 0`, false},

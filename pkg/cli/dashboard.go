@@ -55,7 +55,7 @@ func newDashboardCommand(e *env) *cobra.Command {
 		Short: "Open the training jobs dashboard in a browser",
 		Long: `Serve the training jobs dashboard on 127.0.0.1 and open it in a browser.
 
-The dashboard lists every job of both kinds, live, in every namespace you may
+The dashboard lists every job of every kind, live, in every namespace you may
 list jobs in (else in your namespace); a job's page shows its conditions,
 replicas, metrics, checkpoints, events, logs and spec; and it pauses, resumes,
 deletes and creates jobs.

@@ -22,48 +22,40 @@ import (
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/jobclient"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // jobKind is a training job kind as the commands see it: the names and the
-// typed client of jobclient, and the replica whose log the commands show.
-// Every command is written once against the TrainingJob view.
+// typed client of jobclient. Every command is written once against the
+// TrainingJob view.
 type jobKind struct {
 	*jobclient.Kind
-	// decidingReplica is the replica whose outcome decides the job, the one
-	// `logs` shows when no replica is named.
-	decidingReplica func(spec *v1beta1.TrainingJobSpec) (replicaRef, bool)
 }
 
 // jobClient is a kind's client behind the TrainingJob view.
 type jobClient = jobclient.Client
 
-var tensorFlowKind = &jobKind{
-	Kind: jobclient.TensorFlow,
-	// The chief decides a TensorFlow job; without one, worker 0 does.
-	decidingReplica: func(spec *v1beta1.TrainingJobSpec) (replicaRef, bool) {
-		for _, t := range []v1beta1.ReplicaType{v1beta1.ReplicaTypeChief, v1beta1.ReplicaTypeWorker} {
-			if replicaCount(spec, t) > 0 {
-				return replicaRef{Type: t}, true
-			}
-		}
-		return firstReplica(spec)
-	},
-}
+// jobKinds lists the kinds in the order commands look them up and list
+// them: jobclient's.
+var jobKinds = func() []*jobKind {
+	kinds := make([]*jobKind, 0, len(jobclient.Kinds))
+	for _, k := range jobclient.Kinds {
+		kinds = append(kinds, &jobKind{Kind: k})
+	}
+	return kinds
+}()
 
-var pyTorchKind = &jobKind{
-	Kind: jobclient.PyTorch,
-	// The master replica (type master, else index 0 of the first listed
-	// type) is also the one MASTER_ADDR points at.
-	decidingReplica: func(spec *v1beta1.TrainingJobSpec) (replicaRef, bool) {
-		if replicaCount(spec, v1beta1.ReplicaTypeMaster) > 0 {
-			return replicaRef{Type: v1beta1.ReplicaTypeMaster}, true
-		}
-		return firstReplica(spec)
-	},
+// decidingReplica is the replica whose outcome decides the job, the one
+// `logs` shows when no replica is named: the kind's own rule
+// (podbuilder's Decider).
+func decidingReplica(job v1beta1.TrainingJob) (replicaRef, bool) {
+	a, err := podbuilder.AdapterFor(job)
+	if err != nil {
+		return replicaRef{}, false
+	}
+	r, ok := a.Decider(podbuilder.NewTopology(a, job, ""))
+	return replicaRef{Type: r.Type, Index: int(r.Index)}, ok
 }
-
-// jobKinds lists both kinds in the order commands look them up and list them.
-var jobKinds = []*jobKind{tensorFlowKind, pyTorchKind}
 
 // Ref is how the commands name a job of this kind: tj/NAME.
 func (k *jobKind) Ref(name string) string { return k.ShortName + "/" + name }

@@ -34,7 +34,7 @@ type listedJob struct {
 	job  v1beta1.TrainingJob
 }
 
-// listJobs prints the jobs of both kinds, like kubectl get trainingjobs.
+// listJobs prints the jobs of every kind, like kubectl get trainingjobs.
 func listJobs(ctx context.Context, e *env, allNamespaces bool) error {
 	c, err := e.clients()
 	if err != nil {

@@ -52,9 +52,10 @@ func newLogsCommand(e *env) *cobra.Command {
 		Short: "Print the logs of a training job's replica",
 		Long: `Print the logs of a replica of a training job. REPLICA is TYPE-INDEX, e.g.
 worker-1 for the pod <job>-worker-1. Without REPLICA, the replica that decides
-the job: for TensorFlow the chief, else worker-0; for PyTorch master-0, else
-index 0 of the first replica type. The container is the training container
-(tensorflow or pytorch), else the first one, unless -c names another.
+the job: for TensorFlow the chief, else worker-0; for PyTorch and XGBoost
+master-0, else index 0 of the first replica type. The container is the
+training container (tensorflow, pytorch or xgboost), else the first one,
+unless -c names another.
 
 With --all-replicas, every pod of the job is shown (concurrently with -f), each
 line prefixed with [pod/container] unless --prefix=false.`,
@@ -139,7 +140,7 @@ func (o *logsOptions) replicaSource(found foundJob, replicaArg []string) (logSou
 		}
 	} else {
 		var ok bool
-		if replica, ok = found.kind.decidingReplica(spec); !ok {
+		if replica, ok = decidingReplica(found.job); !ok {
 			return logSource{}, fmt.Errorf("%s has no replicas", found.Ref())
 		}
 	}

@@ -61,26 +61,35 @@ func TestParseReplica(t *testing.T) {
 }
 
 func TestDecidingReplica(t *testing.T) {
+	tensorFlow := func(specs ...v1beta1.ReplicaSpec) v1beta1.TrainingJob {
+		return &v1beta1.TensorFlowTrainingJob{Spec: v1beta1.TensorFlowTrainingJobSpec{TrainingJobSpec: v1beta1.TrainingJobSpec{ReplicaSpecs: specs}}}
+	}
+	pyTorch := func(specs ...v1beta1.ReplicaSpec) v1beta1.TrainingJob {
+		return &v1beta1.PyTorchTrainingJob{Spec: v1beta1.PyTorchTrainingJobSpec{TrainingJobSpec: v1beta1.TrainingJobSpec{ReplicaSpecs: specs}}}
+	}
+	xgboost := func(specs ...v1beta1.ReplicaSpec) v1beta1.TrainingJob {
+		return &v1beta1.XGBoostTrainingJob{Spec: v1beta1.XGBoostTrainingJobSpec{TrainingJobSpec: v1beta1.TrainingJobSpec{ReplicaSpecs: specs}}}
+	}
 	for _, tc := range []struct {
 		name string
-		kind *jobKind
-		spec []v1beta1.ReplicaSpec
+		job  v1beta1.TrainingJob
 		want string
 	}{
-		{"tensorflow with chief", tensorFlowKind, []v1beta1.ReplicaSpec{replicas("ps", 2), replicas("worker", 4), replicas("chief", 1)}, "chief-0"},
-		{"tensorflow without chief", tensorFlowKind, []v1beta1.ReplicaSpec{replicas("ps", 2), replicas("worker", 4)}, "worker-0"},
-		{"tensorflow with no chief replica", tensorFlowKind, []v1beta1.ReplicaSpec{replicas("chief", 0), replicas("worker", 1)}, "worker-0"},
-		{"tensorflow of parameter servers", tensorFlowKind, []v1beta1.ReplicaSpec{replicas("evaluator", 0), replicas("ps", 2)}, "ps-0"},
-		{"pytorch with master", pyTorchKind, []v1beta1.ReplicaSpec{replicas("worker", 3), replicas("master", 1)}, "master-0"},
-		{"pytorch without master", pyTorchKind, []v1beta1.ReplicaSpec{replicas("node", 4), replicas("worker", 3)}, "node-0"},
-		{"pytorch with default replicas", pyTorchKind, []v1beta1.ReplicaSpec{{Type: "node"}}, "node-0"},
+		{"tensorflow with chief", tensorFlow(replicas("ps", 2), replicas("worker", 4), replicas("chief", 1)), "chief-0"},
+		{"tensorflow without chief", tensorFlow(replicas("ps", 2), replicas("worker", 4)), "worker-0"},
+		{"tensorflow with no chief replica", tensorFlow(replicas("chief", 0), replicas("worker", 1)), "worker-0"},
+		{"tensorflow of parameter servers", tensorFlow(replicas("evaluator", 0), replicas("ps", 2)), "ps-0"},
+		{"pytorch with master", pyTorch(replicas("worker", 3), replicas("master", 1)), "master-0"},
+		{"pytorch without master", pyTorch(replicas("node", 4), replicas("worker", 3)), "node-0"},
+		{"pytorch with default replicas", pyTorch(v1beta1.ReplicaSpec{Type: "node"}), "node-0"},
+		{"xgboost", xgboost(replicas("worker", 2), replicas("master", 1)), "master-0"},
 	} {
-		got, ok := tc.kind.decidingReplica(&v1beta1.TrainingJobSpec{ReplicaSpecs: tc.spec})
+		got, ok := decidingReplica(tc.job)
 		if !ok || got.String() != tc.want {
 			t.Errorf("%s: %v, %v; want %s", tc.name, got, ok, tc.want)
 		}
 	}
-	if got, ok := pyTorchKind.decidingReplica(&v1beta1.TrainingJobSpec{}); ok {
+	if got, ok := decidingReplica(pyTorch()); ok {
 		t.Errorf("a job without replicas: %v; want none", got)
 	}
 }

@@ -41,7 +41,7 @@ type foundJob struct {
 func (f foundJob) Ref() string { return f.kind.Ref(f.job.GetName()) }
 
 // parseJobArg splits a job argument into its kind and name. The kind is nil
-// for a plain NAME, which may be a job of either kind.
+// for a plain NAME, which may be a job of any kind.
 func parseJobArg(arg string) (*jobKind, string, error) {
 	word, name, qualified := strings.Cut(arg, "/")
 	if !qualified {
@@ -102,19 +102,26 @@ func findJob(ctx context.Context, client versioned.Interface, namespace, arg str
 	case 1:
 		return found[0], nil
 	default:
-		return foundJob{}, fmt.Errorf("%q is ambiguous in namespace %q: both %s and %s exist; name one of them",
-			name, namespace, found[0].Ref(), found[1].Ref())
+		refs := make([]string, len(found))
+		for i, f := range found {
+			refs[i] = f.Ref()
+		}
+		return foundJob{}, fmt.Errorf("%q is ambiguous in namespace %q: %s exist; name one of them",
+			name, namespace, strings.Join(refs, " and "))
 	}
 }
 
+// otherKind is a kind other than k, for an example in a message.
 func otherKind(k *jobKind) *jobKind {
-	if k == tensorFlowKind {
-		return pyTorchKind
+	for _, other := range jobKinds {
+		if other != k {
+			return other
+		}
 	}
-	return tensorFlowKind
+	return k
 }
 
-// jobNotFound is the NotFound error for a plain name that neither kind has;
+// jobNotFound is the NotFound error for a plain name that no kind has;
 // callers can test it with apierrors.IsNotFound.
 func jobNotFound(name, namespace string) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{

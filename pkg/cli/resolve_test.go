@@ -26,6 +26,21 @@ import (
 	"tensorstack.dev/training/pkg/generated/clientset/versioned/fake"
 )
 
+// The kinds the tests name, found as the commands find them.
+var (
+	tensorFlowKind = mustKindNamed("tj")
+	pyTorchKind    = mustKindNamed("pj")
+	xgboostKind    = mustKindNamed("xj")
+)
+
+func mustKindNamed(word string) *jobKind {
+	k, ok := kindNamed(word)
+	if !ok {
+		panic(word + " names no kind")
+	}
+	return k
+}
+
 func TestParseJobArg(t *testing.T) {
 	for _, tc := range []struct {
 		arg      string
@@ -40,6 +55,8 @@ func TestParseJobArg(t *testing.T) {
 		{"pytorchtrainingjob.batch.tensorstack.dev/resnet", pyTorchKind, "resnet"},
 		{"pytorchtrainingjobs.v1beta1.batch.tensorstack.dev/resnet", pyTorchKind, "resnet"},
 		{"PJ/resnet", pyTorchKind, "resnet"},
+		{"xj/higgs", xgboostKind, "higgs"},
+		{"xgboosttrainingjobs.batch.tensorstack.dev/higgs", xgboostKind, "higgs"},
 		{"resnet", nil, "resnet"},
 	} {
 		kind, name, err := parseJobArg(tc.arg)
@@ -87,7 +104,7 @@ func TestFindJob(t *testing.T) {
 	}
 
 	_, err := findJob(ctx, client, "default", "twin")
-	if want := `"twin" is ambiguous in namespace "default": both tj/twin and pj/twin exist; name one of them`; err == nil || err.Error() != want {
+	if want := `"twin" is ambiguous in namespace "default": tj/twin and pj/twin exist; name one of them`; err == nil || err.Error() != want {
 		t.Errorf("ambiguous name: error %v; want %q", err, want)
 	}
 

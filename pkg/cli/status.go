@@ -57,7 +57,7 @@ and limit, its conditions, a table of its replicas and its latest events.
 RESTARTS counts the replaced pods of the replica's type. With --watch, show it
 again on every change until the job finishes or you press Ctrl-C.
 
-Without JOB, list the jobs of both kinds: in the namespace, or in all of them
+Without JOB, list the jobs of every kind: in the namespace, or in all of them
 with -A.`,
 		Example: `  kubectl training status pj/resnet-ddp
   kubectl training status tj/mnist --watch

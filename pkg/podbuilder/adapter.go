@@ -54,6 +54,11 @@ type Adapter interface {
 	Entrypoint(t *Topology, r ReplicaID, c *corev1.Container)
 	// Succeeded applies the kind's success rule to the replicas' phases.
 	Succeeded(t *Topology, phases ReplicaPhases) bool
+	// Decider is the replica whose outcome the kind's success rule looks
+	// at first, and so the one whose log tells how the job went (kubectl
+	// training logs shows it when no replica is named); false for a job
+	// without replicas.
+	Decider(t *Topology) (ReplicaID, bool)
 	// Leaders are the replicas the others wait for under the InOrder
 	// startup policy.
 	Leaders(t *Topology) []ReplicaID

@@ -73,6 +73,9 @@ func (pyTorchAdapter) master(t *Topology) (ReplicaID, int32) {
 	return ReplicaID{}, v1beta1.PyTorchDefaultPort
 }
 
+// Decider: the master, rank 0.
+func (pyTorchAdapter) Decider(t *Topology) (ReplicaID, bool) { return t.firstReplica() }
+
 // Leaders: the master, which hosts the rendezvous every other rank joins.
 func (a pyTorchAdapter) Leaders(t *Topology) []ReplicaID {
 	if t.Total == 0 {

@@ -124,6 +124,17 @@ func (tensorFlowAdapter) Leaders(t *Topology) []ReplicaID {
 	return out
 }
 
+// Decider: the chief, else worker 0, else (a job of parameter servers or
+// evaluators only, which never succeeds by itself) the first replica.
+func (tensorFlowAdapter) Decider(t *Topology) (ReplicaID, bool) {
+	for _, typ := range []v1beta1.ReplicaType{v1beta1.ReplicaTypeChief, v1beta1.ReplicaTypeWorker} {
+		if g := t.Group(typ); g != nil && g.Replicas > 0 {
+			return ReplicaID{Type: typ}, true
+		}
+	}
+	return t.firstReplica()
+}
+
 // Succeeded: the chief decides when there is one, else worker 0. PS and
 // evaluator replicas never decide.
 func (tensorFlowAdapter) Succeeded(t *Topology, phases ReplicaPhases) bool {

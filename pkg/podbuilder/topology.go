@@ -90,6 +90,16 @@ func NewTopology(a Adapter, job v1beta1.TrainingJob, clusterDomain string) *Topo
 	return t
 }
 
+// firstReplica is index 0 of the first type in rank order that has replicas.
+func (t *Topology) firstReplica() (ReplicaID, bool) {
+	for _, g := range t.Groups {
+		if g.Replicas > 0 {
+			return ReplicaID{Type: g.Type}, true
+		}
+	}
+	return ReplicaID{}, false
+}
+
 // ElasticRange is how many replicas in all an elastic job may run with.
 type ElasticRange struct {
 	Min, Max int32

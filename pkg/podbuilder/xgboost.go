@@ -104,6 +104,10 @@ func (xgboostAdapter) Leaders(t *Topology) []ReplicaID {
 	return nil
 }
 
+// Decider: the master, rank 0; a job without one is invalid, and shows
+// its first replica.
+func (xgboostAdapter) Decider(t *Topology) (ReplicaID, bool) { return t.firstReplica() }
+
 // Succeeded: when the master succeeded. The workers end with it: the
 // collective finishes on every rank together.
 func (xgboostAdapter) Succeeded(t *Topology, phases ReplicaPhases) bool {

@@ -9,7 +9,7 @@ import pathlib
 import pytest
 import yaml
 
-from tensorstack.training import BuildError, PyTorchJob, TensorFlowJob, job_from_dict, job_from_yaml
+from tensorstack.training import BuildError, PyTorchJob, TensorFlowJob, XGBoostJob, job_from_dict, job_from_yaml
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "artifacts" / "examples"
 
@@ -143,6 +143,16 @@ def build_tensorboard_scheduler(obj):
             .run_policy(backoff_limit=2, clean_up_policy="Unfinished"))
 
 
+def build_xgboost(_):
+    replica = dict(restart_policy="ExitCode", annotations=KWOK, image=TRAINING_IMAGE,
+                   command=["python3", "xgboost_train.py"], env={"ROUNDS": "30", "ROUND_SECONDS": "0.5"},
+                   requests={"cpu": "200m", "memory": "256Mi"}, limits={"cpu": "1", "memory": "1Gi"})
+    return (XGBoostJob("xgboost")
+            .replica("master", 1, **replica)
+            .replica("worker", 2, **replica)
+            .run_policy(backoff_limit=2, clean_up_policy="None"))
+
+
 BUILDERS = {
     "debug-mode": build_debug_mode,
     "paused": build_paused,
@@ -154,6 +164,7 @@ BUILDERS = {
     "tensorflow-multiworker": build_tensorflow_multiworker,
     "tensorflow-ps": build_tensorflow_ps,
     "tensorflow-tfconfig": build_tensorflow_tfconfig,
+    "xgboost": build_xgboost,
 }
 
 

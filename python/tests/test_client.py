@@ -19,6 +19,7 @@ from tensorstack.training import (
     TrainingError,
     WaitTimeout,
 )
+from tensorstack.training.client import _plural
 from tensorstack.training.errors import from_api_exception
 
 
@@ -120,6 +121,17 @@ def test_get_without_kind_finds_either_kind():
     c = fake_client([None])
     with pytest.raises(NotFoundError):
         c.get("x")
+
+
+@pytest.mark.parametrize("alias", ["xj", "XGBoostTrainingJob", "xgboosttrainingjobs", "xgboosttrainingjob"])
+def test_every_spelling_of_a_kind_names_its_resource(alias):
+    assert _plural(alias) == "xgboosttrainingjobs"
+
+
+def test_an_unknown_kind_lists_the_kinds():
+    with pytest.raises(TrainingError, match=r"PyTorchTrainingJob \(pj\), TensorFlowTrainingJob \(tj\), "
+                                            r"XGBoostTrainingJob \(xj\)"):
+        _plural("mpijob")
 
 
 def test_get_attempts_lists_the_attempts_oldest_first():

@@ -66,6 +66,8 @@ func validateCreate(obj runtime.Object) (field.ErrorList, error) {
 		return ValidateTensorFlowTrainingJob(obj), nil
 	case *batch.PyTorchTrainingJob:
 		return ValidatePyTorchTrainingJob(obj), nil
+	case *batch.XGBoostTrainingJob:
+		return ValidateXGBoostTrainingJob(obj), nil
 	case *batch.DebugRequest:
 		return ValidateDebugRequest(obj), nil
 	default:

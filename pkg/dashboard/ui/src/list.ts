@@ -1,4 +1,4 @@
-// The jobs list: every job of both kinds the user may list, updated from the
+// The jobs list: every job of every kind the user may list, updated from the
 // server's watch stream as it changes, filtered on the page.
 
 import { follow, describeStatus, Status } from "./api";

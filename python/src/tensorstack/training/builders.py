@@ -1,6 +1,7 @@
 # Copyright The TensorStack Training Authors.
 # Licensed under the Apache License, Version 2.0.
-"""Builders of ``PyTorchTrainingJob`` and ``TensorFlowTrainingJob`` objects.
+"""Builders of ``PyTorchTrainingJob``, ``TensorFlowTrainingJob`` and
+``XGBoostTrainingJob`` objects.
 
 A builder turns Python calls into the same object ``kubectl apply`` takes
 (``to_dict()``), and refuses a value the API would refuse before any request
@@ -36,6 +37,14 @@ API_VERSION = f"{GROUP}/{VERSION}"
 KINDS = {
     "PyTorchTrainingJob": ("pytorchtrainingjobs", "pytorch"),
     "TensorFlowTrainingJob": ("tensorflowtrainingjobs", "tensorflow"),
+    "XGBoostTrainingJob": ("xgboosttrainingjobs", "xgboost"),
+}
+
+#: The kinds' short names, as kubectl knows them.
+SHORT_NAMES = {
+    "PyTorchTrainingJob": "pj",
+    "TensorFlowTrainingJob": "tj",
+    "XGBoostTrainingJob": "xj",
 }
 
 RESTART_POLICIES = ("Never", "OnFailure", "Always", "ExitCode")
@@ -210,7 +219,7 @@ class Replica:
 
 
 class TrainingJobBuilder:
-    """What both kinds have: metadata, replicas, run policy, scheduling,
+    """What every kind has: metadata, replicas, run policy, scheduling,
     run mode and TensorBoard. Use :class:`PyTorchJob` or
     :class:`TensorFlowJob`."""
 
@@ -439,6 +448,14 @@ class TensorFlowJob(TrainingJobBuilder):
     ``worker``, ``ps`` and ``evaluator``; every pod gets ``TF_CONFIG``."""
 
     kind = "TensorFlowTrainingJob"
+
+
+class XGBoostJob(TrainingJobBuilder):
+    """An ``XGBoostTrainingJob``: one ``master``, which hosts XGBoost's
+    tracker, and ``worker`` replicas; every replica gets the tracker's
+    address and its rank (``DMLC_*``)."""
+
+    kind = "XGBoostTrainingJob"
 
 
 def job_from_yaml(text: str) -> Dict[str, Any]:

@@ -19,7 +19,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from .builders import GROUP, KINDS, VERSION, TrainingJobBuilder, job_from_dict
+from .builders import GROUP, KINDS, SHORT_NAMES, VERSION, TrainingJobBuilder, job_from_dict
 from .errors import BuildError, JobDeleted, NotFoundError, TrainingError, WaitTimeout, from_api_exception
 
 #: The label every pod of a job carries, with the job's name.
@@ -31,14 +31,14 @@ Job = Dict[str, Any]
 
 
 def _kind(kind: str) -> str:
-    aliases = {
-        "pytorchtrainingjob": "PyTorchTrainingJob", "pytorchtrainingjobs": "PyTorchTrainingJob", "pj": "PyTorchTrainingJob",
-        "tensorflowtrainingjob": "TensorFlowTrainingJob", "tensorflowtrainingjobs": "TensorFlowTrainingJob",
-        "tj": "TensorFlowTrainingJob",
-    }
+    aliases = {}
+    for name, (plural, _) in KINDS.items():
+        for alias in (name.lower(), plural, SHORT_NAMES[name]):
+            aliases[alias] = name
     resolved = aliases.get(kind.lower(), kind)
     if resolved not in KINDS:
-        raise TrainingError(f"unknown kind {kind!r}: PyTorchTrainingJob (pj) or TensorFlowTrainingJob (tj)")
+        known = ", ".join(f"{name} ({SHORT_NAMES[name]})" for name in KINDS)
+        raise TrainingError(f"unknown kind {kind!r}: one of {known}")
     return resolved
 
 
@@ -107,7 +107,7 @@ class TrainingClient:
         return self._call(self.custom.create_namespaced_custom_object, GROUP, VERSION, ns, _plural(obj["kind"]), obj)
 
     def get(self, name: str, kind: Optional[str] = None, namespace: Optional[str] = None) -> Job:
-        """Read a job. Without a kind, the one of that name of either kind;
+        """Read a job. Without a kind, the one of that name of any kind;
         two of the same name need the kind."""
         ns = namespace or self.namespace
         if kind:
@@ -121,7 +121,8 @@ class TrainingClient:
         if not found:
             raise NotFoundError(404, "NotFound", f"no training job {name!r} in namespace {ns!r}")
         if len(found) > 1:
-            raise TrainingError(f"{name!r} names a PyTorchTrainingJob and a TensorFlowTrainingJob in {ns!r}: give the kind")
+            kinds = " and ".join(sorted(j["kind"] for j in found))
+            raise TrainingError(f"{name!r} names a {kinds} in {ns!r}: give the kind")
         return found[0]
 
     def list(
