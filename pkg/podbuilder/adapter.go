@@ -121,13 +121,17 @@ func replicaPort(a Adapter, spec *v1beta1.ReplicaSpec) int32 {
 
 // setEnv puts the variables into a container, replacing entries of the same
 // name: the controller's wiring has to be right for the replicas to find
-// each other.
+// each other (validation refuses templates that set those names, so this
+// replaces only in jobs stored before that rule). PYTHONUNBUFFERED is a
+// default, which a template's own value overrides.
 func setEnv(c *corev1.Container, vars []corev1.EnvVar) {
 	for _, v := range vars {
 		replaced := false
 		for i := range c.Env {
 			if c.Env[i].Name == v.Name {
-				c.Env[i] = v
+				if v.Name != batch.EnvPythonUnbuffered {
+					c.Env[i] = v
+				}
 				replaced = true
 			}
 		}

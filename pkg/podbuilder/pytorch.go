@@ -151,7 +151,7 @@ func (a pyTorchAdapter) Env(t *Topology) (ReplicaEnv, error) {
 			// environment cannot; torchrun tells its workers the size.
 			vars = append(vars, envVar("WORLD_SIZE", total))
 		}
-		vars = append(vars, envVar("RANK", rank), envVar("PYTHONUNBUFFERED", "1"))
+		vars = append(vars, envVar("RANK", rank), envVar(batch.EnvPythonUnbuffered, "1"))
 		for _, v := range torchrunVars {
 			if v.Name == "PET_NODE_RANK" {
 				v.Value = rank

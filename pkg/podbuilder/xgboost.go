@@ -80,7 +80,7 @@ func (a xgboostAdapter) Env(t *Topology) (ReplicaEnv, error) {
 		envVar("DMLC_TRACKER_URI", addr),
 		envVar("DMLC_TRACKER_PORT", portText),
 		envVar("DMLC_NUM_WORKER", total),
-		envVar("PYTHONUNBUFFERED", "1"),
+		envVar(batch.EnvPythonUnbuffered, "1"),
 	}
 	return func(r ReplicaID) ([]corev1.EnvVar, error) {
 		rank := itoa(t.Rank(r))

@@ -31,7 +31,9 @@ import (
 // though listed after the workers), the number of replicas and its own
 // rank, in Kubeflow's names and in XGBoost's collective's; the master alone
 // decides the job.
-func TestXGBoostEnv(t *testing.T) {
+// xgbJob is an XGBoost job of two workers and a master, listed in that
+// order.
+func xgbJob() *v1beta1.XGBoostTrainingJob {
 	job := &v1beta1.XGBoostTrainingJob{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "ns", UID: "uid-j"}}
 	for _, r := range []struct {
 		typ      v1beta1.ReplicaType
@@ -44,6 +46,11 @@ func TestXGBoostEnv(t *testing.T) {
 			}}}},
 		})
 	}
+	return job
+}
+
+func TestXGBoostEnv(t *testing.T) {
+	job := xgbJob()
 	b := &Builder{Adapter: XGBoost, Job: job, Topology: NewTopology(XGBoost, job, "cluster.local")}
 	const master = "master-0.j.ns.svc.cluster.local"
 	workers := "worker-0.j.ns.svc.cluster.local,worker-1.j.ns.svc.cluster.local"

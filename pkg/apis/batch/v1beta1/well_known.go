@@ -51,38 +51,33 @@ const (
 	PyTorchTrainingJobShortName    = "pj"
 	XGBoostTrainingJobResource     = "xgboosttrainingjobs"
 	XGBoostTrainingJobShortName    = "xj"
-	// CategoryTrainingJobs groups both kinds: kubectl get trainingjobs.
+	// CategoryTrainingJobs groups every kind: kubectl get trainingjobs.
 	CategoryTrainingJobs = "trainingjobs"
 )
 
 // Environment variables every container of a job's pods gets, so that the
-// training code can name its own job: to report its progress, for one.
+// training code can name its own job (to report its progress, for one), and
+// those of the checkpoint contract, which a job with
+// spec.runPolicy.checkpoint gets: pkg/apis/batch (env.go) lists them all.
 const (
-	EnvJobName      = "TENSORSTACK_JOB_NAME"
-	EnvJobNamespace = "TENSORSTACK_JOB_NAMESPACE"
-	// EnvJobResource is the job kind's resource: tensorflowtrainingjobs or
-	// pytorchtrainingjobs.
-	EnvJobResource = "TENSORSTACK_JOB_RESOURCE"
-)
-
-// Environment of every replica of a job with spec.runPolicy.checkpoint: the
-// checkpoint contract as the training code sees it.
-const (
+	EnvJobName      = batch.EnvJobName
+	EnvJobNamespace = batch.EnvJobNamespace
+	EnvJobResource  = batch.EnvJobResource
 	// EnvCheckpointDir is the directory, in the training container, where
 	// the job writes its checkpoints: the checkpoint volume's mount path.
-	EnvCheckpointDir = "TENSORSTACK_CHECKPOINT_DIR"
+	EnvCheckpointDir = batch.EnvCheckpointDir
 	// EnvCheckpointInterval is spec.runPolicy.checkpoint.intervalSeconds,
 	// when set.
-	EnvCheckpointInterval = "TENSORSTACK_CHECKPOINT_INTERVAL_SECONDS"
+	EnvCheckpointInterval = batch.EnvCheckpointInterval
 	// EnvCheckpointRequestFile names a file that is empty until the
 	// controller asks for a checkpoint before it stops the pods; then it
 	// holds the request's time (RFC 3339). The file is a downward API
 	// projection of AnnotationCheckpointRequest.
-	EnvCheckpointRequestFile = "TENSORSTACK_CHECKPOINT_REQUEST_FILE"
+	EnvCheckpointRequestFile = batch.EnvCheckpointRequestFile
 	// EnvResumeFrom and EnvResumeStep are the path and step of the job's
 	// last good checkpoint when the pod was made; unset before the first.
-	EnvResumeFrom = "TENSORSTACK_RESUME_FROM"
-	EnvResumeStep = "TENSORSTACK_RESUME_STEP"
+	EnvResumeFrom = batch.EnvResumeFrom
+	EnvResumeStep = batch.EnvResumeStep
 )
 
 // AnnotationCheckpointRequest is set by the controller on a job's pods when

@@ -40,6 +40,9 @@ type kindRules struct {
 	// rendezvousPorts are the names a port of the training container may
 	// carry to be the one the replicas reach each other on.
 	rendezvousPorts []string
+	// envNames are the variables the controller sets in every container of
+	// the kind's pods, besides batch.JobEnvNames.
+	envNames []string
 	// leaderTypes are the types the other replicas wait for under the
 	// InOrder startup policy, of which a job must have a replica; empty
 	// when the kind's leader always exists (PyTorch's master).
@@ -74,6 +77,7 @@ var tensorFlowRules = kindRules{
 	},
 	trainingContainer:  batch.TensorFlowContainerName,
 	rendezvousPorts:    batch.TensorFlowPortNames(),
+	envNames:           batch.TensorFlowEnvNames(),
 	leaderTypes:        asReplicaTypes(batch.TensorFlowLeaderTypes()),
 	validateReplicaSet: validateTensorFlowReplicaSet,
 }
@@ -85,6 +89,7 @@ var pyTorchRules = kindRules{
 	},
 	trainingContainer:  batch.PyTorchContainerName,
 	rendezvousPorts:    batch.PyTorchPortNames(),
+	envNames:           batch.PyTorchEnvNames(),
 	validateReplicaSet: validatePyTorchReplicaSet,
 }
 
@@ -96,6 +101,7 @@ var xgboostRules = kindRules{
 	},
 	trainingContainer:  batch.XGBoostContainerName,
 	rendezvousPorts:    batch.XGBoostPortNames(),
+	envNames:           batch.XGBoostEnvNames(),
 	validateReplicaSet: validateXGBoostReplicaSet,
 }
 

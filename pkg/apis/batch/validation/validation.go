@@ -129,6 +129,7 @@ func validateJobCreate(meta *metav1.ObjectMeta, spec *batch.TrainingJobSpec, rul
 	allErrs = append(allErrs, validateDerivedNames(meta.Name, spec, metadataPath.Child("name"))...)
 	allErrs = append(allErrs, validateTopologyRequests(meta.Annotations, spec.ReplicaSpecs,
 		metadataPath.Child("annotations"), specPath.Child("replicaSpecs"))...)
+	allErrs = append(allErrs, rules.validateControllerEnv(spec.ReplicaSpecs, nil, specPath.Child("replicaSpecs"))...)
 	return append(allErrs, rules.validateSpec(spec, specPath)...)
 }
 
@@ -142,6 +143,7 @@ func validateJobUpdate(meta, oldMeta *metav1.ObjectMeta, spec, oldSpec *batch.Tr
 	allErrs = append(allErrs, validateDerivedNames(meta.Name, spec, metadataPath.Child("name"))...)
 	allErrs = append(allErrs, validateTopologyRequests(meta.Annotations, spec.ReplicaSpecs,
 		metadataPath.Child("annotations"), specPath.Child("replicaSpecs"))...)
+	allErrs = append(allErrs, rules.validateControllerEnv(spec.ReplicaSpecs, oldSpec.ReplicaSpecs, specPath.Child("replicaSpecs"))...)
 	allErrs = append(allErrs, rules.validateSpec(spec, specPath)...)
 	allErrs = append(allErrs, validateQueueUpdate(meta.Labels, oldMeta.Labels, spec, oldSpec, oldStatus)...)
 	return append(allErrs, validateSpecUpdate(spec, oldSpec, oldStatus, specPath)...)

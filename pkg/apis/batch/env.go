@@ -1,0 +1,66 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package batch
+
+// The environment the controller gives the containers of a job's pods: the
+// names a pod template may not set itself. The controller's value replaces
+// a template's, so a template's would be lost without a word; validation
+// refuses it instead. The adapters of pkg/podbuilder set these names, and
+// their tests check that they set no other.
+
+// Variables every container of every kind gets: the job's name, and the
+// checkpoint contract of a job with spec.runPolicy.checkpoint.
+const (
+	EnvJobName      = "TENSORSTACK_JOB_NAME"
+	EnvJobNamespace = "TENSORSTACK_JOB_NAMESPACE"
+	// EnvJobResource is the job kind's resource, e.g. pytorchtrainingjobs.
+	EnvJobResource = "TENSORSTACK_JOB_RESOURCE"
+
+	EnvCheckpointDir         = "TENSORSTACK_CHECKPOINT_DIR"
+	EnvCheckpointInterval    = "TENSORSTACK_CHECKPOINT_INTERVAL_SECONDS"
+	EnvCheckpointRequestFile = "TENSORSTACK_CHECKPOINT_REQUEST_FILE"
+	EnvResumeFrom            = "TENSORSTACK_RESUME_FROM"
+	EnvResumeStep            = "TENSORSTACK_RESUME_STEP"
+)
+
+// EnvPythonUnbuffered is set to 1 for the Python frameworks so that their
+// logs appear as they are written. It is only a default: a template that
+// sets it keeps its own value.
+const EnvPythonUnbuffered = "PYTHONUNBUFFERED"
+
+// JobEnvNames are the variables of every kind.
+func JobEnvNames() []string {
+	return []string{EnvJobName, EnvJobNamespace, EnvJobResource, EnvCheckpointDir, EnvCheckpointInterval,
+		EnvCheckpointRequestFile, EnvResumeFrom, EnvResumeStep}
+}
+
+// TensorFlowEnvNames are a TensorFlow job's own: TF_CONFIG.
+func TensorFlowEnvNames() []string { return []string{"TF_CONFIG"} }
+
+// PyTorchEnvNames are a PyTorch job's own: the master's address, the world
+// and the rank, and with torchrun the PET_* options torchrun reads.
+func PyTorchEnvNames() []string {
+	return []string{"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "PET_NNODES", "PET_NODE_RANK",
+		"PET_NPROC_PER_NODE", "PET_MASTER_ADDR", "PET_MASTER_PORT", "PET_RDZV_BACKEND", "PET_MAX_RESTARTS"}
+}
+
+// XGBoostEnvNames are an XGBoost job's own: Kubeflow's XGBoostJob
+// variables and those of XGBoost's collective.
+func XGBoostEnvNames() []string {
+	return []string{"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "WORKER_ADDRS", "WORKER_PORT",
+		"DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_NUM_WORKER", "DMLC_TASK_ID"}
+}

@@ -1,0 +1,170 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/test/integration/framework"
+)
+
+// hostileKind is one kind as the hostile requests build it: raw JSON, so
+// that a request may hold what no Go type can.
+type hostileKind struct {
+	kind, resource, container string
+	types                     []string
+	// envNames are the kind's own variables, which the controller sets.
+	envNames []string
+}
+
+var hostileKinds = []hostileKind{
+	{"TensorFlowTrainingJob", v1beta1.TensorFlowTrainingJobResource, v1beta1.TensorFlowContainerName,
+		[]string{"chief", "worker"}, batch.TensorFlowEnvNames()},
+	{"PyTorchTrainingJob", v1beta1.PyTorchTrainingJobResource, v1beta1.PyTorchContainerName,
+		[]string{"master", "worker"}, batch.PyTorchEnvNames()},
+	{"XGBoostTrainingJob", v1beta1.XGBoostTrainingJobResource, v1beta1.XGBoostContainerName,
+		[]string{"master", "worker"}, batch.XGBoostEnvNames()},
+}
+
+// job is a valid job of the kind, as JSON objects, for a case to spoil.
+func (k hostileKind) job(name string) map[string]any {
+	var specs []any
+	for _, typ := range k.types {
+		specs = append(specs, map[string]any{
+			"type": typ, "replicas": 1,
+			"template": map[string]any{"spec": map[string]any{
+				"initContainers": []any{map[string]any{"name": "fetch", "image": "registry.example/fetch:1"}},
+				"containers": []any{map[string]any{
+					"name": k.container, "image": "registry.example/train:1", "command": []any{"python", "train.py"},
+				}},
+			}},
+		})
+	}
+	return map[string]any{
+		"apiVersion": v1beta1.SchemeGroupVersion.String(), "kind": k.kind,
+		"metadata": map[string]any{"name": name},
+		"spec":     map[string]any{"replicaSpecs": specs},
+	}
+}
+
+// replicaSpec is the job's i-th replica spec, to change in place.
+func replicaSpec(job map[string]any, i int) map[string]any {
+	return job["spec"].(map[string]any)["replicaSpecs"].([]any)[i].(map[string]any)
+}
+
+// podSpec is the i-th replica spec's pod spec, to change in place.
+func podSpec(job map[string]any, i int) map[string]any {
+	return replicaSpec(job, i)["template"].(map[string]any)["spec"].(map[string]any)
+}
+
+// TestHostileSpecsOfEveryKind: a create that no kind can run is refused
+// with a 4xx naming the field, for every kind: a replica count beyond
+// int32, and a template setting a variable the controller sets in every
+// container of the job's pods (the controller's value would replace it
+// without a word). Nothing is stored.
+func TestHostileSpecsOfEveryKind(t *testing.T) {
+	s := framework.StartTestServer(t, "")
+	ctx := context.Background()
+	const namespace = "hostile"
+	for _, k := range hostileKinds {
+		type hostileCase struct {
+			name      string
+			spoil     func(job map[string]any)
+			wantCode  int
+			wantField string // in the message, and as a cause's field for a 422
+		}
+		// A count beyond int32 fails to decode, before any validation, as
+		// it does for a Deployment: the answer names the field's path
+		// (through the Go type that embeds the common spec), the value
+		// and the type.
+		cases := []hostileCase{{
+			name:      "replicas of 2^31",
+			spoil:     func(job map[string]any) { replicaSpec(job, 1)["replicas"] = int64(1) << 31 },
+			wantCode:  http.StatusBadRequest,
+			wantField: "number 2147483648 into Go struct field ReplicaSpec.spec.TrainingJobSpec.replicaSpecs.replicas of type int32",
+		}, {
+			name:      "replicas of -2^31-1",
+			spoil:     func(job map[string]any) { replicaSpec(job, 0)["replicas"] = -(int64(1) << 31) - 1 },
+			wantCode:  http.StatusBadRequest,
+			wantField: "number -2147483649 into Go struct field ReplicaSpec.spec.TrainingJobSpec.replicaSpecs.replicas of type int32",
+		}}
+		for _, name := range append(k.envNames, batch.JobEnvNames()...) {
+			cases = append(cases, hostileCase{
+				name: "the template sets " + name,
+				spoil: func(job map[string]any) {
+					container := podSpec(job, 1)["containers"].([]any)[0].(map[string]any)
+					container["env"] = []any{map[string]any{"name": "DATA", "value": "/data"}, map[string]any{"name": name, "value": "0"}}
+				},
+				wantCode:  http.StatusUnprocessableEntity,
+				wantField: "spec.replicaSpecs[1].template.spec.containers[0].env[1].name",
+			})
+		}
+		cases = append(cases, hostileCase{
+			name: "an init container sets " + k.envNames[0],
+			spoil: func(job map[string]any) {
+				init := podSpec(job, 0)["initContainers"].([]any)[0].(map[string]any)
+				init["env"] = []any{map[string]any{"name": k.envNames[0], "value": "0"}}
+			},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantField: "spec.replicaSpecs[0].template.spec.initContainers[0].env[0].name",
+		})
+		for i, tc := range cases {
+			t.Run(k.kind+"/"+tc.name, func(t *testing.T) {
+				name := fmt.Sprintf("hostile-%d", i)
+				job := k.job(name)
+				tc.spoil(job)
+				body, err := json.Marshal(job)
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = s.Client.BatchV1beta1().RESTClient().Post().
+					AbsPath(path.Join("/apis", v1beta1.SchemeGroupVersion.String(), "namespaces", namespace, k.resource)).
+					SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Error()
+				var status apierrors.APIStatus
+				if !errors.As(err, &status) {
+					t.Fatalf("create: %v, want %d naming %s", err, tc.wantCode, tc.wantField)
+				}
+				got := status.Status()
+				if int(got.Code) != tc.wantCode || !strings.Contains(got.Message, tc.wantField) {
+					t.Errorf("create: %d %q, want %d naming %s", got.Code, got.Message, tc.wantCode, tc.wantField)
+				}
+				if tc.wantCode == http.StatusUnprocessableEntity {
+					if got.Details == nil || len(got.Details.Causes) != 1 || got.Details.Causes[0].Field != tc.wantField {
+						t.Errorf("causes %+v, want one, of field %s", got.Details, tc.wantField)
+					}
+				}
+				err = s.Client.BatchV1beta1().RESTClient().Get().
+					AbsPath(path.Join("/apis", v1beta1.SchemeGroupVersion.String(), "namespaces", namespace, k.resource, name)).
+					Do(ctx).Error()
+				if !apierrors.IsNotFound(err) {
+					t.Errorf("after the refusal, a get: %v, want NotFound", err)
+				}
+			})
+		}
+	}
+}
