@@ -30,6 +30,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"tensorstack.dev/training/pkg/jobclient"
 )
 
 // The monitoring artifacts, relative to the repository root.
@@ -340,6 +342,38 @@ func TestMonitoringQueriesNameKnownSeries(t *testing.T) {
 	for _, m := range regexp.MustCompile(`"uid":\s*"([^"]*)"`).FindAllStringSubmatch(string(data), -1) {
 		if m[1] != "${datasource}" && m[1] != "-- Grafana --" && m[1] != "tensorstack-training" {
 			t.Errorf("%s: data source uid %q, want ${datasource}", dashboardFile, m[1])
+		}
+	}
+}
+
+// TestDashboardOffersEveryKind: the dashboard's kind variable, a fixed
+// list, names every kind the controller runs (and so labels series with).
+func TestDashboardOffersEveryKind(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), dashboardFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Templating struct {
+			List []struct {
+				Name, Type string
+				Query      any // a string, or an object for a query variable
+			}
+		}
+	}
+	if err := json.Unmarshal(data, &dash); err != nil {
+		t.Fatalf("%s: %v", dashboardFile, err)
+	}
+	var offered []string
+	for _, v := range dash.Templating.List {
+		if q, ok := v.Query.(string); ok && v.Name == "kind" && v.Type == "custom" {
+			offered = strings.Split(q, ",")
+		}
+	}
+	for _, k := range jobclient.Kinds {
+		if !slices.Contains(offered, k.Name) {
+			t.Errorf("%s: the kind variable offers %v, not %s", dashboardFile, offered, k.Name)
 		}
 	}
 }
