@@ -23,6 +23,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,7 +39,12 @@ const (
 	kubeflowAPIVersion = "kubeflow.org/v1"
 	tfJobKind          = "TFJob"
 	pyTorchJobKind     = "PyTorchJob"
+	xgboostJobKind     = "XGBoostJob"
 )
+
+// convertedKinds are the Kubeflow kinds converted, in the order messages
+// name them.
+var convertedKinds = []string{tfJobKind, pyTorchJobKind, xgboostJobKind}
 
 // Converted is one Kubeflow job converted into ours.
 type Converted struct {
@@ -47,7 +54,7 @@ type Converted struct {
 }
 
 // Convert reads a stream of YAML or JSON documents (separated by ---, as kubectl accepts) and converts every
-// kubeflow.org/v1 TFJob and PyTorchJob in it. A document of any other kind is an error naming its index and kind
+// kubeflow.org/v1 TFJob, PyTorchJob and XGBoostJob in it. A document of any other kind is an error naming its index and kind
 // (empty documents are skipped). Malformed input is an error with the document index, never a panic.
 //
 // Documents are counted from 0; empty ones (only whitespace or comments) are
@@ -131,7 +138,7 @@ func splitYAML(data []byte) ([][]byte, error) {
 	}
 }
 
-// ConvertObject converts one kubeflow.org/v1 TFJob or PyTorchJob, given as
+// ConvertObject converts one kubeflow.org/v1 TFJob, PyTorchJob or XGBoostJob, given as
 // decoded from JSON or YAML into generic values; obj is not changed. Any
 // other kind is an error.
 func ConvertObject(obj map[string]interface{}) (Converted, error) {
@@ -161,6 +168,8 @@ func ConvertObject(obj map[string]interface{}) (Converted, error) {
 		job, err = convertTFJob(meta, spec, &w)
 	case pyTorchJobKind:
 		job, err = convertPyTorchJob(meta, spec, &w)
+	case xgboostJobKind:
+		job, err = convertXGBoostJob(meta, spec, &w)
 	}
 	if err != nil {
 		return Converted{}, err
@@ -177,7 +186,7 @@ func ConvertObject(obj map[string]interface{}) (Converted, error) {
 func checkKind(in *object) error {
 	apiVersion, _ := in.fields["apiVersion"].(string)
 	kind, _ := in.fields["kind"].(string)
-	if apiVersion == kubeflowAPIVersion && (kind == tfJobKind || kind == pyTorchJobKind) {
+	if apiVersion == kubeflowAPIVersion && slices.Contains(convertedKinds, kind) {
 		return nil
 	}
 	what := fmt.Sprintf("kind %q (apiVersion %q)", kind, apiVersion)
@@ -186,7 +195,15 @@ func checkKind(in *object) error {
 			what += fmt.Sprintf(" named %q", name)
 		}
 	}
-	return fmt.Errorf("%s is not a %s %s or %s", what, kubeflowAPIVersion, tfJobKind, pyTorchJobKind)
+	return fmt.Errorf("%s is not a %s %s", what, kubeflowAPIVersion, orList(convertedKinds))
+}
+
+// orList writes the items as "a, b or c".
+func orList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }
 
 // typeMeta is the TypeMeta of our kind.

@@ -15,8 +15,9 @@ limitations under the License.
 */
 
 // Package kubeflow converts Kubeflow training-operator manifests (kubeflow.org/v1
-// TFJob and PyTorchJob) into TensorStack jobs (batch.tensorstack.dev/v1beta1
-// TensorFlowTrainingJob and PyTorchTrainingJob).
+// TFJob, PyTorchJob and XGBoostJob) into TensorStack jobs
+// (batch.tensorstack.dev/v1beta1 TensorFlowTrainingJob, PyTorchTrainingJob and
+// XGBoostTrainingJob).
 //
 // Every field of the input is either converted or reported: the input is read
 // as generic JSON objects, each field is taken out as it is converted, and any
@@ -31,13 +32,14 @@ limitations under the License.
 //     managedFields, ...) are dropped silently; ownerReferences, finalizers
 //     and kubectl's last-applied-configuration annotation are dropped with a
 //     warning. A non-empty status is dropped with a warning.
-//   - the replica maps (spec.tfReplicaSpecs, spec.pytorchReplicaSpecs), keyed
-//     by replica type in any case as Kubeflow accepts, become the ordered list
-//     spec.replicaSpecs: TensorFlow chief (Kubeflow's Master is an alias of
-//     Chief), ps, worker, evaluator; PyTorch master, worker, so that the
-//     master has rank 0. Each replica's restartPolicy is written out, with
-//     Kubeflow's default where it is absent (Never for TFJob, OnFailure for
-//     PyTorchJob, whose default differs from ours).
+//   - the replica maps (spec.tfReplicaSpecs, spec.pytorchReplicaSpecs,
+//     spec.xgbReplicaSpecs), keyed by replica type in any case as Kubeflow
+//     accepts, become the ordered list spec.replicaSpecs: TensorFlow chief
+//     (Kubeflow's Master is an alias of Chief), ps, worker, evaluator; PyTorch
+//     and XGBoost master, worker, so that the master has rank 0. Each
+//     replica's restartPolicy is written out, with Kubeflow's default where it
+//     is absent (Never for TFJob and XGBoostJob, OnFailure for PyTorchJob,
+//     whose default differs from ours).
 //   - runPolicy, also read from the top level of spec as older manifests
 //     write it (runPolicy wins when both are given): cleanPodPolicy becomes
 //     cleanUpPolicy (All and None as they are; Running becomes Unfinished,

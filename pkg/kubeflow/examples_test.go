@@ -33,6 +33,12 @@ import (
 
 // exampleWarnings are the warnings of the examples that give any.
 var exampleWarnings = map[string][]string{
+	"xgboost/smoke-dist/xgboostjob_v1alpha1_rabit_test.yaml#0": {
+		"spec.xgbReplicaSpecs.Master.template.apiVersion: dropped: a pod template has no apiVersion or kind (Kubernetes prunes them from a Kubeflow job)",
+		"spec.xgbReplicaSpecs.Master.template.kind: dropped: a pod template has no apiVersion or kind (Kubernetes prunes them from a Kubeflow job)",
+		"spec.xgbReplicaSpecs.Worker.template.apiVersion: dropped: a pod template has no apiVersion or kind (Kubernetes prunes them from a Kubeflow job)",
+		"spec.xgbReplicaSpecs.Worker.template.kind: dropped: a pod template has no apiVersion or kind (Kubernetes prunes them from a Kubeflow job)",
+	},
 	"pytorch/elastic/echo/echo.yaml#0": {
 		"spec.nprocPerNode: absent, so Kubeflow hands torchrun auto, which starts one process per CPU where there is no GPU; ours starts a fixed number of processes or one per GPU, and procPerNode is left at its default, 1",
 	},
@@ -80,6 +86,8 @@ func compareReplicas(t *testing.T, example kubeflowtest.Example, obj runtime.Obj
 		replicas = job.Spec.ReplicaSpecs
 	case *v1beta1.PyTorchTrainingJob:
 		replicas, torchrun, specsField = job.Spec.ReplicaSpecs, job.Spec.TorchrunConfig, "pytorchReplicaSpecs"
+	case *v1beta1.XGBoostTrainingJob:
+		replicas, specsField = job.Spec.ReplicaSpecs, "xgbReplicaSpecs"
 	}
 	ours := map[v1beta1.ReplicaType]v1beta1.ReplicaSpec{}
 	for _, r := range replicas {

@@ -84,6 +84,9 @@ func serverErrors(t *testing.T, obj runtime.Object) field.ErrorList {
 	case *batch.PyTorchTrainingJob:
 		batch.CanonicalizePyTorchJob(job)
 		return validation.ValidatePyTorchTrainingJob(job)
+	case *batch.XGBoostTrainingJob:
+		batch.CanonicalizeXGBoostJob(job)
+		return validation.ValidateXGBoostTrainingJob(job)
 	}
 	t.Fatalf("no validation for %T", internal)
 	return nil

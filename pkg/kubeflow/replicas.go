@@ -19,6 +19,7 @@ package kubeflow
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -167,11 +168,37 @@ func (k *replicaKind) convertReplica(typ v1beta1.ReplicaType, path *field.Path, 
 	if !present {
 		return out, fmt.Errorf("%s: required: the pod each replica runs", templatePath)
 	}
-	if out.Template, err = decodePodTemplate(templatePath, template); err != nil {
+	if out.Template, err = decodePodTemplate(templatePath, withoutTypeMeta(templatePath, template, w)); err != nil {
 		return out, err
 	}
 	in.reportLeftovers(w)
 	return out, nil
+}
+
+// withoutTypeMeta drops apiVersion and kind from a pod template, which has
+// neither: some of Kubeflow's own examples write them, and Kubernetes prunes
+// them from a Kubeflow job, whose schema lacks them. The input is not
+// changed.
+func withoutTypeMeta(path *field.Path, template interface{}, w *warnings) interface{} {
+	fields, ok := template.(map[string]interface{})
+	if !ok {
+		return template
+	}
+	var kept map[string]interface{}
+	for _, name := range []string{"apiVersion", "kind"} {
+		if _, present := fields[name]; !present {
+			continue
+		}
+		if kept == nil {
+			kept = maps.Clone(fields)
+		}
+		delete(kept, name)
+		w.add(path.Child(name), "dropped: a pod template has no apiVersion or kind (Kubernetes prunes them from a Kubeflow job)")
+	}
+	if kept == nil {
+		return template
+	}
+	return kept
 }
 
 // decodePodTemplate decodes a pod template strictly: a field that is not part

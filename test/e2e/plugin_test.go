@@ -191,3 +191,54 @@ spec:
 		t.Errorf("converted job: %+v, runPolicy %+v", specs, job.CommonSpec().RunPolicy)
 	}
 }
+
+// TestPluginCreatesKubeflowXGBoostJob: kubectl training create takes a
+// Kubeflow XGBoostJob manifest as it is; the job runs to Succeeded with its
+// master first, on the port the manifest names, which every replica is told.
+func TestPluginCreatesKubeflowXGBoostJob(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t, "plugin-xgb")
+	template := func(replicas int) string {
+		return fmt.Sprintf(`
+      replicas: %d
+      template:
+        metadata:
+          annotations:
+            %s: "0"
+            %s: "2s"
+        spec:
+          containers:
+          - name: xgboost
+            image: %s
+            ports: [{name: xgboostjob-port, containerPort: 9991}]`, replicas, framework.AnnotationExitCode, framework.AnnotationRunDuration, framework.Image)
+	}
+	manifest := `apiVersion: kubeflow.org/v1
+kind: XGBoostJob
+metadata:
+  name: iris-kubeflow
+spec:
+  runPolicy:
+    cleanPodPolicy: None
+  xgbReplicaSpecs:
+    Worker:` + template(2) + `
+    Master:` + template(1) + "\n"
+	file := f.WriteFile("xgboostjob.yaml", manifest)
+
+	if r := f.KubectlTraining("create", "-f", file); r.Err != nil {
+		t.Fatalf("create: %s", r)
+	}
+	ref := f.Ref(framework.KindXGBoost, "iris-kubeflow")
+	job := f.WaitForJob(ref, "Succeeded", 3*time.Minute, func(job v1beta1.TrainingJob) (bool, error) {
+		return job.JobStatus().Phase == v1beta1.JobSucceeded, nil
+	})
+	specs := job.CommonSpec().ReplicaSpecs
+	if len(specs) != 2 || specs[0].Type != v1beta1.ReplicaTypeMaster || specs[1].Type != v1beta1.ReplicaTypeWorker ||
+		specs[0].RestartPolicy != v1beta1.RestartPolicyNever {
+		t.Errorf("created job: %+v", specs)
+	}
+	for _, p := range f.Pods(ref) {
+		if port, _ := framework.EnvOf(&p.Spec.Containers[0], "DMLC_TRACKER_PORT"); port != "9991" {
+			t.Errorf("pod %s: DMLC_TRACKER_PORT %q, want the manifest's 9991", p.Name, port)
+		}
+	}
+}

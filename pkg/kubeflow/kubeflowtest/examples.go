@@ -38,21 +38,21 @@ import (
 // Module is the Kubeflow training-operator release whose examples are used.
 const Module = "github.com/kubeflow/training-operator@v1.9.4"
 
-// The number of example files with a TFJob or PyTorchJob in Module, and of
+// The number of example files with a TFJob, PyTorchJob or XGBoostJob in Module, and of
 // those documents, counted when the tests were written: a test that finds
 // fewer must not pass.
 const (
-	ExampleFiles     = 13
-	ExampleDocuments = 13
+	ExampleFiles     = 21
+	ExampleDocuments = 21
 )
 
-// Example is one TFJob or PyTorchJob document of a Kubeflow example file.
+// Example is one TFJob, PyTorchJob or XGBoostJob document of a Kubeflow example file.
 type Example struct {
 	// File is the file's path below the module's examples directory.
 	File string
 	// Index is the document's place in the file, from 0.
 	Index int
-	// Kind is TFJob or PyTorchJob.
+	// Kind is TFJob, PyTorchJob or XGBoostJob.
 	Kind string
 	// Object is the document as generic JSON values.
 	Object map[string]interface{}
@@ -63,7 +63,7 @@ func (e Example) Name() string {
 	return fmt.Sprintf("%s#%d", e.File, e.Index)
 }
 
-// Examples returns every kubeflow.org/v1 TFJob and PyTorchJob document of the
+// Examples returns every kubeflow.org/v1 TFJob, PyTorchJob and XGBoostJob document of the
 // *.yaml files under the module's examples directory, and the number of
 // files they come from. Other documents (PVCs, MPIJobs, ...) are skipped. The
 // test is skipped only when there is no go command to find the module with.
@@ -112,7 +112,7 @@ func documents(t testing.TB, file string, data []byte) []Example {
 			t.Fatalf("%s document %d: %v", file, index, err)
 		}
 		kind, _ := obj["kind"].(string)
-		if obj["apiVersion"] != "kubeflow.org/v1" || (kind != "TFJob" && kind != "PyTorchJob") {
+		if obj["apiVersion"] != "kubeflow.org/v1" || (kind != "TFJob" && kind != "PyTorchJob" && kind != "XGBoostJob") {
 			continue
 		}
 		found = append(found, Example{File: file, Index: index, Kind: kind, Object: obj})
