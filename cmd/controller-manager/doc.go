@@ -25,12 +25,15 @@ limitations under the License.
 //	batch.tensorstack.dev   tensorflowtrainingjobs            get, list, watch, delete
 //	batch.tensorstack.dev   pytorchtrainingjobs               get, list, watch, delete
 //	batch.tensorstack.dev   xgboosttrainingjobs               get, list, watch, delete
+//	batch.tensorstack.dev   genericjobs                       get, list, watch, delete
 //	batch.tensorstack.dev   tensorflowtrainingjobs/status     patch
 //	batch.tensorstack.dev   pytorchtrainingjobs/status        patch
 //	batch.tensorstack.dev   xgboosttrainingjobs/status        patch
+//	batch.tensorstack.dev   genericjobs/status                patch
 //	batch.tensorstack.dev   tensorflowtrainingjobs/finalizers update
 //	batch.tensorstack.dev   pytorchtrainingjobs/finalizers    update
 //	batch.tensorstack.dev   xgboosttrainingjobs/finalizers    update
+//	batch.tensorstack.dev   genericjobs/finalizers            update
 //	""                      pods                              get, list, watch, create, delete, patch
 //	""                      pods/log                          get
 //	""                      services                          get, list, watch, create, delete, patch

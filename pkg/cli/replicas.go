@@ -70,16 +70,6 @@ func replicaCount(spec *v1beta1.TrainingJobSpec, t v1beta1.ReplicaType) int {
 	return 0
 }
 
-// firstReplica is index 0 of the first listed type that has replicas.
-func firstReplica(spec *v1beta1.TrainingJobSpec) (replicaRef, bool) {
-	for _, r := range spec.ReplicaSpecs {
-		if replicaCount(spec, r.Type) > 0 {
-			return replicaRef{Type: r.Type}, true
-		}
-	}
-	return replicaRef{}, false
-}
-
 // checkReplica says whether the job has the replica, and if not, which
 // replicas it has.
 func checkReplica(spec *v1beta1.TrainingJobSpec, r replicaRef) error {

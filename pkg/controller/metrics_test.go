@@ -37,6 +37,11 @@ func TestJobsCollector(t *testing.T) {
 	want := `
 # HELP training_controller_jobs [ALPHA] Unfinished jobs in the controller's cache, by kind and phase (a job not yet reconciled counts as Pending); finished jobs are not cached.
 # TYPE training_controller_jobs gauge
+training_controller_jobs{kind="GenericJob",phase="Paused"} 0
+training_controller_jobs{kind="GenericJob",phase="Pending"} 0
+training_controller_jobs{kind="GenericJob",phase="Resuming"} 0
+training_controller_jobs{kind="GenericJob",phase="Running"} 0
+training_controller_jobs{kind="GenericJob",phase="Unknown"} 0
 training_controller_jobs{kind="PyTorchTrainingJob",phase="Paused"} 1
 training_controller_jobs{kind="PyTorchTrainingJob",phase="Pending"} 0
 training_controller_jobs{kind="PyTorchTrainingJob",phase="Resuming"} 0

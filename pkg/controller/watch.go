@@ -53,6 +53,7 @@ func (c *Controller) watchJobs(logger klog.Logger, jobClient versioned.Interface
 		newTensorFlowHandler(jobClient, jobInformers),
 		newPyTorchHandler(jobClient, jobInformers),
 		newXGBoostHandler(jobClient, jobInformers),
+		newGenericHandler(jobClient, jobInformers),
 	} {
 		kind := h.Kind()
 		c.kinds[kind] = h

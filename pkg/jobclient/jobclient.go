@@ -237,8 +237,24 @@ var XGBoost = &Kind{
 	},
 }
 
+// Generic is the GenericJob kind. Its training container is each
+// replica's first.
+var Generic = &Kind{
+	Name:              "GenericJob",
+	Resource:          v1beta1.GenericJobResource,
+	ShortName:         v1beta1.GenericJobShortName,
+	TrainingContainer: "",
+	New:               func() v1beta1.TrainingJob { return &v1beta1.GenericJob{} },
+	Client: func(c versioned.Interface, namespace string) Client {
+		return kindClient[*v1beta1.GenericJob, *v1beta1.GenericJobList]{
+			typed: c.BatchV1beta1().GenericJobs(namespace),
+			items: func(l *v1beta1.GenericJobList) []*v1beta1.GenericJob { return itemPointers(l.Items) },
+		}
+	},
+}
+
 // Kinds lists every kind, in the order tools look them up and list them.
-var Kinds = []*Kind{TensorFlow, PyTorch, XGBoost}
+var Kinds = []*Kind{TensorFlow, PyTorch, XGBoost, Generic}
 
 func itemPointers[T any](items []T) []*T {
 	pointers := make([]*T, len(items))

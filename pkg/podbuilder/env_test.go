@@ -85,6 +85,8 @@ func TestAdaptersSetTheContractsVariables(t *testing.T) {
 			ptJob(&v1beta1.TorchrunConfig{Enabled: true}, &v1beta1.ElasticConfig{Enabled: true, MinReplicas: ptr.To(int32(1)), MaxReplicas: ptr.To(int32(4))}),
 		}},
 		{XGBoost, batch.XGBoostEnvNames(), []v1beta1.TrainingJob{withCheckpoints(xgbJob())}},
+		{Generic, append(batch.GenericEnvNames(), batch.GenericHostsEnv("worker"), batch.GenericHostsEnv("coordinator"),
+			batch.GenericPortEnv("coordinator")), []v1beta1.TrainingJob{withCheckpoints(genericJob())}},
 	} {
 		listed := sets.New(batch.JobEnvNames()...).Insert(tc.own...)
 		set := sets.New[string]()

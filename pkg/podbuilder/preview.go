@@ -41,6 +41,8 @@ func AdapterFor(job v1beta1.TrainingJob) (Adapter, error) {
 		return PyTorch, nil
 	case *v1beta1.XGBoostTrainingJob:
 		return XGBoost, nil
+	case *v1beta1.GenericJob:
+		return Generic, nil
 	default:
 		return nil, fmt.Errorf("%T is not a training job kind", job)
 	}

@@ -49,7 +49,7 @@ func (b *Builder) Service() *corev1.Service {
 
 // servicePorts are the ports of the training containers of every replica
 // type, each port number once; when none declares a port, the kind's
-// default port.
+// default port, if it has one.
 func (b *Builder) servicePorts() []corev1.ServicePort {
 	var ports []corev1.ServicePort
 	type key struct {
@@ -89,7 +89,9 @@ func (b *Builder) servicePorts() []corev1.ServicePort {
 			})
 		}
 	}
-	if len(ports) == 0 {
+	// A kind without a default port (GenericJob) gets a headless Service
+	// without ports, which DNS needs none for.
+	if len(ports) == 0 && b.Adapter.DefaultPort() > 0 {
 		ports = []corev1.ServicePort{{
 			Name:       b.Adapter.PortNames()[0],
 			Port:       b.Adapter.DefaultPort(),

@@ -9,7 +9,7 @@ import pathlib
 import pytest
 import yaml
 
-from tensorstack.training import BuildError, PyTorchJob, TensorFlowJob, XGBoostJob, job_from_dict, job_from_yaml
+from tensorstack.training import BuildError, GenericJob, PyTorchJob, TensorFlowJob, XGBoostJob, job_from_dict, job_from_yaml
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "artifacts" / "examples"
 
@@ -153,8 +153,21 @@ def build_xgboost(_):
             .run_policy(backoff_limit=2, clean_up_policy="None"))
 
 
+def build_generic(obj):
+    replica = dict(restart_policy="ExitCode", annotations=KWOK, image=TRAINING_IMAGE, command=["sh", "-c"],
+                   args=[program(obj, 0)], ports=[{"name": "rendezvous", "containerPort": 29500}],
+                   env={"STEPS": "20", "STEP_SECONDS": "0.3"},
+                   requests={"cpu": "250m", "memory": "512Mi"}, limits={"cpu": "1", "memory": "2Gi"})
+    return (GenericJob("generic-ddp")
+            .success_rule({"coordinator": None})
+            .replica("coordinator", 1, **replica)
+            .replica("worker", 1, **replica)
+            .run_policy(backoff_limit=2, clean_up_policy="None"))
+
+
 BUILDERS = {
     "debug-mode": build_debug_mode,
+    "generic": build_generic,
     "paused": build_paused,
     "pytorch-ddp": build_pytorch_ddp,
     "pytorch-elastic": build_pytorch_elastic,

@@ -46,7 +46,8 @@ import (
 // OwnerReferencesPermissionEnforcement admission plugin runs: no request
 // uses it, so the audit log cannot show it; TestControllerRoleIsLeastPrivilege
 // shows it is needed another way.
-var finalizersResources = []string{"tensorflowtrainingjobs/finalizers", "pytorchtrainingjobs/finalizers", "xgboosttrainingjobs/finalizers"}
+var finalizersResources = []string{"tensorflowtrainingjobs/finalizers", "pytorchtrainingjobs/finalizers",
+	"xgboosttrainingjobs/finalizers", "genericjobs/finalizers"}
 
 // TestControllerRoleIsLeastPrivilege drives the controller, running as its
 // ServiceAccount with the RBAC of artifacts/deploy/base, through everything
@@ -228,6 +229,16 @@ func xgbJob(name string, runFor string) *v1beta1.XGBoostTrainingJob {
 	}
 }
 
+func genericJob(name string, runFor string) *v1beta1.GenericJob {
+	return &v1beta1.GenericJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1beta1.GenericJobSpec{TrainingJobSpec: v1beta1.TrainingJobSpec{
+			ReplicaSpecs: []v1beta1.ReplicaSpec{{Type: "coordinator", Replicas: ptr.To[int32](1),
+				Template: podTemplate("main", 0, runFor)}},
+		}},
+	}
+}
+
 func (s *scenarios) wait(what string, cond func(context.Context) (bool, error)) {
 	s.t.Helper()
 	if err := eventually(context.Background(), 90*time.Second, 250*time.Millisecond, cond); err != nil {
@@ -256,6 +267,15 @@ func (s *scenarios) finishAndExpire(t *testing.T) {
 	if _, err := s.c.jobs.BatchV1beta1().XGBoostTrainingJobs(s.ns).Create(ctx, xgb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	generic := genericJob("generic-expire", "1s")
+	generic.Spec.RunPolicy.TTLSecondsAfterFinished = ptr.To[int32](2)
+	if _, err := s.c.jobs.BatchV1beta1().GenericJobs(s.ns).Create(ctx, generic, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.wait("generic-expire to succeed and be deleted", func(ctx context.Context) (bool, error) {
+		_, err := s.c.jobs.BatchV1beta1().GenericJobs(s.ns).Get(ctx, generic.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), ignoreNotFound(err)
+	})
 	s.wait("xgb-expire to succeed and be deleted", func(ctx context.Context) (bool, error) {
 		_, err := s.c.jobs.BatchV1beta1().XGBoostTrainingJobs(s.ns).Get(ctx, xgb.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), ignoreNotFound(err)

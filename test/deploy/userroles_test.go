@@ -145,7 +145,8 @@ func TestUserRolesAggregate(t *testing.T) {
 		wg       sync.WaitGroup
 		sem      = make(chan struct{}, 4)
 	)
-	for _, resource := range []string{"tensorflowtrainingjobs", "pytorchtrainingjobs", "xgboosttrainingjobs"} {
+	resources := []string{"tensorflowtrainingjobs", "pytorchtrainingjobs", "xgboosttrainingjobs", "genericjobs"}
+	for _, resource := range resources {
 		for _, ch := range checks {
 			wg.Go(func() {
 				sem <- struct{}{}
@@ -170,5 +171,5 @@ func TestUserRolesAggregate(t *testing.T) {
 	for _, f := range failures {
 		t.Error(f)
 	}
-	t.Logf("%d kubectl auth can-i checks", 2*len(checks))
+	t.Logf("%d kubectl auth can-i checks", len(resources)*len(checks))
 }

@@ -47,11 +47,13 @@ func TestKubectlAPIResources(t *testing.T) {
 		fields := strings.Fields(l)
 		rows[fields[0]] = fields
 	}
-	for _, tc := range []struct{ resource, short, kind string }{
+	kinds := []struct{ resource, short, kind string }{
 		{"tensorflowtrainingjobs", "tj", "TensorFlowTrainingJob"},
 		{"pytorchtrainingjobs", "pj", "PyTorchTrainingJob"},
 		{"xgboosttrainingjobs", "xj", "XGBoostTrainingJob"},
-	} {
+		{"genericjobs", "gj", "GenericJob"},
+	}
+	for _, tc := range kinds {
 		row, ok := rows[tc.resource]
 		if !ok {
 			t.Errorf("api-resources does not list %s:\n%s", tc.resource, out)
@@ -74,8 +76,8 @@ func TestKubectlAPIResources(t *testing.T) {
 			t.Errorf("categories of %s = %q, want trainingjobs", tc.resource, row[6])
 		}
 	}
-	if len(rows) != 3 {
-		t.Errorf("api-resources lists %d resources of the group, want 3:\n%s", len(rows), out)
+	if len(rows) != len(kinds) {
+		t.Errorf("api-resources lists %d resources of the group, want %d:\n%s", len(rows), len(kinds), out)
 	}
 }
 

@@ -44,8 +44,8 @@ func fourGPUJob(name, queue string) *framework.JobBuilder {
 	return fourGPUJobOf(framework.NewPyTorchJob, name, queue)
 }
 
-// fourGPUJobOf is fourGPUJob of a kind whose replica types are master and
-// worker: PyTorch's or XGBoost's.
+// fourGPUJobOf is fourGPUJob of a kind whose replica types may be master
+// and worker: PyTorch's, XGBoost's or a generic job's.
 func fourGPUJobOf(newJob func(string) *framework.JobBuilder, name, queue string) *framework.JobBuilder {
 	return newJob(name).WithReplicas("master", 1).WithReplicas("worker", 3).GPUs(1).
 		Label("kueue.x-k8s.io/queue-name", queue)
@@ -67,6 +67,7 @@ func TestKueueQuota(t *testing.T) {
 	for kind, newJob := range map[string]func(string) *framework.JobBuilder{
 		"PyTorchTrainingJob": framework.NewPyTorchJob,
 		"XGBoostTrainingJob": framework.NewXGBoostJob,
+		"GenericJob":         framework.NewGenericJob,
 	} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()

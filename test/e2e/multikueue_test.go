@@ -181,6 +181,18 @@ func TestMultiKueue(t *testing.T) {
 		}
 		return false, err
 	})
+	// The other kinds go the same way: dispatched, run in the worker only
+	// (the manager's controller leaves a job MultiKueue manages alone), their
+	// success copied back.
+	for _, newJob := range []func(string) *framework.JobBuilder{framework.NewXGBoostJob, framework.NewGenericJob} {
+		other := f.Create(newJob("dispatched-kind").WithReplicas("master", 1).WithReplicas("worker", 1).GPUs(1).
+			Label("kueue.x-k8s.io/queue-name", queue).ManagedBy(batch.ManagedByMultiKueue).ExitCode(0).RunFor("2s"))
+		checkSucceeded(t, f.WaitForPhase(other, v1beta1.JobSucceeded))
+		if pods := f.Pods(other); len(pods) != 0 {
+			t.Errorf("%s: pods in the manager: %v; want none", other, podSummary(pods))
+		}
+	}
+
 	t.Logf("MultiKueue round trip: in the worker after %v, Running copied back after %v, Succeeded after %v "+
 		"(%d pods ran in the worker, none in the manager); the worker's copy deleted %v after the manager's job",
 		dispatched.Round(time.Millisecond), ranAfter.Round(time.Millisecond), succeededAfter.Round(time.Millisecond),

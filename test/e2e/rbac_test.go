@@ -36,8 +36,9 @@ import (
 
 var viewJobsRule = rbacv1.PolicyRule{
 	APIGroups: []string{v1beta1.GroupName},
-	Resources: []string{v1beta1.TensorFlowTrainingJobResource, v1beta1.PyTorchTrainingJobResource, v1beta1.XGBoostTrainingJobResource},
-	Verbs:     []string{"get", "list", "watch"},
+	Resources: []string{v1beta1.TensorFlowTrainingJobResource, v1beta1.PyTorchTrainingJobResource, v1beta1.XGBoostTrainingJobResource,
+		v1beta1.GenericJobResource},
+	Verbs: []string{"get", "list", "watch"},
 }
 
 // TestRBACThroughAggregator: a user bound to a Role that only reads jobs can

@@ -49,6 +49,8 @@ var hostileKinds = []hostileKind{
 		[]string{"master", "worker"}, batch.PyTorchEnvNames()},
 	{"XGBoostTrainingJob", v1beta1.XGBoostTrainingJobResource, v1beta1.XGBoostContainerName,
 		[]string{"master", "worker"}, batch.XGBoostEnvNames()},
+	{"GenericJob", v1beta1.GenericJobResource, "main",
+		[]string{"coordinator", "worker"}, append(batch.GenericEnvNames(), batch.GenericHostsEnv("worker"), "TENSORSTACK_ANYTHING")},
 }
 
 // job is a valid job of the kind, as JSON objects, for a case to spoil.
@@ -166,5 +168,44 @@ func TestHostileSpecsOfEveryKind(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestGenericJobRulesNameItsReplicas: a generic job's success rules name
+// replicas the job has, each once; anything else is a 422 naming the
+// rule's field.
+func TestGenericJobRulesNameItsReplicas(t *testing.T) {
+	s := framework.StartTestServer(t, "")
+	ctx := context.Background()
+	generic := hostileKinds[len(hostileKinds)-1]
+	for i, tc := range []struct {
+		name, rules, wantField string
+	}{
+		{"a type the job does not have", `[{"replicas": [{"type": "ps"}]}]`, "spec.successRules[0].replicas[0].type"},
+		{"an index beyond the type's replicas", `[{"replicas": [{"type": "worker", "indexes": [1]}]}]`, "spec.successRules[0].replicas[0].indexes[0]"},
+		{"a type twice in a rule", `[{"replicas": [{"type": "worker"}, {"type": "worker"}]}]`, "spec.successRules[0].replicas[1].type"},
+		{"an index twice", `[{"replicas": [{"type": "coordinator"}]}, {"replicas": [{"type": "worker", "indexes": [0, 0]}]}]`, "spec.successRules[1].replicas[0].indexes"},
+		{"a rule of no replicas", `[{"replicas": []}]`, "spec.successRules[0].replicas"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := generic.job(fmt.Sprintf("rules-%d", i))
+			var rules any
+			if err := json.Unmarshal([]byte(tc.rules), &rules); err != nil {
+				t.Fatal(err)
+			}
+			job["spec"].(map[string]any)["successRules"] = rules
+			body, err := json.Marshal(job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.Client.BatchV1beta1().RESTClient().Post().
+				AbsPath(path.Join("/apis", v1beta1.SchemeGroupVersion.String(), "namespaces", "rules", generic.resource)).
+				SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Error()
+			var status apierrors.APIStatus
+			if !errors.As(err, &status) || status.Status().Code != http.StatusUnprocessableEntity ||
+				!strings.Contains(status.Status().Message, tc.wantField) {
+				t.Errorf("create: %v, want a 422 naming %s", err, tc.wantField)
+			}
+		})
 	}
 }

@@ -30,7 +30,7 @@ import (
 
 // jobPointer is either job kind's versioned type.
 type jobPointer interface {
-	*v1beta1.TensorFlowTrainingJob | *v1beta1.PyTorchTrainingJob | *v1beta1.XGBoostTrainingJob
+	*v1beta1.TensorFlowTrainingJob | *v1beta1.PyTorchTrainingJob | *v1beta1.XGBoostTrainingJob | *v1beta1.GenericJob
 	v1beta1.TrainingJob
 }
 
@@ -122,6 +122,27 @@ func xgboostKind(s *framework.TestServer) kind[*v1beta1.XGBoostTrainingJob, *v1b
 	}
 }
 
+func genericKind(s *framework.TestServer) kind[*v1beta1.GenericJob, *v1beta1.GenericJobList] {
+	return kind[*v1beta1.GenericJob, *v1beta1.GenericJobList]{
+		resource: v1beta1.GenericJobResource,
+		client: func(ns string) jobClient[*v1beta1.GenericJob, *v1beta1.GenericJobList] {
+			return s.Client.BatchV1beta1().GenericJobs(ns)
+		},
+		newJob: func(name string, types ...v1beta1.ReplicaType) *v1beta1.GenericJob {
+			if len(types) == 0 {
+				types = []v1beta1.ReplicaType{v1beta1.ReplicaTypeMaster, v1beta1.ReplicaTypeWorker}
+			}
+			return &v1beta1.GenericJob{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: v1beta1.GenericJobSpec{TrainingJobSpec: v1beta1.TrainingJobSpec{
+					ReplicaSpecs: replicaSpecs("main", types),
+				}},
+			}
+		},
+		items: func(l *v1beta1.GenericJobList) []*v1beta1.GenericJob { return pointersTo(l.Items) },
+	}
+}
+
 func pointersTo[T any](items []T) []*T {
 	out := make([]*T, len(items))
 	for i := range items {
@@ -154,12 +175,14 @@ func bothKinds(t *testing.T, s *framework.TestServer,
 	t.Run("PyTorchTrainingJob", func(t *testing.T) { pytorch(t, pytorchKind(s)) })
 }
 
-// everyKind is bothKinds and XGBoost's.
+// everyKind is bothKinds, XGBoost's and GenericJob's.
 func everyKind(t *testing.T, s *framework.TestServer,
 	tensorflow func(*testing.T, kind[*v1beta1.TensorFlowTrainingJob, *v1beta1.TensorFlowTrainingJobList]),
 	pytorch func(*testing.T, kind[*v1beta1.PyTorchTrainingJob, *v1beta1.PyTorchTrainingJobList]),
 	xgboost func(*testing.T, kind[*v1beta1.XGBoostTrainingJob, *v1beta1.XGBoostTrainingJobList]),
+	generic func(*testing.T, kind[*v1beta1.GenericJob, *v1beta1.GenericJobList]),
 ) {
 	bothKinds(t, s, tensorflow, pytorch)
 	t.Run("XGBoostTrainingJob", func(t *testing.T) { xgboost(t, xgboostKind(s)) })
+	t.Run("GenericJob", func(t *testing.T) { generic(t, genericKind(s)) })
 }

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/jobclient"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
@@ -177,9 +178,7 @@ func jobsOf(a admission.Attributes, o admission.ObjectInterfaces) (*requestJobs,
 	if a.GetResource().Group != v1beta1.GroupName || a.GetSubresource() != "" {
 		return nil, nil
 	}
-	switch a.GetResource().Resource {
-	case v1beta1.TensorFlowTrainingJobResource, v1beta1.PyTorchTrainingJobResource, v1beta1.XGBoostTrainingJobResource:
-	default:
+	if _, isJob := jobclient.ByResource(a.GetResource().Resource); !isJob {
 		return nil, nil
 	}
 	store := a.GetReinvocationContext()

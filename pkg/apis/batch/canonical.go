@@ -54,6 +54,12 @@ func CanonicalizeXGBoostJob(job *XGBoostTrainingJob) {
 	canonicalizeSpec(&job.Spec.TrainingJobSpec, xgboostReplicaTypeAliases)
 }
 
+// CanonicalizeGenericJob is CanonicalizeTensorFlowJob for generic jobs,
+// whose replica types are the user's own and have no other spelling.
+func CanonicalizeGenericJob(job *GenericJob) {
+	canonicalizeSpec(&job.Spec.TrainingJobSpec, nil)
+}
+
 // CanonicalizePyTorchJob is CanonicalizeTensorFlowJob for PyTorch jobs.
 func CanonicalizePyTorchJob(job *PyTorchTrainingJob) {
 	canonicalizeSpec(&job.Spec.TrainingJobSpec, pyTorchReplicaTypeAliases)

@@ -16,6 +16,8 @@ limitations under the License.
 
 package batch
 
+import "strings"
+
 // The environment the controller gives the containers of a job's pods: the
 // names a pod template may not set itself. The controller's value replaces
 // a template's, so a template's would be lost without a word; validation
@@ -63,4 +65,44 @@ func PyTorchEnvNames() []string {
 func XGBoostEnvNames() []string {
 	return []string{"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "WORKER_ADDRS", "WORKER_PORT",
 		"DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_NUM_WORKER", "DMLC_TASK_ID"}
+}
+
+// GenericEnvPrefix starts every variable a generic job's pods get from the
+// controller: the names below and one pair per replica type,
+// TENSORSTACK_<TYPE>_HOSTS and TENSORSTACK_<TYPE>_PORT.
+const GenericEnvPrefix = "TENSORSTACK_"
+
+// The variables that tell a generic job's replica where it stands.
+const (
+	// EnvReplicaType and EnvReplicaIndex are the replica's type and its
+	// index within the type.
+	EnvReplicaType  = "TENSORSTACK_REPLICA_TYPE"
+	EnvReplicaIndex = "TENSORSTACK_REPLICA_INDEX"
+	// EnvRank is the replica's rank across the job, in the order of the
+	// replica specs; EnvWorldSize the number of replicas.
+	EnvRank      = "TENSORSTACK_RANK"
+	EnvWorldSize = "TENSORSTACK_WORLD_SIZE"
+	// EnvCluster is every replica's address, as JSON: {"<type>":
+	// ["<host>:<port>", ...]}, without ":<port>" for a type whose training
+	// container declares no port.
+	EnvCluster = "TENSORSTACK_CLUSTER"
+)
+
+// GenericEnvNames are a generic job's own variables of fixed names.
+func GenericEnvNames() []string {
+	return []string{EnvReplicaType, EnvReplicaIndex, EnvRank, EnvWorldSize, EnvCluster}
+}
+
+// GenericHostsEnv and GenericPortEnv name the variables of a replica type
+// of a generic job: its replicas' DNS names, comma-separated, and its port.
+// A type's name is a DNS label, upper-cased with its dashes as underscores.
+func GenericHostsEnv(replicaType string) string {
+	return GenericEnvPrefix + envWord(replicaType) + "_HOSTS"
+}
+func GenericPortEnv(replicaType string) string {
+	return GenericEnvPrefix + envWord(replicaType) + "_PORT"
+}
+
+func envWord(s string) string {
+	return strings.ToUpper(strings.ReplaceAll(s, "-", "_"))
 }

@@ -40,6 +40,7 @@ var (
 	_ TrainingJob = &TensorFlowTrainingJob{}
 	_ TrainingJob = &PyTorchTrainingJob{}
 	_ TrainingJob = &XGBoostTrainingJob{}
+	_ TrainingJob = &GenericJob{}
 )
 
 // CommonSpec returns the part of the spec every kind shares.
@@ -72,3 +73,13 @@ func (j *XGBoostTrainingJob) JobStatus() *TrainingJobStatus { return &j.Status }
 
 // TrainingContainerName is XGBoostContainerName.
 func (j *XGBoostTrainingJob) TrainingContainerName() string { return XGBoostContainerName }
+
+// CommonSpec returns the part of the spec every kind shares.
+func (j *GenericJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
+
+// JobStatus returns the job's status.
+func (j *GenericJob) JobStatus() *TrainingJobStatus { return &j.Status }
+
+// TrainingContainerName is empty: a generic job's training container is
+// each replica's first.
+func (j *GenericJob) TrainingContainerName() string { return "" }

@@ -40,6 +40,9 @@ const (
 	// not it has replicas; real jobs use a handful.
 	MaxReplicaTypes = 32
 
+	// MaxReplicaRules is the most success rules a generic job may list.
+	MaxReplicaRules = 32
+
 	// MaxActiveDeadlineSeconds is the longest activeDeadlineSeconds: ten
 	// years of 365 days. No training run lasts that long; a larger number
 	// only ever means "no deadline", which leaving the field out says. The

@@ -193,4 +193,5 @@ var workloadPrefixes = map[string]string{
 	podbuilder.TensorFlowKind: v1beta1.TensorFlowTrainingJobShortName,
 	podbuilder.PyTorchKind:    v1beta1.PyTorchTrainingJobShortName,
 	podbuilder.XGBoostKind:    v1beta1.XGBoostTrainingJobShortName,
+	podbuilder.GenericKind:    v1beta1.GenericJobShortName,
 }

@@ -68,6 +68,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.FailurePolicyOnPodConditionApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("FailurePolicyRule"):
 		return &batchv1beta1.FailurePolicyRuleApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("GenericJob"):
+		return &batchv1beta1.GenericJobApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("GenericJobSpec"):
+		return &batchv1beta1.GenericJobSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("Interruption"):
 		return &batchv1beta1.InterruptionApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("PauseMode"):
@@ -90,6 +94,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.ReplicaDebugSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ReplicaLogTail"):
 		return &batchv1beta1.ReplicaLogTailApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ReplicaRule"):
+		return &batchv1beta1.ReplicaRuleApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ReplicaSelector"):
+		return &batchv1beta1.ReplicaSelectorApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ReplicaSpec"):
 		return &batchv1beta1.ReplicaSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ReplicaStatus"):

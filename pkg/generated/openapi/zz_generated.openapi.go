@@ -379,6 +379,9 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.FailurePolicyOnExitCodes{}.OpenAPIModelName():          schema_pkg_apis_batch_v1beta1_FailurePolicyOnExitCodes(ref),
 		v1beta1.FailurePolicyOnPodCondition{}.OpenAPIModelName():       schema_pkg_apis_batch_v1beta1_FailurePolicyOnPodCondition(ref),
 		v1beta1.FailurePolicyRule{}.OpenAPIModelName():                 schema_pkg_apis_batch_v1beta1_FailurePolicyRule(ref),
+		v1beta1.GenericJob{}.OpenAPIModelName():                        schema_pkg_apis_batch_v1beta1_GenericJob(ref),
+		v1beta1.GenericJobList{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_GenericJobList(ref),
+		v1beta1.GenericJobSpec{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_GenericJobSpec(ref),
 		v1beta1.Interruption{}.OpenAPIModelName():                      schema_pkg_apis_batch_v1beta1_Interruption(ref),
 		v1beta1.PauseMode{}.OpenAPIModelName():                         schema_pkg_apis_batch_v1beta1_PauseMode(ref),
 		v1beta1.PauseRequest{}.OpenAPIModelName():                      schema_pkg_apis_batch_v1beta1_PauseRequest(ref),
@@ -395,6 +398,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.PyTorchTrainingJobSpec{}.OpenAPIModelName():            schema_pkg_apis_batch_v1beta1_PyTorchTrainingJobSpec(ref),
 		v1beta1.ReplicaDebugSpec{}.OpenAPIModelName():                  schema_pkg_apis_batch_v1beta1_ReplicaDebugSpec(ref),
 		v1beta1.ReplicaLogTail{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_ReplicaLogTail(ref),
+		v1beta1.ReplicaRule{}.OpenAPIModelName():                       schema_pkg_apis_batch_v1beta1_ReplicaRule(ref),
+		v1beta1.ReplicaSelector{}.OpenAPIModelName():                   schema_pkg_apis_batch_v1beta1_ReplicaSelector(ref),
 		v1beta1.ReplicaSpec{}.OpenAPIModelName():                       schema_pkg_apis_batch_v1beta1_ReplicaSpec(ref),
 		v1beta1.ReplicaStatus{}.OpenAPIModelName():                     schema_pkg_apis_batch_v1beta1_ReplicaStatus(ref),
 		v1beta1.ResumeRequest{}.OpenAPIModelName():                     schema_pkg_apis_batch_v1beta1_ResumeRequest(ref),
@@ -19492,6 +19497,195 @@ func schema_pkg_apis_batch_v1beta1_FailurePolicyRule(ref common.ReferenceCallbac
 	}
 }
 
+func schema_pkg_apis_batch_v1beta1_GenericJob(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "GenericJob runs replicas of whatever types the user names, for a framework the other kinds do not know: JAX, Paddle, MLX or one of the user's own. Every container is told the address of every replica, and the job's success rules say which replicas decide that it succeeded.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the desired behaviour of the job.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.GenericJobSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is what the controller last observed of the job.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.TrainingJobStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.ObjectMeta{}.OpenAPIModelName(), v1beta1.GenericJobSpec{}.OpenAPIModelName(), v1beta1.TrainingJobStatus{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_GenericJobList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "GenericJobList is a list of GenericJobs.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the jobs in the list.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.GenericJob{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			metav1.ListMeta{}.OpenAPIModelName(), v1beta1.GenericJob{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_GenericJobSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "GenericJobSpec is the desired behaviour of a GenericJob. Its replica types are any DNS labels; the training container of a replica is its first.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"replicaSpecs": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "type",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ReplicaSpecs lists the groups of replicas, one per type. The order matters: ranks and the default master follow it. A job lists at most 32 types, and its replicas, summed over all types, are at most 1000: the status reports every replica and must stay well under etcd's request size limit.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ReplicaSpec{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"runMode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RunMode switches the job into debug or pause mode. Absent, the job runs immediately.",
+							Ref:         ref(v1beta1.RunMode{}.OpenAPIModelName()),
+						},
+					},
+					"runPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RunPolicy bounds how long and how often the job may run, and what is kept when it finishes.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.RunPolicy{}.OpenAPIModelName()),
+						},
+					},
+					"scheduler": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Scheduler selects the scheduler that places the replicas. Absent, the cluster's default scheduler is used.",
+							Ref:         ref(v1beta1.SchedulePolicy{}.OpenAPIModelName()),
+						},
+					},
+					"tensorboardSpec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TensorboardSpec asks for a TensorBoard that shows the job's training logs.",
+							Ref:         ref(v1beta1.TensorBoardSpec{}.OpenAPIModelName()),
+						},
+					},
+					"managedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ManagedBy names the controller that runs the job: empty or batch.tensorstack.dev/training-controller for training-controller-manager, or kueue.x-k8s.io/multikueue for Kueue's MultiKueue, which runs the job in a worker cluster and copies its status back; training-controller-manager then leaves the job alone. It cannot change once the job exists.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"successRules": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "SuccessRules say when the job has succeeded: as soon as every replica that one of the rules names has succeeded. Without rules, the job succeeds when every replica has. A replica that fails for good fails the job, as in every kind.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ReplicaRule{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"replicaSpecs"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ReplicaRule{}.OpenAPIModelName(), v1beta1.ReplicaSpec{}.OpenAPIModelName(), v1beta1.RunMode{}.OpenAPIModelName(), v1beta1.RunPolicy{}.OpenAPIModelName(), v1beta1.SchedulePolicy{}.OpenAPIModelName(), v1beta1.TensorBoardSpec{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_batch_v1beta1_Interruption(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -20471,6 +20665,81 @@ func schema_pkg_apis_batch_v1beta1_ReplicaLogTail(ref common.ReferenceCallback) 
 					},
 				},
 				Required: []string{"name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_ReplicaRule(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReplicaRule names a set of replicas of a job.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"replicas": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Replicas are the rule's replicas, by type: some indexes of a type, or every replica of it.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ReplicaSelector{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"replicas"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ReplicaSelector{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_ReplicaSelector(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReplicaSelector picks replicas of one type.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is a replica type of the job.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"indexes": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Indexes are the replicas of the type, from 0; every replica of the type when empty.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"integer"},
+										Format: "int32",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"type"},
 			},
 		},
 	}

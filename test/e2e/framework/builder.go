@@ -74,6 +74,8 @@ type JobBuilder struct {
 	annotations map[string]string
 	// managedBy is spec.managedBy.
 	managedBy *string
+	// successRules are a generic job's.
+	successRules []v1beta1.ReplicaRule
 	// checkpointDir, when set, is where every replica mounts an emptyDir
 	// named by the job's checkpoint policy.
 	checkpointDir string
@@ -97,6 +99,15 @@ func NewPyTorchJob(name string) *JobBuilder { return newBuilder(KindPyTorch, nam
 
 // NewXGBoostJob starts an XGBoostTrainingJob.
 func NewXGBoostJob(name string) *JobBuilder { return newBuilder(KindXGBoost, name) }
+
+// NewGenericJob starts a GenericJob.
+func NewGenericJob(name string) *JobBuilder { return newBuilder(KindGeneric, name) }
+
+// SucceedsWhen sets a generic job's success rules.
+func (b *JobBuilder) SucceedsWhen(rules ...v1beta1.ReplicaRule) *JobBuilder {
+	b.successRules = rules
+	return b
+}
 
 func newBuilder(k Kind, name string) *JobBuilder {
 	return &JobBuilder{kind: k, name: name, perType: map[string]*replicaOptions{}}
@@ -392,6 +403,12 @@ func (b *JobBuilder) Build(namespace string) v1beta1.TrainingJob {
 			TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: string(KindXGBoost)},
 			ObjectMeta: b.meta(namespace),
 			Spec:       v1beta1.XGBoostTrainingJobSpec{TrainingJobSpec: b.common()},
+		}
+	case KindGeneric:
+		return &v1beta1.GenericJob{
+			TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: string(KindGeneric)},
+			ObjectMeta: b.meta(namespace),
+			Spec:       v1beta1.GenericJobSpec{TrainingJobSpec: b.common(), SuccessRules: b.successRules},
 		}
 	default:
 		return &v1beta1.TensorFlowTrainingJob{

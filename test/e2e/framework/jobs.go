@@ -39,6 +39,7 @@ const (
 	KindTF      Kind = "TensorFlowTrainingJob"
 	KindPyTorch Kind = "PyTorchTrainingJob"
 	KindXGBoost Kind = "XGBoostTrainingJob"
+	KindGeneric Kind = "GenericJob"
 )
 
 // info is what pkg/jobclient knows of the kind: its names and its client.
@@ -56,8 +57,14 @@ func (k Kind) Resource() string { return k.info().Resource }
 // Short is the kind's short name for kubectl.
 func (k Kind) Short() string { return k.info().ShortName }
 
-// ContainerName is the name of the kind's training container.
-func (k Kind) ContainerName() string { return k.info().TrainingContainer }
+// ContainerName is the name of the kind's training container; a generic
+// job, whose training container is each replica's first, names it "main".
+func (k Kind) ContainerName() string {
+	if name := k.info().TrainingContainer; name != "" {
+		return name
+	}
+	return "main"
+}
 
 // JobRef names a job.
 type JobRef struct {

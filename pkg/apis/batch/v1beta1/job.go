@@ -38,6 +38,7 @@ var (
 	_ TrainingJob = &TensorFlowTrainingJob{}
 	_ TrainingJob = &PyTorchTrainingJob{}
 	_ TrainingJob = &XGBoostTrainingJob{}
+	_ TrainingJob = &GenericJob{}
 )
 
 // CommonSpec returns the part of the spec every kind shares.
@@ -57,6 +58,12 @@ func (j *XGBoostTrainingJob) CommonSpec() *TrainingJobSpec { return &j.Spec.Trai
 
 // JobStatus returns the job's status.
 func (j *XGBoostTrainingJob) JobStatus() *TrainingJobStatus { return &j.Status }
+
+// CommonSpec returns the part of the spec every kind shares.
+func (j *GenericJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
+
+// JobStatus returns the job's status.
+func (j *GenericJob) JobStatus() *TrainingJobStatus { return &j.Status }
 
 // SuspectNodeNames are the names in status.suspectNodes, in order.
 func (s *TrainingJobStatus) SuspectNodeNames() []string {

@@ -58,6 +58,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&PyTorchTrainingJobList{},
 		&XGBoostTrainingJob{},
 		&XGBoostTrainingJobList{},
+		&GenericJob{},
+		&GenericJobList{},
 		&PauseRequest{},
 		&ResumeRequest{},
 		&DebugRequest{},

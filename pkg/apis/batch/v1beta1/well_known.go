@@ -51,6 +51,8 @@ const (
 	PyTorchTrainingJobShortName    = "pj"
 	XGBoostTrainingJobResource     = "xgboosttrainingjobs"
 	XGBoostTrainingJobShortName    = "xj"
+	GenericJobResource             = "genericjobs"
+	GenericJobShortName            = "gj"
 	// CategoryTrainingJobs groups every kind: kubectl get trainingjobs.
 	CategoryTrainingJobs = "trainingjobs"
 )

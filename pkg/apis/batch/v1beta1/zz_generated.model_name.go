@@ -122,6 +122,21 @@ func (in FailurePolicyRule) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in GenericJob) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.GenericJob"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in GenericJobList) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.GenericJobList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in GenericJobSpec) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.GenericJobSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Interruption) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.Interruption"
 }
@@ -199,6 +214,16 @@ func (in ReplicaDebugSpec) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReplicaLogTail) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ReplicaLogTail"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ReplicaRule) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ReplicaRule"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ReplicaSelector) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ReplicaSelector"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -19,6 +19,7 @@ package validation
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -48,7 +49,8 @@ func (k *kindRules) validateControllerEnv(specs, oldSpecs []batch.ReplicaSpec, f
 	check := func(containers []corev1.Container, path *field.Path) {
 		for ci := range containers {
 			for vi, v := range containers[ci].Env {
-				if controllers.Has(v.Name) && !stored.Has(v.Name) {
+				ours := controllers.Has(v.Name) || (k.envPrefix != "" && strings.HasPrefix(v.Name, k.envPrefix))
+				if ours && !stored.Has(v.Name) {
 					allErrs = append(allErrs, field.Invalid(path.Index(ci).Child("env").Index(vi).Child("name"), v.Name,
 						fmt.Sprintf("may not be set: the controller sets it in every container of a %s job's pods", k.framework)))
 				}

@@ -41,8 +41,10 @@ type kindRules struct {
 	// carry to be the one the replicas reach each other on.
 	rendezvousPorts []string
 	// envNames are the variables the controller sets in every container of
-	// the kind's pods, besides batch.JobEnvNames.
-	envNames []string
+	// the kind's pods, besides batch.JobEnvNames; envPrefix, when set,
+	// starts every other name it sets (names that follow the replica types).
+	envNames  []string
+	envPrefix string
 	// leaderTypes are the types the other replicas wait for under the
 	// InOrder startup policy, of which a job must have a replica; empty
 	// when the kind's leader always exists (PyTorch's master).
@@ -103,6 +105,12 @@ var xgboostRules = kindRules{
 	rendezvousPorts:    batch.XGBoostPortNames(),
 	envNames:           batch.XGBoostEnvNames(),
 	validateReplicaSet: validateXGBoostReplicaSet,
+}
+
+var genericRules = kindRules{
+	framework: "generic",
+	envNames:  batch.GenericEnvNames(),
+	envPrefix: batch.GenericEnvPrefix,
 }
 
 // validateXGBoostReplicaSet asks for the master: it hosts the tracker every

@@ -327,3 +327,51 @@ func TestXGBoostRules(t *testing.T) {
 		})
 	}
 }
+
+func genericJob(rules []batch.ReplicaRule, specs ...batch.ReplicaSpec) *batch.GenericJob {
+	return &batch.GenericJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "jax", Namespace: "default", ResourceVersion: "1"},
+		Spec: batch.GenericJobSpec{
+			TrainingJobSpec: batch.TrainingJobSpec{ReplicaSpecs: specs, RunPolicy: defaultedRunPolicy()},
+			SuccessRules:    rules,
+		},
+	}
+}
+
+func TestGenericRules(t *testing.T) {
+	r := func(typ batch.ReplicaType, n int32) batch.ReplicaSpec { return replica(typ, n, "main") }
+	rule := func(selectors ...batch.ReplicaSelector) batch.ReplicaRule {
+		return batch.ReplicaRule{Replicas: selectors}
+	}
+	withEnv := func(spec batch.ReplicaSpec, name string) batch.ReplicaSpec {
+		spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: name, Value: "x"}}
+		return spec
+	}
+	cases := []struct {
+		name string
+		job  *batch.GenericJob
+		want []wantErr
+	}{
+		{"any types, no rules", genericJob(nil, r("coordinator", 1), r("param-server", 2)), nil},
+		{"a rule by type and one by index", genericJob([]batch.ReplicaRule{
+			rule(batch.ReplicaSelector{Type: "worker"}),
+			rule(batch.ReplicaSelector{Type: "worker", Indexes: []int32{1}}, batch.ReplicaSelector{Type: "coordinator"}),
+		}, r("coordinator", 1), r("worker", 2)), nil},
+		{"a type not in the job", genericJob([]batch.ReplicaRule{rule(batch.ReplicaSelector{Type: "ps"})}, r("worker", 2)),
+			[]wantErr{notSupported("spec.successRules[0].replicas[0].type")}},
+		{"a type without replicas", genericJob([]batch.ReplicaRule{rule(batch.ReplicaSelector{Type: "ps"})}, r("worker", 2), r("ps", 0)),
+			[]wantErr{invalid("spec.successRules[0].replicas[0].type")}},
+		{"an index out of range", genericJob([]batch.ReplicaRule{rule(batch.ReplicaSelector{Type: "worker", Indexes: []int32{0, 2}})},
+			r("worker", 2)), []wantErr{invalid("spec.successRules[0].replicas[0].indexes[1]")}},
+		{"a rule of nothing", genericJob([]batch.ReplicaRule{rule()}, r("worker", 2)),
+			[]wantErr{required("spec.successRules[0].replicas")}},
+		{"a variable of ours", genericJob(nil, withEnv(r("worker", 2), "TENSORSTACK_WORKER_HOSTS")),
+			[]wantErr{invalid("spec.replicaSpecs[0].template.spec.containers[0].env[0].name")}},
+		{"another kind's variable", genericJob(nil, withEnv(r("worker", 2), "MASTER_ADDR")), nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			expectErrors(t, ValidateGenericJob(tc.job), tc.want...)
+		})
+	}
+}

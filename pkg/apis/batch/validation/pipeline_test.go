@@ -68,6 +68,8 @@ func validateCreate(obj runtime.Object) (field.ErrorList, error) {
 		return ValidatePyTorchTrainingJob(obj), nil
 	case *batch.XGBoostTrainingJob:
 		return ValidateXGBoostTrainingJob(obj), nil
+	case *batch.GenericJob:
+		return ValidateGenericJob(obj), nil
 	case *batch.DebugRequest:
 		return ValidateDebugRequest(obj), nil
 	default:

@@ -391,6 +391,60 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             scalar: string
           elementRelationship: associative
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.GenericJob
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.GenericJobSpec
+      default: {}
+    - name: status
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingJobStatus
+      default: {}
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.GenericJobSpec
+  map:
+    fields:
+    - name: managedBy
+      type:
+        scalar: string
+    - name: replicaSpecs
+      type:
+        list:
+          elementType:
+            namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.ReplicaSpec
+          elementRelationship: associative
+          keys:
+          - type
+    - name: runMode
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.RunMode
+    - name: runPolicy
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.RunPolicy
+      default: {}
+    - name: scheduler
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.SchedulePolicy
+    - name: successRules
+      type:
+        list:
+          elementType:
+            namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.ReplicaRule
+          elementRelationship: atomic
+    - name: tensorboardSpec
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TensorBoardSpec
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.Interruption
   map:
     fields:
@@ -615,6 +669,28 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
     - name: name
+      type:
+        scalar: string
+      default: ""
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.ReplicaRule
+  map:
+    fields:
+    - name: replicas
+      type:
+        list:
+          elementType:
+            namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.ReplicaSelector
+          elementRelationship: atomic
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.ReplicaSelector
+  map:
+    fields:
+    - name: indexes
+      type:
+        list:
+          elementType:
+            scalar: numeric
+          elementRelationship: atomic
+    - name: type
       type:
         scalar: string
       default: ""

@@ -1,7 +1,7 @@
 # Copyright The TensorStack Training Authors.
 # Licensed under the Apache License, Version 2.0.
-"""Builders of ``PyTorchTrainingJob``, ``TensorFlowTrainingJob`` and
-``XGBoostTrainingJob`` objects.
+"""Builders of ``PyTorchTrainingJob``, ``TensorFlowTrainingJob``,
+``XGBoostTrainingJob`` and ``GenericJob`` objects.
 
 A builder turns Python calls into the same object ``kubectl apply`` takes
 (``to_dict()``), and refuses a value the API would refuse before any request
@@ -38,6 +38,9 @@ KINDS = {
     "PyTorchTrainingJob": ("pytorchtrainingjobs", "pytorch"),
     "TensorFlowTrainingJob": ("tensorflowtrainingjobs", "tensorflow"),
     "XGBoostTrainingJob": ("xgboosttrainingjobs", "xgboost"),
+    # A generic job's training container is each replica's first; the
+    # builders name it "main".
+    "GenericJob": ("genericjobs", None),
 }
 
 #: The kinds' short names, as kubectl knows them.
@@ -45,6 +48,7 @@ SHORT_NAMES = {
     "PyTorchTrainingJob": "pj",
     "TensorFlowTrainingJob": "tj",
     "XGBoostTrainingJob": "xj",
+    "GenericJob": "gj",
 }
 
 RESTART_POLICIES = ("Never", "OnFailure", "Always", "ExitCode")
@@ -365,7 +369,7 @@ class TrainingJobBuilder:
         """The object, as ``kubectl apply`` takes it."""
         if not self._replicas:
             raise BuildError("spec.replicaSpecs", "a job needs at least one replica type")
-        _, container = KINDS[self.kind]
+        container = KINDS[self.kind][1] or "main"
         metadata: Dict[str, Any] = {"name": self.name}
         if self.namespace:
             metadata["namespace"] = self.namespace
@@ -456,6 +460,43 @@ class XGBoostJob(TrainingJobBuilder):
     address and its rank (``DMLC_*``)."""
 
     kind = "XGBoostTrainingJob"
+
+
+class GenericJob(TrainingJobBuilder):
+    """A ``GenericJob``: replica types of your own, every container told
+    every replica's address (``TENSORSTACK_CLUSTER``,
+    ``TENSORSTACK_<TYPE>_HOSTS``, ``TENSORSTACK_RANK``, ...)."""
+
+    kind = "GenericJob"
+
+    def __init__(self, name: str, namespace: Optional[str] = None, **kwargs: Any):
+        super().__init__(name, namespace, **kwargs)
+        self._success_rules: List[Dict[str, Any]] = []
+
+    def success_rule(self, replicas: Mapping[str, Optional[Sequence[int]]]) -> "GenericJob":
+        """Add a success rule (``spec.successRules``): the job succeeds once
+        every replica it names has. ``replicas`` maps a replica type to the
+        indexes of the rule, or to None for every replica of the type."""
+        path = f"spec.successRules[{len(self._success_rules)}].replicas"
+        if not replicas:
+            raise BuildError(path, "a rule names at least one replica type")
+        selectors = []
+        for i, (typ, indexes) in enumerate(replicas.items()):
+            selector: Dict[str, Any] = {"type": typ}
+            if indexes is not None:
+                selector["indexes"] = [_int(f"{path}[{i}].indexes[{j}]", n) for j, n in enumerate(indexes)]
+            selectors.append(selector)
+        self._success_rules.append({"replicas": selectors})
+        return self
+
+    def _kind_spec(self) -> Dict[str, Any]:
+        known = {r.type for r in self._replicas}
+        for i, rule in enumerate(self._success_rules):
+            for j, selector in enumerate(rule["replicas"]):
+                if selector["type"] not in known:
+                    raise BuildError(f"spec.successRules[{i}].replicas[{j}].type",
+                                     f"names no replica type of the job ({', '.join(sorted(known))})")
+        return {"successRules": copy.deepcopy(self._success_rules)} if self._success_rules else {}
 
 
 def job_from_yaml(text: str) -> Dict[str, Any]:

@@ -267,7 +267,8 @@ class TrainingClient:
         container ends."""
         job = self.get(name, kind, namespace)
         ns = job["metadata"]["namespace"]
-        container = container or KINDS[job["kind"]][1]
+        # A generic job's training container is each replica's first.
+        container = container or KINDS[job["kind"]][1] or job["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["name"]
         if replica:
             pods = [f"{name}-{replica}"]
         else:

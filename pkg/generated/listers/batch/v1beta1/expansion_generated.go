@@ -18,6 +18,14 @@ limitations under the License.
 
 package v1beta1
 
+// GenericJobListerExpansion allows custom methods to be added to
+// GenericJobLister.
+type GenericJobListerExpansion interface{}
+
+// GenericJobNamespaceListerExpansion allows custom methods to be added to
+// GenericJobNamespaceLister.
+type GenericJobNamespaceListerExpansion interface{}
+
 // PyTorchTrainingJobListerExpansion allows custom methods to be added to
 // PyTorchTrainingJobLister.
 type PyTorchTrainingJobListerExpansion interface{}

@@ -24,6 +24,8 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// GenericJobs returns a GenericJobInformer.
+	GenericJobs() TypedGenericJobInformer
 	// PyTorchTrainingJobs returns a PyTorchTrainingJobInformer.
 	PyTorchTrainingJobs() TypedPyTorchTrainingJobInformer
 	// TensorFlowTrainingJobs returns a TensorFlowTrainingJobInformer.
@@ -41,6 +43,11 @@ type version struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// GenericJobs returns a TypedGenericJobInformer.
+func (v *version) GenericJobs() TypedGenericJobInformer {
+	return &genericJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // PyTorchTrainingJobs returns a TypedPyTorchTrainingJobInformer.

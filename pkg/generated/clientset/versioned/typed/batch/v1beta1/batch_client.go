@@ -28,6 +28,7 @@ import (
 
 type BatchV1beta1Interface interface {
 	RESTClient() rest.Interface
+	GenericJobsGetter
 	PyTorchTrainingJobsGetter
 	TensorFlowTrainingJobsGetter
 	XGBoostTrainingJobsGetter
@@ -36,6 +37,10 @@ type BatchV1beta1Interface interface {
 // BatchV1beta1Client is used to interact with features provided by the batch.tensorstack.dev group.
 type BatchV1beta1Client struct {
 	restClient rest.Interface
+}
+
+func (c *BatchV1beta1Client) GenericJobs(namespace string) GenericJobInterface {
+	return newGenericJobs(c, namespace)
 }
 
 func (c *BatchV1beta1Client) PyTorchTrainingJobs(namespace string) PyTorchTrainingJobInterface {

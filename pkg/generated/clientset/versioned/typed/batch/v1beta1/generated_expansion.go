@@ -18,6 +18,8 @@ limitations under the License.
 
 package v1beta1
 
+type GenericJobExpansion interface{}
+
 type PyTorchTrainingJobExpansion interface{}
 
 type TensorFlowTrainingJobExpansion interface{}

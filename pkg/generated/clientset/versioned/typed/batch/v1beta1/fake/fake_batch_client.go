@@ -28,6 +28,10 @@ type FakeBatchV1beta1 struct {
 	*testing.Fake
 }
 
+func (c *FakeBatchV1beta1) GenericJobs(namespace string) v1beta1.GenericJobInterface {
+	return newFakeGenericJobs(c, namespace)
+}
+
 func (c *FakeBatchV1beta1) PyTorchTrainingJobs(namespace string) v1beta1.PyTorchTrainingJobInterface {
 	return newFakePyTorchTrainingJobs(c, namespace)
 }

@@ -1,0 +1,71 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package batch
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// GenericJob runs replicas of whatever types the user names; every
+// container is told the address of every replica.
+type GenericJob struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired behaviour of the job.
+	Spec GenericJobSpec `json:"spec,omitempty"`
+
+	// Status is what the controller last observed of the job.
+	Status TrainingJobStatus `json:"status,omitempty"`
+}
+
+// GenericJobSpec is the desired behaviour of a GenericJob.
+type GenericJobSpec struct {
+	TrainingJobSpec `json:",inline"`
+
+	// SuccessRules say when the job has succeeded: when every replica one
+	// of them names has succeeded; without rules, when every replica has.
+	SuccessRules []ReplicaRule `json:"successRules,omitempty"`
+}
+
+// ReplicaRule names a set of replicas of a job.
+type ReplicaRule struct {
+	// Replicas are the rule's replicas, by type.
+	Replicas []ReplicaSelector `json:"replicas"`
+}
+
+// ReplicaSelector picks replicas of one type: the listed indexes, or every
+// replica of the type.
+type ReplicaSelector struct {
+	Type    ReplicaType `json:"type"`
+	Indexes []int32     `json:"indexes,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// GenericJobList is a list of GenericJobs.
+type GenericJobList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items are the jobs in the list.
+	Items []GenericJob `json:"items"`
+}
