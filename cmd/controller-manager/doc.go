@@ -26,17 +26,21 @@ limitations under the License.
 //	batch.tensorstack.dev   pytorchtrainingjobs               get, list, watch, delete
 //	batch.tensorstack.dev   xgboosttrainingjobs               get, list, watch, delete
 //	batch.tensorstack.dev   genericjobs                       get, list, watch, delete
+//	batch.tensorstack.dev   mpijobs                           get, list, watch, delete
 //	batch.tensorstack.dev   tensorflowtrainingjobs/status     patch
 //	batch.tensorstack.dev   pytorchtrainingjobs/status        patch
 //	batch.tensorstack.dev   xgboosttrainingjobs/status        patch
 //	batch.tensorstack.dev   genericjobs/status                patch
+//	batch.tensorstack.dev   mpijobs/status                    patch
 //	batch.tensorstack.dev   tensorflowtrainingjobs/finalizers update
 //	batch.tensorstack.dev   pytorchtrainingjobs/finalizers    update
 //	batch.tensorstack.dev   xgboosttrainingjobs/finalizers    update
 //	batch.tensorstack.dev   genericjobs/finalizers            update
+//	batch.tensorstack.dev   mpijobs/finalizers                update
 //	""                      pods                              get, list, watch, create, delete, patch
 //	""                      pods/log                          get
 //	""                      services                          get, list, watch, create, delete, patch
+//	""                      secrets                           list, watch, create
 //	apps                    deployments                       list, watch, create, update, delete
 //	""                      events                            list, watch, create, patch
 //	coordination.k8s.io     leases                            get, create, update

@@ -37,6 +37,7 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/registry/genericjob"
+	"tensorstack.dev/training/pkg/registry/mpijob"
 	"tensorstack.dev/training/pkg/registry/pytorchtrainingjob"
 	"tensorstack.dev/training/pkg/registry/tensorflowtrainingjob"
 	"tensorstack.dev/training/pkg/registry/trainingjob"
@@ -122,6 +123,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		{v1beta1.PyTorchTrainingJobResource, pytorchtrainingjob.NewStorage},
 		{v1beta1.XGBoostTrainingJobResource, xgboosttrainingjob.NewStorage},
 		{v1beta1.GenericJobResource, genericjob.NewStorage},
+		{v1beta1.MPIJobResource, mpijob.NewStorage},
 	} {
 		s, err := kind.storage(c.generic.RESTOptionsGetter, updatePath, c.progress)
 		if err != nil {
@@ -150,6 +152,7 @@ func jobTypeConverter(config *openapicommon.OpenAPIV3Config) (managedfields.Type
 		openapiutil.GetCanonicalTypeName(&v1beta1.PyTorchTrainingJob{}),
 		openapiutil.GetCanonicalTypeName(&v1beta1.XGBoostTrainingJob{}),
 		openapiutil.GetCanonicalTypeName(&v1beta1.GenericJob{}),
+		openapiutil.GetCanonicalTypeName(&v1beta1.MPIJob{}),
 	}
 	definitions, err := openapibuilder3.BuildOpenAPIDefinitionsForResources(config, names...)
 	if err != nil {

@@ -54,8 +54,9 @@ func newLogsCommand(e *env) *cobra.Command {
 worker-1 for the pod <job>-worker-1. Without REPLICA, the replica that decides
 the job: for TensorFlow the chief, else worker-0; for PyTorch and XGBoost
 master-0, else index 0 of the first replica type; for a GenericJob the first
-replica its success rules name, else index 0 of the first type. The container
-is the training container (tensorflow, pytorch or xgboost; a GenericJob's
+replica its success rules name, else index 0 of the first type; for an MPIJob
+the launcher, which shows every rank's output. The container is the training
+container (tensorflow, pytorch or xgboost; a GenericJob's or an MPIJob's
 first), else the first one, unless -c names another.
 
 With --all-replicas, every pod of the job is shown (concurrently with -f), each

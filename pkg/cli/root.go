@@ -62,12 +62,12 @@ func NewRootCommand(config Config) *cobra.Command {
 
 	root := &cobra.Command{
 		Use:   "kubectl-training",
-		Short: "Work with TensorFlowTrainingJobs (tj), PyTorchTrainingJobs (pj), XGBoostTrainingJobs (xj) and GenericJobs (gj)",
+		Short: "Work with TensorFlowTrainingJobs (tj), PyTorchTrainingJobs (pj), XGBoostTrainingJobs (xj), GenericJobs (gj) and MPIJobs (mj)",
 		Long: `kubectl training works with the training jobs of batch.tensorstack.dev:
-TensorFlowTrainingJobs (tj), PyTorchTrainingJobs (pj), XGBoostTrainingJobs (xj)
-and GenericJobs (gj).
+TensorFlowTrainingJobs (tj), PyTorchTrainingJobs (pj), XGBoostTrainingJobs (xj),
+GenericJobs (gj) and MPIJobs (mj).
 
-A job is named KIND/NAME, where KIND is tj, pj, xj, gj or any resource form kubectl
+A job is named KIND/NAME, where KIND is tj, pj, xj, gj, mj or any resource form kubectl
 accepts (tensorflowtrainingjob, pytorchtrainingjobs.batch.tensorstack.dev,
 ...), or just NAME when only one kind has a job of that name.`,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl training"},

@@ -94,7 +94,7 @@ func (r *reconciler) act(ctx context.Context) (time.Duration, error) {
 func (r *reconciler) syncOwnedObjects(ctx context.Context) error {
 	var errs []error
 	if !r.old.Phase.IsFinished() {
-		errs = append(errs, r.ensureService(ctx))
+		errs = append(errs, r.ensureService(ctx), r.ensureSSHKeys(ctx))
 	}
 	tb, err := r.c.tensorBoard.Sync(ctx, r.jobOwner, r.spec.TensorboardSpec, r.old.Tensorboard)
 	r.status.Tensorboard = tb

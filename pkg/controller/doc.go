@@ -67,7 +67,8 @@ limitations under the License.
 //   - statusderive.go and statuswrites.go: the status, its conditions and
 //     how it is written; events.go: the events a plan decides (each reason
 //     is defined beside the policy that sets it); pods.go: claiming and
-//     creating what the job owns (its pods and Service); podannotations.go:
+//     creating what the job owns (its pods and Service); sshkeys.go: an
+//     MPI job's SSH key pair Secret; podannotations.go:
 //     how the controller talks to a running pod (startup gates, checkpoint
 //     requests, resume points); logtail.go: the end of a replica's log, kept
 //     before its pod goes; mountfailures.go: the kubelet's FailedMount

@@ -118,6 +118,22 @@ func newGenericHandler(client versioned.Interface, factory jobinformers.SharedIn
 		})
 }
 
+func newMPIHandler(client versioned.Interface, factory jobinformers.SharedInformerFactory) *kindHandler {
+	inf := factory.Batch().V1beta1().MPIJobs()
+	return newKindHandler(podbuilder.MPI, podbuilder.MPIKind, inf.Informer(), inf.Lister(),
+		func(ns string) jobGetter[*v1beta1.MPIJob] { return inf.Lister().MPIJobs(ns) },
+		func(ns string) jobClient[*v1beta1.MPIJob] {
+			return client.BatchV1beta1().MPIJobs(ns)
+		},
+		func(ctx context.Context, opts metav1.ListOptions) ([]v1beta1.TrainingJob, string, error) {
+			l, err := client.BatchV1beta1().MPIJobs(metav1.NamespaceAll).List(ctx, opts)
+			if err != nil {
+				return nil, "", err
+			}
+			return jobsOf(l.Items), l.Continue, nil
+		})
+}
+
 // jobsOf addresses the items of a list as jobs.
 func jobsOf[T any, P jobPointer[T]](items []T) []v1beta1.TrainingJob {
 	jobs := make([]v1beta1.TrainingJob, len(items))

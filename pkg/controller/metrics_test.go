@@ -42,6 +42,11 @@ training_controller_jobs{kind="GenericJob",phase="Pending"} 0
 training_controller_jobs{kind="GenericJob",phase="Resuming"} 0
 training_controller_jobs{kind="GenericJob",phase="Running"} 0
 training_controller_jobs{kind="GenericJob",phase="Unknown"} 0
+training_controller_jobs{kind="MPIJob",phase="Paused"} 0
+training_controller_jobs{kind="MPIJob",phase="Pending"} 0
+training_controller_jobs{kind="MPIJob",phase="Resuming"} 0
+training_controller_jobs{kind="MPIJob",phase="Running"} 0
+training_controller_jobs{kind="MPIJob",phase="Unknown"} 0
 training_controller_jobs{kind="PyTorchTrainingJob",phase="Paused"} 1
 training_controller_jobs{kind="PyTorchTrainingJob",phase="Pending"} 0
 training_controller_jobs{kind="PyTorchTrainingJob",phase="Resuming"} 0

@@ -54,6 +54,7 @@ func (c *Controller) watchJobs(logger klog.Logger, jobClient versioned.Interface
 		newPyTorchHandler(jobClient, jobInformers),
 		newXGBoostHandler(jobClient, jobInformers),
 		newGenericHandler(jobClient, jobInformers),
+		newMPIHandler(jobClient, jobInformers),
 	} {
 		kind := h.Kind()
 		c.kinds[kind] = h
@@ -118,6 +119,11 @@ func (c *Controller) watchDependents(logger klog.Logger, kubeClient kubernetes.I
 		return err
 	}
 	c.serviceIndexer = services.GetIndexer()
+	secrets := kubeInformers.Core().V1().Secrets().Informer()
+	if err := c.watchOwned(logger, "secrets", secrets); err != nil {
+		return err
+	}
+	c.secretIndexer = secrets.GetIndexer()
 	deployments := kubeInformers.Apps().V1().Deployments().Informer()
 	if err := c.watchOwned(logger, "deployments", deployments); err != nil {
 		return err

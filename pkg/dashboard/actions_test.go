@@ -98,7 +98,7 @@ func TestCreateRefusesManifestsItCannotRead(t *testing.T) {
 			"apiVersion: batch/v1\nkind: Job\nmetadata: {name: x}\n", `apiVersion: "batch/v1"`,
 		},
 		"another kind": {
-			"apiVersion: batch.tensorstack.dev/v1beta1\nkind: MPIJob\nmetadata: {name: x}\n", `kind: "MPIJob"`,
+			"apiVersion: batch.tensorstack.dev/v1beta1\nkind: RayJob\nmetadata: {name: x}\n", `kind: "RayJob"`,
 		},
 		"a misspelt field": {
 			"apiVersion: batch.tensorstack.dev/v1beta1\nkind: PyTorchTrainingJob\nmetadata: {name: x}\nspec: {replicaSpec: []}\n", `unknown field "spec.replicaSpec"`,

@@ -129,8 +129,8 @@ func TestUnknownResourceIsNotFound(t *testing.T) {
 	f := newFixture(t)
 	f.signIn()
 	var body errorBody
-	f.decode(f.do(http.MethodGet, f.url("/api/namespaces/team/mpijobs/mnist"), "", nil), http.StatusNotFound, &body)
-	if !strings.Contains(body.Status.Message, `"mpijobs"`) {
+	f.decode(f.do(http.MethodGet, f.url("/api/namespaces/team/rayjobs/mnist"), "", nil), http.StatusNotFound, &body)
+	if !strings.Contains(body.Status.Message, `"rayjobs"`) {
 		t.Errorf("message %q does not name the resource", body.Status.Message)
 	}
 }

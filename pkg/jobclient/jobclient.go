@@ -253,8 +253,24 @@ var Generic = &Kind{
 	},
 }
 
+// MPI is the MPIJob kind. Its training container is each replica's
+// first.
+var MPI = &Kind{
+	Name:              "MPIJob",
+	Resource:          v1beta1.MPIJobResource,
+	ShortName:         v1beta1.MPIJobShortName,
+	TrainingContainer: "",
+	New:               func() v1beta1.TrainingJob { return &v1beta1.MPIJob{} },
+	Client: func(c versioned.Interface, namespace string) Client {
+		return kindClient[*v1beta1.MPIJob, *v1beta1.MPIJobList]{
+			typed: c.BatchV1beta1().MPIJobs(namespace),
+			items: func(l *v1beta1.MPIJobList) []*v1beta1.MPIJob { return itemPointers(l.Items) },
+		}
+	},
+}
+
 // Kinds lists every kind, in the order tools look them up and list them.
-var Kinds = []*Kind{TensorFlow, PyTorch, XGBoost, Generic}
+var Kinds = []*Kind{TensorFlow, PyTorch, XGBoost, Generic, MPI}
 
 func itemPointers[T any](items []T) []*T {
 	pointers := make([]*T, len(items))

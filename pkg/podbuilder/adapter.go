@@ -68,6 +68,14 @@ type Adapter interface {
 	GangMember(t v1beta1.ReplicaType) bool
 }
 
+// PodDecorator is an adapter whose kind adds to a replica's pod more than
+// its training container's environment and start: volumes, mounts, init
+// containers (an MPI job's SSH keys and hostfile). training is the index of
+// the training container.
+type PodDecorator interface {
+	DecoratePod(t *Topology, r ReplicaID, pod *corev1.Pod, training int)
+}
+
 // ReplicaEnv returns the environment of one replica.
 type ReplicaEnv func(r ReplicaID) ([]corev1.EnvVar, error)
 

@@ -153,6 +153,9 @@ func (b *Builder) Pod(id ReplicaID) (*corev1.Pod, error) {
 		setEnv(&pod.Spec.Containers[i], job)
 	}
 	b.addCheckpointContract(pod, ci)
+	if d, ok := b.Adapter.(PodDecorator); ok {
+		d.DecoratePod(b.Topology, id, pod, ci)
+	}
 	return pod, nil
 }
 

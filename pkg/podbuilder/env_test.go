@@ -87,6 +87,8 @@ func TestAdaptersSetTheContractsVariables(t *testing.T) {
 		{XGBoost, batch.XGBoostEnvNames(), []v1beta1.TrainingJob{withCheckpoints(xgbJob())}},
 		{Generic, append(batch.GenericEnvNames(), batch.GenericHostsEnv("worker"), batch.GenericHostsEnv("coordinator"),
 			batch.GenericPortEnv("coordinator")), []v1beta1.TrainingJob{withCheckpoints(genericJob())}},
+		{MPI, batch.MPIEnvNames(), []v1beta1.TrainingJob{withCheckpoints(mpiJob(v1beta1.MPIImplementationOpenMPI)),
+			mpiJob(v1beta1.MPIImplementationIntelMPI), mpiJob(v1beta1.MPIImplementationMPICH)}},
 	} {
 		listed := sets.New(batch.JobEnvNames()...).Insert(tc.own...)
 		set := sets.New[string]()

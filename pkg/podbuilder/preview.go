@@ -43,6 +43,8 @@ func AdapterFor(job v1beta1.TrainingJob) (Adapter, error) {
 		return XGBoost, nil
 	case *v1beta1.GenericJob:
 		return Generic, nil
+	case *v1beta1.MPIJob:
+		return MPI, nil
 	default:
 		return nil, fmt.Errorf("%T is not a training job kind", job)
 	}

@@ -9,7 +9,7 @@ import pathlib
 import pytest
 import yaml
 
-from tensorstack.training import BuildError, GenericJob, PyTorchJob, TensorFlowJob, XGBoostJob, job_from_dict, job_from_yaml
+from tensorstack.training import BuildError, GenericJob, MPIJob, PyTorchJob, TensorFlowJob, XGBoostJob, job_from_dict, job_from_yaml
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "artifacts" / "examples"
 
@@ -165,9 +165,25 @@ def build_generic(obj):
             .run_policy(backoff_limit=2, clean_up_policy="None"))
 
 
+def build_mpi(obj):
+    worker = obj["spec"]["replicaSpecs"][1]["template"]["spec"]
+    return (MPIJob("mpi-allreduce")
+            .mpi(slots_per_worker=1, implementation="OpenMPI")
+            .replica("launcher", 1, restart_policy="OnFailure", annotations=KWOK, image=TRAINING_IMAGE, container="mpi",
+                     command=["mpirun", "--allow-run-as-root", "-np", "2", "python3",
+                              "/opt/tensorstack/examples/mpi_allreduce.py"],
+                     requests={"cpu": "100m", "memory": "128Mi"}, limits={"memory": "512Mi"})
+            .replica("worker", 2, annotations=KWOK, image=TRAINING_IMAGE, container="mpi",
+                     command=worker["containers"][0]["command"],
+                     requests={"cpu": "200m", "memory": "256Mi"}, limits={"memory": "1Gi"},
+                     template={"spec": {"affinity": worker["affinity"]}})
+            .run_policy(backoff_limit=2))
+
+
 BUILDERS = {
     "debug-mode": build_debug_mode,
     "generic": build_generic,
+    "mpi": build_mpi,
     "paused": build_paused,
     "pytorch-ddp": build_pytorch_ddp,
     "pytorch-elastic": build_pytorch_elastic,

@@ -131,7 +131,7 @@ def test_every_spelling_of_a_kind_names_its_resource(alias):
 def test_an_unknown_kind_lists_the_kinds():
     with pytest.raises(TrainingError, match=r"PyTorchTrainingJob \(pj\), TensorFlowTrainingJob \(tj\), "
                                             r"XGBoostTrainingJob \(xj\)"):
-        _plural("mpijob")
+        _plural("rayjob")
 
 
 def test_get_attempts_lists_the_attempts_oldest_first():

@@ -47,7 +47,7 @@ import (
 // uses it, so the audit log cannot show it; TestControllerRoleIsLeastPrivilege
 // shows it is needed another way.
 var finalizersResources = []string{"tensorflowtrainingjobs/finalizers", "pytorchtrainingjobs/finalizers",
-	"xgboosttrainingjobs/finalizers", "genericjobs/finalizers"}
+	"xgboosttrainingjobs/finalizers", "genericjobs/finalizers", "mpijobs/finalizers"}
 
 // TestControllerRoleIsLeastPrivilege drives the controller, running as its
 // ServiceAccount with the RBAC of artifacts/deploy/base, through everything
@@ -239,6 +239,18 @@ func genericJob(name string, runFor string) *v1beta1.GenericJob {
 	}
 }
 
+func mpiJob(name string, runFor string) *v1beta1.MPIJob {
+	return &v1beta1.MPIJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1beta1.MPIJobSpec{TrainingJobSpec: v1beta1.TrainingJobSpec{
+			ReplicaSpecs: []v1beta1.ReplicaSpec{
+				{Type: v1beta1.ReplicaTypeLauncher, Replicas: ptr.To[int32](1), Template: podTemplate("main", 0, runFor)},
+				{Type: v1beta1.ReplicaTypeWorker, Replicas: ptr.To[int32](1), Template: podTemplate("main", 0, "30s")},
+			},
+		}},
+	}
+}
+
 func (s *scenarios) wait(what string, cond func(context.Context) (bool, error)) {
 	s.t.Helper()
 	if err := eventually(context.Background(), 90*time.Second, 250*time.Millisecond, cond); err != nil {
@@ -272,6 +284,20 @@ func (s *scenarios) finishAndExpire(t *testing.T) {
 	if _, err := s.c.jobs.BatchV1beta1().GenericJobs(s.ns).Create(ctx, generic, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// An MPI job also gets its SSH key pair Secret.
+	mpi := mpiJob("mpi-expire", "1s")
+	mpi.Spec.RunPolicy.TTLSecondsAfterFinished = ptr.To[int32](2)
+	if _, err := s.c.jobs.BatchV1beta1().MPIJobs(s.ns).Create(ctx, mpi, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.wait("mpi-expire's SSH key pair", func(ctx context.Context) (bool, error) {
+		_, err := s.c.kube.CoreV1().Secrets(s.ns).Get(ctx, mpi.Name+"-ssh", metav1.GetOptions{})
+		return err == nil, ignoreNotFound(err)
+	})
+	s.wait("mpi-expire to succeed and be deleted", func(ctx context.Context) (bool, error) {
+		_, err := s.c.jobs.BatchV1beta1().MPIJobs(s.ns).Get(ctx, mpi.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), ignoreNotFound(err)
+	})
 	s.wait("generic-expire to succeed and be deleted", func(ctx context.Context) (bool, error) {
 		_, err := s.c.jobs.BatchV1beta1().GenericJobs(s.ns).Get(ctx, generic.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), ignoreNotFound(err)

@@ -145,7 +145,7 @@ func TestUserRolesAggregate(t *testing.T) {
 		wg       sync.WaitGroup
 		sem      = make(chan struct{}, 4)
 	)
-	resources := []string{"tensorflowtrainingjobs", "pytorchtrainingjobs", "xgboosttrainingjobs", "genericjobs"}
+	resources := []string{"tensorflowtrainingjobs", "pytorchtrainingjobs", "xgboosttrainingjobs", "genericjobs", "mpijobs"}
 	for _, resource := range resources {
 		for _, ch := range checks {
 			wg.Go(func() {

@@ -52,6 +52,7 @@ func TestKubectlAPIResources(t *testing.T) {
 		{"pytorchtrainingjobs", "pj", "PyTorchTrainingJob"},
 		{"xgboosttrainingjobs", "xj", "XGBoostTrainingJob"},
 		{"genericjobs", "gj", "GenericJob"},
+		{"mpijobs", "mj", "MPIJob"},
 	}
 	for _, tc := range kinds {
 		row, ok := rows[tc.resource]

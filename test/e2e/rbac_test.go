@@ -37,7 +37,7 @@ import (
 var viewJobsRule = rbacv1.PolicyRule{
 	APIGroups: []string{v1beta1.GroupName},
 	Resources: []string{v1beta1.TensorFlowTrainingJobResource, v1beta1.PyTorchTrainingJobResource, v1beta1.XGBoostTrainingJobResource,
-		v1beta1.GenericJobResource},
+		v1beta1.GenericJobResource, v1beta1.MPIJobResource},
 	Verbs: []string{"get", "list", "watch"},
 }
 

@@ -51,6 +51,7 @@ var hostileKinds = []hostileKind{
 		[]string{"master", "worker"}, batch.XGBoostEnvNames()},
 	{"GenericJob", v1beta1.GenericJobResource, "main",
 		[]string{"coordinator", "worker"}, append(batch.GenericEnvNames(), batch.GenericHostsEnv("worker"), "TENSORSTACK_ANYTHING")},
+	{"MPIJob", v1beta1.MPIJobResource, "main", []string{"launcher", "worker"}, batch.MPIEnvNames()},
 }
 
 // job is a valid job of the kind, as JSON objects, for a case to spoil.
@@ -177,7 +178,7 @@ func TestHostileSpecsOfEveryKind(t *testing.T) {
 func TestGenericJobRulesNameItsReplicas(t *testing.T) {
 	s := framework.StartTestServer(t, "")
 	ctx := context.Background()
-	generic := hostileKinds[len(hostileKinds)-1]
+	generic := hostileKinds[3]
 	for i, tc := range []struct {
 		name, rules, wantField string
 	}{
@@ -200,6 +201,45 @@ func TestGenericJobRulesNameItsReplicas(t *testing.T) {
 			}
 			err = s.Client.BatchV1beta1().RESTClient().Post().
 				AbsPath(path.Join("/apis", v1beta1.SchemeGroupVersion.String(), "namespaces", "rules", generic.resource)).
+				SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Error()
+			var status apierrors.APIStatus
+			if !errors.As(err, &status) || status.Status().Code != http.StatusUnprocessableEntity ||
+				!strings.Contains(status.Status().Message, tc.wantField) {
+				t.Errorf("create: %v, want a 422 naming %s", err, tc.wantField)
+			}
+		})
+	}
+}
+
+// TestMPIJobRefusals: an MPI job has one launcher and at least one worker,
+// at least one slot per worker, an MPI it knows and an absolute key path;
+// anything else is a 422 naming the field.
+func TestMPIJobRefusals(t *testing.T) {
+	s := framework.StartTestServer(t, "")
+	ctx := context.Background()
+	mpi := hostileKinds[4]
+	for i, tc := range []struct {
+		name      string
+		spoil     func(job map[string]any)
+		wantField string
+	}{
+		{"two launchers", func(job map[string]any) { replicaSpec(job, 0)["replicas"] = 2 }, "spec.replicaSpecs[0].replicas"},
+		{"no launcher", func(job map[string]any) { replicaSpec(job, 0)["replicas"] = 0 }, "spec.replicaSpecs[0].replicas"},
+		{"no worker", func(job map[string]any) { replicaSpec(job, 1)["replicas"] = 0 }, "spec.replicaSpecs"},
+		{"an unknown type", func(job map[string]any) { replicaSpec(job, 1)["type"] = "master" }, "spec.replicaSpecs[1].type"},
+		{"slotsPerWorker 0", func(job map[string]any) { job["spec"].(map[string]any)["slotsPerWorker"] = 0 }, "spec.slotsPerWorker"},
+		{"an unknown MPI", func(job map[string]any) { job["spec"].(map[string]any)["mpiImplementation"] = "LAM" }, "spec.mpiImplementation"},
+		{"a relative key path", func(job map[string]any) { job["spec"].(map[string]any)["sshAuthMountPath"] = ".ssh" }, "spec.sshAuthMountPath"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := mpi.job(fmt.Sprintf("mpi-%d", i))
+			tc.spoil(job)
+			body, err := json.Marshal(job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.Client.BatchV1beta1().RESTClient().Post().
+				AbsPath(path.Join("/apis", v1beta1.SchemeGroupVersion.String(), "namespaces", "mpi", mpi.resource)).
 				SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Error()
 			var status apierrors.APIStatus
 			if !errors.As(err, &status) || status.Status().Code != http.StatusUnprocessableEntity ||

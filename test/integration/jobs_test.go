@@ -37,7 +37,7 @@ import (
 
 func TestJobLifecycle(t *testing.T) {
 	s := framework.StartTestServer(t, "")
-	everyKind(t, s, testJobLifecycle, testJobLifecycle, testJobLifecycle, testJobLifecycle)
+	everyKind(t, s, testJobLifecycle, testJobLifecycle, testJobLifecycle, testJobLifecycle, testJobLifecycle)
 }
 
 // testJobLifecycle creates, reads, lists, watches, updates and deletes a job.
@@ -133,7 +133,7 @@ func testJobLifecycle[J jobPointer, L any](t *testing.T, k kind[J, L]) {
 
 func TestStatusSubresource(t *testing.T) {
 	s := framework.StartTestServer(t, "")
-	everyKind(t, s, testStatusSubresource, testStatusSubresource, testStatusSubresource, testStatusSubresource)
+	everyKind(t, s, testStatusSubresource, testStatusSubresource, testStatusSubresource, testStatusSubresource, testStatusSubresource)
 }
 
 // testStatusSubresource checks that status writes keep the spec and spec
@@ -181,7 +181,7 @@ func testStatusSubresource[J jobPointer, L any](t *testing.T, k kind[J, L]) {
 
 func TestStatusOfDispatchedJob(t *testing.T) {
 	s := framework.StartTestServer(t, "")
-	everyKind(t, s, testStatusOfDispatchedJob, testStatusOfDispatchedJob, testStatusOfDispatchedJob, testStatusOfDispatchedJob)
+	everyKind(t, s, testStatusOfDispatchedJob, testStatusOfDispatchedJob, testStatusOfDispatchedJob, testStatusOfDispatchedJob, testStatusOfDispatchedJob)
 }
 
 // testStatusOfDispatchedJob: a status write carries status.progress only for a
@@ -213,7 +213,7 @@ func testStatusOfDispatchedJob[J jobPointer, L any](t *testing.T, k kind[J, L]) 
 
 func TestActions(t *testing.T) {
 	s := framework.StartTestServer(t, "")
-	everyKind(t, s, testActions, testActions, testActions, testActions)
+	everyKind(t, s, testActions, testActions, testActions, testActions, testActions)
 }
 
 // testActions drives pause, resume and debug, with dry-run, idempotency and
@@ -307,7 +307,7 @@ func pauseEnabled(job v1beta1.TrainingJob) bool {
 
 func TestConcurrentUpdateConflict(t *testing.T) {
 	s := framework.StartTestServer(t, "")
-	everyKind(t, s, testConcurrentUpdateConflict, testConcurrentUpdateConflict, testConcurrentUpdateConflict, testConcurrentUpdateConflict)
+	everyKind(t, s, testConcurrentUpdateConflict, testConcurrentUpdateConflict, testConcurrentUpdateConflict, testConcurrentUpdateConflict, testConcurrentUpdateConflict)
 }
 
 // testConcurrentUpdateConflict checks optimistic concurrency: of two writers

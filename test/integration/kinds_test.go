@@ -30,7 +30,8 @@ import (
 
 // jobPointer is either job kind's versioned type.
 type jobPointer interface {
-	*v1beta1.TensorFlowTrainingJob | *v1beta1.PyTorchTrainingJob | *v1beta1.XGBoostTrainingJob | *v1beta1.GenericJob
+	*v1beta1.TensorFlowTrainingJob | *v1beta1.PyTorchTrainingJob | *v1beta1.XGBoostTrainingJob | *v1beta1.GenericJob |
+		*v1beta1.MPIJob
 	v1beta1.TrainingJob
 }
 
@@ -143,6 +144,27 @@ func genericKind(s *framework.TestServer) kind[*v1beta1.GenericJob, *v1beta1.Gen
 	}
 }
 
+func mpiKind(s *framework.TestServer) kind[*v1beta1.MPIJob, *v1beta1.MPIJobList] {
+	return kind[*v1beta1.MPIJob, *v1beta1.MPIJobList]{
+		resource: v1beta1.MPIJobResource,
+		client: func(ns string) jobClient[*v1beta1.MPIJob, *v1beta1.MPIJobList] {
+			return s.Client.BatchV1beta1().MPIJobs(ns)
+		},
+		newJob: func(name string, types ...v1beta1.ReplicaType) *v1beta1.MPIJob {
+			if len(types) == 0 {
+				types = []v1beta1.ReplicaType{v1beta1.ReplicaTypeLauncher, v1beta1.ReplicaTypeWorker}
+			}
+			return &v1beta1.MPIJob{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: v1beta1.MPIJobSpec{TrainingJobSpec: v1beta1.TrainingJobSpec{
+					ReplicaSpecs: replicaSpecs("main", types),
+				}},
+			}
+		},
+		items: func(l *v1beta1.MPIJobList) []*v1beta1.MPIJob { return pointersTo(l.Items) },
+	}
+}
+
 func pointersTo[T any](items []T) []*T {
 	out := make([]*T, len(items))
 	for i := range items {
@@ -175,14 +197,16 @@ func bothKinds(t *testing.T, s *framework.TestServer,
 	t.Run("PyTorchTrainingJob", func(t *testing.T) { pytorch(t, pytorchKind(s)) })
 }
 
-// everyKind is bothKinds, XGBoost's and GenericJob's.
+// everyKind is bothKinds, XGBoost's, GenericJob's and MPIJob's.
 func everyKind(t *testing.T, s *framework.TestServer,
 	tensorflow func(*testing.T, kind[*v1beta1.TensorFlowTrainingJob, *v1beta1.TensorFlowTrainingJobList]),
 	pytorch func(*testing.T, kind[*v1beta1.PyTorchTrainingJob, *v1beta1.PyTorchTrainingJobList]),
 	xgboost func(*testing.T, kind[*v1beta1.XGBoostTrainingJob, *v1beta1.XGBoostTrainingJobList]),
 	generic func(*testing.T, kind[*v1beta1.GenericJob, *v1beta1.GenericJobList]),
+	mpi func(*testing.T, kind[*v1beta1.MPIJob, *v1beta1.MPIJobList]),
 ) {
 	bothKinds(t, s, tensorflow, pytorch)
 	t.Run("XGBoostTrainingJob", func(t *testing.T) { xgboost(t, xgboostKind(s)) })
 	t.Run("GenericJob", func(t *testing.T) { generic(t, genericKind(s)) })
+	t.Run("MPIJob", func(t *testing.T) { mpi(t, mpiKind(s)) })
 }

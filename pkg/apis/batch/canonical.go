@@ -35,7 +35,11 @@ var (
 	}
 	// Kubeflow's XGBoostJob spells its types Master and Worker.
 	xgboostReplicaTypeAliases = pyTorchReplicaTypeAliases
-	cleanUpPolicyAliases      = map[CleanUpPolicy]CleanUpPolicy{
+	mpiReplicaTypeAliases     = map[ReplicaType]ReplicaType{
+		"Launcher": ReplicaTypeLauncher,
+		"Worker":   ReplicaTypeWorker,
+	}
+	cleanUpPolicyAliases = map[CleanUpPolicy]CleanUpPolicy{
 		"all":        CleanUpPolicyAll,
 		"unfinished": CleanUpPolicyUnfinished,
 		"none":       CleanUpPolicyNone,
@@ -58,6 +62,12 @@ func CanonicalizeXGBoostJob(job *XGBoostTrainingJob) {
 // whose replica types are the user's own and have no other spelling.
 func CanonicalizeGenericJob(job *GenericJob) {
 	canonicalizeSpec(&job.Spec.TrainingJobSpec, nil)
+}
+
+// CanonicalizeMPIJob is CanonicalizeTensorFlowJob for MPI jobs, whose
+// types Kubeflow's MPIJob spells Launcher and Worker.
+func CanonicalizeMPIJob(job *MPIJob) {
+	canonicalizeSpec(&job.Spec.TrainingJobSpec, mpiReplicaTypeAliases)
 }
 
 // CanonicalizePyTorchJob is CanonicalizeTensorFlowJob for PyTorch jobs.

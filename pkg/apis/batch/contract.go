@@ -115,6 +115,18 @@ func PyTorchPortNames() []string { return []string{"pytorch", "pytorchjob-port"}
 // Kubeflow's. Without such a port the tracker listens on XGBoostDefaultPort.
 func XGBoostPortNames() []string { return []string{"xgboost", "xgboostjob-port"} }
 
+// DefaultSSHAuthMountPath is where an MPI job's containers find its SSH
+// key pair unless the job says otherwise: root's.
+const DefaultSSHAuthMountPath = "/root/.ssh"
+
+// MaxSlotsPerWorker is the most MPI processes an MPI job's worker may run.
+const MaxSlotsPerWorker = 1024
+
+// MPIImplementations are the values of an MPI job's mpiImplementation.
+func MPIImplementations() []string {
+	return []string{string(MPIImplementationOpenMPI), string(MPIImplementationIntelMPI), string(MPIImplementationMPICH)}
+}
+
 // ElasticEnabled says whether an elastic range is switched on.
 func ElasticEnabled(e *ElasticConfig) bool { return e != nil && e.Enabled }
 

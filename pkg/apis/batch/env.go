@@ -106,3 +106,21 @@ func GenericPortEnv(replicaType string) string {
 func envWord(s string) string {
 	return strings.ToUpper(strings.ReplaceAll(s, "-", "_"))
 }
+
+// The variables that point an MPI job's mpirun at its hostfile and give the
+// ssh it starts the ranks with its options, for each implementation.
+const (
+	EnvOpenMPIHostfile       = "OMPI_MCA_orte_default_hostfile"
+	EnvOpenMPIRshArgs        = "OMPI_MCA_plm_rsh_args"
+	EnvOpenMPIKeepFQDN       = "OMPI_MCA_orte_keep_fqdn_hostnames"
+	EnvIntelMPIHostfile      = "I_MPI_HYDRA_HOST_FILE"
+	EnvIntelMPIBootstrapArgs = "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS"
+	EnvMPICHHostfile         = "HYDRA_HOST_FILE"
+	EnvMPICHLaunchExtraArgs  = "HYDRA_LAUNCH_EXTRA_ARGS"
+)
+
+// MPIEnvNames are an MPI job's own variables, of every implementation.
+func MPIEnvNames() []string {
+	return []string{EnvOpenMPIHostfile, EnvOpenMPIRshArgs, EnvOpenMPIKeepFQDN, EnvIntelMPIHostfile,
+		EnvIntelMPIBootstrapArgs, EnvMPICHHostfile, EnvMPICHLaunchExtraArgs}
+}

@@ -41,6 +41,7 @@ var (
 	_ TrainingJob = &PyTorchTrainingJob{}
 	_ TrainingJob = &XGBoostTrainingJob{}
 	_ TrainingJob = &GenericJob{}
+	_ TrainingJob = &MPIJob{}
 )
 
 // CommonSpec returns the part of the spec every kind shares.
@@ -83,3 +84,13 @@ func (j *GenericJob) JobStatus() *TrainingJobStatus { return &j.Status }
 // TrainingContainerName is empty: a generic job's training container is
 // each replica's first.
 func (j *GenericJob) TrainingContainerName() string { return "" }
+
+// CommonSpec returns the part of the spec every kind shares.
+func (j *MPIJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
+
+// JobStatus returns the job's status.
+func (j *MPIJob) JobStatus() *TrainingJobStatus { return &j.Status }
+
+// TrainingContainerName is empty: an MPI job's training container is each
+// replica's first.
+func (j *MPIJob) TrainingContainerName() string { return "" }

@@ -194,4 +194,5 @@ var workloadPrefixes = map[string]string{
 	podbuilder.PyTorchKind:    v1beta1.PyTorchTrainingJobShortName,
 	podbuilder.XGBoostKind:    v1beta1.XGBoostTrainingJobShortName,
 	podbuilder.GenericKind:    v1beta1.GenericJobShortName,
+	podbuilder.MPIKind:        v1beta1.MPIJobShortName,
 }

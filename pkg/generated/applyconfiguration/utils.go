@@ -74,6 +74,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.GenericJobSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("Interruption"):
 		return &batchv1beta1.InterruptionApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("MPIJob"):
+		return &batchv1beta1.MPIJobApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("MPIJobSpec"):
+		return &batchv1beta1.MPIJobSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("PauseMode"):
 		return &batchv1beta1.PauseModeApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("Preflight"):

@@ -383,6 +383,9 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.GenericJobList{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_GenericJobList(ref),
 		v1beta1.GenericJobSpec{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_GenericJobSpec(ref),
 		v1beta1.Interruption{}.OpenAPIModelName():                      schema_pkg_apis_batch_v1beta1_Interruption(ref),
+		v1beta1.MPIJob{}.OpenAPIModelName():                            schema_pkg_apis_batch_v1beta1_MPIJob(ref),
+		v1beta1.MPIJobList{}.OpenAPIModelName():                        schema_pkg_apis_batch_v1beta1_MPIJobList(ref),
+		v1beta1.MPIJobSpec{}.OpenAPIModelName():                        schema_pkg_apis_batch_v1beta1_MPIJobSpec(ref),
 		v1beta1.PauseMode{}.OpenAPIModelName():                         schema_pkg_apis_batch_v1beta1_PauseMode(ref),
 		v1beta1.PauseRequest{}.OpenAPIModelName():                      schema_pkg_apis_batch_v1beta1_PauseRequest(ref),
 		v1beta1.Preflight{}.OpenAPIModelName():                         schema_pkg_apis_batch_v1beta1_Preflight(ref),
@@ -19758,6 +19761,199 @@ func schema_pkg_apis_batch_v1beta1_Interruption(ref common.ReferenceCallback) co
 		},
 		Dependencies: []string{
 			metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_MPIJob(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MPIJob runs an MPI program (Horovod, DeepSpeed's MPI launcher, mpi4py): one launcher replica, which runs mpirun, and worker replicas, which run an SSH server that mpirun starts the ranks through. The controller gives the job an SSH key pair, a hostfile of its workers, and the environment the MPI implementation reads; the launcher starts once every worker is ready. The job's outcome is the launcher's.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the desired behaviour of the job.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.MPIJobSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is what the controller last observed of the job.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.TrainingJobStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.ObjectMeta{}.OpenAPIModelName(), v1beta1.MPIJobSpec{}.OpenAPIModelName(), v1beta1.TrainingJobStatus{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_MPIJobList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MPIJobList is a list of MPIJobs.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the jobs in the list.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.MPIJob{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			metav1.ListMeta{}.OpenAPIModelName(), v1beta1.MPIJob{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_MPIJobSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MPIJobSpec is the desired behaviour of an MPIJob. Its replica types are launcher (exactly one) and worker (at least one). Unless runPolicy.startupPolicy says AnyOrder, the launcher waits until every worker is ready (InOrder, the default of this kind).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"replicaSpecs": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "type",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ReplicaSpecs lists the groups of replicas, one per type. The order matters: ranks and the default master follow it. A job lists at most 32 types, and its replicas, summed over all types, are at most 1000: the status reports every replica and must stay well under etcd's request size limit.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ReplicaSpec{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"runMode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RunMode switches the job into debug or pause mode. Absent, the job runs immediately.",
+							Ref:         ref(v1beta1.RunMode{}.OpenAPIModelName()),
+						},
+					},
+					"runPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RunPolicy bounds how long and how often the job may run, and what is kept when it finishes.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.RunPolicy{}.OpenAPIModelName()),
+						},
+					},
+					"scheduler": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Scheduler selects the scheduler that places the replicas. Absent, the cluster's default scheduler is used.",
+							Ref:         ref(v1beta1.SchedulePolicy{}.OpenAPIModelName()),
+						},
+					},
+					"tensorboardSpec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TensorboardSpec asks for a TensorBoard that shows the job's training logs.",
+							Ref:         ref(v1beta1.TensorBoardSpec{}.OpenAPIModelName()),
+						},
+					},
+					"managedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ManagedBy names the controller that runs the job: empty or batch.tensorstack.dev/training-controller for training-controller-manager, or kueue.x-k8s.io/multikueue for Kueue's MultiKueue, which runs the job in a worker cluster and copies its status back; training-controller-manager then leaves the job alone. It cannot change once the job exists.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"slotsPerWorker": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SlotsPerWorker is the number of MPI processes each worker runs: its slots in the hostfile. Defaults to 1.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"mpiImplementation": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MPIImplementation is the MPI the containers run, which decides the hostfile's form and the variables that point mpirun at it: OpenMPI (the default), IntelMPI or MPICH.\n\nPossible enum values:\n - `\"IntelMPI\"`\n - `\"MPICH\"`\n - `\"OpenMPI\"`",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"IntelMPI", "MPICH", "OpenMPI"},
+						},
+					},
+					"sshAuthMountPath": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SSHAuthMountPath is where every container finds the job's SSH key pair (id_rsa, id_rsa.pub, authorized_keys): the home of the user the containers run as, followed by .ssh. Defaults to /root/.ssh.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"replicaSpecs"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ReplicaSpec{}.OpenAPIModelName(), v1beta1.RunMode{}.OpenAPIModelName(), v1beta1.RunPolicy{}.OpenAPIModelName(), v1beta1.SchedulePolicy{}.OpenAPIModelName(), v1beta1.TensorBoardSpec{}.OpenAPIModelName()},
 	}
 }
 

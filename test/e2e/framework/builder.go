@@ -76,6 +76,8 @@ type JobBuilder struct {
 	managedBy *string
 	// successRules are a generic job's.
 	successRules []v1beta1.ReplicaRule
+	// mpiSlots is an MPI job's slotsPerWorker.
+	mpiSlots *int32
 	// checkpointDir, when set, is where every replica mounts an emptyDir
 	// named by the job's checkpoint policy.
 	checkpointDir string
@@ -102,6 +104,15 @@ func NewXGBoostJob(name string) *JobBuilder { return newBuilder(KindXGBoost, nam
 
 // NewGenericJob starts a GenericJob.
 func NewGenericJob(name string) *JobBuilder { return newBuilder(KindGeneric, name) }
+
+// NewMPIJob starts an MPIJob.
+func NewMPIJob(name string) *JobBuilder { return newBuilder(KindMPI, name) }
+
+// SlotsPerWorker sets an MPI job's slots per worker.
+func (b *JobBuilder) SlotsPerWorker(n int32) *JobBuilder {
+	b.mpiSlots = ptr.To(n)
+	return b
+}
 
 // SucceedsWhen sets a generic job's success rules.
 func (b *JobBuilder) SucceedsWhen(rules ...v1beta1.ReplicaRule) *JobBuilder {
@@ -403,6 +414,12 @@ func (b *JobBuilder) Build(namespace string) v1beta1.TrainingJob {
 			TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: string(KindXGBoost)},
 			ObjectMeta: b.meta(namespace),
 			Spec:       v1beta1.XGBoostTrainingJobSpec{TrainingJobSpec: b.common()},
+		}
+	case KindMPI:
+		return &v1beta1.MPIJob{
+			TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: string(KindMPI)},
+			ObjectMeta: b.meta(namespace),
+			Spec:       v1beta1.MPIJobSpec{TrainingJobSpec: b.common(), SlotsPerWorker: b.mpiSlots},
 		}
 	case KindGeneric:
 		return &v1beta1.GenericJob{

@@ -40,6 +40,7 @@ const (
 	KindPyTorch Kind = "PyTorchTrainingJob"
 	KindXGBoost Kind = "XGBoostTrainingJob"
 	KindGeneric Kind = "GenericJob"
+	KindMPI     Kind = "MPIJob"
 )
 
 // info is what pkg/jobclient knows of the kind: its names and its client.

@@ -83,6 +83,21 @@ func internalFuncs() []interface{} {
 				p.Status = oneOf(c, corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown)
 			}
 		},
+		func(s *batch.MPIJobSpec, c randfill.Continue) {
+			c.FillNoCustom(s)
+			if s.SlotsPerWorker == nil {
+				s.SlotsPerWorker = ptr.To(1 + c.Int31n(8))
+			}
+			if s.MPIImplementation == "" {
+				s.MPIImplementation = oneOf(c, batch.MPIImplementationOpenMPI, batch.MPIImplementationIntelMPI, batch.MPIImplementationMPICH)
+			}
+			if s.SSHAuthMountPath == "" {
+				s.SSHAuthMountPath = batch.DefaultSSHAuthMountPath
+			}
+			if s.RunPolicy.StartupPolicy == "" {
+				s.RunPolicy.StartupPolicy = oneOf(c, batch.StartupPolicyInOrder, batch.StartupPolicyAnyOrder)
+			}
+		},
 		func(t *batch.TorchrunConfig, c randfill.Continue) {
 			c.FillNoCustom(t)
 			if t.MaxRestarts == nil {

@@ -74,6 +74,24 @@ func SetDefaults_TrainingJobSpec(obj *TrainingJobSpec) {
 	}
 }
 
+// SetDefaults_MPIJobSpec fills an MPI job's slots, implementation and key
+// path, and makes its launcher wait for its workers unless the job says
+// otherwise: mpirun reaches every worker as it starts.
+func SetDefaults_MPIJobSpec(obj *MPIJobSpec) {
+	if obj.SlotsPerWorker == nil {
+		obj.SlotsPerWorker = ptr.To(int32(1))
+	}
+	if obj.MPIImplementation == "" {
+		obj.MPIImplementation = MPIImplementationOpenMPI
+	}
+	if obj.SSHAuthMountPath == "" {
+		obj.SSHAuthMountPath = batch.DefaultSSHAuthMountPath
+	}
+	if obj.RunPolicy.StartupPolicy == "" {
+		obj.RunPolicy.StartupPolicy = StartupPolicyInOrder
+	}
+}
+
 // SetDefaults_FailurePolicyOnPodCondition fills the condition status a rule
 // matches: True, the status of a condition that happened (a pod lost to a
 // disruption has DisruptionTarget True).

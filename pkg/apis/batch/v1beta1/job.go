@@ -39,6 +39,7 @@ var (
 	_ TrainingJob = &PyTorchTrainingJob{}
 	_ TrainingJob = &XGBoostTrainingJob{}
 	_ TrainingJob = &GenericJob{}
+	_ TrainingJob = &MPIJob{}
 )
 
 // CommonSpec returns the part of the spec every kind shares.
@@ -64,6 +65,12 @@ func (j *GenericJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobS
 
 // JobStatus returns the job's status.
 func (j *GenericJob) JobStatus() *TrainingJobStatus { return &j.Status }
+
+// CommonSpec returns the part of the spec every kind shares.
+func (j *MPIJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
+
+// JobStatus returns the job's status.
+func (j *MPIJob) JobStatus() *TrainingJobStatus { return &j.Status }
 
 // SuspectNodeNames are the names in status.suspectNodes, in order.
 func (s *TrainingJobStatus) SuspectNodeNames() []string {

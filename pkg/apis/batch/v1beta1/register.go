@@ -60,6 +60,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&XGBoostTrainingJobList{},
 		&GenericJob{},
 		&GenericJobList{},
+		&MPIJob{},
+		&MPIJobList{},
 		&PauseRequest{},
 		&ResumeRequest{},
 		&DebugRequest{},

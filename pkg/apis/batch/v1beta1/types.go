@@ -227,6 +227,8 @@ const (
 	ReplicaTypeEvaluator ReplicaType = "evaluator"
 	ReplicaTypeMaster    ReplicaType = "master"
 	ReplicaTypeNode      ReplicaType = "node"
+	// ReplicaTypeLauncher is an MPI job's replica that runs mpirun.
+	ReplicaTypeLauncher ReplicaType = "launcher"
 )
 
 // RestartPolicy says when a replica's failed pod is replaced.

@@ -53,6 +53,8 @@ const (
 	XGBoostTrainingJobShortName    = "xj"
 	GenericJobResource             = "genericjobs"
 	GenericJobShortName            = "gj"
+	MPIJobResource                 = "mpijobs"
+	MPIJobShortName                = "mj"
 	// CategoryTrainingJobs groups every kind: kubectl get trainingjobs.
 	CategoryTrainingJobs = "trainingjobs"
 )

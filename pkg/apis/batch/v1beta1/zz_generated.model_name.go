@@ -142,6 +142,21 @@ func (in Interruption) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in MPIJob) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.MPIJob"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in MPIJobList) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.MPIJobList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in MPIJobSpec) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.MPIJobSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PauseMode) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.PauseMode"
 }

@@ -107,6 +107,36 @@ var xgboostRules = kindRules{
 	validateReplicaSet: validateXGBoostReplicaSet,
 }
 
+var mpiRules = kindRules{
+	framework:    "MPI",
+	replicaTypes: []batch.ReplicaType{batch.ReplicaTypeLauncher, batch.ReplicaTypeWorker},
+	bounds: map[batch.ReplicaType]replicaBounds{
+		batch.ReplicaTypeLauncher: {1, 1, "an MPI job has exactly one launcher, which runs mpirun"},
+	},
+	envNames:           batch.MPIEnvNames(),
+	leaderTypes:        []batch.ReplicaType{batch.ReplicaTypeWorker},
+	validateReplicaSet: validateMPIReplicaSet,
+}
+
+// validateMPIReplicaSet asks for the launcher and at least one worker:
+// mpirun starts the ranks on the workers.
+func validateMPIReplicaSet(specs []batch.ReplicaSpec, fldPath *field.Path) field.ErrorList {
+	var launcher, workers bool
+	for i := range specs {
+		switch specs[i].Type {
+		case batch.ReplicaTypeLauncher:
+			launcher = true
+		case batch.ReplicaTypeWorker:
+			workers = batch.ReplicasOf(&specs[i]) > 0
+		}
+	}
+	if !launcher || !workers {
+		return field.ErrorList{field.Required(fldPath,
+			"an MPI job needs a launcher replica type and a worker type with at least one replica: mpirun, on the launcher, starts the ranks on the workers")}
+	}
+	return nil
+}
+
 var genericRules = kindRules{
 	framework: "generic",
 	envNames:  batch.GenericEnvNames(),

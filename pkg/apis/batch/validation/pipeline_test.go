@@ -70,6 +70,8 @@ func validateCreate(obj runtime.Object) (field.ErrorList, error) {
 		return ValidateXGBoostTrainingJob(obj), nil
 	case *batch.GenericJob:
 		return ValidateGenericJob(obj), nil
+	case *batch.MPIJob:
+		return ValidateMPIJob(obj), nil
 	case *batch.DebugRequest:
 		return ValidateDebugRequest(obj), nil
 	default:

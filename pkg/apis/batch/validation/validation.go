@@ -32,6 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch"
 )
@@ -98,6 +99,27 @@ func ValidateGenericJob(job *batch.GenericJob) field.ErrorList {
 func ValidateGenericJobUpdate(job, old *batch.GenericJob) field.ErrorList {
 	allErrs := validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status, &genericRules)
 	return append(allErrs, validateReplicaRules(job.Spec.SuccessRules, job.Spec.ReplicaSpecs, specPath.Child("successRules"))...)
+}
+
+// ValidateMPIJob checks an MPIJob being created.
+func ValidateMPIJob(job *batch.MPIJob) field.ErrorList {
+	allErrs := validateJobCreate(&job.ObjectMeta, &job.Spec.TrainingJobSpec, &mpiRules)
+	return append(allErrs, validateMPIExtras(&job.Spec, specPath)...)
+}
+
+// ValidateMPIJobUpdate checks a change of an MPIJob's spec and metadata.
+// old is the stored job, status included, as for ValidateTensorFlowTrainingJobUpdate.
+func ValidateMPIJobUpdate(job, old *batch.MPIJob) field.ErrorList {
+	allErrs := validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status, &mpiRules)
+	allErrs = append(allErrs, validateMPIExtras(&job.Spec, specPath)...)
+	if ptr.Deref(job.Spec.SlotsPerWorker, 0) != ptr.Deref(old.Spec.SlotsPerWorker, 0) ||
+		job.Spec.MPIImplementation != old.Spec.MPIImplementation {
+		// The hostfile and the launcher's environment follow both.
+		if refusal := topologyChangeRefusal(&job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status); refusal != "" {
+			allErrs = append(allErrs, field.Forbidden(specPath.Child("slotsPerWorker"), "cannot change: "+refusal))
+		}
+	}
+	return allErrs
 }
 
 // ValidateTrainingJobStatusUpdate checks a write to the status subresource of either kind.

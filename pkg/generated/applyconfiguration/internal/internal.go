@@ -476,6 +476,63 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: time
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.MPIJob
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.MPIJobSpec
+      default: {}
+    - name: status
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingJobStatus
+      default: {}
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.MPIJobSpec
+  map:
+    fields:
+    - name: managedBy
+      type:
+        scalar: string
+    - name: mpiImplementation
+      type:
+        scalar: string
+    - name: replicaSpecs
+      type:
+        list:
+          elementType:
+            namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.ReplicaSpec
+          elementRelationship: associative
+          keys:
+          - type
+    - name: runMode
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.RunMode
+    - name: runPolicy
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.RunPolicy
+      default: {}
+    - name: scheduler
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.SchedulePolicy
+    - name: slotsPerWorker
+      type:
+        scalar: numeric
+    - name: sshAuthMountPath
+      type:
+        scalar: string
+    - name: tensorboardSpec
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TensorBoardSpec
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.PauseMode
   map:
     fields:

@@ -55,6 +55,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 	// Group=batch.tensorstack.dev, Version=v1beta1
 	case v1beta1.SchemeGroupVersion.WithResource("genericjobs"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Batch().V1beta1().GenericJobs().Informer()}, nil
+	case v1beta1.SchemeGroupVersion.WithResource("mpijobs"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Batch().V1beta1().MPIJobs().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("pytorchtrainingjobs"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Batch().V1beta1().PyTorchTrainingJobs().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("tensorflowtrainingjobs"):

@@ -4,7 +4,7 @@
 steer them.
 
 - :class:`PyTorchJob`, :class:`TensorFlowJob`, :class:`XGBoostJob`,
-  :class:`GenericJob`: builders of the kinds;
+  :class:`GenericJob`, :class:`MPIJob`: builders of the kinds;
 - :class:`TrainingClient`: create, get, list, delete, wait, logs, events,
   progress, pause, resume, debug and scale;
 - the errors of :mod:`tensorstack.training.errors`, every refusal of the
@@ -19,7 +19,7 @@ steer them.
 # (tensorstack.training.progress) runs in training images that have no
 # kubernetes client, and importing it must not need one.
 _EXPORTS = {
-    "builders": ["API_VERSION", "GROUP", "KINDS", "QUEUE_LABEL", "SHORT_NAMES", "VERSION", "GenericJob", "PyTorchJob", "Replica",
+    "builders": ["API_VERSION", "GROUP", "KINDS", "QUEUE_LABEL", "SHORT_NAMES", "VERSION", "GenericJob", "MPIJob", "PyTorchJob", "Replica",
                  "TensorFlowJob", "TrainingJobBuilder", "XGBoostJob", "job_from_dict", "job_from_yaml"],
     "client": ["JOB_NAME_LABEL", "TrainingClient", "last_condition"],
     "errors": ["ApiError", "BuildError", "ConflictError", "FieldError", "ForbiddenError", "InvalidError", "JobDeleted",

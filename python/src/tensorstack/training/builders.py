@@ -1,7 +1,7 @@
 # Copyright The TensorStack Training Authors.
 # Licensed under the Apache License, Version 2.0.
 """Builders of ``PyTorchTrainingJob``, ``TensorFlowTrainingJob``,
-``XGBoostTrainingJob`` and ``GenericJob`` objects.
+``XGBoostTrainingJob``, ``GenericJob`` and ``MPIJob`` objects.
 
 A builder turns Python calls into the same object ``kubectl apply`` takes
 (``to_dict()``), and refuses a value the API would refuse before any request
@@ -41,6 +41,7 @@ KINDS = {
     # A generic job's training container is each replica's first; the
     # builders name it "main".
     "GenericJob": ("genericjobs", None),
+    "MPIJob": ("mpijobs", None),
 }
 
 #: The kinds' short names, as kubectl knows them.
@@ -49,6 +50,7 @@ SHORT_NAMES = {
     "TensorFlowTrainingJob": "tj",
     "XGBoostTrainingJob": "xj",
     "GenericJob": "gj",
+    "MPIJob": "mj",
 }
 
 RESTART_POLICIES = ("Never", "OnFailure", "Always", "ExitCode")
@@ -497,6 +499,39 @@ class GenericJob(TrainingJobBuilder):
                     raise BuildError(f"spec.successRules[{i}].replicas[{j}].type",
                                      f"names no replica type of the job ({', '.join(sorted(known))})")
         return {"successRules": copy.deepcopy(self._success_rules)} if self._success_rules else {}
+
+
+MPI_IMPLEMENTATIONS = ("OpenMPI", "IntelMPI", "MPICH")
+
+
+class MPIJob(TrainingJobBuilder):
+    """An ``MPIJob``: one ``launcher``, which runs mpirun, and ``worker``
+    replicas, which run an SSH server; the controller gives the job its SSH
+    key pair and the launcher its hostfile."""
+
+    kind = "MPIJob"
+
+    def __init__(self, name: str, namespace: Optional[str] = None, **kwargs: Any):
+        super().__init__(name, namespace, **kwargs)
+        self._mpi: Dict[str, Any] = {}
+
+    def mpi(self, *, slots_per_worker: Optional[int] = None, implementation: Optional[str] = None,
+            ssh_auth_mount_path: Optional[str] = None) -> "MPIJob":
+        """Set the slots per worker (``spec.slotsPerWorker``), the MPI
+        (``spec.mpiImplementation``: OpenMPI, IntelMPI or MPICH) and where the
+        SSH keys are mounted (``spec.sshAuthMountPath``)."""
+        if slots_per_worker is not None:
+            self._mpi["slotsPerWorker"] = _int("spec.slotsPerWorker", slots_per_worker, 1)
+        if implementation is not None:
+            self._mpi["mpiImplementation"] = _choice("spec.mpiImplementation", implementation, MPI_IMPLEMENTATIONS)
+        if ssh_auth_mount_path is not None:
+            if not isinstance(ssh_auth_mount_path, str) or not ssh_auth_mount_path.startswith("/"):
+                raise BuildError("spec.sshAuthMountPath", f"must be an absolute path, not {ssh_auth_mount_path!r}")
+            self._mpi["sshAuthMountPath"] = ssh_auth_mount_path
+        return self
+
+    def _kind_spec(self) -> Dict[str, Any]:
+        return dict(self._mpi)
 
 
 def job_from_yaml(text: str) -> Dict[str, Any]:

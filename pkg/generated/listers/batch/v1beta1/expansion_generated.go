@@ -26,6 +26,14 @@ type GenericJobListerExpansion interface{}
 // GenericJobNamespaceLister.
 type GenericJobNamespaceListerExpansion interface{}
 
+// MPIJobListerExpansion allows custom methods to be added to
+// MPIJobLister.
+type MPIJobListerExpansion interface{}
+
+// MPIJobNamespaceListerExpansion allows custom methods to be added to
+// MPIJobNamespaceLister.
+type MPIJobNamespaceListerExpansion interface{}
+
 // PyTorchTrainingJobListerExpansion allows custom methods to be added to
 // PyTorchTrainingJobLister.
 type PyTorchTrainingJobListerExpansion interface{}

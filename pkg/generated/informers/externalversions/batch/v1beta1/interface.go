@@ -26,6 +26,8 @@ import (
 type Interface interface {
 	// GenericJobs returns a GenericJobInformer.
 	GenericJobs() TypedGenericJobInformer
+	// MPIJobs returns a MPIJobInformer.
+	MPIJobs() TypedMPIJobInformer
 	// PyTorchTrainingJobs returns a PyTorchTrainingJobInformer.
 	PyTorchTrainingJobs() TypedPyTorchTrainingJobInformer
 	// TensorFlowTrainingJobs returns a TensorFlowTrainingJobInformer.
@@ -48,6 +50,11 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 // GenericJobs returns a TypedGenericJobInformer.
 func (v *version) GenericJobs() TypedGenericJobInformer {
 	return &genericJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// MPIJobs returns a TypedMPIJobInformer.
+func (v *version) MPIJobs() TypedMPIJobInformer {
+	return &mPIJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // PyTorchTrainingJobs returns a TypedPyTorchTrainingJobInformer.

@@ -29,6 +29,7 @@ import (
 type BatchV1beta1Interface interface {
 	RESTClient() rest.Interface
 	GenericJobsGetter
+	MPIJobsGetter
 	PyTorchTrainingJobsGetter
 	TensorFlowTrainingJobsGetter
 	XGBoostTrainingJobsGetter
@@ -41,6 +42,10 @@ type BatchV1beta1Client struct {
 
 func (c *BatchV1beta1Client) GenericJobs(namespace string) GenericJobInterface {
 	return newGenericJobs(c, namespace)
+}
+
+func (c *BatchV1beta1Client) MPIJobs(namespace string) MPIJobInterface {
+	return newMPIJobs(c, namespace)
 }
 
 func (c *BatchV1beta1Client) PyTorchTrainingJobs(namespace string) PyTorchTrainingJobInterface {

@@ -20,6 +20,8 @@ package v1beta1
 
 type GenericJobExpansion interface{}
 
+type MPIJobExpansion interface{}
+
 type PyTorchTrainingJobExpansion interface{}
 
 type TensorFlowTrainingJobExpansion interface{}

@@ -32,6 +32,10 @@ func (c *FakeBatchV1beta1) GenericJobs(namespace string) v1beta1.GenericJobInter
 	return newFakeGenericJobs(c, namespace)
 }
 
+func (c *FakeBatchV1beta1) MPIJobs(namespace string) v1beta1.MPIJobInterface {
+	return newFakeMPIJobs(c, namespace)
+}
+
 func (c *FakeBatchV1beta1) PyTorchTrainingJobs(namespace string) v1beta1.PyTorchTrainingJobInterface {
 	return newFakePyTorchTrainingJobs(c, namespace)
 }

@@ -1,0 +1,231 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package podbuilder
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+)
+
+// MPIKind is the kind of MPIJob.
+const MPIKind = "MPIJob"
+
+// The SSH key pair of an MPI job: a Secret the controller makes, one per
+// job. An init container copies it into an emptyDir at the job's
+// sshAuthMountPath, with the modes sshd's StrictModes asks for (a Secret's
+// volume is group and world writable, which sshd refuses).
+const (
+	SSHPrivateKey     = "id_rsa"
+	SSHPublicKey      = "id_rsa.pub"
+	SSHAuthorizedKeys = "authorized_keys"
+	sshSecretVolume   = "tensorstack-ssh-secret"
+	sshSecretDir      = "/etc/tensorstack/ssh-secret"
+	sshVolumeName     = "tensorstack-ssh"
+)
+
+// SSHSecretName is the name of an MPI job's key pair Secret.
+func SSHSecretName(job string) string { return job + "-ssh" }
+
+// The launcher's hostfile, written by the same init container into an
+// emptyDir.
+const (
+	MPIHostfileDir       = "/etc/mpi"
+	MPIHostfile          = MPIHostfileDir + "/hostfile"
+	hostfileVolumeName   = "tensorstack-mpi-hostfile"
+	sshConnectionOptions = "-o ConnectionAttempts=10 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+)
+
+// MPISetupInitName is the init container that puts the keys (and, on the
+// launcher, the hostfile) in place.
+const MPISetupInitName = "tensorstack-mpi-setup"
+
+// mpiSetupScript copies the keys from the Secret's volume ($1) into the
+// key directory ($2) with sshd's modes and, when given, writes the
+// hostfile ($3).
+const mpiSetupScript = `set -e
+cp -L "$1"/* "$2"/
+chmod 700 "$2"
+chmod 600 "$2"/*
+if [ -n "$3" ]; then printf '%s' "$3" > ` + MPIHostfile + `; fi`
+
+// mpiAdapter runs an MPI program: mpirun on the launcher starts the ranks
+// on the workers over SSH.
+type mpiAdapter struct{}
+
+// MPI is the adapter of MPIJob.
+var MPI Adapter = mpiAdapter{}
+
+func (mpiAdapter) Kind() string     { return MPIKind }
+func (mpiAdapter) Resource() string { return v1beta1.MPIJobResource }
+
+// TrainingContainerName is empty: each replica's first container.
+func (mpiAdapter) TrainingContainerName() string { return "" }
+
+// PortNames and DefaultPort: none. mpirun reaches the workers over SSH
+// (port 22) and the ranks pick their own ports.
+func (mpiAdapter) PortNames() []string { return nil }
+func (mpiAdapter) DefaultPort() int32  { return 0 }
+
+// RankOrder keeps the list order.
+func (mpiAdapter) RankOrder(specs []v1beta1.ReplicaSpec) []v1beta1.ReplicaSpec { return specs }
+
+// mpiSpec is the MPI job's own settings, with the defaults where a job
+// (built without the API server) lacks them.
+func mpiSpec(t *Topology) (slots int32, impl v1beta1.MPIImplementation, keys string) {
+	slots, impl, keys = 1, v1beta1.MPIImplementationOpenMPI, batch.DefaultSSHAuthMountPath
+	if job, ok := t.Job.(*v1beta1.MPIJob); ok {
+		slots = ptr.Deref(job.Spec.SlotsPerWorker, slots)
+		if job.Spec.MPIImplementation != "" {
+			impl = job.Spec.MPIImplementation
+		}
+		if job.Spec.SSHAuthMountPath != "" {
+			keys = job.Spec.SSHAuthMountPath
+		}
+	}
+	return slots, impl, keys
+}
+
+// Hostfile is the launcher's hostfile: one line per worker, its DNS name
+// and its slots, in the implementation's form.
+func Hostfile(t *Topology) string {
+	slots, impl, _ := mpiSpec(t)
+	var b strings.Builder
+	if g := t.Group(v1beta1.ReplicaTypeWorker); g != nil {
+		for i := range g.Replicas {
+			host := t.Address(ReplicaID{Type: g.Type, Index: i})
+			if impl == v1beta1.MPIImplementationOpenMPI {
+				fmt.Fprintf(&b, "%s slots=%d\n", host, slots)
+			} else {
+				fmt.Fprintf(&b, "%s:%d\n", host, slots)
+			}
+		}
+	}
+	return b.String()
+}
+
+// Env points the launcher's mpirun at the hostfile, and its ssh at the
+// workers without asking about their host keys, in the variables of the
+// job's MPI implementation. The workers need nothing: mpirun tells the
+// ranks it starts there.
+func (mpiAdapter) Env(t *Topology) (ReplicaEnv, error) {
+	if err := t.LimitError(); err != nil {
+		return nil, err
+	}
+	_, impl, _ := mpiSpec(t)
+	var launcher []corev1.EnvVar
+	switch impl {
+	case v1beta1.MPIImplementationIntelMPI:
+		launcher = []corev1.EnvVar{envVar(batch.EnvIntelMPIHostfile, MPIHostfile),
+			envVar(batch.EnvIntelMPIBootstrapArgs, sshConnectionOptions)}
+	case v1beta1.MPIImplementationMPICH:
+		launcher = []corev1.EnvVar{envVar(batch.EnvMPICHHostfile, MPIHostfile),
+			envVar(batch.EnvMPICHLaunchExtraArgs, sshConnectionOptions)}
+	default:
+		launcher = []corev1.EnvVar{envVar(batch.EnvOpenMPIHostfile, MPIHostfile),
+			envVar(batch.EnvOpenMPIRshArgs, sshConnectionOptions), envVar(batch.EnvOpenMPIKeepFQDN, "true")}
+	}
+	return func(r ReplicaID) ([]corev1.EnvVar, error) {
+		if r.Type == v1beta1.ReplicaTypeLauncher {
+			return launcher, nil
+		}
+		return nil, nil
+	}, nil
+}
+
+func (mpiAdapter) Entrypoint(*Topology, ReplicaID, *corev1.Container) {}
+
+// DecoratePod gives the training container of every replica the job's key
+// pair, and the launcher its hostfile, both put in place by an init
+// container that runs the training container's image.
+func (mpiAdapter) DecoratePod(t *Topology, r ReplicaID, pod *corev1.Pod, training int) {
+	_, _, keys := mpiSpec(t)
+	c := &pod.Spec.Containers[training]
+	keysMount := corev1.VolumeMount{Name: sshVolumeName, MountPath: keys}
+	pod.Spec.Volumes = append(pod.Spec.Volumes,
+		corev1.Volume{Name: sshSecretVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName:  SSHSecretName(t.Name),
+			DefaultMode: ptr.To(int32(0o400)),
+		}}},
+		corev1.Volume{Name: sshVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	c.VolumeMounts = append(c.VolumeMounts, keysMount)
+	setup := corev1.Container{
+		Name:            MPISetupInitName,
+		Image:           c.Image,
+		ImagePullPolicy: c.ImagePullPolicy,
+		Command:         []string{"sh", "-c", mpiSetupScript, MPISetupInitName, sshSecretDir, keys},
+		Resources:       computeResources(c.Resources),
+		SecurityContext: c.SecurityContext.DeepCopy(),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: sshSecretVolume, MountPath: sshSecretDir, ReadOnly: true},
+			keysMount,
+		},
+	}
+	if r.Type == v1beta1.ReplicaTypeLauncher {
+		// Made with each launcher pod, the hostfile lists the workers of
+		// the job as it is.
+		hostfileMount := corev1.VolumeMount{Name: hostfileVolumeName, MountPath: MPIHostfileDir}
+		pod.Spec.Volumes = append(pod.Spec.Volumes,
+			corev1.Volume{Name: hostfileVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		c.VolumeMounts = append(c.VolumeMounts, hostfileMount)
+		setup.VolumeMounts = append(setup.VolumeMounts, hostfileMount)
+		setup.Command = append(setup.Command, Hostfile(t))
+	}
+	pod.Spec.InitContainers = append(pod.Spec.InitContainers, setup)
+}
+
+// GangMember: every replica; mpirun needs every worker.
+func (mpiAdapter) GangMember(v1beta1.ReplicaType) bool { return true }
+
+// Leaders: the workers, which the launcher waits for under the InOrder
+// startup policy (the kind's default): mpirun reaches every one of them as
+// it starts.
+func (mpiAdapter) Leaders(t *Topology) []ReplicaID {
+	var out []ReplicaID
+	if g := t.Group(v1beta1.ReplicaTypeWorker); g != nil {
+		for i := range g.Replicas {
+			out = append(out, ReplicaID{Type: g.Type, Index: i})
+		}
+	}
+	return out
+}
+
+// Decider: the launcher.
+func (mpiAdapter) Decider(t *Topology) (ReplicaID, bool) {
+	if g := t.Group(v1beta1.ReplicaTypeLauncher); g != nil && g.Replicas > 0 {
+		return ReplicaID{Type: v1beta1.ReplicaTypeLauncher}, true
+	}
+	return t.firstReplica()
+}
+
+// Succeeded: when the launcher succeeded, mpirun having seen every rank
+// end. The workers' SSH servers never end by themselves.
+func (mpiAdapter) Succeeded(t *Topology, phases ReplicaPhases) bool {
+	if g := t.Group(v1beta1.ReplicaTypeLauncher); g != nil && g.Replicas > 0 {
+		return phases.Succeeded(ReplicaID{Type: v1beta1.ReplicaTypeLauncher})
+	}
+	return false
+}
+
+// NeedsSSHKeys says whether the kind's pods mount the job's key pair
+// Secret, which the controller then makes before the pods.
+func NeedsSSHKeys(a Adapter) bool { return a == MPI }

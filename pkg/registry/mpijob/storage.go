@@ -1,0 +1,49 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package mpijob is the REST storage of MPIJobs:
+// the shared training job storage with MPI's types and rules.
+package mpijob
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/generic"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/apis/batch/validation"
+	"tensorstack.dev/training/pkg/registry/trainingjob"
+)
+
+// Kind describes MPIJobs to the shared storage.
+var Kind = &trainingjob.Kind[*batch.MPIJob, batch.MPIJobSpec]{
+	Resource:   batch.Resource(v1beta1.MPIJobResource),
+	Singular:   "mpijob",
+	ShortNames: []string{v1beta1.MPIJobShortName},
+
+	New:     func() *batch.MPIJob { return &batch.MPIJob{} },
+	NewList: func() runtime.Object { return &batch.MPIJobList{} },
+	Spec:    func(job *batch.MPIJob) *batch.MPIJobSpec { return &job.Spec },
+
+	Canonicalize:   batch.CanonicalizeMPIJob,
+	Validate:       validation.ValidateMPIJob,
+	ValidateUpdate: validation.ValidateMPIJobUpdate,
+}
+
+// NewStorage returns the REST objects of MPIJobs.
+func NewStorage(optsGetter generic.RESTOptionsGetter, updatePath trainingjob.UpdatePath, progress trainingjob.ProgressConfig) (*trainingjob.Storage, error) {
+	return trainingjob.NewStorage(optsGetter, Kind, updatePath, progress)
+}
