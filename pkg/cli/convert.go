@@ -43,7 +43,7 @@ type manifestFlags struct {
 }
 
 func (m *manifestFlags) addFlags(cmd *cobra.Command) {
-	cmd.Flags().StringArrayVarP(&m.filenames, "filename", "f", nil, "A file of Kubeflow TFJob/PyTorchJob/XGBoostJob manifests (YAML or JSON, several documents allowed); - reads standard input. May repeat.")
+	cmd.Flags().StringArrayVarP(&m.filenames, "filename", "f", nil, "A file of Kubeflow TFJob/PyTorchJob/XGBoostJob/MPIJob manifests (YAML or JSON, several documents allowed); - reads standard input. May repeat.")
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 }
@@ -60,7 +60,7 @@ func (m *manifestFlags) convert(e *env) ([]kubeflow.Converted, error) {
 		all = append(all, converted...)
 	}
 	if len(all) == 0 {
-		return nil, fmt.Errorf("no TFJob, PyTorchJob or XGBoostJob in %v", m.filenames)
+		return nil, fmt.Errorf("no TFJob, PyTorchJob, XGBoostJob or MPIJob in %v", m.filenames)
 	}
 	return all, nil
 }
@@ -101,10 +101,10 @@ func newConvertCommand(e *env) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "convert -f FILE [-o yaml|json]",
-		Short: "Convert Kubeflow TFJob, PyTorchJob and XGBoostJob manifests into training jobs",
-		Long: `Convert kubeflow.org/v1 TFJob, PyTorchJob and XGBoostJob manifests into
-TensorFlowTrainingJobs, PyTorchTrainingJobs and XGBoostTrainingJobs, and print
-them: YAML documents separated by ---, or with
+		Short: "Convert Kubeflow TFJob, PyTorchJob, XGBoostJob and MPIJob manifests into training jobs",
+		Long: `Convert kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob and MPIJob manifests
+into TensorFlowTrainingJobs, PyTorchTrainingJobs, XGBoostTrainingJobs and
+MPIJobs, and print them: YAML documents separated by ---, or with
 -o json one JSON object (a List when there are several). Whatever cannot be
 carried over exactly is reported on standard error as "Warning: <path>: <message>".
 Nothing is sent to the cluster.`,
@@ -184,8 +184,8 @@ func newCreateCommand(e *env) *cobra.Command {
 	var output *outputFlags
 	cmd := &cobra.Command{
 		Use:   "create -f FILE",
-		Short: "Convert Kubeflow TFJob, PyTorchJob and XGBoostJob manifests and create the training jobs",
-		Long: `Convert kubeflow.org/v1 TFJob, PyTorchJob and XGBoostJob manifests (as convert does) and
+		Short: "Convert Kubeflow TFJob, PyTorchJob, XGBoostJob and MPIJob manifests and create the training jobs",
+		Long: `Convert kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob and MPIJob manifests (as convert does) and
 create the jobs, each in its manifest's namespace, else in the namespace of -n
 or the kubeconfig context. Conversion warnings go to standard error. Every
 manifest is converted before any job is created.`,

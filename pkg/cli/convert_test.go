@@ -156,7 +156,7 @@ func TestConvertErrors(t *testing.T) {
 		{[]string{"convert", "-f", manifestFile(t, kubeflowJobs), "-o", "wide"}, `invalid -o "wide": must be yaml or json`},
 		{[]string{"convert", "-f", filepath.Join(t.TempDir(), "missing.yaml")}, "missing.yaml: no such file or directory"},
 		{[]string{"convert", "-f", deployment}, "converting " + deployment + ": document 0: "},
-		{[]string{"convert", "-f", manifestFile(t, "# nothing\n")}, "no TFJob, PyTorchJob or XGBoostJob in ["},
+		{[]string{"convert", "-f", manifestFile(t, "# nothing\n")}, "no TFJob, PyTorchJob, XGBoostJob or MPIJob in ["},
 		{[]string{"create", "-f", deployment}, "converting " + deployment + ": document 0: "},
 	} {
 		err := f.run(tc.args...)

@@ -40,11 +40,12 @@ const (
 	tfJobKind          = "TFJob"
 	pyTorchJobKind     = "PyTorchJob"
 	xgboostJobKind     = "XGBoostJob"
+	mpiJobKind         = "MPIJob"
 )
 
 // convertedKinds are the Kubeflow kinds converted, in the order messages
 // name them.
-var convertedKinds = []string{tfJobKind, pyTorchJobKind, xgboostJobKind}
+var convertedKinds = []string{tfJobKind, pyTorchJobKind, xgboostJobKind, mpiJobKind}
 
 // Converted is one Kubeflow job converted into ours.
 type Converted struct {
@@ -54,7 +55,7 @@ type Converted struct {
 }
 
 // Convert reads a stream of YAML or JSON documents (separated by ---, as kubectl accepts) and converts every
-// kubeflow.org/v1 TFJob, PyTorchJob and XGBoostJob in it. A document of any other kind is an error naming its index and kind
+// kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob and MPIJob in it. A document of any other kind is an error naming its index and kind
 // (empty documents are skipped). Malformed input is an error with the document index, never a panic.
 //
 // Documents are counted from 0; empty ones (only whitespace or comments) are
@@ -138,7 +139,7 @@ func splitYAML(data []byte) ([][]byte, error) {
 	}
 }
 
-// ConvertObject converts one kubeflow.org/v1 TFJob, PyTorchJob or XGBoostJob, given as
+// ConvertObject converts one kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob or MPIJob, given as
 // decoded from JSON or YAML into generic values; obj is not changed. Any
 // other kind is an error.
 func ConvertObject(obj map[string]interface{}) (Converted, error) {
@@ -170,6 +171,8 @@ func ConvertObject(obj map[string]interface{}) (Converted, error) {
 		job, err = convertPyTorchJob(meta, spec, &w)
 	case xgboostJobKind:
 		job, err = convertXGBoostJob(meta, spec, &w)
+	case mpiJobKind:
+		job, err = convertMPIJob(meta, spec, &w)
 	}
 	if err != nil {
 		return Converted{}, err

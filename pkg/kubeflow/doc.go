@@ -15,9 +15,9 @@ limitations under the License.
 */
 
 // Package kubeflow converts Kubeflow training-operator manifests (kubeflow.org/v1
-// TFJob, PyTorchJob and XGBoostJob) into TensorStack jobs
-// (batch.tensorstack.dev/v1beta1 TensorFlowTrainingJob, PyTorchTrainingJob and
-// XGBoostTrainingJob).
+// TFJob, PyTorchJob, XGBoostJob and MPIJob) into TensorStack jobs
+// (batch.tensorstack.dev/v1beta1 TensorFlowTrainingJob, PyTorchTrainingJob,
+// XGBoostTrainingJob and MPIJob).
 //
 // Every field of the input is either converted or reported: the input is read
 // as generic JSON objects, each field is taken out as it is converted, and any
@@ -33,13 +33,16 @@ limitations under the License.
 //     and kubectl's last-applied-configuration annotation are dropped with a
 //     warning. A non-empty status is dropped with a warning.
 //   - the replica maps (spec.tfReplicaSpecs, spec.pytorchReplicaSpecs,
-//     spec.xgbReplicaSpecs), keyed by replica type in any case as Kubeflow
-//     accepts, become the ordered list spec.replicaSpecs: TensorFlow chief
-//     (Kubeflow's Master is an alias of Chief), ps, worker, evaluator; PyTorch
-//     and XGBoost master, worker, so that the master has rank 0. Each
-//     replica's restartPolicy is written out, with Kubeflow's default where it
-//     is absent (Never for TFJob and XGBoostJob, OnFailure for PyTorchJob,
-//     whose default differs from ours).
+//     spec.xgbReplicaSpecs, spec.mpiReplicaSpecs), keyed by replica type in
+//     any case as Kubeflow accepts, become the ordered list
+//     spec.replicaSpecs: TensorFlow chief (Kubeflow's Master is an alias of
+//     Chief), ps, worker, evaluator; PyTorch and XGBoost master, worker, so
+//     that the master has rank 0; MPI launcher, worker. Each replica's
+//     restartPolicy is written out, with Kubeflow's default where it is
+//     absent (Never for TFJob, XGBoostJob and MPIJob, OnFailure for
+//     PyTorchJob, whose default differs from ours). An MPIJob's
+//     slotsPerWorker is kept; its mainContainer is reported unless it is the
+//     first container.
 //   - runPolicy, also read from the top level of spec as older manifests
 //     write it (runPolicy wins when both are given): cleanPodPolicy becomes
 //     cleanUpPolicy (All and None as they are; Running becomes Unfinished,

@@ -88,6 +88,8 @@ func compareReplicas(t *testing.T, example kubeflowtest.Example, obj runtime.Obj
 		replicas, torchrun, specsField = job.Spec.ReplicaSpecs, job.Spec.TorchrunConfig, "pytorchReplicaSpecs"
 	case *v1beta1.XGBoostTrainingJob:
 		replicas, specsField = job.Spec.ReplicaSpecs, "xgbReplicaSpecs"
+	case *v1beta1.MPIJob:
+		replicas, specsField = job.Spec.ReplicaSpecs, "mpiReplicaSpecs"
 	}
 	ours := map[v1beta1.ReplicaType]v1beta1.ReplicaSpec{}
 	for _, r := range replicas {

@@ -87,6 +87,9 @@ func serverErrors(t *testing.T, obj runtime.Object) field.ErrorList {
 	case *batch.XGBoostTrainingJob:
 		batch.CanonicalizeXGBoostJob(job)
 		return validation.ValidateXGBoostTrainingJob(job)
+	case *batch.MPIJob:
+		batch.CanonicalizeMPIJob(job)
+		return validation.ValidateMPIJob(job)
 	}
 	t.Fatalf("no validation for %T", internal)
 	return nil

@@ -44,11 +44,15 @@ func fourGPUJob(name, queue string) *framework.JobBuilder {
 	return fourGPUJobOf(framework.NewPyTorchJob, name, queue)
 }
 
-// fourGPUJobOf is fourGPUJob of a kind whose replica types may be master
-// and worker: PyTorch's, XGBoost's or a generic job's.
+// fourGPUJobOf is fourGPUJob of another kind: a master (an MPI job's
+// launcher) and three workers.
 func fourGPUJobOf(newJob func(string) *framework.JobBuilder, name, queue string) *framework.JobBuilder {
-	return newJob(name).WithReplicas("master", 1).WithReplicas("worker", 3).GPUs(1).
-		Label("kueue.x-k8s.io/queue-name", queue)
+	job := newJob(name)
+	first := "master"
+	if job.Kind() == framework.KindMPI {
+		first = "launcher"
+	}
+	return job.WithReplicas(first, 1).WithReplicas("worker", 3).GPUs(1).Label("kueue.x-k8s.io/queue-name", queue)
 }
 
 func queuedReason(job v1beta1.TrainingJob) string {
@@ -68,6 +72,7 @@ func TestKueueQuota(t *testing.T) {
 		"PyTorchTrainingJob": framework.NewPyTorchJob,
 		"XGBoostTrainingJob": framework.NewXGBoostJob,
 		"GenericJob":         framework.NewGenericJob,
+		"MPIJob":             framework.NewMPIJob,
 	} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()

@@ -184,8 +184,13 @@ func TestMultiKueue(t *testing.T) {
 	// The other kinds go the same way: dispatched, run in the worker only
 	// (the manager's controller leaves a job MultiKueue manages alone), their
 	// success copied back.
-	for _, newJob := range []func(string) *framework.JobBuilder{framework.NewXGBoostJob, framework.NewGenericJob} {
-		other := f.Create(newJob("dispatched-kind").WithReplicas("master", 1).WithReplicas("worker", 1).GPUs(1).
+	for _, newJob := range []func(string) *framework.JobBuilder{framework.NewXGBoostJob, framework.NewGenericJob, framework.NewMPIJob} {
+		builder := newJob("dispatched-kind")
+		first := "master"
+		if builder.Kind() == framework.KindMPI {
+			first = "launcher"
+		}
+		other := f.Create(builder.WithReplicas(first, 1).WithReplicas("worker", 1).GPUs(1).
 			Label("kueue.x-k8s.io/queue-name", queue).ManagedBy(batch.ManagedByMultiKueue).ExitCode(0).RunFor("2s"))
 		checkSucceeded(t, f.WaitForPhase(other, v1beta1.JobSucceeded))
 		if pods := f.Pods(other); len(pods) != 0 {

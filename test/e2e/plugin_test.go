@@ -242,3 +242,54 @@ spec:
 		}
 	}
 }
+
+// TestPluginCreatesKubeflowMPIJob: kubectl training create takes a
+// Kubeflow MPIJob manifest as it is; the job gets its SSH key pair and runs
+// to Succeeded with its launcher first, its slots per worker kept.
+func TestPluginCreatesKubeflowMPIJob(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t, "plugin-mpi")
+	template := func(replicas int) string {
+		return fmt.Sprintf(`
+      replicas: %d
+      template:
+        metadata:
+          annotations:
+            %s: "0"
+            %s: "2s"
+        spec:
+          containers:
+          - name: mpi
+            image: %s`, replicas, framework.AnnotationExitCode, framework.AnnotationRunDuration, framework.Image)
+	}
+	manifest := `apiVersion: kubeflow.org/v1
+kind: MPIJob
+metadata:
+  name: horovod-kubeflow
+spec:
+  slotsPerWorker: 2
+  runPolicy:
+    cleanPodPolicy: None
+  mpiReplicaSpecs:
+    Worker:` + template(2) + `
+    Launcher:` + template(1) + "\n"
+	file := f.WriteFile("mpijob.yaml", manifest)
+
+	if r := f.KubectlTraining("create", "-f", file); r.Err != nil {
+		t.Fatalf("create: %s", r)
+	}
+	ref := f.Ref(framework.KindMPI, "horovod-kubeflow")
+	job := f.WaitForJob(ref, "Succeeded", 3*time.Minute, func(job v1beta1.TrainingJob) (bool, error) {
+		return job.JobStatus().Phase == v1beta1.JobSucceeded, nil
+	})
+	specs := job.CommonSpec().ReplicaSpecs
+	if len(specs) != 2 || specs[0].Type != v1beta1.ReplicaTypeLauncher || specs[1].Type != v1beta1.ReplicaTypeWorker {
+		t.Errorf("created job: %+v", specs)
+	}
+	if mpi, ok := job.(*v1beta1.MPIJob); !ok || mpi.Spec.SlotsPerWorker == nil || *mpi.Spec.SlotsPerWorker != 2 {
+		t.Errorf("created job %T with slotsPerWorker other than the manifest's 2", job)
+	}
+	if _, err := f.Kube.CoreV1().Secrets(f.Namespace).Get(f.Context(), "horovod-kubeflow-ssh", metav1.GetOptions{}); err != nil {
+		t.Errorf("the job's SSH key pair: %v", err)
+	}
+}

@@ -71,6 +71,10 @@ func TestKubeflowExamplesAccepted(t *testing.T) {
 				client := s.Client.BatchV1beta1().XGBoostTrainingJobs(namespace)
 				created, err = client.Create(ctx, job, dryRun)
 				get = func() error { _, err := client.Get(ctx, job.Name, metav1.GetOptions{}); return err }
+			case *v1beta1.MPIJob:
+				client := s.Client.BatchV1beta1().MPIJobs(namespace)
+				created, err = client.Create(ctx, job, dryRun)
+				get = func() error { _, err := client.Get(ctx, job.Name, metav1.GetOptions{}); return err }
 			default:
 				t.Fatalf("converted into %T, which the test does not create", job)
 			}

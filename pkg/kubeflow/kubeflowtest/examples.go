@@ -30,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -38,21 +39,21 @@ import (
 // Module is the Kubeflow training-operator release whose examples are used.
 const Module = "github.com/kubeflow/training-operator@v1.9.4"
 
-// The number of example files with a TFJob, PyTorchJob or XGBoostJob in Module, and of
+// The number of example files with a TFJob, PyTorchJob, XGBoostJob or MPIJob in Module, and of
 // those documents, counted when the tests were written: a test that finds
 // fewer must not pass.
 const (
-	ExampleFiles     = 21
-	ExampleDocuments = 21
+	ExampleFiles     = 23
+	ExampleDocuments = 23
 )
 
-// Example is one TFJob, PyTorchJob or XGBoostJob document of a Kubeflow example file.
+// Example is one TFJob, PyTorchJob, XGBoostJob or MPIJob document of a Kubeflow example file.
 type Example struct {
 	// File is the file's path below the module's examples directory.
 	File string
 	// Index is the document's place in the file, from 0.
 	Index int
-	// Kind is TFJob, PyTorchJob or XGBoostJob.
+	// Kind is TFJob, PyTorchJob, XGBoostJob or MPIJob.
 	Kind string
 	// Object is the document as generic JSON values.
 	Object map[string]interface{}
@@ -63,7 +64,7 @@ func (e Example) Name() string {
 	return fmt.Sprintf("%s#%d", e.File, e.Index)
 }
 
-// Examples returns every kubeflow.org/v1 TFJob, PyTorchJob and XGBoostJob document of the
+// Examples returns every kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob and MPIJob document of the
 // *.yaml files under the module's examples directory, and the number of
 // files they come from. Other documents (PVCs, MPIJobs, ...) are skipped. The
 // test is skipped only when there is no go command to find the module with.
@@ -112,7 +113,7 @@ func documents(t testing.TB, file string, data []byte) []Example {
 			t.Fatalf("%s document %d: %v", file, index, err)
 		}
 		kind, _ := obj["kind"].(string)
-		if obj["apiVersion"] != "kubeflow.org/v1" || (kind != "TFJob" && kind != "PyTorchJob" && kind != "XGBoostJob") {
+		if obj["apiVersion"] != "kubeflow.org/v1" || !slices.Contains([]string{"TFJob", "PyTorchJob", "XGBoostJob", "MPIJob"}, kind) {
 			continue
 		}
 		found = append(found, Example{File: file, Index: index, Kind: kind, Object: obj})
