@@ -212,13 +212,20 @@ func TestRealNodeCheckpointPauseResume(t *testing.T) {
 	}
 }
 
-// ctrKill sends SIGKILL to a pod's training container through its real
-// node's containerd: the process dies as the kernel would kill it, exit 137.
+// ctrKill sends SIGKILL to a pod's training container (pytorch) through
+// its real node's containerd: the process dies as the kernel would kill it,
+// exit 137.
 func ctrKill(f *framework.Framework, pod *corev1.Pod) {
+	f.T.Helper()
+	ctrKillContainer(f, pod, "pytorch")
+}
+
+// ctrKillContainer is ctrKill of the named container.
+func ctrKillContainer(f *framework.Framework, pod *corev1.Pod, container string) {
 	f.T.Helper()
 	id := ""
 	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name == "pytorch" {
+		if cs.Name == container {
 			id = strings.TrimPrefix(cs.ContainerID, "containerd://")
 		}
 	}

@@ -17,11 +17,21 @@ limitations under the License.
 package e2e
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 
 	"tensorstack.dev/training/test/e2e/framework"
 )
@@ -79,4 +89,109 @@ func TestRealNodesMPIAllReduce(t *testing.T) {
 		}
 	}
 	t.Logf("ranks on %v; the workers on %v", hosts, nodes)
+}
+
+// TestRealNodesMPIWorkerKilled: a worker of the MPI example, killed with
+// SIGKILL while the ranks average, takes its rank with it and mpirun fails;
+// the job's RestartJob rules (exit code 137, or the launcher failing)
+// restart every replica, with the same key pair, and the second mpirun
+// runs to success. The restart is counted once.
+func TestRealNodesMPIWorkerKilled(t *testing.T) {
+	f := onRealNodes(t, "real-mpi-kill", 2)
+	data, err := os.ReadFile(filepath.Join(f.Env.RepoRoot, "artifacts", "examples", "mpi.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := &v1beta1.MPIJob{}
+	if err := yaml.Unmarshal(data, job); err != nil {
+		t.Fatal(err)
+	}
+	job.Name, job.Namespace = "mpi-killed", f.Namespace
+	for i := range job.Spec.ReplicaSpecs {
+		spec := &job.Spec.ReplicaSpecs[i]
+		spec.Template.Spec.Containers[0].Env = append(spec.Template.Spec.Containers[0].Env,
+			corev1.EnvVar{Name: "ROUNDS", Value: "20"}, corev1.EnvVar{Name: "ROUND_SECONDS", Value: "1"})
+		if a := spec.Template.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+			a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].LabelSelector.MatchLabels[v1beta1.LabelJobName] = job.Name
+		}
+	}
+	// mpirun forwards the launcher's environment to the ranks it starts.
+	job.Spec.ReplicaSpecs[0].Template.Spec.Containers[0].Command = []string{"mpirun", "--allow-run-as-root", "-np", "2",
+		"-x", "ROUNDS", "-x", "ROUND_SECONDS", "python3", "/opt/tensorstack/examples/mpi_allreduce.py"}
+	// A worker killed restarts the job, and so does the launcher's mpirun
+	// failing when it loses the worker's rank, whichever the controller
+	// sees first: one restart either way.
+	job.Spec.ReplicaSpecs[0].RestartPolicy = v1beta1.RestartPolicyNever
+	job.Spec.RunPolicy.FailurePolicy = &v1beta1.FailurePolicy{Rules: []v1beta1.FailurePolicyRule{{
+		Action:      v1beta1.FailurePolicyActionRestartJob,
+		OnExitCodes: &v1beta1.FailurePolicyOnExitCodes{Operator: v1beta1.FailurePolicyOnExitCodesOpIn, Values: []int32{137}},
+	}, {
+		Action:       v1beta1.FailurePolicyActionRestartJob,
+		ReplicaTypes: []v1beta1.ReplicaType{v1beta1.ReplicaTypeLauncher},
+		OnExitCodes:  &v1beta1.FailurePolicyOnExitCodes{Operator: v1beta1.FailurePolicyOnExitCodesOpNotIn, Values: []int32{0}},
+	}}}
+	if err := f.CreateJob(f.Context(), job); err != nil {
+		t.Fatal(err)
+	}
+	ref := f.Ref(framework.KindMPI, job.Name)
+	var secret *corev1.Secret
+	f.Eventually(framework.Timeout, "the job's key pair", func(ctx context.Context) (bool, error) {
+		s, err := f.Kube.CoreV1().Secrets(f.Namespace).Get(ctx, ref.Name+"-ssh", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		secret = s
+		return err == nil, err
+	})
+
+	// Kill worker 1 once the ranks average.
+	var victim *corev1.Pod
+	f.WaitForPods(ref, "the ranks averaging", realNodeTimeout, func(pods []corev1.Pod) (bool, error) {
+		for _, p := range pods {
+			if p.Name == ref.Name+"-launcher-0" && p.Status.Phase == corev1.PodRunning {
+				data, err := f.Kube.CoreV1().Pods(f.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(f.Context())
+				if err != nil || !strings.Contains(string(data), "rank=1 round=2") {
+					return false, nil
+				}
+				for i := range pods {
+					if pods[i].Name == ref.Name+"-worker-1" {
+						victim = pods[i].DeepCopy()
+					}
+				}
+				return victim != nil, nil
+			}
+		}
+		return false, nil
+	})
+	ctrKillContainer(f, victim, "mpi")
+	waitSucceeded(f, ref)
+
+	st := f.MustGetJob(ref).JobStatus()
+	if st.BackoffCount != 1 || len(st.Attempts) != 2 {
+		t.Errorf("backoffCount %d and %d attempts, want the RestartJob counted once and two attempts", st.BackoffCount, len(st.Attempts))
+	} else {
+		first := st.Attempts[0]
+		var failed []string
+		for _, r := range first.FailedReplicas {
+			failed = append(failed, fmt.Sprintf("%s:%d", r.Name, ptr.Deref(r.ExitCode, -1)))
+		}
+		if first.Reason != "RestartJob" || len(failed) == 0 {
+			t.Errorf("attempt 1 ended by %q with failed replicas %v, want RestartJob naming the killed worker or the launcher",
+				first.Reason, failed)
+		}
+		t.Logf("attempt 1 ended by %s; failed replicas %v", first.Reason, failed)
+	}
+	after, err := f.Kube.CoreV1().Secrets(f.Namespace).Get(f.Context(), secret.Name, metav1.GetOptions{})
+	if err != nil || after.UID != secret.UID {
+		t.Errorf("the key pair after the restart: %v, uid %v; want the first one (%s) kept", err, after, secret.UID)
+	}
+	r := f.KubectlTraining("logs", ref.KubectlName())
+	if r.Err != nil {
+		t.Fatalf("kubectl training logs: %s", r)
+	}
+	for _, want := range []string{"rank=0 round=20", "rank=1 round=20"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("the second mpirun's log lacks %q:\n%s", want, r.Stdout)
+		}
+	}
 }

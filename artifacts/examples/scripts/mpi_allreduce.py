@@ -9,14 +9,20 @@ hostfile's workers. Each rank prints
 
 mpirun forwards every rank's output to the launcher's log. A wrong sum
 exits 1, and mpirun with it.
+
+ROUNDS (default 5) sets the averaging rounds, ROUND_SECONDS a pause after
+each, so that a test can stop a rank while they run.
 """
+import os
 import socket
 import sys
+import time
 
 import numpy as np
 from mpi4py import MPI
 
-ROUNDS = 5
+ROUNDS = int(os.environ.get("ROUNDS", "5"))
+ROUND_SECONDS = float(os.environ.get("ROUND_SECONDS", "0"))
 
 
 def main():
@@ -34,6 +40,7 @@ def main():
         comm.Allreduce(vector, mean, op=MPI.SUM)
         vector = mean / size
         print(f"rank={rank} round={step} mean={vector[0]:.3f}", flush=True)
+        time.sleep(ROUND_SECONDS)
     comm.Barrier()
 
 
