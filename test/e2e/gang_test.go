@@ -173,6 +173,33 @@ func TestGangNeverFits(t *testing.T) {
 	}
 }
 
+// TestGangEveryKind: every kind's replicas form one gang, the launcher or
+// master with the workers: a job of 10 one-GPU pods on 8 GPUs gets none
+// placed, and says it waits for its gang.
+func TestGangEveryKind(t *testing.T) {
+	t.Parallel()
+	needsGangBackend(t)
+	for _, kind := range []struct {
+		newJob func(string) *framework.JobBuilder
+		first  string
+	}{{framework.NewXGBoostJob, "master"}, {framework.NewGenericJob, "coordinator"}, {framework.NewMPIJob, "launcher"}} {
+		job := kind.newJob("too-big")
+		t.Run(string(job.Kind()), func(t *testing.T) {
+			t.Parallel()
+			f := framework.New(t, "gang-kind")
+			pool := gangPool(f, 2, 4)
+			ref := f.Create(job.WithReplicas(kind.first, 1).WithReplicas("worker", 9).GPUs(1).OnPool(pool).Gang("default", 0))
+			f.WaitForCondition(ref, v1beta1.ConditionGangScheduled, metav1.ConditionFalse, "WaitingForGang")
+			f.Consistently(5*time.Second, "no pod of the job placed", func(context.Context) error {
+				if n := bound(f.Pods(ref)); n != 0 {
+					return fmt.Errorf("%d of the 10 pods placed on 8 GPUs", n)
+				}
+				return nil
+			})
+		})
+	}
+}
+
 // TestGangPauseResumeAndRestart: pausing a gang job deletes its pods and
 // keeps its group; a job resized while paused resumes with the same group,
 // resized; a replica whose pod is deleted is replaced, and the group admits
