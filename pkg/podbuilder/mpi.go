@@ -181,6 +181,9 @@ func (mpiAdapter) DecoratePod(t *Topology, r ReplicaID, pod *corev1.Pod, trainin
 		},
 	}
 	if r.Type == v1beta1.ReplicaTypeLauncher {
+		if _, impl, _ := mpiSpec(t); impl == v1beta1.MPIImplementationOpenMPI {
+			mpiExports(c)
+		}
 		// Made with each launcher pod, the hostfile lists the workers of
 		// the job as it is.
 		hostfileMount := corev1.VolumeMount{Name: hostfileVolumeName, MountPath: MPIHostfileDir}
@@ -191,6 +194,20 @@ func (mpiAdapter) DecoratePod(t *Topology, r ReplicaID, pod *corev1.Pod, trainin
 		setup.Command = append(setup.Command, Hostfile(t))
 	}
 	pod.Spec.InitContainers = append(pod.Spec.InitContainers, setup)
+}
+
+// mpiExports gives an Open MPI launcher TENSORSTACK_MPI_EXPORTS, the -x
+// options that make mpirun pass the launcher's job and checkpoint
+// variables, and the API's address, to every rank it starts:
+// mpirun $TENSORSTACK_MPI_EXPORTS python3 train.py.
+func mpiExports(c *corev1.Container) {
+	options := []string{"-x", "KUBERNETES_SERVICE_HOST", "-x", "KUBERNETES_SERVICE_PORT"}
+	for _, v := range c.Env {
+		if strings.HasPrefix(v.Name, batch.GenericEnvPrefix) {
+			options = append(options, "-x", v.Name)
+		}
+	}
+	setEnv(c, []corev1.EnvVar{envVar(batch.EnvMPIExports, strings.Join(options, " "))})
 }
 
 // GangMember: every replica; mpirun needs every worker.

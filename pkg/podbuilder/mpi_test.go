@@ -135,3 +135,35 @@ func TestMPISuccessAndLeaders(t *testing.T) {
 		t.Error("not succeeded with the launcher")
 	}
 }
+
+// TestOpenMPIExportsTheJobsVariables: an Open MPI launcher is given the
+// mpirun options that pass its job and checkpoint variables and the API's
+// address to the ranks; MPICH, which passes everything, is not.
+func TestOpenMPIExportsTheJobsVariables(t *testing.T) {
+	job := mpiJob(v1beta1.MPIImplementationOpenMPI)
+	b := &Builder{Adapter: MPI, Job: job, Topology: NewTopology(MPI, job, "")}
+	launcher, err := b.Pod(ReplicaID{Type: v1beta1.ReplicaTypeLauncher})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exports []string
+	for _, v := range launcher.Spec.Containers[0].Env {
+		if v.Name == "TENSORSTACK_MPI_EXPORTS" {
+			exports = append(exports, v.Value)
+		}
+	}
+	want := "-x KUBERNETES_SERVICE_HOST -x KUBERNETES_SERVICE_PORT -x TENSORSTACK_JOB_NAME -x TENSORSTACK_JOB_NAMESPACE -x TENSORSTACK_JOB_RESOURCE"
+	if len(exports) != 1 || exports[0] != want {
+		t.Errorf("TENSORSTACK_MPI_EXPORTS %q, want one, %q", exports, want)
+	}
+	job = mpiJob(v1beta1.MPIImplementationMPICH)
+	b = &Builder{Adapter: MPI, Job: job, Topology: NewTopology(MPI, job, "")}
+	if launcher, err = b.Pod(ReplicaID{Type: v1beta1.ReplicaTypeLauncher}); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range launcher.Spec.Containers[0].Env {
+		if v.Name == "TENSORSTACK_MPI_EXPORTS" {
+			t.Errorf("an MPICH launcher got %s=%q; MPICH passes everything", v.Name, v.Value)
+		}
+	}
+}

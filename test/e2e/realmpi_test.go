@@ -195,3 +195,71 @@ func TestRealNodesMPIWorkerKilled(t *testing.T) {
 		}
 	}
 }
+
+// mpiCheckpointJob is an MPI job of a launcher and two workers on one real
+// node, which hosts their checkpoint claim (ReadWriteOnce), running the
+// MPI example for rounds of half a second.
+func mpiCheckpointJob(f *framework.Framework, name string, rounds int) *framework.JobBuilder {
+	node := realNodeNames(f.T, f)[0]
+	return framework.NewMPIJob(name).WithReplicas("launcher", 1).WithReplicas("worker", 2).
+		Image(framework.TrainingImage).Env("ROUNDS", fmt.Sprint(rounds)).Env("ROUND_SECONDS", "0.5").
+		// TENSORSTACK_MPI_EXPORTS passes the job's variables to the ranks.
+		ReplicaCommand("launcher", "sh", "-c", "exec mpirun --allow-run-as-root -np 2 -x ROUNDS -x ROUND_SECONDS "+
+			"$TENSORSTACK_MPI_EXPORTS python3 /opt/tensorstack/examples/mpi_allreduce.py").
+		ReplicaCommand("worker", "sh", "-c", "ssh-keygen -A >/dev/null && mkdir -p /run/sshd && exec /usr/sbin/sshd -De").
+		Requests("100m", "128Mi").MemoryLimit("1Gi").NodeSelector(corev1.LabelHostname, node).
+		ClaimVolume("ckpt", "ckpt", "/ckpt").CheckpointVolume("ckpt", 20).CleanUp(v1beta1.CleanUpPolicyNone)
+}
+
+var mpiResumedLine = regexp.MustCompile(`rank=(\d) resumed from step=(\d+) path=(\S+)`)
+
+// TestRealNodeMPIPauseResume: an MPI job with the checkpoint contract,
+// paused at about round 10 of 40: the job asks for a checkpoint, rank 0
+// (a rank mpirun started on a worker, which knows the job only through the
+// variables the launcher's mpirun passes on, $TENSORSTACK_MPI_EXPORTS)
+// writes and reports it, and
+// only then do the pods go. Resumed, both ranks take the checkpoint and go
+// on at the round after it, to the last.
+func TestRealNodeMPIPauseResume(t *testing.T) {
+	f := onRealNode(t, "real-mpi-pause")
+	checkpointClaim(f)
+	applyJob(f, mpiCheckpointJob(f, "mpi-ckpt", 40))
+	ref := f.Ref(framework.KindMPI, "mpi-ckpt")
+	waitForStep(f, ref, 10)
+	f.MustAction(ref, "pause", "")
+	job := f.WaitForPhase(ref, v1beta1.JobPaused)
+	st := job.JobStatus()
+	if st.Checkpoint == nil || st.Checkpoint.Latest == nil || st.Checkpoint.Latest.Step == nil {
+		t.Fatalf("status.checkpoint %+v: want the checkpoint written for the pause", st.Checkpoint)
+	}
+	latest := st.Checkpoint.Latest
+	step := *latest.Step
+	if step < 10 || latest.Reporter != ref.Name+"-worker-0" || !strings.HasPrefix(latest.Path, "/ckpt/round-") {
+		t.Errorf("latest checkpoint %+v: want round >= 10 reported from worker 0's pod (rank 0), a file under /ckpt", latest)
+	}
+
+	f.MustAction(ref, "resume", "")
+	waitSucceeded(f, ref)
+	r := f.KubectlTraining("logs", ref.KubectlName())
+	if r.Err != nil {
+		t.Fatalf("kubectl training logs: %s", r)
+	}
+	resumed := map[string]string{}
+	for _, m := range mpiResumedLine.FindAllStringSubmatch(r.Stdout, -1) {
+		resumed[m[1]] = m[2]
+	}
+	want := fmt.Sprint(step)
+	if resumed["0"] != want || resumed["1"] != want {
+		t.Errorf("ranks resumed from %v, want both from round %s:\n%s", resumed, want, r.Stdout)
+	}
+	for _, line := range []string{fmt.Sprintf("rank=0 round=%d ", step+1), fmt.Sprintf("rank=1 round=%d ", step+1),
+		"rank=0 round=40 mean=0.500", "rank=1 round=40 mean=0.500"} {
+		if !strings.Contains(r.Stdout, line) {
+			t.Errorf("the resumed run's log lacks %q:\n%s", line, r.Stdout)
+		}
+	}
+	if strings.Contains(r.Stdout, "rank=0 round=1 ") {
+		t.Errorf("the resumed run started over at round 1:\n%s", r.Stdout)
+	}
+	t.Logf("paused at round %d (checkpoint %s), resumed there, ran to round 40", step, latest.Path)
+}

@@ -119,8 +119,17 @@ const (
 	EnvMPICHLaunchExtraArgs  = "HYDRA_LAUNCH_EXTRA_ARGS"
 )
 
+// EnvMPIExports is, on an Open MPI launcher, the mpirun options that pass
+// the launcher's job and checkpoint variables and the API's address to the
+// ranks ("-x NAME ..."), so that a rank reports progress and checkpoints as
+// any replica does: a rank runs under a worker's SSH server, whose
+// environment has none of them, and Open MPI passes nothing by itself
+// (Intel MPI and MPICH pass everything). It is options rather than Open
+// MPI's mca_base_env_list, which Open MPI refuses beside any -x.
+const EnvMPIExports = "TENSORSTACK_MPI_EXPORTS"
+
 // MPIEnvNames are an MPI job's own variables, of every implementation.
 func MPIEnvNames() []string {
 	return []string{EnvOpenMPIHostfile, EnvOpenMPIRshArgs, EnvOpenMPIKeepFQDN, EnvIntelMPIHostfile,
-		EnvIntelMPIBootstrapArgs, EnvMPICHHostfile, EnvMPICHLaunchExtraArgs}
+		EnvIntelMPIBootstrapArgs, EnvMPICHHostfile, EnvMPICHLaunchExtraArgs, EnvMPIExports}
 }
