@@ -25,7 +25,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/jobclient"
 	"tensorstack.dev/training/test/integration/framework"
 )
 
@@ -53,13 +53,11 @@ func TestExamplesAccepted(t *testing.T) {
 			if err := yaml.Unmarshal(data, &manifest); err != nil {
 				t.Fatalf("parsing: %v", err)
 			}
-			resource := map[string]string{
-				"TensorFlowTrainingJob": v1beta1.TensorFlowTrainingJobResource,
-				"PyTorchTrainingJob":    v1beta1.PyTorchTrainingJobResource,
-			}[manifest.Kind]
-			if resource == "" {
+			kind, ok := jobclient.ByKind(manifest.Kind)
+			if !ok {
 				t.Fatalf("kind %q is not a training job", manifest.Kind)
 			}
+			resource := kind.Resource
 			body, err := yaml.YAMLToJSON(data)
 			if err != nil {
 				t.Fatalf("converting to JSON: %v", err)

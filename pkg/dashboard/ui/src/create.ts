@@ -46,7 +46,7 @@ export function createPage(root: HTMLElement): () => void {
   replace(
     root,
     h("h1", {}, "Create a job from YAML"),
-    h("p", {}, `A TensorFlowTrainingJob or PyTorchTrainingJob; without metadata.namespace it goes to ${defaultNamespace()}.`),
+    h("p", {}, `A training job of any kind (TensorFlowTrainingJob, PyTorchTrainingJob, XGBoostTrainingJob, MPIJob, GenericJob); without metadata.namespace it goes to ${defaultNamespace()}.`),
     text,
     h("p", {}, submit),
     result,

@@ -62,7 +62,7 @@ export function jobsPage(root: HTMLElement): () => void {
       "div",
       { class: "filters" },
       input("namespace", "namespace (all)", true),
-      select("kind", "kind", ["TensorFlowTrainingJob", "PyTorchTrainingJob"]),
+      select("kind", "kind", ["TensorFlowTrainingJob", "PyTorchTrainingJob", "XGBoostTrainingJob", "MPIJob", "GenericJob"]),
       select("phase", "phase", phases),
       input("queue", "queue"),
       input("label", "labels: key=value,key"),
