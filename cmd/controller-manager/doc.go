@@ -40,7 +40,7 @@ limitations under the License.
 //	""                      pods                              get, list, watch, create, delete, patch
 //	""                      pods/log                          get
 //	""                      services                          get, list, watch, create, delete, patch
-//	""                      secrets                           list, watch, create
+//	""                      secrets                           create
 //	apps                    deployments                       list, watch, create, update, delete
 //	""                      events                            list, watch, create, patch
 //	coordination.k8s.io     leases                            get, create, update

@@ -38,10 +38,6 @@ func trimForCache(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		trimPod(o)
-	case *corev1.Secret:
-		// The controller only asks whether a job's Secret exists: its keys
-		// stay out of the cache.
-		o.ManagedFields, o.Data, o.StringData = nil, nil, nil
 	case metav1.Object:
 		o.SetManagedFields(nil)
 	}

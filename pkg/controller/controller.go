@@ -97,7 +97,6 @@ type Controller struct {
 	podIndexer        cache.Indexer
 	serviceIndexer    cache.Indexer
 	deploymentIndexer cache.Indexer
-	secretIndexer     cache.Indexer
 	tensorBoard       *tensorboard.Keeper
 	// mountFailures explains pods stuck on a volume; the controller runs
 	// its informer itself (Run).

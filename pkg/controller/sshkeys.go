@@ -25,31 +25,51 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tensorstack.dev/training/pkg/controller/owner"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // ensureSSHKeys gives a job whose kind needs one (MPIJob) its SSH key pair
-// Secret, once: a new pair for a job that runs would lock its launcher out
-// of its workers, so an existing Secret of the job is kept as it is. The
-// pair is made only when the cache shows none.
+// Secret, made before the job's first pod: a job with pods has it. The
+// controller may only create Secrets, never read, list or change one (its
+// role, artifacts/deploy), so a Secret of that name that exists already is
+// taken to be the job's, made before a pause or a restart of the
+// controller; one that is not is the user's, and its keys are what the
+// pods mount.
 func (r *reconciler) ensureSSHKeys(ctx context.Context) error {
-	if !podbuilder.NeedsSSHKeys(r.kind.Adapter) {
+	if !podbuilder.NeedsSSHKeys(r.kind.Adapter) || r.hasPods() {
 		return nil
 	}
 	name := podbuilder.SSHSecretName(r.job.GetName())
-	kind := owner.Secrets(r.c.kubeClient, r.c.secretIndexer, r.key.Namespace, "the job's replicas cannot reach each other over SSH")
-	desired := &corev1.Secret{ObjectMeta: r.jobOwner.ObjectMeta(name), Type: corev1.SecretTypeOpaque}
-	if cached, err := owner.Cached[*corev1.Secret](r.c.secretIndexer, r.key.Namespace, name); err != nil || cached == nil {
-		keys, err := newSSHKeyPair()
-		if err != nil {
-			return fmt.Errorf("making the job's SSH key pair: %w", err)
-		}
-		desired.Data = keys
+	keys, err := newSSHKeyPair()
+	if err != nil {
+		return fmt.Errorf("making the job's SSH key pair: %w", err)
 	}
-	_, err := owner.Ensure(ctx, r.jobOwner, kind, desired)
-	return err
+	secret := &corev1.Secret{ObjectMeta: r.jobOwner.ObjectMeta(name), Type: corev1.SecretTypeOpaque, Data: keys}
+	_, err = r.c.kubeClient.CoreV1().Secrets(r.key.Namespace).Create(ctx, secret, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		r.jobOwner.Normalf(owner.ReasonSuccessfulCreate, "Created secret %s", name)
+		return nil
+	case apierrors.IsAlreadyExists(err), apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		return nil
+	default:
+		r.jobOwner.Warningf(owner.ReasonFailedCreate, "Error creating secret %s: %v", name, err)
+		return fmt.Errorf("creating secret %s: %w", name, err)
+	}
+}
+
+// hasPods says whether any replica of the job has a pod.
+func (r *reconciler) hasPods() bool {
+	for _, s := range r.slots {
+		if s.pod != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // newSSHKeyPair makes an Ed25519 key pair: the private key in OpenSSH's

@@ -119,11 +119,6 @@ func (c *Controller) watchDependents(logger klog.Logger, kubeClient kubernetes.I
 		return err
 	}
 	c.serviceIndexer = services.GetIndexer()
-	secrets := kubeInformers.Core().V1().Secrets().Informer()
-	if err := c.watchOwned(logger, "secrets", secrets); err != nil {
-		return err
-	}
-	c.secretIndexer = secrets.GetIndexer()
 	deployments := kubeInformers.Apps().V1().Deployments().Informer()
 	if err := c.watchOwned(logger, "deployments", deployments); err != nil {
 		return err

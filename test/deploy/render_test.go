@@ -711,8 +711,12 @@ func TestRBACRules(t *testing.T) {
 			if slices.Contains(rule.Verbs, "*") || slices.Contains(rule.Resources, "*") || slices.Contains(rule.APIGroups, "*") {
 				t.Errorf("ClusterRole %s has a wildcard rule %+v", role.Name, rule)
 			}
-			if slices.Contains(rule.Resources, "secrets") {
-				t.Errorf("ClusterRole %s grants access to secrets", role.Name)
+			// Only the controller may touch Secrets, and only to create an
+			// MPI job's key pair: never to read, list, watch or change one.
+			if slices.Contains(rule.Resources, "secrets") &&
+				(role.Name != controllerRoleName || !slices.Equal(rule.Verbs, []string{"create"}) || len(rule.Resources) != 1) {
+				t.Errorf("ClusterRole %s grants %v on %v; only the controller may create Secrets, and nothing more",
+					role.Name, rule.Verbs, rule.Resources)
 			}
 		}
 	}

@@ -155,15 +155,6 @@ func Services(client kubernetes.Interface, indexer cache.Indexer, namespace, tak
 	return Kind[*corev1.Service]{Name: "service", TakenMeans: takenMeans, Indexer: indexer, Create: c.Create, Get: c.Get, Patch: c.Patch}
 }
 
-// Secrets are the Secrets of a namespace, cached in indexer (without their
-// data), as a kind a job owns. The controller's role may create Secrets but
-// not get or patch them (artifacts/deploy): one is only ever created, never
-// read back or adopted.
-func Secrets(client kubernetes.Interface, indexer cache.Indexer, namespace, takenMeans string) Kind[*corev1.Secret] {
-	c := client.CoreV1().Secrets(namespace)
-	return Kind[*corev1.Secret]{Name: "secret", TakenMeans: takenMeans, Indexer: indexer, Create: c.Create}
-}
-
 // Deployments are the Deployments of a namespace, cached in indexer, as a
 // kind a job owns. The controller's role may create, update and delete
 // Deployments but not get or patch them (artifacts/deploy), so they are not
