@@ -92,7 +92,7 @@ func (mpiAdapter) RankOrder(specs []v1beta1.ReplicaSpec) []v1beta1.ReplicaSpec {
 // mpiSpec is the MPI job's own settings, with the defaults where a job
 // (built without the API server) lacks them.
 func mpiSpec(t *Topology) (slots int32, impl v1beta1.MPIImplementation, keys string) {
-	slots, impl, keys = 1, v1beta1.MPIImplementationOpenMPI, batch.DefaultSSHAuthMountPath
+	slots, impl, keys = batch.DefaultSlotsPerWorker, v1beta1.MPIImplementationOpenMPI, batch.DefaultSSHAuthMountPath
 	if job, ok := t.Job.(*v1beta1.MPIJob); ok {
 		slots = ptr.Deref(job.Spec.SlotsPerWorker, slots)
 		if job.Spec.MPIImplementation != "" {

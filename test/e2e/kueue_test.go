@@ -48,11 +48,8 @@ func fourGPUJob(name, queue string) *framework.JobBuilder {
 // launcher) and three workers.
 func fourGPUJobOf(newJob func(string) *framework.JobBuilder, name, queue string) *framework.JobBuilder {
 	job := newJob(name)
-	first := "master"
-	if job.Kind() == framework.KindMPI {
-		first = "launcher"
-	}
-	return job.WithReplicas(first, 1).WithReplicas("worker", 3).GPUs(1).Label("kueue.x-k8s.io/queue-name", queue)
+	return job.WithReplicas(job.Kind().LeadReplicaType(), 1).WithReplicas("worker", 3).GPUs(1).
+		Label("kueue.x-k8s.io/queue-name", queue)
 }
 
 func queuedReason(job v1beta1.TrainingJob) string {

@@ -186,11 +186,7 @@ func TestMultiKueue(t *testing.T) {
 	// success copied back.
 	for _, newJob := range []func(string) *framework.JobBuilder{framework.NewXGBoostJob, framework.NewGenericJob, framework.NewMPIJob} {
 		builder := newJob("dispatched-kind")
-		first := "master"
-		if builder.Kind() == framework.KindMPI {
-			first = "launcher"
-		}
-		other := f.Create(builder.WithReplicas(first, 1).WithReplicas("worker", 1).GPUs(1).
+		other := f.Create(builder.WithReplicas(builder.Kind().LeadReplicaType(), 1).WithReplicas("worker", 1).GPUs(1).
 			Label("kueue.x-k8s.io/queue-name", queue).ManagedBy(batch.ManagedByMultiKueue).ExitCode(0).RunFor("2s"))
 		checkSucceeded(t, f.WaitForPhase(other, v1beta1.JobSucceeded))
 		if pods := f.Pods(other); len(pods) != 0 {

@@ -119,6 +119,10 @@ func XGBoostPortNames() []string { return []string{"xgboost", "xgboostjob-port"}
 // key pair unless the job says otherwise: root's.
 const DefaultSSHAuthMountPath = "/root/.ssh"
 
+// DefaultSlotsPerWorker is an MPI job's slotsPerWorker unless it says
+// otherwise.
+const DefaultSlotsPerWorker int32 = 1
+
 // MaxSlotsPerWorker is the most MPI processes an MPI job's worker may run.
 const MaxSlotsPerWorker = 1024
 

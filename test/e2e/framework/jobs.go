@@ -43,6 +43,16 @@ const (
 	KindMPI     Kind = "MPIJob"
 )
 
+// LeadReplicaType is the type of the one replica that leads a job of the
+// kind, beside its workers: an MPI job's launcher, else master (which the
+// other kinds but TensorFlow take).
+func (k Kind) LeadReplicaType() string {
+	if k == KindMPI {
+		return "launcher"
+	}
+	return "master"
+}
+
 // info is what pkg/jobclient knows of the kind: its names and its client.
 func (k Kind) info() *jobclient.Kind {
 	kind, ok := jobclient.ByKind(string(k))

@@ -79,7 +79,7 @@ func SetDefaults_TrainingJobSpec(obj *TrainingJobSpec) {
 // otherwise: mpirun reaches every worker as it starts.
 func SetDefaults_MPIJobSpec(obj *MPIJobSpec) {
 	if obj.SlotsPerWorker == nil {
-		obj.SlotsPerWorker = ptr.To(int32(1))
+		obj.SlotsPerWorker = ptr.To(batch.DefaultSlotsPerWorker)
 	}
 	if obj.MPIImplementation == "" {
 		obj.MPIImplementation = MPIImplementationOpenMPI
