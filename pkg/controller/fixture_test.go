@@ -76,6 +76,13 @@ func newPyTorchJob(name string) *jobBuilder {
 	}}
 }
 
+func newGenericJob(name string) *jobBuilder {
+	return &jobBuilder{job: &v1beta1.GenericJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: podbuilder.GenericKind},
+		ObjectMeta: jobMeta(name),
+	}}
+}
+
 func jobMeta(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name: name, Namespace: "ns", UID: types.UID("uid-" + name), Generation: 1, ResourceVersion: "1",
@@ -205,6 +212,8 @@ func (b *jobBuilder) obj() v1beta1.TrainingJob {
 		v1beta1.SetObjectDefaults_TensorFlowTrainingJob(j)
 	case *v1beta1.PyTorchTrainingJob:
 		v1beta1.SetObjectDefaults_PyTorchTrainingJob(j)
+	case *v1beta1.GenericJob:
+		v1beta1.SetObjectDefaults_GenericJob(j)
 	}
 	return b.job
 }
@@ -318,8 +327,11 @@ func assignUIDs(client interface {
 
 func keyOf(job v1beta1.TrainingJob) jobKey {
 	kind := podbuilder.TensorFlowKind
-	if _, ok := job.(*v1beta1.PyTorchTrainingJob); ok {
+	switch job.(type) {
+	case *v1beta1.PyTorchTrainingJob:
 		kind = podbuilder.PyTorchKind
+	case *v1beta1.GenericJob:
+		kind = podbuilder.GenericKind
 	}
 	return jobKey{Kind: kind, Namespace: job.GetNamespace(), Name: job.GetName()}
 }
@@ -360,6 +372,8 @@ func (f *fixture) indexer(obj runtime.Object) cache.Indexer {
 		return f.jobInformers.Batch().V1beta1().TensorFlowTrainingJobs().Informer().GetIndexer()
 	case *v1beta1.PyTorchTrainingJob:
 		return f.jobInformers.Batch().V1beta1().PyTorchTrainingJobs().Informer().GetIndexer()
+	case *v1beta1.GenericJob:
+		return f.jobInformers.Batch().V1beta1().GenericJobs().Informer().GetIndexer()
 	}
 	f.t.Fatalf("no indexer for %T", obj)
 	return nil
@@ -427,6 +441,14 @@ func (f *fixture) observe() {
 		}
 	}
 	f.replaceAll(f.jobInformers.Batch().V1beta1().PyTorchTrainingJobs().Informer().GetIndexer(), ptObjs)
+	gjs, _ := f.jobClient.BatchV1beta1().GenericJobs("").List(ctx, metav1.ListOptions{})
+	var gjObjs []any
+	for i := range gjs.Items {
+		if f.selected(&gjs.Items[i]) {
+			gjObjs = append(gjObjs, f.cached(&gjs.Items[i]))
+		}
+	}
+	f.replaceAll(f.jobInformers.Batch().V1beta1().GenericJobs().Informer().GetIndexer(), gjObjs)
 	// Listing is not what the tests are about.
 	f.kubeClient.ClearActions()
 	f.jobClient.ClearActions()
@@ -488,6 +510,8 @@ func (f *fixture) job(job v1beta1.TrainingJob) v1beta1.TrainingJob {
 	switch job.(type) {
 	case *v1beta1.TensorFlowTrainingJob:
 		got, err = f.jobClient.BatchV1beta1().TensorFlowTrainingJobs(job.GetNamespace()).Get(context.Background(), job.GetName(), metav1.GetOptions{})
+	case *v1beta1.GenericJob:
+		got, err = f.jobClient.BatchV1beta1().GenericJobs(job.GetNamespace()).Get(context.Background(), job.GetName(), metav1.GetOptions{})
 	default:
 		got, err = f.jobClient.BatchV1beta1().PyTorchTrainingJobs(job.GetNamespace()).Get(context.Background(), job.GetName(), metav1.GetOptions{})
 	}
@@ -508,6 +532,8 @@ func (f *fixture) jobExists(job v1beta1.TrainingJob) bool {
 	switch job.(type) {
 	case *v1beta1.TensorFlowTrainingJob:
 		_, err = f.jobClient.BatchV1beta1().TensorFlowTrainingJobs(job.GetNamespace()).Get(context.Background(), job.GetName(), metav1.GetOptions{})
+	case *v1beta1.GenericJob:
+		_, err = f.jobClient.BatchV1beta1().GenericJobs(job.GetNamespace()).Get(context.Background(), job.GetName(), metav1.GetOptions{})
 	default:
 		_, err = f.jobClient.BatchV1beta1().PyTorchTrainingJobs(job.GetNamespace()).Get(context.Background(), job.GetName(), metav1.GetOptions{})
 	}
@@ -520,8 +546,11 @@ func (f *fixture) updateJob(job v1beta1.TrainingJob) {
 	f.t.Helper()
 	job.SetGeneration(job.GetGeneration() + 1)
 	gvr := v1beta1.SchemeGroupVersion.WithResource(v1beta1.TensorFlowTrainingJobResource)
-	if _, ok := job.(*v1beta1.PyTorchTrainingJob); ok {
+	switch job.(type) {
+	case *v1beta1.PyTorchTrainingJob:
 		gvr = v1beta1.SchemeGroupVersion.WithResource(v1beta1.PyTorchTrainingJobResource)
+	case *v1beta1.GenericJob:
+		gvr = v1beta1.SchemeGroupVersion.WithResource(v1beta1.GenericJobResource)
 	}
 	if err := f.jobClient.Tracker().Update(gvr, job, job.GetNamespace()); err != nil {
 		f.t.Fatalf("updating job: %v", err)

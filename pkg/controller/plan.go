@@ -143,6 +143,9 @@ type slot struct {
 	keepRecord bool
 	// newSuspect: the replica's failure made its node suspect just now.
 	newSuspect bool
+	// failedForGood: the replica failed and its restart policy does not
+	// run it again (failForGood).
+	failedForGood bool
 }
 
 type deletion struct {

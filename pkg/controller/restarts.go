@@ -186,6 +186,9 @@ func (r *reconciler) handleExit(s *slot, debug bool) (reason, message string) {
 	case exitRestartsJob:
 		return r.restartJob(s, d.why)
 	case exitFailsJob:
+		if d.reason == ReasonReplicaFailed {
+			return r.failForGood(s, d.reason, d.message)
+		}
 		return d.reason, d.message
 	}
 	return "", ""

@@ -76,6 +76,15 @@ type PodDecorator interface {
 	DecoratePod(t *Topology, r ReplicaID, pod *corev1.Pod, training int)
 }
 
+// FailureJudge is an adapter whose kind lets replicas fail for good without
+// failing the job (a GenericJob's failure rules). Without it, any replica
+// that fails for good fails the job.
+type FailureJudge interface {
+	// FailsJob says whether the replicas that have failed for good, as
+	// failed says, fail the job.
+	FailsJob(t *Topology, failed func(ReplicaID) bool) bool
+}
+
 // ReplicaEnv returns the environment of one replica.
 type ReplicaEnv func(r ReplicaID) ([]corev1.EnvVar, error)
 

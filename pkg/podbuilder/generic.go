@@ -32,11 +32,13 @@ const GenericKind = "GenericJob"
 
 // genericAdapter runs replicas of the user's own types. It knows no
 // framework: it tells every container where every replica is, and the
-// job's success rules decide when it has succeeded.
+// job's success and failure rules decide how it ends.
 type genericAdapter struct{}
 
 // Generic is the adapter of GenericJob.
 var Generic Adapter = genericAdapter{}
+
+var _ FailureJudge = genericAdapter{}
 
 func (genericAdapter) Kind() string     { return GenericKind }
 func (genericAdapter) Resource() string { return v1beta1.GenericJobResource }
@@ -153,6 +155,28 @@ func (genericAdapter) Succeeded(t *Topology, phases ReplicaPhases) bool {
 	}
 	for _, rule := range job.Spec.SuccessRules {
 		if ruleHolds(t, rule, phases.Succeeded) {
+			return true
+		}
+	}
+	return false
+}
+
+// FailsJob: as soon as every replica one of the failure rules names has
+// failed for good; without rules, as soon as any replica has.
+func (genericAdapter) FailsJob(t *Topology, failed func(ReplicaID) bool) bool {
+	job, ok := t.Job.(*v1beta1.GenericJob)
+	if !ok || len(job.Spec.FailureRules) == 0 {
+		for _, g := range t.Groups {
+			for i := range g.Replicas {
+				if failed(ReplicaID{Type: g.Type, Index: i}) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, rule := range job.Spec.FailureRules {
+		if ruleHolds(t, rule, failed) {
 			return true
 		}
 	}

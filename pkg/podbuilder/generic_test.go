@@ -121,6 +121,35 @@ func TestGenericSuccessRules(t *testing.T) {
 	}
 }
 
+func TestGenericFailureRules(t *testing.T) {
+	w := func(i int32) ReplicaID { return ReplicaID{Type: "worker", Index: i} }
+	coordinator := ReplicaID{Type: "coordinator"}
+	allWorkers := v1beta1.ReplicaRule{Replicas: []v1beta1.ReplicaSelector{{Type: "worker"}}}
+	theCoordinator := v1beta1.ReplicaRule{Replicas: []v1beta1.ReplicaSelector{{Type: "coordinator"}}}
+	worker2 := v1beta1.ReplicaRule{Replicas: []v1beta1.ReplicaSelector{{Type: "worker", Indexes: []int32{2}}}}
+	for _, tc := range []struct {
+		name   string
+		rules  []v1beta1.ReplicaRule
+		failed replicaPhasesOf
+		want   bool
+	}{
+		{"no rules: nothing failed", nil, replicaPhasesOf{}, false},
+		{"no rules: any replica", nil, replicaPhasesOf{w(1): true}, true},
+		{"a replica no rule names", []v1beta1.ReplicaRule{theCoordinator}, replicaPhasesOf{w(0): true, w(1): true}, false},
+		{"the coordinator", []v1beta1.ReplicaRule{theCoordinator}, replicaPhasesOf{coordinator: true}, true},
+		{"not every worker", []v1beta1.ReplicaRule{allWorkers}, replicaPhasesOf{w(0): true, w(2): true}, false},
+		{"every worker", []v1beta1.ReplicaRule{allWorkers}, replicaPhasesOf{w(0): true, w(1): true, w(2): true}, true},
+		{"one rule of two", []v1beta1.ReplicaRule{allWorkers, worker2}, replicaPhasesOf{w(2): true}, true},
+	} {
+		job := genericJob()
+		job.Spec.FailureRules = tc.rules
+		failed := func(r ReplicaID) bool { return tc.failed[r] }
+		if got := Generic.(FailureJudge).FailsJob(NewTopology(Generic, job, ""), failed); got != tc.want {
+			t.Errorf("%s: fails the job %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 // TestGenericServiceWithoutPorts: a generic job that declares no port gets
 // a headless Service without ports; one that declares some gets them.
 func TestGenericServiceWithoutPorts(t *testing.T) {

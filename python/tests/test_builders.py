@@ -238,6 +238,10 @@ def test_queue_labels_the_job_for_kueue():
     (lambda: PyTorchJob("x").torchrun(rdzv_backend="zookeeper"), "spec.torchrunConfig.rdzvBackend"),
     (lambda: PyTorchJob("x").replica("worker", 1).torchrun(rdzv_backend="static").elastic(1, 2).to_dict(),
      "spec.torchrunConfig.rdzvBackend"),
+    (lambda: GenericJob("x").replica("worker", 1).failure_rule({"chief": None}).to_dict(),
+     "spec.failureRules[0].replicas[0].type"),
+    (lambda: GenericJob("x").failure_rule({}), "spec.failureRules[0].replicas"),
+    (lambda: GenericJob("x").success_rule({"worker": ["0"]}), "spec.successRules[0].replicas[0].indexes[0]"),
     (lambda: PyTorchJob("Not_A_Name"), "metadata.name"),
     (lambda: PyTorchJob("x").to_dict(), "spec.replicaSpecs"),
 ])
@@ -245,6 +249,18 @@ def test_bad_values_are_refused_with_the_field(build, path):
     with pytest.raises(BuildError) as err:
         build()
     assert err.value.path == path
+
+
+def test_generic_job_rules():
+    spec = (GenericJob("x").replica("chief", 1).replica("worker", 2)
+            .success_rule({"chief": None})
+            .failure_rule({"chief": None})
+            .failure_rule({"worker": [0, 1]})
+            .to_dict()["spec"])
+    assert spec["successRules"] == [{"replicas": [{"type": "chief"}]}]
+    assert spec["failureRules"] == [{"replicas": [{"type": "chief"}]},
+                                    {"replicas": [{"type": "worker", "indexes": [0, 1]}]}]
+    assert "failureRules" not in GenericJob("y").replica("worker", 1).to_dict()["spec"]
 
 
 def test_job_from_yaml_checks_the_kind():

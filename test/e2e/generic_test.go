@@ -17,11 +17,14 @@ limitations under the License.
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/test/e2e/framework"
@@ -81,5 +84,80 @@ func TestGenericJobSucceedsByItsRule(t *testing.T) {
 	out = f.MustKubectl("get", "trainingjobs", "-n", f.Namespace)
 	if !strings.Contains(out, "meet") || !strings.Contains(out, "Succeeded") {
 		t.Errorf("kubectl get trainingjobs does not show the job as Succeeded:\n%s", out)
+	}
+}
+
+// TestGenericJobFailureRules: a GenericJob whose failure rule names its
+// chief runs on when both workers fail for good, leaves their pods as they
+// ended, says so in an event, and succeeds by its chief; one whose failure
+// rule names the workers fails once both have failed, saying why.
+func TestGenericJobFailureRules(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t, "generic-failures")
+	chief := v1beta1.ReplicaRule{Replicas: []v1beta1.ReplicaSelector{{Type: "chief"}}}
+	workers := v1beta1.ReplicaRule{Replicas: []v1beta1.ReplicaSelector{{Type: "worker"}}}
+	newJob := func(name string, failure v1beta1.ReplicaRule) *framework.JobBuilder {
+		return framework.NewGenericJob(name).WithReplicas("chief", 1).WithReplicas("worker", 2).
+			ReplicaExitCode("chief", 0).ReplicaRunFor("chief", "20s").
+			ReplicaExitCode("worker", 3).ReplicaRunFor("worker", "2s").
+			SucceedsWhen(chief).FailsWhen(failure)
+	}
+	tolerant := f.Create(newJob("tolerant", chief))
+	strict := f.Create(newJob("strict", workers))
+
+	// Both workers fail for good while the chief runs: the tolerant job
+	// runs on, with its workers' pods left as they ended.
+	failedWorkers := func(pods []corev1.Pod) (bool, error) {
+		n := 0
+		for _, p := range pods {
+			if strings.Contains(p.Name, "-worker-") && p.Status.Phase == corev1.PodFailed {
+				n++
+			}
+		}
+		return n == 2, nil
+	}
+	pods := f.WaitForPods(tolerant, "both workers failed", framework.Timeout, failedWorkers)
+	uids := map[string]string{}
+	for _, p := range pods {
+		uids[p.Name] = string(p.UID)
+	}
+	job := f.WaitForCondition(tolerant, v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, "ReplicaFailed")
+	if phase := job.JobStatus().Phase; phase != v1beta1.JobRunning {
+		t.Errorf("tolerant job is %s with both workers failed, want Running", phase)
+	}
+	tolerated := func(ctx context.Context) (int, error) {
+		events, err := f.JobEvents(ctx, tolerant)
+		n := 0
+		for _, e := range events {
+			if e.Reason == "FailureTolerated" && e.Type == corev1.EventTypeWarning {
+				n += int(max(e.Count, 1))
+			}
+		}
+		return n, err
+	}
+	f.Eventually(framework.Timeout, "a FailureTolerated event per worker", func(ctx context.Context) (bool, error) {
+		n, err := tolerated(ctx)
+		return n >= 2, err
+	})
+
+	// The strict job fails once both workers have: its rule holds.
+	failed := f.WaitForPhase(strict, v1beta1.JobFailed)
+	if c := apimeta.FindStatusCondition(failed.JobStatus().Conditions, v1beta1.ConditionFailed); c == nil ||
+		c.Reason != "ReplicaFailed" || !strings.Contains(c.Message, "a failure rule holds") {
+		t.Errorf("strict job's Failed condition %+v, want ReplicaFailed saying a failure rule holds", c)
+	}
+
+	// The tolerant job succeeds by its chief; its workers ran once.
+	done := f.WaitForPhase(tolerant, v1beta1.JobSucceeded)
+	if n := done.JobStatus().BackoffCount; n != 0 {
+		t.Errorf("tolerant job used %d restarts, want none", n)
+	}
+	if n, err := tolerated(f.Context()); err != nil || n != 2 {
+		t.Errorf("%d FailureTolerated events (%v), want one per worker", n, err)
+	}
+	for _, p := range f.Pods(tolerant) {
+		if old, ok := uids[p.Name]; ok && old != string(p.UID) {
+			t.Errorf("pod %s was replaced (uid %s, was %s): a replica failed for good runs no more", p.Name, p.UID, old)
+		}
 	}
 }

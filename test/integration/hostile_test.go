@@ -172,9 +172,9 @@ func TestHostileSpecsOfEveryKind(t *testing.T) {
 	}
 }
 
-// TestGenericJobRulesNameItsReplicas: a generic job's success rules name
-// replicas the job has, each once; anything else is a 422 naming the
-// rule's field.
+// TestGenericJobRulesNameItsReplicas: a generic job's success and failure
+// rules name replicas the job has, each once; anything else is a 422
+// naming the rule's field.
 func TestGenericJobRulesNameItsReplicas(t *testing.T) {
 	s := framework.StartTestServer(t, "")
 	ctx := context.Background()
@@ -187,6 +187,8 @@ func TestGenericJobRulesNameItsReplicas(t *testing.T) {
 		{"a type twice in a rule", `[{"replicas": [{"type": "worker"}, {"type": "worker"}]}]`, "spec.successRules[0].replicas[1].type"},
 		{"an index twice", `[{"replicas": [{"type": "coordinator"}]}, {"replicas": [{"type": "worker", "indexes": [0, 0]}]}]`, "spec.successRules[1].replicas[0].indexes"},
 		{"a rule of no replicas", `[{"replicas": []}]`, "spec.successRules[0].replicas"},
+		{"a failure rule naming a type the job does not have", `[{"replicas": [{"type": "chief"}]}]`, "spec.failureRules[0].replicas[0].type"},
+		{"a failure rule's index beyond the type's replicas", `[{"replicas": [{"type": "worker", "indexes": [3]}]}]`, "spec.failureRules[0].replicas[0].indexes[0]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			job := generic.job(fmt.Sprintf("rules-%d", i))
@@ -194,7 +196,11 @@ func TestGenericJobRulesNameItsReplicas(t *testing.T) {
 			if err := json.Unmarshal([]byte(tc.rules), &rules); err != nil {
 				t.Fatal(err)
 			}
-			job["spec"].(map[string]any)["successRules"] = rules
+			field := "successRules"
+			if strings.HasPrefix(tc.wantField, "spec.failureRules") {
+				field = "failureRules"
+			}
+			job["spec"].(map[string]any)[field] = rules
 			body, err := json.Marshal(job)
 			if err != nil {
 				t.Fatal(err)

@@ -40,7 +40,8 @@ const (
 	// not it has replicas; real jobs use a handful.
 	MaxReplicaTypes = 32
 
-	// MaxReplicaRules is the most success rules a generic job may list.
+	// MaxReplicaRules is the most success rules, and the most failure
+	// rules, a generic job may list.
 	MaxReplicaRules = 32
 
 	// MaxActiveDeadlineSeconds is the longest activeDeadlineSeconds: ten

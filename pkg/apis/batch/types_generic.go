@@ -43,6 +43,12 @@ type GenericJobSpec struct {
 	// SuccessRules say when the job has succeeded: when every replica one
 	// of them names has succeeded; without rules, when every replica has.
 	SuccessRules []ReplicaRule `json:"successRules,omitempty"`
+
+	// FailureRules say when replicas that failed for good fail the job:
+	// when every replica one of them names has; without rules, when any
+	// replica has. A failure that completes no rule is tolerated while a
+	// success rule can still hold.
+	FailureRules []ReplicaRule `json:"failureRules,omitempty"`
 }
 
 // ReplicaRule names a set of replicas of a job.

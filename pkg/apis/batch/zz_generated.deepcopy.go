@@ -616,6 +616,13 @@ func (in *GenericJobSpec) DeepCopyInto(out *GenericJobSpec) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.FailureRules != nil {
+		in, out := &in.FailureRules, &out.FailureRules
+		*out = make([]ReplicaRule, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
 	return
 }
 

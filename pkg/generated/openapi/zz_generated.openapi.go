@@ -19504,7 +19504,7 @@ func schema_pkg_apis_batch_v1beta1_GenericJob(ref common.ReferenceCallback) comm
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "GenericJob runs replicas of whatever types the user names, for a framework the other kinds do not know: JAX, Paddle, MLX or one of the user's own. Every container is told the address of every replica, and the job's success rules say which replicas decide that it succeeded.",
+				Description: "GenericJob runs replicas of whatever types the user names, for a framework the other kinds do not know: JAX, Paddle, MLX or one of the user's own. Every container is told the address of every replica, and the job's success and failure rules say which replicas decide how it ended.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"kind": {
@@ -19669,7 +19669,25 @@ func schema_pkg_apis_batch_v1beta1_GenericJobSpec(ref common.ReferenceCallback) 
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "SuccessRules say when the job has succeeded: as soon as every replica that one of the rules names has succeeded. Without rules, the job succeeds when every replica has. A replica that fails for good fails the job, as in every kind.",
+							Description: "SuccessRules say when the job has succeeded: as soon as every replica that one of the rules names has succeeded. Without rules, the job succeeds when every replica has.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ReplicaRule{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"failureRules": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "FailureRules say when replicas that failed for good (their restart policy does not run them again) fail the job: as soon as every replica that one of the rules names has. A replica whose failure completes no rule is left failed, and the job runs on while one of its success rules can still hold. Without rules, any replica that fails for good fails the job, as in every kind. A failurePolicy rule with the action FailJob fails the job whatever these rules say.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{

@@ -74,8 +74,8 @@ type JobBuilder struct {
 	annotations map[string]string
 	// managedBy is spec.managedBy.
 	managedBy *string
-	// successRules are a generic job's.
-	successRules []v1beta1.ReplicaRule
+	// successRules and failureRules are a generic job's.
+	successRules, failureRules []v1beta1.ReplicaRule
 	// mpiSlots is an MPI job's slotsPerWorker.
 	mpiSlots *int32
 	// checkpointDir, when set, is where every replica mounts an emptyDir
@@ -117,6 +117,12 @@ func (b *JobBuilder) SlotsPerWorker(n int32) *JobBuilder {
 // SucceedsWhen sets a generic job's success rules.
 func (b *JobBuilder) SucceedsWhen(rules ...v1beta1.ReplicaRule) *JobBuilder {
 	b.successRules = rules
+	return b
+}
+
+// FailsWhen sets a generic job's failure rules.
+func (b *JobBuilder) FailsWhen(rules ...v1beta1.ReplicaRule) *JobBuilder {
+	b.failureRules = rules
 	return b
 }
 
@@ -425,7 +431,7 @@ func (b *JobBuilder) Build(namespace string) v1beta1.TrainingJob {
 		return &v1beta1.GenericJob{
 			TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: string(KindGeneric)},
 			ObjectMeta: b.meta(namespace),
-			Spec:       v1beta1.GenericJobSpec{TrainingJobSpec: b.common(), SuccessRules: b.successRules},
+			Spec:       v1beta1.GenericJobSpec{TrainingJobSpec: b.common(), SuccessRules: b.successRules, FailureRules: b.failureRules},
 		}
 	default:
 		return &v1beta1.TensorFlowTrainingJob{

@@ -1363,6 +1363,20 @@ func (m *GenericJobSpec) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if len(m.FailureRules) > 0 {
+		for iNdEx := len(m.FailureRules) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.FailureRules[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenerated(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x1a
+		}
+	}
 	if len(m.SuccessRules) > 0 {
 		for iNdEx := len(m.SuccessRules) - 1; iNdEx >= 0; iNdEx-- {
 			{
@@ -4184,6 +4198,12 @@ func (m *GenericJobSpec) Size() (n int) {
 			n += 1 + l + sovGenerated(uint64(l))
 		}
 	}
+	if len(m.FailureRules) > 0 {
+		for _, e := range m.FailureRules {
+			l = e.Size()
+			n += 1 + l + sovGenerated(uint64(l))
+		}
+	}
 	return n
 }
 
@@ -5396,9 +5416,15 @@ func (this *GenericJobSpec) String() string {
 		repeatedStringForSuccessRules += strings.Replace(strings.Replace(f.String(), "ReplicaRule", "ReplicaRule", 1), `&`, ``, 1) + ","
 	}
 	repeatedStringForSuccessRules += "}"
+	repeatedStringForFailureRules := "[]ReplicaRule{"
+	for _, f := range this.FailureRules {
+		repeatedStringForFailureRules += strings.Replace(strings.Replace(f.String(), "ReplicaRule", "ReplicaRule", 1), `&`, ``, 1) + ","
+	}
+	repeatedStringForFailureRules += "}"
 	s := strings.Join([]string{`&GenericJobSpec{`,
 		`TrainingJobSpec:` + strings.Replace(strings.Replace(this.TrainingJobSpec.String(), "TrainingJobSpec", "TrainingJobSpec", 1), `&`, ``, 1) + `,`,
 		`SuccessRules:` + repeatedStringForSuccessRules + `,`,
+		`FailureRules:` + repeatedStringForFailureRules + `,`,
 		`}`,
 	}, "")
 	return s
@@ -9995,6 +10021,40 @@ func (m *GenericJobSpec) Unmarshal(dAtA []byte) error {
 			}
 			m.SuccessRules = append(m.SuccessRules, ReplicaRule{})
 			if err := m.SuccessRules[len(m.SuccessRules)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FailureRules", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.FailureRules = append(m.FailureRules, ReplicaRule{})
+			if err := m.FailureRules[len(m.FailureRules)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex

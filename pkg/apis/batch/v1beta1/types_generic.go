@@ -32,7 +32,7 @@ import (
 // GenericJob runs replicas of whatever types the user names, for a framework
 // the other kinds do not know: JAX, Paddle, MLX or one of the user's own.
 // Every container is told the address of every replica, and the job's
-// success rules say which replicas decide that it succeeded.
+// success and failure rules say which replicas decide how it ended.
 type GenericJob struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata.
@@ -55,11 +55,21 @@ type GenericJobSpec struct {
 
 	// SuccessRules say when the job has succeeded: as soon as every replica
 	// that one of the rules names has succeeded. Without rules, the job
-	// succeeds when every replica has. A replica that fails for good fails
-	// the job, as in every kind.
+	// succeeds when every replica has.
 	// +optional
 	// +listType=atomic
 	SuccessRules []ReplicaRule `json:"successRules,omitempty" protobuf:"bytes,2,rep,name=successRules"`
+
+	// FailureRules say when replicas that failed for good (their restart
+	// policy does not run them again) fail the job: as soon as every
+	// replica that one of the rules names has. A replica whose failure
+	// completes no rule is left failed, and the job runs on while one of
+	// its success rules can still hold. Without rules, any replica that
+	// fails for good fails the job, as in every kind. A failurePolicy rule
+	// with the action FailJob fails the job whatever these rules say.
+	// +optional
+	// +listType=atomic
+	FailureRules []ReplicaRule `json:"failureRules,omitempty" protobuf:"bytes,3,rep,name=failureRules"`
 }
 
 // ReplicaRule names a set of replicas of a job.

@@ -1177,6 +1177,7 @@ func autoConvert_v1beta1_GenericJobSpec_To_batch_GenericJobSpec(in *GenericJobSp
 		return err
 	}
 	out.SuccessRules = *(*[]batch.ReplicaRule)(unsafe.Pointer(&in.SuccessRules))
+	out.FailureRules = *(*[]batch.ReplicaRule)(unsafe.Pointer(&in.FailureRules))
 	return nil
 }
 
@@ -1190,6 +1191,7 @@ func autoConvert_batch_GenericJobSpec_To_v1beta1_GenericJobSpec(in *batch.Generi
 		return err
 	}
 	out.SuccessRules = *(*[]ReplicaRule)(unsafe.Pointer(&in.SuccessRules))
+	out.FailureRules = *(*[]ReplicaRule)(unsafe.Pointer(&in.FailureRules))
 	return nil
 }
 

@@ -338,6 +338,11 @@ func genericJob(rules []batch.ReplicaRule, specs ...batch.ReplicaSpec) *batch.Ge
 	}
 }
 
+func withFailureRules(job *batch.GenericJob, rules ...batch.ReplicaRule) *batch.GenericJob {
+	job.Spec.FailureRules = rules
+	return job
+}
+
 func TestGenericRules(t *testing.T) {
 	r := func(typ batch.ReplicaType, n int32) batch.ReplicaSpec { return replica(typ, n, "main") }
 	rule := func(selectors ...batch.ReplicaSelector) batch.ReplicaRule {
@@ -368,6 +373,14 @@ func TestGenericRules(t *testing.T) {
 		{"a variable of ours", genericJob(nil, withEnv(r("worker", 2), "TENSORSTACK_WORKER_HOSTS")),
 			[]wantErr{invalid("spec.replicaSpecs[0].template.spec.containers[0].env[0].name")}},
 		{"another kind's variable", genericJob(nil, withEnv(r("worker", 2), "MASTER_ADDR")), nil},
+		{"a failure rule", withFailureRules(genericJob(nil, r("chief", 1), r("worker", 2)),
+			rule(batch.ReplicaSelector{Type: "chief"})), nil},
+		{"a failure rule naming a type not in the job", withFailureRules(genericJob(nil, r("worker", 2)),
+			rule(batch.ReplicaSelector{Type: "worker"}), rule(batch.ReplicaSelector{Type: "chief"})),
+			[]wantErr{notSupported("spec.failureRules[1].replicas[0].type")}},
+		{"a failure rule's index out of range", withFailureRules(genericJob(nil, r("worker", 2)),
+			rule(batch.ReplicaSelector{Type: "worker", Indexes: []int32{5}})),
+			[]wantErr{invalid("spec.failureRules[0].replicas[0].indexes[0]")}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

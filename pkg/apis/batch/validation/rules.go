@@ -24,9 +24,15 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch"
 )
 
-// validateReplicaRules checks a generic job's success rules: each names
-// replicas the job has, each at most once, and there are not too many of
-// them.
+// validateGenericRules checks a generic job's success and failure rules.
+func validateGenericRules(spec *batch.GenericJobSpec) field.ErrorList {
+	allErrs := validateReplicaRules(spec.SuccessRules, spec.ReplicaSpecs, specPath.Child("successRules"))
+	return append(allErrs, validateReplicaRules(spec.FailureRules, spec.ReplicaSpecs, specPath.Child("failureRules"))...)
+}
+
+// validateReplicaRules checks a generic job's success or failure rules:
+// each names replicas the job has, each at most once, and there are not
+// too many of them.
 func validateReplicaRules(rules []batch.ReplicaRule, specs []batch.ReplicaSpec, fldPath *field.Path) field.ErrorList {
 	if len(rules) > batch.MaxReplicaRules {
 		return field.ErrorList{field.TooMany(fldPath, len(rules), batch.MaxReplicaRules)}

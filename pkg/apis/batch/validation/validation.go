@@ -91,14 +91,14 @@ func ValidateXGBoostTrainingJobUpdate(job, old *batch.XGBoostTrainingJob) field.
 // ValidateGenericJob checks a GenericJob being created.
 func ValidateGenericJob(job *batch.GenericJob) field.ErrorList {
 	allErrs := validateJobCreate(&job.ObjectMeta, &job.Spec.TrainingJobSpec, &genericRules)
-	return append(allErrs, validateReplicaRules(job.Spec.SuccessRules, job.Spec.ReplicaSpecs, specPath.Child("successRules"))...)
+	return append(allErrs, validateGenericRules(&job.Spec)...)
 }
 
 // ValidateGenericJobUpdate checks a change of a GenericJob's spec and metadata.
 // old is the stored job, status included, as for ValidateTensorFlowTrainingJobUpdate.
 func ValidateGenericJobUpdate(job, old *batch.GenericJob) field.ErrorList {
 	allErrs := validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status, &genericRules)
-	return append(allErrs, validateReplicaRules(job.Spec.SuccessRules, job.Spec.ReplicaSpecs, specPath.Child("successRules"))...)
+	return append(allErrs, validateGenericRules(&job.Spec)...)
 }
 
 // ValidateMPIJob checks an MPIJob being created.

@@ -415,6 +415,12 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.GenericJobSpec
   map:
     fields:
+    - name: failureRules
+      type:
+        list:
+          elementType:
+            namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.ReplicaRule
+          elementRelationship: atomic
     - name: managedBy
       type:
         scalar: string

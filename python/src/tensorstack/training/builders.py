@@ -473,13 +473,24 @@ class GenericJob(TrainingJobBuilder):
 
     def __init__(self, name: str, namespace: Optional[str] = None, **kwargs: Any):
         super().__init__(name, namespace, **kwargs)
-        self._success_rules: List[Dict[str, Any]] = []
+        self._rules: Dict[str, List[Dict[str, Any]]] = {"successRules": [], "failureRules": []}
 
     def success_rule(self, replicas: Mapping[str, Optional[Sequence[int]]]) -> "GenericJob":
         """Add a success rule (``spec.successRules``): the job succeeds once
         every replica it names has. ``replicas`` maps a replica type to the
         indexes of the rule, or to None for every replica of the type."""
-        path = f"spec.successRules[{len(self._success_rules)}].replicas"
+        return self._add_rule("successRules", replicas)
+
+    def failure_rule(self, replicas: Mapping[str, Optional[Sequence[int]]]) -> "GenericJob":
+        """Add a failure rule (``spec.failureRules``): the job fails once
+        every replica it names has failed for good. With failure rules, a
+        replica whose failure completes none is left failed and the job runs
+        on. ``replicas`` is as for :meth:`success_rule`."""
+        return self._add_rule("failureRules", replicas)
+
+    def _add_rule(self, field: str, replicas: Mapping[str, Optional[Sequence[int]]]) -> "GenericJob":
+        rules = self._rules[field]
+        path = f"spec.{field}[{len(rules)}].replicas"
         if not replicas:
             raise BuildError(path, "a rule names at least one replica type")
         selectors = []
@@ -488,17 +499,21 @@ class GenericJob(TrainingJobBuilder):
             if indexes is not None:
                 selector["indexes"] = [_int(f"{path}[{i}].indexes[{j}]", n) for j, n in enumerate(indexes)]
             selectors.append(selector)
-        self._success_rules.append({"replicas": selectors})
+        rules.append({"replicas": selectors})
         return self
 
     def _kind_spec(self) -> Dict[str, Any]:
         known = {r.type for r in self._replicas}
-        for i, rule in enumerate(self._success_rules):
-            for j, selector in enumerate(rule["replicas"]):
-                if selector["type"] not in known:
-                    raise BuildError(f"spec.successRules[{i}].replicas[{j}].type",
-                                     f"names no replica type of the job ({', '.join(sorted(known))})")
-        return {"successRules": copy.deepcopy(self._success_rules)} if self._success_rules else {}
+        spec: Dict[str, Any] = {}
+        for field, rules in self._rules.items():
+            for i, rule in enumerate(rules):
+                for j, selector in enumerate(rule["replicas"]):
+                    if selector["type"] not in known:
+                        raise BuildError(f"spec.{field}[{i}].replicas[{j}].type",
+                                         f"names no replica type of the job ({', '.join(sorted(known))})")
+            if rules:
+                spec[field] = copy.deepcopy(rules)
+        return spec
 
 
 MPI_IMPLEMENTATIONS = ("OpenMPI", "IntelMPI", "MPICH")

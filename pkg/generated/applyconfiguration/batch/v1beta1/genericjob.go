@@ -33,7 +33,7 @@ import (
 // GenericJob runs replicas of whatever types the user names, for a framework
 // the other kinds do not know: JAX, Paddle, MLX or one of the user's own.
 // Every container is told the address of every replica, and the job's
-// success rules say which replicas decide that it succeeded.
+// success and failure rules say which replicas decide how it ended.
 type GenericJobApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration `json:""`
 	// Standard object metadata.

@@ -27,9 +27,16 @@ type GenericJobSpecApplyConfiguration struct {
 	TrainingJobSpecApplyConfiguration `json:""`
 	// SuccessRules say when the job has succeeded: as soon as every replica
 	// that one of the rules names has succeeded. Without rules, the job
-	// succeeds when every replica has. A replica that fails for good fails
-	// the job, as in every kind.
+	// succeeds when every replica has.
 	SuccessRules []ReplicaRuleApplyConfiguration `json:"successRules,omitempty"`
+	// FailureRules say when replicas that failed for good (their restart
+	// policy does not run them again) fail the job: as soon as every
+	// replica that one of the rules names has. A replica whose failure
+	// completes no rule is left failed, and the job runs on while one of
+	// its success rules can still hold. Without rules, any replica that
+	// fails for good fails the job, as in every kind. A failurePolicy rule
+	// with the action FailJob fails the job whatever these rules say.
+	FailureRules []ReplicaRuleApplyConfiguration `json:"failureRules,omitempty"`
 }
 
 // GenericJobSpecApplyConfiguration constructs a declarative configuration of the GenericJobSpec type for use with
@@ -100,6 +107,19 @@ func (b *GenericJobSpecApplyConfiguration) WithSuccessRules(values ...*ReplicaRu
 			panic("nil value passed to WithSuccessRules")
 		}
 		b.SuccessRules = append(b.SuccessRules, *values[i])
+	}
+	return b
+}
+
+// WithFailureRules adds the given value to the FailureRules field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the FailureRules field.
+func (b *GenericJobSpecApplyConfiguration) WithFailureRules(values ...*ReplicaRuleApplyConfiguration) *GenericJobSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithFailureRules")
+		}
+		b.FailureRules = append(b.FailureRules, *values[i])
 	}
 	return b
 }
