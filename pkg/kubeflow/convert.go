@@ -37,6 +37,9 @@ import (
 // The Kubeflow API version and kinds that are converted.
 const (
 	kubeflowAPIVersion = "kubeflow.org/v1"
+	// mpiOperatorAPIVersion is the version mpi-operator serves its MPIJob
+	// in, which training-operator's kubeflow.org/v1 MPIJob preceded.
+	mpiOperatorAPIVersion = "kubeflow.org/v2beta1"
 	tfJobKind          = "TFJob"
 	pyTorchJobKind     = "PyTorchJob"
 	xgboostJobKind     = "XGBoostJob"
@@ -55,7 +58,7 @@ type Converted struct {
 }
 
 // Convert reads a stream of YAML or JSON documents (separated by ---, as kubectl accepts) and converts every
-// kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob and MPIJob in it. A document of any other kind is an error naming its index and kind
+// kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob and MPIJob, and mpi-operator's kubeflow.org/v2beta1 MPIJob, in it. A document of any other kind is an error naming its index and kind
 // (empty documents are skipped). Malformed input is an error with the document index, never a panic.
 //
 // Documents are counted from 0; empty ones (only whitespace or comments) are
@@ -139,7 +142,7 @@ func splitYAML(data []byte) ([][]byte, error) {
 	}
 }
 
-// ConvertObject converts one kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob or MPIJob, given as
+// ConvertObject converts one kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob or MPIJob, or kubeflow.org/v2beta1 MPIJob, given as
 // decoded from JSON or YAML into generic values; obj is not changed. Any
 // other kind is an error.
 func ConvertObject(obj map[string]interface{}) (Converted, error) {
@@ -151,6 +154,7 @@ func ConvertObject(obj map[string]interface{}) (Converted, error) {
 		return Converted{}, err
 	}
 	kind := in.fields["kind"].(string)
+	apiVersion := in.fields["apiVersion"].(string)
 	in.take("apiVersion")
 	in.take("kind")
 
@@ -172,7 +176,11 @@ func ConvertObject(obj map[string]interface{}) (Converted, error) {
 	case xgboostJobKind:
 		job, err = convertXGBoostJob(meta, spec, &w)
 	case mpiJobKind:
-		job, err = convertMPIJob(meta, spec, &w)
+		if apiVersion == mpiOperatorAPIVersion {
+			job, err = convertMPIOperatorJob(meta, spec, &w)
+		} else {
+			job, err = convertMPIJob(meta, spec, &w)
+		}
 	}
 	if err != nil {
 		return Converted{}, err
@@ -189,7 +197,8 @@ func ConvertObject(obj map[string]interface{}) (Converted, error) {
 func checkKind(in *object) error {
 	apiVersion, _ := in.fields["apiVersion"].(string)
 	kind, _ := in.fields["kind"].(string)
-	if apiVersion == kubeflowAPIVersion && slices.Contains(convertedKinds, kind) {
+	if apiVersion == kubeflowAPIVersion && slices.Contains(convertedKinds, kind) ||
+		apiVersion == mpiOperatorAPIVersion && kind == mpiJobKind {
 		return nil
 	}
 	what := fmt.Sprintf("kind %q (apiVersion %q)", kind, apiVersion)
@@ -198,7 +207,7 @@ func checkKind(in *object) error {
 			what += fmt.Sprintf(" named %q", name)
 		}
 	}
-	return fmt.Errorf("%s is not a %s %s", what, kubeflowAPIVersion, orList(convertedKinds))
+	return fmt.Errorf("%s is not a %s %s, nor a %s %s", what, kubeflowAPIVersion, orList(convertedKinds), mpiOperatorAPIVersion, mpiJobKind)
 }
 
 // orList writes the items as "a, b or c".

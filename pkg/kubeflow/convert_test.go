@@ -91,12 +91,12 @@ func TestConvertErrors(t *testing.T) {
 		{
 			name:  "another kind after a job",
 			input: tfJobManifest + "---\n" + service,
-			err:   `document 1: kind "Service" (apiVersion "v1") named "etcd" is not a kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob or MPIJob`,
+			err:   `document 1: kind "Service" (apiVersion "v1") named "etcd" is not a kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob or MPIJob, nor a kubeflow.org/v2beta1 MPIJob`,
 		},
 		{
 			name:  "documents with only comments are not counted",
 			input: "# jobs\n---\n" + tfJobManifest + "---\n# the store\n---\n" + service,
-			err:   `document 1: kind "Service" (apiVersion "v1") named "etcd" is not a kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob or MPIJob`,
+			err:   `document 1: kind "Service" (apiVersion "v1") named "etcd" is not a kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob or MPIJob, nor a kubeflow.org/v2beta1 MPIJob`,
 		},
 		{
 			name:  "an error in a job before a malformed document",
@@ -106,22 +106,22 @@ func TestConvertErrors(t *testing.T) {
 		{
 			name:  "a JSON stream broken after two objects",
 			input: `{"kind": "TFJob"} {"kind": "PyTorchJob"} {"kind": `,
-			err:   `document 0: kind "TFJob" (apiVersion "") is not a kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob or MPIJob`,
+			err:   `document 0: kind "TFJob" (apiVersion "") is not a kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob or MPIJob, nor a kubeflow.org/v2beta1 MPIJob`,
 		},
 		{
 			name:  "another Kubeflow kind",
 			input: "apiVersion: kubeflow.org/v1\nkind: PaddleJob\nmetadata: {name: horovod}\n",
-			err:   `document 0: kind "PaddleJob" (apiVersion "kubeflow.org/v1") named "horovod" is not a kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob or MPIJob`,
+			err:   `document 0: kind "PaddleJob" (apiVersion "kubeflow.org/v1") named "horovod" is not a kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob or MPIJob, nor a kubeflow.org/v2beta1 MPIJob`,
 		},
 		{
 			name:  "an older Kubeflow version",
 			input: strings.Replace(tfJobManifest, "kubeflow.org/v1", "kubeflow.org/v1beta2", 1),
-			err:   `document 0: kind "TFJob" (apiVersion "kubeflow.org/v1beta2") named "mnist" is not a kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob or MPIJob`,
+			err:   `document 0: kind "TFJob" (apiVersion "kubeflow.org/v1beta2") named "mnist" is not a kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob or MPIJob, nor a kubeflow.org/v2beta1 MPIJob`,
 		},
 		{
 			name:  "no kind",
 			input: "metadata: {name: x}\n",
-			err:   `document 0: kind "" (apiVersion "") named "x" is not a kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob or MPIJob`,
+			err:   `document 0: kind "" (apiVersion "") named "x" is not a kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob or MPIJob, nor a kubeflow.org/v2beta1 MPIJob`,
 		},
 		{
 			name:  "malformed YAML",

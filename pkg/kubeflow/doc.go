@@ -15,7 +15,8 @@ limitations under the License.
 */
 
 // Package kubeflow converts Kubeflow training-operator manifests (kubeflow.org/v1
-// TFJob, PyTorchJob, XGBoostJob and MPIJob) into TensorStack jobs
+// TFJob, PyTorchJob, XGBoostJob and MPIJob) and mpi-operator's
+// (kubeflow.org/v2beta1 MPIJob) into TensorStack jobs
 // (batch.tensorstack.dev/v1beta1 TensorFlowTrainingJob, PyTorchTrainingJob,
 // XGBoostTrainingJob and MPIJob).
 //
@@ -42,7 +43,11 @@ limitations under the License.
 //     absent (Never for TFJob, XGBoostJob and MPIJob, OnFailure for
 //     PyTorchJob, whose default differs from ours). An MPIJob's
 //     slotsPerWorker is kept; its mainContainer is reported unless it is the
-//     first container.
+//     first container. mpi-operator's MPIJob restarts its launcher OnFailure
+//     by default; its sshAuthMountPath is kept, its mpiImplementation Intel
+//     becomes IntelMPI, its launcherCreationPolicy and waitForWorkers need
+//     nothing (our launcher waits for the workers), and
+//     runLauncherAsWorker: true is reported.
 //   - runPolicy, also read from the top level of spec as older manifests
 //     write it (runPolicy wins when both are given): cleanPodPolicy becomes
 //     cleanUpPolicy (All and None as they are; Running becomes Unfinished,

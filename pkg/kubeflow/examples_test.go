@@ -48,13 +48,18 @@ var exampleWarnings = map[string][]string{
 	},
 }
 
-// TestKubeflowExamples converts Kubeflow's own example TFJobs and PyTorchJobs:
-// each must be accepted by our server, give the expected warnings only, and
-// keep the replicas of each type, their images and their commands.
+// TestKubeflowExamples converts Kubeflow's own example jobs, those of
+// training-operator and of mpi-operator: each must be accepted by our
+// server, give the expected warnings only, and keep the replicas of each
+// type, their images and their commands.
 func TestKubeflowExamples(t *testing.T) {
-	examples, files := kubeflowtest.Examples(t)
-	if files != kubeflowtest.ExampleFiles || len(examples) != kubeflowtest.ExampleDocuments {
-		t.Fatalf("found %d documents in %d files, want %d in %d", len(examples), files, kubeflowtest.ExampleDocuments, kubeflowtest.ExampleFiles)
+	var examples []kubeflowtest.Example
+	for _, src := range kubeflowtest.Sources {
+		found, files := kubeflowtest.Examples(t, src)
+		if files != src.Files || len(found) != src.Documents {
+			t.Fatalf("%s: found %d documents in %d files, want %d in %d", src.Module, len(found), files, src.Documents, src.Files)
+		}
+		examples = append(examples, found...)
 	}
 	for _, example := range examples {
 		t.Run(example.Name(), func(t *testing.T) {

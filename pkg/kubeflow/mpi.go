@@ -18,6 +18,8 @@ package kubeflow
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -30,11 +32,36 @@ var mpiReplicas = replicaKind{
 	kind:       mpiJobKind,
 	specsField: "mpiReplicaSpecs",
 	types: []replicaTypeMapping{
-		{"Launcher", v1beta1.ReplicaTypeLauncher},
-		{"Worker", v1beta1.ReplicaTypeWorker},
+		{kubeflow: "Launcher", ours: v1beta1.ReplicaTypeLauncher},
+		{kubeflow: "Worker", ours: v1beta1.ReplicaTypeWorker},
 	},
 	defaultRestartPolicy: v1beta1.RestartPolicyNever,
 }
+
+// mpiOperatorReplicas: as mpiReplicas, with mpi-operator's defaults: the
+// launcher restarts OnFailure, the workers Never.
+var mpiOperatorReplicas = replicaKind{
+	kind:       mpiOperatorAPIVersion + " " + mpiJobKind,
+	specsField: "mpiReplicaSpecs",
+	types: []replicaTypeMapping{
+		{kubeflow: "Launcher", ours: v1beta1.ReplicaTypeLauncher, restartPolicy: v1beta1.RestartPolicyOnFailure},
+		{kubeflow: "Worker", ours: v1beta1.ReplicaTypeWorker},
+	},
+	defaultRestartPolicy: v1beta1.RestartPolicyNever,
+}
+
+// mpiOperatorImplementations maps mpi-operator's mpiImplementation to ours.
+var mpiOperatorImplementations = map[string]v1beta1.MPIImplementation{
+	"OpenMPI": v1beta1.MPIImplementationOpenMPI,
+	"Intel":   v1beta1.MPIImplementationIntelMPI,
+	"MPICH":   v1beta1.MPIImplementationMPICH,
+}
+
+// mpiOperatorLauncherPolicies are mpi-operator's launcherCreationPolicy
+// values. Both are carried by ours waiting for the workers (this kind's
+// startup policy InOrder): AtStartup starts the launcher at once, and its
+// mpirun then retries until the workers answer.
+var mpiOperatorLauncherPolicies = []string{"AtStartup", "WaitForWorkersReady"}
 
 // convertMPIJob converts a kubeflow.org/v1 MPIJob's spec into an MPIJob:
 // slotsPerWorker as it is. Kubeflow's mainContainer names the container
@@ -65,6 +92,62 @@ func convertMPIJob(meta metav1.ObjectMeta, spec *object, w *warnings) (*v1beta1.
 				break
 			}
 		}
+	}
+	spec.reportLeftovers(w)
+	return job, nil
+}
+
+// convertMPIOperatorJob converts an mpi-operator kubeflow.org/v2beta1
+// MPIJob's spec: slotsPerWorker, sshAuthMountPath and mpiImplementation
+// (Intel is our IntelMPI) as they are. launcherCreationPolicy and the older
+// waitForWorkers need nothing: our launcher always waits for the workers.
+// runLauncherAsWorker has no counterpart (our launcher runs no rank), so
+// it is reported.
+func convertMPIOperatorJob(meta metav1.ObjectMeta, spec *object, w *warnings) (*v1beta1.MPIJob, error) {
+	job := &v1beta1.MPIJob{TypeMeta: typeMeta("MPIJob"), ObjectMeta: meta}
+	if _, err := mpiOperatorReplicas.convertSharedSpec(spec, &job.Spec.TrainingJobSpec, w); err != nil {
+		return nil, err
+	}
+	slots, present, err := spec.takeInt32("slotsPerWorker")
+	if err != nil {
+		return nil, err
+	}
+	if present {
+		job.Spec.SlotsPerWorker = &slots
+	}
+	if job.Spec.SSHAuthMountPath, _, err = spec.takeString("sshAuthMountPath"); err != nil {
+		return nil, err
+	}
+	implementation, present, err := spec.takeString("mpiImplementation")
+	if err != nil {
+		return nil, err
+	}
+	if present {
+		ours, known := mpiOperatorImplementations[implementation]
+		if !known {
+			return nil, fmt.Errorf("%s: unsupported value %q; mpi-operator accepts %s", spec.path.Child("mpiImplementation"),
+				implementation, joinQuoted(slices.Sorted(maps.Keys(mpiOperatorImplementations))))
+		}
+		job.Spec.MPIImplementation = ours
+	}
+	policy, present, err := spec.takeString("launcherCreationPolicy")
+	if err != nil {
+		return nil, err
+	}
+	if present && !slices.Contains(mpiOperatorLauncherPolicies, policy) {
+		return nil, fmt.Errorf("%s: unsupported value %q; mpi-operator accepts %s", spec.path.Child("launcherCreationPolicy"),
+			policy, joinQuoted(mpiOperatorLauncherPolicies))
+	}
+	if _, _, err := spec.takeBool("waitForWorkers"); err != nil {
+		return nil, err
+	}
+	asWorker, _, err := spec.takeBool("runLauncherAsWorker")
+	if err != nil {
+		return nil, err
+	}
+	if asWorker {
+		w.notCarriedOver(spec.path.Child("runLauncherAsWorker"),
+			"our launcher runs mpirun and no rank: give the job one more worker instead")
 	}
 	spec.reportLeftovers(w)
 	return job, nil

@@ -34,8 +34,8 @@ var pyTorchReplicas = replicaKind{
 	kind:       pyTorchJobKind,
 	specsField: "pytorchReplicaSpecs",
 	types: []replicaTypeMapping{
-		{"Master", v1beta1.ReplicaTypeMaster},
-		{"Worker", v1beta1.ReplicaTypeWorker},
+		{kubeflow: "Master", ours: v1beta1.ReplicaTypeMaster},
+		{kubeflow: "Worker", ours: v1beta1.ReplicaTypeWorker},
 	},
 	defaultRestartPolicy: v1beta1.RestartPolicyOnFailure,
 }

@@ -49,6 +49,9 @@ type replicaKind struct {
 type replicaTypeMapping struct {
 	kubeflow string
 	ours     v1beta1.ReplicaType
+	// restartPolicy, when set, is this type's default instead of the
+	// kind's (mpi-operator's launcher).
+	restartPolicy v1beta1.RestartPolicy
 }
 
 // kubeflowRestartPolicies are the restart policies Kubeflow accepts; ours
@@ -129,6 +132,17 @@ func (k *replicaKind) lookup(key string) (int, v1beta1.ReplicaType, bool) {
 	return 0, "", false
 }
 
+// defaultRestartPolicyOf is Kubeflow's restart policy of a replica of the
+// type that gives none.
+func (k *replicaKind) defaultRestartPolicyOf(typ v1beta1.ReplicaType) v1beta1.RestartPolicy {
+	for _, t := range k.types {
+		if t.ours == typ && t.restartPolicy != "" {
+			return t.restartPolicy
+		}
+	}
+	return k.defaultRestartPolicy
+}
+
 func (k *replicaKind) spellings() string {
 	names := make([]string, len(k.types))
 	for i, t := range k.types {
@@ -159,7 +173,7 @@ func (k *replicaKind) convertReplica(typ v1beta1.ReplicaType, path *field.Path, 
 	}
 	out.RestartPolicy = v1beta1.RestartPolicy(policy)
 	if out.RestartPolicy == "" {
-		out.RestartPolicy = k.defaultRestartPolicy
+		out.RestartPolicy = k.defaultRestartPolicyOf(typ)
 	} else if !slices.Contains(kubeflowRestartPolicies, out.RestartPolicy) {
 		return out, fmt.Errorf("%s: unsupported value %q; Kubeflow accepts %s", path.Child("restartPolicy"), policy, joinQuoted(kubeflowRestartPolicies))
 	}

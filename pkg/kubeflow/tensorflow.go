@@ -28,11 +28,11 @@ var tensorFlowReplicas = replicaKind{
 	kind:       tfJobKind,
 	specsField: "tfReplicaSpecs",
 	types: []replicaTypeMapping{
-		{"Chief", v1beta1.ReplicaTypeChief},
-		{"Master", v1beta1.ReplicaTypeChief},
-		{"PS", v1beta1.ReplicaTypePS},
-		{"Worker", v1beta1.ReplicaTypeWorker},
-		{"Evaluator", v1beta1.ReplicaTypeEvaluator},
+		{kubeflow: "Chief", ours: v1beta1.ReplicaTypeChief},
+		{kubeflow: "Master", ours: v1beta1.ReplicaTypeChief},
+		{kubeflow: "PS", ours: v1beta1.ReplicaTypePS},
+		{kubeflow: "Worker", ours: v1beta1.ReplicaTypeWorker},
+		{kubeflow: "Evaluator", ours: v1beta1.ReplicaTypeEvaluator},
 	},
 	defaultRestartPolicy: v1beta1.RestartPolicyNever,
 }

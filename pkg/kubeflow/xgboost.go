@@ -28,8 +28,8 @@ var xgboostReplicas = replicaKind{
 	kind:       xgboostJobKind,
 	specsField: "xgbReplicaSpecs",
 	types: []replicaTypeMapping{
-		{"Master", v1beta1.ReplicaTypeMaster},
-		{"Worker", v1beta1.ReplicaTypeWorker},
+		{kubeflow: "Master", ours: v1beta1.ReplicaTypeMaster},
+		{kubeflow: "Worker", ours: v1beta1.ReplicaTypeWorker},
 	},
 	defaultRestartPolicy: v1beta1.RestartPolicyNever,
 }

@@ -262,34 +262,47 @@ func TestPluginCreatesKubeflowMPIJob(t *testing.T) {
           - name: mpi
             image: %s`, replicas, framework.AnnotationExitCode, framework.AnnotationRunDuration, framework.Image)
 	}
-	manifest := `apiVersion: kubeflow.org/v1
+	// training-operator's kubeflow.org/v1 MPIJob, and mpi-operator's
+	// kubeflow.org/v2beta1 one, whose Intel is our IntelMPI.
+	for _, tc := range []struct {
+		apiVersion, name, extra string
+		implementation          v1beta1.MPIImplementation
+	}{
+		{"kubeflow.org/v1", "horovod-kubeflow", "", v1beta1.MPIImplementationOpenMPI},
+		{"kubeflow.org/v2beta1", "pi-mpi-operator", "\n  mpiImplementation: Intel", v1beta1.MPIImplementationIntelMPI},
+	} {
+		manifest := `apiVersion: ` + tc.apiVersion + `
 kind: MPIJob
 metadata:
-  name: horovod-kubeflow
+  name: ` + tc.name + `
 spec:
-  slotsPerWorker: 2
+  slotsPerWorker: 2` + tc.extra + `
   runPolicy:
     cleanPodPolicy: None
   mpiReplicaSpecs:
     Worker:` + template(2) + `
     Launcher:` + template(1) + "\n"
-	file := f.WriteFile("mpijob.yaml", manifest)
+		file := f.WriteFile(tc.name+".yaml", manifest)
 
-	if r := f.KubectlTraining("create", "-f", file); r.Err != nil {
-		t.Fatalf("create: %s", r)
-	}
-	ref := f.Ref(framework.KindMPI, "horovod-kubeflow")
-	job := f.WaitForJob(ref, "Succeeded", 3*time.Minute, func(job v1beta1.TrainingJob) (bool, error) {
-		return job.JobStatus().Phase == v1beta1.JobSucceeded, nil
-	})
-	specs := job.CommonSpec().ReplicaSpecs
-	if len(specs) != 2 || specs[0].Type != v1beta1.ReplicaTypeLauncher || specs[1].Type != v1beta1.ReplicaTypeWorker {
-		t.Errorf("created job: %+v", specs)
-	}
-	if mpi, ok := job.(*v1beta1.MPIJob); !ok || mpi.Spec.SlotsPerWorker == nil || *mpi.Spec.SlotsPerWorker != 2 {
-		t.Errorf("created job %T with slotsPerWorker other than the manifest's 2", job)
-	}
-	if _, err := f.Kube.CoreV1().Secrets(f.Namespace).Get(f.Context(), "horovod-kubeflow-ssh", metav1.GetOptions{}); err != nil {
-		t.Errorf("the job's SSH key pair: %v", err)
+		if r := f.KubectlTraining("create", "-f", file); r.Err != nil {
+			t.Fatalf("create %s: %s", tc.apiVersion, r)
+		}
+		ref := f.Ref(framework.KindMPI, tc.name)
+		job := f.WaitForJob(ref, "Succeeded", 3*time.Minute, func(job v1beta1.TrainingJob) (bool, error) {
+			return job.JobStatus().Phase == v1beta1.JobSucceeded, nil
+		})
+		specs := job.CommonSpec().ReplicaSpecs
+		if len(specs) != 2 || specs[0].Type != v1beta1.ReplicaTypeLauncher || specs[1].Type != v1beta1.ReplicaTypeWorker {
+			t.Errorf("%s: created job: %+v", tc.apiVersion, specs)
+		}
+		mpi, ok := job.(*v1beta1.MPIJob)
+		if !ok || mpi.Spec.SlotsPerWorker == nil || *mpi.Spec.SlotsPerWorker != 2 {
+			t.Errorf("%s: created job %T with slotsPerWorker other than the manifest's 2", tc.apiVersion, job)
+		} else if mpi.Spec.MPIImplementation != tc.implementation {
+			t.Errorf("%s: created job with mpiImplementation %q, want %q", tc.apiVersion, mpi.Spec.MPIImplementation, tc.implementation)
+		}
+		if _, err := f.Kube.CoreV1().Secrets(f.Namespace).Get(f.Context(), tc.name+"-ssh", metav1.GetOptions{}); err != nil {
+			t.Errorf("%s: the job's SSH key pair: %v", tc.apiVersion, err)
+		}
 	}
 }

@@ -30,13 +30,18 @@ import (
 	"tensorstack.dev/training/test/integration/framework"
 )
 
-// TestKubeflowExamplesAccepted converts Kubeflow's own example TFJobs and
-// PyTorchJobs and creates each, dry run, through the generated clientset:
+// TestKubeflowExamplesAccepted converts Kubeflow's own example jobs
+// (training-operator's and mpi-operator's) and creates each, dry run,
+// through the generated clientset:
 // the server must accept every one as converted, and store none.
 func TestKubeflowExamplesAccepted(t *testing.T) {
-	examples, files := kubeflowtest.Examples(t)
-	if files != kubeflowtest.ExampleFiles || len(examples) != kubeflowtest.ExampleDocuments {
-		t.Fatalf("found %d documents in %d files, want %d in %d", len(examples), files, kubeflowtest.ExampleDocuments, kubeflowtest.ExampleFiles)
+	var examples []kubeflowtest.Example
+	for _, src := range kubeflowtest.Sources {
+		found, files := kubeflowtest.Examples(t, src)
+		if files != src.Files || len(found) != src.Documents {
+			t.Fatalf("%s: found %d documents in %d files, want %d in %d", src.Module, len(found), files, src.Documents, src.Files)
+		}
+		examples = append(examples, found...)
 	}
 	s := framework.StartTestServer(t, "")
 	ctx := context.Background()

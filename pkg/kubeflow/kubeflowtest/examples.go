@@ -15,8 +15,9 @@ limitations under the License.
 */
 
 // Package kubeflowtest finds Kubeflow's own example manifests for the tests
-// of the converter: those in the module cache copy of the training-operator
-// release whose API the converter follows.
+// of the converter: those in the module cache copies of the
+// training-operator and mpi-operator releases whose APIs the converter
+// follows.
 package kubeflowtest
 
 import (
@@ -36,24 +37,46 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
-// Module is the Kubeflow training-operator release whose examples are used.
-const Module = "github.com/kubeflow/training-operator@v1.9.4"
+// Source is a Kubeflow release whose examples are converted: its module,
+// the API version and kinds of the jobs in them, and how many files hold
+// one and how many jobs there are, counted when the tests were written (a
+// test that finds fewer must not pass).
+type Source struct {
+	Module     string
+	APIVersion string
+	Kinds      []string
+	Files      int
+	Documents  int
+}
 
-// The number of example files with a TFJob, PyTorchJob, XGBoostJob or MPIJob in Module, and of
-// those documents, counted when the tests were written: a test that finds
-// fewer must not pass.
-const (
-	ExampleFiles     = 23
-	ExampleDocuments = 23
+// The releases whose examples the tests convert: training-operator's
+// kubeflow.org/v1 jobs, and mpi-operator's kubeflow.org/v2beta1 MPIJobs
+// (v0.8.0 is the newest the module proxy serves).
+var (
+	TrainingOperator = Source{
+		Module:     "github.com/kubeflow/training-operator@v1.9.4",
+		APIVersion: "kubeflow.org/v1",
+		Kinds:      []string{"TFJob", "PyTorchJob", "XGBoostJob", "MPIJob"},
+		Files:      23,
+		Documents:  23,
+	}
+	MPIOperator = Source{
+		Module:     "github.com/kubeflow/mpi-operator@v0.8.0",
+		APIVersion: "kubeflow.org/v2beta1",
+		Kinds:      []string{"MPIJob"},
+		Files:      5,
+		Documents:  5,
+	}
+	Sources = []Source{TrainingOperator, MPIOperator}
 )
 
-// Example is one TFJob, PyTorchJob, XGBoostJob or MPIJob document of a Kubeflow example file.
+// Example is one job document of a Kubeflow example file.
 type Example struct {
 	// File is the file's path below the module's examples directory.
 	File string
 	// Index is the document's place in the file, from 0.
 	Index int
-	// Kind is TFJob, PyTorchJob, XGBoostJob or MPIJob.
+	// Kind is the job's Kubeflow kind.
 	Kind string
 	// Object is the document as generic JSON values.
 	Object map[string]interface{}
@@ -64,13 +87,13 @@ func (e Example) Name() string {
 	return fmt.Sprintf("%s#%d", e.File, e.Index)
 }
 
-// Examples returns every kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob and MPIJob document of the
-// *.yaml files under the module's examples directory, and the number of
-// files they come from. Other documents (PVCs, MPIJobs, ...) are skipped. The
-// test is skipped only when there is no go command to find the module with.
-func Examples(t testing.TB) (examples []Example, files int) {
+// Examples returns every job of the source's API version and kinds in the
+// *.yaml files under its module's examples directory, and the number of
+// files they come from. Other documents (PVCs, ...) are skipped. The test
+// is skipped only when there is no go command to find the module with.
+func Examples(t testing.TB, src Source) (examples []Example, files int) {
 	t.Helper()
-	root := filepath.Join(moduleDir(t), "examples")
+	root := filepath.Join(moduleDir(t, src.Module), "examples")
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || filepath.Ext(path) != ".yaml" {
 			return err
@@ -83,7 +106,7 @@ func Examples(t testing.TB) (examples []Example, files int) {
 		if err != nil {
 			return err
 		}
-		found := documents(t, rel, data)
+		found := documents(t, src, rel, data)
 		if len(found) > 0 {
 			files++
 		}
@@ -96,7 +119,7 @@ func Examples(t testing.TB) (examples []Example, files int) {
 	return examples, files
 }
 
-func documents(t testing.TB, file string, data []byte) []Example {
+func documents(t testing.TB, src Source, file string, data []byte) []Example {
 	t.Helper()
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var found []Example
@@ -113,7 +136,7 @@ func documents(t testing.TB, file string, data []byte) []Example {
 			t.Fatalf("%s document %d: %v", file, index, err)
 		}
 		kind, _ := obj["kind"].(string)
-		if obj["apiVersion"] != "kubeflow.org/v1" || !slices.Contains([]string{"TFJob", "PyTorchJob", "XGBoostJob", "MPIJob"}, kind) {
+		if obj["apiVersion"] != src.APIVersion || !slices.Contains(src.Kinds, kind) {
 			continue
 		}
 		found = append(found, Example{File: file, Index: index, Kind: kind, Object: obj})
@@ -122,25 +145,25 @@ func documents(t testing.TB, file string, data []byte) []Example {
 
 // moduleDir asks the go command where the module is; it is in the module
 // cache already, so this needs no network.
-func moduleDir(t testing.TB) string {
+func moduleDir(t testing.TB, module string) string {
 	t.Helper()
 	goCommand, err := exec.LookPath("go")
 	if err != nil {
-		t.Skipf("no go command to find %s with: %v", Module, err)
+		t.Skipf("no go command to find %s with: %v", module, err)
 	}
-	cmd := exec.Command(goCommand, "mod", "download", "-json", Module)
+	cmd := exec.Command(goCommand, "mod", "download", "-json", module)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go mod download %s: %v: %s", Module, err, stderr.String())
+		t.Fatalf("go mod download %s: %v: %s", module, err, stderr.String())
 	}
-	var module struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &module); err != nil {
+	var result struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &result); err != nil {
 		t.Fatalf("reading the output of go mod download: %v", err)
 	}
-	if module.Dir == "" {
-		t.Fatalf("go mod download %s gave no directory: %s", Module, module.Error)
+	if result.Dir == "" {
+		t.Fatalf("go mod download %s gave no directory: %s", module, result.Error)
 	}
-	return module.Dir
+	return result.Dir
 }
