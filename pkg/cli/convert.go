@@ -102,9 +102,9 @@ func newConvertCommand(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "convert -f FILE [-o yaml|json]",
 		Short: "Convert Kubeflow TFJob, PyTorchJob, XGBoostJob and MPIJob manifests into training jobs",
-		Long: `Convert kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob and MPIJob manifests
-into TensorFlowTrainingJobs, PyTorchTrainingJobs, XGBoostTrainingJobs and
-MPIJobs, and print them: YAML documents separated by ---, or with
+		Long: `Convert kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob and MPIJob manifests,
+and mpi-operator's kubeflow.org/v2beta1 MPIJobs, into TensorFlowTrainingJobs,
+PyTorchTrainingJobs, XGBoostTrainingJobs and MPIJobs, and print them: YAML documents separated by ---, or with
 -o json one JSON object (a List when there are several). Whatever cannot be
 carried over exactly is reported on standard error as "Warning: <path>: <message>".
 Nothing is sent to the cluster.`,
@@ -185,9 +185,10 @@ func newCreateCommand(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create -f FILE",
 		Short: "Convert Kubeflow TFJob, PyTorchJob, XGBoostJob and MPIJob manifests and create the training jobs",
-		Long: `Convert kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob and MPIJob manifests (as convert does) and
-create the jobs, each in its manifest's namespace, else in the namespace of -n
-or the kubeconfig context. Conversion warnings go to standard error. Every
+		Long: `Convert kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob and MPIJob manifests, and
+mpi-operator's kubeflow.org/v2beta1 MPIJobs (as convert does), and create the
+jobs, each in its manifest's namespace, else in the namespace of -n or the
+kubeconfig context. Conversion warnings go to standard error. Every
 manifest is converted before any job is created.`,
 		Example: `  kubectl training create -f tfjob.yaml
   kubectl training create -f pytorchjob.yaml -n team --dry-run=server -o yaml`,

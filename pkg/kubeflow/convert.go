@@ -40,10 +40,10 @@ const (
 	// mpiOperatorAPIVersion is the version mpi-operator serves its MPIJob
 	// in, which training-operator's kubeflow.org/v1 MPIJob preceded.
 	mpiOperatorAPIVersion = "kubeflow.org/v2beta1"
-	tfJobKind          = "TFJob"
-	pyTorchJobKind     = "PyTorchJob"
-	xgboostJobKind     = "XGBoostJob"
-	mpiJobKind         = "MPIJob"
+	tfJobKind             = "TFJob"
+	pyTorchJobKind        = "PyTorchJob"
+	xgboostJobKind        = "XGBoostJob"
+	mpiJobKind            = "MPIJob"
 )
 
 // convertedKinds are the Kubeflow kinds converted, in the order messages
