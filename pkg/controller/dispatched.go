@@ -53,7 +53,7 @@ func (c *Controller) syncDispatched(ctx context.Context, h *kindHandler, cached 
 	if err != nil {
 		return err
 	}
-	topo := podbuilder.NewTopology(h, job, c.clusterDomain)
+	topo := podbuilder.NewTopology(h.Adapter, job, c.clusterDomain)
 	status := job.JobStatus()
 	want, err := queueWant(job, topo, kueue.Want{
 		QueueName: kueue.QueueName(job),

@@ -23,15 +23,17 @@ import (
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
-// An elastic PyTorch job (spec.elastic.enabled) runs its elastic total of
-// replicas (batch.ElasticTotal: expectedReplicas, which the scale
-// subresource sets), by scaling its last replica type in rank order
-// (Topology.scaleElastic). Scaling out adds the next indexes; scaling in
-// leaves the highest indexes outside the job, and their pods are deleted as
-// pods of no replica: neither a failure nor a restart. The pods' identity
-// (Shape, environment, torchrun's --nnodes=min:max) does not depend on the
-// count, so no surviving pod is replaced; torchrun's agents re-form the
-// group with the replicas there are.
+// An elastic job (spec.elastic.enabled: PyTorch, or a GenericJob) runs its
+// elastic total of replicas (batch.ElasticTotal: expectedReplicas, which
+// the scale subresource sets), by scaling its last replica type in rank
+// order (Topology.scaleElastic). Scaling out adds the next indexes; scaling
+// in leaves the highest indexes outside the job, and their pods are deleted
+// as pods of no replica: neither a failure nor a restart. A PyTorch pod's
+// identity (Shape, environment, torchrun's --nnodes=min:max) does not
+// depend on the count, so no surviving pod is replaced; torchrun's agents
+// re-form the group with the replicas there are. A GenericJob re-forms at
+// each size (ElasticRange.Reform): its pods were told the count, so each
+// is replaced, after a checkpoint, as for any change of Shape.
 
 // With Kueue, an elastic job's pod set asks for minCount minReplicas less
 // the other types' replicas, so Kueue may admit it partially (its
@@ -62,7 +64,9 @@ func admittedCount(topo *podbuilder.Topology, gi int, queue *kueue.State) int32 
 // fewest of its replicas the job trains with; 0 when the pod set is not
 // scaled or cannot be admitted partially.
 func elasticMinCount(topo *podbuilder.Topology, gi int) int32 {
-	if !topo.Scaled(gi) {
+	if !topo.Scaled(gi) || topo.Elastic.Reform {
+		// A job that re-forms at each size runs every replica its pods
+		// were told of, or none.
 		return 0
 	}
 	g := &topo.Groups[gi]

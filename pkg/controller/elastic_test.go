@@ -199,3 +199,51 @@ func TestElasticPartialAdmission(t *testing.T) {
 		t.Errorf("deleted (-want +got):\n%s", diff)
 	}
 }
+
+// An elastic GenericJob re-forms at each size: its pods are told the count
+// (TENSORSTACK_WORLD_SIZE, the scaled type's hosts), so scaling replaces
+// every pod, as a run mode change does, and the new ones are told the new
+// size; nothing counts as a failure or a restart.
+func TestElasticGenericJobReforms(t *testing.T) {
+	b := newGenericJob("g").withReplicas("coordinator", 1).withReplicas("worker", 2)
+	b.job.(*v1beta1.GenericJob).Spec.Elastic = &v1beta1.ElasticConfig{
+		Enabled: true, MinReplicas: ptr.To[int32](2), MaxReplicas: ptr.To[int32](4), ExpectedReplicas: ptr.To[int32](3),
+	}
+	job := b.obj()
+	f := newFixture(t, job)
+	f.start(job)
+	if diff := cmp.Diff([]string{"g-coordinator-0", "g-worker-0", "g-worker-1"}, f.podNames()); diff != "" {
+		t.Fatalf("pods (-want +got):\n%s", diff)
+	}
+	if got := f.pod("g-worker-1").Annotations[podbuilder.AnnotationTopology]; got != "coordinator:1,worker:2" {
+		t.Errorf("topology annotation %q, want the counts: the job re-forms at each size", got)
+	}
+
+	j := f.job(job).DeepCopyObject().(*v1beta1.GenericJob)
+	j.Spec.Elastic.ExpectedReplicas = ptr.To[int32](4)
+	f.updateJob(j)
+	f.mustSync(job)
+	if diff := cmp.Diff([]string{"g-coordinator-0", "g-worker-0", "g-worker-1"}, f.deletedPodNames()); diff != "" {
+		t.Errorf("deleted (-want +got): every pod was told the old size\n%s", diff)
+	}
+	for range 3 {
+		f.observe()
+		f.step(job)
+	}
+	if diff := cmp.Diff([]string{"g-coordinator-0", "g-worker-0", "g-worker-1", "g-worker-2"}, f.podNames()); diff != "" {
+		t.Fatalf("pods after scaling to 4 (-want +got):\n%s", diff)
+	}
+	for _, name := range f.podNames() {
+		env := envOf(&f.pod(name).Spec.Containers[0])
+		if env["TENSORSTACK_WORLD_SIZE"] != "4" || strings.Count(env["TENSORSTACK_WORKER_HOSTS"], ",") != 2 {
+			t.Errorf("%s: world size %q, workers %q; want 4 and three workers", name, env["TENSORSTACK_WORLD_SIZE"], env["TENSORSTACK_WORKER_HOSTS"])
+		}
+	}
+	st := f.status(job)
+	if st.BackoffCount != 0 {
+		t.Errorf("backoffCount %d after scaling: a resize is not a failure", st.BackoffCount)
+	}
+	if events := f.events(); hasEvent(events, corev1.EventTypeWarning, ReasonRestarting) {
+		t.Errorf("events %v: scaling counted as a restart", events)
+	}
+}

@@ -78,9 +78,11 @@ func (r *reconciler) desiredGang() *gang.Group {
 		return nil
 	}
 	g.Floor = g.Size
-	if e := r.topo.Elastic; e != nil {
-		// An elastic job trains with minReplicas; the rest join as room
-		// appears, and torchrun's agents re-form the group with them.
+	if e := r.topo.Elastic; e != nil && !e.Reform {
+		// An elastic job whose replicas rejoin trains with minReplicas;
+		// the rest join as room appears, and torchrun's agents re-form
+		// the group with them. One that re-forms at each size needs every
+		// replica of its size: each was told the others.
 		g.Floor = min(g.Size, e.Min)
 	}
 	g.MinCount = g.Floor

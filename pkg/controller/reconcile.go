@@ -114,7 +114,7 @@ func (c *Controller) syncJob(ctx context.Context, key jobKey) (requeueAfter time
 		restarts: map[v1beta1.ReplicaType]int32{},
 	}
 	r.setJob(job)
-	r.topo = podbuilder.NewTopology(h, job, c.clusterDomain)
+	r.topo = podbuilder.NewTopology(h.Adapter, job, c.clusterDomain)
 	return r.run(ctx)
 }
 

@@ -36,6 +36,13 @@ type pyTorchAdapter struct{}
 // PyTorch is the adapter of PyTorchTrainingJob.
 var PyTorch Adapter = pyTorchAdapter{}
 
+// RejoinsOnScale: an elastic PyTorch job's replicas join and leave the
+// running group (torchrun's elastic agent re-forms it); their environment
+// does not depend on the count.
+func (pyTorchAdapter) RejoinsOnScale() {}
+
+var _ Rejoining = pyTorchAdapter{}
+
 func (pyTorchAdapter) Kind() string                  { return PyTorchKind }
 func (pyTorchAdapter) Resource() string              { return v1beta1.PyTorchTrainingJobResource }
 func (pyTorchAdapter) TrainingContainerName() string { return v1beta1.PyTorchContainerName }

@@ -86,7 +86,8 @@ func NewTopology(a Adapter, job v1beta1.TrainingJob, clusterDomain string) *Topo
 		t.requested += int64(n)
 		t.Total = int32(min(t.requested, math.MaxInt32))
 	}
-	t.scaleElastic()
+	_, rejoining := a.(Rejoining)
+	t.scaleElastic(!rejoining)
 	return t
 }
 
@@ -103,6 +104,18 @@ func (t *Topology) firstReplica() (ReplicaID, bool) {
 // ElasticRange is how many replicas in all an elastic job may run with.
 type ElasticRange struct {
 	Min, Max int32
+	// Reform: the job re-forms at each new size, every pod replaced and
+	// told the new count (a kind that is not Rejoining); otherwise
+	// replicas join and leave the running ones.
+	Reform bool
+}
+
+// Rejoining is an adapter whose kind's replicas join and leave a running
+// group when an elastic job scales (torchrun's elastic agent), so that
+// scaling replaces no pod. An elastic job of another kind re-forms at each
+// new size.
+type Rejoining interface {
+	RejoinsOnScale()
 }
 
 // String is the range as torchrun's --nnodes takes it.
@@ -111,17 +124,17 @@ func (e ElasticRange) String() string { return itoa(e.Min) + ":" + itoa(e.Max) }
 // scaleElastic gives an elastic job's last group in rank order the count
 // that makes the job's total its elastic total (batch.ElasticTotal); the
 // other groups keep theirs.
-func (t *Topology) scaleElastic() {
-	job, ok := t.Job.(*v1beta1.PyTorchTrainingJob)
+func (t *Topology) scaleElastic(reform bool) {
+	job, ok := t.Job.(v1beta1.ElasticJob)
 	if !ok || len(t.Groups) == 0 {
 		return
 	}
-	total, elastic := v1beta1.ElasticTotal(&job.Spec)
+	total, elastic := v1beta1.ElasticTotal(job)
 	if !elastic {
 		return
 	}
-	e := job.Spec.Elastic
-	t.Elastic = &ElasticRange{Min: ptrValue(e.MinReplicas, 1), Max: ptrValue(e.MaxReplicas, int32(min(total, math.MaxInt32)))}
+	e := job.ElasticSpec()
+	t.Elastic = &ElasticRange{Min: ptrValue(e.MinReplicas, 1), Max: ptrValue(e.MaxReplicas, int32(min(total, math.MaxInt32))), Reform: reform}
 	last := &t.Groups[len(t.Groups)-1]
 	fixed := t.requested - int64(last.Replicas)
 	n := max(total-fixed, 0)
@@ -142,8 +155,9 @@ func ptrValue(p *int32, def int32) int32 {
 }
 
 // Shape is the job's replica counts in rank order ("chief:1,worker:3"),
-// what every replica was told about the cluster; an elastic job's scaled
-// group shows its range ("worker:1:4"), so scaling replaces no pod.
+// what every replica was told about the cluster; the scaled group of an
+// elastic job whose replicas rejoin shows its range ("worker:1:4"), so
+// scaling replaces no pod.
 func (t *Topology) Shape() string {
 	if t.shape == "" {
 		var b strings.Builder
@@ -153,7 +167,7 @@ func (t *Topology) Shape() string {
 			}
 			b.WriteString(string(g.Type))
 			b.WriteByte(':')
-			if t.Scaled(i) {
+			if t.Scaled(i) && !t.Elastic.Reform {
 				// Replicas of the scaled group come and go; the others
 				// are told the range, not the count.
 				b.WriteString(t.Elastic.String())

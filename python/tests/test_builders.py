@@ -263,6 +263,14 @@ def test_generic_job_rules():
     assert "failureRules" not in GenericJob("y").replica("worker", 1).to_dict()["spec"]
 
 
+def test_generic_job_elastic():
+    spec = GenericJob("x").replica("coordinator", 1).replica("worker", 2).elastic(2, 5, 3).to_dict()["spec"]
+    assert spec["elastic"] == {"enabled": True, "minReplicas": 2, "maxReplicas": 5, "expectedReplicas": 3}
+    with pytest.raises(BuildError) as err:
+        GenericJob("x").elastic(3, 2)
+    assert err.value.path == "spec.elastic.maxReplicas"
+
+
 def test_job_from_yaml_checks_the_kind():
     assert job_from_yaml((EXAMPLES / "pytorch-ddp.yaml").read_text())["kind"] == "PyTorchTrainingJob"
     with pytest.raises(BuildError) as err:

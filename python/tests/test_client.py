@@ -174,3 +174,20 @@ def test_clear_suspect_nodes_merge_patches_the_status():
     assert (path, method) == ("/apis/batch.tensorstack.dev/v1beta1/namespaces/ns/pytorchtrainingjobs/x/status", "PATCH")
     assert kw["header_params"]["Content-Type"] == "application/merge-patch+json"
     assert kw["body"] == {"status": {"suspectNodes": None}}
+
+
+def test_scale_patches_the_scale_of_the_jobs_kind():
+    generic = job("Running")
+    generic["kind"] = "GenericJob"
+    c = fake_client([None])
+    only_generic = c.custom.get_namespaced_custom_object
+    c.custom.get_namespaced_custom_object = lambda group, version, namespace, plural, name: (
+        generic if plural == "genericjobs" else only_generic(group, version, namespace, plural, name))
+    calls = []
+    c.api_client.call_api = lambda path, method, **kw: calls.append((path, method, kw["body"]))
+    c.scale("x", 4)
+    c.scale("y", 2, kind="pj")
+    assert calls == [
+        ("/apis/batch.tensorstack.dev/v1beta1/namespaces/ns/genericjobs/x/scale", "PATCH", {"spec": {"replicas": 4}}),
+        ("/apis/batch.tensorstack.dev/v1beta1/namespaces/ns/pytorchtrainingjobs/y/scale", "PATCH", {"spec": {"replicas": 2}}),
+    ]

@@ -19,12 +19,15 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/test/e2e/framework"
@@ -159,5 +162,67 @@ func TestGenericJobFailureRules(t *testing.T) {
 		if old, ok := uids[p.Name]; ok && old != string(p.UID) {
 			t.Errorf("pod %s was replaced (uid %s, was %s): a replica failed for good runs no more", p.Name, p.UID, old)
 		}
+	}
+}
+
+// TestGenericJobScales: an elastic GenericJob scaled with kubectl scale, by
+// a user who holds the namespace's built-in edit role (ours aggregates into
+// it), re-forms at the new size: every pod is replaced, each told the new
+// world size and the scaled type's hosts, and nothing counts as a restart.
+func TestGenericJobScales(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t, "generic-scale")
+	ref := f.Create(framework.NewGenericJob("grow").WithReplicas("coordinator", 1).WithReplicas("worker", 1).
+		Forever("coordinator").Forever("worker").Elastic(2, 4, 2))
+	before := map[string]string{}
+	for _, p := range f.WaitForRunningPods(ref, 2) {
+		before[p.Name] = string(p.UID)
+	}
+
+	_, err := f.Kube.RbacV1().RoleBindings(f.Namespace).Create(f.Context(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "carol-edits"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "carol"}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// RBAC reaches the authorizers through informers: wait for the binding.
+	f.Eventually(framework.Timeout, "carol may scale the job", func(context.Context) (bool, error) {
+		r := f.KubectlNS("--as=carol", "scale", "gj/grow", "--replicas=4")
+		if r.Err != nil && !strings.Contains(r.Stderr, "forbidden") {
+			return false, fmt.Errorf("%s", r)
+		}
+		return r.Err == nil, nil
+	})
+
+	pods := f.WaitForPods(ref, "4 pods of the new size running", framework.Timeout, func(pods []corev1.Pod) (bool, error) {
+		running := 0
+		for _, p := range pods {
+			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && p.UID != types.UID(before[p.Name]) {
+				running++
+			}
+		}
+		return running == 4 && len(pods) == 4, nil
+	})
+	for _, p := range pods {
+		env := map[string]string{}
+		for _, e := range framework.TrainingContainer(ref.Kind, &p).Env {
+			env[e.Name] = e.Value
+		}
+		if env["TENSORSTACK_WORLD_SIZE"] != "4" || strings.Count(env["TENSORSTACK_WORKER_HOSTS"], ",") != 2 {
+			t.Errorf("pod %s: world size %q, workers %q; want 4 and three workers", p.Name,
+				env["TENSORSTACK_WORLD_SIZE"], env["TENSORSTACK_WORKER_HOSTS"])
+		}
+	}
+	job := f.WaitForJob(ref, "4 replicas in the status", framework.Timeout, func(job v1beta1.TrainingJob) (bool, error) {
+		st := job.JobStatus()
+		return st.Replicas != nil && *st.Replicas == 4, nil
+	})
+	if st := job.JobStatus(); st.BackoffCount != 0 || st.Phase != v1beta1.JobRunning {
+		t.Errorf("after scaling: phase %s, backoffCount %d; want Running and 0", st.Phase, st.BackoffCount)
+	}
+	if out := f.MustKubectl("get", "gj", "grow", "-n", f.Namespace, "-o", "wide"); !strings.Contains(out, "worker:3/3") {
+		t.Errorf("kubectl get -o wide does not show the scaled type as worker:3/3:\n%s", out)
 	}
 }

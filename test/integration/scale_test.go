@@ -22,6 +22,7 @@ import (
 	"testing"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -135,11 +136,84 @@ func TestScaleSubresource(t *testing.T) {
 				t.Errorf("pytorchtrainingjobs/scale discovered as %+v, want autoscaling/v1 Scale with get, update, patch", r)
 			}
 		}
-		if r.Name == "tensorflowtrainingjobs/scale" {
-			t.Errorf("tensorflowtrainingjobs/scale is served; only PyTorch jobs are elastic")
+		for _, fixedKind := range []string{v1beta1.TensorFlowTrainingJobResource, v1beta1.XGBoostTrainingJobResource, v1beta1.MPIJobResource} {
+			if r.Name == fixedKind+"/scale" {
+				t.Errorf("%s/scale is served; only PyTorch jobs and GenericJobs may be elastic", fixedKind)
+			}
 		}
 	}
 	if !found {
 		t.Errorf("pytorchtrainingjobs/scale not discovered")
+	}
+}
+
+// TestGenericJobScale: a GenericJob may opt in to elasticity; its scale
+// subresource then sets expectedReplicas as a PyTorch job's does, and its
+// rules may name the scaled type only whole.
+func TestGenericJobScale(t *testing.T) {
+	s := framework.StartTestServer(t, "")
+	ctx := context.Background()
+	rc := restClient(t, s)
+	const ns = "generic-scale"
+	client := s.Client.BatchV1beta1().GenericJobs(ns)
+	newJob := func(name string, elastic *v1beta1.ElasticConfig) *v1beta1.GenericJob {
+		job := &v1beta1.GenericJob{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		for _, typ := range []v1beta1.ReplicaType{"coordinator", "worker"} {
+			job.Spec.ReplicaSpecs = append(job.Spec.ReplicaSpecs, v1beta1.ReplicaSpec{Type: typ, Replicas: ptr.To[int32](1),
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "trainer:1"}}}}})
+		}
+		job.Spec.Elastic = elastic
+		return job
+	}
+	elastic := newJob("elastic", &v1beta1.ElasticConfig{Enabled: true, MinReplicas: ptr.To[int32](2), MaxReplicas: ptr.To[int32](5)})
+	if _, err := client.Create(ctx, elastic, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Create(ctx, newJob("fixed", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	scalePath := func(name string) string {
+		return "/apis/batch.tensorstack.dev/v1beta1/namespaces/" + ns + "/genericjobs/" + name + "/scale"
+	}
+	patch := func(name, body string) error {
+		return rc.Patch(types.MergePatchType).AbsPath(scalePath(name)).Body([]byte(body)).Do(ctx).Error()
+	}
+	if err := patch("elastic", `{"spec":{"replicas":4}}`); err != nil {
+		t.Fatalf("scale to 4: %v", err)
+	}
+	job, err := client.Get(ctx, "elastic", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := job.Spec.Elastic.ExpectedReplicas; e == nil || *e != 4 {
+		t.Errorf("expectedReplicas %v after scaling to 4", e)
+	}
+	scale := &autoscalingv1.Scale{}
+	if err := rc.Get().AbsPath(scalePath("elastic")).Do(ctx).Into(scale); err != nil {
+		t.Fatal(err)
+	}
+	if scale.Spec.Replicas != 4 || !strings.Contains(scale.Status.Selector, v1beta1.LabelJobKind+"=GenericJob") {
+		t.Errorf("scale %+v, want spec.replicas 4 and the GenericJob's selector", scale)
+	}
+
+	byIndex := newJob("by-index", &v1beta1.ElasticConfig{Enabled: true, MinReplicas: ptr.To[int32](2), MaxReplicas: ptr.To[int32](5)})
+	byIndex.Spec.SuccessRules = []v1beta1.ReplicaRule{{Replicas: []v1beta1.ReplicaSelector{{Type: "worker", Indexes: []int32{0}}}}}
+	for _, tc := range []struct {
+		name  string
+		err   error
+		field string
+	}{
+		{"above maxReplicas", patch("elastic", `{"spec":{"replicas":6}}`), "spec.elastic.expectedReplicas"},
+		{"not elastic", patch("fixed", `{"spec":{"replicas":3}}`), "spec.elastic.enabled"},
+		{"a rule naming an index of the scaled type", func() error {
+			_, err := client.Create(ctx, byIndex, metav1.CreateOptions{})
+			return err
+		}(), "spec.successRules[0].replicas[0].indexes"},
+	} {
+		status, ok := tc.err.(apierrors.APIStatus)
+		if !apierrors.IsInvalid(tc.err) || !ok || status.Status().Details == nil || len(status.Status().Details.Causes) == 0 ||
+			status.Status().Details.Causes[0].Field != tc.field {
+			t.Errorf("%s: %v, want 422 naming %s", tc.name, tc.err, tc.field)
+		}
 	}
 }

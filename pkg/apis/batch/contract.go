@@ -134,14 +134,15 @@ func MPIImplementations() []string {
 // ElasticEnabled says whether an elastic range is switched on.
 func ElasticEnabled(e *ElasticConfig) bool { return e != nil && e.Enabled }
 
-// ElasticScaledType is the replica type an elastic PyTorch job scales, as
-// an index into specs: the last in rank order (the master, when listed, is
-// first), or -1 without types. fixed is the sum of the other types' counts,
+// ElasticScaledType is the replica type an elastic job scales, as an index
+// into specs: the last in rank order, or -1 without types. A PyTorch
+// master ranks first wherever it is listed (masterFirst); a GenericJob's
+// types rank in list order. fixed is the sum of the other types' counts,
 // which the job keeps as they are.
-func ElasticScaledType(specs []ReplicaSpec) (scaled int, fixed int64) {
+func ElasticScaledType(specs []ReplicaSpec, masterFirst bool) (scaled int, fixed int64) {
 	scaled = len(specs) - 1
 	for i := range specs {
-		if specs[i].Type == ReplicaTypeMaster && i == scaled && len(specs) > 1 {
+		if masterFirst && specs[i].Type == ReplicaTypeMaster && i == scaled && len(specs) > 1 {
 			// The master ranks first wherever it is listed.
 			scaled = i - 1
 		}

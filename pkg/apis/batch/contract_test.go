@@ -213,20 +213,22 @@ func TestElasticScaledType(t *testing.T) {
 	p := func(n int32) *int32 { return &n }
 	spec := func(typ ReplicaType, n int32) ReplicaSpec { return ReplicaSpec{Type: typ, Replicas: p(n)} }
 	cases := []struct {
-		name   string
-		specs  []ReplicaSpec
-		scaled int
-		fixed  int64
+		name        string
+		specs       []ReplicaSpec
+		masterFirst bool
+		scaled      int
+		fixed       int64
 	}{
-		{"one type", []ReplicaSpec{spec("worker", 2)}, 0, 0},
-		{"master and workers", []ReplicaSpec{spec("master", 1), spec("worker", 3)}, 1, 1},
-		{"master listed last", []ReplicaSpec{spec("worker", 3), spec("master", 1)}, 0, 1},
-		{"three types", []ReplicaSpec{spec("master", 1), spec("ps", 2), spec("worker", 3)}, 2, 3},
-		{"master alone", []ReplicaSpec{spec("master", 1)}, 0, 0},
-		{"none", nil, -1, 0},
+		{"one type", []ReplicaSpec{spec("worker", 2)}, true, 0, 0},
+		{"master and workers", []ReplicaSpec{spec("master", 1), spec("worker", 3)}, true, 1, 1},
+		{"master listed last", []ReplicaSpec{spec("worker", 3), spec("master", 1)}, true, 0, 1},
+		{"a type named master, in list order", []ReplicaSpec{spec("worker", 3), spec("master", 1)}, false, 1, 3},
+		{"three types", []ReplicaSpec{spec("master", 1), spec("ps", 2), spec("worker", 3)}, true, 2, 3},
+		{"master alone", []ReplicaSpec{spec("master", 1)}, true, 0, 0},
+		{"none", nil, true, -1, 0},
 	}
 	for _, tc := range cases {
-		scaled, fixed := ElasticScaledType(tc.specs)
+		scaled, fixed := ElasticScaledType(tc.specs, tc.masterFirst)
 		if scaled != tc.scaled || fixed != tc.fixed {
 			t.Errorf("%s: ElasticScaledType = %d, %d; want %d, %d", tc.name, scaled, fixed, tc.scaled, tc.fixed)
 		}

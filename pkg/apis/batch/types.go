@@ -293,7 +293,7 @@ type TorchrunConfig struct {
 	ExtraOptions []string `json:"extraOptions,omitempty"`
 }
 
-// ElasticConfig is the range of replicas an elastic PyTorch job may run with.
+// ElasticConfig is the range of replicas an elastic job may run with.
 type ElasticConfig struct {
 	// Enabled marks the job as elastic.
 	Enabled bool `json:"enabled,omitempty"`

@@ -49,6 +49,11 @@ type GenericJobSpec struct {
 	// replica has. A failure that completes no rule is tolerated while a
 	// success rule can still hold.
 	FailureRules []ReplicaRule `json:"failureRules,omitempty"`
+
+	// Elastic, when enabled, lets the job change its replica count while it
+	// runs: the last replica type scales, and the job re-forms at each new
+	// size (every pod is replaced, after a checkpoint).
+	Elastic *ElasticConfig `json:"elastic,omitempty"`
 }
 
 // ReplicaRule names a set of replicas of a job.

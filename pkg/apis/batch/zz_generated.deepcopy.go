@@ -623,6 +623,11 @@ func (in *GenericJobSpec) DeepCopyInto(out *GenericJobSpec) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.Elastic != nil {
+		in, out := &in.Elastic, &out.Elastic
+		*out = new(ElasticConfig)
+		(*in).DeepCopyInto(*out)
+	}
 	return
 }
 

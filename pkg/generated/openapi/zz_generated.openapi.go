@@ -19193,7 +19193,7 @@ func schema_pkg_apis_batch_v1beta1_ElasticConfig(ref common.ReferenceCallback) c
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "ElasticConfig is the range of replicas an elastic PyTorch job may run with.",
+				Description: "ElasticConfig is the range of replicas an elastic job may run with.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"enabled": {
@@ -19698,12 +19698,18 @@ func schema_pkg_apis_batch_v1beta1_GenericJobSpec(ref common.ReferenceCallback) 
 							},
 						},
 					},
+					"elastic": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Elastic, when enabled, lets the job run with between minReplicas and maxReplicas replicas in all, aiming for expectedReplicas, which may change while it runs, directly or through the scale subresource. The controller scales the last replica type. The job re-forms at each new size: every pod is replaced, after a checkpoint when the job asks for one, and told the new addresses and world size. Rules may name the scaled type only whole.",
+							Ref:         ref(v1beta1.ElasticConfig{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"replicaSpecs"},
 			},
 		},
 		Dependencies: []string{
-			v1beta1.ReplicaRule{}.OpenAPIModelName(), v1beta1.ReplicaSpec{}.OpenAPIModelName(), v1beta1.RunMode{}.OpenAPIModelName(), v1beta1.RunPolicy{}.OpenAPIModelName(), v1beta1.SchedulePolicy{}.OpenAPIModelName(), v1beta1.TensorBoardSpec{}.OpenAPIModelName()},
+			v1beta1.ElasticConfig{}.OpenAPIModelName(), v1beta1.ReplicaRule{}.OpenAPIModelName(), v1beta1.ReplicaSpec{}.OpenAPIModelName(), v1beta1.RunMode{}.OpenAPIModelName(), v1beta1.RunPolicy{}.OpenAPIModelName(), v1beta1.SchedulePolicy{}.OpenAPIModelName(), v1beta1.TensorBoardSpec{}.OpenAPIModelName()},
 	}
 }
 

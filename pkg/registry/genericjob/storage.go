@@ -43,7 +43,13 @@ var Kind = &trainingjob.Kind[*batch.GenericJob, batch.GenericJobSpec]{
 	ValidateUpdate: validation.ValidateGenericJobUpdate,
 }
 
-// NewStorage returns the REST objects of GenericJobs.
+// NewStorage returns the REST objects of GenericJobs, the scale
+// subresource among them: a GenericJob may opt in to elasticity.
 func NewStorage(optsGetter generic.RESTOptionsGetter, updatePath trainingjob.UpdatePath, progress trainingjob.ProgressConfig) (*trainingjob.Storage, error) {
-	return trainingjob.NewStorage(optsGetter, Kind, updatePath, progress)
+	s, err := trainingjob.NewStorage(optsGetter, Kind, updatePath, progress)
+	if err != nil {
+		return nil, err
+	}
+	s.Scale = trainingjob.NewScaleREST(s.Job.Store, "GenericJob")
+	return s, nil
 }

@@ -62,6 +62,6 @@ func NewStorage(optsGetter generic.RESTOptionsGetter, updatePath trainingjob.Upd
 	if err != nil {
 		return nil, err
 	}
-	s.Scale = &ScaleREST{store: s.Job.Store}
+	s.Scale = trainingjob.NewScaleREST(s.Job.Store, "PyTorchTrainingJob")
 	return s, nil
 }

@@ -98,11 +98,12 @@ func (c tableConvertor) row(obj runtime.Object) (metav1.TableRow, error) {
 	// Sums in int64: a job stored before the replica cap, or a status
 	// written by another client, may hold counts near the int32 limit.
 	total := batch.TotalReplicas(spec.ReplicaSpecs)
-	if pj, ok := job.(*batch.PyTorchTrainingJob); ok && batch.ElasticEnabled(pj.Spec.Elastic) && len(spec.ReplicaSpecs) > 0 {
+	if ej, ok := job.(batch.ElasticJob); ok && batch.ElasticEnabled(ej.ElasticSpec()) && len(spec.ReplicaSpecs) > 0 {
 		// The scaled type shows the replicas that have a pod, of those
 		// the job aims for.
-		e := pj.Spec.Elastic
-		scaled, fixed := batch.ElasticScaledType(spec.ReplicaSpecs)
+		e := ej.ElasticSpec()
+		_, masterFirst := job.(*batch.PyTorchTrainingJob)
+		scaled, fixed := batch.ElasticScaledType(spec.ReplicaSpecs, masterFirst)
 		total = batch.ElasticTotal(total, e.MinReplicas, e.MaxReplicas, e.ExpectedReplicas)
 		typ := spec.ReplicaSpecs[scaled].Type
 		replicas[scaled] = fmt.Sprintf("%s:%d/%d", typ, replicasWithPods(status, typ), max(total-fixed, 0))

@@ -273,7 +273,7 @@ func (b *JobBuilder) Torchrun(tc v1beta1.TorchrunConfig) *JobBuilder {
 	return b
 }
 
-// Elastic makes the job elastic (PyTorch only): it runs expected replicas
+// Elastic makes the job elastic (PyTorch or GenericJob): it runs expected replicas
 // in all, between minR and maxR.
 func (b *JobBuilder) Elastic(minR, maxR, expected int32) *JobBuilder {
 	b.elastic = &v1beta1.ElasticConfig{Enabled: true, MinReplicas: ptr.To(minR), MaxReplicas: ptr.To(maxR), ExpectedReplicas: ptr.To(expected)}
@@ -431,7 +431,8 @@ func (b *JobBuilder) Build(namespace string) v1beta1.TrainingJob {
 		return &v1beta1.GenericJob{
 			TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: string(KindGeneric)},
 			ObjectMeta: b.meta(namespace),
-			Spec:       v1beta1.GenericJobSpec{TrainingJobSpec: b.common(), SuccessRules: b.successRules, FailureRules: b.failureRules},
+			Spec: v1beta1.GenericJobSpec{TrainingJobSpec: b.common(), SuccessRules: b.successRules, FailureRules: b.failureRules,
+				Elastic: b.elastic},
 		}
 	default:
 		return &v1beta1.TensorFlowTrainingJob{

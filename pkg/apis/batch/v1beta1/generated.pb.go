@@ -1363,6 +1363,18 @@ func (m *GenericJobSpec) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if m.Elastic != nil {
+		{
+			size, err := m.Elastic.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x22
+	}
 	if len(m.FailureRules) > 0 {
 		for iNdEx := len(m.FailureRules) - 1; iNdEx >= 0; iNdEx-- {
 			{
@@ -4204,6 +4216,10 @@ func (m *GenericJobSpec) Size() (n int) {
 			n += 1 + l + sovGenerated(uint64(l))
 		}
 	}
+	if m.Elastic != nil {
+		l = m.Elastic.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
 	return n
 }
 
@@ -5425,6 +5441,7 @@ func (this *GenericJobSpec) String() string {
 		`TrainingJobSpec:` + strings.Replace(strings.Replace(this.TrainingJobSpec.String(), "TrainingJobSpec", "TrainingJobSpec", 1), `&`, ``, 1) + `,`,
 		`SuccessRules:` + repeatedStringForSuccessRules + `,`,
 		`FailureRules:` + repeatedStringForFailureRules + `,`,
+		`Elastic:` + strings.Replace(this.Elastic.String(), "ElasticConfig", "ElasticConfig", 1) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -10055,6 +10072,42 @@ func (m *GenericJobSpec) Unmarshal(dAtA []byte) error {
 			}
 			m.FailureRules = append(m.FailureRules, ReplicaRule{})
 			if err := m.FailureRules[len(m.FailureRules)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Elastic", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Elastic == nil {
+				m.Elastic = &ElasticConfig{}
+			}
+			if err := m.Elastic.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex

@@ -48,6 +48,27 @@ func (j *TensorFlowTrainingJob) CommonSpec() *TrainingJobSpec { return &j.Spec.T
 // JobStatus returns the job's status.
 func (j *TensorFlowTrainingJob) JobStatus() *TrainingJobStatus { return &j.Status }
 
+// ElasticJob is a job of a kind that may change its replica count while it
+// runs: PyTorch, and GenericJob by opt-in. MPI workers, TensorFlow and
+// XGBoost replicas cannot.
+type ElasticJob interface {
+	TrainingJob
+	// ElasticSpec is the job's spec.elastic, nil when it has none; the
+	// scale subresource writes its expectedReplicas.
+	ElasticSpec() *ElasticConfig
+}
+
+var (
+	_ ElasticJob = &PyTorchTrainingJob{}
+	_ ElasticJob = &GenericJob{}
+)
+
+// ElasticSpec is the job's spec.elastic.
+func (j *PyTorchTrainingJob) ElasticSpec() *ElasticConfig { return j.Spec.Elastic }
+
+// ElasticSpec is the job's spec.elastic.
+func (j *GenericJob) ElasticSpec() *ElasticConfig { return j.Spec.Elastic }
+
 // CommonSpec returns the part of the spec every kind shares.
 func (j *PyTorchTrainingJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
 

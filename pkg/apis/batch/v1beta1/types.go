@@ -373,7 +373,7 @@ type TorchrunConfig struct {
 	ExtraOptions []string `json:"extraOptions,omitempty" protobuf:"bytes,5,rep,name=extraOptions"`
 }
 
-// ElasticConfig is the range of replicas an elastic PyTorch job may run with.
+// ElasticConfig is the range of replicas an elastic job may run with.
 type ElasticConfig struct {
 	// Enabled marks the job as elastic.
 	// +optional

@@ -70,6 +70,16 @@ type GenericJobSpec struct {
 	// +optional
 	// +listType=atomic
 	FailureRules []ReplicaRule `json:"failureRules,omitempty" protobuf:"bytes,3,rep,name=failureRules"`
+
+	// Elastic, when enabled, lets the job run with between minReplicas and
+	// maxReplicas replicas in all, aiming for expectedReplicas, which may
+	// change while it runs, directly or through the scale subresource. The
+	// controller scales the last replica type. The job re-forms at each new
+	// size: every pod is replaced, after a checkpoint when the job asks for
+	// one, and told the new addresses and world size. Rules may name the
+	// scaled type only whole.
+	// +optional
+	Elastic *ElasticConfig `json:"elastic,omitempty" protobuf:"bytes,4,opt,name=elastic"`
 }
 
 // ReplicaRule names a set of replicas of a job.

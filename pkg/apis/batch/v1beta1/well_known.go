@@ -150,16 +150,16 @@ func ReplicasOf(spec *ReplicaSpec) int32 {
 	return batch.ReplicasOrDefault(spec.Replicas)
 }
 
-// ElasticTotal says whether a PyTorch job is elastic, and then how many
+// ElasticTotal says whether a job is elastic, and then how many
 // replicas in all it runs (batch.ElasticTotal).
-func ElasticTotal(spec *PyTorchTrainingJobSpec) (int64, bool) {
-	e := spec.Elastic
-	if e == nil || !e.Enabled || len(spec.ReplicaSpecs) == 0 {
+func ElasticTotal(job ElasticJob) (int64, bool) {
+	e, specs := job.ElasticSpec(), job.CommonSpec().ReplicaSpecs
+	if e == nil || !e.Enabled || len(specs) == 0 {
 		return 0, false
 	}
 	var requested int64
-	for i := range spec.ReplicaSpecs {
-		requested += int64(ReplicasOf(&spec.ReplicaSpecs[i]))
+	for i := range specs {
+		requested += int64(ReplicasOf(&specs[i]))
 	}
 	return batch.ElasticTotal(requested, e.MinReplicas, e.MaxReplicas, e.ExpectedReplicas), true
 }

@@ -1178,6 +1178,7 @@ func autoConvert_v1beta1_GenericJobSpec_To_batch_GenericJobSpec(in *GenericJobSp
 	}
 	out.SuccessRules = *(*[]batch.ReplicaRule)(unsafe.Pointer(&in.SuccessRules))
 	out.FailureRules = *(*[]batch.ReplicaRule)(unsafe.Pointer(&in.FailureRules))
+	out.Elastic = (*batch.ElasticConfig)(unsafe.Pointer(in.Elastic))
 	return nil
 }
 
@@ -1192,6 +1193,7 @@ func autoConvert_batch_GenericJobSpec_To_v1beta1_GenericJobSpec(in *batch.Generi
 	}
 	out.SuccessRules = *(*[]ReplicaRule)(unsafe.Pointer(&in.SuccessRules))
 	out.FailureRules = *(*[]ReplicaRule)(unsafe.Pointer(&in.FailureRules))
+	out.Elastic = (*ElasticConfig)(unsafe.Pointer(in.Elastic))
 	return nil
 }
 

@@ -343,6 +343,11 @@ func withFailureRules(job *batch.GenericJob, rules ...batch.ReplicaRule) *batch.
 	return job
 }
 
+func withElastic(job *batch.GenericJob, minReplicas, maxReplicas int32) *batch.GenericJob {
+	job.Spec.Elastic = &batch.ElasticConfig{Enabled: true, MinReplicas: &minReplicas, MaxReplicas: &maxReplicas}
+	return job
+}
+
 func TestGenericRules(t *testing.T) {
 	r := func(typ batch.ReplicaType, n int32) batch.ReplicaSpec { return replica(typ, n, "main") }
 	rule := func(selectors ...batch.ReplicaSelector) batch.ReplicaRule {
@@ -378,6 +383,18 @@ func TestGenericRules(t *testing.T) {
 		{"a failure rule naming a type not in the job", withFailureRules(genericJob(nil, r("worker", 2)),
 			rule(batch.ReplicaSelector{Type: "worker"}), rule(batch.ReplicaSelector{Type: "chief"})),
 			[]wantErr{notSupported("spec.failureRules[1].replicas[0].type")}},
+		{"elastic, the last type scaled", withElastic(genericJob([]batch.ReplicaRule{rule(batch.ReplicaSelector{Type: "worker"})},
+			r("coordinator", 1), r("worker", 2)), 2, 6), nil},
+		{"elastic, a rule naming an index of the scaled type", withElastic(genericJob([]batch.ReplicaRule{
+			rule(batch.ReplicaSelector{Type: "worker", Indexes: []int32{0}})}, r("coordinator", 1), r("worker", 2)), 2, 6),
+			[]wantErr{forbidden("spec.successRules[0].replicas[0].indexes")}},
+		{"elastic, an index of a fixed type", withElastic(genericJob([]batch.ReplicaRule{
+			rule(batch.ReplicaSelector{Type: "coordinator", Indexes: []int32{0}})}, r("coordinator", 1), r("worker", 2)), 2, 6), nil},
+		{"elastic, a minimum below the fixed types", withElastic(genericJob(nil, r("coordinator", 2), r("worker", 2)), 1, 6),
+			[]wantErr{invalid("spec.elastic.minReplicas")}},
+		{"elastic, a type named master is scaled when last", withElastic(genericJob(nil, r("worker", 2), r("master", 1)), 2, 6), nil},
+		{"elastic, no maximum", withElastic(genericJob(nil, r("worker", 2)), 1, 0),
+			[]wantErr{invalid("spec.elastic.maxReplicas")}},
 		{"a failure rule's index out of range", withFailureRules(genericJob(nil, r("worker", 2)),
 			rule(batch.ReplicaSelector{Type: "worker", Indexes: []int32{5}})),
 			[]wantErr{invalid("spec.failureRules[0].replicas[0].indexes[0]")}},

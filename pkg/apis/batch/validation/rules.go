@@ -25,15 +25,23 @@ import (
 )
 
 // validateGenericRules checks a generic job's success and failure rules.
+// An elastic job's scaled type may be named only whole: its indexes come
+// and go.
 func validateGenericRules(spec *batch.GenericJobSpec) field.ErrorList {
-	allErrs := validateReplicaRules(spec.SuccessRules, spec.ReplicaSpecs, specPath.Child("successRules"))
-	return append(allErrs, validateReplicaRules(spec.FailureRules, spec.ReplicaSpecs, specPath.Child("failureRules"))...)
+	scaledType := batch.ReplicaType("")
+	if batch.ElasticEnabled(spec.Elastic) {
+		if scaled, _ := batch.ElasticScaledType(spec.ReplicaSpecs, false); scaled >= 0 {
+			scaledType = spec.ReplicaSpecs[scaled].Type
+		}
+	}
+	allErrs := validateReplicaRules(spec.SuccessRules, spec.ReplicaSpecs, scaledType, specPath.Child("successRules"))
+	return append(allErrs, validateReplicaRules(spec.FailureRules, spec.ReplicaSpecs, scaledType, specPath.Child("failureRules"))...)
 }
 
 // validateReplicaRules checks a generic job's success or failure rules:
 // each names replicas the job has, each at most once, and there are not
 // too many of them.
-func validateReplicaRules(rules []batch.ReplicaRule, specs []batch.ReplicaSpec, fldPath *field.Path) field.ErrorList {
+func validateReplicaRules(rules []batch.ReplicaRule, specs []batch.ReplicaSpec, scaledType batch.ReplicaType, fldPath *field.Path) field.ErrorList {
 	if len(rules) > batch.MaxReplicaRules {
 		return field.ErrorList{field.TooMany(fldPath, len(rules), batch.MaxReplicaRules)}
 	}
@@ -73,6 +81,11 @@ func validateReplicaRules(rules []batch.ReplicaRule, specs []batch.ReplicaSpec, 
 			if count == 0 {
 				allErrs = append(allErrs, field.Invalid(selectorPath.Child("type"), string(selector.Type),
 					"the type has no replicas, so the rule could never hold"))
+				continue
+			}
+			if len(selector.Indexes) > 0 && selector.Type == scaledType {
+				allErrs = append(allErrs, field.Forbidden(selectorPath.Child("indexes"),
+					"the type scales with spec.elastic, so its indexes come and go: a rule names it whole"))
 				continue
 			}
 			if len(selector.Indexes) > int(count) {

@@ -66,15 +66,7 @@ func ValidatePyTorchTrainingJob(job *batch.PyTorchTrainingJob) field.ErrorList {
 func ValidatePyTorchTrainingJobUpdate(job, old *batch.PyTorchTrainingJob) field.ErrorList {
 	allErrs := validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status, &pyTorchRules)
 	allErrs = append(allErrs, validatePyTorchExtras(&job.Spec, specPath)...)
-	allErrs = append(allErrs, validateElasticUpdate(job.Spec.Elastic, old.Spec.Elastic, specPath.Child("elastic"))...)
-	if batch.ElasticEnabled(job.Spec.Elastic) != batch.ElasticEnabled(old.Spec.Elastic) {
-		// Switching elasticity changes what every pod was told about the
-		// job (torchrun's --nnodes, WORLD_SIZE), as a replica count does.
-		if refusal := topologyChangeRefusal(&job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status); refusal != "" {
-			allErrs = append(allErrs, field.Forbidden(specPath.Child("elastic", "enabled"), "cannot change: "+refusal))
-		}
-	}
-	return allErrs
+	return append(allErrs, validateElasticChange(job, old)...)
 }
 
 // ValidateXGBoostTrainingJob checks an XGBoostTrainingJob being created.
@@ -91,6 +83,7 @@ func ValidateXGBoostTrainingJobUpdate(job, old *batch.XGBoostTrainingJob) field.
 // ValidateGenericJob checks a GenericJob being created.
 func ValidateGenericJob(job *batch.GenericJob) field.ErrorList {
 	allErrs := validateJobCreate(&job.ObjectMeta, &job.Spec.TrainingJobSpec, &genericRules)
+	allErrs = append(allErrs, validateElasticSpec(job.Spec.Elastic, job.Spec.ReplicaSpecs, false, specPath)...)
 	return append(allErrs, validateGenericRules(&job.Spec)...)
 }
 
@@ -98,6 +91,8 @@ func ValidateGenericJob(job *batch.GenericJob) field.ErrorList {
 // old is the stored job, status included, as for ValidateTensorFlowTrainingJobUpdate.
 func ValidateGenericJobUpdate(job, old *batch.GenericJob) field.ErrorList {
 	allErrs := validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status, &genericRules)
+	allErrs = append(allErrs, validateElasticSpec(job.Spec.Elastic, job.Spec.ReplicaSpecs, false, specPath)...)
+	allErrs = append(allErrs, validateElasticChange(job, old)...)
 	return append(allErrs, validateGenericRules(&job.Spec)...)
 }
 

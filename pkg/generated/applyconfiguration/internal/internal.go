@@ -415,6 +415,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.GenericJobSpec
   map:
     fields:
+    - name: elastic
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.ElasticConfig
     - name: failureRules
       type:
         list:

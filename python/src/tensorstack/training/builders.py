@@ -388,6 +388,21 @@ class TrainingJobBuilder:
         return obj
 
 
+def _elastic(min_replicas: int, max_replicas: int, expected_replicas: Optional[int]) -> Dict[str, Any]:
+    """``spec.elastic`` of a kind that may scale, checked as the API does."""
+    lo = _int("spec.elastic.minReplicas", min_replicas, 1)
+    hi = _int("spec.elastic.maxReplicas", max_replicas, 1)
+    if hi < lo:
+        raise BuildError("spec.elastic.maxReplicas", f"must be at least minReplicas ({lo}), not {hi}")
+    el: Dict[str, Any] = {"enabled": True, "minReplicas": lo, "maxReplicas": hi}
+    if expected_replicas is not None:
+        exp = _int("spec.elastic.expectedReplicas", expected_replicas, lo)
+        if exp > hi:
+            raise BuildError("spec.elastic.expectedReplicas", f"must be at most maxReplicas ({hi}), not {exp}")
+        el["expectedReplicas"] = exp
+    return el
+
+
 class PyTorchJob(TrainingJobBuilder):
     """A ``PyTorchTrainingJob``: replica types ``master``, ``worker`` or, with
     torchrun, ``node``."""
@@ -423,17 +438,7 @@ class PyTorchJob(TrainingJobBuilder):
     def elastic(self, min_replicas: int, max_replicas: int, expected_replicas: Optional[int] = None) -> "PyTorchJob":
         """Let the job run with min_replicas to max_replicas pods
         (``spec.elastic``); scale it with ``TrainingClient.scale``."""
-        lo = _int("spec.elastic.minReplicas", min_replicas, 1)
-        hi = _int("spec.elastic.maxReplicas", max_replicas, 1)
-        if hi < lo:
-            raise BuildError("spec.elastic.maxReplicas", f"must be at least minReplicas ({lo}), not {hi}")
-        el: Dict[str, Any] = {"enabled": True, "minReplicas": lo, "maxReplicas": hi}
-        if expected_replicas is not None:
-            exp = _int("spec.elastic.expectedReplicas", expected_replicas, lo)
-            if exp > hi:
-                raise BuildError("spec.elastic.expectedReplicas", f"must be at most maxReplicas ({hi}), not {exp}")
-            el["expectedReplicas"] = exp
-        self._elastic = el
+        self._elastic = _elastic(min_replicas, max_replicas, expected_replicas)
         return self
 
     def _kind_spec(self) -> Dict[str, Any]:
@@ -474,6 +479,15 @@ class GenericJob(TrainingJobBuilder):
     def __init__(self, name: str, namespace: Optional[str] = None, **kwargs: Any):
         super().__init__(name, namespace, **kwargs)
         self._rules: Dict[str, List[Dict[str, Any]]] = {"successRules": [], "failureRules": []}
+        self._elastic: Optional[Dict[str, Any]] = None
+
+    def elastic(self, min_replicas: int, max_replicas: int, expected_replicas: Optional[int] = None) -> "GenericJob":
+        """Let the job run with min_replicas to max_replicas replicas in all
+        (``spec.elastic``): its last replica type scales, and the job
+        re-forms at each new size, every pod told the new addresses. Scale it
+        with ``TrainingClient.scale``."""
+        self._elastic = _elastic(min_replicas, max_replicas, expected_replicas)
+        return self
 
     def success_rule(self, replicas: Mapping[str, Optional[Sequence[int]]]) -> "GenericJob":
         """Add a success rule (``spec.successRules``): the job succeeds once
@@ -513,6 +527,8 @@ class GenericJob(TrainingJobBuilder):
                                          f"names no replica type of the job ({', '.join(sorted(known))})")
             if rules:
                 spec[field] = copy.deepcopy(rules)
+        if self._elastic:
+            spec["elastic"] = dict(self._elastic)
         return spec
 
 

@@ -367,13 +367,19 @@ class TrainingClient:
             body["replicaSpecs"] = [dict(s) for s in replica_specs]
         return self._post_action(name, "debug", body, kind, namespace)
 
-    def scale(self, name: str, replicas: int, namespace: Optional[str] = None) -> Dict[str, Any]:
-        """Set an elastic PyTorch job's replicas (its ``scale`` subresource);
-        returns the Scale."""
+    def scale(self, name: str, replicas: int, namespace: Optional[str] = None,
+              kind: Optional[str] = None) -> Dict[str, Any]:
+        """Set an elastic job's replicas (its ``scale`` subresource: a
+        PyTorchTrainingJob's or a GenericJob's); returns the Scale. Without
+        a kind, the job is found by its name."""
         if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
             raise BuildError("spec.replicas", f"must be a whole number of at least 0, not {replicas!r}")
-        ns = namespace or self.namespace
-        path = f"/apis/{GROUP}/{VERSION}/namespaces/{ns}/pytorchtrainingjobs/{name}/scale"
+        if kind is None:
+            job = self.get(name, None, namespace)
+            kind, ns = job["kind"], job["metadata"]["namespace"]
+        else:
+            kind, ns = _kind(kind), namespace or self.namespace
+        path = f"/apis/{GROUP}/{VERSION}/namespaces/{ns}/{_plural(kind)}/{name}/scale"
         return self._call(self.api_client.call_api, path, "PATCH",
                           header_params={"Accept": "application/json", "Content-Type": "application/merge-patch+json"},
                           body={"spec": {"replicas": replicas}}, response_type="object",

@@ -21,7 +21,7 @@ package v1beta1
 // ElasticConfigApplyConfiguration represents a declarative configuration of the ElasticConfig type for use
 // with apply.
 //
-// ElasticConfig is the range of replicas an elastic PyTorch job may run with.
+// ElasticConfig is the range of replicas an elastic job may run with.
 type ElasticConfigApplyConfiguration struct {
 	// Enabled marks the job as elastic.
 	Enabled *bool `json:"enabled,omitempty"`

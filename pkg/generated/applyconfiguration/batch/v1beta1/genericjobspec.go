@@ -37,6 +37,14 @@ type GenericJobSpecApplyConfiguration struct {
 	// fails for good fails the job, as in every kind. A failurePolicy rule
 	// with the action FailJob fails the job whatever these rules say.
 	FailureRules []ReplicaRuleApplyConfiguration `json:"failureRules,omitempty"`
+	// Elastic, when enabled, lets the job run with between minReplicas and
+	// maxReplicas replicas in all, aiming for expectedReplicas, which may
+	// change while it runs, directly or through the scale subresource. The
+	// controller scales the last replica type. The job re-forms at each new
+	// size: every pod is replaced, after a checkpoint when the job asks for
+	// one, and told the new addresses and world size. Rules may name the
+	// scaled type only whole.
+	Elastic *ElasticConfigApplyConfiguration `json:"elastic,omitempty"`
 }
 
 // GenericJobSpecApplyConfiguration constructs a declarative configuration of the GenericJobSpec type for use with
@@ -121,5 +129,13 @@ func (b *GenericJobSpecApplyConfiguration) WithFailureRules(values ...*ReplicaRu
 		}
 		b.FailureRules = append(b.FailureRules, *values[i])
 	}
+	return b
+}
+
+// WithElastic sets the Elastic field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Elastic field is set to the value of the last call.
+func (b *GenericJobSpecApplyConfiguration) WithElastic(value *ElasticConfigApplyConfiguration) *GenericJobSpecApplyConfiguration {
+	b.Elastic = value
 	return b
 }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package pytorchtrainingjob
+package trainingjob
 
 import (
 	"context"
@@ -37,23 +37,29 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
-// ScaleREST is the scale subresource of PyTorchTrainingJobs, as Deployments
-// have one: kubectl scale and a HorizontalPodAutoscaler set an elastic
-// job's spec.elastic.expectedReplicas through it, and read back its
-// replicas and its pods' selector. The write goes through the job's own
-// strategy, so a count outside [minReplicas, maxReplicas] is refused there
-// with the field's path; a job that is not elastic is refused here.
+// ScaleREST is the scale subresource of a kind that may be elastic
+// (batch.ElasticJob), as Deployments have one: kubectl scale and a
+// HorizontalPodAutoscaler set an elastic job's spec.elastic.expectedReplicas
+// through it, and read back its replicas and its pods' selector. The write
+// goes through the job's own strategy, so a count outside [minReplicas,
+// maxReplicas] is refused there with the field's path; a job that is not
+// elastic is refused here.
 type ScaleREST struct {
 	store *genericregistry.Store
+	// kind is the job kind, as the job-kind label names it.
+	kind string
+}
+
+// NewScaleREST returns the scale subresource of a kind's jobs, kept in
+// store.
+func NewScaleREST(store *genericregistry.Store, kind string) *ScaleREST {
+	return &ScaleREST{store: store, kind: kind}
 }
 
 var (
 	_ rest.Patcher                  = &ScaleREST{}
 	_ rest.GroupVersionKindProvider = &ScaleREST{}
 )
-
-// kindName is the kind as the job-kind label names it.
-const kindName = "PyTorchTrainingJob"
 
 // expectedReplicasPath is where the scale's spec.replicas lives in the job,
 // for managedFields.
@@ -78,24 +84,24 @@ func (r *ScaleREST) Get(ctx context.Context, name string, options *metav1.GetOpt
 	if err != nil {
 		return nil, err
 	}
-	return scaleOf(obj.(*batch.PyTorchTrainingJob)), nil
+	return r.scaleOf(obj.(batch.ElasticJob)), nil
 }
 
 // Update sets the job's expectedReplicas from the scale's spec.replicas.
 func (r *ScaleREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
 	updateValidation rest.ValidateObjectUpdateFunc, _ bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	obj, _, err := r.store.Update(ctx, name, &scaleUpdate{name: name, request: objInfo, resource: r.store.DefaultQualifiedResource},
+	obj, _, err := r.store.Update(ctx, name, &scaleUpdate{rest: r, name: name, request: objInfo},
 		func(ctx context.Context, obj runtime.Object) error {
-			return createValidation(ctx, scaleOf(obj.(*batch.PyTorchTrainingJob)))
+			return createValidation(ctx, r.scaleOf(obj.(batch.ElasticJob)))
 		},
 		func(ctx context.Context, obj, old runtime.Object) error {
-			return updateValidation(ctx, scaleOf(obj.(*batch.PyTorchTrainingJob)), scaleOf(old.(*batch.PyTorchTrainingJob)))
+			return updateValidation(ctx, r.scaleOf(obj.(batch.ElasticJob)), r.scaleOf(old.(batch.ElasticJob)))
 		},
 		false, options)
 	if err != nil {
 		return nil, false, err
 	}
-	return scaleOf(obj.(*batch.PyTorchTrainingJob)), false, nil
+	return r.scaleOf(obj.(batch.ElasticJob)), false, nil
 }
 
 // ConvertToTable shows a scale as kubectl get shows one.
@@ -105,23 +111,23 @@ func (r *ScaleREST) ConvertToTable(ctx context.Context, object runtime.Object, t
 
 // scaleOf is the scale of a job: the replicas it runs (all of them, for a
 // job that is not elastic), how many have a pod, and the pods' selector.
-func scaleOf(job *batch.PyTorchTrainingJob) *scalescheme.Scale {
-	spec := batch.TotalReplicas(job.Spec.ReplicaSpecs)
-	if e := job.Spec.Elastic; batch.ElasticEnabled(e) {
+func (r *ScaleREST) scaleOf(job batch.ElasticJob) *scalescheme.Scale {
+	spec := batch.TotalReplicas(job.CommonSpec().ReplicaSpecs)
+	if e := job.ElasticSpec(); batch.ElasticEnabled(e) {
 		spec = batch.ElasticTotal(spec, e.MinReplicas, e.MaxReplicas, e.ExpectedReplicas)
 	}
 	return &scalescheme.Scale{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:              job.Name,
-			Namespace:         job.Namespace,
-			UID:               job.UID,
-			ResourceVersion:   job.ResourceVersion,
-			CreationTimestamp: job.CreationTimestamp,
+			Name:              job.GetName(),
+			Namespace:         job.GetNamespace(),
+			UID:               job.GetUID(),
+			ResourceVersion:   job.GetResourceVersion(),
+			CreationTimestamp: job.GetCreationTimestamp(),
 		},
 		Spec: scalescheme.ScaleSpec{Replicas: int32(min(spec, batch.MaxTotalReplicas))},
 		Status: scalescheme.ScaleStatus{
-			Replicas: ptr.Deref(job.Status.Replicas, 0),
-			Selector: &metav1.LabelSelector{MatchLabels: v1beta1.JobLabels(kindName, job.Name)},
+			Replicas: ptr.Deref(job.JobStatus().Replicas, 0),
+			Selector: &metav1.LabelSelector{MatchLabels: v1beta1.JobLabels(r.kind, job.GetName())},
 		},
 	}
 }
@@ -129,20 +135,21 @@ func scaleOf(job *batch.PyTorchTrainingJob) *scalescheme.Scale {
 // scaleUpdate turns the job as stored into its scale, lets the request
 // change that, and carries the new count back into the job.
 type scaleUpdate struct {
-	name     string
-	request  rest.UpdatedObjectInfo
-	resource schema.GroupResource
+	rest    *ScaleREST
+	name    string
+	request rest.UpdatedObjectInfo
 }
 
 func (u *scaleUpdate) Preconditions() *metav1.Preconditions { return u.request.Preconditions() }
 
 func (u *scaleUpdate) UpdatedObject(ctx context.Context, oldObj runtime.Object) (runtime.Object, error) {
-	job := oldObj.DeepCopyObject().(*batch.PyTorchTrainingJob)
-	if job.ResourceVersion == "" {
-		return nil, apierrors.NewNotFound(u.resource, u.name)
+	resource := u.rest.store.DefaultQualifiedResource
+	job := oldObj.DeepCopyObject().(batch.ElasticJob)
+	if job.GetResourceVersion() == "" {
+		return nil, apierrors.NewNotFound(resource, u.name)
 	}
-	fields := managedfields.NewScaleHandler(job.ManagedFields, v1beta1.SchemeGroupVersion, expectedReplicasPath)
-	old := scaleOf(job)
+	fields := managedfields.NewScaleHandler(job.GetManagedFields(), v1beta1.SchemeGroupVersion, expectedReplicasPath)
+	old := u.rest.scaleOf(job)
 	var err error
 	if old.ManagedFields, err = fields.ToSubresource(); err != nil {
 		return nil, err
@@ -155,24 +162,28 @@ func (u *scaleUpdate) UpdatedObject(ctx context.Context, oldObj runtime.Object) 
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("expected a Scale, got %T", obj))
 	}
-	if scale.UID != "" && scale.UID != job.UID {
-		return nil, apierrors.NewConflict(u.resource, u.name,
-			fmt.Errorf("precondition failed: UID in the scale %s, UID of the job %s", scale.UID, job.UID))
+	if scale.UID != "" && scale.UID != job.GetUID() {
+		return nil, apierrors.NewConflict(resource, u.name,
+			fmt.Errorf("precondition failed: UID in the scale %s, UID of the job %s", scale.UID, job.GetUID()))
 	}
-	if scale.Spec.Replicas == old.Spec.Replicas && scale.ResourceVersion == job.ResourceVersion {
-		job.ManagedFields, err = fields.ToParent(scale.ManagedFields)
-		return job, err
+	setManagedFields := func() error {
+		managed, err := fields.ToParent(scale.ManagedFields)
+		job.SetManagedFields(managed)
+		return err
 	}
-	if phase := job.Status.Phase; phase.IsFinished() {
-		return nil, apierrors.NewConflict(u.resource, u.name, fmt.Errorf("the job has %s and cannot scale", phase))
+	if scale.Spec.Replicas == old.Spec.Replicas && scale.ResourceVersion == job.GetResourceVersion() {
+		return job, setManagedFields()
 	}
-	if !batch.ElasticEnabled(job.Spec.Elastic) {
-		return nil, apierrors.NewInvalid(batch.Kind(kindName), u.name, field.ErrorList{field.Invalid(
+	if phase := job.JobStatus().Phase; phase.IsFinished() {
+		return nil, apierrors.NewConflict(resource, u.name, fmt.Errorf("the job has %s and cannot scale", phase))
+	}
+	e := job.ElasticSpec()
+	if !batch.ElasticEnabled(e) {
+		return nil, apierrors.NewInvalid(batch.Kind(u.rest.kind), u.name, field.ErrorList{field.Invalid(
 			field.NewPath("spec", "elastic", "enabled"), false,
 			"only an elastic job scales: its replicas are fixed while it runs; see spec.elastic")})
 	}
-	job.Spec.Elastic.ExpectedReplicas = ptr.To(scale.Spec.Replicas)
-	job.ResourceVersion = scale.ResourceVersion
-	job.ManagedFields, err = fields.ToParent(scale.ManagedFields)
-	return job, err
+	e.ExpectedReplicas = ptr.To(scale.Spec.Replicas)
+	job.SetResourceVersion(scale.ResourceVersion)
+	return job, setManagedFields()
 }
