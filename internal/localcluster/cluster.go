@@ -437,6 +437,10 @@ func (c *Cluster) stopProcess(comp *Component, strays []int) bool {
 		c.Host.Logf("stopping %s (pid %d)", comp.Name, pid)
 		c.Host.Stop(comp.Name, pid, timeout)
 		found = true
+	} else if recorded := c.Host.ReadPID(c.Paths.PIDFile(comp.Name)); recorded != 0 && len(strays) == 0 {
+		// It was started and is gone: say so, with why, rather than leave
+		// a failed run to guess what stopped answering.
+		c.Host.Logf("%s (pid %d) had exited before the stop\n%s", comp.Name, recorded, c.logTail(comp.Name))
 	}
 	for _, pid := range strays {
 		if comp.runs(c.Host, pid, c.home(comp)) {

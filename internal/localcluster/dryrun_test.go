@@ -164,3 +164,55 @@ func firstDifference(want, got string) string {
 	}
 	return "(same lines, different endings)"
 }
+
+// TestStopSaysWhatHadExited: a component that was started and is gone when
+// the stack stops is named, with the end of its log, so that a run whose
+// stack stopped answering says why (an etcd that died mid-run).
+func TestStopSaysWhatHadExited(t *testing.T) {
+	dir := t.TempDir()
+	s, err := SettingsFromEnv(func(name string) (string, bool) {
+		v, ok := map[string]string{"LOCAL_SKIP_TRAINING": "1", "LOCAL_KUEUE": "0", "LOCAL_SCHEDULER_PLUGINS": "0",
+			"LOCAL_GANG_WORKLOAD": "0", "LOCAL_FAKE_NODES": "1"}[name]
+		return v, ok
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixtures, err := filepath.Abs("testdata/modules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := Paths{Repo: dir, Bin: "/BIN", Dir: filepath.Join(dir, "local"), Persist: filepath.Join(dir, "persist"),
+		Modules: Modules{Kwok: filepath.Join(fixtures, "kwok"), Kueue: filepath.Join(fixtures, "kueue"),
+			SchedulerPlugins: filepath.Join(fixtures, "scheduler-plugins")}}
+	var out bytes.Buffer
+	host := &DryRunHost{Out: &out}
+	c := New(s, paths, host, 0)
+	if err := c.Up(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// etcd exits, leaving its last words in its log.
+	etcdPID := host.ReadPID(paths.PIDFile("etcd"))
+	delete(host.running, etcdPID)
+	if err := os.MkdirAll(paths.Logs(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(paths.LogFile("etcd"), []byte("starting\npanic: write wal: no space left on device\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := c.Down(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	stop := out.String()
+	want := "# etcd (pid " + strconv.Itoa(etcdPID) + ") had exited before the stop"
+	if !strings.Contains(stop, want) || !strings.Contains(stop, "no space left on device") {
+		t.Errorf("the stop does not say etcd had exited, with the end of its log:\n%s", stop)
+	}
+	if strings.Contains(stop, "kill -TERM "+strconv.Itoa(etcdPID)) {
+		t.Errorf("the stop signalled the pid of the etcd that had exited:\n%s", stop)
+	}
+	if n := strings.Count(stop, "had exited before the stop"); n != 1 {
+		t.Errorf("%d components said to have exited, want only etcd:\n%s", n, stop)
+	}
+}

@@ -31,8 +31,14 @@ import (
 	"tensorstack.dev/training/test/e2e/framework"
 )
 
+// elasticTrainingSteps is how many steps of about 0.3 s the elastic jobs
+// train: enough that a group re-formed after a scale, which takes new pods
+// started and a rendezvous (7 s on an idle machine, over 20 s while the
+// install test loads it), still has steps to train.
+const elasticTrainingSteps = 150
+
 // elasticJob is an elastic torchrun job of 1 to 3 workers, expected of them
-// at first, that trains for 60 steps of about 0.3 s
+// at first, that trains for elasticTrainingSteps steps
 // (artifacts/examples/scripts/pytorch_elastic.py).
 func elasticJob(name string, expected int) *framework.JobBuilder {
 	return framework.NewPyTorchJob(name).WithReplicas("worker", 1).
@@ -40,7 +46,7 @@ func elasticJob(name string, expected int) *framework.JobBuilder {
 			ExtraOptions: []string{"--rdzv-conf=last_call_timeout=1", "--monitor-interval=0.5"}}).
 		Elastic(1, 3, int32(expected)).GracePeriod(5).
 		Image(framework.TrainingImage).Command("python3", "pytorch_elastic.py").
-		Env("STEPS", "60").Env("STEP_SECONDS", "0.3").Requests("200m", "256Mi").MemoryLimit("1Gi")
+		Env("STEPS", strconv.Itoa(elasticTrainingSteps)).Env("STEP_SECONDS", "0.3").Requests("200m", "256Mi").MemoryLimit("1Gi")
 }
 
 var elasticStep = regexp.MustCompile(`rank=\d+ world=(\d+) step=(\d+) loss=[0-9.]+ at=([0-9.]+)`)
@@ -144,8 +150,8 @@ func TestRealNodeElastic(t *testing.T) {
 		}
 		for i := range tc.to {
 			pod := fmt.Sprintf("%s-worker-%d", tc.name, i)
-			if last := lastStep(elasticSteps(f, pod), tc.to); last.step != 60 {
-				t.Errorf("%s: %s's last step in a group of %d is %d, want 60", tc.name, pod, tc.to, last.step)
+			if last := lastStep(elasticSteps(f, pod), tc.to); last.step != elasticTrainingSteps {
+				t.Errorf("%s: %s's last step in a group of %d is %d, want %d", tc.name, pod, tc.to, last.step, elasticTrainingSteps)
 			}
 		}
 		if n := len(f.Pods(ref)); n != tc.to {
