@@ -100,7 +100,13 @@ func TestElasticScale(t *testing.T) {
 	if r := f.KubectlNS("scale", "pj/grow", "--replicas=5"); r.Err == nil || !strings.Contains(r.Stderr, "spec.elastic.expectedReplicas") {
 		t.Errorf("kubectl scale beyond maxReplicas: %s, want a refusal naming spec.elastic.expectedReplicas", r)
 	}
-	events := f.MustKubectl("get", "events", "--field-selector", "reason=Scaled,involvedObject.name=grow", "-o", "name")
+	// Events are written in the background: the last may lag the pods.
+	var events string
+	f.Eventually(framework.Timeout, "a Scaled event per scale", func(context.Context) (bool, error) {
+		r := f.KubectlNS("get", "events", "--field-selector", "reason=Scaled,involvedObject.name=grow", "-o", "name")
+		events = r.Stdout
+		return r.Err == nil && len(strings.Fields(events)) >= 2, nil
+	})
 	if n := len(strings.Fields(events)); n != 2 {
 		t.Errorf("%d Scaled events, want 2 (2 to 4, 4 to 2): %s", n, events)
 	}
