@@ -104,9 +104,9 @@ func newConvertCommand(e *env) *cobra.Command {
 		Short: "Convert Kubeflow TFJob, PyTorchJob, XGBoostJob and MPIJob manifests into training jobs",
 		Long: `Convert kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob and MPIJob manifests,
 and mpi-operator's kubeflow.org/v2beta1 MPIJobs, into TensorFlowTrainingJobs,
-PyTorchTrainingJobs, XGBoostTrainingJobs and MPIJobs, and print them: YAML documents separated by ---, or with
--o json one JSON object (a List when there are several). Whatever cannot be
-carried over exactly is reported on standard error as "Warning: <path>: <message>".
+PyTorchTrainingJobs, XGBoostTrainingJobs and MPIJobs, and print them: YAML
+documents separated by ---, or with -o json one JSON object (a List when there
+are several). Whatever cannot be carried over exactly is reported on standard error as "Warning: <path>: <message>".
 Nothing is sent to the cluster.`,
 		Example: `  kubectl training convert -f tfjob.yaml > tensorflowtrainingjob.yaml
   kubectl get pytorchjob resnet -o yaml | kubectl training convert -f -`,

@@ -58,8 +58,8 @@ limitations under the License.
 //   - Carrying the policies out on the status copy: restarts.go (a
 //     replica's exit observed; replicas replaced, one or all; a suspect
 //     node noted), failurerules_generic.go (a replica failed for good,
-//     tolerated while a GenericJob's failure rules let it be), stops.go (a pause, a resume and every stop of the
-//     running pods, after the checkpoint it asks for), stall.go (a stall's
+//     tolerated while a GenericJob's failure rules let it be), stops.go (a
+//     pause, a resume and every stop of the running pods, after the checkpoint it asks for), stall.go (a stall's
 //     condition, event, restart and log tails), attempts.go (each start of
 //     the pods, how it ended, what failed in it), finish.go (the finish,
 //     clean-up and TTL), gang.go and queue.go (what the reconcile decides

@@ -53,14 +53,7 @@ var exampleWarnings = map[string][]string{
 // server, give the expected warnings only, and keep the replicas of each
 // type, their images and their commands.
 func TestKubeflowExamples(t *testing.T) {
-	var examples []kubeflowtest.Example
-	for _, src := range kubeflowtest.Sources {
-		found, files := kubeflowtest.Examples(t, src)
-		if files != src.Files || len(found) != src.Documents {
-			t.Fatalf("%s: found %d documents in %d files, want %d in %d", src.Module, len(found), files, src.Documents, src.Files)
-		}
-		examples = append(examples, found...)
-	}
+	examples := kubeflowtest.AllExamples(t)
 	for _, example := range examples {
 		t.Run(example.Name(), func(t *testing.T) {
 			input := runtime.DeepCopyJSON(example.Object)

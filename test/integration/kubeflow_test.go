@@ -35,14 +35,7 @@ import (
 // through the generated clientset:
 // the server must accept every one as converted, and store none.
 func TestKubeflowExamplesAccepted(t *testing.T) {
-	var examples []kubeflowtest.Example
-	for _, src := range kubeflowtest.Sources {
-		found, files := kubeflowtest.Examples(t, src)
-		if files != src.Files || len(found) != src.Documents {
-			t.Fatalf("%s: found %d documents in %d files, want %d in %d", src.Module, len(found), files, src.Documents, src.Files)
-		}
-		examples = append(examples, found...)
-	}
+	examples := kubeflowtest.AllExamples(t)
 	s := framework.StartTestServer(t, "")
 	ctx := context.Background()
 	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}

@@ -87,6 +87,21 @@ func (e Example) Name() string {
 	return fmt.Sprintf("%s#%d", e.File, e.Index)
 }
 
+// AllExamples returns the examples of every source, and fails the test
+// when a source holds fewer than were counted.
+func AllExamples(t testing.TB) []Example {
+	t.Helper()
+	var all []Example
+	for _, src := range Sources {
+		found, files := Examples(t, src)
+		if files != src.Files || len(found) != src.Documents {
+			t.Fatalf("%s: found %d documents in %d files, want %d in %d", src.Module, len(found), files, src.Documents, src.Files)
+		}
+		all = append(all, found...)
+	}
+	return all
+}
+
 // Examples returns every job of the source's API version and kinds in the
 // *.yaml files under its module's examples directory, and the number of
 // files they come from. Other documents (PVCs, ...) are skipped. The test
