@@ -64,6 +64,9 @@ func (r *reconciler) act(ctx context.Context) (time.Duration, error) {
 	if err := updateResumeAnnotations(ctx, r.podClient(), r.logger, r.status.Checkpoint, r.resumeLagging); err != nil {
 		errs = append(errs, err)
 	}
+	if err := r.actOnInPlace(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	// The status holds the outcomes now: the pods may go.
 	if err := r.releaseRecorded(ctx); err != nil {
 		errs = append(errs, err)

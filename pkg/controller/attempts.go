@@ -57,6 +57,12 @@ func (r *reconciler) beginAttempt() {
 	if len(r.creates) == 0 || r.openAttempt() != nil {
 		return
 	}
+	r.newAttempt()
+}
+
+// newAttempt opens the job's next attempt, resuming from its latest
+// checkpoint, and keeps the newest attempts only.
+func (r *reconciler) newAttempt() {
 	st := r.status
 	st.AttemptCount++
 	a := v1beta1.Attempt{Number: st.AttemptCount, StartTime: *r.metaNow()}
@@ -158,7 +164,7 @@ func (r *reconciler) failedReplicaReason(ex *replicaExit) string {
 		return v1beta1.SuspectNodePreflightFailed
 	case p.Status.Reason != "":
 		return v1beta1.CutReason(p.Status.Reason)
-	case p.Status.Phase != corev1.PodFailed:
+	case podOutcome(p) != corev1.PodFailed:
 		return failedReplicaDeletedWhileRan
 	}
 	if t := failedTermination(r.kind, p); t != nil && t.Reason != "" {

@@ -57,7 +57,9 @@ limitations under the License.
 //     (a finished job's pods, and its TTL).
 //   - Carrying the policies out on the status copy: restarts.go (a
 //     replica's exit observed; replicas replaced, one or all; a suspect
-//     node noted), failurerules_generic.go (a replica failed for good,
+//     node noted), inplace.go (a whole-job restart in place: the next
+//     attempt asked of every pod, released once every pod waits for it,
+//     and the restart agents stopped), failurerules_generic.go (a replica failed for good,
 //     tolerated while a GenericJob's failure rules let it be), stops.go (a
 //     pause, a resume and every stop of the running pods, after the checkpoint it asks for), stall.go (a stall's
 //     condition, event, restart and log tails), attempts.go (each start of

@@ -107,6 +107,14 @@ type reconciler struct {
 
 	restarts      map[v1beta1.ReplicaType]int32 // replacements decided now, per type
 	restartingJob bool                          // a RestartJob decided now
+	// In-place restarts (inplace.go): inPlaceDecided says whether this
+	// reconcile decided how the job restarts, inPlaceBump that it restarts
+	// in place; inPlaceWaiting that pods wait for the job's attempt to be
+	// released. attemptAsks are pods to ask for the job's attempt,
+	// attemptReleases pods to release it to, agentStops pods whose restart
+	// agent is to exit.
+	inPlaceDecided, inPlaceBump, inPlaceWaiting bool
+	attemptAsks, attemptReleases, agentStops    []*corev1.Pod
 	failure       string                        // a replica failure seen now, for ReplicaFailure
 
 	creates []*slot

@@ -20,7 +20,9 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // podOutcome is the phase a pod has, or the one it is certain to reach: a
@@ -29,28 +31,57 @@ import (
 // sandbox down (a second or more later). Deciding a job's outcome from the
 // containers saves that time, and the kubelet cannot come to another
 // conclusion: it derives the phase from the same container states.
+//
+// A pod that restarts in place has failed once one of its containers
+// failed: its restart agent keeps it running for a restart the controller
+// may or may not decide.
 func podOutcome(p *corev1.Pod) corev1.PodPhase {
-	if p.Status.Phase == corev1.PodRunning && containersSucceeded(p) {
-		return corev1.PodSucceeded
+	if p.Status.Phase == corev1.PodRunning {
+		if containersSucceeded(p) {
+			return corev1.PodSucceeded
+		}
+		if containerFailedBesideAgent(p) {
+			return corev1.PodFailed
+		}
 	}
 	return p.Status.Phase
+}
+
+// containerFailedBesideAgent says whether a pod with an in-place restart
+// agent has another regular container that exited non-zero.
+func containerFailedBesideAgent(p *corev1.Pod) bool {
+	if _, ok := podbuilder.PodAttempt(p); !ok {
+		return false
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && !podbuilder.IsRestartAgent(cs.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 // containersSucceeded says whether the kubelet has reported every regular
 // container of the pod exited with code 0, under restart rules that do not
 // run a container again after it exits 0. A container with restart rules of
-// its own is left to the kubelet's phase: its rules may run it again.
+// its own is left to the kubelet's phase: its rules may run it again. The
+// in-place restart agent is left aside: it runs until the controller, seeing
+// the others done, tells it to stop.
 func containersSucceeded(p *corev1.Pod) bool {
 	if p.Spec.RestartPolicy == corev1.RestartPolicyAlways || len(p.Spec.Containers) == 0 ||
 		len(p.Status.ContainerStatuses) != len(p.Spec.Containers) {
 		return false
 	}
 	for i := range p.Spec.Containers {
-		if c := &p.Spec.Containers[i]; c.RestartPolicy != nil || len(c.RestartPolicyRules) > 0 {
+		if c := &p.Spec.Containers[i]; (c.RestartPolicy != nil || len(c.RestartPolicyRules) > 0) && !podbuilder.IsRestartAgent(c.Name) {
 			return false
 		}
 	}
 	for i := range p.Status.ContainerStatuses {
+		if podbuilder.IsRestartAgent(p.Status.ContainerStatuses[i].Name) {
+			// It runs until told the pod is done (planAgentStops).
+			continue
+		}
 		t := p.Status.ContainerStatuses[i].State.Terminated
 		if t == nil || t.ExitCode != 0 {
 			return false

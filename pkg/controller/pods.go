@@ -107,7 +107,9 @@ func (r *reconciler) builder() *podbuilder.Builder {
 		Resumed:    r.hasBeenPaused(),
 		GatesOpen:  r.gatesOpen,
 		AvoidNodes: r.status.SuspectNodeNames(),
+		Attempt:    r.status.AttemptCount,
 	}
+	b.AttemptReleased = r.releasedAttempt()
 	if r.c.gang != nil && r.gang != nil {
 		b.Gang = gangJoin{backend: r.c.gang, group: r.gang.Name}
 	}

@@ -168,7 +168,9 @@ func (r *reconciler) plan() {
 		r.planActive()
 		r.planStartupGates()
 		r.planUnqueued()
+		r.planInPlace()
 	}
+	r.planAgentStops()
 
 	// What the running pods are told: a checkpoint request no stop needs
 	// any more is called off, and lagging resume points are brought up to

@@ -123,6 +123,12 @@ func (r *reconciler) observeReplica(s *slot, debug bool) {
 	case p.Status.Phase == corev1.PodFailed:
 		s.exit = r.failedExit(p, "failed")
 		return
+	case podbuilder.InPlace(r.spec) && r.inPlaceFailed(p):
+		// Its restart agent keeps the pod, so that the decision can
+		// restart it in place.
+		s.phase = v1beta1.ReplicaFailed
+		s.exit = r.failedExit(p, "failed")
+		return
 	case p.DeletionTimestamp != nil:
 		// Deleted by someone else while it ran: it will not run on, and
 		// what it would have done is unknown.
@@ -182,6 +188,11 @@ func (r *reconciler) handleExit(s *slot, debug bool) (reason, message string) {
 	case exitMovesNode:
 		return r.retryElsewhere(s)
 	case exitCountedRestart:
+		if podbuilder.InPlace(r.spec) {
+			// A pod of a job that restarts in place is never replaced
+			// alone: the replicas meet again in a new attempt.
+			return r.restartJob(s, d.why)
+		}
 		return r.countedRestart(s, d.why)
 	case exitRestartsJob:
 		return r.restartJob(s, d.why)
@@ -266,8 +277,15 @@ func (r *reconciler) restartJob(s *slot, why string) (reason, message string) {
 		r.status.BackoffCount++
 		r.restartingJob = true
 		r.failure = fmt.Sprintf("replica %s %s", host, how)
-		r.event(corev1.EventTypeWarning, ReasonRestartingJob, "replica %s %s; restarting every replica of the job (%s; restart %d of %d)",
-			host, how, why, r.status.BackoffCount, limit)
+		restart := "restarting every replica of the job"
+		if r.restartsInPlace() {
+			restart = fmt.Sprintf("restarting every replica of the job in place, as attempt %d", r.status.AttemptCount)
+		}
+		r.event(corev1.EventTypeWarning, ReasonRestartingJob, "replica %s %s; %s (%s; restart %d of %d)",
+			host, how, restart, why, r.status.BackoffCount, limit)
+	}
+	if r.restartsInPlace() {
+		return "", ""
 	}
 	r.restartReplica(s, false, "", "")
 	r.replaceEveryReplica("the whole job is being restarted")

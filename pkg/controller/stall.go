@@ -126,6 +126,10 @@ func (r *reconciler) stallRecord() *v1beta1.StallStatus {
 // stop of a stalled job.
 func (r *reconciler) restartAll(message string) {
 	r.restartingJob = true
+	if r.restartsInPlace() {
+		r.event(corev1.EventTypeWarning, ReasonRestartingJob, "%s, in place as attempt %d", message, r.status.AttemptCount)
+		return
+	}
 	r.event(corev1.EventTypeWarning, ReasonRestartingJob, "%s", message)
 	r.replaceEveryReplica("the job stalled")
 }

@@ -47,6 +47,11 @@ type Builder struct {
 	// AvoidNodes are nodes the pods must not be placed on: the job's
 	// suspect nodes.
 	AvoidNodes []string
+	// Attempt is the job's attempt the pods are made for, and
+	// AttemptReleased the newest one they may start: below Attempt while
+	// an in-place restart waits for every replica to leave the old one.
+	// Only pods that restart in place carry them.
+	Attempt, AttemptReleased int32
 
 	envOnce sync.Once
 	env     ReplicaEnv
@@ -155,6 +160,9 @@ func (b *Builder) Pod(id ReplicaID) (*corev1.Pod, error) {
 	b.addCheckpointContract(pod, ci)
 	if d, ok := b.Adapter.(PodDecorator); ok {
 		d.DecoratePod(b.Topology, id, pod, ci)
+	}
+	if InPlace(spec) {
+		addInPlaceRestart(pod, &pod.Spec.Containers[ci], b.Attempt, b.AttemptReleased)
 	}
 	return pod, nil
 }

@@ -48,6 +48,14 @@ func annotationFile(name, annotation string) corev1.DownwardAPIVolumeFile {
 	}
 }
 
+// annotationEnv is a variable the kubelet reads from a pod annotation each
+// time it starts the container; empty when the pod lacks the annotation.
+func annotationEnv(name, annotation string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + annotation + "']"},
+	}}
+}
+
 // addCheckpointContract gives the training container of a job with a
 // checkpoint policy what the contract promises it: the checkpoint
 // directory, the last good checkpoint to resume from, and the file through
@@ -76,7 +84,14 @@ func (b *Builder) addCheckpointContract(pod *corev1.Pod, ci int) {
 	for k, v := range ResumeAnnotations(b.Job.JobStatus().Checkpoint) {
 		pod.Annotations[k] = v
 	}
-	if from := pod.Annotations[v1beta1.AnnotationResumeFrom]; from != "" {
+	switch from := pod.Annotations[v1beta1.AnnotationResumeFrom]; {
+	case InPlace(b.Job.CommonSpec()):
+		// Read from the annotations at each container start, so that a
+		// restart in place resumes from the latest checkpoint; empty
+		// before the first.
+		env = append(env, annotationEnv(v1beta1.EnvResumeFrom, v1beta1.AnnotationResumeFrom),
+			annotationEnv(v1beta1.EnvResumeStep, v1beta1.AnnotationResumeStep))
+	case from != "":
 		env = append(env, envVar(v1beta1.EnvResumeFrom, from))
 		if step := pod.Annotations[v1beta1.AnnotationResumeStep]; step != "" {
 			env = append(env, envVar(v1beta1.EnvResumeStep, step))

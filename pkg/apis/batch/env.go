@@ -37,6 +37,9 @@ const (
 	EnvCheckpointRequestFile = "TENSORSTACK_CHECKPOINT_REQUEST_FILE"
 	EnvResumeFrom            = "TENSORSTACK_RESUME_FROM"
 	EnvResumeStep            = "TENSORSTACK_RESUME_STEP"
+	// EnvAttempt is the number of the job's attempt (status.attempts) a
+	// container runs in, under the InPlace restart strategy.
+	EnvAttempt = "TENSORSTACK_ATTEMPT"
 )
 
 // EnvPythonUnbuffered is set to 1 for the Python frameworks so that their
@@ -47,7 +50,7 @@ const EnvPythonUnbuffered = "PYTHONUNBUFFERED"
 // JobEnvNames are the variables of every kind.
 func JobEnvNames() []string {
 	return []string{EnvJobName, EnvJobNamespace, EnvJobResource, EnvCheckpointDir, EnvCheckpointInterval,
-		EnvCheckpointRequestFile, EnvResumeFrom, EnvResumeStep}
+		EnvCheckpointRequestFile, EnvResumeFrom, EnvResumeStep, EnvAttempt}
 }
 
 // TensorFlowEnvNames are a TensorFlow job's own: TF_CONFIG.

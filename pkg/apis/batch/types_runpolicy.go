@@ -78,7 +78,22 @@ type RunPolicy struct {
 
 	// Preflight is a check run on every replica's node before training.
 	Preflight *Preflight `json:"preflight,omitempty"`
+
+	// RestartStrategy says how a whole-job restart brings the replicas
+	// back: Recreate (the default) or InPlace.
+	RestartStrategy RestartStrategy `json:"restartStrategy,omitempty"`
 }
+
+// RestartStrategy is how a whole-job restart brings the replicas back.
+type RestartStrategy string
+
+const (
+	// RestartStrategyRecreate deletes every pod and creates them again.
+	RestartStrategyRecreate RestartStrategy = "Recreate"
+	// RestartStrategyInPlace restarts every pod's containers where the pod
+	// is.
+	RestartStrategyInPlace RestartStrategy = "InPlace"
+)
 
 // Preflight is a check a replica runs on its node before it trains.
 type Preflight struct {

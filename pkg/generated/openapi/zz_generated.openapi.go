@@ -21328,6 +21328,14 @@ func schema_pkg_apis_batch_v1beta1_RunPolicy(ref common.ReferenceCallback) commo
 							Ref:         ref(v1beta1.Preflight{}.OpenAPIModelName()),
 						},
 					},
+					"restartStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RestartStrategy says how a restart of the whole job (a RestartJob rule, a stall restart, a failure the replica's restartPolicy retries) brings the replicas back. Recreate, the default, deletes every pod and creates new ones. InPlace keeps every pod on its node and has the kubelet restart its containers (a container restart rule): no scheduling, no new sandbox, no image pull. Under InPlace every restart the job counts restarts the whole job, and every pod holds its training containers back until the old attempt has left every replica. A restart falls back to Recreate, with an event and the Restarting condition saying why, when a pod is gone or being deleted, its node is lost, or the cluster dropped the restart rule. The pods need nodes whose kubelet restarts all containers of a pod in place (Kubernetes 1.36 or later), and a POSIX shell in the training container's image.\n\nPossible enum values:\n - `\"InPlace\"` restarts every pod's containers where the pod is.\n - `\"Recreate\"` deletes every pod and creates them again.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"InPlace", "Recreate"},
+						},
+					},
 				},
 			},
 		},

@@ -67,6 +67,9 @@ func internalFuncs() []interface{} {
 			if p.Checkpoint != nil && p.Checkpoint.StopGraceSeconds == nil {
 				p.Checkpoint.StopGraceSeconds = ptr.To(1 + c.Int31n(batch.DefaultStopGraceSeconds))
 			}
+			if p.RestartStrategy == "" {
+				p.RestartStrategy = oneOf(c, batch.RestartStrategyRecreate, batch.RestartStrategyInPlace)
+			}
 			if p.ProgressDeadlineSeconds != nil && p.StallPolicy == "" {
 				p.StallPolicy = oneOf(c, batch.StallPolicyNone, batch.StallPolicyRestart, batch.StallPolicyFail)
 			}

@@ -47,13 +47,17 @@ func SetDefaults_ReplicaSpec(obj *ReplicaSpec) {
 	}
 }
 
-// SetDefaults_RunPolicy fills the backoff limit and clean-up policy.
+// SetDefaults_RunPolicy fills the backoff limit, the clean-up policy and
+// the restart strategy.
 func SetDefaults_RunPolicy(obj *RunPolicy) {
 	if obj.BackoffLimit == nil {
 		obj.BackoffLimit = ptr.To(DefaultBackoffLimit)
 	}
 	if obj.CleanUpPolicy == "" {
 		obj.CleanUpPolicy = CleanUpPolicyUnfinished
+	}
+	if obj.RestartStrategy == "" {
+		obj.RestartStrategy = RestartStrategyRecreate
 	}
 }
 

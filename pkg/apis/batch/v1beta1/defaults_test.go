@@ -42,7 +42,7 @@ func TestTensorFlowDefaults(t *testing.T) {
 			// Resume specs have no defaults: without a command the template's is used.
 			Pause: &PauseMode{ResumeSpecs: []ResumeSpec{{Type: ReplicaTypeWorker}}},
 		},
-		RunPolicy: RunPolicy{BackoffLimit: ptr.To[int32](3), CleanUpPolicy: CleanUpPolicyUnfinished},
+		RunPolicy: RunPolicy{BackoffLimit: ptr.To[int32](3), CleanUpPolicy: CleanUpPolicyUnfinished, RestartStrategy: RestartStrategyRecreate},
 	}
 	if diff := cmp.Diff(want, job.Spec.TrainingJobSpec); diff != "" {
 		t.Errorf("defaulted spec differs (-want +got):\n%s", diff)
@@ -59,7 +59,7 @@ func TestDefaultsKeepWhatIsSet(t *testing.T) {
 		RunMode: &RunMode{Debug: &DebugMode{Enabled: true, ReplicaSpecs: []ReplicaDebugSpec{
 			{Type: ReplicaTypeWorker, Command: []string{"bash", "-c", "sleep 3600"}},
 		}}},
-		RunPolicy: RunPolicy{BackoffLimit: ptr.To[int32](0), CleanUpPolicy: CleanUpPolicyNone},
+		RunPolicy: RunPolicy{BackoffLimit: ptr.To[int32](0), CleanUpPolicy: CleanUpPolicyNone, RestartStrategy: RestartStrategyInPlace},
 	}
 	job := &TensorFlowTrainingJob{Spec: TensorFlowTrainingJobSpec{TrainingJobSpec: *spec.DeepCopy()}}
 	SetObjectDefaults_TensorFlowTrainingJob(job)

@@ -2749,6 +2749,11 @@ func (m *RunPolicy) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	i -= len(m.RestartStrategy)
+	copy(dAtA[i:], m.RestartStrategy)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.RestartStrategy)))
+	i--
+	dAtA[i] = 0x72
 	if m.Preflight != nil {
 		{
 			size, err := m.Preflight.MarshalToSizedBuffer(dAtA[:i])
@@ -4755,6 +4760,8 @@ func (m *RunPolicy) Size() (n int) {
 		l = m.Preflight.Size()
 		n += 1 + l + sovGenerated(uint64(l))
 	}
+	l = len(m.RestartStrategy)
+	n += 1 + l + sovGenerated(uint64(l))
 	return n
 }
 
@@ -5831,6 +5838,7 @@ func (this *RunPolicy) String() string {
 		`StallPolicy:` + fmt.Sprintf("%v", this.StallPolicy) + `,`,
 		`NodeFailureExitCodes:` + fmt.Sprintf("%v", this.NodeFailureExitCodes) + `,`,
 		`Preflight:` + strings.Replace(this.Preflight.String(), "Preflight", "Preflight", 1) + `,`,
+		`RestartStrategy:` + fmt.Sprintf("%v", this.RestartStrategy) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -14502,6 +14510,38 @@ func (m *RunPolicy) Unmarshal(dAtA []byte) error {
 			if err := m.Preflight.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
+			iNdEx = postIndex
+		case 14:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RestartStrategy", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.RestartStrategy = RestartStrategy(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
 		default:
 			iNdEx = preIndex

@@ -121,7 +121,35 @@ type RunPolicy struct {
 	// job's restarts (backoffLimit) at most once per node.
 	// +optional
 	Preflight *Preflight `json:"preflight,omitempty" protobuf:"bytes,13,opt,name=preflight"`
+
+	// RestartStrategy says how a restart of the whole job (a RestartJob
+	// rule, a stall restart, a failure the replica's restartPolicy retries)
+	// brings the replicas back. Recreate, the default, deletes every pod and
+	// creates new ones. InPlace keeps every pod on its node and has the
+	// kubelet restart its containers (a container restart rule): no
+	// scheduling, no new sandbox, no image pull. Under InPlace every restart
+	// the job counts restarts the whole job, and every pod holds its
+	// training containers back until the old attempt has left every replica.
+	// A restart falls back to Recreate, with an event and the Restarting
+	// condition saying why, when a pod is gone or being deleted, its node is
+	// lost, or the cluster dropped the restart rule. The pods need nodes
+	// whose kubelet restarts all containers of a pod in place (Kubernetes
+	// 1.36 or later), and a POSIX shell in the training container's image.
+	// +optional
+	RestartStrategy RestartStrategy `json:"restartStrategy,omitempty" protobuf:"bytes,14,opt,name=restartStrategy,casttype=RestartStrategy"`
 }
+
+// RestartStrategy is how a whole-job restart brings the replicas back.
+// +enum
+type RestartStrategy string
+
+const (
+	// RestartStrategyRecreate deletes every pod and creates them again.
+	RestartStrategyRecreate RestartStrategy = "Recreate"
+	// RestartStrategyInPlace restarts every pod's containers where the pod
+	// is.
+	RestartStrategyInPlace RestartStrategy = "InPlace"
+)
 
 // Preflight is a check a replica runs on its node before it trains. Its
 // container gets the node's name in TENSORSTACK_NODE_NAME.

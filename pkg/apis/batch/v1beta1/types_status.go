@@ -53,6 +53,12 @@ const (
 	// that long without a report that changed the step or epoch, and False
 	// again once one does or the pods are replaced.
 	ConditionStalled = "Stalled"
+	// ConditionRestartedInPlace, on a job with restartStrategy InPlace,
+	// says how its last whole-job restart went: True with reason
+	// RestartingInPlace when every pod was restarted where it was, False
+	// with reason RecreatingInstead, and why, when the pods had to be
+	// recreated.
+	ConditionRestartedInPlace = "RestartedInPlace"
 )
 
 // Reasons of the Stalled condition.

@@ -82,6 +82,10 @@ const (
 	// last good checkpoint when the pod was made; unset before the first.
 	EnvResumeFrom = batch.EnvResumeFrom
 	EnvResumeStep = batch.EnvResumeStep
+	// EnvAttempt is the number of the job's attempt a container runs in
+	// (status.attempts), under the InPlace restart strategy. An in-place
+	// restart starts the containers again with the next number.
+	EnvAttempt = batch.EnvAttempt
 )
 
 // AnnotationCheckpointRequest is set by the controller on a job's pods when

@@ -33,7 +33,8 @@ var (
 	supportedCleanUpPolicies = []batch.CleanUpPolicy{
 		batch.CleanUpPolicyAll, batch.CleanUpPolicyUnfinished, batch.CleanUpPolicyNone,
 	}
-	supportedStartupPolicies = []batch.StartupPolicy{batch.StartupPolicyAnyOrder, batch.StartupPolicyInOrder}
+	supportedStartupPolicies   = []batch.StartupPolicy{batch.StartupPolicyAnyOrder, batch.StartupPolicyInOrder}
+	supportedRestartStrategies = []batch.RestartStrategy{batch.RestartStrategyRecreate, batch.RestartStrategyInPlace}
 )
 
 // Bounds of the T9k scheduler priority.
@@ -149,6 +150,9 @@ func validateRunPolicy(policy *batch.RunPolicy, fldPath *field.Path) field.Error
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("backoffLimit"), *b, "must be greater than or equal to 0"))
 	} else if b != nil {
 		allErrs = append(allErrs, validateAtMost(*b, batch.MaxBackoffLimit, fldPath.Child("backoffLimit"))...)
+	}
+	if r := policy.RestartStrategy; r != "" && !contains(supportedRestartStrategies, r) {
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("restartStrategy"), string(r), supportedRestartStrategies))
 	}
 	if c := policy.CleanUpPolicy; c != "" && !contains(supportedCleanUpPolicies, c) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("cleanUpPolicy"), string(c), supportedCleanUpPolicies))

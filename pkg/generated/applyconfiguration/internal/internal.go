@@ -866,6 +866,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: progressDeadlineSeconds
       type:
         scalar: numeric
+    - name: restartStrategy
+      type:
+        scalar: string
     - name: stallPolicy
       type:
         scalar: string

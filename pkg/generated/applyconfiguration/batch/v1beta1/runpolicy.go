@@ -100,6 +100,20 @@ type RunPolicyApplyConfiguration struct {
 	// suspect and is created again on another node; that costs one of the
 	// job's restarts (backoffLimit) at most once per node.
 	Preflight *PreflightApplyConfiguration `json:"preflight,omitempty"`
+	// RestartStrategy says how a restart of the whole job (a RestartJob
+	// rule, a stall restart, a failure the replica's restartPolicy retries)
+	// brings the replicas back. Recreate, the default, deletes every pod and
+	// creates new ones. InPlace keeps every pod on its node and has the
+	// kubelet restart its containers (a container restart rule): no
+	// scheduling, no new sandbox, no image pull. Under InPlace every restart
+	// the job counts restarts the whole job, and every pod holds its
+	// training containers back until the old attempt has left every replica.
+	// A restart falls back to Recreate, with an event and the Restarting
+	// condition saying why, when a pod is gone or being deleted, its node is
+	// lost, or the cluster dropped the restart rule. The pods need nodes
+	// whose kubelet restarts all containers of a pod in place (Kubernetes
+	// 1.36 or later), and a POSIX shell in the training container's image.
+	RestartStrategy *batchv1beta1.RestartStrategy `json:"restartStrategy,omitempty"`
 }
 
 // RunPolicyApplyConfiguration constructs a declarative configuration of the RunPolicy type for use with
@@ -211,5 +225,13 @@ func (b *RunPolicyApplyConfiguration) WithNodeFailureExitCodes(values ...int32) 
 // If called multiple times, the Preflight field is set to the value of the last call.
 func (b *RunPolicyApplyConfiguration) WithPreflight(value *PreflightApplyConfiguration) *RunPolicyApplyConfiguration {
 	b.Preflight = value
+	return b
+}
+
+// WithRestartStrategy sets the RestartStrategy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RestartStrategy field is set to the value of the last call.
+func (b *RunPolicyApplyConfiguration) WithRestartStrategy(value batchv1beta1.RestartStrategy) *RunPolicyApplyConfiguration {
+	b.RestartStrategy = &value
 	return b
 }
