@@ -115,7 +115,7 @@ type reconciler struct {
 	// agent is to exit.
 	inPlaceDecided, inPlaceBump, inPlaceWaiting bool
 	attemptAsks, attemptReleases, agentStops    []*corev1.Pod
-	failure       string                        // a replica failure seen now, for ReplicaFailure
+	failure                                     string // a replica failure seen now, for ReplicaFailure
 
 	creates []*slot
 	deletes []deletion
