@@ -10,10 +10,13 @@
 #   - a PyTorchTrainingJob of 2 ranks (torchrun, gloo) with its default
 #     rendezvous, static, and one with c10d: from its create to every rank's
 #     first training step;
-#   - the default job: from its last rank's exit to Succeeded.
+#   - the default job: from its last rank's exit to Succeeded;
+#   - a RestartJob after a SIGKILL of rank 1, restartStrategy Recreate next
+#     to InPlace: from the kill to every rank past a step of the new attempt.
 #
 # Settings (environment):
 #   BENCH_RUNS=5   runs of each measurement (the median, min and max are printed)
+#   BENCH_REAL_ONLY=recovery   only the recovery measurement
 #   LOCAL_*        the stack's settings (hack/local-up.sh)
 set -euo pipefail
 

@@ -80,10 +80,16 @@ func applyJob(f *framework.Framework, b *framework.JobBuilder) {
 	}
 }
 
-// podLog returns the training container's log of a pod.
+// podLog returns the training container's log of a pod: its only
+// container, or the one kubectl picks (a pod that restarts in place has
+// the agent beside it).
 func podLog(f *framework.Framework, pod string) string {
 	f.T.Helper()
-	data, err := f.Kube.CoreV1().Pods(f.Namespace).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(f.Context())
+	opts := &corev1.PodLogOptions{}
+	if p, err := f.Kube.CoreV1().Pods(f.Namespace).Get(f.Context(), pod, metav1.GetOptions{}); err == nil {
+		opts.Container = p.Annotations["kubectl.kubernetes.io/default-container"]
+	}
+	data, err := f.Kube.CoreV1().Pods(f.Namespace).GetLogs(pod, opts).DoRaw(f.Context())
 	if err != nil {
 		f.T.Fatalf("logs of pod %s: %v", pod, err)
 	}

@@ -20,7 +20,9 @@ limitations under the License.
 // Pod of the same image and script on the same node (the floor: what the
 // node, the image and PyTorch cost without us), next to two bare Pods
 // meeting through the same static rendezvous (what two ranks cost without
-// us), and from the last rank's exit to the job's Succeeded. The training processes
+// us), from the last rank's exit to the job's Succeeded, and from a SIGKILL
+// of rank 1 to every rank training again, recreated and restarted in place
+// (recovery.go; BENCH_REAL_ONLY=recovery runs it alone). The training processes
 // print the wall-clock time of each step (scripts/pytorch_ddp.py); this
 // program runs on the same machine, so the clocks are one. It prints a
 // markdown table.
@@ -93,6 +95,9 @@ func run(localDir string, runs int, out string) error {
 	training := clientset.NewForConfigOrDie(cfg)
 	ctx := context.Background()
 
+	if benchkit.StringEnv("BENCH_REAL_ONLY", "") == "recovery" {
+		return recoveryOnly(ctx, kube, training, localDir, runs, out)
+	}
 	var bare, pair, toFirstStep, toFirstStepC10d, toSucceeded, scaleToTraining []time.Duration
 	var floorPhases, jobPhases, c10dPhases []phases
 	for i := range runs {
@@ -150,14 +155,17 @@ func run(localDir string, runs int, out string) error {
 		benchkit.Ms(benchkit.Median(scaleToTraining)), benchkit.Ms(benchkit.Percentile(scaleToTraining, 0)),
 		benchkit.Ms(benchkit.Percentile(scaleToTraining, 100)),
 		benchkit.Ratio(float64(benchkit.Median(scaleToTraining)), float64(benchkit.Median(toFirstStep)))+" of a new 2-rank job")
-	var b strings.Builder
-	if err := table.Write(&b); err != nil {
+	recreate, inPlace, err := recoveries(ctx, kube, training, localDir, runs)
+	if err != nil {
 		return err
 	}
-	b.WriteString("\n")
-	breakdown := breakdownTable(floorPhases, jobPhases, c10dPhases)
-	if err := breakdown.Write(&b); err != nil {
-		return err
+	var b strings.Builder
+	breakdown, restarts := breakdownTable(floorPhases, jobPhases, c10dPhases), recoveryTable(runs, recreate, inPlace)
+	for _, t := range []*benchkit.Table{&table, &breakdown, &restarts} {
+		if err := t.Write(&b); err != nil {
+			return err
+		}
+		b.WriteString("\n")
 	}
 	fmt.Print(b.String())
 	if out != "" {

@@ -46,6 +46,12 @@ func (b *JobBuilder) ProgressDeadline(seconds int64) *JobBuilder {
 	return b
 }
 
+// RestartStrategy sets how a whole-job restart brings the replicas back.
+func (b *JobBuilder) RestartStrategy(s v1beta1.RestartStrategy) *JobBuilder {
+	b.policy.RestartStrategy = s
+	return b
+}
+
 // StallPolicy sets what the controller does with a stalled job.
 func (b *JobBuilder) StallPolicy(p v1beta1.StallPolicy) *JobBuilder {
 	b.policy.StallPolicy = p

@@ -1,0 +1,282 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	clientset "tensorstack.dev/training/pkg/generated/clientset/versioned"
+	"tensorstack.dev/training/pkg/podbuilder"
+	"tensorstack.dev/training/test/bench/internal/benchkit"
+)
+
+// The recovery measurement: a 2-rank DDP job whose RestartJob rule
+// restarts it on any failure; once both ranks train, rank 1's training
+// container is killed with SIGKILL through its node's containerd, and the
+// time runs until every rank has logged a step of the new attempt. The
+// same job restarts once by recreating its pods and once in place.
+
+var anyStep = regexp.MustCompile(`rank=(\d+) step=\d+ loss=\S+ at=([0-9.]+)`)
+
+// recoveryTimes is one recovery and where its time went.
+type recoveryTimes struct {
+	// total: the kill → every rank past a step of the new attempt.
+	total time.Duration
+	// decided: the kill → the job counted the restart.
+	decided time.Duration
+	// backoff: for Recreate, the restart backoff the new pods waited out.
+	backoff time.Duration
+	// ready: the restart counted → every pod's training container started
+	// again (a new pod's, or the same pod's after its barrier).
+	ready time.Duration
+}
+
+// recovery runs one job under the strategy and measures its recovery.
+func recovery(ctx context.Context, kube kubernetes.Interface, training clientset.Interface, localDir, name string,
+	strategy v1beta1.RestartStrategy) (recoveryTimes, error) {
+	c := container("python3", "pytorch_ddp.py")
+	c.Env = []corev1.EnvVar{{Name: "STEPS", Value: "100000"}, {Name: "STEP_SECONDS", Value: "0.1"}}
+	j := &v1beta1.PyTorchTrainingJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1beta1.PyTorchTrainingJobSpec{
+			TorchrunConfig: &v1beta1.TorchrunConfig{Enabled: true, ProcPerNode: "1", ExtraOptions: []string{monitorInterval}},
+			TrainingJobSpec: v1beta1.TrainingJobSpec{
+				ReplicaSpecs: []v1beta1.ReplicaSpec{{
+					Type: "node", Replicas: ptr.To[int32](2),
+					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{c}}},
+				}},
+				RunPolicy: v1beta1.RunPolicy{
+					BackoffLimit: ptr.To[int32](5), RestartStrategy: strategy,
+					FailurePolicy: &v1beta1.FailurePolicy{Rules: []v1beta1.FailurePolicyRule{{Action: v1beta1.FailurePolicyActionRestartJob}}},
+				},
+			},
+		},
+	}
+	jobs := training.BatchV1beta1().PyTorchTrainingJobs(namespace)
+	if _, err := jobs.Create(ctx, j, metav1.CreateOptions{}); err != nil {
+		return recoveryTimes{}, err
+	}
+	defer func() {
+		_ = jobs.Delete(context.Background(), name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)})
+		_ = wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			list, err := kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: v1beta1.LabelJobName + "=" + name})
+			return err == nil && len(list.Items) == 0, nil
+		})
+	}()
+	pods := []string{name + "-node-0", name + "-node-1"}
+	logOf := func(ctx context.Context, pod string) string {
+		data, err := kube.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: "pytorch"}).DoRaw(ctx)
+		if err != nil {
+			return ""
+		}
+		return string(data)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, p := range pods {
+			if len(anyStep.FindAllString(logOf(ctx, p), 3)) < 3 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return recoveryTimes{}, fmt.Errorf("waiting for both ranks to train: %w", err)
+	}
+	victim, err := kube.CoreV1().Pods(namespace).Get(ctx, pods[1], metav1.GetOptions{})
+	if err != nil {
+		return recoveryTimes{}, err
+	}
+	oldUID := victim.UID
+	killed := time.Now()
+	if err := killTraining(ctx, localDir, victim); err != nil {
+		return recoveryTimes{}, err
+	}
+	var t recoveryTimes
+	var decided, ready time.Time
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		now := time.Now()
+		if decided.IsZero() {
+			got, err := jobs.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if got.Status.Phase == v1beta1.JobFailed {
+				return false, fmt.Errorf("job %s failed", name)
+			}
+			if got.Status.BackoffCount >= 1 {
+				decided = now
+			}
+			return false, nil
+		}
+		if ready.IsZero() {
+			running := 0
+			for _, n := range pods {
+				p, err := kube.CoreV1().Pods(namespace).Get(ctx, n, metav1.GetOptions{})
+				if err != nil {
+					return false, nil
+				}
+				if strategy == v1beta1.RestartStrategyRecreate && p.UID == oldUID {
+					return false, nil
+				}
+				if strategy == v1beta1.RestartStrategyInPlace && p.Annotations[podbuilder.AnnotationAttemptReleased] != "2" {
+					return false, nil
+				}
+				for _, cs := range p.Status.ContainerStatuses {
+					if cs.Name == "pytorch" && cs.State.Running != nil && cs.State.Running.StartedAt.After(killed.Add(-time.Second)) {
+						running++
+					}
+				}
+			}
+			if running == len(pods) {
+				ready = now
+			}
+			return false, nil
+		}
+		var last time.Time
+		for _, n := range pods {
+			m := anyStep.FindStringSubmatch(logOf(ctx, n))
+			if m == nil {
+				return false, nil
+			}
+			at := unixTime(m[2])
+			if !at.After(killed) {
+				return false, fmt.Errorf("pod %s: its first step after the restart is from before the kill", n)
+			}
+			last = latest(last, at)
+		}
+		t.total = last.Sub(killed)
+		return true, nil
+	})
+	if err != nil {
+		return recoveryTimes{}, fmt.Errorf("%s: waiting for the restart: %w", strategy, err)
+	}
+	t.decided, t.ready = decided.Sub(killed), ready.Sub(decided)
+	if strategy == v1beta1.RestartStrategyRecreate {
+		// The new pods were created once the restart backoff had passed.
+		p, err := kube.CoreV1().Pods(namespace).Get(ctx, pods[1], metav1.GetOptions{})
+		if err == nil {
+			t.backoff = max(p.CreationTimestamp.Sub(decided)-time.Second, 0)
+		}
+	}
+	return t, nil
+}
+
+// killTraining sends SIGKILL to a pod's training container through its
+// real node's containerd.
+func killTraining(ctx context.Context, localDir string, pod *corev1.Pod) error {
+	id := ""
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == "pytorch" {
+			id = strings.TrimPrefix(cs.ContainerID, "containerd://")
+		}
+	}
+	if id == "" {
+		return fmt.Errorf("pod %s runs no training container", pod.Name)
+	}
+	ctr := filepath.Join(localDir, "..", "bin", "ctr")
+	sock := filepath.Join(localDir, "nodes", pod.Spec.NodeName, "run", "containerd.sock")
+	out, err := exec.CommandContext(ctx, ctr, "--address", sock, "-n", "k8s.io", "task", "kill", "--signal", "SIGKILL", id).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ctr task kill %s: %v: %s", id, err, out)
+	}
+	return nil
+}
+
+// recoveryTable is the side-by-side of the two strategies.
+func recoveryTable(runs int, recreate, inPlace []recoveryTimes) benchkit.Table {
+	t := benchkit.Table{Header: []string{"SIGKILL of rank 1 → every rank past a step (" + strconv.Itoa(runs) + " runs, median ms)",
+		"Recreate", "InPlace"}}
+	median := func(rs []recoveryTimes, get func(recoveryTimes) time.Duration) time.Duration {
+		ds := make([]time.Duration, len(rs))
+		for i, r := range rs {
+			ds[i] = get(r)
+		}
+		return benchkit.Median(ds)
+	}
+	row := func(name string, get func(recoveryTimes) time.Duration) {
+		t.Add(name, benchkit.Ms(median(recreate, get)), benchkit.Ms(median(inPlace, get)))
+	}
+	row("total", func(r recoveryTimes) time.Duration { return r.total })
+	row("kill → restart counted", func(r recoveryTimes) time.Duration { return r.decided })
+	row("restart counted → every training container started", func(r recoveryTimes) time.Duration { return r.ready })
+	row("… of which the restart backoff (Recreate)", func(r recoveryTimes) time.Duration { return r.backoff })
+	row("→ every rank past a step (import, rendezvous, step)", func(r recoveryTimes) time.Duration { return r.total - r.decided - r.ready })
+	rec, in := median(recreate, func(r recoveryTimes) time.Duration { return r.total }), median(inPlace, func(r recoveryTimes) time.Duration { return r.total })
+	noBackoff := median(recreate, func(r recoveryTimes) time.Duration { return r.total - r.backoff })
+	t.Add("InPlace / Recreate", "", benchkit.Ratio(float64(in), float64(rec)))
+	t.Add("InPlace / Recreate without its restart backoff ("+benchkit.Ms(noBackoff)+" ms)", "", benchkit.Ratio(float64(in), float64(noBackoff)))
+	return t
+}
+
+// recoveries measures both strategies, runs times each, taking turns at
+// going first.
+func recoveries(ctx context.Context, kube kubernetes.Interface, training clientset.Interface, localDir string,
+	runs int) (recreate, inPlace []recoveryTimes, err error) {
+	for i := range runs {
+		order := []v1beta1.RestartStrategy{v1beta1.RestartStrategyRecreate, v1beta1.RestartStrategyInPlace}
+		if i%2 == 1 {
+			order[0], order[1] = order[1], order[0]
+		}
+		for _, s := range order {
+			r, err := recovery(ctx, kube, training, localDir, fmt.Sprintf("bench-recover-%s-%d", strings.ToLower(string(s)), i), s)
+			if err != nil {
+				return nil, nil, fmt.Errorf("recovery (%s), run %d: %w", s, i, err)
+			}
+			benchkit.Logf("run %d: %s recovered in %s (counted after %s, containers after %s more, backoff %s)", i, s,
+				benchkit.Ms(r.total), benchkit.Ms(r.decided), benchkit.Ms(r.ready), benchkit.Ms(r.backoff))
+			if s == v1beta1.RestartStrategyRecreate {
+				recreate = append(recreate, r)
+			} else {
+				inPlace = append(inPlace, r)
+			}
+		}
+	}
+	return recreate, inPlace, nil
+}
+
+// recoveryOnly runs the recovery measurement alone (BENCH_REAL_ONLY=recovery).
+func recoveryOnly(ctx context.Context, kube kubernetes.Interface, training clientset.Interface, localDir string, runs int, out string) error {
+	recreate, inPlace, err := recoveries(ctx, kube, training, localDir, runs)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	table := recoveryTable(runs, recreate, inPlace)
+	if err := table.Write(&b); err != nil {
+		return err
+	}
+	fmt.Print(b.String())
+	if out != "" {
+		return os.WriteFile(out, []byte(b.String()), 0o644)
+	}
+	return nil
+}
