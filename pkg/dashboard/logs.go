@@ -41,10 +41,11 @@ type logLine struct {
 }
 
 // logs follows one container's log of one of the job's pods (?pod=NAME, and
-// ?container=NAME, else the pod's first container) as server-sent events:
-// "line" for each line, "end" when the container's log ends, "refused" with
-// the API's Status when the user may not read it. The pod must be the job's:
-// the page asks for its replicas' logs only.
+// ?container=NAME, else the one kubectl picks: the one the pod's
+// kubectl.kubernetes.io/default-container annotation names, or its first)
+// as server-sent events: "line" for each line, "end" when the container's
+// log ends, "refused" with the API's Status when the user may not read it.
+// The pod must be the job's: the page asks for its replicas' logs only.
 func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 	t, ok := s.resolve(w, r)
 	if !ok {
@@ -73,6 +74,14 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 			Reason: metav1.StatusReasonNotFound, Message: "pod " + podName + " is not a replica of " + t.name}})
 		return
 	}
+	if container == "" && len(pod.Spec.Containers) > 0 {
+		// Named, so that a pod with a restart agent beside its training
+		// container (restartStrategy InPlace) is still read.
+		container = pod.Spec.Containers[0].Name
+		if c := pod.Annotations[defaultContainerAnnotation]; c != "" {
+			container = c
+		}
+	}
 	tail := int64(logTailLines)
 	body, err := pods.GetLogs(podName, &corev1.PodLogOptions{Container: container, Follow: true, TailLines: &tail}).Stream(r.Context())
 	if err != nil {
@@ -93,3 +102,7 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = stream.send("end", struct{}{})
 }
+
+// defaultContainerAnnotation names the container kubectl logs and exec
+// pick in a pod of several.
+const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"

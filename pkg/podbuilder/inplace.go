@@ -86,32 +86,38 @@ func InPlace(spec *v1beta1.TrainingJobSpec) bool {
 
 // The scripts of the barrier and the agent. The files hold the annotations
 // AnnotationAttempt, AnnotationAttemptReleased and AnnotationRestartAgent;
-// "ran" holds the last attempt the pod's training containers started in.
+// "ran" holds the last attempt the pod's training containers started in. A
+// pod told to stop while it waits at the barrier fails there: its job has
+// ended, and it must not train.
 // Both exit at once on SIGTERM: as PID 1 the shell would otherwise ignore
 // it, and every restart would wait out the grace period.
-const (
-	barrierScript = `trap 'exit 0' TERM
-d=` + attemptMountPath + `; ran=$(cat ` + attemptStateMountPath + `/ran 2>/dev/null || echo 0)
+func barrierScript(attemptDir, stateDir string) string {
+	return `trap 'exit 0' TERM
+d=` + attemptDir + `; ran=$(cat ` + stateDir + `/ran 2>/dev/null || echo 0)
 said=
 while :; do
+  if [ "$(cat $d/agent 2>/dev/null)" = ` + RestartAgentStop + ` ]; then echo "the job has ended"; exit 1; fi
   a=$(cat $d/attempt 2>/dev/null); r=$(cat $d/released 2>/dev/null)
   if [ -n "$a" ] && [ -n "$r" ] && [ "$a" -gt "$ran" ] && [ "$r" -ge "$a" ]; then break; fi
   if [ -z "$said" ]; then echo "waiting for the job to release an attempt after $ran"; said=1; fi
   sleep 0.2
 done
-echo "$a" > ` + attemptStateMountPath + `/ran
+echo "$a" > ` + stateDir + `/ran
 echo "starting attempt $a"
 `
-	agentScript = `trap 'exit 0' TERM
-d=` + attemptMountPath + `; ran=$(cat ` + attemptStateMountPath + `/ran)
+}
+
+func agentScript(attemptDir, stateDir string) string {
+	return fmt.Sprintf(`trap 'exit 0' TERM
+d=%s; ran=$(cat %s/ran)
 while :; do
-  if [ "$(cat $d/agent 2>/dev/null)" = ` + RestartAgentStop + ` ]; then exit 0; fi
+  if [ "$(cat $d/agent 2>/dev/null)" = %s ]; then exit 0; fi
   a=$(cat $d/attempt 2>/dev/null)
   if [ -n "$a" ] && [ "$a" -gt "$ran" ]; then echo "attempt $a asked: restarting the pod's containers in place"; exit %d; fi
   sleep 0.2
 done
-`
-)
+`, attemptDir, stateDir, RestartAgentStop, ExitCodeRestartInPlace)
+}
 
 // agentResources are the agent's: a shell that sleeps. Requests equal
 // limits, so that a Guaranteed pod stays Guaranteed.
@@ -146,7 +152,7 @@ func addInPlaceRestart(pod *corev1.Pod, training *corev1.Container, attempt, rel
 		Name:                     AttemptBarrierContainerName,
 		Image:                    training.Image,
 		ImagePullPolicy:          training.ImagePullPolicy,
-		Command:                  []string{"sh", "-c", barrierScript},
+		Command:                  []string{"sh", "-c", barrierScript(attemptMountPath, attemptStateMountPath)},
 		Resources:                computeResources(training.Resources),
 		SecurityContext:          training.SecurityContext.DeepCopy(),
 		VolumeMounts:             mounts,
@@ -157,7 +163,7 @@ func addInPlaceRestart(pod *corev1.Pod, training *corev1.Container, attempt, rel
 		Name:            RestartAgentContainerName,
 		Image:           training.Image,
 		ImagePullPolicy: training.ImagePullPolicy,
-		Command:         []string{"sh", "-c", fmt.Sprintf(agentScript, ExitCodeRestartInPlace)},
+		Command:         []string{"sh", "-c", agentScript(attemptMountPath, attemptStateMountPath)},
 		SecurityContext: training.SecurityContext.DeepCopy(),
 		VolumeMounts:    mounts,
 		RestartPolicy:   ptr.To(corev1.ContainerRestartPolicyNever),

@@ -17,7 +17,11 @@ limitations under the License.
 package podbuilder
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -86,5 +90,109 @@ func TestInPlacePod(t *testing.T) {
 	}
 	if CanRestartInPlace(pod) || len(pod.Spec.Containers) != 1 || pod.Annotations[AnnotationAttempt] != "" {
 		t.Errorf("a Recreate pod has in-place parts: %+v", pod.Spec)
+	}
+}
+
+// scriptRun runs one of the in-place scripts with sh, over files in a
+// temporary directory that stand for the downward API volume and the
+// emptyDir.
+type scriptRun struct {
+	t           *testing.T
+	info, state string
+}
+
+func newScriptRun(t *testing.T) *scriptRun {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	dir := t.TempDir()
+	r := &scriptRun{t: t, info: filepath.Join(dir, "info"), state: filepath.Join(dir, "state")}
+	for _, d := range []string{r.info, r.state} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+func (r *scriptRun) set(file, value string) {
+	r.t.Helper()
+	if err := os.WriteFile(filepath.Join(r.info, file), []byte(value), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// start runs a script and returns a channel that receives its exit code.
+func (r *scriptRun) start(script string) <-chan int {
+	r.t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { _ = cmd.Process.Kill() })
+	done := make(chan int, 1)
+	go func() {
+		_ = cmd.Wait()
+		done <- cmd.ProcessState.ExitCode()
+	}()
+	return done
+}
+
+func exitWithin(t *testing.T, done <-chan int, d time.Duration) (int, bool) {
+	t.Helper()
+	select {
+	case code := <-done:
+		return code, true
+	case <-time.After(d):
+		return 0, false
+	}
+}
+
+// TestInPlaceScripts: the barrier lets a pod start an attempt it has not
+// run only once it is released, the agent restarts the pod for a newer
+// attempt and ends it when told, and a pod told to stop at its barrier
+// fails there.
+func TestInPlaceScripts(t *testing.T) {
+	r := newScriptRun(t)
+	barrier, agent := barrierScript(r.info, r.state), agentScript(r.info, r.state)
+	r.set("attempt", "1")
+	r.set("released", "1")
+	if code, ok := exitWithin(t, r.start(barrier), 5*time.Second); !ok || code != 0 {
+		t.Fatalf("a new pod's barrier: exit %d (ended %v), want 0 at once", code, ok)
+	}
+	if ran, _ := os.ReadFile(filepath.Join(r.state, "ran")); string(ran) != "1\n" {
+		t.Fatalf("ran %q, want 1", ran)
+	}
+
+	agentDone := r.start(agent)
+	if _, ok := exitWithin(t, agentDone, 500*time.Millisecond); ok {
+		t.Fatal("the agent exited with nothing asked")
+	}
+	r.set("attempt", "2")
+	if code, ok := exitWithin(t, agentDone, 5*time.Second); !ok || code != int(ExitCodeRestartInPlace) {
+		t.Fatalf("the agent asked for attempt 2: exit %d (ended %v), want %d", code, ok, ExitCodeRestartInPlace)
+	}
+
+	// Restarted: attempt 2 is asked, not released yet.
+	barrierDone := r.start(barrier)
+	if _, ok := exitWithin(t, barrierDone, 700*time.Millisecond); ok {
+		t.Fatal("the barrier let attempt 2 start before its release")
+	}
+	r.set("released", "2")
+	if code, ok := exitWithin(t, barrierDone, 5*time.Second); !ok || code != 0 {
+		t.Fatalf("the barrier after the release: exit %d (ended %v), want 0", code, ok)
+	}
+
+	// A pod restarted by its own failure, not by a new attempt, waits.
+	barrierDone = r.start(barrier)
+	if _, ok := exitWithin(t, barrierDone, 700*time.Millisecond); ok {
+		t.Fatal("the barrier let the pod run attempt 2 a second time")
+	}
+	r.set("agent", RestartAgentStop)
+	if code, ok := exitWithin(t, barrierDone, 5*time.Second); !ok || code != 1 {
+		t.Fatalf("the barrier of an ended job: exit %d (ended %v), want 1", code, ok)
+	}
+	if code, ok := exitWithin(t, r.start(agent), 5*time.Second); !ok || code != 0 {
+		t.Fatalf("the agent told to stop: exit %d (ended %v), want 0", code, ok)
 	}
 }

@@ -234,6 +234,7 @@ def test_queue_labels_the_job_for_kueue():
      "spec.replicaSpecs[0].template.spec.containers[0].command"),
     (lambda: PyTorchJob("x").run_policy(clean_up_policy="Some"), "spec.runPolicy.cleanUpPolicy"),
     (lambda: PyTorchJob("x").run_policy(backoff_limit=True), "spec.runPolicy.backoffLimit"),
+    (lambda: PyTorchJob("x").run_policy(restart_strategy="Reboot"), "spec.runPolicy.restartStrategy"),
     (lambda: PyTorchJob("x").elastic(3, 2), "spec.elastic.maxReplicas"),
     (lambda: PyTorchJob("x").torchrun(rdzv_backend="zookeeper"), "spec.torchrunConfig.rdzvBackend"),
     (lambda: PyTorchJob("x").replica("worker", 1).torchrun(rdzv_backend="static").elastic(1, 2).to_dict(),
@@ -249,6 +250,11 @@ def test_bad_values_are_refused_with_the_field(build, path):
     with pytest.raises(BuildError) as err:
         build()
     assert err.value.path == path
+
+
+def test_restart_strategy():
+    job = PyTorchJob("x").replica("node", 2).run_policy(restart_strategy="InPlace", backoff_limit=2).to_dict()
+    assert job["spec"]["runPolicy"] == {"restartStrategy": "InPlace", "backoffLimit": 2}
 
 
 def test_generic_job_rules():

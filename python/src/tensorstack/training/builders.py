@@ -56,6 +56,7 @@ SHORT_NAMES = {
 RESTART_POLICIES = ("Never", "OnFailure", "Always", "ExitCode")
 CLEAN_UP_POLICIES = ("All", "Unfinished", "None")
 STARTUP_POLICIES = ("AnyOrder", "InOrder")
+RESTART_STRATEGIES = ("Recreate", "InPlace")
 SUCCESS_POLICIES = ("Default", "AllWorkers", "AnyWorker")
 #: torchrun's rendezvous backends. Unset, the server picks static for a job that
 #: is not elastic and c10d for an elastic one, which static cannot serve.
@@ -276,10 +277,13 @@ class TrainingJobBuilder:
         startup_policy: Optional[str] = None,
         success_policy: Optional[str] = None,
         failure_rules: Optional[Sequence[Mapping[str, Any]]] = None,
+        restart_strategy: Optional[str] = None,
     ) -> "TrainingJobBuilder":
         """Set ``spec.runPolicy``: retries, deadlines, clean-up, start order,
-        what success means, and failure rules (dicts as the API has them:
-        ``{"action": "FailJob", "onExitCodes": {...}}``)."""
+        what success means, failure rules (dicts as the API has them:
+        ``{"action": "FailJob", "onExitCodes": {...}}``), and how a restart
+        of the whole job brings the replicas back (``"Recreate"`` or
+        ``"InPlace"``)."""
         rp = self._spec.setdefault("runPolicy", {})
         if backoff_limit is not None:
             rp["backoffLimit"] = _int("spec.runPolicy.backoffLimit", backoff_limit)
@@ -297,6 +301,8 @@ class TrainingJobBuilder:
             rp["successPolicy"] = _choice("spec.runPolicy.successPolicy", success_policy, SUCCESS_POLICIES)
         if failure_rules is not None:
             rp["failurePolicy"] = {"rules": [copy.deepcopy(dict(r)) for r in failure_rules]}
+        if restart_strategy is not None:
+            rp["restartStrategy"] = _choice("spec.runPolicy.restartStrategy", restart_strategy, RESTART_STRATEGIES)
         return self
 
     def queue(self, name: str) -> "TrainingJobBuilder":
