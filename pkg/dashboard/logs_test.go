@@ -23,6 +23,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stesting "k8s.io/client-go/testing"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
@@ -64,5 +65,32 @@ func TestLogsRefusesAPodOfAnotherJob(t *testing.T) {
 	}
 	if body.Status.Code != http.StatusNotFound {
 		t.Errorf("refused with %+v, want 404: the pod is not the job's", body.Status)
+	}
+}
+
+// TestLogsPicksTheTrainingContainer: without ?container, the log read is the
+// one kubectl would read, so that a pod with a restart agent beside its
+// training container is still read.
+func TestLogsPicksTheTrainingContainer(t *testing.T) {
+	f := newFixture(t, newPyTorchJob("team", "mnist"))
+	pod := replicaPod("team", "mnist-master-0", "mnist")
+	pod.Annotations = map[string]string{defaultContainerAnnotation: "pytorch"}
+	pod.Spec.Containers = []corev1.Container{{Name: "sidecar"}, {Name: "pytorch"}, {Name: "tensorstack-restart-agent"}}
+	if err := f.kube.Tracker().Add(pod); err != nil {
+		t.Fatal(err)
+	}
+	f.signIn()
+	events := f.openStream("/api/namespaces/team/pytorchtrainingjobs/mnist/logs?pod=mnist-master-0")
+	next(t, events, "line", "refused")
+	read := ""
+	for _, a := range f.kube.Actions() {
+		if g, ok := a.(k8stesting.GenericAction); ok && a.GetSubresource() == "log" {
+			if opts, ok := g.GetValue().(*corev1.PodLogOptions); ok {
+				read = opts.Container
+			}
+		}
+	}
+	if read != "pytorch" {
+		t.Errorf("read the log of container %q, want pytorch", read)
 	}
 }
