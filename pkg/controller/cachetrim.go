@@ -48,7 +48,9 @@ func trimForCache(obj any) (any, error) {
 // managedFields, its whole status, and of its spec the node, the scheduler
 // and its scheduling group, and the containers' names (the training
 // container is found by name and a replica's container states are listed
-// in spec order). A field the controller starts reading from cached pods
+// in spec order) and restart policies (whether the kubelet runs a
+// container again decides a pod's outcome, and an in-place restart needs
+// the agent's rule). A field the controller starts reading from cached pods
 // must be kept here; TestTrimPodKeepsWhatTheControllerReads lists them.
 func trimPod(p *corev1.Pod) {
 	p.ManagedFields = nil
@@ -60,18 +62,19 @@ func trimPod(p *corev1.Pod) {
 		Hostname:        spec.Hostname,
 		Subdomain:       spec.Subdomain,
 		RestartPolicy:   spec.RestartPolicy,
-		InitContainers:  containerNames(spec.InitContainers),
-		Containers:      containerNames(spec.Containers),
+		InitContainers:  containerHeads(spec.InitContainers),
+		Containers:      containerHeads(spec.Containers),
 	}
 }
 
-func containerNames(cs []corev1.Container) []corev1.Container {
+// containerHeads keeps each container's name and restart policy.
+func containerHeads(cs []corev1.Container) []corev1.Container {
 	if cs == nil {
 		return nil
 	}
 	out := make([]corev1.Container, len(cs))
 	for i := range cs {
-		out[i].Name = cs[i].Name
+		out[i] = corev1.Container{Name: cs[i].Name, RestartPolicy: cs[i].RestartPolicy, RestartPolicyRules: cs[i].RestartPolicyRules}
 	}
 	return out
 }

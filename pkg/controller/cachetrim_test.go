@@ -44,6 +44,11 @@ func TestTrimPodKeepsWhatTheControllerReads(t *testing.T) {
 		ContainerStatuses: []corev1.ContainerStatus{{Name: "tensorflow",
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}}},
 	}
+	// An in-place restart agent: its restart policy and rule are read.
+	agent := corev1.Container{Name: podbuilder.RestartAgentContainerName, Image: "tf:2", Command: []string{"sh"},
+		RestartPolicy: ptr.To(corev1.ContainerRestartPolicyNever),
+		RestartPolicyRules: []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestartAllContainers,
+			ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{75}}}}}
 	pod := &corev1.Pod{
 		ObjectMeta: *meta.DeepCopy(),
 		Spec: corev1.PodSpec{
@@ -55,7 +60,7 @@ func TestTrimPodKeepsWhatTheControllerReads(t *testing.T) {
 				Name: "tensorflow", Image: "tf:2", Command: []string{"python"}, Args: []string{"train.py"},
 				Env:       []corev1.EnvVar{{Name: "TF_CONFIG", Value: "{}"}},
 				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
-			}, {Name: "sidecar", Image: "s:1"}},
+			}, {Name: "sidecar", Image: "s:1"}, agent},
 			Volumes: []corev1.Volume{{Name: "data"}},
 		},
 		Status: *status.DeepCopy(),
@@ -73,7 +78,8 @@ func TestTrimPodKeepsWhatTheControllerReads(t *testing.T) {
 			RestartPolicy:   corev1.RestartPolicyNever,
 			SchedulingGroup: &corev1.PodSchedulingGroup{PodGroupName: ptr.To("g")},
 			InitContainers:  []corev1.Container{{Name: "init"}},
-			Containers:      []corev1.Container{{Name: "tensorflow"}, {Name: "sidecar"}},
+			Containers: []corev1.Container{{Name: "tensorflow"}, {Name: "sidecar"},
+				{Name: agent.Name, RestartPolicy: agent.RestartPolicy, RestartPolicyRules: agent.RestartPolicyRules}},
 		},
 		Status: status,
 	}
@@ -84,6 +90,9 @@ func TestTrimPodKeepsWhatTheControllerReads(t *testing.T) {
 	// whole pod.
 	if i := podbuilder.TrainingContainer(podbuilder.TensorFlow, &got.(*corev1.Pod).Spec); i != 0 {
 		t.Errorf("training container of the trimmed pod = %d, want 0", i)
+	}
+	if !podbuilder.CanRestartInPlace(got.(*corev1.Pod)) {
+		t.Errorf("the trimmed pod lost its agent's restart rule")
 	}
 	if diff := cmp.Diff(containerStatuses(want, nil), containerStatuses(got.(*corev1.Pod), nil)); diff != "" {
 		t.Errorf("container statuses (-want +got):\n%s", diff)

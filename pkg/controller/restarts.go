@@ -260,8 +260,9 @@ func (r *reconciler) restartReplica(s *slot, prompt bool, eventType, format stri
 }
 
 // restartJob deletes every pod of the job and creates them all again once
-// the failed replica's backoff has passed; it uses up one restart, however
-// many replicas failed at once.
+// the failed replica's backoff has passed, or, under restartStrategy
+// InPlace, restarts them where they are (inplace.go); it uses up one
+// restart, however many replicas failed at once.
 func (r *reconciler) restartJob(s *slot, why string) (reason, message string) {
 	host, how := s.id.Hostname(), s.exit.how
 	if !r.restartingJob {

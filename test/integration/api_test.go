@@ -168,6 +168,36 @@ func TestRendezvousDefault(t *testing.T) {
 	}
 }
 
+// TestRestartStrategy: a job is stored with restartStrategy Recreate unless
+// it asks for InPlace; any other value is a 422 that names the field.
+func TestRestartStrategy(t *testing.T) {
+	s := framework.StartTestServer(t, "")
+	ctx := context.Background()
+	pt := pytorchKind(s)
+	client := pt.client("restarts")
+	for name, strategy := range map[string]v1beta1.RestartStrategy{"unset": "", "in-place": v1beta1.RestartStrategyInPlace} {
+		job := pt.newJob(name)
+		job.Spec.RunPolicy.RestartStrategy = strategy
+		created, err := client.Create(ctx, job, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+		want := strategy
+		if want == "" {
+			want = v1beta1.RestartStrategyRecreate
+		}
+		if got := created.Spec.RunPolicy.RestartStrategy; got != want {
+			t.Errorf("%s: stored restartStrategy %q, want %q", name, got, want)
+		}
+	}
+	job := pt.newJob("reboot")
+	job.Spec.RunPolicy.RestartStrategy = "Reboot"
+	_, err := client.Create(ctx, job, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !contains(causeFields(err), "spec.runPolicy.restartStrategy") {
+		t.Errorf("create with restartStrategy Reboot: %v (fields %v), want 422 naming spec.runPolicy.restartStrategy", err, causeFields(err))
+	}
+}
+
 // TestAlternativeSpellingsStoredCanonical posts a manifest in the spellings
 // of older TensorStack and Kubeflow manifests and reads back the canonical form.
 func TestAlternativeSpellingsStoredCanonical(t *testing.T) {
