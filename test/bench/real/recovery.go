@@ -28,6 +28,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -47,17 +48,25 @@ import (
 
 var anyStep = regexp.MustCompile(`rank=(\d+) step=\d+ loss=\S+ at=([0-9.]+)`)
 
-// recoveryTimes is one recovery and where its time went.
+// recoveryTimes is one recovery and where its time went, each phase
+// ending when the last pod reached it.
 type recoveryTimes struct {
 	// total: the kill → every rank past a step of the new attempt.
 	total time.Duration
 	// decided: the kill → the job counted the restart.
 	decided time.Duration
-	// backoff: for Recreate, the restart backoff the new pods waited out.
-	backoff time.Duration
-	// ready: the restart counted → every pod's training container started
-	// again (a new pod's, or the same pod's after its barrier).
-	ready time.Duration
+	// left: → no container of the old attempt runs. Recreate: both old
+	// pods are gone (their termination, SIGTERM and its grace period);
+	// InPlace: both pods wait at their barrier (the kubelet kills the old
+	// containers without a grace period).
+	left time.Duration
+	// released: → the new attempt may start. Recreate: the new pods are
+	// created, once the restart backoff has passed; InPlace: the
+	// controller released the attempt.
+	released time.Duration
+	// started: → every training container runs again (Recreate: the
+	// scheduling, sandbox and container of a new pod).
+	started time.Duration
 }
 
 // recovery runs one job under the strategy and measures its recovery.
@@ -115,13 +124,36 @@ func recovery(ctx context.Context, kube kubernetes.Interface, training clientset
 	if err != nil {
 		return recoveryTimes{}, err
 	}
-	oldUID := victim.UID
 	killed := time.Now()
 	if err := killTraining(ctx, localDir, victim); err != nil {
 		return recoveryTimes{}, err
 	}
-	var t recoveryTimes
-	var decided, ready time.Time
+	var decided, left, released, started time.Time
+	getPods := func(ctx context.Context) ([]*corev1.Pod, error) {
+		var ps []*corev1.Pod
+		for _, n := range pods {
+			p, err := kube.CoreV1().Pods(namespace).Get(ctx, n, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				ps = append(ps, nil)
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			ps = append(ps, p)
+		}
+		return ps, nil
+	}
+	every := func(ps []*corev1.Pod, ok func(p *corev1.Pod) bool) bool {
+		for _, p := range ps {
+			if !ok(p) {
+				return false
+			}
+		}
+		return true
+	}
+	newPod := func(p *corev1.Pod) bool { return p != nil && p.CreationTimestamp.After(killed.Add(-time.Second)) }
+	var last time.Time
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		now := time.Now()
 		if decided.IsZero() {
@@ -137,31 +169,46 @@ func recovery(ctx context.Context, kube kubernetes.Interface, training clientset
 			}
 			return false, nil
 		}
-		if ready.IsZero() {
-			running := 0
-			for _, n := range pods {
-				p, err := kube.CoreV1().Pods(namespace).Get(ctx, n, metav1.GetOptions{})
-				if err != nil {
-					return false, nil
-				}
-				if strategy == v1beta1.RestartStrategyRecreate && p.UID == oldUID {
-					return false, nil
-				}
-				if strategy == v1beta1.RestartStrategyInPlace && p.Annotations[podbuilder.AnnotationAttemptReleased] != "2" {
-					return false, nil
-				}
-				for _, cs := range p.Status.ContainerStatuses {
-					if cs.Name == "pytorch" && cs.State.Running != nil && cs.State.Running.StartedAt.After(killed.Add(-time.Second)) {
-						running++
-					}
-				}
+		ps, err := getPods(ctx)
+		if err != nil {
+			return false, err
+		}
+		inPlace := strategy == v1beta1.RestartStrategyInPlace
+		releasedNow := every(ps, func(p *corev1.Pod) bool {
+			return p != nil && p.Annotations[podbuilder.AnnotationAttemptReleased] == "2"
+		})
+		if left.IsZero() {
+			// A phase passed between two looks ends at the later one.
+			if inPlace && (releasedNow || every(ps, func(p *corev1.Pod) bool { return p != nil && podbuilder.ParkedAtBarrier(p) })) ||
+				!inPlace && every(ps, func(p *corev1.Pod) bool { return p == nil || newPod(p) }) {
+				left = now
+			} else {
+				return false, nil
 			}
-			if running == len(pods) {
-				ready = now
+		}
+		if released.IsZero() {
+			if inPlace && releasedNow || !inPlace && every(ps, newPod) {
+				released = now
 			}
 			return false, nil
 		}
-		var last time.Time
+		if started.IsZero() {
+			if every(ps, func(p *corev1.Pod) bool {
+				if p == nil {
+					return false
+				}
+				for _, cs := range p.Status.ContainerStatuses {
+					if cs.Name == "pytorch" && cs.State.Running != nil && cs.State.Running.StartedAt.After(killed.Add(-time.Second)) {
+						return true
+					}
+				}
+				return false
+			}) {
+				started = now
+			}
+			return false, nil
+		}
+		last = time.Time{}
 		for _, n := range pods {
 			m := anyStep.FindStringSubmatch(logOf(ctx, n))
 			if m == nil {
@@ -173,21 +220,15 @@ func recovery(ctx context.Context, kube kubernetes.Interface, training clientset
 			}
 			last = latest(last, at)
 		}
-		t.total = last.Sub(killed)
 		return true, nil
 	})
 	if err != nil {
 		return recoveryTimes{}, fmt.Errorf("%s: waiting for the restart: %w", strategy, err)
 	}
-	t.decided, t.ready = decided.Sub(killed), ready.Sub(decided)
-	if strategy == v1beta1.RestartStrategyRecreate {
-		// The new pods were created once the restart backoff had passed.
-		p, err := kube.CoreV1().Pods(namespace).Get(ctx, pods[1], metav1.GetOptions{})
-		if err == nil {
-			t.backoff = max(p.CreationTimestamp.Sub(decided)-time.Second, 0)
-		}
-	}
-	return t, nil
+	return recoveryTimes{
+		total: last.Sub(killed), decided: decided.Sub(killed), left: left.Sub(decided),
+		released: released.Sub(left), started: started.Sub(released),
+	}, nil
 }
 
 // killTraining sends SIGKILL to a pod's training container through its
@@ -227,13 +268,16 @@ func recoveryTable(runs int, recreate, inPlace []recoveryTimes) benchkit.Table {
 	}
 	row("total", func(r recoveryTimes) time.Duration { return r.total })
 	row("kill → restart counted", func(r recoveryTimes) time.Duration { return r.decided })
-	row("restart counted → every training container started", func(r recoveryTimes) time.Duration { return r.ready })
-	row("… of which the restart backoff (Recreate)", func(r recoveryTimes) time.Duration { return r.backoff })
-	row("→ every rank past a step (import, rendezvous, step)", func(r recoveryTimes) time.Duration { return r.total - r.decided - r.ready })
+	row("→ the old attempt gone (Recreate: both old pods deleted; InPlace: both pods at their barrier)",
+		func(r recoveryTimes) time.Duration { return r.left })
+	row("→ the new attempt released (Recreate: new pods created, after the restart backoff; InPlace: released)",
+		func(r recoveryTimes) time.Duration { return r.released })
+	row("→ every training container running", func(r recoveryTimes) time.Duration { return r.started })
+	row("→ every rank past a step (import, rendezvous, step)", func(r recoveryTimes) time.Duration {
+		return r.total - r.decided - r.left - r.released - r.started
+	})
 	rec, in := median(recreate, func(r recoveryTimes) time.Duration { return r.total }), median(inPlace, func(r recoveryTimes) time.Duration { return r.total })
-	noBackoff := median(recreate, func(r recoveryTimes) time.Duration { return r.total - r.backoff })
 	t.Add("InPlace / Recreate", "", benchkit.Ratio(float64(in), float64(rec)))
-	t.Add("InPlace / Recreate without its restart backoff ("+benchkit.Ms(noBackoff)+" ms)", "", benchkit.Ratio(float64(in), float64(noBackoff)))
 	return t
 }
 
@@ -251,8 +295,9 @@ func recoveries(ctx context.Context, kube kubernetes.Interface, training clients
 			if err != nil {
 				return nil, nil, fmt.Errorf("recovery (%s), run %d: %w", s, i, err)
 			}
-			benchkit.Logf("run %d: %s recovered in %s (counted after %s, containers after %s more, backoff %s)", i, s,
-				benchkit.Ms(r.total), benchkit.Ms(r.decided), benchkit.Ms(r.ready), benchkit.Ms(r.backoff))
+			benchkit.Logf("run %d: %s recovered in %s: counted after %s, old attempt gone %s later, new one released %s later, "+
+				"containers running %s later", i, s, benchkit.Ms(r.total), benchkit.Ms(r.decided), benchkit.Ms(r.left),
+				benchkit.Ms(r.released), benchkit.Ms(r.started))
 			if s == v1beta1.RestartStrategyRecreate {
 				recreate = append(recreate, r)
 			} else {
