@@ -20,6 +20,8 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // Jobs are reconciled from two work queues. The main one is FIFO: when
@@ -31,9 +33,11 @@ import (
 // keeps two workers off the same job at once.
 
 // podEnded says whether a pod change may decide its job's outcome: the pod
-// exited, or is being deleted.
-func podEnded(p *corev1.Pod) bool {
-	return p.DeletionTimestamp != nil || isTerminated(p)
+// exited, or is being deleted. A pod that waits at its attempt barrier goes
+// the same way: the last of a job's pods to get there lets an in-place
+// restart release the new attempt, and every replica waits for that.
+func urgentPodChange(p *corev1.Pod) bool {
+	return p.DeletionTimestamp != nil || isTerminated(p) || podbuilder.ParkedAtBarrier(p)
 }
 
 // urgentWorkers is how many workers drain the urgent queue next to the

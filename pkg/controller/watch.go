@@ -355,7 +355,7 @@ func (c *Controller) addPod(logger klog.Logger, obj any) {
 	if key, ok := c.ownerKey(pod); ok {
 		c.expectations.CreationObserved(key.String(), pod.Name)
 		logger.V(4).Info("Pod added", "pod", klog.KObj(pod), "job", key)
-		c.enqueuePodChange(key, pod, podEnded(pod))
+		c.enqueuePodChange(key, pod, urgentPodChange(pod))
 		return
 	}
 	c.enqueueUnowned(pod)
@@ -375,11 +375,11 @@ func (c *Controller) updatePod(logger klog.Logger, old, cur any) {
 		c.expectations.DeletionObserved(curKey.String(), curPod.Name)
 	}
 	if oldKey, ok := c.ownerKey(oldPod); ok && (!curOwned || oldKey != curKey) {
-		c.enqueuePodChange(oldKey, curPod, podEnded(curPod))
+		c.enqueuePodChange(oldKey, curPod, urgentPodChange(curPod))
 	}
 	if curOwned {
 		logger.V(5).Info("Pod updated", "pod", klog.KObj(curPod), "job", curKey)
-		c.enqueuePodChange(curKey, curPod, podEnded(curPod))
+		c.enqueuePodChange(curKey, curPod, urgentPodChange(curPod))
 		return
 	}
 	c.enqueueUnowned(curPod)

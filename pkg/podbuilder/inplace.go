@@ -100,7 +100,7 @@ while :; do
   a=$(cat $d/attempt 2>/dev/null); r=$(cat $d/released 2>/dev/null)
   if [ -n "$a" ] && [ -n "$r" ] && [ "$a" -gt "$ran" ] && [ "$r" -ge "$a" ]; then break; fi
   if [ -z "$said" ]; then echo "waiting for the job to release an attempt after $ran"; said=1; fi
-  sleep 0.2
+  sleep 0.1
 done
 echo "$a" > ` + stateDir + `/ran
 echo "starting attempt $a"
@@ -114,7 +114,7 @@ while :; do
   if [ "$(cat $d/agent 2>/dev/null)" = %s ]; then exit 0; fi
   a=$(cat $d/attempt 2>/dev/null)
   if [ -n "$a" ] && [ "$a" -gt "$ran" ]; then echo "attempt $a asked: restarting the pod's containers in place"; exit %d; fi
-  sleep 0.2
+  sleep 0.1
 done
 `, attemptDir, stateDir, RestartAgentStop, ExitCodeRestartInPlace)
 }
