@@ -32,9 +32,9 @@ import (
 // other jobs' pods to be created. A key may sit in both queues; keyLocks
 // keeps two workers off the same job at once.
 
-// podEnded says whether a pod change may decide its job's outcome: the pod
-// exited, or is being deleted. A pod that waits at its attempt barrier goes
-// the same way: the last of a job's pods to get there lets an in-place
+// urgentPodChange says whether a pod change goes to the urgent queue: it
+// may decide its job's outcome (the pod exited, or is being deleted). A pod
+// that waits at its attempt barrier goes the same way: the last of a job's pods to get there lets an in-place
 // restart release the new attempt, and every replica waits for that.
 func urgentPodChange(p *corev1.Pod) bool {
 	return p.DeletionTimestamp != nil || isTerminated(p) || podbuilder.ParkedAtBarrier(p)
