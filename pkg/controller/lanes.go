@@ -34,8 +34,9 @@ import (
 
 // urgentPodChange says whether a pod change goes to the urgent queue: it
 // may decide its job's outcome (the pod exited, or is being deleted). A pod
-// that waits at its attempt barrier goes the same way: the last of a job's pods to get there lets an in-place
-// restart release the new attempt, and every replica waits for that.
+// that waits at its attempt barrier goes the same way: the last of a job's
+// pods to get there lets an in-place restart release the new attempt, and
+// every replica waits for that.
 func urgentPodChange(p *corev1.Pod) bool {
 	return p.DeletionTimestamp != nil || isTerminated(p) || podbuilder.ParkedAtBarrier(p)
 }
