@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +38,16 @@ import (
 // the controller releases the new one (AnnotationAttemptReleased) with the
 // latest resume point. Everything the restart needs to go on after a
 // controller restart is on the pods and in status.attemptCount.
+
+// How long a pod asked for a new attempt may take to reach its barrier: it
+// is asked again after inPlaceAskAgain, and recreated (waiting at its
+// barrier from the start) after inPlaceGiveUp. A kubelet has been seen to
+// take 90 s to refresh a pod's annotation files, against about a second
+// usually; the job waits on its slowest pod.
+const (
+	inPlaceAskAgain = 5 * time.Second
+	inPlaceGiveUp   = 20 * time.Second
+)
 
 // Reasons of in-place restarts: the events of a restart and of a release,
 // and the RestartedInPlace condition.
@@ -132,12 +143,16 @@ func (r *reconciler) planInPlace() {
 			everyParked = false
 			continue
 		}
-		if rel, _ := podbuilder.PodAttemptReleased(p); rel < n {
+		rel, _ := podbuilder.PodAttemptReleased(p)
+		if rel < n {
 			r.inPlaceWaiting = true
 			r.attemptReleases = append(r.attemptReleases, p)
 		}
 		if !podbuilder.ParkedAtBarrier(p) {
 			everyParked = false
+			if rel < n {
+				r.chaseAttempt(s)
+			}
 		}
 	}
 	if r.inPlaceBump {
@@ -153,6 +168,31 @@ func (r *reconciler) planInPlace() {
 	}
 	r.event(corev1.EventTypeNormal, ReasonAttemptReleased, "Every replica has left attempt %d; releasing attempt %d to %d pod(s)",
 		n-1, n, len(r.attemptReleases))
+}
+
+// chaseAttempt deals with a pod that was asked for the job's attempt and
+// has not reached its barrier: it is asked again every inPlaceAskAgain, and
+// recreated once inPlaceGiveUp has passed since the attempt began.
+func (r *reconciler) chaseAttempt(s *slot) {
+	a := r.openAttempt()
+	if a == nil {
+		return
+	}
+	p := s.pod
+	waited := r.now.Sub(a.StartTime.Time)
+	if waited >= inPlaceGiveUp {
+		r.event(corev1.EventTypeWarning, ReasonRecreatingInstead,
+			"Pod %s did not restart in place within %s of being asked for attempt %d; recreating it", p.Name, inPlaceGiveUp, a.Number)
+		r.discard(s, fmt.Sprintf("it did not restart in place within %s", inPlaceGiveUp))
+		return
+	}
+	r.requeueAt(a.StartTime.Add(inPlaceGiveUp))
+	asked, err := time.Parse(time.RFC3339, p.Annotations[podbuilder.AnnotationAttemptAsked])
+	if err != nil || !r.now.Before(asked.Add(inPlaceAskAgain)) {
+		r.attemptAsks = append(r.attemptAsks, p)
+		return
+	}
+	r.requeueAt(asked.Add(inPlaceAskAgain))
 }
 
 // releasedAttempt is the attempt pods made now may start: the job's, or the
@@ -207,7 +247,8 @@ func (r *reconciler) actOnInPlace(ctx context.Context) error {
 	var errs []error
 	n := strconv.Itoa(int(r.status.AttemptCount))
 	if len(r.attemptAsks) > 0 {
-		_, err := annotatePods(ctx, r.podClient(), r.logger, r.attemptAsks, map[string]any{podbuilder.AnnotationAttempt: n},
+		_, err := annotatePods(ctx, r.podClient(), r.logger, r.attemptAsks,
+			map[string]any{podbuilder.AnnotationAttempt: n, podbuilder.AnnotationAttemptAsked: r.now.UTC().Format(time.RFC3339)},
 			"asking for attempt "+n)
 		errs = append(errs, err)
 	}

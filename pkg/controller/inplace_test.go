@@ -220,3 +220,59 @@ func TestRestartInPlaceBackoffLimit(t *testing.T) {
 		t.Errorf("the master, unfinished, was kept")
 	}
 }
+
+// TestRestartInPlaceChasesASlowPod: a pod that does not reach its barrier
+// is asked again after inPlaceAskAgain, and recreated, waiting at its
+// barrier, after inPlaceGiveUp; the attempt is released once it waits
+// there with the others.
+func TestRestartInPlaceChasesASlowPod(t *testing.T) {
+	job := inPlaceJob("j", 2)
+	f := newFixture(t, job)
+	f.start(job)
+	f.setPod("j-worker-0", trainerFailed(137))
+	f.step(job)
+	f.setPod("j-worker-0", parked)
+	// The master keeps running attempt 1; the cache sees it asked (the
+	// fake API's patches leave the resourceVersion as it was).
+	f.setPod("j-master-0", running)
+	f.step(job)
+	asked := annotation(f, "j-master-0", podbuilder.AnnotationAttemptAsked)
+	if asked == "" {
+		t.Fatal("the master was asked for attempt 2 without the time")
+	}
+
+	f.clock.Step(inPlaceAskAgain)
+	f.step(job)
+	f.setPod("j-master-0", running)
+	if again := annotation(f, "j-master-0", podbuilder.AnnotationAttemptAsked); again == asked {
+		t.Errorf("the master was not asked again after %s", inPlaceAskAgain)
+	}
+	masterUID := f.pod("j-master-0").UID
+	f.clock.Step(inPlaceGiveUp)
+	f.mustSync(job)
+	if got := f.deletedPodNames(); len(got) != 1 || got[0] != "j-master-0" {
+		t.Fatalf("deleted %v, want the master that did not restart in place", got)
+	}
+	if events := f.events(); !hasEvent(events, corev1.EventTypeWarning, ReasonRecreatingInstead) {
+		t.Errorf("no RecreatingInstead event: %v", events)
+	}
+	f.observe()
+	f.step(job)
+	master := f.pod("j-master-0")
+	if master == nil || master.UID == masterUID {
+		t.Fatalf("the master was not recreated")
+	}
+	if a, r := master.Annotations[podbuilder.AnnotationAttempt], master.Annotations[podbuilder.AnnotationAttemptReleased]; a != "2" || r != "1" {
+		t.Fatalf("new master: attempt %q released %q, want it to wait for attempt 2", a, r)
+	}
+	if st := f.status(job); st.BackoffCount != 1 || st.AttemptCount != 2 {
+		t.Errorf("backoffCount %d attemptCount %d: recreating a slow pod is not another restart", st.BackoffCount, st.AttemptCount)
+	}
+	f.setPod("j-master-0", parked)
+	f.step(job)
+	for _, n := range []string{"j-master-0", "j-worker-0"} {
+		if r := annotation(f, n, podbuilder.AnnotationAttemptReleased); r != "2" {
+			t.Errorf("pod %s: released %q, want 2", n, r)
+		}
+	}
+}

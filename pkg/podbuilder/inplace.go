@@ -55,6 +55,10 @@ const (
 	// AnnotationAttempt is the attempt (status.attemptCount) the pod is
 	// asked to run. A number above the one it runs restarts it in place.
 	AnnotationAttempt = v1beta1.GroupName + "/attempt"
+	// AnnotationAttemptAsked is when the controller last asked the pod for
+	// its attempt (RFC 3339). Asking again changes the pod, which has its
+	// kubelet look at it, and so at the files, once more.
+	AnnotationAttemptAsked = v1beta1.GroupName + "/attempt-asked"
 	// AnnotationAttemptReleased is the newest attempt whose training
 	// containers may start.
 	AnnotationAttemptReleased = v1beta1.GroupName + "/attempt-released"
