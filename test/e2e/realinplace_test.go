@@ -94,7 +94,10 @@ func checkSamePods(t *testing.T, f *framework.Framework, ref framework.JobRef, u
 func TestRealNodeRestartInPlace(t *testing.T) {
 	f := onRealNode(t, "real-inplace")
 	checkpointClaim(f)
-	applyJob(f, ddpCheckpointJob("inplace", 10).Env("STEPS", "80").Env("STEP_SECONDS", "0.5").Env("CHECKPOINT_EVERY", "5").
+	// A short grace period: torchrun, as its container's first process,
+	// does not act on SIGTERM, so a pod it runs in takes the whole period
+	// to go, and the fallback below deletes pods.
+	applyJob(f, ddpCheckpointJob("inplace", 5).GracePeriod(5).Env("STEPS", "70").Env("STEP_SECONDS", "0.3").Env("CHECKPOINT_EVERY", "5").
 		BackoffLimit(3).RestartStrategy(v1beta1.RestartStrategyInPlace).
 		FailurePolicy(v1beta1.FailurePolicyRule{Action: v1beta1.FailurePolicyActionRestartJob}))
 	ref := f.Ref(framework.KindPyTorch, "inplace")
@@ -173,7 +176,7 @@ func TestRealNodeRestartInPlaceBackoffLimit(t *testing.T) {
 	f := onRealNode(t, "real-inplace-limit")
 	applyJob(f, framework.NewPyTorchJob("limit").WithReplicas("node", 2).WithRestartPolicy("node", v1beta1.RestartPolicyOnFailure).
 		Torchrun(v1beta1.TorchrunConfig{ProcPerNode: "1"}).
-		Image(framework.TrainingImage).Command("python3", "pytorch_ddp.py").GracePeriod(30).
+		Image(framework.TrainingImage).Command("python3", "pytorch_ddp.py").GracePeriod(3).
 		Requests("250m", "512Mi").CPULimit("1").MemoryLimit("2Gi").
 		Env("STEPS", "100000").Env("STEP_SECONDS", "0.5").
 		BackoffLimit(2).RestartStrategy(v1beta1.RestartStrategyInPlace))
