@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -194,5 +195,22 @@ func TestInPlaceScripts(t *testing.T) {
 	}
 	if code, ok := exitWithin(t, r.start(agent), 5*time.Second); !ok || code != 0 {
 		t.Fatalf("the agent told to stop: exit %d (ended %v), want 0", code, ok)
+	}
+
+	// SIGTERM ends either at once, as the kubelet's stop of the pod wants.
+	r.set("agent", "")
+	for name, script := range map[string]string{"agent": agent, "barrier": barrier} {
+		cmd := exec.Command("sh", "-c", script)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan int, 1)
+		go func() { _ = cmd.Wait(); done <- cmd.ProcessState.ExitCode() }()
+		if code, ok := exitWithin(t, done, 2*time.Second); !ok || code != 0 {
+			_ = cmd.Process.Kill()
+			t.Errorf("the %s on SIGTERM: exit %d (ended %v), want 0 at once", name, code, ok)
+		}
 	}
 }
