@@ -17,6 +17,7 @@ limitations under the License.
 package controller
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -163,22 +164,39 @@ func TestRestartJobInPlace(t *testing.T) {
 // TestRestartInPlaceFallsBack: a pod whose node is lost cannot restart in
 // place; the job recreates every pod and says why.
 func TestRestartInPlaceFallsBack(t *testing.T) {
-	job := inPlaceJob("j", 2)
-	f := newFixture(t, job)
-	f.start(job)
-	f.setPod("j-master-0", func(p *corev1.Pod) { p.Status.Phase = corev1.PodUnknown })
-	f.setPod("j-worker-0", trainerFailed(1))
-	f.mustSync(job)
-	if got := f.deletedPodNames(); len(got) != 2 {
-		t.Fatalf("deleted %v, want both pods recreated", got)
-	}
-	st := f.status(job)
-	c := condition(st, v1beta1.ConditionRestartedInPlace)
-	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonRecreatingInstead {
-		t.Fatalf("RestartedInPlace condition %+v, want False RecreatingInstead", c)
-	}
-	if events := f.events(); !hasEvent(events, corev1.EventTypeWarning, ReasonRecreatingInstead) {
-		t.Errorf("no RecreatingInstead event: %v", events)
+	for name, tc := range map[string]struct {
+		master func(*corev1.Pod)
+		why    string
+	}{
+		"node lost": {func(p *corev1.Pod) { p.Status.Phase = corev1.PodUnknown }, "is lost"},
+		"evicted": {func(p *corev1.Pod) {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue})
+		}, "is lost"},
+		"rule dropped by the API server": {func(p *corev1.Pod) {
+			for i := range p.Spec.Containers {
+				p.Spec.Containers[i].RestartPolicyRules = nil
+			}
+		}, "no in-place restart rule"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			job := inPlaceJob("j", 2)
+			f := newFixture(t, job)
+			f.start(job)
+			f.setPod("j-master-0", tc.master)
+			f.setPod("j-worker-0", trainerFailed(1))
+			f.mustSync(job)
+			if got := f.deletedPodNames(); len(got) != 2 {
+				t.Fatalf("deleted %v, want both pods recreated", got)
+			}
+			st := f.status(job)
+			c := condition(st, v1beta1.ConditionRestartedInPlace)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonRecreatingInstead || !strings.Contains(c.Message, tc.why) {
+				t.Fatalf("RestartedInPlace condition %+v, want False RecreatingInstead saying %q", c, tc.why)
+			}
+			if events := f.events(); !hasEvent(events, corev1.EventTypeWarning, ReasonRecreatingInstead) {
+				t.Errorf("no RecreatingInstead event: %v", events)
+			}
+		})
 	}
 }
 
