@@ -230,7 +230,7 @@ func writeJobStatus(out io.Writer, kind *jobKind, job v1beta1.TrainingJob, event
 	fmt.Fprintf(w, "Mode:\t%s\n", runMode(spec))
 	fmt.Fprintf(w, "Age:\t%s\n", age(job.GetCreationTimestamp().Time, now))
 	fmt.Fprintf(w, "Duration:\t%s\n", runDuration(status, now))
-	fmt.Fprintf(w, "Backoff:\t%d/%d\n", status.BackoffCount, backoffLimit(spec))
+	fmt.Fprintf(w, "Backoff:\t%d/%d%s\n", status.BackoffCount, backoffLimit(spec), restartsHow(spec, status))
 	if tb := status.Tensorboard; tb != nil {
 		fmt.Fprintf(w, "TensorBoard:\t%s\n", tensorboardState(tb))
 	}
@@ -462,4 +462,13 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// restartsHow notes, after the backoff count, that the job restarts in
+// place, and its attempt.
+func restartsHow(spec *v1beta1.TrainingJobSpec, status *v1beta1.TrainingJobStatus) string {
+	if spec.RunPolicy.RestartStrategy != v1beta1.RestartStrategyInPlace {
+		return ""
+	}
+	return fmt.Sprintf(", restarts in place (attempt %d)", status.AttemptCount)
 }

@@ -127,6 +127,19 @@ Events:
 	}
 }
 
+// TestStatusOfAJobThatRestartsInPlace: the backoff line says so, with the
+// attempt the pods run.
+func TestStatusOfAJobThatRestartsInPlace(t *testing.T) {
+	job := runningPyTorchJob()
+	job.Spec.RunPolicy.RestartStrategy = v1beta1.RestartStrategyInPlace
+	job.Status.AttemptCount = 3
+	f := newFixture(t, job)
+	out := f.mustRun("status", "resnet")
+	if !strings.Contains(out, "Backoff:     2/5, restarts in place (attempt 3)\n") {
+		t.Errorf("no in-place backoff line:\n%s", out)
+	}
+}
+
 func TestStatusOfANewPausedJob(t *testing.T) {
 	job := tfJob("mnist", replicas("chief", 1, "tensorflow"), replicas("worker", 2, "tensorflow"))
 	job.Namespace = "team"
