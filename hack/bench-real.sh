@@ -52,4 +52,4 @@ localcluster run -- bash -c '
     echo "the stack came up without its real node; see the output above" >&2
     exit 1
   fi
-  exec "$@"' bench-real "${BENCH_BIN_DIR}/bench-real" -local-dir "${LOCAL_DIR}" -out "${BENCH_DIR}/real.md"
+  exec "$@"' bench-real "${BENCH_BIN_DIR}/bench-real" -local-dir "${LOCAL_DIR}" -ctr "${BIN_DIR}/ctr" -out "${BENCH_DIR}/real.md"

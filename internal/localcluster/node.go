@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -115,10 +116,32 @@ func newNode(c *Cluster, i int) Node {
 		PodCIDR: podCIDRPrefix + strconv.Itoa(i) + ".0/24",
 		NetNS:   fmt.Sprintf("tsnode-%s-%d", c.stackID(), i),
 		Cgroup:  fmt.Sprintf("tensorstack-node-%s-%d", c.stackID(), i),
-		Dir:     filepath.Join(c.Paths.Dir, "nodes", name),
+		Dir:     nodeDir(c.Paths.Dir, name),
 		Zone:    "zone-" + string(rune('a'+i/2)),
 		Rack:    "real-rack-" + strconv.Itoa(i),
 	}
+}
+
+// nodeDir is the directory of a real node of the stack whose state is in
+// stackDir (Paths.Dir).
+func nodeDir(stackDir, name string) string { return filepath.Join(stackDir, "nodes", name) }
+
+// containerdSocket is where the containerd of the node in dir listens.
+func containerdSocket(dir string) string { return filepath.Join(dir, "run", "containerd.sock") }
+
+// SignalContainer sends a signal (SIGKILL, say) to a container of a real
+// node of the stack whose state is in stackDir, through that node's
+// containerd and the ctr binary given: the process gets it from the kernel,
+// as it would from the OOM killer. containerID is the one a pod's status
+// gives, with or without its containerd:// prefix.
+func SignalContainer(ctx context.Context, ctr, stackDir, node, containerID, signal string) error {
+	id := strings.TrimPrefix(containerID, "containerd://")
+	sock := containerdSocket(nodeDir(stackDir, node))
+	out, err := exec.CommandContext(ctx, ctr, "--address", sock, "-n", "k8s.io", "task", "kill", "--signal", signal, id).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ctr task kill --signal %s %s on %s: %v: %s", signal, id, node, err, out)
+	}
+	return nil
 }
 
 // Info is what the state file records of the node.
@@ -132,7 +155,7 @@ func (n Node) componentName(part string) string { return part + "-" + n.Name }
 func (n Node) path(parts ...string) string {
 	return filepath.Join(append([]string{n.Dir}, parts...)...)
 }
-func (n Node) socket() string        { return n.path("run", "containerd.sock") }
+func (n Node) socket() string        { return containerdSocket(n.Dir) }
 func (n Node) holderPIDFile() string { return n.c.Paths.PIDFile(n.componentName("holder")) }
 
 // RealNodesAllowed says why real nodes cannot run here, or "" when they can.

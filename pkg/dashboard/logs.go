@@ -41,11 +41,10 @@ type logLine struct {
 }
 
 // logs follows one container's log of one of the job's pods (?pod=NAME, and
-// ?container=NAME, else the one kubectl picks: the one the pod's
-// kubectl.kubernetes.io/default-container annotation names, or its first)
-// as server-sent events: "line" for each line, "end" when the container's
-// log ends, "refused" with the API's Status when the user may not read it.
-// The pod must be the job's: the page asks for its replicas' logs only.
+// ?container=NAME, else its training container) as server-sent events:
+// "line" for each line, "end" when the container's log ends, "refused" with
+// the API's Status when the user may not read it. The pod must be the
+// job's: the page asks for its replicas' logs only.
 func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 	t, ok := s.resolve(w, r)
 	if !ok {
@@ -74,13 +73,11 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 			Reason: metav1.StatusReasonNotFound, Message: "pod " + podName + " is not a replica of " + t.name}})
 		return
 	}
-	if container == "" && len(pod.Spec.Containers) > 0 {
-		// Named, so that a pod with a restart agent beside its training
-		// container (restartStrategy InPlace) is still read.
-		container = pod.Spec.Containers[0].Name
-		if c := pod.Annotations[defaultContainerAnnotation]; c != "" {
-			container = c
-		}
+	if i := v1beta1.TrainingContainer(pod.Spec.Containers, t.kind.TrainingContainer); container == "" && i >= 0 {
+		// Named, as kubectl training logs names it, so that a pod with a
+		// restart agent beside its training container (restartStrategy
+		// InPlace) is still read.
+		container = pod.Spec.Containers[i].Name
 	}
 	tail := int64(logTailLines)
 	body, err := pods.GetLogs(podName, &corev1.PodLogOptions{Container: container, Follow: true, TailLines: &tail}).Stream(r.Context())
@@ -102,7 +99,3 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = stream.send("end", struct{}{})
 }
-
-// defaultContainerAnnotation names the container kubectl logs and exec
-// pick in a pod of several.
-const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"

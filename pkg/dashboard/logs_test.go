@@ -69,12 +69,11 @@ func TestLogsRefusesAPodOfAnotherJob(t *testing.T) {
 }
 
 // TestLogsPicksTheTrainingContainer: without ?container, the log read is the
-// one kubectl would read, so that a pod with a restart agent beside its
-// training container is still read.
+// training container's, as kubectl training logs reads it, so that a pod
+// with a restart agent beside its training container is still read.
 func TestLogsPicksTheTrainingContainer(t *testing.T) {
 	f := newFixture(t, newPyTorchJob("team", "mnist"))
 	pod := replicaPod("team", "mnist-master-0", "mnist")
-	pod.Annotations = map[string]string{defaultContainerAnnotation: "pytorch"}
 	pod.Spec.Containers = []corev1.Container{{Name: "sidecar"}, {Name: "pytorch"}, {Name: "tensorstack-restart-agent"}}
 	if err := f.kube.Tracker().Add(pod); err != nil {
 		t.Fatal(err)

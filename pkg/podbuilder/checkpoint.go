@@ -39,23 +39,6 @@ func ResumeAnnotations(c *v1beta1.CheckpointStatus) map[string]string {
 	return a
 }
 
-// annotationFile projects an annotation into a file; an annotation the pod
-// lacks gives an empty file.
-func annotationFile(name, annotation string) corev1.DownwardAPIVolumeFile {
-	return corev1.DownwardAPIVolumeFile{
-		Path:     name,
-		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + annotation + "']"},
-	}
-}
-
-// annotationEnv is a variable the kubelet reads from a pod annotation each
-// time it starts the container; empty when the pod lacks the annotation.
-func annotationEnv(name, annotation string) corev1.EnvVar {
-	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
-		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + annotation + "']"},
-	}}
-}
-
 // addCheckpointContract gives the training container of a job with a
 // checkpoint policy what the contract promises it: the checkpoint
 // directory, the last good checkpoint to resume from, and the file through

@@ -77,7 +77,7 @@ func addStartupGate(pod *corev1.Pod, training *corev1.Container, open bool) {
 		VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
 			Items: []corev1.DownwardAPIVolumeFile{{
 				Path:     startupGateFile,
-				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.annotations['" + AnnotationStartupGate + "']"},
+				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: annotationFieldPath(AnnotationStartupGate)},
 			}},
 		}},
 	})

@@ -18,7 +18,6 @@ package e2e
 
 import (
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -33,6 +32,7 @@ import (
 
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"tensorstack.dev/training/internal/localcluster"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/test/e2e/framework"
 )
@@ -226,19 +226,15 @@ func ctrKillContainer(f *framework.Framework, pod *corev1.Pod, container string)
 	id := ""
 	for _, cs := range pod.Status.ContainerStatuses {
 		if cs.Name == container {
-			id = strings.TrimPrefix(cs.ContainerID, "containerd://")
+			id = cs.ContainerID
 		}
 	}
 	if id == "" {
 		f.T.Fatalf("pod %s has no running container", pod.Name)
 	}
 	ctr := filepath.Join(f.Env.RepoRoot, "_output", "bin", "ctr")
-	// Each real node's containerd listens in the node's directory of the
-	// stack (internal/localcluster).
-	sock := filepath.Join(f.Env.LocalDir, "nodes", pod.Spec.NodeName, "run", "containerd.sock")
-	out, err := exec.CommandContext(f.Context(), ctr, "--address", sock, "-n", "k8s.io", "task", "kill", "--signal", "SIGKILL", id).CombinedOutput()
-	if err != nil {
-		f.T.Fatalf("ctr task kill %s: %v: %s", id, err, out)
+	if err := localcluster.SignalContainer(f.Context(), ctr, f.Env.LocalDir, pod.Spec.NodeName, id, "SIGKILL"); err != nil {
+		f.T.Fatal(err)
 	}
 }
 

@@ -73,16 +73,17 @@ var (
 
 func main() {
 	localDir := flag.String("local-dir", "", "the local stack's directory (_output/local)")
+	ctr := flag.String("ctr", "", "containerd's ctr, to kill a training process on a real node (_output/bin/ctr)")
 	runs := flag.Int("runs", benchkit.IntEnv("BENCH_RUNS", 5), "runs of each measurement")
 	out := flag.String("out", "", "also write the table to this file")
 	flag.Parse()
-	if err := run(*localDir, *runs, *out); err != nil {
+	if err := run(*localDir, *ctr, *runs, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-real:", err)
 		os.Exit(1)
 	}
 }
 
-func run(localDir string, runs int, out string) error {
+func run(localDir, ctr string, runs int, out string) error {
 	stack, err := benchkit.LoadStack(localDir)
 	if err != nil {
 		return err
@@ -96,7 +97,12 @@ func run(localDir string, runs int, out string) error {
 	ctx := context.Background()
 
 	if benchkit.StringEnv("BENCH_REAL_ONLY", "") == "recovery" {
-		return recoveryOnly(ctx, kube, training, localDir, runs, out)
+		recreate, inPlace, err := recoveries(ctx, kube, training, realNodes{ctr: ctr, stackDir: stack.Dir}, runs)
+		if err != nil {
+			return err
+		}
+		restarts := recoveryTable(runs, recreate, inPlace)
+		return report(out, &restarts)
 	}
 	var bare, pair, toFirstStep, toFirstStepC10d, toSucceeded, scaleToTraining []time.Duration
 	var floorPhases, jobPhases, c10dPhases []phases
@@ -155,13 +161,19 @@ func run(localDir string, runs int, out string) error {
 		benchkit.Ms(benchkit.Median(scaleToTraining)), benchkit.Ms(benchkit.Percentile(scaleToTraining, 0)),
 		benchkit.Ms(benchkit.Percentile(scaleToTraining, 100)),
 		benchkit.Ratio(float64(benchkit.Median(scaleToTraining)), float64(benchkit.Median(toFirstStep)))+" of a new 2-rank job")
-	recreate, inPlace, err := recoveries(ctx, kube, training, localDir, runs)
+	recreate, inPlace, err := recoveries(ctx, kube, training, realNodes{ctr: ctr, stackDir: stack.Dir}, runs)
 	if err != nil {
 		return err
 	}
-	var b strings.Builder
 	breakdown, restarts := breakdownTable(floorPhases, jobPhases, c10dPhases), recoveryTable(runs, recreate, inPlace)
-	for _, t := range []*benchkit.Table{&table, &breakdown, &restarts} {
+	return report(out, &table, &breakdown, &restarts)
+}
+
+// report prints the tables, a blank line after each, and writes them to
+// out too when it is set.
+func report(out string, tables ...*benchkit.Table) error {
+	var b strings.Builder
+	for _, t := range tables {
 		if err := t.Write(&b); err != nil {
 			return err
 		}
@@ -395,21 +407,28 @@ func unixTime(s string) time.Time {
 	return time.Unix(0, int64(f*float64(time.Second)))
 }
 
+// trainingLog is the log of a pod's training container ("pytorch", as
+// container names it).
+func trainingLog(ctx context.Context, kube kubernetes.Interface, pod string) (string, error) {
+	data, err := kube.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: "pytorch"}).DoRaw(ctx)
+	return string(data), err
+}
+
 // stepTimes reads each pod's log for the time of its first step and of its
 // end, and all it logs with a time.
 func stepTimes(ctx context.Context, kube kubernetes.Interface, pods []string) (first, end []time.Time, logs map[string]logTimes, err error) {
 	logs = map[string]logTimes{}
 	for _, pod := range pods {
-		data, err := kube.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(ctx)
+		data, err := trainingLog(ctx, kube, pod)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("logs of %s: %w", pod, err)
 		}
-		m, e := firstStep.FindStringSubmatch(string(data)), done.FindStringSubmatch(string(data))
+		m, e := firstStep.FindStringSubmatch(data), done.FindStringSubmatch(data)
 		if m == nil || e == nil {
 			return nil, nil, nil, fmt.Errorf("pod %s logged no first step or no end:\n%s", pod, data)
 		}
 		first, end = append(first, unixTime(m[2])), append(end, unixTime(e[2]))
-		logs[pod] = parseLog(string(data))
+		logs[pod] = parseLog(data)
 	}
 	return first, end, logs, nil
 }
@@ -441,11 +460,8 @@ func elasticScale(ctx context.Context, kube kubernetes.Interface, training clien
 		_ = jobs.Delete(context.Background(), name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)})
 	}()
 	logOf := func(ctx context.Context, pod string) string {
-		data, err := kube.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(ctx)
-		if err != nil {
-			return ""
-		}
-		return string(data)
+		log, _ := trainingLog(ctx, kube, pod)
+		return log
 	}
 	pod0, pod1 := name+"-worker-0", name+"-worker-1"
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {

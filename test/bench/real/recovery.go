@@ -19,9 +19,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -34,6 +31,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"tensorstack.dev/training/internal/localcluster"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	clientset "tensorstack.dev/training/pkg/generated/clientset/versioned"
 	"tensorstack.dev/training/pkg/podbuilder"
@@ -70,7 +68,7 @@ type recoveryTimes struct {
 }
 
 // recovery runs one job under the strategy and measures its recovery.
-func recovery(ctx context.Context, kube kubernetes.Interface, training clientset.Interface, localDir, name string,
+func recovery(ctx context.Context, kube kubernetes.Interface, training clientset.Interface, nodes realNodes, name string,
 	strategy v1beta1.RestartStrategy) (recoveryTimes, error) {
 	c := container("python3", "pytorch_ddp.py")
 	c.Env = []corev1.EnvVar{{Name: "STEPS", Value: "100000"}, {Name: "STEP_SECONDS", Value: "0.1"}}
@@ -103,11 +101,8 @@ func recovery(ctx context.Context, kube kubernetes.Interface, training clientset
 	}()
 	pods := []string{name + "-node-0", name + "-node-1"}
 	logOf := func(ctx context.Context, pod string) string {
-		data, err := kube.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: "pytorch"}).DoRaw(ctx)
-		if err != nil {
-			return ""
-		}
-		return string(data)
+		log, _ := trainingLog(ctx, kube, pod)
+		return log
 	}
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		for _, p := range pods {
@@ -125,7 +120,7 @@ func recovery(ctx context.Context, kube kubernetes.Interface, training clientset
 		return recoveryTimes{}, err
 	}
 	killed := time.Now()
-	if err := killTraining(ctx, localDir, victim); err != nil {
+	if err := nodes.killTraining(ctx, victim); err != nil {
 		return recoveryTimes{}, err
 	}
 	var decided, left, released, started time.Time
@@ -231,25 +226,20 @@ func recovery(ctx context.Context, kube kubernetes.Interface, training clientset
 	}, nil
 }
 
+// realNodes reaches the containers of the stack's real nodes.
+type realNodes struct {
+	ctr, stackDir string
+}
+
 // killTraining sends SIGKILL to a pod's training container through its
 // real node's containerd.
-func killTraining(ctx context.Context, localDir string, pod *corev1.Pod) error {
-	id := ""
+func (n realNodes) killTraining(ctx context.Context, pod *corev1.Pod) error {
 	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name == "pytorch" {
-			id = strings.TrimPrefix(cs.ContainerID, "containerd://")
+		if cs.Name == "pytorch" && cs.ContainerID != "" {
+			return localcluster.SignalContainer(ctx, n.ctr, n.stackDir, pod.Spec.NodeName, cs.ContainerID, "SIGKILL")
 		}
 	}
-	if id == "" {
-		return fmt.Errorf("pod %s runs no training container", pod.Name)
-	}
-	ctr := filepath.Join(localDir, "..", "bin", "ctr")
-	sock := filepath.Join(localDir, "nodes", pod.Spec.NodeName, "run", "containerd.sock")
-	out, err := exec.CommandContext(ctx, ctr, "--address", sock, "-n", "k8s.io", "task", "kill", "--signal", "SIGKILL", id).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("ctr task kill %s: %v: %s", id, err, out)
-	}
-	return nil
+	return fmt.Errorf("pod %s runs no training container", pod.Name)
 }
 
 // recoveryTable is the side-by-side of the two strategies.
@@ -283,7 +273,7 @@ func recoveryTable(runs int, recreate, inPlace []recoveryTimes) benchkit.Table {
 
 // recoveries measures both strategies, runs times each, taking turns at
 // going first.
-func recoveries(ctx context.Context, kube kubernetes.Interface, training clientset.Interface, localDir string,
+func recoveries(ctx context.Context, kube kubernetes.Interface, training clientset.Interface, nodes realNodes,
 	runs int) (recreate, inPlace []recoveryTimes, err error) {
 	for i := range runs {
 		order := []v1beta1.RestartStrategy{v1beta1.RestartStrategyRecreate, v1beta1.RestartStrategyInPlace}
@@ -291,7 +281,7 @@ func recoveries(ctx context.Context, kube kubernetes.Interface, training clients
 			order[0], order[1] = order[1], order[0]
 		}
 		for _, s := range order {
-			r, err := recovery(ctx, kube, training, localDir, fmt.Sprintf("bench-recover-%s-%d", strings.ToLower(string(s)), i), s)
+			r, err := recovery(ctx, kube, training, nodes, fmt.Sprintf("bench-recover-%s-%d", strings.ToLower(string(s)), i), s)
 			if err != nil {
 				return nil, nil, fmt.Errorf("recovery (%s), run %d: %w", s, i, err)
 			}
@@ -306,22 +296,4 @@ func recoveries(ctx context.Context, kube kubernetes.Interface, training clients
 		}
 	}
 	return recreate, inPlace, nil
-}
-
-// recoveryOnly runs the recovery measurement alone (BENCH_REAL_ONLY=recovery).
-func recoveryOnly(ctx context.Context, kube kubernetes.Interface, training clientset.Interface, localDir string, runs int, out string) error {
-	recreate, inPlace, err := recoveries(ctx, kube, training, localDir, runs)
-	if err != nil {
-		return err
-	}
-	var b strings.Builder
-	table := recoveryTable(runs, recreate, inPlace)
-	if err := table.Write(&b); err != nil {
-		return err
-	}
-	fmt.Print(b.String())
-	if out != "" {
-		return os.WriteFile(out, []byte(b.String()), 0o644)
-	}
-	return nil
 }
