@@ -367,7 +367,11 @@ func TestRealNodeStallFail(t *testing.T) {
 	checkpointClaim(f)
 	applyJob(f, stallingJob(v1beta1.StallPolicyFail))
 	ref := f.Ref(framework.KindPyTorch, "stall")
-	job := f.WaitForPhase(ref, v1beta1.JobFailed)
+	// The start, the steps before the hang and stallDeadline: longer than
+	// framework.Timeout on a loaded machine.
+	job := f.WaitForJob(ref, "phase Failed", realNodeTimeout, func(job v1beta1.TrainingJob) (bool, error) {
+		return job.JobStatus().Phase == v1beta1.JobFailed, nil
+	})
 	failed := framework.Condition(job, v1beta1.ConditionFailed)
 	if failed == nil || failed.Reason != "Stalled" || !lastStepBeforeHang.MatchString(failed.Message) {
 		t.Errorf("Failed condition %+v, want reason Stalled naming the last step before the hang", failed)
