@@ -43,6 +43,7 @@ limitations under the License.
 //	""                      secrets                           create
 //	apps                    deployments                       list, watch, create, update, delete
 //	""                      events                            list, watch, create, patch
+//	""                      nodes                             list, watch
 //	coordination.k8s.io     leases                            get, create, update
 //	scheduling.k8s.io       workloads                         list, watch, create, patch, delete
 //	scheduling.k8s.io       podgroups                         list, watch, create, patch, delete

@@ -28,6 +28,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -465,10 +466,14 @@ func orDash(s string) string {
 }
 
 // restartsHow notes, after the backoff count, that the job restarts in
-// place, and its attempt.
+// place, and its attempt, or that it asked to and its nodes cannot.
 func restartsHow(spec *v1beta1.TrainingJobSpec, status *v1beta1.TrainingJobStatus) string {
 	if spec.RunPolicy.RestartStrategy != v1beta1.RestartStrategyInPlace {
 		return ""
+	}
+	if c := meta.FindStatusCondition(status.Conditions, v1beta1.ConditionRestartedInPlace); c != nil &&
+		c.Reason == v1beta1.ReasonNoNodeRestartsInPlace {
+		return ", recreates its pods: no node they may run on restarts them in place"
 	}
 	return fmt.Sprintf(", restarts in place (attempt %d)", status.AttemptCount)
 }

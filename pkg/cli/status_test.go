@@ -138,6 +138,14 @@ func TestStatusOfAJobThatRestartsInPlace(t *testing.T) {
 	if !strings.Contains(out, "Backoff:     2/5, restarts in place (attempt 3)\n") {
 		t.Errorf("no in-place backoff line:\n%s", out)
 	}
+
+	// On nodes that cannot, the job says it recreates its pods.
+	job.Status.Conditions = append(job.Status.Conditions, metav1.Condition{Type: v1beta1.ConditionRestartedInPlace,
+		Status: metav1.ConditionFalse, Reason: v1beta1.ReasonNoNodeRestartsInPlace})
+	out = newFixture(t, job).mustRun("status", "resnet")
+	if !strings.Contains(out, "Backoff:     2/5, recreates its pods: no node they may run on restarts them in place\n") {
+		t.Errorf("no backoff line saying the pods are recreated:\n%s", out)
+	}
 }
 
 func TestStatusOfANewPausedJob(t *testing.T) {

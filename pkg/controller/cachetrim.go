@@ -19,6 +19,8 @@ package controller
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // The informer caches hold every pod, Service and job the controller made,
@@ -50,12 +52,14 @@ func trimForCache(obj any) (any, error) {
 // container is found by name and a replica's container states are listed
 // in spec order) and restart policies (whether the kubelet runs a
 // container again decides a pod's outcome, and an in-place restart needs
-// the agent's rule). A field the controller starts reading from cached pods
-// must be kept here; TestTrimPodKeepsWhatTheControllerReads lists them.
+// the agent's rule). Until a pod that restarts in place is scheduled, it
+// also keeps what decides where it may run (planInPlaceNodes). A field the
+// controller starts reading from cached pods must be kept here;
+// TestTrimPodKeepsWhatTheControllerReads lists them.
 func trimPod(p *corev1.Pod) {
 	p.ManagedFields = nil
 	spec := &p.Spec
-	*spec = corev1.PodSpec{
+	trimmed := corev1.PodSpec{
 		NodeName:        spec.NodeName,
 		SchedulerName:   spec.SchedulerName,
 		SchedulingGroup: spec.SchedulingGroup,
@@ -65,6 +69,13 @@ func trimPod(p *corev1.Pod) {
 		InitContainers:  containerHeads(spec.InitContainers),
 		Containers:      containerHeads(spec.Containers),
 	}
+	if spec.NodeName == "" && podbuilder.CanRestartInPlace(p) {
+		trimmed.NodeSelector, trimmed.Tolerations = spec.NodeSelector, spec.Tolerations
+		if spec.Affinity != nil && spec.Affinity.NodeAffinity != nil {
+			trimmed.Affinity = &corev1.Affinity{NodeAffinity: spec.Affinity.NodeAffinity}
+		}
+	}
+	*spec = trimmed
 }
 
 // containerHeads keeps each container's name and restart policy.

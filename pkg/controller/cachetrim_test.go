@@ -99,6 +99,53 @@ func TestTrimPodKeepsWhatTheControllerReads(t *testing.T) {
 	}
 }
 
+// TestTrimPodKeepsPlacementUntilScheduled: a pod that restarts in place
+// keeps where it may run (its node selector, required node affinity and
+// tolerations) until it is scheduled, for planInPlaceNodes; other pods, and
+// scheduled ones, do not.
+func TestTrimPodKeepsPlacementUntilScheduled(t *testing.T) {
+	agent := corev1.Container{Name: podbuilder.RestartAgentContainerName,
+		RestartPolicyRules: []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestartAllContainers}}}
+	affinity := &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: "type", Operator: corev1.NodeSelectorOpIn, Values: []string{"real"}}}}}}}
+	pod := func(node string, containers ...corev1.Container) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{
+			NodeName: node, NodeSelector: map[string]string{"type": "real"},
+			Tolerations: []corev1.Toleration{{Key: "real", Operator: corev1.TolerationOpExists}},
+			Affinity: &corev1.Affinity{NodeAffinity: affinity,
+				PodAntiAffinity: &corev1.PodAntiAffinity{}},
+			Containers: append([]corev1.Container{{Name: "pytorch", Image: "i"}}, containers...),
+		}}
+	}
+	for name, tc := range map[string]struct {
+		pod  *corev1.Pod
+		keep bool
+	}{
+		"in place, not scheduled":  {pod("", agent), true},
+		"in place, scheduled":      {pod("node-1", agent), false},
+		"recreated, not scheduled": {pod(""), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := trimForCache(tc.pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec := got.(*corev1.Pod).Spec
+			kept := spec.NodeSelector != nil && spec.Tolerations != nil && spec.Affinity != nil && spec.Affinity.NodeAffinity != nil
+			dropped := spec.NodeSelector == nil && spec.Tolerations == nil && spec.Affinity == nil
+			switch {
+			case tc.keep && !kept:
+				t.Errorf("placement dropped: %+v", spec)
+			case tc.keep && spec.Affinity.PodAntiAffinity != nil:
+				t.Errorf("pod anti-affinity kept, which no node decision reads: %+v", spec.Affinity)
+			case !tc.keep && !dropped:
+				t.Errorf("placement kept: %+v", spec)
+			}
+		})
+	}
+}
+
 func TestTrimForCacheDropsManagedFieldsOfOtherObjects(t *testing.T) {
 	mf := []metav1.ManagedFieldsEntry{{Manager: "m"}}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: mf},

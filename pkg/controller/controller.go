@@ -101,7 +101,11 @@ type Controller struct {
 	// mountFailures explains pods stuck on a volume; the controller runs
 	// its informer itself (Run).
 	mountFailures *mountFailures
-	synced        []cache.InformerSynced
+	// nodes says whether a pod could restart in place where it may run;
+	// the controller runs its informer.
+	nodes *nodeFeatures
+
+	synced []cache.InformerSynced
 	// gang keeps the group objects of jobs that ask for gang scheduling;
 	// nil without a gang scheduler.
 	gang gang.Backend
@@ -225,6 +229,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	}
 
 	go c.mountFailures.informer.RunWithContext(ctx)
+	go c.nodes.informer.RunWithContext(ctx)
 
 	workers = max(workers, 1)
 	logger.Info("Starting controller", "controller", ControllerName, "workers", workers,

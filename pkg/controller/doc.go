@@ -59,7 +59,9 @@ limitations under the License.
 //     replica's exit observed; replicas replaced, one or all; a suspect
 //     node noted), inplace.go (a whole-job restart in place: the next
 //     attempt asked of every pod, released once every pod waits for it,
-//     and the restart agents stopped), failurerules_generic.go (a replica failed for good,
+//     and the restart agents stopped; pods that cannot restart in place
+//     where they may run made as under Recreate, with inplacenodes.go, the
+//     nodes' declared features), failurerules_generic.go (a replica failed for good,
 //     tolerated while a GenericJob's failure rules let it be), stops.go (a
 //     pause, a resume and every stop of the running pods, after the checkpoint it asks for), stall.go (a stall's
 //     condition, event, restart and log tails), attempts.go (each start of

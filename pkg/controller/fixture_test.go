@@ -422,6 +422,13 @@ func (f *fixture) observe() {
 	f.replaceAll(f.kubeInformers.Core().V1().Services().Informer().GetIndexer(), servicesOf(svcs.Items))
 	deps, _ := f.kubeClient.AppsV1().Deployments("").List(ctx, metav1.ListOptions{})
 	f.replaceAll(f.kubeInformers.Apps().V1().Deployments().Informer().GetIndexer(), deploymentsOf(deps.Items))
+	nodes, _ := f.kubeClient.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	var nodeObjs []any
+	for i := range nodes.Items {
+		n, _ := trimNode(&nodes.Items[i])
+		nodeObjs = append(nodeObjs, n)
+	}
+	f.replaceAll(f.c.nodes.informer.GetIndexer(), nodeObjs)
 	f.observeGang()
 	f.observeKueue()
 	// Jobs.

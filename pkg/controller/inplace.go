@@ -24,6 +24,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
@@ -49,13 +50,9 @@ const (
 	inPlaceGiveUp   = 20 * time.Second
 )
 
-// Reasons of in-place restarts: the events of a restart and of a release,
-// and the RestartedInPlace condition.
-const (
-	ReasonRestartingInPlace = "RestartingInPlace"
-	ReasonRecreatingInstead = "RecreatingInstead"
-	ReasonAttemptReleased   = "AttemptReleased"
-)
+// ReasonAttemptReleased is the event of an attempt released to the pods;
+// the reasons of a restart are those of the RestartedInPlace condition.
+const ReasonAttemptReleased = "AttemptReleased"
 
 // inPlaceBlocker says why the job's pods cannot be restarted in place now,
 // or "" when they can: every replica has a pod that is not going away, on
@@ -69,7 +66,7 @@ func (r *reconciler) inPlaceBlocker() string {
 		case p.DeletionTimestamp != nil:
 			return fmt.Sprintf("pod %s is being deleted", p.Name)
 		case !podbuilder.CanRestartInPlace(p):
-			return fmt.Sprintf("pod %s has no in-place restart rule: the cluster dropped it, or the pod predates restartStrategy InPlace", p.Name)
+			return fmt.Sprintf("pod %s has no in-place restart rule: no node it may run on restarts containers in place, the cluster dropped the rule, or the pod predates restartStrategy InPlace", p.Name)
 		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
 			return fmt.Sprintf("pod %s has ended (%s)", p.Name, p.Status.Phase)
 		case p.Status.Phase == corev1.PodUnknown || disrupted(p):
@@ -105,16 +102,59 @@ func (r *reconciler) restartsInPlace() bool {
 	}
 	r.inPlaceDecided = true
 	if why := r.inPlaceBlocker(); why != "" {
-		r.setCondition(v1beta1.ConditionRestartedInPlace, metav1.ConditionFalse, ReasonRecreatingInstead, "every pod is recreated: "+why)
-		r.event(corev1.EventTypeWarning, ReasonRecreatingInstead, "Restarting every replica by recreating its pod, not in place: %s", why)
+		if !r.recreatesOnRestart() {
+			// The condition keeps saying that the job recreates for good.
+			r.setCondition(v1beta1.ConditionRestartedInPlace, metav1.ConditionFalse, v1beta1.ReasonRecreatingInstead, "every pod is recreated: "+why)
+		}
+		r.event(corev1.EventTypeWarning, v1beta1.ReasonRecreatingInstead, "Restarting every replica by recreating its pod, not in place: %s", why)
 		return false
 	}
 	r.inPlaceBump = true
 	r.newAttempt()
 	n := r.status.AttemptCount
-	r.setCondition(v1beta1.ConditionRestartedInPlace, metav1.ConditionTrue, ReasonRestartingInPlace,
+	r.setCondition(v1beta1.ConditionRestartedInPlace, metav1.ConditionTrue, v1beta1.ReasonRestartingInPlace,
 		fmt.Sprintf("attempt %d restarts every pod in place", n))
 	return true
+}
+
+// planInPlaceNodes finds the pods that ask to restart in place and cannot
+// run anywhere: none of the nodes they may be scheduled on restarts a pod's
+// containers in place (inPlaceUnavailable), and the scheduler leaves such a
+// pod Pending. The pod is looked at as the API server admitted it, since
+// admission may have chosen its nodes. It is replaced at once, without
+// counting, by a pod built as under Recreate; from then on the job builds
+// and restarts its pods as under Recreate, which the RestartedInPlace
+// condition records (recreatesOnRestart) and an event says.
+func (r *reconciler) planInPlaceNodes() {
+	if !podbuilder.InPlace(r.spec) || r.status.Phase.IsFinished() || pauseEnabled(r.spec) || !r.mayRun() {
+		// A paused or queued job's pods go anyway.
+		return
+	}
+	for _, s := range r.slots {
+		p := s.pod
+		if p == nil || s.replacing || p.DeletionTimestamp != nil || p.Spec.NodeName != "" || !podbuilder.CanRestartInPlace(p) {
+			continue
+		}
+		why := r.c.nodes.inPlaceUnavailable(r.logger, p)
+		if why == "" {
+			continue
+		}
+		if !r.recreatesOnRestart() {
+			r.setCondition(v1beta1.ConditionRestartedInPlace, metav1.ConditionFalse, v1beta1.ReasonNoNodeRestartsInPlace,
+				fmt.Sprintf("the job's pods are built and restarted as under Recreate: for pod %s, %s", p.Name, why))
+			r.event(corev1.EventTypeWarning, v1beta1.ReasonNoNodeRestartsInPlace,
+				"Pods of this job cannot restart in place where they may run, and are made as under Recreate: for pod %s, %s", p.Name, why)
+		}
+		r.discard(s, "it cannot restart in place on any node it may run on")
+	}
+}
+
+// recreatesOnRestart says whether the job found that its pods cannot
+// restart in place where they may run (planInPlaceNodes): for the rest of
+// its life they are built, and restarted, as under Recreate.
+func (r *reconciler) recreatesOnRestart() bool {
+	c := meta.FindStatusCondition(r.status.Conditions, v1beta1.ConditionRestartedInPlace)
+	return c != nil && c.Reason == v1beta1.ReasonNoNodeRestartsInPlace
 }
 
 // planInPlace keeps an in-place restart going: pods that do not yet know
@@ -181,7 +221,7 @@ func (r *reconciler) chaseAttempt(s *slot) {
 	p := s.pod
 	waited := r.now.Sub(a.StartTime.Time)
 	if waited >= inPlaceGiveUp {
-		r.event(corev1.EventTypeWarning, ReasonRecreatingInstead,
+		r.event(corev1.EventTypeWarning, v1beta1.ReasonRecreatingInstead,
 			"Pod %s did not restart in place within %s of being asked for attempt %d; recreating it", p.Name, inPlaceGiveUp, a.Number)
 		r.discard(s, fmt.Sprintf("it did not restart in place within %s", inPlaceGiveUp))
 		return

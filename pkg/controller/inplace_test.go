@@ -109,7 +109,7 @@ func TestRestartJobInPlace(t *testing.T) {
 	if a := st.Attempts[0]; a.EndTime == nil || a.Reason != StopRestartJob {
 		t.Errorf("attempt 1 %+v, want it ended by the RestartJob", a)
 	}
-	if c := condition(st, v1beta1.ConditionRestartedInPlace); c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonRestartingInPlace {
+	if c := condition(st, v1beta1.ConditionRestartedInPlace); c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1beta1.ReasonRestartingInPlace {
 		t.Errorf("RestartedInPlace condition %+v", c)
 	}
 	events := f.events()
@@ -190,14 +190,111 @@ func TestRestartInPlaceFallsBack(t *testing.T) {
 			}
 			st := f.status(job)
 			c := condition(st, v1beta1.ConditionRestartedInPlace)
-			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonRecreatingInstead || !strings.Contains(c.Message, tc.why) {
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1beta1.ReasonRecreatingInstead || !strings.Contains(c.Message, tc.why) {
 				t.Fatalf("RestartedInPlace condition %+v, want False RecreatingInstead saying %q", c, tc.why)
 			}
-			if events := f.events(); !hasEvent(events, corev1.EventTypeWarning, ReasonRecreatingInstead) {
+			if events := f.events(); !hasEvent(events, corev1.EventTypeWarning, v1beta1.ReasonRecreatingInstead) {
 				t.Errorf("no RecreatingInstead event: %v", events)
 			}
 		})
 	}
+}
+
+// TestInPlaceWithoutNodesThatCan: a pod of an InPlace job that may only
+// run on nodes whose kubelets cannot restart containers in place would stay
+// Pending. It is replaced, without counting, by a pod built as under
+// Recreate; the job says why, and from then on builds and restarts its pods
+// as under Recreate. A pod that may run on a node that can is left alone.
+func TestInPlaceWithoutNodesThatCan(t *testing.T) {
+	simulated := node("sim-0", map[string]string{"type": "kwok"}, nil)
+	tainted := restartsInPlace("real-0", map[string]string{"type": "real"},
+		corev1.Taint{Key: "real", Value: "true", Effect: corev1.TaintEffectNoSchedule})
+	pods := []string{"j-master-0", "j-worker-0"}
+
+	t.Run("no node it may run on can", func(t *testing.T) {
+		job := inPlaceJob("j", 2)
+		f := newFixture(t, job, simulated, tainted)
+		f.step(job)
+		first := map[string]string{}
+		for _, n := range pods {
+			first[n] = string(f.pod(n).UID)
+		}
+		f.events()
+		// The pods wait for a node that cannot come.
+		f.mustSync(job)
+		if got := f.deletedPodNames(); len(got) != 2 {
+			t.Fatalf("deleted %v, want both unschedulable pods replaced", got)
+		}
+		f.observe()
+		c := condition(f.status(job), v1beta1.ConditionRestartedInPlace)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1beta1.ReasonNoNodeRestartsInPlace ||
+			!strings.Contains(c.Message, "none of the 1 node(s)") || !strings.Contains(c.Message, featureRestartAllContainers) {
+			t.Fatalf("RestartedInPlace condition %+v, want False %s naming the missing feature", c, v1beta1.ReasonNoNodeRestartsInPlace)
+		}
+		if events := f.events(); !hasEvent(events, corev1.EventTypeWarning, v1beta1.ReasonNoNodeRestartsInPlace) {
+			t.Errorf("no %s event: %v", v1beta1.ReasonNoNodeRestartsInPlace, events)
+		}
+		f.step(job)
+		f.setAll(running)
+		f.step(job)
+		st := f.status(job)
+		if st.Phase != v1beta1.JobRunning || st.BackoffCount != 0 {
+			t.Fatalf("phase %s backoffCount %d, want Running with nothing counted", st.Phase, st.BackoffCount)
+		}
+		for _, n := range pods {
+			p := f.pod(n)
+			if p == nil || string(p.UID) == first[n] {
+				t.Fatalf("pod %s was not made again", n)
+			}
+			if podbuilder.CanRestartInPlace(p) || len(p.Spec.Containers) != 1 || p.Annotations[podbuilder.AnnotationAttempt] != "" {
+				t.Errorf("pod %s carries in-place parts no node it may run on can use: %+v", n, p.Spec.Containers)
+			}
+			for _, c := range p.Spec.InitContainers {
+				if c.Name == podbuilder.AttemptBarrierContainerName {
+					t.Errorf("pod %s waits at an attempt barrier", n)
+				}
+			}
+		}
+
+		// A failure restarts the job by recreating its pods; the condition
+		// keeps saying why.
+		f.setPod("j-worker-0", failed(1))
+		f.mustSync(job)
+		if got := f.deletedPodNames(); len(got) != 2 {
+			t.Fatalf("deleted %v, want both pods recreated by the restart", got)
+		}
+		st = f.status(job)
+		if st.BackoffCount != 1 {
+			t.Errorf("backoffCount %d, want the restart counted", st.BackoffCount)
+		}
+		if c := condition(st, v1beta1.ConditionRestartedInPlace); c == nil || c.Reason != v1beta1.ReasonNoNodeRestartsInPlace {
+			t.Errorf("RestartedInPlace condition %+v, want it to go on saying %s", c, v1beta1.ReasonNoNodeRestartsInPlace)
+		}
+		if events := f.events(); !hasEvent(events, corev1.EventTypeWarning, v1beta1.ReasonRecreatingInstead) {
+			t.Errorf("no %s event for the restart: %v", v1beta1.ReasonRecreatingInstead, events)
+		}
+	})
+
+	t.Run("a node it may run on can", func(t *testing.T) {
+		job := inPlaceJob("j", 2)
+		for i := range job.CommonSpec().ReplicaSpecs {
+			job.CommonSpec().ReplicaSpecs[i].Template.Spec.Tolerations = []corev1.Toleration{{Key: "real", Operator: corev1.TolerationOpExists}}
+		}
+		f := newFixture(t, job, simulated, tainted)
+		f.step(job)
+		f.mustSync(job)
+		if got := f.deletedPodNames(); len(got) != 0 {
+			t.Fatalf("deleted %v: node real-0 can restart them in place", got)
+		}
+		for _, n := range pods {
+			if p := f.pod(n); p == nil || !podbuilder.CanRestartInPlace(p) {
+				t.Errorf("pod %s has no in-place restart, though node real-0 can", n)
+			}
+		}
+		if c := condition(f.status(job), v1beta1.ConditionRestartedInPlace); c != nil {
+			t.Errorf("RestartedInPlace condition %+v before any restart", c)
+		}
+	})
 }
 
 // TestRestartInPlaceBackoffLimit: the restart beyond backoffLimit fails
@@ -271,7 +368,7 @@ func TestRestartInPlaceChasesASlowPod(t *testing.T) {
 	if got := f.deletedPodNames(); len(got) != 1 || got[0] != "j-master-0" {
 		t.Fatalf("deleted %v, want the master that did not restart in place", got)
 	}
-	if events := f.events(); !hasEvent(events, corev1.EventTypeWarning, ReasonRecreatingInstead) {
+	if events := f.events(); !hasEvent(events, corev1.EventTypeWarning, v1beta1.ReasonRecreatingInstead) {
 		t.Errorf("no RecreatingInstead event: %v", events)
 	}
 	f.observe()

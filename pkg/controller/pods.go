@@ -108,6 +108,8 @@ func (r *reconciler) builder() *podbuilder.Builder {
 		GatesOpen:  r.gatesOpen,
 		AvoidNodes: r.status.SuspectNodeNames(),
 		Attempt:    r.status.AttemptCount,
+
+		RecreateOnRestart: r.recreatesOnRestart(),
 	}
 	b.AttemptReleased = r.releasedAttempt()
 	if r.c.gang != nil && r.gang != nil {

@@ -169,6 +169,7 @@ func (r *reconciler) plan() {
 		r.planStartupGates()
 		r.planUnqueued()
 		r.planInPlace()
+		r.planInPlaceNodes()
 	}
 	r.planAgentStops()
 

@@ -188,7 +188,7 @@ func (r *reconciler) handleExit(s *slot, debug bool) (reason, message string) {
 	case exitMovesNode:
 		return r.retryElsewhere(s)
 	case exitCountedRestart:
-		if podbuilder.InPlace(r.spec) {
+		if podbuilder.InPlace(r.spec) && !r.recreatesOnRestart() {
 			// A pod of a job that restarts in place is never replaced
 			// alone: the replicas meet again in a new attempt.
 			return r.restartJob(s, d.why)

@@ -97,7 +97,8 @@ func onlyProgressChanged(old, cur any) bool {
 
 // watchDependents watches what the jobs own (pods, Services, TensorBoard
 // Deployments) and the kubelet's mount failures: a change queues the job it
-// concerns.
+// concerns. It also keeps the nodes' declared features, which a change
+// does not queue anything for: they decide how pods are built.
 func (c *Controller) watchDependents(logger klog.Logger, kubeClient kubernetes.Interface, kubeInformers informers.SharedInformerFactory) error {
 	pods := kubeInformers.Core().V1().Pods()
 	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -133,7 +134,12 @@ func (c *Controller) watchDependents(logger klog.Logger, kubeClient kubernetes.I
 	if err := c.mountFailures.onChange(logger, c.enqueueStuckPod); err != nil {
 		return fmt.Errorf("watching mount failures: %w", err)
 	}
-	c.synced = append(c.synced, pods.Informer().HasSynced, c.mountFailures.informer.HasSynced)
+	nodes, err := newNodeFeatures(kubeClient)
+	if err != nil {
+		return fmt.Errorf("watching nodes: %w", err)
+	}
+	c.nodes = nodes
+	c.synced = append(c.synced, pods.Informer().HasSynced, c.mountFailures.informer.HasSynced, c.nodes.informer.HasSynced)
 	return nil
 }
 

@@ -52,6 +52,10 @@ type Builder struct {
 	// an in-place restart waits for every replica to leave the old one.
 	// Only pods that restart in place carry them.
 	Attempt, AttemptReleased int32
+	// RecreateOnRestart builds the pods of a job that asks for in-place
+	// restarts without the parts that carry them, as under Recreate: no
+	// node the pods may run on can restart their containers in place.
+	RecreateOnRestart bool
 
 	envOnce sync.Once
 	env     ReplicaEnv
@@ -161,10 +165,15 @@ func (b *Builder) Pod(id ReplicaID) (*corev1.Pod, error) {
 	if d, ok := b.Adapter.(PodDecorator); ok {
 		d.DecoratePod(b.Topology, id, pod, ci)
 	}
-	if InPlace(spec) {
+	if b.restartsInPlace() {
 		addInPlaceRestart(pod, &pod.Spec.Containers[ci], b.Attempt, b.AttemptReleased)
 	}
 	return pod, nil
+}
+
+// restartsInPlace says whether the pods carry the in-place restart parts.
+func (b *Builder) restartsInPlace() bool {
+	return InPlace(b.Job.CommonSpec()) && !b.RecreateOnRestart
 }
 
 // jobEnv names the job to the code in its containers.

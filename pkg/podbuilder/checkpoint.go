@@ -68,7 +68,7 @@ func (b *Builder) addCheckpointContract(pod *corev1.Pod, ci int) {
 		pod.Annotations[k] = v
 	}
 	switch from := pod.Annotations[v1beta1.AnnotationResumeFrom]; {
-	case InPlace(b.Job.CommonSpec()):
+	case b.restartsInPlace():
 		// Read from the annotations at each container start, so that a
 		// restart in place resumes from the latest checkpoint; empty
 		// before the first.

@@ -92,6 +92,30 @@ func TestInPlacePod(t *testing.T) {
 	if CanRestartInPlace(pod) || len(pod.Spec.Containers) != 1 || pod.Annotations[AnnotationAttempt] != "" {
 		t.Errorf("a Recreate pod has in-place parts: %+v", pod.Spec)
 	}
+
+	// An InPlace job whose nodes cannot restart pods in place gets pods as
+	// under Recreate, which start from the resume point they were made with.
+	job.Spec.RunPolicy.RestartStrategy = v1beta1.RestartStrategyInPlace
+	pod, err = (&Builder{Adapter: PyTorch, Job: withCheckpoints(job), Topology: NewTopology(PyTorch, job, ""), Attempt: 3,
+		RecreateOnRestart: true}).Pod(ReplicaID{Type: v1beta1.ReplicaTypeWorker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if CanRestartInPlace(pod) || len(pod.Spec.Containers) != 1 || len(pod.Spec.InitContainers) != 0 || pod.Annotations[AnnotationAttempt] != "" {
+		t.Errorf("a pod made to be recreated has in-place parts: %+v", pod.Spec)
+	}
+	if e := envNamed(pod.Spec.Containers[0].Env, v1beta1.EnvResumeFrom); e == nil || e.Value != "/ckpt/step-10" {
+		t.Errorf("%s = %+v, want the resume point the pod was made with", v1beta1.EnvResumeFrom, e)
+	}
+}
+
+func envNamed(env []corev1.EnvVar, name string) *corev1.EnvVar {
+	for i := range env {
+		if env[i].Name == name {
+			return &env[i]
+		}
+	}
+	return nil
 }
 
 // scriptRun runs one of the in-place scripts with sh, over files in a

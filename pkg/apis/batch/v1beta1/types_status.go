@@ -57,8 +57,17 @@ const (
 	// says how its last whole-job restart went: True with reason
 	// RestartingInPlace when every pod was restarted where it was, False
 	// with reason RecreatingInstead, and why, when the pods had to be
-	// recreated.
+	// recreated. False with reason NoNodeRestartsInPlace, for the rest of
+	// the job's life, when its pods may only run on nodes that cannot
+	// restart them in place, and are made and restarted as under Recreate.
 	ConditionRestartedInPlace = "RestartedInPlace"
+)
+
+// Reasons of the RestartedInPlace condition.
+const (
+	ReasonRestartingInPlace     = "RestartingInPlace"
+	ReasonRecreatingInstead     = "RecreatingInstead"
+	ReasonNoNodeRestartsInPlace = "NoNodeRestartsInPlace"
 )
 
 // Reasons of the Stalled condition.
