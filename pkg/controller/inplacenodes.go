@@ -46,8 +46,18 @@ type nodeFeatures struct {
 	informer cache.SharedIndexInformer
 }
 
+// declaredFeatureIndex indexes the nodes by the features they declare, so
+// that the nodes able to restart a pod in place are found without looking
+// at every node.
+const declaredFeatureIndex = "declared-feature"
+
 func newNodeFeatures(client kubernetes.Interface) (*nodeFeatures, error) {
-	inf := coreinformers.NewNodeInformer(client, 0, cache.Indexers{})
+	inf := coreinformers.NewNodeInformer(client, 0, cache.Indexers{declaredFeatureIndex: func(obj any) ([]string, error) {
+		if n, ok := obj.(*corev1.Node); ok {
+			return n.Status.DeclaredFeatures, nil
+		}
+		return nil, nil
+	}})
 	if err := inf.SetTransform(trimNode); err != nil {
 		return nil, err
 	}
@@ -73,30 +83,32 @@ func trimNode(obj any) (any, error) {
 // and NoExecute taints), and none declares featureRestartAllContainers.
 // It returns "" when one does, and when no node is a candidate at all: the
 // pod waits for nodes either way, and the nodes that come may have it.
+// The nodes that declare the feature are looked at first, so that a pod
+// waiting for room on one of them, reconcile after reconcile, costs a look
+// at those nodes only.
 func (n *nodeFeatures) inPlaceUnavailable(logger klog.Logger, pod *corev1.Pod) string {
-	if n == nil {
+	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
+	mayRunOn := func(node *corev1.Node) bool {
+		if match, err := affinity.Match(node); err != nil || !match {
+			return false
+		}
+		_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, pod.Spec.Tolerations, schedulingTaint, true)
+		return !untolerated
+	}
+	capable, err := n.informer.GetIndexer().ByIndex(declaredFeatureIndex, featureRestartAllContainers)
+	if err != nil {
 		return ""
 	}
-	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
+	for _, obj := range capable {
+		if node, ok := obj.(*corev1.Node); ok && mayRunOn(node) {
+			return ""
+		}
+	}
 	candidates := 0
 	for _, obj := range n.informer.GetStore().List() {
-		node, ok := obj.(*corev1.Node)
-		if !ok {
-			continue
+		if node, ok := obj.(*corev1.Node); ok && mayRunOn(node) {
+			candidates++
 		}
-		if match, err := affinity.Match(node); err != nil || !match {
-			continue
-		}
-		if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, pod.Spec.Tolerations,
-			schedulingTaint, true); untolerated {
-			continue
-		}
-		for _, f := range node.Status.DeclaredFeatures {
-			if f == featureRestartAllContainers {
-				return ""
-			}
-		}
-		candidates++
 	}
 	if candidates == 0 {
 		return ""
