@@ -89,9 +89,7 @@ func TestAttemptsAcrossPause(t *testing.T) {
 	f.clock.Step(time.Second)
 	f.reportCheckpoint(job, 40)
 	f.reportProgress(job, 45, true)
-	j := f.job(job)
-	j.CommonSpec().RunMode = &v1beta1.RunMode{Pause: &v1beta1.PauseMode{Enabled: true}}
-	f.updateJob(j)
+	j := f.pause(job)
 	f.step(job)
 	f.step(job)
 	st := f.status(job)

@@ -122,9 +122,7 @@ func TestPauseWaitsForCheckpoint(t *testing.T) {
 	f.clock.Step(time.Minute)
 	f.reportProgress(job, 25, true)
 
-	paused := f.job(job)
-	paused.CommonSpec().RunMode = &v1beta1.RunMode{Pause: &v1beta1.PauseMode{Enabled: true}}
-	f.updateJob(paused)
+	paused := f.pause(job)
 	requeue := f.mustSync(paused)
 	f.observe()
 	if got := f.deletedPodNames(); len(got) != 0 {
@@ -199,9 +197,7 @@ func TestPauseCheckpointTimesOut(t *testing.T) {
 	f := newFixture(t, job)
 	f.start(job)
 	f.clock.Step(90 * time.Second)
-	paused := f.job(job)
-	paused.CommonSpec().RunMode = &v1beta1.RunMode{Pause: &v1beta1.PauseMode{Enabled: true}}
-	f.updateJob(paused)
+	paused := f.pause(job)
 	f.step(paused)
 	f.clock.Step(20 * time.Second)
 	f.mustSync(paused)
@@ -223,9 +219,7 @@ func TestPauseWithoutCheckpointPolicyStopsAtOnce(t *testing.T) {
 	f := newFixture(t, job)
 	f.start(job)
 	f.clock.Step(30 * time.Second)
-	paused := f.job(job)
-	paused.CommonSpec().RunMode = &v1beta1.RunMode{Pause: &v1beta1.PauseMode{Enabled: true}}
-	f.updateJob(paused)
+	paused := f.pause(job)
 	f.mustSync(paused)
 	if got := f.deletedPodNames(); len(got) != 2 {
 		t.Fatalf("deleted %v, want both pods at once", got)
@@ -237,6 +231,72 @@ func TestPauseWithoutCheckpointPolicyStopsAtOnce(t *testing.T) {
 	}
 	if a := st.Accounting; a == nil || a.Interruptions != 1 || a.Recent[0].LostReplicaSeconds != 60 || a.Recent[0].CheckpointAnswered != nil {
 		t.Errorf("accounting %+v: want one interruption of 30s on 2 replicas, no checkpoint asked", a)
+	}
+}
+
+// A job whose training ends while its pause waits for a checkpoint has
+// succeeded: the pause must not delete the finished pods and run the work
+// again on resume.
+func TestJobThatSucceedsWhilePausingSucceeds(t *testing.T) {
+	job := newPyTorchJob("j").withReplicas("master", 1).withReplicas("worker", 1).withCheckpoints(20).obj()
+	f := newFixture(t, job)
+	f.gracefulDeletes()
+	f.start(job)
+	f.clock.Step(time.Minute)
+	paused := f.pause(job)
+	f.step(paused)
+	assertCondition(t, f.status(paused), v1beta1.ConditionPaused, metav1.ConditionTrue, ReasonPausing)
+
+	f.clock.Step(5 * time.Second)
+	f.setPod("j-master-0", succeeded)
+	f.mustSync(paused)
+	f.observe()
+	st := f.status(paused)
+	if st.Phase != v1beta1.JobSucceeded {
+		t.Fatalf("phase %s, want Succeeded: the master finished before the pause took effect", st.Phase)
+	}
+	assertCondition(t, st, v1beta1.ConditionCompleted, metav1.ConditionTrue, ReasonSucceeded)
+	assertCondition(t, st, v1beta1.ConditionPaused, metav1.ConditionFalse, ReasonSucceeded)
+	if st.Checkpoint != nil && st.Checkpoint.RequestTime != nil {
+		t.Errorf("status.checkpoint %+v: the finished job's request stays", st.Checkpoint)
+	}
+	if st.Accounting != nil && st.Accounting.Interruptions != 0 {
+		t.Errorf("accounting %+v: a job that finished was not interrupted", st.Accounting)
+	}
+	for _, task := range st.Tasks {
+		if task.Type == v1beta1.ReplicaTypeMaster && (len(task.ReplicaStatus) != 1 || task.ReplicaStatus[0].Phase != v1beta1.ReplicaSucceeded) {
+			t.Errorf("master's status %+v, want Succeeded", task.ReplicaStatus)
+		}
+	}
+	if hasEvent(f.events(), corev1.EventTypeNormal, ReasonPaused) {
+		t.Errorf("a Paused event for a job that succeeded")
+	}
+}
+
+// A pod that the pause already stops may exit 0 on its signal: that is not
+// the job's success, and the job ends Paused.
+func TestPodStoppedByThePauseIsNoSuccess(t *testing.T) {
+	job := newPyTorchJob("j").withReplicas("master", 1).withReplicas("worker", 1).obj()
+	f := newFixture(t, job)
+	f.gracefulDeletes()
+	f.start(job)
+	paused := f.pause(job)
+	f.mustSync(paused)
+	if got := f.deletedPodNames(); len(got) != 2 {
+		t.Fatalf("deleted %v, want both pods", got)
+	}
+	f.observe()
+	f.setPod("j-master-0", succeeded)
+	f.step(paused)
+	if st := f.status(paused); st.Phase.IsFinished() {
+		t.Fatalf("phase %s: the master exited 0 on the pause's signal, which is no success", st.Phase)
+	}
+	for _, p := range []string{"j-master-0", "j-worker-0"} {
+		f.removePod(p)
+	}
+	f.step(paused)
+	if st := f.status(paused); st.Phase != v1beta1.JobPaused {
+		t.Errorf("phase %s, want Paused", st.Phase)
 	}
 }
 
@@ -365,9 +425,7 @@ func TestCalledOffStopWithdrawsItsRequest(t *testing.T) {
 	job := newPyTorchJob("j").withReplicas("master", 1).withReplicas("worker", 1).withCheckpoints(20).obj()
 	f := newFixture(t, job)
 	f.start(job)
-	paused := f.job(job)
-	paused.CommonSpec().RunMode = &v1beta1.RunMode{Pause: &v1beta1.PauseMode{Enabled: true}}
-	f.updateJob(paused)
+	paused := f.pause(job)
 	f.step(paused)
 	if f.pod("j-master-0").Annotations[v1beta1.AnnotationCheckpointRequest] == "" {
 		t.Fatalf("the pause did not ask")

@@ -152,9 +152,7 @@ func TestExpectationsPreventDoubleDeletes(t *testing.T) {
 	f := newFixture(t, job)
 	f.gracefulDeletes()
 	f.start(job)
-	paused := f.job(job)
-	paused.CommonSpec().RunMode = &v1beta1.RunMode{Pause: &v1beta1.PauseMode{Enabled: true}}
-	f.updateJob(paused)
+	paused := f.pause(job)
 	f.mustSync(paused)
 	if n := len(f.deletedPodNames()); n != 2 {
 		t.Fatalf("deleted %d pods, want 2", n)

@@ -585,6 +585,16 @@ func (f *fixture) podNames() []string {
 	return names
 }
 
+// pause turns the job's pause on, as the pause action does, and returns
+// the job as stored.
+func (f *fixture) pause(job v1beta1.TrainingJob) v1beta1.TrainingJob {
+	f.t.Helper()
+	paused := f.job(job)
+	paused.CommonSpec().RunMode = &v1beta1.RunMode{Pause: &v1beta1.PauseMode{Enabled: true}}
+	f.updateJob(paused)
+	return paused
+}
+
 // setPod changes a pod in the fake apiserver and lets the cache see it.
 func (f *fixture) setPod(name string, change func(p *corev1.Pod)) {
 	f.t.Helper()

@@ -357,9 +357,7 @@ func TestGangPauseAndResume(t *testing.T) {
 			f := newGangFixture(t, backend, job)
 			f.startGang(job)
 
-			paused := f.job(job)
-			paused.CommonSpec().RunMode = &v1beta1.RunMode{Pause: &v1beta1.PauseMode{Enabled: true}}
-			f.updateJob(paused)
+			paused := f.pause(job)
 			f.mustSync(paused)
 			if got := f.deletedPodNames(); len(got) != 3 {
 				t.Fatalf("deleted %v, want every pod", got)

@@ -285,9 +285,7 @@ func TestKueuePause(t *testing.T) {
 				f.setAll(running)
 				f.step(job)
 			}
-			paused := f.job(job)
-			paused.CommonSpec().RunMode = &v1beta1.RunMode{Pause: &v1beta1.PauseMode{Enabled: true}}
-			f.updateJob(paused)
+			paused := f.pause(job)
 			f.step(paused)
 			if active := kueue.Active(f.workload("pj-p")); active {
 				t.Errorf("the paused job's Workload is active")

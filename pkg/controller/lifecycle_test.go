@@ -216,9 +216,7 @@ func TestPauseAndResume(t *testing.T) {
 	f.start(job)
 
 	f.clock.Step(time.Minute)
-	paused := f.job(job)
-	paused.CommonSpec().RunMode = &v1beta1.RunMode{Pause: &v1beta1.PauseMode{Enabled: true}}
-	f.updateJob(paused)
+	paused := f.pause(job)
 	f.mustSync(paused)
 	if got := f.deletedPodNames(); !equalStrings(got, []string{"j-chief-0", "j-worker-0", "j-worker-1"}) {
 		t.Fatalf("deleted %v, want every pod", got)

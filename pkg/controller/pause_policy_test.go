@@ -50,6 +50,38 @@ func TestStoppedReplicaPhase(t *testing.T) {
 	}
 }
 
+func TestPhaseBeforePause(t *testing.T) {
+	pod := func(change func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "j-master-0"}}
+		change(p)
+		return p
+	}
+	stopping := func(p *corev1.Pod) {
+		succeeded(p)
+		p.DeletionTimestamp = &metav1.Time{}
+	}
+	recordedSuccess := &v1beta1.ReplicaStatus{Phase: v1beta1.ReplicaSucceeded, UID: "u1"}
+	recordedRunning := &v1beta1.ReplicaStatus{Phase: v1beta1.ReplicaRunning, UID: "u1"}
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		prev *v1beta1.ReplicaStatus
+		want v1beta1.ReplicaPhase
+	}{
+		{"a running pod", pod(running), recordedRunning, v1beta1.ReplicaRunning},
+		{"a pod that finished", pod(succeeded), recordedRunning, v1beta1.ReplicaSucceeded},
+		{"a pod that exited 0 while being stopped", pod(stopping), recordedRunning, v1beta1.ReplicaDeleted},
+		{"a recorded success whose pod is gone", nil, recordedSuccess, v1beta1.ReplicaSucceeded},
+		{"a pod gone without an outcome", nil, recordedRunning, v1beta1.ReplicaDeleted},
+		{"no pod yet", nil, nil, v1beta1.ReplicaCreating},
+	}
+	for _, tc := range cases {
+		if got := phaseBeforePause(tc.pod, tc.prev); got != tc.want {
+			t.Errorf("%s: phaseBeforePause = %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestPauseState(t *testing.T) {
 	cases := []struct {
 		remaining  int

@@ -226,9 +226,7 @@ func TestOutcomeFinalizer(t *testing.T) {
 	t.Run("pause", func(t *testing.T) {
 		f := newFixture(t, job)
 		f.start(job)
-		paused := f.job(job)
-		paused.CommonSpec().RunMode = &v1beta1.RunMode{Pause: &v1beta1.PauseMode{Enabled: true}}
-		f.updateJob(paused)
+		paused := f.pause(job)
 		f.step(paused)
 		f.step(paused)
 		if got := f.podNames(); len(got) != 0 {

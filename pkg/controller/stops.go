@@ -200,6 +200,9 @@ func (r *reconciler) recordInterruption(reason string, replicas int32, answered 
 
 // planPause deletes every pod; the job is Paused once none is left.
 func (r *reconciler) planPause() {
+	if r.succeededBeforePause() {
+		return
+	}
 	if !r.stopRunning(StopPause, "the job was paused") {
 		r.holdPods()
 		r.setCondition(v1beta1.ConditionPaused, metav1.ConditionTrue, ReasonPausing, r.checkpointWaitMessage())
@@ -217,6 +220,28 @@ func (r *reconciler) planPause() {
 		r.status.Phase = v1beta1.JobPaused
 		r.event(corev1.EventTypeNormal, ReasonPaused, "Paused: every pod of the job is gone")
 	}
+}
+
+// succeededBeforePause finishes a job that is not paused yet but whose pods
+// already meet its success policy: the training ended before the pause
+// came, or while the pause waited for a checkpoint. Pausing it would throw
+// the finished work away and run it again on resume.
+func (r *reconciler) succeededBeforePause() bool {
+	if r.status.Phase == v1beta1.JobPaused || r.topo.Total == 0 || podbuilder.DebugEnabled(r.spec) {
+		return false
+	}
+	for _, s := range r.slots {
+		s.phase = phaseBeforePause(s.pod, s.prev)
+	}
+	if !jobSucceeded(r.kind.Adapter, r.topo, r.spec.RunPolicy.SuccessPolicy, r) {
+		return false
+	}
+	const message = "the job succeeded before the pause took effect"
+	if c := meta.FindStatusCondition(r.status.Conditions, v1beta1.ConditionPaused); c != nil && c.Status == metav1.ConditionTrue {
+		r.setCondition(v1beta1.ConditionPaused, metav1.ConditionFalse, ReasonSucceeded, message)
+	}
+	r.finish(v1beta1.JobSucceeded, ReasonSucceeded, message)
+	return true
 }
 
 // hasBeenPaused says whether the job was paused at some point: its Paused
