@@ -24,6 +24,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -198,7 +199,8 @@ func TestRealNodesMPIWorkerKilled(t *testing.T) {
 
 // mpiCheckpointJob is an MPI job of a launcher and two workers on one real
 // node, which hosts their checkpoint claim (ReadWriteOnce), running the
-// MPI example for rounds of half a second.
+// MPI example for rounds of half a second. Its stops wait mpiStopGrace for
+// a checkpoint.
 func mpiCheckpointJob(f *framework.Framework, name string, rounds int) *framework.JobBuilder {
 	node := realNodeNames(f.T, f)[0]
 	return framework.NewMPIJob(name).WithReplicas("launcher", 1).WithReplicas("worker", 2).
@@ -208,13 +210,22 @@ func mpiCheckpointJob(f *framework.Framework, name string, rounds int) *framewor
 			"$TENSORSTACK_MPI_EXPORTS python3 /opt/tensorstack/examples/mpi_allreduce.py").
 		ReplicaCommand("worker", "sh", "-c", "ssh-keygen -A >/dev/null && mkdir -p /run/sshd && exec /usr/sbin/sshd -De").
 		Requests("100m", "128Mi").MemoryLimit("1Gi").NodeSelector(corev1.LabelHostname, node).
-		ClaimVolume("ckpt", "ckpt", "/ckpt").CheckpointVolume("ckpt", 20).CleanUp(v1beta1.CleanUpPolicyNone)
+		ClaimVolume("ckpt", "ckpt", "/ckpt").CheckpointVolume("ckpt", int32(mpiStopGrace/time.Second)).CleanUp(v1beta1.CleanUpPolicyNone)
 }
+
+// mpiStopGrace is how long the MPI job's stops wait for a checkpoint.
+const mpiStopGrace = 30 * time.Second
+
+// mpiPauseRounds are the rounds of TestRealNodeMPIPauseResume: after round
+// 10, where the test pauses, the run has to outlast the stop's grace by
+// far, or a pause that comes late on a loaded machine finds the training
+// over (the job then succeeds instead).
+const mpiPauseRounds = 100
 
 var mpiResumedLine = regexp.MustCompile(`rank=(\d) resumed from step=(\d+) path=(\S+)`)
 
 // TestRealNodeMPIPauseResume: an MPI job with the checkpoint contract,
-// paused at about round 10 of 40: the job asks for a checkpoint, rank 0
+// paused at about round 10 of 100: the job asks for a checkpoint, rank 0
 // (a rank mpirun started on a worker, which knows the job only through the
 // variables the launcher's mpirun passes on, $TENSORSTACK_MPI_EXPORTS)
 // writes and reports it, and
@@ -223,14 +234,19 @@ var mpiResumedLine = regexp.MustCompile(`rank=(\d) resumed from step=(\d+) path=
 func TestRealNodeMPIPauseResume(t *testing.T) {
 	f := onRealNode(t, "real-mpi-pause")
 	checkpointClaim(f)
-	applyJob(f, mpiCheckpointJob(f, "mpi-ckpt", 40))
+	applyJob(f, mpiCheckpointJob(f, "mpi-ckpt", mpiPauseRounds))
 	ref := f.Ref(framework.KindMPI, "mpi-ckpt")
 	waitForStep(f, ref, 10)
 	f.MustAction(ref, "pause", "")
-	job := f.WaitForPhase(ref, v1beta1.JobPaused)
+	job := f.WaitForJob(ref, "phase Paused", framework.Timeout+mpiStopGrace, func(job v1beta1.TrainingJob) (bool, error) {
+		if got := job.JobStatus().Phase; got.IsFinished() {
+			return false, framework.Stop("the job finished with phase %s before the pause took effect", got)
+		}
+		return job.JobStatus().Phase == v1beta1.JobPaused, nil
+	})
 	st := job.JobStatus()
 	if st.Checkpoint == nil || st.Checkpoint.Latest == nil || st.Checkpoint.Latest.Step == nil {
-		t.Fatalf("status.checkpoint %+v: want the checkpoint written for the pause", st.Checkpoint)
+		t.Fatalf("status.checkpoint %+v: want the checkpoint written for the pause\n%s", st.Checkpoint, f.DumpJob(ref))
 	}
 	latest := st.Checkpoint.Latest
 	step := *latest.Step
@@ -253,7 +269,7 @@ func TestRealNodeMPIPauseResume(t *testing.T) {
 		t.Errorf("ranks resumed from %v, want both from round %s:\n%s", resumed, want, r.Stdout)
 	}
 	for _, line := range []string{fmt.Sprintf("rank=0 round=%d ", step+1), fmt.Sprintf("rank=1 round=%d ", step+1),
-		"rank=0 round=40 mean=0.500", "rank=1 round=40 mean=0.500"} {
+		fmt.Sprintf("rank=0 round=%d mean=0.500", mpiPauseRounds), fmt.Sprintf("rank=1 round=%d mean=0.500", mpiPauseRounds)} {
 		if !strings.Contains(r.Stdout, line) {
 			t.Errorf("the resumed run's log lacks %q:\n%s", line, r.Stdout)
 		}
@@ -261,5 +277,6 @@ func TestRealNodeMPIPauseResume(t *testing.T) {
 	if strings.Contains(r.Stdout, "rank=0 round=1 ") {
 		t.Errorf("the resumed run started over at round 1:\n%s", r.Stdout)
 	}
-	t.Logf("paused at round %d (checkpoint %s), resumed there, ran to round 40", step, latest.Path)
+	t.Logf("paused at round %d (checkpoint %s, %s), resumed there, ran to round %d", step, latest.Path,
+		eventMessage(f, ref, "CheckpointWritten"), mpiPauseRounds)
 }
