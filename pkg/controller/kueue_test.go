@@ -267,6 +267,44 @@ func TestKueueAdmissionEvictionFinish(t *testing.T) {
 	}
 }
 
+// A job whose master succeeds while its eviction waits for a checkpoint
+// has succeeded: the pods are not stopped, and its Workload is finished
+// instead of queued again.
+func TestKueueJobThatSucceedsWhileEvicted(t *testing.T) {
+	job := gpuJob("p").withGang("user-queue", 0).withCheckpoints(20).obj()
+	f := newKueueFixture(t, []runtime.Object{resourceFlavor("gpu-a", nil)}, job)
+	f.step(job)
+	f.setWorkload("pj-p", admit("gpu-a", "master", "worker"))
+	f.step(job)
+	f.setAll(running)
+	f.step(job)
+
+	f.setWorkload("pj-p", evict(kueuev1beta2.WorkloadEvictedByPreemption))
+	f.mustSync(job)
+	if got := f.deletedPodNames(); len(got) != 0 {
+		t.Fatalf("deleted %v before the checkpoint", got)
+	}
+	f.observe()
+	f.setPod("p-master-0", succeeded)
+	f.mustSync(job)
+	// The clean-up policy takes the workers that still run; the eviction
+	// would have taken the master too.
+	if got := f.deletedPodNames(); !equalStrings(got, []string{"p-worker-0", "p-worker-1", "p-worker-2"}) {
+		t.Errorf("deleted %v, want only the running workers, by the clean-up of a job that succeeded", got)
+	}
+	f.observe()
+	st := f.status(job)
+	assertPhase(t, st, v1beta1.JobSucceeded)
+	if c := condition(st, v1beta1.ConditionCompleted); c == nil || c.Message != "the job succeeded before its queue's stop took effect" {
+		t.Errorf("Completed condition %+v: want the message to say the job succeeded before the stop", c)
+	}
+	assertCondition(t, st, v1beta1.ConditionQueued, metav1.ConditionFalse, ReasonSucceeded)
+	c := meta.FindStatusCondition(f.workload("pj-p").Status.Conditions, kueuev1beta2.WorkloadFinished)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != "Succeeded" {
+		t.Errorf("Workload Finished condition %+v, want True Succeeded", c)
+	}
+}
+
 // TestKueuePause: a paused job's Workload is inactive, whether it was
 // admitted (its pods go too) or still queued; resuming activates it again.
 func TestKueuePause(t *testing.T) {

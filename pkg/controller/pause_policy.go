@@ -47,12 +47,13 @@ func stoppedReplicaPhase(hasPod bool, prev *v1beta1.ReplicaStatus, podless v1bet
 	return podless
 }
 
-// phaseBeforePause is how a replica stands for the success policy when a
-// pause comes: as its pod says, except that a pod already being deleted
-// counts as stopped, since a pod that exits 0 on the pause's signal has not
-// succeeded. A replica whose success the status recorded keeps it after its
-// pod is gone, as outside a pause.
-func phaseBeforePause(pod *corev1.Pod, prev *v1beta1.ReplicaStatus) v1beta1.ReplicaPhase {
+// phaseBeforeStop is how a replica stands for the success policy when a
+// stop (a pause, an eviction) comes to remove its pod: as its pod says,
+// except that a pod already being deleted counts as stopped, since a pod
+// that exits 0 on the stop's signal has not succeeded. A replica whose
+// success the status recorded keeps it after its pod is gone, as outside a
+// stop.
+func phaseBeforeStop(pod *corev1.Pod, prev *v1beta1.ReplicaStatus) v1beta1.ReplicaPhase {
 	switch {
 	case pod == nil && prev != nil && prev.Phase == v1beta1.ReplicaSucceeded:
 		return v1beta1.ReplicaSucceeded

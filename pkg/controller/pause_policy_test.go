@@ -50,7 +50,7 @@ func TestStoppedReplicaPhase(t *testing.T) {
 	}
 }
 
-func TestPhaseBeforePause(t *testing.T) {
+func TestPhaseBeforeStop(t *testing.T) {
 	pod := func(change func(*corev1.Pod)) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "j-master-0"}}
 		change(p)
@@ -76,8 +76,8 @@ func TestPhaseBeforePause(t *testing.T) {
 		{"no pod yet", nil, nil, v1beta1.ReplicaCreating},
 	}
 	for _, tc := range cases {
-		if got := phaseBeforePause(tc.pod, tc.prev); got != tc.want {
-			t.Errorf("%s: phaseBeforePause = %s, want %s", tc.name, got, tc.want)
+		if got := phaseBeforeStop(tc.pod, tc.prev); got != tc.want {
+			t.Errorf("%s: phaseBeforeStop = %s, want %s", tc.name, got, tc.want)
 		}
 	}
 }

@@ -202,6 +202,9 @@ func (r *reconciler) mayRun() bool {
 // every pod goes; the job is Pending until it was first admitted, Paused
 // after an eviction.
 func (r *reconciler) planQueued() {
+	if r.succeededBeforeStop("its queue's stop") {
+		return
+	}
 	st := r.status
 	reason, message := queueWait(r.queueHold, r.queue, r.queueName, podSetCount(r.topo))
 	if c := meta.FindStatusCondition(st.Conditions, v1beta1.ConditionQueued); c == nil || c.Status != metav1.ConditionTrue || c.Reason != reason {

@@ -200,7 +200,7 @@ func (r *reconciler) recordInterruption(reason string, replicas int32, answered 
 
 // planPause deletes every pod; the job is Paused once none is left.
 func (r *reconciler) planPause() {
-	if r.succeededBeforePause() {
+	if r.succeededBeforeStop("the pause") {
 		return
 	}
 	if !r.stopRunning(StopPause, "the job was paused") {
@@ -222,23 +222,28 @@ func (r *reconciler) planPause() {
 	}
 }
 
-// succeededBeforePause finishes a job that is not paused yet but whose pods
-// already meet its success policy: the training ended before the pause
-// came, or while the pause waited for a checkpoint. Pausing it would throw
-// the finished work away and run it again on resume.
-func (r *reconciler) succeededBeforePause() bool {
+// succeededBeforeStop finishes a job, not yet paused, whose pods already
+// meet its success policy when a stop comes to remove them (a pause, or
+// its queue taking the admission back): the training ended before the stop
+// came, or while it waited for a checkpoint. Stopping it would throw the
+// finished work away and run it again on resume. stop names the stop in
+// the job's message.
+func (r *reconciler) succeededBeforeStop(stop string) bool {
 	if r.status.Phase == v1beta1.JobPaused || r.topo.Total == 0 || podbuilder.DebugEnabled(r.spec) {
 		return false
 	}
 	for _, s := range r.slots {
-		s.phase = phaseBeforePause(s.pod, s.prev)
+		s.phase = phaseBeforeStop(s.pod, s.prev)
 	}
 	if !jobSucceeded(r.kind.Adapter, r.topo, r.spec.RunPolicy.SuccessPolicy, r) {
 		return false
 	}
-	const message = "the job succeeded before the pause took effect"
-	if c := meta.FindStatusCondition(r.status.Conditions, v1beta1.ConditionPaused); c != nil && c.Status == metav1.ConditionTrue {
-		r.setCondition(v1beta1.ConditionPaused, metav1.ConditionFalse, ReasonSucceeded, message)
+	message := fmt.Sprintf("the job succeeded before %s took effect", stop)
+	// The condition of the stop that waited no longer holds.
+	for _, typ := range []string{v1beta1.ConditionPaused, v1beta1.ConditionQueued} {
+		if meta.IsStatusConditionTrue(r.status.Conditions, typ) {
+			r.setCondition(typ, metav1.ConditionFalse, ReasonSucceeded, message)
+		}
 	}
 	r.finish(v1beta1.JobSucceeded, ReasonSucceeded, message)
 	return true

@@ -93,8 +93,10 @@ const ReasonWaitingForGang = "WaitingForGang"
 // name was removed while it waited, with ReasonQueueNameRequired when it
 // names no queue in a namespace where Kueue manages such jobs, and with
 // ReasonPrebuiltWorkloadMismatch when the Workload it names was not built
-// for it. The message says why. kubectl get shows the reason of a True
-// condition after the phase.
+// for it. The message says why. A job whose pods met its success policy
+// while an eviction waited for their checkpoint turns it False with reason
+// Succeeded: the eviction did not take effect. kubectl get shows the reason
+// of a True condition after the phase.
 const (
 	ConditionQueued                = "Queued"
 	ReasonWaitingForAdmission      = "WaitingForAdmission"
