@@ -89,7 +89,7 @@ func TestAttemptsAcrossPause(t *testing.T) {
 	f.clock.Step(time.Second)
 	f.reportCheckpoint(job, 40)
 	f.reportProgress(job, 45, true)
-	j := f.pause(job)
+	f.pause(job)
 	f.step(job)
 	f.step(job)
 	st := f.status(job)
@@ -104,7 +104,7 @@ func TestAttemptsAcrossPause(t *testing.T) {
 	}
 
 	f.clock.Step(time.Minute)
-	j = f.job(job)
+	j := f.job(job)
 	j.CommonSpec().RunMode.Pause.Enabled = false
 	f.updateJob(j)
 	f.step(job)
