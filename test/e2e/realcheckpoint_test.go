@@ -162,7 +162,7 @@ func rank0Log(f *framework.Framework, ref framework.JobRef) string {
 	return podLog(f, ref.Name+"-node-0")
 }
 
-// TestRealNodeCheckpointPauseResume: paused at about step 20 of 60, the
+// TestRealNodeCheckpointPauseResume: paused at about step 20 of 100, the
 // job is asked for a checkpoint, rank 0 writes one with torch.save inside
 // the grace period, and only then do the pods go. Resumed, every rank loads
 // it and trains on from the step after it, the loss where it was; the
@@ -170,7 +170,11 @@ func rank0Log(f *framework.Framework, ref framework.JobRef) string {
 func TestRealNodeCheckpointPauseResume(t *testing.T) {
 	f := onRealNode(t, "real-ckpt-pause")
 	checkpointClaim(f)
-	applyJob(f, ddpCheckpointJob("ckpt", 20).Env("STEPS", "60").Env("STEP_SECONDS", "0.5"))
+	// The run goes on for 40 s past step 20, far longer than the grace: the
+	// status shows a step up to 5 s late (the progress write interval), and a
+	// pause that comes late on a loaded machine must still find rank 0
+	// training.
+	applyJob(f, ddpCheckpointJob("ckpt", 20).Env("STEPS", "100").Env("STEP_SECONDS", "0.5"))
 	ref := f.Ref(framework.KindPyTorch, "ckpt")
 	waitForStep(f, ref, 20)
 	firstRun := stepLosses(rank0Log(f, ref), 0)
@@ -407,7 +411,9 @@ func TestRealNodeCheckpointKueuePreemption(t *testing.T) {
 	f.NewKueueQueueWithQuota(&kueuev1beta2.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: f.Namespace}},
 		corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("8Gi")}, "lq")
 	checkpointClaim(f)
-	applyJob(f, ddpCheckpointJob("low", 20).Env("STEPS", "50").Env("STEP_SECONDS", "0.5").Gang("lq", 10))
+	// As in TestRealNodeCheckpointPauseResume, the run outlasts the grace by
+	// far after the step the preemption waits for.
+	applyJob(f, ddpCheckpointJob("low", 20).Env("STEPS", "100").Env("STEP_SECONDS", "0.5").Gang("lq", 10))
 	low := f.Ref(framework.KindPyTorch, "low")
 	waitForStep(f, low, 10)
 	firstRun := stepLosses(rank0Log(f, low), 0)

@@ -41,7 +41,9 @@ func TestRealNodeDashboard(t *testing.T) {
 	node := requireBrowser(t, f)
 	checkpointClaim(f)
 	const name = "ddp"
-	manifest := f.WriteFile("job.json", ddpCheckpointJob(name, 20).Env("STEPS", "40").Env("STEP_SECONDS", "0.5").Manifest(f.Namespace))
+	// 80 steps: the page pauses the job after watching its progress and log
+	// for a while, and the run must not be over by then on a loaded machine.
+	manifest := f.WriteFile("job.json", ddpCheckpointJob(name, 20).Env("STEPS", "80").Env("STEP_SECONDS", "0.5").Manifest(f.Namespace))
 
 	ctx, cancel := context.WithTimeout(f.Context(), 2*realNodeTimeout)
 	defer cancel()
