@@ -17,7 +17,6 @@ limitations under the License.
 package e2e
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,9 +44,7 @@ func TestRealNodeDashboard(t *testing.T) {
 	// for a while, and the run must not be over by then on a loaded machine.
 	manifest := f.WriteFile("job.json", ddpCheckpointJob(name, 20).Env("STEPS", "80").Env("STEP_SECONDS", "0.5").Manifest(f.Namespace))
 
-	ctx, cancel := context.WithTimeout(f.Context(), 2*realNodeTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", filepath.Join(f.Env.RepoRoot, dashboardBrowserTest))
+	cmd := exec.CommandContext(f.ContextWithin(2*realNodeTimeout), node, "--test", "--test-reporter=spec", filepath.Join(f.Env.RepoRoot, dashboardBrowserTest))
 	cmd.Dir = f.Env.RepoRoot
 	cmd.Env = append(os.Environ(),
 		"REPO_ROOT="+f.Env.RepoRoot,

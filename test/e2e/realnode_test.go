@@ -290,8 +290,7 @@ func TestRealNodePauseResume(t *testing.T) {
 
 	// The kubelet's report of the container's end, seen on a watch before
 	// the pod is gone.
-	ctx, cancel := context.WithTimeout(f.Context(), realNodeTimeout)
-	defer cancel()
+	ctx := f.ContextWithin(realNodeTimeout)
 	watch, err := f.Kube.CoreV1().Pods(f.Namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + first.Name})
 	if err != nil {
 		t.Fatal(err)

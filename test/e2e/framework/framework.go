@@ -229,7 +229,14 @@ func New(t *testing.T, prefix string) *Framework {
 
 // Context returns a context bounded by Timeout that ends with the test.
 func (f *Framework) Context() context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	return f.ContextWithin(Timeout)
+}
+
+// ContextWithin returns a context bounded by timeout that ends with the
+// test, for a step that may take longer than Timeout. A context derived
+// from Context cannot: it ends with Context's own deadline.
+func (f *Framework) ContextWithin(timeout time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	f.T.Cleanup(cancel)
 	return ctx
 }
