@@ -233,7 +233,7 @@ func (r *reconciler) planActive() {
 	//    each replica's exit (failurerules_policy.go, backoff_policy.go,
 	//    restarts.go; the node it blames: suspectnodes_policy.go), the start
 	//    timeout (startblockers_policy.go), a stall (stall_policy.go).
-	if !debug && r.topo.Total > 0 && jobSucceeded(r.kind.Adapter, r.topo, r.spec.RunPolicy.SuccessPolicy, r) {
+	if r.succeeded(debug) {
 		r.finish(v1beta1.JobSucceeded, ReasonSucceeded, "the job succeeded")
 		return
 	}

@@ -229,13 +229,13 @@ func (r *reconciler) planPause() {
 // finished work away and run it again on resume. stop names the stop in
 // the job's message.
 func (r *reconciler) succeededBeforeStop(stop string) bool {
-	if r.status.Phase == v1beta1.JobPaused || r.topo.Total == 0 || podbuilder.DebugEnabled(r.spec) {
+	if r.status.Phase == v1beta1.JobPaused {
 		return false
 	}
 	for _, s := range r.slots {
 		s.phase = phaseBeforeStop(s.pod, s.prev)
 	}
-	if !jobSucceeded(r.kind.Adapter, r.topo, r.spec.RunPolicy.SuccessPolicy, r) {
+	if !r.succeeded(podbuilder.DebugEnabled(r.spec)) {
 		return false
 	}
 	message := fmt.Sprintf("the job succeeded before %s took effect", stop)
