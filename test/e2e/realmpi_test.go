@@ -237,6 +237,11 @@ func TestRealNodeMPIPauseResume(t *testing.T) {
 	applyJob(f, mpiCheckpointJob(f, "mpi-ckpt", mpiPauseRounds))
 	ref := f.Ref(framework.KindMPI, "mpi-ckpt")
 	waitForStep(f, ref, 10)
+	// What the ranks printed and when worker 0's pod (rank 0's) saw the
+	// request, for a pause that finds no checkpoint: the pods are gone then.
+	launcherLog := f.StartKubectl(realNodeTimeout, "logs", "--follow", "--timestamps", ref.Name+"-launcher-0")
+	requestSeen := f.StartKubectl(realNodeTimeout, "exec", ref.Name+"-worker-0", "--", "sh", "-c",
+		`while :; do echo "$(date -u +%T.%N) [$(cat "$`+v1beta1.EnvCheckpointRequestFile+`")]"; sleep 0.5; done`)
 	f.MustAction(ref, "pause", "")
 	job := f.WaitForJob(ref, "phase Paused", framework.Timeout+mpiStopGrace, func(job v1beta1.TrainingJob) (bool, error) {
 		if got := job.JobStatus().Phase; got.IsFinished() {
@@ -246,8 +251,18 @@ func TestRealNodeMPIPauseResume(t *testing.T) {
 	})
 	st := job.JobStatus()
 	if st.Checkpoint == nil || st.Checkpoint.Latest == nil || st.Checkpoint.Latest.Step == nil {
-		t.Fatalf("status.checkpoint %+v: want the checkpoint written for the pause\n%s", st.Checkpoint, f.DumpJob(ref))
+		ranks := launcherLog.Stdout()
+		// CI shows a failure's last lines: the short story goes last.
+		t.Fatalf("status.checkpoint %+v: want the checkpoint written for the pause\n%s\n"+
+			"---- the launcher's log (the ranks' output), its last lines:\n%s\n"+
+			"---- worker 0's request file, where it changed:\n%s\n"+
+			"---- the ranks on checkpoints and reports:\n%s\n"+
+			"---- the ranks' last lines:\n%s", st.Checkpoint, f.DumpJob(ref), lastLines(ranks, 80),
+			changedLines(requestSeen.Stdout()), linesWith(ranks, "checkpoint", "not reported"), lastLines(ranks, 3))
 	}
+	launcherLog.Stop()
+	requestSeen.Stop()
+	t.Logf("worker 0's request file, where it changed:\n%s", changedLines(requestSeen.Stdout()))
 	latest := st.Checkpoint.Latest
 	step := *latest.Step
 	if step < 10 || latest.Reporter != ref.Name+"-worker-0" || !strings.HasPrefix(latest.Path, "/ckpt/round-") {
@@ -279,4 +294,40 @@ func TestRealNodeMPIPauseResume(t *testing.T) {
 	}
 	t.Logf("paused at round %d (checkpoint %s, %s), resumed there, ran to round %d", step, latest.Path,
 		eventMessage(f, ref, "CheckpointWritten"), mpiPauseRounds)
+}
+
+// lastLines is the last n lines of text.
+func lastLines(text string, n int) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// changedLines keeps the lines of a "TIME VALUE" log where the value differs
+// from the line before, and the last line.
+func changedLines(text string) string {
+	var kept []string
+	last := ""
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	for i, line := range lines {
+		_, value, _ := strings.Cut(line, " ")
+		if i == 0 || value != last || i == len(lines)-1 {
+			kept = append(kept, line)
+		}
+		last = value
+	}
+	return strings.Join(kept, "\n")
+}
+
+// linesWith keeps the lines of text that hold any of the words.
+func linesWith(text string, words ...string) string {
+	var kept []string
+	for _, line := range strings.Split(text, "\n") {
+		for _, w := range words {
+			if strings.Contains(line, w) {
+				kept = append(kept, line)
+				break
+			}
+		}
+	}
+	return strings.Join(kept, "\n")
 }
