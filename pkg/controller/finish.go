@@ -98,7 +98,12 @@ func (r *reconciler) planFinished() {
 		}
 		stopping := s.pod.DeletionTimestamp != nil
 		if cleanUpRemoves(policy, stopRunning, s.pod) {
-			r.delete(s.pod, fmt.Sprintf("the job finished (clean-up policy %s)", policy))
+			why := fmt.Sprintf("the job finished (clean-up policy %s)", policy)
+			if !cleanUpRemoves(policy, false, s.pod) {
+				// The policy keeps the pod; the deadline does not.
+				why = "the job ran past activeDeadlineSeconds, which stops its running pods whatever the clean-up policy"
+			}
+			r.delete(s.pod, why)
 			stopping = true
 		}
 		// A replica stopped unfinished is recorded Deleted at once, in the

@@ -18,6 +18,9 @@ package controller
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,8 +53,16 @@ func TestActiveDeadline(t *testing.T) {
 	st := f.status(job)
 	assertPhase(t, st, v1beta1.JobFailed)
 	assertCondition(t, st, v1beta1.ConditionFailed, metav1.ConditionTrue, ReasonDeadlineExceeded)
-	if !hasEvent(f.events(), corev1.EventTypeWarning, ReasonDeadlineExceeded) {
+	events := f.events()
+	if !hasEvent(events, corev1.EventTypeWarning, ReasonDeadlineExceeded) {
 		t.Errorf("no DeadlineExceeded event")
+	}
+	// The deletes say why the pods went although the policy keeps pods.
+	for _, pod := range []string{"j-chief-0", "j-worker-0"} {
+		want := fmt.Sprintf("Deleted pod %s: the job ran past activeDeadlineSeconds", pod)
+		if !slices.ContainsFunc(events, func(e string) bool { return strings.Contains(e, want) }) {
+			t.Errorf("events %q: none says %q", events, want)
+		}
 	}
 	// Running pods are stopped even with clean-up policy None; the finished one stays.
 	if got := f.deletedPodNames(); !equalStrings(got, []string{"j-chief-0", "j-worker-0"}) {

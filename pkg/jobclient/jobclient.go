@@ -65,8 +65,9 @@ type Client interface {
 	List(ctx context.Context, opts metav1.ListOptions) ([]v1beta1.TrainingJob, error)
 	ListObject(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
-	// Create fails when job is of another kind.
+	// Create and Update fail when job is of another kind.
 	Create(ctx context.Context, job v1beta1.TrainingJob, opts metav1.CreateOptions) (v1beta1.TrainingJob, error)
+	Update(ctx context.Context, job v1beta1.TrainingJob, opts metav1.UpdateOptions) (v1beta1.TrainingJob, error)
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 	Pause(ctx context.Context, name string, opts metav1.CreateOptions) (v1beta1.TrainingJob, error)
 	Resume(ctx context.Context, name string, opts metav1.CreateOptions) (v1beta1.TrainingJob, error)
@@ -89,6 +90,7 @@ type typedClient[J v1beta1.TrainingJob, L runtime.Object] interface {
 	List(ctx context.Context, opts metav1.ListOptions) (L, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 	Create(ctx context.Context, job J, opts metav1.CreateOptions) (J, error)
+	Update(ctx context.Context, job J, opts metav1.UpdateOptions) (J, error)
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 	Pause(ctx context.Context, name string, request *v1beta1.PauseRequest, opts metav1.CreateOptions) (J, error)
 	Resume(ctx context.Context, name string, request *v1beta1.ResumeRequest, opts metav1.CreateOptions) (J, error)
@@ -134,12 +136,29 @@ func (c kindClient[J, L]) Watch(ctx context.Context, opts metav1.ListOptions) (w
 }
 
 func (c kindClient[J, L]) Create(ctx context.Context, job v1beta1.TrainingJob, opts metav1.CreateOptions) (v1beta1.TrainingJob, error) {
+	typed, err := ofKind[J](job, "create")
+	if err != nil {
+		return nil, err
+	}
+	return c.typed.Create(ctx, typed, opts)
+}
+
+func (c kindClient[J, L]) Update(ctx context.Context, job v1beta1.TrainingJob, opts metav1.UpdateOptions) (v1beta1.TrainingJob, error) {
+	typed, err := ofKind[J](job, "update")
+	if err != nil {
+		return nil, err
+	}
+	return c.typed.Update(ctx, typed, opts)
+}
+
+// ofKind is job as the kind's type J, or an error naming both for the verb.
+func ofKind[J v1beta1.TrainingJob](job v1beta1.TrainingJob, verb string) (J, error) {
 	typed, ok := job.(J)
 	if !ok {
 		var want J
-		return nil, fmt.Errorf("cannot create a %T with the client of %T", job, want)
+		return typed, fmt.Errorf("cannot %s a %T with the client of %T", verb, job, want)
 	}
-	return c.typed.Create(ctx, typed, opts)
+	return typed, nil
 }
 
 func (c kindClient[J, L]) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {

@@ -93,6 +93,13 @@ func TestClientsReachTheirKind(t *testing.T) {
 			fmt.Sprintf("%T", list), "*v1beta1.")), "list") {
 			t.Errorf("%s: list object %T, %v", k.Name, list, err)
 		}
+		got.SetLabels(map[string]string{"updated": "yes"})
+		if updated, err := client.Update(ctx, got, metav1.UpdateOptions{}); err != nil || updated.GetLabels()["updated"] != "yes" {
+			t.Errorf("%s: update: %v, %v", k.Name, updated, err)
+		}
+		if got, err := client.Get(ctx, job.GetName()); err != nil || got.GetLabels()["updated"] != "yes" {
+			t.Errorf("%s: the update was not stored: %v, %v", k.Name, got, err)
+		}
 		if err := client.Delete(ctx, job.GetName(), metav1.DeleteOptions{}); err != nil {
 			t.Errorf("%s: delete: %v", k.Name, err)
 		}
@@ -100,6 +107,10 @@ func TestClientsReachTheirKind(t *testing.T) {
 	if _, err := TensorFlow.Client(c, "ns").Create(ctx, &v1beta1.PyTorchTrainingJob{}, metav1.CreateOptions{}); err == nil ||
 		!strings.Contains(err.Error(), "cannot create") {
 		t.Errorf("a PyTorch job through the TensorFlow client: %v, want a refusal", err)
+	}
+	if _, err := TensorFlow.Client(c, "ns").Update(ctx, &v1beta1.PyTorchTrainingJob{}, metav1.UpdateOptions{}); err == nil ||
+		!strings.Contains(err.Error(), "cannot update") {
+		t.Errorf("a PyTorch job updated through the TensorFlow client: %v, want a refusal", err)
 	}
 }
 

@@ -242,8 +242,12 @@ func TestBackoffLimitExceeded(t *testing.T) {
 	})
 }
 
-// TestActiveDeadline: a job that runs past activeDeadlineSeconds fails with
+// TestActiveDeadline: a job active past activeDeadlineSeconds fails with
 // DeadlineExceeded and its pods are deleted, whatever the clean-up policy.
+// The clock runs from the job's start, whether or not its pods run by
+// then: on a loaded machine they may not within the 3 s, so the test reads
+// that they were there from the controller's events, not from a wait that
+// could race the deadline.
 func TestActiveDeadline(t *testing.T) {
 	t.Parallel()
 	f := framework.New(t, "deadline")
@@ -253,7 +257,6 @@ func TestActiveDeadline(t *testing.T) {
 			f := f.For(t)
 			ref := f.Create(framework.NewTFJob("deadline-"+strings.ToLower(string(policy))).WithReplicas("chief", 1).WithReplicas("worker", 2).
 				ActiveDeadline(3).CleanUp(policy))
-			f.WaitForRunningPods(ref, 3)
 			job := f.WaitForPhase(ref, v1beta1.JobFailed)
 			checkFailed(t, job, "DeadlineExceeded")
 			st := job.JobStatus()
@@ -262,6 +265,22 @@ func TestActiveDeadline(t *testing.T) {
 				t.Errorf("failed %s after start, before the 3s deadline", st.CompletionTime.Sub(st.StartTime.Time))
 			}
 			f.WaitForNoPods(ref, framework.Timeout)
+			f.Eventually(framework.Timeout, "events of 3 pods created and deleted for the deadline", func(ctx context.Context) (bool, error) {
+				events, err := f.JobEvents(ctx, ref)
+				if err != nil {
+					return false, err
+				}
+				created, gone := 0, 0
+				for _, e := range events {
+					switch {
+					case e.Reason == "SuccessfulCreate" && strings.HasPrefix(e.Message, "Created pod "):
+						created++
+					case e.Reason == "SuccessfulDelete" && strings.HasPrefix(e.Message, "Deleted pod "):
+						gone++
+					}
+				}
+				return created == 3 && gone == 3, nil
+			})
 		})
 	}
 }

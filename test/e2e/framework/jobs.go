@@ -256,12 +256,7 @@ func (f *Framework) UpdateJob(ref JobRef, mutate func(job v1beta1.TrainingJob)) 
 			return err
 		}
 		mutate(job)
-		switch j := job.(type) {
-		case *v1beta1.TensorFlowTrainingJob:
-			out, err = f.Training.BatchV1beta1().TensorFlowTrainingJobs(j.Namespace).Update(ctx, j, metav1.UpdateOptions{})
-		case *v1beta1.PyTorchTrainingJob:
-			out, err = f.Training.BatchV1beta1().PyTorchTrainingJobs(j.Namespace).Update(ctx, j, metav1.UpdateOptions{})
-		}
+		out, err = ref.Kind.info().Client(f.Training, ref.Namespace).Update(ctx, job, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
