@@ -266,8 +266,8 @@ func TestRealNodeMPIPauseResume(t *testing.T) {
 			"---- the launcher's log (the ranks' output), its last lines:\n%s\n"+
 			"---- worker 0's request file, where it changed:\n%s\n"+
 			"---- the ranks on checkpoints and reports:\n%s\n"+
-			"---- the ranks' last lines:\n%s", st.Checkpoint, f.DumpJob(ref), lastLines(ranks, 80),
-			changedLines(requestSeen.Stdout()), linesWith(ranks, "checkpoint", "not reported"), lastLines(ranks, 3))
+			"---- the ranks' last lines:\n%s", st.Checkpoint, f.DumpJob(ref), tail(ranks, 80),
+			changedLines(requestSeen.Stdout()), linesWith(ranks, "checkpoint", "not reported"), tail(ranks, 3))
 	}
 	launcherLog.Stop()
 	requestSeen.Stop()
@@ -330,12 +330,6 @@ func setEnv(job v1beta1.TrainingJob, name, value string) int {
 		}
 	}
 	return set
-}
-
-// lastLines is the last n lines of text.
-func lastLines(text string, n int) string {
-	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // changedLines keeps the lines of a "TIME VALUE" log where the value differs
