@@ -45,7 +45,7 @@ revision="$(git rev-parse HEAD 2>/dev/null || echo unknown)"
 # The commit's time, so that a rebuild of the same commit is identical.
 epoch="$(git log -1 --format=%ct 2>/dev/null || echo 0)"
 
-build_image_builder
+build_image_builder go
 mkdir -p "${out}"
 start=${SECONDS}
 common=(-platforms "${platforms}" -repository "${repository}" -tag "${version}" -revision "${revision}" -epoch "${epoch}" -out "${out}")
@@ -61,7 +61,7 @@ log "building the product's images ${version} for ${platforms} into ${out#"${REP
 mkdir -p "${BUILD_LOG_DIR}"
 builder_log="${BUILD_LOG_DIR}/images.log"
 {
-  "${IMAGE_BUILDER}" go "${common[@]}" -dir "${REPO_ROOT}" \
+  "${GO_IMAGE_BUILDER}" go "${common[@]}" -dir "${REPO_ROOT}" \
     -ldflag -s -ldflag -w -ldflag "-X tensorstack.dev/training/pkg/version.gitVersion=${version}" \
     -ldflag "-X go.etcd.io/etcd/api/v3/version.GitSHA=${ETCD_VERSION}" \
     ./cmd/apiserver=training-apiserver ./cmd/controller-manager=training-controller-manager \

@@ -3,7 +3,8 @@
 # tools module under hack/tools pinned to the version in hack/lib/common.sh:
 #   containerd, ctr, containerd-shim-runc-v2   containerd (tools/containerd)
 #   runc                                       runc, with seccomp (tools/runc; cgo, libseccomp)
-#   kubelet, kube-proxy                        Kubernetes (tools/kubenode)
+#   kubelet, kube-proxy                        Kubernetes (tools/kube: one go build with the
+#                                              control plane's four, whichever script asks first)
 #   coredns                                    CoreDNS with the plugins it needs (tools/coredns)
 #   cni/bridge, cni/host-local, cni/loopback, cni/portmap   CNI plugins (tools/cni)
 #   registry                                   CNCF Distribution (tools/registry): the stack's image registry
@@ -36,7 +37,7 @@ require_packages "the real node" libseccomp-dev:/usr/include/seccomp.h iptables:
   debootstrap:debootstrap
 export GOFLAGS="${GOFLAGS:+${GOFLAGS} }-mod=mod"
 
-build_total=15
+build_total=14
 log "building the real node into ${BIN_DIR#"${REPO_ROOT}/"} (containerd ${CONTAINERD_VERSION}, runc ${RUNC_VERSION}, kubelet ${KUBE_VERSION}, CoreDNS ${COREDNS_VERSION}, CNI plugins ${CNI_PLUGINS_VERSION})"
 
 containerd_tags="no_btrfs no_devmapper no_zfs"
@@ -64,11 +65,8 @@ build_one pause "$(sha256sum "${REPO_ROOT}/hack/images/pause/main.go" | cut -c1-
 nodeproxy_version="$(cat "${REPO_ROOT}"/test/localnode/nodeproxy/*.go "${REPO_ROOT}"/test/internal/netns/*.go | sha256sum | cut -c1-12)"
 build_one nodeproxy "${nodeproxy_version}" "${REPO_ROOT}" ./test/localnode/nodeproxy
 
-# Last: make builds the stack's binaries beside these, and by now
-# kube-apiserver and kube-controller-manager have compiled most of what the
-# kubelet shares with them.
-ldflags="$(kube_ldflags)"
-build_one kubelet "${KUBE_VERSION}" "${TOOLS_DIR}/kubenode" k8s.io/kubernetes/cmd/kubelet "${ldflags}"
-build_one kube-proxy "${KUBE_VERSION}" "${TOOLS_DIR}/kubenode" k8s.io/kubernetes/cmd/kube-proxy "${ldflags}"
+# Last: make builds the stack's binaries beside these, Kubernetes' six in one
+# go build; this waits for that build, or builds them where it runs alone.
+build_kubernetes
 log "real node built in $(elapsed): ${built} built, ${skipped} already up to date"
 "${REPO_ROOT}/hack/build-node-images.sh"

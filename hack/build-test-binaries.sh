@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the pinned control-plane binaries used by hack/local-up.sh and the
 # end-to-end tests into _output/bin:
-#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl  (k8s.io/kubernetes)
+#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
+#   kubelet, kube-proxy                                                (k8s.io/kubernetes)
 #   etcd, etcdctl                                                      (go.etcd.io/etcd)
 #   kwok                                                               (sigs.k8s.io/kwok)
 #   kube-scheduler-plugins  a second scheduler with the coscheduling plugin
@@ -25,8 +26,12 @@
 #                           leave (its x/net, grpc, otel are newer than the main module's, so
 #                           little is shared); 1.5 GB of memory at most, 1.2 GB of build cache;
 #                           109 MB and 77 MB
+# Kubernetes' six are one go build (hack/lib/build.sh's build_group): the
+# real nodes' kubelet and kube-proxy come from here too, and
+# hack/build-node-binaries.sh, run beside this script, waits for them.
+#
 # With --stack, only what the local stack runs (make run, make local-up):
-# etcd, kwok and Kubernetes' four; kube-scheduler-plugins and kueue only
+# etcd, kwok and Kubernetes' six; kube-scheduler-plugins and kueue only
 # when LOCAL_SCHEDULER_PLUGINS=1 or LOCAL_KUEUE=1 ask for them, or when they
 # are built already (a stack without them built starts without them, and
 # says how to add them). make test builds everything.
@@ -81,18 +86,23 @@ wanted kube-scheduler-plugins "${asked_scheduler_plugins}" "${LOCAL_SCHEDULER_PL
 want_kueue=0
 wanted kueue "${asked_kueue}" "${LOCAL_KUEUE}" && want_kueue=1
 
-build_total=10
-((stack_only)) && build_total=6
+build_total=7
+((stack_only)) && build_total=3
+asks_kubernetes=0
 ((want_scheduler_plugins)) && build_total=$((build_total + 1))
 ((want_kueue)) && build_total=$((build_total + 1))
 
 # The names asked for, each built whatever the settings say; nothing else.
 if ((${#only[@]})); then
-  all=" etcd etcdctl kwok kube-apiserver kube-controller-manager kube-scheduler kubectl helm prometheus promtool kube-scheduler-plugins kueue "
+  all=" etcd etcdctl kwok ${KUBE_COMMANDS[*]} helm prometheus promtool kube-scheduler-plugins kueue "
   for name in "${only[@]}"; do
     [[ "${all}" == *" ${name} "* ]] || die "no test binary named ${name}; these are:${all% }"
   done
-  build_total=${#only[@]} want_scheduler_plugins=1 want_kueue=1
+  build_total=0 want_scheduler_plugins=1 want_kueue=1
+  for name in "${only[@]}"; do
+    if [[ " ${KUBE_COMMANDS[*]} " == *" ${name} "* ]]; then asks_kubernetes=1; else build_total=$((build_total + 1)); fi
+  done
+  build_total=$((build_total + asks_kubernetes))
 fi
 # build NAME ...: build_one (hack/lib/build.sh), for a name asked for.
 build() {
@@ -106,10 +116,10 @@ log "building ${what} into ${BIN_DIR#"${REPO_ROOT}/"} (kubernetes ${KUBE_VERSION
 build etcd "${ETCD_VERSION}" "${TOOLS_DIR}/etcd" go.etcd.io/etcd/server/v3
 ((stack_only)) || build etcdctl "${ETCD_VERSION}" "${TOOLS_DIR}/etcd" go.etcd.io/etcd/etcdctl/v3
 build kwok "${KWOK_VERSION}" "${TOOLS_DIR}/kwok" sigs.k8s.io/kwok/cmd/kwok
-ldflags="$(kube_ldflags)"
-for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
-  build "${cmd}" "${KUBE_VERSION}" "${TOOLS_DIR}/kube" "k8s.io/kubernetes/cmd/${cmd}" "${ldflags}"
-done
+# Any of Kubernetes' six asked for builds them all: one go build.
+if ((${#only[@]} == 0 || asks_kubernetes)); then
+  build_kubernetes
+fi
 if ((stack_only == 0)); then
   build helm "${HELM_VERSION}" "${TOOLS_DIR}/helm" helm.sh/helm/v3/cmd/helm \
     "-X helm.sh/helm/v3/internal/version.version=${HELM_VERSION} -X helm.sh/helm/v3/internal/version.gitTreeState=clean"

@@ -41,23 +41,89 @@ elapsed() {
 build_one() {
   local name="$1" version="$2" module_dir="$3" pkg="$4" ldflags="${5:-}" tags="${6:-}" cgo="${7:-${CGO_ENABLED:-0}}"
   [[ "${DBG:-0}" == 1 ]] || ldflags="-s -w${ldflags:+ ${ldflags}}"
-  local out="${BIN_DIR}/${name}" stamp_file="${BIN_DIR}/.${name}.version" want extra=()
+  local out="${BIN_DIR}/${name}" want extra=()
   build_index=$((build_index + 1))
   [[ -f "${module_dir}/main.go" ]] && extra=("${module_dir}/main.go")
   want="$(stamp_for "${version}" "${module_dir}" "${extra[@]}")"
-  if [[ -x "${out}" && -f "${stamp_file}" && "$(cat "${stamp_file}")" == "${want}" ]]; then
+  if stamped_binary "${name}" "${want}"; then
     log "[${build_index}/${build_total}] ${name} ${version}: already built"
     skipped=$((skipped + 1))
     return 0
   fi
-  mkdir -p "${BUILD_LOG_DIR}" "$(dirname "${out}")" "$(dirname "${stamp_file}")"
+  mkdir -p "$(dirname "${out}")"
+  rm -f "${BIN_DIR}/.${name}.version"
+  run_go_build "${name}" "${version}" "${pkg}" "${module_dir}" \
+    env CGO_ENABLED="${cgo}" go build -trimpath ${tags:+-tags "${tags}"} -ldflags "${ldflags}" -o "${out}.tmp" "${pkg}"
+  mv -f "${out}.tmp" "${out}"
+  printf '%s\n' "${want}" >"${BIN_DIR}/.${name}.version"
+  log "[${build_index}/${build_total}] ${name} ${version}: built in ${run_seconds}s -> ${out#"${REPO_ROOT}/"}"
+  built=$((built + 1))
+}
+
+# build_group GROUP VERSION MODULE_DIR LDFLAGS PACKAGE...
+# Builds the commands PACKAGE... of one tools module in one go build, each
+# into BIN_DIR under its package's last element (kubelet, kube-proxy, ...):
+# go compiles the packages they share once and links them side by side, where
+# builds of one command each, run beside each other (make's stack-binaries and
+# node), compiled what they share twice before either had cached it. One step
+# of the progress count. Under a lock: the script that comes second waits for
+# the first, then finds the group built.
+build_group() {
+  local group="$1" version="$2" module_dir="$3" ldflags="$4"
+  shift 4
+  [[ "${DBG:-0}" == 1 ]] || ldflags="-s -w${ldflags:+ ${ldflags}}"
+  local pkgs=("$@") names=() pkg name want tmp lock
+  for pkg in "${pkgs[@]}"; do names+=("${pkg##*/}"); done
+  build_index=$((build_index + 1))
+  want="$(stamp_for "${version}" "${module_dir}")"
+  mkdir -p "${BIN_DIR}"
+  exec {lock}>"${BIN_DIR}/.${group}.lock"
+  if ! flock -n "${lock}"; then
+    log "[${build_index}/${build_total}] ${group}: waiting for the build of ${names[*]} beside this one"
+    flock "${lock}"
+  fi
+  if group_built "${want}" "${names[@]}"; then
+    log "[${build_index}/${build_total}] ${group} ${version} (${names[*]}): already built"
+    skipped=$((skipped + 1))
+    exec {lock}>&-
+    return 0
+  fi
+  for name in "${names[@]}"; do rm -f "${BIN_DIR}/.${name}.version"; done
+  tmp="$(mktemp -d "${BIN_DIR}/.${group}-XXXX")"
+  run_go_build "${group}" "${version}" "${names[*]}" "${module_dir}" \
+    go build -trimpath -ldflags "${ldflags}" -o "${tmp}/" "${pkgs[@]}"
+  for name in "${names[@]}"; do
+    mv -f "${tmp}/${name}" "${BIN_DIR}/${name}"
+    printf '%s\n' "${want}" >"${BIN_DIR}/.${name}.version"
+  done
+  rmdir "${tmp}"
+  exec {lock}>&-
+  log "[${build_index}/${build_total}] ${group} ${version}: built ${names[*]} in ${run_seconds}s -> ${BIN_DIR#"${REPO_ROOT}/"}"
+  built=$((built + 1))
+}
+
+# stamped_binary NAME STAMP: whether BIN_DIR/NAME is built from the inputs STAMP names.
+stamped_binary() {
+  [[ -x "${BIN_DIR}/$1" && -f "${BIN_DIR}/.$1.version" && "$(cat "${BIN_DIR}/.$1.version")" == "$2" ]]
+}
+
+# group_built STAMP NAME...: whether every NAME is built from the inputs STAMP names.
+group_built() {
+  local want="$1" name
+  shift
+  for name in "$@"; do stamped_binary "${name}" "${want}" || return 1; done
+}
+
+# run_go_build NAME VERSION WHAT MODULE_DIR COMMAND...: runs a go build in
+# MODULE_DIR with its output in BUILD_LOG_DIR/NAME.log, a line every 30 s
+# while it runs, and its log's tail on failure; sets run_seconds.
+run_go_build() {
+  local name="$1" version="$2" what="$3" module_dir="$4"
+  shift 4
+  mkdir -p "${BUILD_LOG_DIR}"
   local build_log="${BUILD_LOG_DIR}/${name//\//-}.log" start=${SECONDS}
-  log "[${build_index}/${build_total}] ${name} ${version}: building ${pkg} (log: ${build_log#"${REPO_ROOT}/"}; $(elapsed) so far)"
-  rm -f "${stamp_file}"
-  (
-    cd "${module_dir}"
-    CGO_ENABLED="${cgo}" go build -trimpath ${tags:+-tags "${tags}"} -ldflags "${ldflags}" -o "${out}.tmp" "${pkg}"
-  ) >"${build_log}" 2>&1 &
+  log "[${build_index}/${build_total}] ${name} ${version}: building ${what} (log: ${build_log#"${REPO_ROOT}/"}; $(elapsed) so far)"
+  (cd "${module_dir}" && "$@") >"${build_log}" 2>&1 &
   local pid=$! rc=0 next=$((SECONDS + 30))
   while kill -0 "${pid}" 2>/dev/null; do
     sleep 1
@@ -71,10 +137,16 @@ build_one() {
     tail -n 30 "${build_log}" >&2
     die "building ${name} failed (whole log: ${build_log})"
   fi
-  mv -f "${out}.tmp" "${out}"
-  printf '%s\n' "${want}" >"${stamp_file}"
-  log "[${build_index}/${build_total}] ${name} ${version}: built in $((SECONDS - start))s -> ${out#"${REPO_ROOT}/"}"
-  built=$((built + 1))
+  run_seconds=$((SECONDS - start))
+}
+
+# Kubernetes' commands the local stack runs, its real nodes' included: all
+# built by build_kubernetes, whichever script asks first.
+KUBE_COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
+
+# build_kubernetes builds KUBE_COMMANDS from hack/tools/kube in one go build.
+build_kubernetes() {
+  build_group kubernetes "${KUBE_VERSION}" "${TOOLS_DIR}/kube" "$(kube_ldflags)" "${KUBE_COMMANDS[@]/#/k8s.io/kubernetes/cmd/}"
 }
 
 # kube_ldflags prints the version stamps Kubernetes' own builds set.

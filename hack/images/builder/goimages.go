@@ -1,3 +1,5 @@
+//go:build !noko
+
 /*
 Copyright The TensorStack Training Authors.
 
@@ -146,8 +148,3 @@ func asIndex(result build.Result) (v1.ImageIndex, error) {
 	}
 	return nil, fmt.Errorf("ko gave a %T, neither an image nor an index", result)
 }
-
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, " ") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }

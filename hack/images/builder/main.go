@@ -35,6 +35,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 )
 
 func main() {
@@ -54,3 +55,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// listFlag is a flag given once per value (-layer, -env, -platforms, ...).
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, " ") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
