@@ -30,7 +30,7 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(OUTPUT)/tools/staticcheck-$(STATICCHECK_VERSION)
 
 .PHONY: all build dashboard test-dashboard bench-dashboard images release python test test-unit test-python test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
-	bench-api bench-controller bench-real bench-progress bench-replicas bench-scale bench-wide \
+	bench-api bench-controller bench-first-run bench-real bench-progress bench-replicas bench-scale bench-wide \
 	test-binaries stack-binaries stack-build test-build node node-images-early run local-up local-down clean test-install local-install local-uninstall align-modules
 
 all: build
@@ -246,6 +246,11 @@ bench-replicas: build test-binaries
 ## list beside the same rows as static HTML (the floor), a job page's charts, the server's memory; prints a table
 bench-dashboard: build stack-binaries
 	hack/bench-dashboard.sh
+
+## bench-first-run: a newcomer's first make run, from zero: purges the Debian packages the project installs and apt's
+## cache, then times make run in a clean clone with an empty HOME, and the DDP example after it (docs/benchmarks.md)
+bench-first-run:
+	hack/bench-first-run.sh
 
 ## bench-wide: one job of BENCH_PODS=1000 pods (a master and 999 workers) next to a bare ReplicaSet of as many pods
 ## (the floor), on a local control plane of its own; prints a table (docs/benchmarks.md)
