@@ -50,7 +50,7 @@ build_one() {
     skipped=$((skipped + 1))
     return 0
   fi
-  mkdir -p "$(dirname "${out}")"
+  mkdir -p "$(dirname "${out}")" "$(dirname "${BIN_DIR}/.${name}.version")"
   rm -f "${BIN_DIR}/.${name}.version"
   run_go_build "${name}" "${version}" "${pkg}" "${module_dir}" \
     env CGO_ENABLED="${cgo}" go build -trimpath ${tags:+-tags "${tags}"} -ldflags "${ldflags}" -o "${out}.tmp" "${pkg}"
