@@ -7,7 +7,8 @@
 #      empty Go module, build and npm caches);
 #   3. `make run` in the clone, timed until it prints that the stack is ready;
 #   4. artifacts/examples/pytorch-ddp.yaml applied, timed until Succeeded;
-#   5. make run stopped with SIGINT, as Ctrl-C stops it.
+#   5. make run stopped with SIGINT, as Ctrl-C stops it, and the real nodes'
+#      network namespaces checked gone.
 # It prints make run's lines stamped with the seconds since it started, the
 # phases read from them, and the CPU the machine spent. Nothing else should run
 # on the machine meanwhile. Run as root (it purges packages; the real nodes
@@ -80,6 +81,11 @@ kubectl="${clone}/_output/bin/kubectl"
 trained=$((SECONDS - start - ready))
 log "the DDP example Succeeded ${trained}s after ready"
 
+stop_run
+trap - EXIT
+# make run's Ctrl-C removes the real nodes' network namespaces (tsnet-*, tsnode-*); say so if any stayed.
+left="$(ip netns list 2>/dev/null | grep -E '^ts(net|node)-' || true)"
+[[ -z "${left}" ]] || log "WARNING: network namespaces left after make run stopped: ${left//$'\n'/ }"
 hz="$(getconf CLK_TCK)"
 stamped | grep -v 'still building' | grep -v '^       go: downloading' >"${dir}/make-run.stamped"
 cat <<EOF

@@ -26,6 +26,9 @@ limitations under the License.
 //	builder push    an OCI archive to a registry; the digest does not change
 //	builder digest  the digest of an OCI archive's image or index
 //
+// Built with -tags noko, it leaves out ko and its go command: the local
+// stack's images need none of it, and ko is most of what the builder compiles.
+//
 // An OCI archive here is an OCI image layout in a tar file, whose index.json
 // names one image or index (annotations org.opencontainers.image.ref.name
 // and io.containerd.image.name, so `ctr images import` takes it as it is).
