@@ -248,7 +248,8 @@ bench-dashboard: build stack-binaries
 	hack/bench-dashboard.sh
 
 ## bench-first-run: a newcomer's first make run, from zero: purges the Debian packages the project installs and apt's
-## cache, then times make run in a clean clone with an empty HOME, and the DDP example after it (docs/benchmarks.md)
+## cache, then times make run in a clean clone with an empty HOME, and the DDP example after it (docs/benchmarks.md);
+## hack/bench-first-run.sh --ci times .ci/run the same way
 bench-first-run:
 	hack/bench-first-run.sh
 

@@ -14,6 +14,9 @@
 # on the machine meanwhile. Run as root (it purges packages; the real nodes
 # need root anyway).
 #
+# With --ci, steps 3 to 5 are CI's instead: .ci/run in the clone (what a fresh
+# machine lacks, then make test), timed to its end, with make test's table.
+#
 #   BENCH_DIR    where the clone and the HOME go (default /tmp/first-run);
 #                removed first, left afterwards for reading its logs
 #   BENCH_PURGE  0 keeps the Debian packages and apt's cache (not from zero)
@@ -22,12 +25,20 @@ set -euo pipefail
 # shellcheck source=hack/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
+mode=run
+case "${1:-}" in
+  --ci) mode=ci ;;
+  "") ;;
+  *) die "usage: $0 [--ci]" ;;
+esac
 [[ "$(id -u)" == 0 ]] || die "the first run is measured as root: it purges Debian packages, and the real nodes need root"
 dir="${BENCH_DIR:-/tmp/first-run}"
 clone="${dir}/training"
 home="${dir}/home"
 # What the project's scripts install from Debian by themselves (hack/lib/packages.sh's callers on make run's path).
 packages=(libseccomp-dev iptables conntrack debootstrap python3-build python3-hatchling)
+# And on make test's (.ci/run's Python test packages, protoc, the browser tests' Chromium).
+[[ "${mode}" != ci ]] || packages+=(python3-kubernetes python3-pytest protobuf-compiler chromium)
 
 if [[ "${BENCH_PURGE:-1}" != 0 ]]; then
   log "purging ${packages[*]} (and what only they pulled in), then apt-get clean"
@@ -42,6 +53,17 @@ log "measuring make run in ${clone} at $(git -C "${clone}" rev-parse --short HEA
 cd "${clone}"
 export HOME="${home}" PATH="/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 unset GOPATH GOMODCACHE GOCACHE GOFLAGS
+
+if [[ "${mode}" == ci ]]; then
+  ci_log="${dir}/ci-run.log"
+  start=${SECONDS}
+  rc=0
+  CI=true .ci/run >"${ci_log}" 2>&1 </dev/null || rc=$?
+  seconds=$((SECONDS - start))
+  sed -n '/^make test: phases/,$p' "${ci_log}"
+  echo "# .ci/run from zero, $(date -u +%Y-%m-%d) at $(git rev-parse --short HEAD): exit ${rc} after ${seconds} s ($((seconds / 60)) min $((seconds % 60)) s); log: ${ci_log}"
+  exit "${rc}"
+fi
 run_log="${dir}/make-run.log"
 read -r _ user0 nice0 system0 idle0 _ </proc/stat
 start=${SECONDS}
