@@ -175,6 +175,13 @@ func (r *reconciler) writeStatus(ctx context.Context) error {
 		return nil
 	}
 	updated, err := r.patchStatus(ctx)
+	if err != nil && isTooLarge(err) && dropProgramText(r.status) {
+		// What the job's programs wrote may be what made it too large: try
+		// once more without it rather than be refused on every reconcile.
+		r.logger.Info("The job's status was too large to store; writing it without log tails and termination messages",
+			"err", err.Error())
+		updated, err = r.patchStatus(ctx)
+	}
 	if err != nil {
 		err = fmt.Errorf("updating status of %s %s/%s: %w", r.key.Kind, r.key.Namespace, r.key.Name, err)
 		if isTooLarge(err) {

@@ -54,7 +54,8 @@ limitations under the License.
 //     elastic job's sizes), queue_policy.go (what a queued job's Queued
 //     condition says, and what it asks of its Workload),
 //     suspectnodes_policy.go (the nodes a failure blames), cleanup_policy.go
-//     (a finished job's pods, and its TTL).
+//     (a finished job's pods, and its TTL), statussize_policy.go (what a
+//     status refused for its size goes without).
 //   - Carrying the policies out on the status copy: restarts.go (a
 //     replica's exit observed; replicas replaced, one or all; a suspect
 //     node noted), inplace.go (a whole-job restart in place: the next

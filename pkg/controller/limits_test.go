@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,6 +192,72 @@ func TestStatusTooLargeIsReported(t *testing.T) {
 				t.Errorf("status lists %d tasks, want 2", len(st.Tasks))
 			}
 		})
+	}
+}
+
+// TestStatusTooLargeDropsProgramText: a status refused for its size because
+// of what a replica's program wrote (its log tail) is stored without it, and
+// the job goes on, rather than being refused on every reconcile.
+func TestStatusTooLargeDropsProgramText(t *testing.T) {
+	job := newPyTorchJob("j").withReplicas("master", 1).withBackoffLimit(0).obj()
+	f := newFixture(t, job)
+	f.start(job)
+	refused := 0
+	logsPath := field.NewPath("status", "attempts").Index(0).Child("failedReplicas").Index(0).Child("logs")
+	f.jobClient.PrependReactor("patch", "pytorchtrainingjobs", func(a core.Action) (bool, k8sruntime.Object, error) {
+		if a.GetSubresource() != "status" || !strings.Contains(string(a.(core.PatchAction).GetPatch()), `"logs":"fake logs"`) {
+			return false, nil, nil
+		}
+		refused++
+		return true, nil, apierrors.NewInvalid(v1beta1.SchemeGroupVersion.WithKind(podbuilder.PyTorchKind).GroupKind(), "j",
+			field.ErrorList{field.TooLong(logsPath, "", 4096)})
+	})
+
+	f.setPod("j-master-0", failed(3))
+	f.mustSync(job)
+	if refused == 0 {
+		t.Fatal("no status write carried the failed replica's log tail; the test needs one to refuse")
+	}
+	st := f.status(job)
+	assertPhase(t, st, v1beta1.JobFailed)
+	if n := len(st.Attempts); n == 0 || len(st.Attempts[n-1].FailedReplicas) != 1 {
+		t.Fatalf("attempts %+v, want the failed master in the last", st.Attempts)
+	}
+	fr := st.Attempts[len(st.Attempts)-1].FailedReplicas[0]
+	if fr.Logs != "" || fr.LogError != droppedProgramText || ptr.Deref(fr.ExitCode, -1) != 3 {
+		t.Errorf("failed replica %+v, want its exit code 3 kept and its log tail dropped (%q)", fr, droppedProgramText)
+	}
+	if hasEvent(f.events(), corev1.EventTypeWarning, ReasonStatusTooLarge) {
+		t.Errorf("a %s event, though the status fitted without the log tail", ReasonStatusTooLarge)
+	}
+}
+
+func TestDropProgramText(t *testing.T) {
+	st := v1beta1.TrainingJobStatus{
+		Attempts: []v1beta1.Attempt{{Number: 1, FailedReplicas: []v1beta1.FailedReplica{
+			{Name: "j-worker-0", ExitCode: ptr.To[int32](1), Logs: "Traceback"}, {Name: "j-worker-1", LogError: "timed out"}}}},
+		Stall: &v1beta1.StallStatus{Logs: []v1beta1.ReplicaLogTail{{Name: "j-worker-0", Lines: "step=3"}}},
+		Tasks: []v1beta1.TaskStatus{{Type: "worker", ReplicaStatus: []v1beta1.ReplicaStatus{{Containers: []v1beta1.ContainerStatus{
+			{Name: "pytorch", LastTermination: &v1beta1.ContainerTermination{ExitCode: 1, Reason: "Error", Message: "boom"}}}}}}},
+	}
+	if !dropProgramText(&st) {
+		t.Fatal("dropProgramText found nothing to drop")
+	}
+	failed := st.Attempts[0].FailedReplicas
+	if failed[0].Logs != "" || failed[0].LogError != droppedProgramText || ptr.Deref(failed[0].ExitCode, 0) != 1 {
+		t.Errorf("failed replica 0: %+v, want its tail dropped and its exit code kept", failed[0])
+	}
+	if failed[1].LogError != "timed out" {
+		t.Errorf("failed replica 1: %+v, want its read error kept: it had no tail", failed[1])
+	}
+	if l := st.Stall.Logs[0]; l.Lines != "" || l.Error != droppedProgramText {
+		t.Errorf("stall log: %+v, want its lines dropped", l)
+	}
+	if term := st.Tasks[0].ReplicaStatus[0].Containers[0].LastTermination; term.Message != "" || term.ExitCode != 1 || term.Reason != "Error" {
+		t.Errorf("termination %+v, want its message dropped, its exit code and reason kept", term)
+	}
+	if dropProgramText(&st) {
+		t.Error("dropProgramText dropped something a second time")
 	}
 }
 

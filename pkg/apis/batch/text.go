@@ -16,14 +16,30 @@ limitations under the License.
 
 package batch
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Text the status keeps from elsewhere (a kubelet's reason, a termination
 // message, a log's end) is cut to a byte budget without splitting a
-// character.
+// character, and made valid UTF-8 first: a program may write any bytes to
+// its log or /dev/termination-log, and JSON carries each invalid byte as a
+// six-byte escape that decodes to three, so that text cut to its budget
+// before would pass it after the trip and have the status write refused.
 
-// CutBytes keeps at most n bytes of s, ending at a character boundary.
+// ValidText replaces each run of bytes of s that is not UTF-8 with U+FFFD.
+func ValidText(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// CutBytes keeps at most n bytes of s, made valid UTF-8, ending at a
+// character boundary.
 func CutBytes(s string, n int) string {
+	s = ValidText(s)
 	if len(s) <= n {
 		return s
 	}
@@ -33,9 +49,10 @@ func CutBytes(s string, n int) string {
 	return s[:n]
 }
 
-// TailBytes keeps at most n bytes of the end of s, starting at a character
-// boundary.
+// TailBytes keeps at most n bytes of the end of s, made valid UTF-8,
+// starting at a character boundary.
 func TailBytes(s string, n int) string {
+	s = ValidText(s)
 	if len(s) <= n {
 		return s
 	}
