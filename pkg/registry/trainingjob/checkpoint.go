@@ -107,7 +107,7 @@ func (r *CheckpointREST) Create(ctx context.Context, name string, obj runtime.Ob
 	answer.Path = path
 	if len(options.DryRun) > 0 {
 		// Checked against the job as read; a real write checks again.
-		if err := stepMayFollow(job.JobStatus().Checkpoint, &record, reporter.podCreated, name); err != nil {
+		if err := stepMayFollow(job.JobStatus(), &record, reporter.podCreated, name); err != nil {
 			return nil, err
 		}
 		return answer, nil
@@ -129,7 +129,7 @@ func (r *CheckpointREST) write(ctx context.Context, read batch.TrainingJob, reco
 			return nil, err
 		}
 		status := job.JobStatus()
-		if err := stepMayFollow(status.Checkpoint, &record, podCreated, name); err != nil {
+		if err := stepMayFollow(status, &record, podCreated, name); err != nil {
 			return nil, err
 		}
 		if status.Checkpoint == nil {
@@ -145,17 +145,29 @@ func (r *CheckpointREST) write(ctx context.Context, read batch.TrainingJob, reco
 }
 
 // stepMayFollow refuses a checkpoint whose step is below the latest one's,
-// unless the reporting pod was created after the latest checkpoint: then
-// the job was restarted, and training that began again from scratch (or an
-// older checkpoint) may report lower steps.
-func stepMayFollow(status *batch.CheckpointStatus, record *batch.CheckpointRecord, podCreated *time.Time, name string) error {
-	if status == nil || status.Latest == nil || status.Latest.Step == nil || record.Step == nil || *record.Step >= *status.Latest.Step {
+// unless its pod's job was restarted since that checkpoint: training that
+// began again from scratch (or an older checkpoint) may report lower steps.
+// A pod created after the checkpoint is of a restarted job; so is one whose
+// job began an attempt since, as a restart in place keeps the same pods.
+// Reports from outside a pod (podCreated nil) may not go back.
+func stepMayFollow(status *batch.TrainingJobStatus, record *batch.CheckpointRecord, podCreated *time.Time, name string) error {
+	if status.Checkpoint == nil || status.Checkpoint.Latest == nil {
 		return nil
 	}
-	if podCreated != nil && podCreated.After(status.Latest.ReportTime.Time) {
+	latest := status.Checkpoint.Latest
+	if latest.Step == nil || record.Step == nil || *record.Step >= *latest.Step {
+		return nil
+	}
+	if podCreated != nil && (podCreated.After(latest.ReportTime.Time) || attemptBegunAfter(status, latest.ReportTime.Time)) {
 		return nil
 	}
 	return apierrors.NewInvalid(batch.Kind("CheckpointReport"), name, field.ErrorList{field.Invalid(field.NewPath("step"), *record.Step,
-		fmt.Sprintf("must not be below the latest checkpoint's step %d unless the job was restarted since (the reporting pod is newer than that checkpoint)",
-			*status.Latest.Step))})
+		fmt.Sprintf("must not be below the latest checkpoint's step %d unless the job was restarted since (the reporting pod is newer than that checkpoint, or its attempt began after it)",
+			*latest.Step))})
+}
+
+// attemptBegunAfter says whether the job's current attempt began after t.
+func attemptBegunAfter(status *batch.TrainingJobStatus, t time.Time) bool {
+	n := len(status.Attempts)
+	return n > 0 && status.Attempts[n-1].EndTime == nil && status.Attempts[n-1].StartTime.After(t)
 }

@@ -29,29 +29,44 @@ import (
 
 func TestStepMayFollow(t *testing.T) {
 	reported := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	status := &batch.CheckpointStatus{Latest: &batch.CheckpointRecord{
+	checkpoint := &batch.CheckpointStatus{Latest: &batch.CheckpointRecord{
 		CheckpointValues: batch.CheckpointValues{Path: "/ckpt/step-20.pt", Step: ptr.To[int64](20)},
 		ReportTime:       metav1.NewMicroTime(reported),
 	}}
 	before, after := reported.Add(-time.Minute), reported.Add(time.Minute)
+	attempt := func(start time.Time, ended bool) []batch.Attempt {
+		a := batch.Attempt{Number: 2, StartTime: metav1.NewTime(start)}
+		if ended {
+			a.EndTime = ptr.To(metav1.NewTime(start.Add(time.Second)))
+		}
+		return []batch.Attempt{{Number: 1, StartTime: metav1.NewTime(before.Add(-time.Hour))}, a}
+	}
 	cases := []struct {
 		name       string
-		status     *batch.CheckpointStatus
+		status     batch.TrainingJobStatus
 		step       *int64
 		podCreated *time.Time
 		ok         bool
 	}{
-		{"the first checkpoint", nil, ptr.To[int64](5), nil, true},
-		{"a later step", status, ptr.To[int64](30), &before, true},
-		{"the same step again", status, ptr.To[int64](20), &before, true},
-		{"no step", status, nil, &before, true},
-		{"back, from a pod that predates the latest", status, ptr.To[int64](10), &before, false},
-		{"back, from a user", status, ptr.To[int64](10), nil, false},
-		{"back, from a pod of a restarted job", status, ptr.To[int64](10), &after, true},
+		{"the first checkpoint", batch.TrainingJobStatus{}, ptr.To[int64](5), nil, true},
+		{"a later step", batch.TrainingJobStatus{Checkpoint: checkpoint}, ptr.To[int64](30), &before, true},
+		{"the same step again", batch.TrainingJobStatus{Checkpoint: checkpoint}, ptr.To[int64](20), &before, true},
+		{"no step", batch.TrainingJobStatus{Checkpoint: checkpoint}, nil, &before, true},
+		{"back, from a pod that predates the latest", batch.TrainingJobStatus{Checkpoint: checkpoint}, ptr.To[int64](10), &before, false},
+		{"back, from a user", batch.TrainingJobStatus{Checkpoint: checkpoint}, ptr.To[int64](10), nil, false},
+		{"back, from a pod of a restarted job", batch.TrainingJobStatus{Checkpoint: checkpoint}, ptr.To[int64](10), &after, true},
+		{"back, from a pod restarted in place: an attempt begun since", batch.TrainingJobStatus{Checkpoint: checkpoint,
+			Attempts: attempt(after, false)}, ptr.To[int64](10), &before, true},
+		{"back, from a pod whose attempt began before the latest", batch.TrainingJobStatus{Checkpoint: checkpoint,
+			Attempts: attempt(before, false)}, ptr.To[int64](10), &before, false},
+		{"back, after an attempt that has ended", batch.TrainingJobStatus{Checkpoint: checkpoint,
+			Attempts: attempt(after, true)}, ptr.To[int64](10), &before, false},
+		{"back, from a user, after an attempt begun since", batch.TrainingJobStatus{Checkpoint: checkpoint,
+			Attempts: attempt(after, false)}, ptr.To[int64](10), nil, false},
 	}
 	for _, tc := range cases {
 		record := &batch.CheckpointRecord{CheckpointValues: batch.CheckpointValues{Path: "/ckpt/x", Step: tc.step}}
-		err := stepMayFollow(tc.status, record, tc.podCreated, "train")
+		err := stepMayFollow(&tc.status, record, tc.podCreated, "train")
 		if (err == nil) != tc.ok || (err != nil && !apierrors.IsInvalid(err)) {
 			t.Errorf("%s: %v, want ok=%v (or 422)", tc.name, err, tc.ok)
 		}
