@@ -17,6 +17,7 @@ limitations under the License.
 package dashboard
 
 import (
+	"context"
 	"crypto/subtle"
 	"net/http"
 	"net/url"
@@ -46,6 +47,11 @@ type guard struct {
 	// pages are served before the sign-in: they hold no data, and the
 	// sign-in form is one of them.
 	inCluster bool
+	// verify asks the API server whom a proxy's token authenticates before
+	// a session begins for it (in the cluster).
+	verify func(ctx context.Context, token string) (string, error)
+	// signIns limits each client's sign-ins.
+	signIns *signInLimiter
 	// crossOrigin refuses requests the browser says come from another
 	// origin (Sec-Fetch-Site, else Origin against Host).
 	crossOrigin *http.CrossOriginProtection
@@ -81,9 +87,18 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// A proxy in front signs the user in: its header comes with every
-		// request, and the session holds only the page's CSRF token.
+		// request, and the session holds only the page's CSRF token. It
+		// begins once the API server has accepted the token: a session for
+		// any header would let anyone fill the server and sign others out.
+		if !g.signIns.allow(w, r) {
+			return
+		}
+		if _, err := g.verify(r.Context(), header); err != nil {
+			writeAPIError(w, err)
+			return
+		}
 		var id string
-		id, sess = g.sessions.start("")
+		id, sess = g.sessions.start("", header)
 		http.SetCookie(w, sessionCookieFor(id, true))
 	}
 	if !isSafeMethod(r.Method) {
@@ -116,11 +131,14 @@ func authorizationBearer(r *http.Request) string {
 // sends the browser to the same address without the token, so that it stays
 // out of the history and of any Referer.
 func (g *guard) signIn(w http.ResponseWriter, r *http.Request, token string) {
+	if !g.signIns.allow(w, r) {
+		return
+	}
 	if !g.sessions.validToken(token) {
 		http.Error(w, "wrong token: open the URL kubectl training dashboard printed", http.StatusUnauthorized)
 		return
 	}
-	id, _ := g.sessions.start("")
+	id, _ := g.sessions.start("", "")
 	http.SetCookie(w, sessionCookieFor(id, false))
 	clean := *r.URL
 	query := clean.Query()

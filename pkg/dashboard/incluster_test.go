@@ -18,6 +18,7 @@ package dashboard
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -147,8 +148,9 @@ func TestInClusterSignInActsAsTheUser(t *testing.T) {
 		t.Fatalf("sign-in: %d %s", resp.StatusCode, body)
 	}
 	cookies := resp.Cookies()
-	if len(cookies) != 1 || !cookies[0].Secure || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode {
-		t.Errorf("session cookie %+v, want one Secure, HttpOnly, SameSite=Strict", cookies)
+	if len(cookies) != 1 || !cookies[0].Secure || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode ||
+		cookies[0].Name != "__Host-tensorstack-dashboard-session" || cookies[0].Path != "/" || cookies[0].Domain != "" {
+		t.Errorf("session cookie %+v, want one __Host- cookie: Secure, HttpOnly, SameSite=Strict, Path=/, no Domain", cookies)
 	}
 	if strings.Contains(cookies[0].Value, "alice-token") {
 		t.Error("the cookie carries the token")
@@ -223,7 +225,7 @@ func TestSessionsExpireAndStayBounded(t *testing.T) {
 	s := newTokenSessions(time.Hour)
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	s.now = func() time.Time { return now }
-	id, _ := s.start("t")
+	id, _ := s.start("t", "")
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	req.AddCookie(sessionCookieFor(id, true))
 	if _, ok := s.lookup(req); !ok {
@@ -235,9 +237,120 @@ func TestSessionsExpireAndStayBounded(t *testing.T) {
 	}
 	for i := 0; i < maxSessions+10; i++ {
 		now = now.Add(time.Second)
-		s.start("t")
+		s.start("t", "")
 	}
 	if n := len(s.byID); n > maxSessions {
 		t.Errorf("%d sessions kept, want at most %d", n, maxSessions)
+	}
+}
+
+// TestInClusterForgedTokensOpenNoSession: a request whose Authorization
+// header carries a token the API server refuses gets the API's 401 and no
+// session; a flood of them from one client is cut off with 429s, and the
+// users signed in stay signed in.
+func TestInClusterForgedTokensOpenNoSession(t *testing.T) {
+	dashboard, client, _, server := inClusterFixture(t)
+	if resp, body := send(t, client, http.MethodPost, dashboard.URL+signInPath, `{"token":"alice-token"}`, nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("alice's sign-in: %d %s", resp.StatusCode, body)
+	}
+	// A client of its own: no cookie jar, so no alice's session.
+	flood := &http.Client{Transport: dashboard.Client().Transport}
+	refused, limited := 0, 0
+	for i := range 3 * signInBurst {
+		resp, body := send(t, flood, http.MethodGet, dashboard.URL+"/api/session", "",
+			map[string]string{"Authorization": fmt.Sprintf("Bearer forged-%d", i)})
+		switch resp.StatusCode {
+		case http.StatusUnauthorized:
+			refused++
+		case http.StatusTooManyRequests:
+			limited++
+			if resp.Header.Get("Retry-After") == "" {
+				t.Errorf("a 429 without Retry-After: %s", body)
+			}
+		default:
+			t.Fatalf("a forged token: %d %s, want 401 or 429", resp.StatusCode, body)
+		}
+		if len(resp.Cookies()) > 0 {
+			t.Fatalf("a forged token got a cookie: %v", resp.Cookies())
+		}
+	}
+	if refused == 0 || limited == 0 {
+		t.Errorf("%d refused by the API and %d limited, want both: the first up to the burst, the rest limited", refused, limited)
+	}
+	server.sessions.mu.Lock()
+	n := len(server.sessions.byID)
+	server.sessions.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d sessions, want alice's alone", n)
+	}
+	if resp, body := send(t, client, http.MethodGet, dashboard.URL+"/api/session", "", nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("alice after the flood: %d %s, want her session", resp.StatusCode, body)
+	}
+}
+
+func TestSessionsPerUserAreBounded(t *testing.T) {
+	s := newTokenSessions(time.Hour)
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	s.now = func() time.Time { return now }
+	bob, _ := s.start("bob-token", "bob-token")
+	var alice []string
+	for range maxSessionsPerUser + 5 {
+		now = now.Add(time.Second)
+		id, _ := s.start("alice-token", "alice-token")
+		alice = append(alice, id)
+	}
+	found := func(id string) bool {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.AddCookie(sessionCookieFor(id, true))
+		_, ok := s.lookup(req)
+		return ok
+	}
+	if !found(bob) {
+		t.Error("bob's session went when alice signed in again and again")
+	}
+	kept := 0
+	for i, id := range alice {
+		if found(id) {
+			kept++
+			if i < len(alice)-maxSessionsPerUser {
+				t.Errorf("alice's session %d of %d kept, want only her newest %d", i+1, len(alice), maxSessionsPerUser)
+			}
+		}
+	}
+	if kept != maxSessionsPerUser {
+		t.Errorf("alice keeps %d sessions, want %d", kept, maxSessionsPerUser)
+	}
+}
+
+func TestSignInLimiter(t *testing.T) {
+	l := newSignInLimiter()
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	l.now = func() time.Time { return now }
+	try := func(addr string) int {
+		req := httptest.NewRequest(http.MethodPost, signInPath, nil)
+		req.RemoteAddr = addr
+		rec := httptest.NewRecorder()
+		if l.allow(rec, req) {
+			return http.StatusOK
+		}
+		return rec.Code
+	}
+	for i := range signInBurst {
+		if code := try("192.0.2.1:4000"); code != http.StatusOK {
+			t.Fatalf("sign-in %d of the burst: %d", i+1, code)
+		}
+	}
+	if code := try("192.0.2.1:4001"); code != http.StatusTooManyRequests {
+		t.Errorf("past the burst, from another port of the same address: %d, want 429", code)
+	}
+	if code := try("192.0.2.2:4000"); code != http.StatusOK {
+		t.Errorf("another client: %d, want its own burst", code)
+	}
+	now = now.Add(time.Minute / signInsPerMinute)
+	if code := try("192.0.2.1:4000"); code != http.StatusOK {
+		t.Errorf("after one interval: %d, want one more sign-in", code)
+	}
+	if code := try("192.0.2.1:4000"); code != http.StatusTooManyRequests {
+		t.Errorf("a second one in the same interval: %d, want 429", code)
 	}
 }

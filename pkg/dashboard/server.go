@@ -19,6 +19,7 @@ package dashboard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -31,6 +32,7 @@ import (
 type Server struct {
 	source   ClientSource
 	sessions *sessions
+	signIns  *signInLimiter
 	// inCluster is set on the server in the cluster.
 	inCluster *InClusterOptions
 }
@@ -39,7 +41,7 @@ type Server struct {
 // the clients source gives for each of them, and a browser signs in with the
 // URL SignInURL returns.
 func NewServer(source ClientSource) *Server {
-	return &Server{source: source, sessions: newSessions()}
+	return &Server{source: source, sessions: newSessions(), signIns: newSignInLimiter()}
 }
 
 // InClusterOptions configure the dashboard that runs in the cluster.
@@ -58,7 +60,7 @@ type InClusterOptions struct {
 // clients from that token (TokenClients) and never from the server's own
 // credentials. It must be served over HTTPS: its session cookie is Secure.
 func NewInClusterServer(source ClientSource, opts InClusterOptions) *Server {
-	return &Server{source: source, sessions: newTokenSessions(opts.SessionTTL), inCluster: &opts}
+	return &Server{source: source, sessions: newTokenSessions(opts.SessionTTL), signIns: newSignInLimiter(), inCluster: &opts}
 }
 
 // SignInURL is the address that opens the dashboard served on addr
@@ -75,6 +77,8 @@ func (s *Server) Handler(addr string) http.Handler {
 		return &guard{
 			sessions:    s.sessions,
 			inCluster:   true,
+			verify:      s.inCluster.Verify,
+			signIns:     s.signIns,
 			crossOrigin: http.NewCrossOriginProtection(),
 			next:        s.routes(),
 		}
@@ -86,6 +90,7 @@ func (s *Server) Handler(addr string) http.Handler {
 	return &guard{
 		sessions:    s.sessions,
 		hosts:       hosts,
+		signIns:     s.signIns,
 		crossOrigin: http.NewCrossOriginProtection(),
 		next:        s.routes(),
 	}
@@ -98,12 +103,12 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET "+signInPath, s.signInMethod)
 	mux.HandleFunc("POST "+signInPath, s.signIn)
 	mux.HandleFunc("POST /api/signout", s.signOut)
-	mux.HandleFunc("GET /api/jobs/watch", s.watchList)
+	mux.HandleFunc("GET /api/jobs/watch", s.streaming(s.watchList))
 	mux.HandleFunc("POST /api/jobs", s.create)
 	mux.HandleFunc("GET "+job, s.jobDetail)
 	mux.HandleFunc("DELETE "+job, s.delete)
-	mux.HandleFunc("GET "+job+"/watch", s.watchJob)
-	mux.HandleFunc("GET "+job+"/logs", s.logs)
+	mux.HandleFunc("GET "+job+"/watch", s.streaming(s.watchJob))
+	mux.HandleFunc("GET "+job+"/logs", s.streaming(s.logs))
 	mux.HandleFunc("POST "+job+"/pause", s.pause)
 	mux.HandleFunc("POST "+job+"/resume", s.resume)
 	mux.HandleFunc("POST "+job+"/debug", s.debug)
@@ -122,6 +127,21 @@ func (s *Server) routes() http.Handler {
 		pages.ServeHTTP(w, r)
 	}))
 	return mux
+}
+
+// streaming wraps the handler of an event stream: the stream counts against
+// its session's maxStreamsPerSession, and ends with the session.
+func (s *Server) streaming(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, done, ok := s.sessions.openStream(r.Context(), sessionFrom(r.Context()))
+		if !ok {
+			writeError(w, http.StatusTooManyRequests, fmt.Sprintf(
+				"this session has %d event streams open already (each page of the dashboard holds two or three): close some", maxStreamsPerSession))
+			return
+		}
+		defer done()
+		next(w, r.WithContext(ctx))
+	}
 }
 
 // Serve serves the dashboard on l until ctx ends, then gives open requests
@@ -187,12 +207,15 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "token: required")
 		return
 	}
+	if !s.signIns.allow(w, r) {
+		return
+	}
 	user, err := s.inCluster.Verify(r.Context(), token)
 	if err != nil {
 		writeAPIError(w, err)
 		return
 	}
-	id, _ := s.sessions.start(token)
+	id, _ := s.sessions.start(token, token)
 	http.SetCookie(w, sessionCookieFor(id, true))
 	writeJSON(w, http.StatusOK, map[string]string{"user": user})
 }

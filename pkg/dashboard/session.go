@@ -19,7 +19,9 @@ package dashboard
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"net/http"
 	"sync"
 	"time"
@@ -29,6 +31,11 @@ const (
 	// sessionCookie holds the session's ID. HttpOnly keeps it from the page's
 	// scripts, SameSite=Strict from requests other sites start.
 	sessionCookie = "tensorstack-dashboard-session"
+	// secureCookiePrefix names the cookie over HTTPS: a browser takes a
+	// cookie of this name only from a secure origin, for the whole host and
+	// no wider (Secure, Path=/, no Domain), so that no other host of the
+	// domain, nor a page over plain HTTP, can set one the server would read.
+	secureCookiePrefix = "__Host-"
 	// csrfHeader carries the session's CSRF token on every mutating request.
 	// A page of another origin can neither read the token nor, without a
 	// CORS preflight this server never grants, send the header.
@@ -38,10 +45,21 @@ const (
 	// maxSessions bounds the sessions a server keeps: past it, signing in
 	// ends the session that would expire first.
 	maxSessions = 10000
+	// maxSessionsPerUser bounds the sessions of one token: past it, signing
+	// in again ends that token's oldest, so that one user, or a stolen
+	// token, cannot fill the server and sign everyone else out.
+	maxSessionsPerUser = 16
+	// maxStreamsPerSession bounds a session's open event streams (the job
+	// list, a job's page, followed logs): a page holds two or three, and a
+	// client that opens more, or stops reading them, holds no more of the
+	// server than this.
+	maxStreamsPerSession = 8
 )
 
 // session is one signed-in browser.
 type session struct {
+	// id is the session's ID, which its cookie carries.
+	id   string
 	csrf string
 	// bearerToken is the token the user signed in with, on the server in
 	// the cluster: every request of the session acts with it. Empty on the
@@ -50,6 +68,16 @@ type session struct {
 	bearerToken string
 	// expires is when the session ends; zero: with the server.
 	expires time.Time
+	// user is a digest of the token the API server accepted when the
+	// session began, for maxSessionsPerUser; empty on the local server.
+	user string
+	// started orders a user's sessions, oldest first.
+	started time.Time
+	// ended is closed when the session ends (sign-out, expiry, eviction):
+	// its event streams end with it.
+	ended chan struct{}
+	// streams counts its open event streams, in the stored session.
+	streams int
 }
 
 // sessions signs browsers in. On the local server the token the command
@@ -62,6 +90,10 @@ type sessions struct {
 	token string
 	// ttl is how long a session lasts; zero: as long as the server.
 	ttl time.Duration
+	// secure: the sessions of the server in the cluster, served over HTTPS,
+	// whose cookie has the __Host- prefix.
+	secure bool
+
 	now func() time.Time
 
 	mu   sync.Mutex
@@ -75,7 +107,7 @@ func newSessions() *sessions {
 // newTokenSessions are the sessions of the server in the cluster: opened
 // with a bearer token, for ttl each.
 func newTokenSessions(ttl time.Duration) *sessions {
-	return &sessions{ttl: ttl, now: time.Now, byID: map[string]*session{}}
+	return &sessions{ttl: ttl, secure: true, now: time.Now, byID: map[string]*session{}}
 }
 
 // validToken tells whether the sign-in token is the server's, in constant
@@ -85,12 +117,20 @@ func (s *sessions) validToken(token string) bool {
 }
 
 // start opens a session acting with bearerToken (empty: the server's own
-// clients or the request's header) and returns its ID and the session.
-func (s *sessions) start(bearerToken string) (string, session) {
+// clients or the request's header) for the user whose accepted token
+// verified is (empty on the local server), and returns its ID and the
+// session.
+func (s *sessions) start(bearerToken, verified string) (string, session) {
 	id := rand.Text()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
+	var user string
+	if verified != "" {
+		sum := sha256.Sum256([]byte(verified))
+		user = hex.EncodeToString(sum[:])
+		s.limitUserLocked(user)
+	}
 	if len(s.byID) >= maxSessions {
 		s.evictLocked(now)
 	}
@@ -98,9 +138,32 @@ func (s *sessions) start(bearerToken string) (string, session) {
 	if s.ttl > 0 {
 		expires = now.Add(s.ttl)
 	}
-	sess := &session{csrf: rand.Text(), bearerToken: bearerToken, expires: expires}
+	sess := &session{id: id, csrf: rand.Text(), bearerToken: bearerToken, expires: expires, user: user, started: now,
+		ended: make(chan struct{})}
 	s.byID[id] = sess
 	return id, *sess
+}
+
+// limitUserLocked ends the user's oldest sessions while it holds
+// maxSessionsPerUser, to make room for one more.
+func (s *sessions) limitUserLocked(user string) {
+	for {
+		var oldest string
+		n := 0
+		for id, sess := range s.byID {
+			if sess.user != user {
+				continue
+			}
+			n++
+			if oldest == "" || sess.started.Before(s.byID[oldest].started) {
+				oldest = id
+			}
+		}
+		if n < maxSessionsPerUser {
+			return
+		}
+		s.dropLocked(oldest)
+	}
 }
 
 // evictLocked drops the expired sessions and, when none had, the one that
@@ -109,7 +172,7 @@ func (s *sessions) evictLocked(now time.Time) {
 	var first string
 	for id, sess := range s.byID {
 		if sess.expired(now) {
-			delete(s.byID, id)
+			s.dropLocked(id)
 			continue
 		}
 		if first == "" || sess.expires.Before(s.byID[first].expires) {
@@ -117,8 +180,51 @@ func (s *sessions) evictLocked(now time.Time) {
 		}
 	}
 	if len(s.byID) >= maxSessions && first != "" {
-		delete(s.byID, first)
+		s.dropLocked(first)
 	}
+}
+
+// dropLocked ends a session, and with it its event streams.
+func (s *sessions) dropLocked(id string) {
+	if sess, ok := s.byID[id]; ok {
+		close(sess.ended)
+		delete(s.byID, id)
+	}
+}
+
+// openStream counts an event stream of sess. Its context ends with the
+// request's, or with the session: at sign-out, eviction or its expiry; call
+// done when the stream ends. It returns false when the session has ended or
+// holds maxStreamsPerSession streams already.
+func (s *sessions) openStream(ctx context.Context, sess session) (context.Context, func(), bool) {
+	s.mu.Lock()
+	stored, ok := s.byID[sess.id]
+	if !ok || stored.streams >= maxStreamsPerSession {
+		s.mu.Unlock()
+		return nil, nil, false
+	}
+	stored.streams++
+	s.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	stop := cancel
+	if !stored.expires.IsZero() {
+		var cancelAtExpiry context.CancelFunc
+		ctx, cancelAtExpiry = context.WithDeadline(ctx, stored.expires)
+		stop = func() { cancelAtExpiry(); cancel() }
+	}
+	go func() {
+		select {
+		case <-stored.ended:
+			stop()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		stop()
+		s.mu.Lock()
+		stored.streams--
+		s.mu.Unlock()
+	}, true
 }
 
 func (sess *session) expired(now time.Time) bool {
@@ -128,7 +234,7 @@ func (sess *session) expired(now time.Time) bool {
 // lookup returns the request's session, and false when it has none of this
 // server or it expired.
 func (s *sessions) lookup(r *http.Request) (session, bool) {
-	cookie, err := r.Cookie(sessionCookie)
+	cookie, err := r.Cookie(sessionCookieName(s.secure))
 	if err != nil {
 		return session{}, false
 	}
@@ -139,7 +245,7 @@ func (s *sessions) lookup(r *http.Request) (session, bool) {
 		return session{}, false
 	}
 	if sess.expired(s.now()) {
-		delete(s.byID, cookie.Value)
+		s.dropLocked(cookie.Value)
 		return session{}, false
 	}
 	return *sess, true
@@ -147,19 +253,28 @@ func (s *sessions) lookup(r *http.Request) (session, bool) {
 
 // end closes the request's session.
 func (s *sessions) end(r *http.Request) {
-	if cookie, err := r.Cookie(sessionCookie); err == nil {
+	if cookie, err := r.Cookie(sessionCookieName(s.secure)); err == nil {
 		s.mu.Lock()
-		delete(s.byID, cookie.Value)
+		s.dropLocked(cookie.Value)
 		s.mu.Unlock()
 	}
 }
 
+// sessionCookieName is the session cookie's name over HTTPS (secure) or not.
+func sessionCookieName(secure bool) string {
+	if secure {
+		return secureCookiePrefix + sessionCookie
+	}
+	return sessionCookie
+}
+
 // sessionCookieFor is the cookie that carries a session's ID. secure marks it
-// for HTTPS only: the server in the cluster; the local server speaks plain
-// HTTP on loopback, which browsers treat as a secure context.
+// for HTTPS only, under the __Host- prefix: the server in the cluster; the
+// local server speaks plain HTTP on loopback, which browsers treat as a
+// secure context.
 func sessionCookieFor(id string, secure bool) *http.Cookie {
 	return &http.Cookie{
-		Name:     sessionCookie,
+		Name:     sessionCookieName(secure),
 		Value:    id,
 		Path:     "/",
 		HttpOnly: true,

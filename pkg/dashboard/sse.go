@@ -27,6 +27,11 @@ import (
 // connection the browser lost is noticed and the server's handler ends.
 const heartbeatInterval = 25 * time.Second
 
+// streamWriteTimeout bounds each write of an event: a client that stops
+// reading ends its stream then, instead of holding the handler, its watches
+// and what they buffer for as long as it keeps the connection open.
+const streamWriteTimeout = 10 * time.Second
+
 // eventStream writes server-sent events: the browser's EventSource reads
 // them and reconnects by itself when the stream breaks.
 type eventStream struct {
@@ -52,16 +57,32 @@ func (s *eventStream) send(event string, data any) error {
 		return fmt.Errorf("encoding a %s event: %w", event, err)
 	}
 	// JSON holds no raw newline, so one data line carries the whole event.
-	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", event, payload); err != nil {
+	return s.write(func() error {
+		_, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", event, payload)
 		return err
-	}
-	return s.rc.Flush()
+	})
 }
 
 // heartbeat writes a comment, which EventSource ignores.
 func (s *eventStream) heartbeat() error {
-	if _, err := fmt.Fprint(s.w, ": heartbeat\n\n"); err != nil {
+	return s.write(func() error {
+		_, err := fmt.Fprint(s.w, ": heartbeat\n\n")
+		return err
+	})
+}
+
+// write writes and flushes within streamWriteTimeout. The deadline is lifted
+// again after a write that made it, so that it never outlives the stream.
+func (s *eventStream) write(fn func() error) error {
+	// A connection that cannot take deadlines (none of net/http's) writes
+	// without one.
+	_ = s.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	if err := fn(); err != nil {
 		return err
 	}
-	return s.rc.Flush()
+	if err := s.rc.Flush(); err != nil {
+		return err
+	}
+	_ = s.rc.SetWriteDeadline(time.Time{})
+	return nil
 }
