@@ -112,19 +112,33 @@ func waitForStep(f *framework.Framework, ref framework.JobRef, step int64) v1bet
 	})
 }
 
-// eventMessage is the message of the job's last event with the reason, or "".
+// eventWait bounds how long eventMessage waits for an event to appear: the
+// controller records events after the status write that explains them, and
+// its recorder sends them to the API in the background, so a test that saw
+// the status may look before the event is there (a loaded machine's CI did).
+const eventWait = 30 * time.Second
+
+// eventMessage is the message of the job's last event with the reason, once
+// there is one within eventWait, or "".
 func eventMessage(f *framework.Framework, ref framework.JobRef, reason string) string {
-	events, err := f.JobEvents(f.Context(), ref)
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	msg := ""
-	for _, e := range events {
-		if e.Reason == reason {
-			msg = e.Message
+	f.T.Helper()
+	deadline := time.Now().Add(eventWait)
+	for {
+		events, err := f.JobEvents(f.Context(), ref)
+		if err != nil {
+			f.T.Fatal(err)
 		}
+		msg, found := "", false
+		for _, e := range events {
+			if e.Reason == reason {
+				msg, found = e.Message, true
+			}
+		}
+		if found || time.Now().After(deadline) {
+			return msg
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
-	return msg
 }
 
 var writtenAfter = regexp.MustCompile(`written ([0-9.]+)s after the request`)
