@@ -18,7 +18,9 @@
 # machine lacks, then make test), timed to its end, with make test's table.
 #
 #   BENCH_DIR    where the clone and the HOME go (default /tmp/first-run);
-#                removed first, left afterwards for reading its logs
+#                removed first; afterwards only its logs stay (the clone and
+#                the HOME hold tens of GB)
+#   BENCH_KEEP   1 keeps the clone and the HOME too
 #   BENCH_PURGE  0 keeps the Debian packages and apt's cache (not from zero)
 set -euo pipefail
 
@@ -47,6 +49,11 @@ if [[ "${BENCH_PURGE:-1}" != 0 ]]; then
 fi
 rm -rf "${dir}"
 mkdir -p "${home}"
+# remove_clone frees the disk the measured run filled (caches, images, the
+# nodes' root filesystems), leaving the logs in ${dir}.
+remove_clone() {
+  [[ "${BENCH_KEEP:-0}" == 1 ]] || rm -rf "${clone}" "${home}"
+}
 git clone -q "${REPO_ROOT}" "${clone}"
 log "measuring make run in ${clone} at $(git -C "${clone}" rev-parse --short HEAD), HOME=${home}"
 
@@ -60,6 +67,8 @@ if [[ "${mode}" == ci ]]; then
   rc=0
   CI=true .ci/run >"${ci_log}" 2>&1 </dev/null || rc=$?
   seconds=$((SECONDS - start))
+  cd "${dir}"
+  remove_clone
   sed -n '/^make test: phases/,$p' "${ci_log}"
   echo "# .ci/run from zero, $(date -u +%Y-%m-%d) at $(git rev-parse --short HEAD): exit ${rc} after ${seconds} s ($((seconds / 60)) min $((seconds % 60)) s); log: ${ci_log}"
   exit "${rc}"
@@ -74,7 +83,7 @@ stop_run() {
   kill -INT -- "-${run_pid}" 2>/dev/null || true
   wait "${run_pid}" 2>/dev/null || true
 }
-trap stop_run EXIT
+trap 'stop_run; cd "${dir}"; remove_clone' EXIT
 
 # stamped prints make run's lines so far with the seconds at which each was written (their [HH:MM:SS] stamps).
 stamped() {
@@ -104,7 +113,7 @@ trained=$((SECONDS - start - ready))
 log "the DDP example Succeeded ${trained}s after ready"
 
 stop_run
-trap - EXIT
+trap 'cd "${dir}"; remove_clone' EXIT
 # make run's Ctrl-C removes the real nodes' network namespaces (tsnet-*, tsnode-*); say so if any stayed.
 left="$(ip netns list 2>/dev/null | grep -E '^ts(net|node)-' || true)"
 [[ -z "${left}" ]] || log "WARNING: network namespaces left after make run stopped: ${left//$'\n'/ }"
