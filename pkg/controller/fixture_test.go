@@ -19,6 +19,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,9 +29,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
@@ -81,6 +84,19 @@ func newGenericJob(name string) *jobBuilder {
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: podbuilder.GenericKind},
 		ObjectMeta: jobMeta(name),
 	}}
+}
+
+// newMPIJob is an Open MPI job of a launcher and two workers.
+func newMPIJob(name string) *jobBuilder {
+	job := &v1beta1.MPIJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: podbuilder.MPIKind},
+		ObjectMeta: jobMeta(name),
+	}
+	job.Spec.SlotsPerWorker = ptr.To(int32(1))
+	job.Spec.MPIImplementation = v1beta1.MPIImplementationOpenMPI
+	job.Spec.SSHAuthMountPath = "/root/.ssh"
+	b := &jobBuilder{job: job}
+	return b.withReplicas(v1beta1.ReplicaTypeLauncher, 1).withReplicas(v1beta1.ReplicaTypeWorker, 2)
 }
 
 func jobMeta(name string) metav1.ObjectMeta {
@@ -325,15 +341,51 @@ func assignUIDs(client interface {
 	})
 }
 
-func keyOf(job v1beta1.TrainingJob) jobKey {
-	kind := podbuilder.TensorFlowKind
-	switch job.(type) {
-	case *v1beta1.PyTorchTrainingJob:
-		kind = podbuilder.PyTorchKind
-	case *v1beta1.GenericJob:
-		kind = podbuilder.GenericKind
+// fixtureKind is what the fixture needs to know of a kind: its name, its
+// resource and its informer.
+type fixtureKind struct {
+	kind     string
+	resource string
+	informer func(f *fixture) cache.SharedIndexInformer
+}
+
+func (k fixtureKind) gvr() schema.GroupVersionResource {
+	return v1beta1.SchemeGroupVersion.WithResource(k.resource)
+}
+
+var fixtureKinds = map[reflect.Type]fixtureKind{
+	reflect.TypeFor[*v1beta1.TensorFlowTrainingJob](): {podbuilder.TensorFlowKind, v1beta1.TensorFlowTrainingJobResource,
+		func(f *fixture) cache.SharedIndexInformer {
+			return f.jobInformers.Batch().V1beta1().TensorFlowTrainingJobs().Informer()
+		}},
+	reflect.TypeFor[*v1beta1.PyTorchTrainingJob](): {podbuilder.PyTorchKind, v1beta1.PyTorchTrainingJobResource,
+		func(f *fixture) cache.SharedIndexInformer {
+			return f.jobInformers.Batch().V1beta1().PyTorchTrainingJobs().Informer()
+		}},
+	reflect.TypeFor[*v1beta1.XGBoostTrainingJob](): {podbuilder.XGBoostKind, v1beta1.XGBoostTrainingJobResource,
+		func(f *fixture) cache.SharedIndexInformer {
+			return f.jobInformers.Batch().V1beta1().XGBoostTrainingJobs().Informer()
+		}},
+	reflect.TypeFor[*v1beta1.GenericJob](): {podbuilder.GenericKind, v1beta1.GenericJobResource,
+		func(f *fixture) cache.SharedIndexInformer {
+			return f.jobInformers.Batch().V1beta1().GenericJobs().Informer()
+		}},
+	reflect.TypeFor[*v1beta1.MPIJob](): {podbuilder.MPIKind, v1beta1.MPIJobResource,
+		func(f *fixture) cache.SharedIndexInformer {
+			return f.jobInformers.Batch().V1beta1().MPIJobs().Informer()
+		}},
+}
+
+func fixtureKindOf(job v1beta1.TrainingJob) fixtureKind {
+	k, ok := fixtureKinds[reflect.TypeOf(job)]
+	if !ok {
+		panic(fmt.Sprintf("the fixture has no kind for %T", job))
 	}
-	return jobKey{Kind: kind, Namespace: job.GetNamespace(), Name: job.GetName()}
+	return k
+}
+
+func keyOf(job v1beta1.TrainingJob) jobKey {
+	return jobKey{Kind: fixtureKindOf(job).kind, Namespace: job.GetNamespace(), Name: job.GetName()}
 }
 
 // sync reconciles the job once.
@@ -368,12 +420,8 @@ func (f *fixture) indexer(obj runtime.Object) cache.Indexer {
 		return f.kubeInformers.Core().V1().Services().Informer().GetIndexer()
 	case *appsv1.Deployment:
 		return f.kubeInformers.Apps().V1().Deployments().Informer().GetIndexer()
-	case *v1beta1.TensorFlowTrainingJob:
-		return f.jobInformers.Batch().V1beta1().TensorFlowTrainingJobs().Informer().GetIndexer()
-	case *v1beta1.PyTorchTrainingJob:
-		return f.jobInformers.Batch().V1beta1().PyTorchTrainingJobs().Informer().GetIndexer()
-	case *v1beta1.GenericJob:
-		return f.jobInformers.Batch().V1beta1().GenericJobs().Informer().GetIndexer()
+	case v1beta1.TrainingJob:
+		return fixtureKindOf(obj.(v1beta1.TrainingJob)).informer(f).GetIndexer()
 	}
 	f.t.Fatalf("no indexer for %T", obj)
 	return nil
@@ -432,30 +480,19 @@ func (f *fixture) observe() {
 	f.observeGang()
 	f.observeKueue()
 	// Jobs.
-	tfs, _ := f.jobClient.BatchV1beta1().TensorFlowTrainingJobs("").List(ctx, metav1.ListOptions{})
-	var tfObjs []any
-	for i := range tfs.Items {
-		if f.selected(&tfs.Items[i]) {
-			tfObjs = append(tfObjs, f.cached(&tfs.Items[i]))
+	for _, k := range fixtureKinds {
+		list, err := meta.ExtractList(f.listJobs(k))
+		if err != nil {
+			f.t.Fatal(err)
 		}
-	}
-	f.replaceAll(f.jobInformers.Batch().V1beta1().TensorFlowTrainingJobs().Informer().GetIndexer(), tfObjs)
-	pts, _ := f.jobClient.BatchV1beta1().PyTorchTrainingJobs("").List(ctx, metav1.ListOptions{})
-	var ptObjs []any
-	for i := range pts.Items {
-		if f.selected(&pts.Items[i]) {
-			ptObjs = append(ptObjs, f.cached(&pts.Items[i]))
+		var objs []any
+		for _, o := range list {
+			if job := o.(v1beta1.TrainingJob); f.selected(job) {
+				objs = append(objs, f.cached(job))
+			}
 		}
+		f.replaceAll(k.informer(f).GetIndexer(), objs)
 	}
-	f.replaceAll(f.jobInformers.Batch().V1beta1().PyTorchTrainingJobs().Informer().GetIndexer(), ptObjs)
-	gjs, _ := f.jobClient.BatchV1beta1().GenericJobs("").List(ctx, metav1.ListOptions{})
-	var gjObjs []any
-	for i := range gjs.Items {
-		if f.selected(&gjs.Items[i]) {
-			gjObjs = append(gjObjs, f.cached(&gjs.Items[i]))
-		}
-	}
-	f.replaceAll(f.jobInformers.Batch().V1beta1().GenericJobs().Informer().GetIndexer(), gjObjs)
 	// Listing is not what the tests are about.
 	f.kubeClient.ClearActions()
 	f.jobClient.ClearActions()
@@ -510,22 +547,22 @@ func (f *fixture) replaceAll(idx cache.Indexer, objs []any) {
 // job returns the job as the fake apiserver holds it.
 func (f *fixture) job(job v1beta1.TrainingJob) v1beta1.TrainingJob {
 	f.t.Helper()
-	var (
-		got v1beta1.TrainingJob
-		err error
-	)
-	switch job.(type) {
-	case *v1beta1.TensorFlowTrainingJob:
-		got, err = f.jobClient.BatchV1beta1().TensorFlowTrainingJobs(job.GetNamespace()).Get(context.Background(), job.GetName(), metav1.GetOptions{})
-	case *v1beta1.GenericJob:
-		got, err = f.jobClient.BatchV1beta1().GenericJobs(job.GetNamespace()).Get(context.Background(), job.GetName(), metav1.GetOptions{})
-	default:
-		got, err = f.jobClient.BatchV1beta1().PyTorchTrainingJobs(job.GetNamespace()).Get(context.Background(), job.GetName(), metav1.GetOptions{})
-	}
+	o, err := f.jobClient.Tracker().Get(fixtureKindOf(job).gvr(), job.GetNamespace(), job.GetName())
 	if err != nil {
 		f.t.Fatalf("getting job %s: %v", job.GetName(), err)
 	}
-	return got
+	return o.(v1beta1.TrainingJob)
+}
+
+// listJobs lists the kind's jobs in the fake apiserver.
+func (f *fixture) listJobs(k fixtureKind) runtime.Object {
+	f.t.Helper()
+	gvk := v1beta1.SchemeGroupVersion.WithKind(k.kind)
+	list, err := f.jobClient.Tracker().List(k.gvr(), gvk, "")
+	if err != nil {
+		f.t.Fatalf("listing %s: %v", k.resource, err)
+	}
+	return list
 }
 
 func (f *fixture) status(job v1beta1.TrainingJob) *v1beta1.TrainingJobStatus {
@@ -535,15 +572,7 @@ func (f *fixture) status(job v1beta1.TrainingJob) *v1beta1.TrainingJobStatus {
 
 // jobExists says whether the fake apiserver still has the job.
 func (f *fixture) jobExists(job v1beta1.TrainingJob) bool {
-	var err error
-	switch job.(type) {
-	case *v1beta1.TensorFlowTrainingJob:
-		_, err = f.jobClient.BatchV1beta1().TensorFlowTrainingJobs(job.GetNamespace()).Get(context.Background(), job.GetName(), metav1.GetOptions{})
-	case *v1beta1.GenericJob:
-		_, err = f.jobClient.BatchV1beta1().GenericJobs(job.GetNamespace()).Get(context.Background(), job.GetName(), metav1.GetOptions{})
-	default:
-		_, err = f.jobClient.BatchV1beta1().PyTorchTrainingJobs(job.GetNamespace()).Get(context.Background(), job.GetName(), metav1.GetOptions{})
-	}
+	_, err := f.jobClient.Tracker().Get(fixtureKindOf(job).gvr(), job.GetNamespace(), job.GetName())
 	return !apierrors.IsNotFound(err)
 }
 
@@ -552,14 +581,7 @@ func (f *fixture) jobExists(job v1beta1.TrainingJob) bool {
 func (f *fixture) updateJob(job v1beta1.TrainingJob) {
 	f.t.Helper()
 	job.SetGeneration(job.GetGeneration() + 1)
-	gvr := v1beta1.SchemeGroupVersion.WithResource(v1beta1.TensorFlowTrainingJobResource)
-	switch job.(type) {
-	case *v1beta1.PyTorchTrainingJob:
-		gvr = v1beta1.SchemeGroupVersion.WithResource(v1beta1.PyTorchTrainingJobResource)
-	case *v1beta1.GenericJob:
-		gvr = v1beta1.SchemeGroupVersion.WithResource(v1beta1.GenericJobResource)
-	}
-	if err := f.jobClient.Tracker().Update(gvr, job, job.GetNamespace()); err != nil {
+	if err := f.jobClient.Tracker().Update(fixtureKindOf(job).gvr(), job, job.GetNamespace()); err != nil {
 		f.t.Fatalf("updating job: %v", err)
 	}
 	f.observe()

@@ -149,6 +149,7 @@ func (r *reconciler) observe(ctx context.Context) error {
 		return err
 	}
 	r.assign(pods)
+	r.keepRunningPodsKeys(pods)
 	return nil
 }
 

@@ -65,7 +65,7 @@ func (r *reconciler) assign(pods []*corev1.Pod) {
 	}
 }
 
-// planActive plans a job that has not finished.
+// podPhase is the phase of the replica a pod runs.
 func podPhase(p *corev1.Pod) v1beta1.ReplicaPhase {
 	switch podOutcome(p) {
 	case corev1.PodPending, "":

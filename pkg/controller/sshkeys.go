@@ -37,13 +37,13 @@ import (
 // controller may only create Secrets, never read, list or change one (its
 // role, artifacts/deploy), so a Secret of that name that exists already is
 // taken to be the job's, made before a pause or a restart of the
-// controller; one that is not is the user's, and its keys are what the
-// pods mount.
+// controller: the name holds the job's UID, which no one knows before the
+// job exists (podbuilder.SSHSecretName).
 func (r *reconciler) ensureSSHKeys(ctx context.Context) error {
 	if !podbuilder.NeedsSSHKeys(r.kind.Adapter) || r.hasPods() {
 		return nil
 	}
-	name := podbuilder.SSHSecretName(r.job.GetName())
+	name := r.topo.SSHSecret
 	keys, err := newSSHKeyPair()
 	if err != nil {
 		return fmt.Errorf("making the job's SSH key pair: %w", err)
@@ -59,6 +59,21 @@ func (r *reconciler) ensureSSHKeys(ctx context.Context) error {
 	default:
 		r.jobOwner.Warningf(owner.ReasonFailedCreate, "Error creating secret %s: %v", name, err)
 		return fmt.Errorf("creating secret %s: %w", name, err)
+	}
+}
+
+// keepRunningPodsKeys keeps an MPI job whose pods an earlier controller made
+// on the Secret those pods mount, named without the job's UID: a pod made
+// now must hold the keys the running ones trust.
+func (r *reconciler) keepRunningPodsKeys(pods []*corev1.Pod) {
+	if !podbuilder.NeedsSSHKeys(r.kind.Adapter) {
+		return
+	}
+	for _, p := range pods {
+		if name := podbuilder.SSHSecretOf(r.job.GetName(), p); name != "" {
+			r.topo.SSHSecret = name
+			return
+		}
 	}
 }
 

@@ -21,7 +21,11 @@ import (
 	"testing"
 
 	"golang.org/x/crypto/ssh"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	core "k8s.io/client-go/testing"
 
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
@@ -48,4 +52,112 @@ func TestSSHKeyPair(t *testing.T) {
 	if bytes.Equal(other[podbuilder.SSHPrivateKey], keys[podbuilder.SSHPrivateKey]) {
 		t.Error("two pairs share a private key")
 	}
+}
+
+// TestSSHKeysBoundToTheJob: an MPI job makes its own key pair Secret, named
+// for its UID, and its pods mount that one, not a Secret under the plain
+// `<job>-ssh` (mpi-operator's, or planted), nor the Secret of a job deleted
+// just before under the same name.
+func TestSSHKeysBoundToTheJob(t *testing.T) {
+	planted := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "horovod-ssh", Namespace: "ns"}}
+	first := newMPIJob("horovod").job
+	f := newFixture(t, planted, first)
+	f.mustSync(first)
+	f.checkKeysOf(first, "horovod-ssh-uid-horovod")
+	f.observe()
+
+	// Deleted, and created again at once: the garbage collector has not
+	// removed the first job's pods and Secret yet.
+	if err := f.jobClient.Tracker().Delete(fixtureKindOf(first).gvr(), "ns", "horovod"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range f.podNames() {
+		if err := f.kubeClient.Tracker().Delete(podsGVR, "ns", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again := newMPIJob("horovod").job
+	again.SetUID("uid-horovod-again")
+	if err := f.jobClient.Tracker().Add(again); err != nil {
+		t.Fatal(err)
+	}
+	f.observe()
+	f.mustSync(again)
+	f.checkKeysOf(again, "horovod-ssh-uid-horovod-again")
+}
+
+// checkKeysOf checks that the last sync created the job's Secret under the
+// name given, owned by the job, and that every pod it created mounts it.
+func (f *fixture) checkKeysOf(job v1beta1.TrainingJob, want string) {
+	f.t.Helper()
+	var created []string
+	for _, a := range f.kubeClient.Actions() {
+		c, ok := a.(core.CreateAction)
+		if !ok || a.GetResource().Resource != "secrets" {
+			continue
+		}
+		s := c.GetObject().(*corev1.Secret)
+		created = append(created, s.Name)
+		if ref := metav1.GetControllerOf(s); ref == nil || ref.UID != job.GetUID() {
+			f.t.Errorf("secret %s is controlled by %v, want the job %s", s.Name, ref, job.GetUID())
+		}
+	}
+	if len(created) != 1 || created[0] != want {
+		f.t.Errorf("created secrets %v, want [%s]", created, want)
+	}
+	pods := f.createdPods()
+	if len(pods) == 0 {
+		f.t.Fatal("no pod created")
+	}
+	for _, p := range pods {
+		if got := mountedSecret(p); got != want {
+			f.t.Errorf("pod %s mounts secret %q, want %q", p.Name, got, want)
+		}
+	}
+}
+
+// TestSSHKeysOfAnEarlierController: a job whose running pods mount the
+// Secret an earlier controller named `<job>-ssh` makes no new key pair, and
+// a pod made again mounts the keys the others trust.
+func TestSSHKeysOfAnEarlierController(t *testing.T) {
+	job := newMPIJob("horovod").withRestartPolicy(v1beta1.ReplicaTypeWorker, v1beta1.RestartPolicyOnFailure).job
+	f := newFixture(t, job)
+	f.step(job)
+	f.setAll(func(p *corev1.Pod) {
+		for i := range p.Spec.Volumes {
+			if s := p.Spec.Volumes[i].Secret; s != nil {
+				s.SecretName = "horovod-ssh"
+			}
+		}
+	})
+	// Gone, as with a node that was drained.
+	if err := f.kubeClient.Tracker().Delete(podsGVR, "ns", "horovod-worker-1"); err != nil {
+		t.Fatal(err)
+	}
+	f.observe()
+	// Made again after the restart back-off.
+	f.clock.Step(f.step(job))
+	f.mustSync(job)
+	pods := f.createdPods()
+	if len(pods) != 1 || pods[0].Name != "horovod-worker-1" {
+		t.Fatalf("created %v, want horovod-worker-1 again", f.createdPodNames())
+	}
+	if got := mountedSecret(pods[0]); got != "horovod-ssh" {
+		t.Errorf("the new pod mounts secret %q, want horovod-ssh, as its peers", got)
+	}
+	for _, a := range f.kubeClient.Actions() {
+		if a.GetVerb() == "create" && a.GetResource().Resource == "secrets" {
+			t.Errorf("a secret was created for a job whose pods have one: %v", a)
+		}
+	}
+}
+
+// mountedSecret is the Secret a pod mounts, "" for none.
+func mountedSecret(p *corev1.Pod) string {
+	for _, v := range p.Spec.Volumes {
+		if v.Secret != nil {
+			return v.Secret.SecretName
+		}
+	}
+	return ""
 }

@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch"
@@ -43,8 +44,35 @@ const (
 	sshVolumeName     = "tensorstack-ssh"
 )
 
-// SSHSecretName is the name of an MPI job's key pair Secret.
-func SSHSecretName(job string) string { return job + "-ssh" }
+// SSHSecretName is the name of an MPI job's key pair Secret: the job's name
+// and UID. The controller may create Secrets but not read them, so it cannot
+// check who owns one it finds; a name bound to this one job cannot be taken
+// before the job exists, nor by the Secret of a job deleted earlier under
+// the same name (which the garbage collector deletes), nor by the
+// `<job>-ssh` Secret of Kubeflow's mpi-operator beside it.
+func SSHSecretName(job metav1.Object) string {
+	if job.GetUID() == "" {
+		// A preview of a job not yet created.
+		return legacySSHSecretName(job.GetName()) + "-<uid>"
+	}
+	return legacySSHSecretName(job.GetName()) + "-" + string(job.GetUID())
+}
+
+// legacySSHSecretName is the name controllers before 2026-12 gave a job's
+// Secret; a job that still runs keeps it (SSHSecretOf).
+func legacySSHSecretName(job string) string { return job + "-ssh" }
+
+// SSHSecretOf is the key pair Secret an MPI job's pod mounts when it is the
+// name an earlier controller gave the job's Secret, "" otherwise: such a
+// job's new pods must mount the same keys as the pods that run.
+func SSHSecretOf(job string, pod *corev1.Pod) string {
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == sshSecretVolume && v.Secret != nil && v.Secret.SecretName == legacySSHSecretName(job) {
+			return v.Secret.SecretName
+		}
+	}
+	return ""
+}
 
 // The launcher's hostfile, written by the same init container into an
 // emptyDir.
@@ -163,7 +191,7 @@ func (mpiAdapter) DecoratePod(t *Topology, r ReplicaID, pod *corev1.Pod, trainin
 	keysMount := corev1.VolumeMount{Name: sshVolumeName, MountPath: keys}
 	pod.Spec.Volumes = append(pod.Spec.Volumes,
 		corev1.Volume{Name: sshSecretVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName:  SSHSecretName(t.Name),
+			SecretName:  t.SSHSecret,
 			DefaultMode: ptr.To(int32(0o400)),
 		}}},
 		corev1.Volume{Name: sshVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})

@@ -112,8 +112,8 @@ func TestMPIHostfileAndEnv(t *testing.T) {
 				secret = v.Secret.SecretName
 			}
 		}
-		if secret != "j-ssh" || worker.Spec.Containers[0].VolumeMounts[0].MountPath != "/home/mpi/.ssh" {
-			t.Errorf("%s: worker's keys from secret %q at %v, want j-ssh copied to /home/mpi/.ssh", tc.impl, secret, worker.Spec.Containers[0].VolumeMounts)
+		if secret != "j-ssh-uid-j" || worker.Spec.Containers[0].VolumeMounts[0].MountPath != "/home/mpi/.ssh" {
+			t.Errorf("%s: worker's keys from secret %q at %v, want j-ssh-uid-j copied to /home/mpi/.ssh", tc.impl, secret, worker.Spec.Containers[0].VolumeMounts)
 		}
 	}
 }

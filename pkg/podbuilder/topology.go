@@ -54,13 +54,16 @@ type Topology struct {
 	// Elastic is the replica range of an elastic PyTorch job, whose last
 	// group in rank order is scaled; nil for other jobs.
 	Elastic *ElasticRange
+	// SSHSecret is the Secret an MPI job's pods mount its key pair from
+	// (SSHSecretName, or the one its running pods mount: SSHSecretOf).
+	SSHSecret string
 	// addressSuffix ends every replica address: ".<job>.<ns>.svc[.<domain>]".
 	addressSuffix string
 	shape         string
 }
 
 func NewTopology(a Adapter, job v1beta1.TrainingJob, clusterDomain string) *Topology {
-	t := &Topology{Job: job, Name: job.GetName(), Namespace: job.GetNamespace()}
+	t := &Topology{Job: job, Name: job.GetName(), Namespace: job.GetNamespace(), SSHSecret: SSHSecretName(job)}
 	t.addressSuffix = "." + t.Name + "." + t.Namespace + ".svc"
 	if d := strings.Trim(clusterDomain, "."); d != "" {
 		t.addressSuffix += "." + d

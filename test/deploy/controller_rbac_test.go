@@ -39,6 +39,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 	"tensorstack.dev/training/test/deploy/rbaccheck"
 )
 
@@ -287,11 +288,12 @@ func (s *scenarios) finishAndExpire(t *testing.T) {
 	// An MPI job also gets its SSH key pair Secret.
 	mpi := mpiJob("mpi-expire", "1s")
 	mpi.Spec.RunPolicy.TTLSecondsAfterFinished = ptr.To[int32](2)
-	if _, err := s.c.jobs.BatchV1beta1().MPIJobs(s.ns).Create(ctx, mpi, metav1.CreateOptions{}); err != nil {
+	created, err := s.c.jobs.BatchV1beta1().MPIJobs(s.ns).Create(ctx, mpi, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	s.wait("mpi-expire's SSH key pair", func(ctx context.Context) (bool, error) {
-		_, err := s.c.kube.CoreV1().Secrets(s.ns).Get(ctx, mpi.Name+"-ssh", metav1.GetOptions{})
+		_, err := s.c.kube.CoreV1().Secrets(s.ns).Get(ctx, podbuilder.SSHSecretName(created), metav1.GetOptions{})
 		return err == nil, ignoreNotFound(err)
 	})
 	s.wait("mpi-expire to succeed and be deleted", func(ctx context.Context) (bool, error) {

@@ -17,10 +17,12 @@ limitations under the License.
 package e2e
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
@@ -40,16 +42,17 @@ func TestMPIJobRunsToSuccess(t *testing.T) {
 		SlotsPerWorker(2).ExitCode(0).RunFor("3s").Forever("worker"))
 	pods := f.WaitForRunningPods(ref, 3)
 
-	secret, err := f.Kube.CoreV1().Secrets(f.Namespace).Get(f.Context(), "horovod-ssh", metav1.GetOptions{})
+	job := f.MustGetJob(ref)
+	secret, err := f.Kube.CoreV1().Secrets(f.Namespace).Get(f.Context(), podbuilder.SSHSecretName(job), metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the job's SSH key pair: %v", err)
 	}
-	if ref := metav1.GetControllerOf(secret); ref == nil || ref.Kind != string(framework.KindMPI) || ref.Name != "horovod" {
-		t.Errorf("secret horovod-ssh is controlled by %+v, want the job", ref)
+	if owner := metav1.GetControllerOf(secret); owner == nil || owner.Kind != string(framework.KindMPI) || owner.UID != job.GetUID() {
+		t.Errorf("secret %s is controlled by %+v, want the job", secret.Name, owner)
 	}
 	for _, key := range []string{podbuilder.SSHPrivateKey, podbuilder.SSHPublicKey, podbuilder.SSHAuthorizedKeys} {
 		if len(secret.Data[key]) == 0 {
-			t.Errorf("secret horovod-ssh has no %s", key)
+			t.Errorf("secret %s has no %s", secret.Name, key)
 		}
 	}
 	for _, p := range pods {
@@ -91,5 +94,67 @@ func TestMPIJobRunsToSuccess(t *testing.T) {
 	})
 	if out := f.MustKubectl("get", "mj", "-n", f.Namespace, "-o", "name"); strings.TrimSpace(out) != "mpijob.batch.tensorstack.dev/horovod" {
 		t.Errorf("kubectl get mj: %q", out)
+	}
+}
+
+// TestMPIJobCreatedAgainUnderItsName: an MPIJob deleted and created again
+// under the same name at once, ten times over, while the garbage collector
+// still removes the last one's pods and Secret: every run's pods mount a key
+// pair Secret this run owns, which stays until the run has succeeded, and a
+// Secret planted under the plain `<job>-ssh` is never mounted.
+func TestMPIJobCreatedAgainUnderItsName(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t, "mpi-again")
+	planted := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "again-ssh", Namespace: f.Namespace},
+		StringData: map[string]string{podbuilder.SSHAuthorizedKeys: "ssh-ed25519 AAAA planted"}}
+	if _, err := f.Kube.CoreV1().Secrets(f.Namespace).Create(f.Context(), planted, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	build := func() *framework.JobBuilder {
+		return framework.NewMPIJob("again").WithReplicas("launcher", 1).WithReplicas("worker", 2).
+			SlotsPerWorker(1).ExitCode(0).RunFor("1s").Forever("worker")
+	}
+	ref := f.Ref(framework.KindMPI, "again")
+	for run := 1; run <= 10; run++ {
+		// As soon as the name is free again.
+		f.Eventually(framework.Timeout, "creating the job again", func(ctx context.Context) (bool, error) {
+			err := f.CreateJob(ctx, build().Build(f.Namespace))
+			if apierrors.IsAlreadyExists(err) {
+				return false, nil
+			}
+			return err == nil, err
+		})
+		job := f.MustGetJob(ref)
+		var pods []corev1.Pod
+		f.WaitForPods(ref, "this run's three pods running", framework.Timeout, func(all []corev1.Pod) (bool, error) {
+			pods = pods[:0]
+			for _, p := range all {
+				// Not the last run's, on their way out.
+				if owner := metav1.GetControllerOf(&p); owner != nil && owner.UID == job.GetUID() && p.Status.Phase == corev1.PodRunning {
+					pods = append(pods, p)
+				}
+			}
+			return len(pods) == 3, nil
+		})
+		for _, p := range pods {
+			name := ""
+			for _, v := range p.Spec.Volumes {
+				if v.Secret != nil {
+					name = v.Secret.SecretName
+				}
+			}
+			secret, err := f.Kube.CoreV1().Secrets(f.Namespace).Get(f.Context(), name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("run %d: pod %s mounts secret %q: %v", run, p.Name, name, err)
+			}
+			if owner := metav1.GetControllerOf(secret); owner == nil || owner.UID != job.GetUID() {
+				t.Fatalf("run %d: pod %s mounts secret %s, controlled by %+v, not by this run (%s)",
+					run, p.Name, name, owner, job.GetUID())
+			}
+		}
+		f.WaitForPhase(ref, v1beta1.JobSucceeded)
+		if err := f.DeleteJob(f.Context(), ref); err != nil {
+			t.Fatalf("run %d: deleting the job: %v", run, err)
+		}
 	}
 }

@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 	"tensorstack.dev/training/test/e2e/framework"
 )
 
@@ -301,7 +302,7 @@ spec:
 		} else if mpi.Spec.MPIImplementation != tc.implementation {
 			t.Errorf("%s: created job with mpiImplementation %q, want %q", tc.apiVersion, mpi.Spec.MPIImplementation, tc.implementation)
 		}
-		if _, err := f.Kube.CoreV1().Secrets(f.Namespace).Get(f.Context(), tc.name+"-ssh", metav1.GetOptions{}); err != nil {
+		if _, err := f.Kube.CoreV1().Secrets(f.Namespace).Get(f.Context(), podbuilder.SSHSecretName(job), metav1.GetOptions{}); err != nil {
 			t.Errorf("%s: the job's SSH key pair: %v", tc.apiVersion, err)
 		}
 	}

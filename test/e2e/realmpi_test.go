@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 
 	"tensorstack.dev/training/test/e2e/framework"
 )
@@ -137,7 +138,7 @@ func TestRealNodesMPIWorkerKilled(t *testing.T) {
 	ref := f.Ref(framework.KindMPI, job.Name)
 	var secret *corev1.Secret
 	f.Eventually(framework.Timeout, "the job's key pair", func(ctx context.Context) (bool, error) {
-		s, err := f.Kube.CoreV1().Secrets(f.Namespace).Get(ctx, ref.Name+"-ssh", metav1.GetOptions{})
+		s, err := f.Kube.CoreV1().Secrets(f.Namespace).Get(ctx, podbuilder.SSHSecretName(f.MustGetJob(ref)), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
