@@ -102,7 +102,7 @@ var (
 		[]string{"kind", "reason"}, nil, metrics.ALPHA, "")
 
 	kueueUsableDesc = metrics.NewDesc(metricsSubsystem+"_kueue_usable",
-		"1 when the controller queues jobs with Kueue, 0 when it cannot now; reason says why (Available, NotServed, "+
+		"1 when the controller queues jobs with Kueue, 0 when it cannot now; reason says why (Available, NotServed, NotInstalled, "+
 			"Forbidden, Syncing, CheckFailed, NotChecked, Disabled).",
 		[]string{"reason"}, nil, metrics.ALPHA, "")
 

@@ -68,6 +68,10 @@ type reconciler struct {
 	// unqueuedWhy, under --queueing=none, is why a job that names a queue
 	// runs unqueued.
 	unqueuedWhy string
+	// neverQueued: a job that names no queue, which waited only while the
+	// controller could not tell whether Kueue would queue it, is not
+	// queued after all.
+	neverQueued bool
 	// queueStopped: a queued job not admitted has no pods left.
 	queueStopped bool
 	// placements are what Kueue's admission asks of each pod set's pods.

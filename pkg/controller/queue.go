@@ -92,13 +92,20 @@ func (r *reconciler) readQueue(ctx context.Context) error {
 			// for it.
 			return nil
 		}
-		decided, hold, err := r.queueOfUnnamed(ctx, q)
-		switch {
-		case err != nil:
+		decided, hold, err := r.queueOfUnnamed(ctx, q, availability)
+		if err != nil {
 			return err
-		case !wasQueued && decided == "":
-			r.queueHold = hold
-			return nil
+		}
+		if decided == "" {
+			inQueue, err := r.wasInQueue(q, wasQueued)
+			if err != nil {
+				return err
+			}
+			if !inQueue {
+				r.queueHold = hold
+				r.neverQueued = wasQueued && hold == nil
+				return nil
+			}
 		}
 		// A job queued before stays queued: in the default LocalQueue that
 		// took it, else where its Workload is (its name was removed).
@@ -146,20 +153,65 @@ func (r *reconciler) readQueue(ctx context.Context) error {
 	return nil
 }
 
+// wasInQueue says whether a job that names no queue now was in a Kueue
+// queue: it waited or was admitted, and, where Kueue can be used to tell,
+// it has a Workload or an admission. A job that waited only while the
+// controller could not tell (queueOfUnnamed) was in none.
+func (r *reconciler) wasInQueue(q *kueue.Queue, wasQueued bool) (bool, error) {
+	if !wasQueued || batch.QueueAdmitted(r.old.Conditions) {
+		return wasQueued, nil
+	}
+	if q == nil {
+		return true, nil // it stays where it waited until Kueue can tell
+	}
+	st, err := q.Read(r.jobOwner)
+	if err != nil {
+		return false, err
+	}
+	return st.Workload != nil || st.Admitted, nil
+}
+
 // queueOfUnnamed is the queue Kueue's settings put a job that names no
 // queue in: the namespace's default LocalQueue, or none, with the hold of
-// a job that must name one.
-func (r *reconciler) queueOfUnnamed(ctx context.Context, q *kueue.Queue) (string, *queueHold, error) {
-	// Without Kueue's caches no default LocalQueue is known; a namespace
-	// that requires a queue name still holds the job.
-	hasDefault := q != nil && q.HasDefaultLocalQueue(r.job.GetNamespace())
-	decision, err := r.c.kueueManagement.DecideUnnamed(hasDefault, func() (map[string]string, error) {
-		ns, err := r.c.kubeClient.CoreV1().Namespaces().Get(ctx, r.job.GetNamespace(), metav1.GetOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("reading namespace %s for Kueue's managedJobsNamespaceSelector: %w", r.job.GetNamespace(), err)
+// a job that must name one. The job runs unqueued only when the controller
+// can tell it would not be queued: while Kueue is installed but cannot be
+// used, whether the namespace has a default LocalQueue is unknown, and a job
+// Kueue may manage waits as one that names a queue does.
+func (r *reconciler) queueOfUnnamed(ctx context.Context, q *kueue.Queue, availability kueue.Availability) (string, *queueHold, error) {
+	namespace := r.job.GetNamespace()
+	var namespaceLabels map[string]string
+	readLabels := func() (map[string]string, error) {
+		if namespaceLabels == nil {
+			ns, err := r.c.kubeClient.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("reading namespace %s for Kueue's managedJobsNamespaceSelector: %w", namespace, err)
+			}
+			namespaceLabels = ns.Labels
+			if namespaceLabels == nil {
+				namespaceLabels = map[string]string{}
+			}
 		}
-		return ns.Labels, nil
-	})
+		return namespaceLabels, nil
+	}
+	// Where Kueue would leave the job alone even beside a default
+	// LocalQueue, whether there is one does not matter.
+	if decision, err := r.c.kueueManagement.DecideUnnamed(true, readLabels); err != nil || decision == kueue.UnnamedRuns {
+		return "", nil, err
+	}
+	hasDefault := false
+	switch {
+	case q != nil:
+		var err error
+		if hasDefault, err = q.HasDefaultLocalQueue(ctx, namespace); err != nil {
+			return "", nil, err
+		}
+	case availability.Reason != kueue.ReasonNotInstalled:
+		return "", &queueHold{v1beta1.ReasonQueueingUnavailable, fmt.Sprintf(
+			"Kueue cannot be used now, and it may queue the jobs in namespace %s that name no queue (in a LocalQueue named %s, "+
+				"or by manageJobsWithoutQueueName): the job waits until the controller can tell. %s",
+			namespace, kueue.DefaultLocalQueue, availability.Message)}, nil
+	}
+	decision, err := r.c.kueueManagement.DecideUnnamed(hasDefault, readLabels)
 	switch {
 	case err != nil:
 		return "", nil, err
@@ -168,15 +220,20 @@ func (r *reconciler) queueOfUnnamed(ctx context.Context, q *kueue.Queue) (string
 	case decision == kueue.UnnamedNeedsQueue:
 		return "", &queueHold{v1beta1.ReasonQueueNameRequired, fmt.Sprintf(
 			"Kueue manages the jobs that name no queue in namespace %s (manageJobsWithoutQueueName): the job waits until "+
-				"it names one (the label %s)", r.job.GetNamespace(), kueue.LabelQueueName)}, nil
+				"it names one (the label %s)", namespace, kueue.LabelQueueName)}, nil
 	}
 	return "", nil, nil
 }
 
 // planUnqueued says, on a job that names a queue while the controller
 // queues nothing (--queueing=none), that it runs unqueued and why: a job
-// must not pass its quota in silence.
+// must not pass its quota in silence. A job that waited only until the
+// controller could tell that Kueue leaves it alone loses its Queued
+// condition.
 func (r *reconciler) planUnqueued() {
+	if r.neverQueued {
+		meta.RemoveStatusCondition(&r.status.Conditions, v1beta1.ConditionQueued)
+	}
 	queue := kueue.QueueName(r.job)
 	if r.unqueuedWhy == "" || queue == "" || r.status.Phase.IsFinished() {
 		return

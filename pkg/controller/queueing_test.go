@@ -23,9 +23,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -76,7 +79,10 @@ func (f *fixture) checkQueueing() {
 	}
 }
 
-var notServed = kueue.Availability{Reason: kueue.ReasonNotServed, Message: "the cluster does not serve kueue.x-k8s.io/v1beta2 workloads"}
+var (
+	notServed    = kueue.Availability{Reason: kueue.ReasonNotServed, Message: "the cluster does not serve kueue.x-k8s.io/v1beta2 workloads"}
+	notInstalled = kueue.Availability{Reason: kueue.ReasonNotInstalled, Message: "the cluster serves no version of Kueue's API"}
+)
 
 func labelledJob(name, queue string) *jobBuilder {
 	b := gpuJob(name)
@@ -280,14 +286,19 @@ func TestManageJobsWithoutQueueName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	available := kueue.Availability{Usable: true, Reason: kueue.ReasonAvailable}
 	for name, tc := range map[string]struct {
-		nsLabels map[string]string
-		answer   kueue.Availability
-		wantPods int
+		nsLabels   map[string]string
+		answer     kueue.Availability
+		wantPods   int
+		wantReason string
 	}{
-		"selected namespace":                   {map[string]string{"team": "vision"}, kueue.Availability{Usable: true, Reason: kueue.ReasonAvailable}, 0},
-		"selected namespace, Kueue not served": {map[string]string{"team": "vision"}, notServed, 0},
-		"other namespace":                      {map[string]string{"team": "nlp"}, kueue.Availability{Usable: true, Reason: kueue.ReasonAvailable}, 4},
+		"selected namespace": {map[string]string{"team": "vision"}, available, 0, v1beta1.ReasonQueueNameRequired},
+		// A default LocalQueue, which the controller cannot see now, would
+		// take the job: naming a queue is not what it waits for.
+		"selected namespace, Kueue not served":    {map[string]string{"team": "vision"}, notServed, 0, v1beta1.ReasonQueueingUnavailable},
+		"selected namespace, Kueue not installed": {map[string]string{"team": "vision"}, notInstalled, 0, v1beta1.ReasonQueueNameRequired},
+		"other namespace":                         {map[string]string{"team": "nlp"}, available, 4, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			answer := tc.answer
@@ -300,12 +311,150 @@ func TestManageJobsWithoutQueueName(t *testing.T) {
 			if n := len(f.podNames()); n != tc.wantPods {
 				t.Fatalf("created %d pods, want %d", n, tc.wantPods)
 			}
-			if tc.wantPods == 0 {
-				assertCondition(t, f.status(job), v1beta1.ConditionQueued, metav1.ConditionTrue, v1beta1.ReasonQueueNameRequired)
-				if !hasEvent(f.events(), corev1.EventTypeWarning, v1beta1.ReasonQueueNameRequired) {
-					t.Errorf("no %s event", v1beta1.ReasonQueueNameRequired)
+			if tc.wantReason != "" {
+				assertCondition(t, f.status(job), v1beta1.ConditionQueued, metav1.ConditionTrue, tc.wantReason)
+				if !hasEvent(f.events(), corev1.EventTypeWarning, tc.wantReason) {
+					t.Errorf("no %s event", tc.wantReason)
 				}
 			}
 		})
+	}
+}
+
+// TestUnnamedJobWhileKueueCannotBeUsed: a job that names no queue, in a
+// namespace where Kueue would put it in a default LocalQueue, waits while
+// Kueue is installed but cannot be used (the controller cannot tell whether
+// the namespace has one), and is queued in it once Kueue can be used; it
+// runs at once where Kueue is not installed, or would leave it alone.
+func TestUnnamedJobWhileKueueCannotBeUsed(t *testing.T) {
+	kueueDefault, err := labels.Parse(kueue.DefaultManagedJobsNamespaceSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forbidden := kueue.Availability{Reason: kueue.ReasonForbidden, Message: "this controller may not list workloads"}
+	checkFailed := kueue.Availability{Reason: kueue.ReasonCheckFailed, Message: "discovery timed out"}
+	for name, tc := range map[string]struct {
+		namespace string
+		answer    *kueue.Availability // nil: the Gate has not checked yet
+		wantPods  int
+	}{
+		"Kueue's v1beta2 not served": {"team-a", &notServed, 0},
+		"Kueue forbidden":            {"team-a", &forbidden, 0},
+		"the check failing":          {"team-a", &checkFailed, 0},
+		"before the first check":     {"team-a", nil, 0},
+		"Kueue not installed":        {"team-a", &notInstalled, 4},
+		"a namespace Kueue leaves":   {"kube-system", &notServed, 4},
+	} {
+		t.Run(name, func(t *testing.T) {
+			answer := kueue.Availability{}
+			if tc.answer != nil {
+				answer = *tc.answer
+			}
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{corev1.LabelMetadataName: tc.namespace}}}
+			// The default LocalQueue has no quota: a job in it never runs.
+			defaultQueue := &kueuev1beta2.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: kueue.DefaultLocalQueue, Namespace: "ns"}}
+			job := gpuJob("p").obj()
+			f := newGatedKueueFixture(t, &answer, kueue.Management{NamespaceSelector: kueueDefault},
+				[]runtime.Object{defaultQueue}, ns, job)
+			if tc.answer != nil {
+				f.checkQueueing()
+			}
+			f.step(job)
+			f.step(job)
+			if n := len(f.podNames()); n != tc.wantPods {
+				t.Fatalf("created %d pods, want %d", n, tc.wantPods)
+			}
+			if tc.wantPods != 0 {
+				return
+			}
+			assertCondition(t, f.status(job), v1beta1.ConditionQueued, metav1.ConditionTrue, v1beta1.ReasonQueueingUnavailable)
+			if !hasEvent(f.events(), corev1.EventTypeWarning, v1beta1.ReasonQueueingUnavailable) {
+				t.Errorf("no %s event", v1beta1.ReasonQueueingUnavailable)
+			}
+
+			// Kueue can be used again: the job is queued in the default
+			// LocalQueue, and still has no pod.
+			answer = kueue.Availability{Usable: true, Reason: kueue.ReasonAvailable}
+			f.checkQueueing()
+			f.step(job)
+			f.step(job)
+			if n := len(f.podNames()); n != 0 {
+				t.Fatalf("created %d pods in a LocalQueue without quota", n)
+			}
+			if names := f.workloadNames(); len(names) != 1 || names[0] != "pj-p@"+kueue.DefaultLocalQueue {
+				t.Fatalf("Workloads %v (name@queue), want the job's in queue %s", names, kueue.DefaultLocalQueue)
+			}
+		})
+	}
+}
+
+// TestUnnamedJobRunsOnceKueueLeavesIt: a job that names no queue waits
+// while Kueue cannot be used; once it can, and the namespace has no default
+// LocalQueue, the job runs, and is no longer said to be queued.
+func TestUnnamedJobRunsOnceKueueLeavesIt(t *testing.T) {
+	kueueDefault, err := labels.Parse(kueue.DefaultManagedJobsNamespaceSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := notServed
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{corev1.LabelMetadataName: "ns"}}}
+	job := gpuJob("p").obj()
+	f := newGatedKueueFixture(t, &answer, kueue.Management{NamespaceSelector: kueueDefault}, nil, ns, job)
+	f.checkQueueing()
+	f.step(job)
+	f.step(job)
+	if n := len(f.podNames()); n != 0 {
+		t.Fatalf("created %d pods while Kueue could not be used", n)
+	}
+	assertCondition(t, f.status(job), v1beta1.ConditionQueued, metav1.ConditionTrue, v1beta1.ReasonQueueingUnavailable)
+
+	answer = kueue.Availability{Usable: true, Reason: kueue.ReasonAvailable}
+	f.checkQueueing()
+	f.step(job)
+	f.step(job)
+	if n := len(f.podNames()); n != 4 {
+		t.Fatalf("created %d pods, want 4: Kueue leaves a job that names no queue alone here", n)
+	}
+	if c := meta.FindStatusCondition(f.status(job).Conditions, v1beta1.ConditionQueued); c != nil {
+		t.Errorf("condition Queued = %s/%s (%s), want none: the job was never queued", c.Status, c.Reason, c.Message)
+	}
+	if got := f.workloadNames(); len(got) != 0 {
+		t.Errorf("Workloads %v, want none", got)
+	}
+}
+
+// TestDefaultLocalQueueNotYetCached: a default LocalQueue made a moment ago,
+// which the controller's cache does not hold yet, takes a job that names
+// no queue: on a cache miss the controller asks the API.
+func TestDefaultLocalQueueNotYetCached(t *testing.T) {
+	kueueDefault, err := labels.Parse(kueue.DefaultManagedJobsNamespaceSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := kueue.Availability{Usable: true, Reason: kueue.ReasonAvailable}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{corev1.LabelMetadataName: "ns"}}}
+	job := gpuJob("p").obj()
+	f := newGatedKueueFixture(t, &answer, kueue.Management{NamespaceSelector: kueueDefault}, nil, ns, job)
+	// The cache sees the LocalQueues that exist when it starts, and no
+	// change after.
+	f.kueueClient.PrependWatchReactor("localqueues", func(core.Action) (bool, watch.Interface, error) {
+		return true, watch.NewFake(), nil
+	})
+	f.checkQueueing()
+	defaultQueue := &kueuev1beta2.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: kueue.DefaultLocalQueue, Namespace: "ns"}}
+	if _, err := f.kueueClient.KueueV1beta2().LocalQueues("ns").Create(f.ctx, defaultQueue, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	q, _ := f.c.queueing.Current()
+	if _, cached, _ := q.LocalQueues().GetIndexer().GetByKey("ns/" + kueue.DefaultLocalQueue); cached {
+		t.Fatal("the cache holds the new LocalQueue: the test would not see a cache miss")
+	}
+	f.step(job)
+	f.step(job)
+	if n := len(f.podNames()); n != 0 {
+		t.Fatalf("created %d pods: the job ran unqueued", n)
+	}
+	if names := f.workloadNames(); len(names) != 1 || names[0] != "pj-p@"+kueue.DefaultLocalQueue {
+		t.Fatalf("Workloads %v (name@queue), want the job's in queue %s", names, kueue.DefaultLocalQueue)
 	}
 }

@@ -143,7 +143,9 @@ func TestKueueAdmittedJobKeepsItsQueue(t *testing.T) {
 
 // TestKueueDefaultLocalQueue: a job that names no queue, in a managed
 // namespace with a LocalQueue named default, goes to that queue, as
-// Kueue's own kinds do, and waits there: the queue has no room.
+// Kueue's own kinds do, and waits there: the queue has no room. The queue
+// is made a moment before the job, maybe before the controller's cache
+// holds it: the job is never told to name a queue.
 func TestKueueDefaultLocalQueue(t *testing.T) {
 	t.Parallel()
 	f := framework.New(t, "kueue-default")
@@ -160,6 +162,10 @@ func TestKueueDefaultLocalQueue(t *testing.T) {
 	}
 	if wl.Spec.QueueName != "default" {
 		t.Errorf("Workload in queue %q, want default", wl.Spec.QueueName)
+	}
+	if hasWarning(f, ref, v1beta1.ReasonQueueNameRequired) {
+		t.Errorf("the job was told to name a queue (event %s) while its namespace had a default LocalQueue",
+			v1beta1.ReasonQueueNameRequired)
 	}
 }
 
@@ -233,10 +239,15 @@ func TestKueueForeignPrebuiltWorkload(t *testing.T) {
 // serving Kueue's v1beta2 Workloads, as a broken upgrade or removal would.
 // A job that names a queue with room waits, saying why, with no pod; once
 // the API is served again the job is admitted and runs, with no restart.
+// So does a job that names no queue in a managed namespace: the controller
+// cannot see the namespace's default LocalQueue (it has no room), and once
+// it can, the job waits in it.
 func TestKueueUnservedWhileJobsWait(t *testing.T) {
 	f := framework.New(t, "kueue-unserved")
 	needsKueue(t, f)
 	queue := f.NewKueueQueue(nil, 4, "lq")
+	labelNamespace(f, managedNamespaceLabel, "true")
+	f.NewKueueQueueWithFlavor(&kueuev1beta2.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: f.Namespace + "-none"}}, 0, "default")
 	kueueUsable := kueueUsableWaiter(f)
 	setServed(t, f, "workloads.kueue.x-k8s.io", "v1beta2", false)
 	kueueUsable(false, "NotServed")
@@ -247,18 +258,36 @@ func TestKueueUnservedWhileJobsWait(t *testing.T) {
 		}
 	})
 	ref := f.Create(fourGPUJob("waits", queue).ExitCode(0).RunFor("5s"))
+	unnamed := f.Create(framework.NewPyTorchJob("unnamed").WithReplicas("master", 1).GPUs(1).ExitCode(0).RunFor("5s"))
 	message := waitQueued(f, ref, v1beta1.ReasonQueueingUnavailable)
 	if !strings.Contains(message, "does not serve kueue.x-k8s.io/v1beta2") {
 		t.Errorf("Queued message %q does not say why", message)
 	}
+	message = waitQueued(f, unnamed, v1beta1.ReasonQueueingUnavailable)
+	if !strings.Contains(message, "does not serve kueue.x-k8s.io/v1beta2") {
+		t.Errorf("the unnamed job's Queued message %q does not say why", message)
+	}
 	assertNoPodsFor(t, f, holdPeriod, "Kueue's Workloads are not served")
-	if !hasWarning(f, ref, v1beta1.ReasonQueueingUnavailable) {
-		t.Errorf("no Warning event %s", v1beta1.ReasonQueueingUnavailable)
+	for _, r := range []framework.JobRef{ref, unnamed} {
+		if !hasWarning(f, r, v1beta1.ReasonQueueingUnavailable) {
+			t.Errorf("%s: no Warning event %s", r.Name, v1beta1.ReasonQueueingUnavailable)
+		}
 	}
 	setServed(t, f, "workloads.kueue.x-k8s.io", "v1beta2", true)
 	reserved = true
 	kueueUsable(true, "Available")
 	checkSucceeded(t, f.WaitForPhase(ref, v1beta1.JobSucceeded))
+	waitQueued(f, unnamed, v1beta1.ReasonWaitingForAdmission)
+	wl, err := f.Workload(f.Context(), unnamed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wl.Spec.QueueName != "default" {
+		t.Errorf("the unnamed job's Workload is in queue %q, want default", wl.Spec.QueueName)
+	}
+	if pods := f.Pods(unnamed); len(pods) != 0 {
+		t.Errorf("the unnamed job has %d pods in a LocalQueue without room", len(pods))
+	}
 }
 
 // TestKueueRightsRevokedWhileJobsWait runs alone: it unbinds the

@@ -24,7 +24,6 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/klog/v2"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -36,12 +35,15 @@ import (
 // Kueue now. They name the state in the controller's metrics and, but for
 // Available, in the reason of a waiting job's Queued condition.
 const (
-	ReasonAvailable   = "Available"
-	ReasonNotServed   = "NotServed"
-	ReasonForbidden   = "Forbidden"
-	ReasonSyncing     = "Syncing"
-	ReasonCheckFailed = "CheckFailed"
-	ReasonNotChecked  = "NotChecked"
+	ReasonAvailable = "Available"
+	ReasonNotServed = "NotServed"
+	// ReasonNotInstalled: the cluster serves no version of Kueue's API, so
+	// nothing queues a job: one that names no queue runs.
+	ReasonNotInstalled = "NotInstalled"
+	ReasonForbidden    = "Forbidden"
+	ReasonSyncing      = "Syncing"
+	ReasonCheckFailed  = "CheckFailed"
+	ReasonNotChecked   = "NotChecked"
 	// ReasonDisabled: the controller runs with --queueing=none.
 	ReasonDisabled = "Disabled"
 )
@@ -277,13 +279,21 @@ func (g *Gate) set(logger klog.Logger, next Availability) {
 // Probe asks the cluster whether it serves Kueue's Workloads and whether
 // the controller may do there what queueing jobs takes (the RBAC component
 // artifacts/deploy/components/kueue grants it).
-func Probe(ctx context.Context, d discovery.ServerResourcesInterfaceWithContext,
+func Probe(ctx context.Context, d served.Discovery,
 	reviews authorizationv1client.SelfSubjectAccessReviewInterface) Availability {
 	ok, err := served.Is(ctx, d, workloadAPI)
 	if err != nil {
 		return Availability{Reason: ReasonCheckFailed, Message: err.Error()}
 	}
 	if !ok {
+		installed, err := served.GroupIs(ctx, d, kueuev1beta2.SchemeGroupVersion.Group)
+		switch {
+		case err != nil:
+			return Availability{Reason: ReasonCheckFailed, Message: err.Error()}
+		case !installed:
+			return Availability{Reason: ReasonNotInstalled,
+				Message: fmt.Sprintf("the cluster serves no version of Kueue's API (%s)", kueuev1beta2.SchemeGroupVersion.Group)}
+		}
 		return Availability{Reason: ReasonNotServed,
 			Message: fmt.Sprintf("the cluster does not serve %s %s (Kueue v0.16 or newer)", workloadAPI.GroupVersion, workloadAPI.Resource)}
 	}

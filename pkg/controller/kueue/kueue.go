@@ -68,10 +68,12 @@ limitations under the License.
 package kueue
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/cache"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 	kueueinformers "sigs.k8s.io/kueue/client-go/informers/externalversions"
@@ -168,9 +170,25 @@ const DefaultLocalQueue = "default"
 
 // HasDefaultLocalQueue says whether the namespace has a LocalQueue named
 // DefaultLocalQueue.
-func (q *Queue) HasDefaultLocalQueue(namespace string) bool {
-	_, exists, err := q.localQueues.GetIndexer().GetByKey(namespace + "/" + DefaultLocalQueue)
-	return err == nil && exists
+func (q *Queue) HasDefaultLocalQueue(ctx context.Context, namespace string) (bool, error) {
+	if _, exists, err := q.localQueues.GetIndexer().GetByKey(namespace + "/" + DefaultLocalQueue); err == nil && exists {
+		return true, nil
+	}
+	// Not in the cache: it may have been made a moment ago. The API says;
+	// a list by name, which the controller may do (requiredAccess), where
+	// a get would need one more right.
+	list, err := q.client.KueueV1beta2().LocalQueues(namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", DefaultLocalQueue).String(),
+	})
+	if err != nil {
+		return false, fmt.Errorf("looking for LocalQueue %s/%s: %w", namespace, DefaultLocalQueue, err)
+	}
+	for i := range list.Items {
+		if list.Items[i].Name == DefaultLocalQueue {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // QueueName is the Kueue queue the job names, or "".

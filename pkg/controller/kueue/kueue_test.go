@@ -47,7 +47,7 @@ func TestProbe(t *testing.T) {
 		wantWords  string // in the message
 	}{
 		"Kueue with access":      {[]*metav1.APIResourceList{coreList, kueueList}, denial{}, ReasonAvailable, ""},
-		"no Kueue":               {[]*metav1.APIResourceList{coreList}, denial{}, ReasonNotServed, "kueue.x-k8s.io/v1beta2"},
+		"no Kueue":               {[]*metav1.APIResourceList{coreList}, denial{}, ReasonNotInstalled, "no version of Kueue's API"},
 		"only v1beta1":           {[]*metav1.APIResourceList{coreList, oldKueueList}, denial{}, ReasonNotServed, "v0.16"},
 		"no status access":       {[]*metav1.APIResourceList{kueueList}, denial{"update", "workloads"}, ReasonForbidden, "update workloads/status"},
 		"no watch on Workloads":  {[]*metav1.APIResourceList{kueueList}, denial{"watch", "workloads"}, ReasonForbidden, "watch workloads"},

@@ -49,3 +49,23 @@ func Is(ctx context.Context, d discovery.ServerResourcesInterfaceWithContext, ap
 	}
 	return false, nil
 }
+
+// Discovery is what a caller of Is and GroupIs asks of a discovery client.
+type Discovery interface {
+	discovery.ServerGroupsInterfaceWithContext
+	discovery.ServerResourcesInterfaceWithContext
+}
+
+// GroupIs says whether the cluster serves any version of the API group.
+func GroupIs(ctx context.Context, d discovery.ServerGroupsInterfaceWithContext, group string) (bool, error) {
+	groups, err := d.ServerGroupsWithContext(ctx)
+	if err != nil {
+		return false, fmt.Errorf("discovering the API groups: %w", err)
+	}
+	for _, g := range groups.Groups {
+		if g.Name == group && len(g.Versions) > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
