@@ -26,10 +26,15 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 	"tensorstack.dev/training/test/integration/framework"
 )
 
@@ -87,9 +92,10 @@ func podSpec(job map[string]any, i int) map[string]any {
 
 // TestHostileSpecsOfEveryKind: a create that no kind can run is refused
 // with a 4xx naming the field, for every kind: a replica count beyond
-// int32, and a template setting a variable the controller sets in every
-// container of the job's pods (the controller's value would replace it
-// without a word). Nothing is stored.
+// int32, 1,000 replica types (one error, not one per type), and a template
+// setting a variable the controller sets in every container of the job's
+// pods (the controller's value would replace it without a word). Nothing
+// is stored.
 func TestHostileSpecsOfEveryKind(t *testing.T) {
 	s := framework.StartTestServer(t, "")
 	ctx := context.Background()
@@ -99,7 +105,7 @@ func TestHostileSpecsOfEveryKind(t *testing.T) {
 			name      string
 			spoil     func(job map[string]any)
 			wantCode  int
-			wantField string // in the message, and as a cause's field for a 422
+			wantField string // in the message, and as the one cause's field for a 422
 		}
 		// A count beyond int32 fails to decode, before any validation, as
 		// it does for a Deployment: the answer names the field's path
@@ -116,6 +122,25 @@ func TestHostileSpecsOfEveryKind(t *testing.T) {
 			wantCode:  http.StatusBadRequest,
 			wantField: "number -2147483649 into Go struct field ReplicaSpec.spec.TrainingJobSpec.replicaSpecs.replicas of type int32",
 		}}
+		// 1,000 replica types, each a copy of the first under a new name.
+		cases = append(cases, hostileCase{
+			name: "1,000 replica types",
+			spoil: func(job map[string]any) {
+				first := replicaSpec(job, 0)
+				specs := make([]any, 1000)
+				for i := range specs {
+					spec := map[string]any{}
+					for key, value := range first {
+						spec[key] = value
+					}
+					spec["type"] = fmt.Sprintf("t%d", i)
+					specs[i] = spec
+				}
+				job["spec"].(map[string]any)["replicaSpecs"] = specs
+			},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantField: "spec.replicaSpecs",
+		})
 		for _, name := range append(k.envNames, batch.JobEnvNames()...) {
 			cases = append(cases, hostileCase{
 				name: "the template sets " + name,
@@ -254,4 +279,173 @@ func TestMPIJobRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHostileTextOfEveryKind: bytes that are not UTF-8, which only a
+// protobuf request can carry (JSON's decoder makes each one U+FFFD),
+// wherever a client writes text (a container's argument, an env value, an
+// annotation), are refused with a 422 naming the field, on create and on
+// update, for every kind; nothing is stored or changed.
+func TestHostileTextOfEveryKind(t *testing.T) {
+	s := framework.StartTestServer(t, "")
+	everyKind(t, s, hostileText[*v1beta1.TensorFlowTrainingJob, *v1beta1.TensorFlowTrainingJobList](s),
+		hostileText[*v1beta1.PyTorchTrainingJob, *v1beta1.PyTorchTrainingJobList](s),
+		hostileText[*v1beta1.XGBoostTrainingJob, *v1beta1.XGBoostTrainingJobList](s),
+		hostileText[*v1beta1.GenericJob, *v1beta1.GenericJobList](s),
+		hostileText[*v1beta1.MPIJob, *v1beta1.MPIJobList](s))
+}
+
+func hostileText[J jobPointer, L any](s *framework.TestServer) func(*testing.T, kind[J, L]) {
+	return func(t *testing.T, k kind[J, L]) {
+		ctx := context.Background()
+		const namespace, notText = "hostile-text", "train\xff\xfe.py"
+		rc := protobufClient(t, s)
+		refused := func(t *testing.T, err error, field string) {
+			t.Helper()
+			var status apierrors.APIStatus
+			if !errors.As(err, &status) {
+				t.Fatalf("%v, want a 422 naming %s", err, field)
+			}
+			got := status.Status()
+			if got.Code != http.StatusUnprocessableEntity || got.Details == nil || len(got.Details.Causes) != 1 ||
+				got.Details.Causes[0].Field != field || !strings.Contains(got.Message, "UTF-8") {
+				t.Errorf("%d %q (causes %+v), want a 422 naming %s alone", got.Code, got.Message, got.Details, field)
+			}
+		}
+		create := func(job J) error {
+			return rc.Post().Namespace(namespace).Resource(k.resource).Body(job).Do(ctx).Error()
+		}
+		container := func(job J) *corev1.Container {
+			return &job.CommonSpec().ReplicaSpecs[0].Template.Spec.Containers[0]
+		}
+
+		job := k.newJob("argument")
+		container(job).Command = []string{"python", notText}
+		refused(t, create(job), "spec.replicaSpecs[0].template.spec.containers[0].command[1]")
+		job = k.newJob("annotation")
+		job.SetAnnotations(map[string]string{"team": notText})
+		refused(t, create(job), "metadata.annotations[team]")
+		for _, name := range []string{"argument", "annotation"} {
+			if _, err := k.client(namespace).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("job %s after the refusal: %v, want NotFound", name, err)
+			}
+		}
+
+		stored, err := k.client(namespace).Create(ctx, k.newJob("update"), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		container(stored).Env = append(container(stored).Env, corev1.EnvVar{Name: "DATA", Value: notText})
+		err = rc.Put().Namespace(namespace).Resource(k.resource).Name("update").Body(stored).Do(ctx).Error()
+		refused(t, err, fmt.Sprintf("spec.replicaSpecs[0].template.spec.containers[0].env[%d].value", len(container(stored).Env)-1))
+		got, err := k.client(namespace).Get(ctx, "update", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, env := range container(got).Env {
+			if env.Name == "DATA" {
+				t.Errorf("the refused update was stored: env %+v", env)
+			}
+		}
+	}
+}
+
+// TestLongestNamesOfEveryKind: a job whose name and namespace are at the
+// 63-character limit is accepted for every kind, and every name the
+// controller derives from them fits its own limit: the pods' names,
+// hostnames and subdomain (the headless Service), the Secrets and
+// ConfigMaps they mount (an MPI job's key pair), and the hostnames the
+// launcher's hostfile lists. One character more is refused, naming
+// metadata.name.
+func TestLongestNamesOfEveryKind(t *testing.T) {
+	s := framework.StartTestServer(t, "")
+	everyKind(t, s, longestNames[*v1beta1.TensorFlowTrainingJob, *v1beta1.TensorFlowTrainingJobList],
+		longestNames[*v1beta1.PyTorchTrainingJob, *v1beta1.PyTorchTrainingJobList],
+		longestNames[*v1beta1.XGBoostTrainingJob, *v1beta1.XGBoostTrainingJobList],
+		longestNames[*v1beta1.GenericJob, *v1beta1.GenericJobList],
+		longestNames[*v1beta1.MPIJob, *v1beta1.MPIJobList])
+}
+
+func longestNames[J jobPointer, L any](t *testing.T, k kind[J, L]) {
+	ctx := context.Background()
+	namespace := strings.Repeat("n", utilvalidation.DNS1123LabelMaxLength)
+	name := "j" + strings.Repeat("0", utilvalidation.DNS1035LabelMaxLength-1)
+	_, err := k.client(namespace).Create(ctx, k.newJob(name+"1"), metav1.CreateOptions{})
+	if status, ok := err.(apierrors.APIStatus); !ok || status.Status().Code != http.StatusUnprocessableEntity ||
+		status.Status().Details == nil || len(status.Status().Details.Causes) == 0 ||
+		status.Status().Details.Causes[0].Field != "metadata.name" {
+		t.Errorf("a 64-character name: %v, want a 422 naming metadata.name", err)
+	}
+
+	job := k.newJob(name)
+	for i, spec := range job.CommonSpec().ReplicaSpecs {
+		if spec.Type == v1beta1.ReplicaTypeWorker {
+			job.CommonSpec().ReplicaSpecs[i].Replicas = ptr.To[int32](100)
+		}
+	}
+	created, err := k.client(namespace).Create(ctx, job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a job named at the limit: %v", err)
+	}
+	adapter, err := podbuilder.AdapterFor(created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &podbuilder.Builder{Adapter: adapter, Job: created, Topology: podbuilder.NewTopology(adapter, created, "cluster.local")}
+	addresses := 0
+	for _, spec := range created.CommonSpec().ReplicaSpecs {
+		last := podbuilder.ReplicaID{Type: spec.Type, Index: *spec.Replicas - 1}
+		pod, err := b.Pod(last)
+		if err != nil {
+			t.Fatalf("building the pod of %s-%d: %v", last.Type, last.Index, err)
+		}
+		check := func(what, value string, rule func(string) []string) {
+			t.Helper()
+			if msgs := rule(value); len(msgs) > 0 {
+				t.Errorf("%s of %s-%d, %q: %v", what, last.Type, last.Index, value, msgs)
+			}
+		}
+		check("the pod's name", pod.Name, utilvalidation.IsDNS1123Subdomain)
+		check("the hostname", pod.Spec.Hostname, utilvalidation.IsDNS1123Label)
+		check("the subdomain (the Service)", pod.Spec.Subdomain, utilvalidation.IsDNS1035Label)
+		for _, v := range pod.Spec.Volumes {
+			if v.Secret != nil {
+				check("a Secret it mounts", v.Secret.SecretName, utilvalidation.IsDNS1123Subdomain)
+			}
+			if v.ConfigMap != nil {
+				check("a ConfigMap it mounts", v.ConfigMap.Name, utilvalidation.IsDNS1123Subdomain)
+			}
+		}
+		// The addresses in its environment and arguments (TF_CONFIG's, the
+		// hostfile's, MASTER_ADDR) are host names within the cluster.
+		for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+			words := append(append([]string{}, c.Command...), c.Args...)
+			for _, e := range c.Env {
+				words = append(words, e.Value)
+			}
+			for _, word := range words {
+				for _, host := range clusterHostnames(word, namespace) {
+					check("an address it is given", host, utilvalidation.IsDNS1123Subdomain)
+					addresses++
+				}
+			}
+		}
+	}
+	if addresses == 0 {
+		t.Error("no pod was given an address of the job's replicas: the check saw none")
+	}
+}
+
+// clusterHostnames picks the names of the form <...>.<namespace>.svc<...>
+// out of a text (an argument, a variable, a hostfile).
+func clusterHostnames(text, namespace string) []string {
+	var hosts []string
+	for _, field := range strings.FieldsFunc(text, func(r rune) bool {
+		return !(r == '.' || r == '-' || (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9'))
+	}) {
+		if strings.Contains(field, "."+namespace+".svc") {
+			hosts = append(hosts, strings.TrimSuffix(field, "."))
+		}
+	}
+	return hosts
 }

@@ -74,11 +74,30 @@ func (s jobStrategy[J, S]) PrepareForUpdate(_ context.Context, obj, old runtime.
 }
 
 func (s jobStrategy[J, S]) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return s.kind.Validate(obj.(J))
+	job := obj.(J)
+	return append(s.kind.Validate(job), s.validateText(job, nil)...)
 }
 
 func (s jobStrategy[J, S]) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return s.kind.ValidateUpdate(obj.(J), old.(J))
+	job, oldJob := obj.(J), old.(J)
+	return append(s.kind.ValidateUpdate(job, oldJob), s.validateText(job, &oldJob)...)
+}
+
+// validateText refuses strings that are not UTF-8 in what the client
+// writes: the spec and the annotations (the other metadata has a syntax of
+// its own). An update is judged on what it changes, so that a job stored
+// before this check can still be edited elsewhere.
+func (s jobStrategy[J, S]) validateText(job J, old *J) field.ErrorList {
+	var allErrs field.ErrorList
+	spec := s.kind.Spec(job)
+	if old == nil || !apiequality.Semantic.DeepEqual(spec, s.kind.Spec(*old)) {
+		allErrs = append(allErrs, validation.ValidateText(spec, field.NewPath("spec"))...)
+	}
+	annotations := job.GetAnnotations()
+	if old == nil || !apiequality.Semantic.DeepEqual(annotations, (*old).GetAnnotations()) {
+		allErrs = append(allErrs, validation.ValidateText(annotations, field.NewPath("metadata", "annotations"))...)
+	}
+	return allErrs
 }
 
 func (s jobStrategy[J, S]) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {

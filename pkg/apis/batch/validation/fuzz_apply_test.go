@@ -93,7 +93,10 @@ func applyTargets(tb testing.TB) []applyTarget {
 	}
 	definitions, err := openapibuilder3.BuildOpenAPIDefinitionsForResources(config,
 		openapiutil.GetCanonicalTypeName(&v1beta1.TensorFlowTrainingJob{}),
-		openapiutil.GetCanonicalTypeName(&v1beta1.PyTorchTrainingJob{}))
+		openapiutil.GetCanonicalTypeName(&v1beta1.PyTorchTrainingJob{}),
+		openapiutil.GetCanonicalTypeName(&v1beta1.XGBoostTrainingJob{}),
+		openapiutil.GetCanonicalTypeName(&v1beta1.GenericJob{}),
+		openapiutil.GetCanonicalTypeName(&v1beta1.MPIJob{}))
 	if err != nil {
 		tb.Fatalf("building the OpenAPI models of the job kinds: %v", err)
 	}

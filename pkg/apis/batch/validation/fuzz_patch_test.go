@@ -60,6 +60,23 @@ var storedJobSources = []string{
 	    {"type":"worker","replicas":3,"restartPolicy":"ExitCode","template":{"spec":{"containers":[{"name":"pytorch","image":"pt:2"}]}}}],
 	  "torchrunConfig":{"enabled":true,"procPerNode":"1","rdzvBackend":"c10d"},
 	  "elastic":{"enabled":true,"minReplicas":1,"maxReplicas":4}}}`,
+	`{"apiVersion":"batch.tensorstack.dev/v1beta1","kind":"XGBoostTrainingJob",
+	  "metadata":{"name":"boost","namespace":"default","resourceVersion":"3","generation":1},
+	  "spec":{"replicaSpecs":[
+	    {"type":"master","template":{"spec":{"containers":[{"name":"xgboost","image":"xgb:2"}]}}},
+	    {"type":"worker","replicas":2,"template":{"spec":{"containers":[{"name":"xgboost","image":"xgb:2"}]}}}]}}`,
+	`{"apiVersion":"batch.tensorstack.dev/v1beta1","kind":"GenericJob",
+	  "metadata":{"name":"any","namespace":"default","resourceVersion":"4","generation":1},
+	  "spec":{"replicaSpecs":[
+	    {"type":"coordinator","template":{"spec":{"containers":[{"name":"main","image":"app:1","ports":[{"name":"rpc","containerPort":7000}]}]}}},
+	    {"type":"worker","replicas":3,"template":{"spec":{"containers":[{"name":"main","image":"app:1"}]}}}],
+	  "successRules":[{"replicas":[{"type":"coordinator","index":0}]}],
+	  "failureRules":[{"replicas":[{"type":"worker","index":2}]}]}}`,
+	`{"apiVersion":"batch.tensorstack.dev/v1beta1","kind":"MPIJob",
+	  "metadata":{"name":"horovod","namespace":"default","resourceVersion":"5","generation":1},
+	  "spec":{"slotsPerWorker":2,"mpiImplementation":"OpenMPI","sshAuthMountPath":"/root/.ssh","replicaSpecs":[
+	    {"type":"launcher","template":{"spec":{"containers":[{"name":"main","image":"mpi:1","command":["mpirun","python3","train.py"]}]}}},
+	    {"type":"worker","replicas":2,"template":{"spec":{"containers":[{"name":"main","image":"mpi:1"}]}}}]}}`,
 }
 
 // storedJob is a job as the storage holds it, in the forms a patch needs.

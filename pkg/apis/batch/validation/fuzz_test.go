@@ -18,9 +18,11 @@ package validation
 
 import (
 	"os"
+	"reflect"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
@@ -84,7 +86,7 @@ func FuzzDecodeDefaultValidate(f *testing.F) {
 			exercise(t, obj)
 		}
 		for _, into := range []runtime.Object{&v1beta1.TensorFlowTrainingJob{}, &v1beta1.PyTorchTrainingJob{},
-			&v1beta1.PauseRequest{}, &v1beta1.ResumeRequest{}, &v1beta1.DebugRequest{}} {
+			&v1beta1.XGBoostTrainingJob{}, &v1beta1.GenericJob{}, &v1beta1.MPIJob{}, &v1beta1.PauseRequest{}, &v1beta1.ResumeRequest{}, &v1beta1.DebugRequest{}} {
 			gvk := v1beta1.SchemeGroupVersion.WithKind(kindOf(into))
 			if obj, _, err := deserializer.Decode(data, &gvk, into); err == nil {
 				exercise(t, obj)
@@ -99,6 +101,12 @@ func kindOf(obj runtime.Object) string {
 		return "TensorFlowTrainingJob"
 	case *v1beta1.PyTorchTrainingJob:
 		return "PyTorchTrainingJob"
+	case *v1beta1.XGBoostTrainingJob:
+		return "XGBoostTrainingJob"
+	case *v1beta1.GenericJob:
+		return "GenericJob"
+	case *v1beta1.MPIJob:
+		return "MPIJob"
 	case *v1beta1.PauseRequest:
 		return "PauseRequest"
 	case *v1beta1.ResumeRequest:
@@ -114,8 +122,8 @@ func kindOf(obj runtime.Object) string {
 // the internal object, or nil for a kind that is no job or action body.
 func exercise(t *testing.T, versioned runtime.Object) runtime.Object {
 	switch versioned.(type) {
-	case *v1beta1.TensorFlowTrainingJob, *v1beta1.PyTorchTrainingJob, *v1beta1.DebugRequest,
-		*v1beta1.PauseRequest, *v1beta1.ResumeRequest:
+	case *v1beta1.TensorFlowTrainingJob, *v1beta1.PyTorchTrainingJob, *v1beta1.XGBoostTrainingJob,
+		*v1beta1.GenericJob, *v1beta1.MPIJob, *v1beta1.DebugRequest, *v1beta1.PauseRequest, *v1beta1.ResumeRequest:
 	default:
 		return nil // some other kind of the scheme, such as meta.k8s.io options
 	}
@@ -130,16 +138,15 @@ func exercise(t *testing.T, versioned runtime.Object) runtime.Object {
 	if _, err := validateCreate(obj); err != nil {
 		t.Fatal(err)
 	}
-	switch job := obj.(type) {
-	case *batch.TensorFlowTrainingJob:
-		exerciseUpdate(job, job.DeepCopy())
-		exerciseUpdate(job, &batch.TensorFlowTrainingJob{})
-		exerciseUpdate(&batch.TensorFlowTrainingJob{}, job)
-	case *batch.PyTorchTrainingJob:
-		exerciseUpdate(job, job.DeepCopy())
-		exerciseUpdate(job, &batch.PyTorchTrainingJob{})
-		exerciseUpdate(&batch.PyTorchTrainingJob{}, job)
+	if job, ok := obj.(batch.TrainingJob); ok {
+		// Against itself, and an empty job of its kind both ways.
+		empty := reflect.New(reflect.TypeOf(job).Elem()).Interface().(runtime.Object)
+		exerciseUpdate(job, job.DeepCopyObject())
+		exerciseUpdate(job, empty)
+		exerciseUpdate(empty.DeepCopyObject(), job)
 	}
+	// Text that is not UTF-8 may come with it (a protobuf request).
+	ValidateText(obj, field.NewPath("object"))
 	return obj
 }
 
@@ -155,6 +162,21 @@ func exerciseUpdate(job, old runtime.Object) {
 	case *batch.PyTorchTrainingJob:
 		if old, ok := old.(*batch.PyTorchTrainingJob); ok {
 			ValidatePyTorchTrainingJobUpdate(job, old)
+			ValidateTrainingJobStatusUpdate(job, old)
+		}
+	case *batch.XGBoostTrainingJob:
+		if old, ok := old.(*batch.XGBoostTrainingJob); ok {
+			ValidateXGBoostTrainingJobUpdate(job, old)
+			ValidateTrainingJobStatusUpdate(job, old)
+		}
+	case *batch.GenericJob:
+		if old, ok := old.(*batch.GenericJob); ok {
+			ValidateGenericJobUpdate(job, old)
+			ValidateTrainingJobStatusUpdate(job, old)
+		}
+	case *batch.MPIJob:
+		if old, ok := old.(*batch.MPIJob); ok {
+			ValidateMPIJobUpdate(job, old)
 			ValidateTrainingJobStatusUpdate(job, old)
 		}
 	}

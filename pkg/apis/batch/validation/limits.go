@@ -25,19 +25,27 @@ import (
 )
 
 // validateReplicaLimits keeps a job within the replicas its status can
-// report (batch.MaxTotalReplicas) and the replica types it may list.
+// report (batch.MaxTotalReplicas).
 // Negative counts are reported on their own field and count as none here.
 func validateReplicaLimits(specs []batch.ReplicaSpec, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	if len(specs) > batch.MaxReplicaTypes {
-		allErrs = append(allErrs, field.TooMany(fldPath, len(specs), batch.MaxReplicaTypes))
-	}
 	if total := batch.TotalReplicas(specs); total > batch.MaxTotalReplicas {
 		allErrs = append(allErrs, field.Invalid(fldPath, total, fmt.Sprintf(
 			"the replicas of all types add up to %d, over the maximum of %d per job (the job's status lists every replica and must stay well under etcd's request size limit)",
 			total, batch.MaxTotalReplicas)))
 	}
 	return allErrs
+}
+
+// validateReplicaTypeCount refuses a job that lists more replica specs than
+// batch.MaxReplicaTypes. The caller then judges nothing else of the spec: a
+// list of thousands would otherwise answer with an error for each entry,
+// and cost the server as much to find them.
+func validateReplicaTypeCount(specs []batch.ReplicaSpec, fldPath *field.Path) field.ErrorList {
+	if len(specs) <= batch.MaxReplicaTypes {
+		return nil
+	}
+	return field.ErrorList{field.TooMany(fldPath, len(specs), batch.MaxReplicaTypes)}
 }
 
 // validateAtMost reports a value over an upper bound, naming the bound.

@@ -55,6 +55,12 @@ func toInternal(versioned runtime.Object) (runtime.Object, error) {
 		batch.CanonicalizeTensorFlowJob(obj)
 	case *batch.PyTorchTrainingJob:
 		batch.CanonicalizePyTorchJob(obj)
+	case *batch.XGBoostTrainingJob:
+		batch.CanonicalizeXGBoostJob(obj)
+	case *batch.GenericJob:
+		batch.CanonicalizeGenericJob(obj)
+	case *batch.MPIJob:
+		batch.CanonicalizeMPIJob(obj)
 	}
 	return internal, nil
 }

@@ -156,6 +156,9 @@ func ValidateDebugRequest(request *batch.DebugRequest) field.ErrorList {
 // validateJobCreate checks the metadata and the shared spec of a new job.
 func validateJobCreate(meta *metav1.ObjectMeta, spec *batch.TrainingJobSpec, rules *kindRules) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMeta(meta, true, apivalidation.NameIsDNS1035Label, metadataPath)
+	if errs := validateReplicaTypeCount(spec.ReplicaSpecs, specPath.Child("replicaSpecs")); len(errs) > 0 {
+		return append(allErrs, errs...)
+	}
 	allErrs = append(allErrs, validateDerivedNames(meta.Name, spec, metadataPath.Child("name"))...)
 	allErrs = append(allErrs, validateTopologyRequests(meta.Annotations, spec.ReplicaSpecs,
 		metadataPath.Child("annotations"), specPath.Child("replicaSpecs"))...)
@@ -168,6 +171,9 @@ func validateJobCreate(meta *metav1.ObjectMeta, spec *batch.TrainingJobSpec, rul
 // while it has pods, which oldStatus, the stored job's status, tells.
 func validateJobUpdate(meta, oldMeta *metav1.ObjectMeta, spec, oldSpec *batch.TrainingJobSpec, oldStatus *batch.TrainingJobStatus, rules *kindRules) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMetaUpdate(meta, oldMeta, metadataPath)
+	if errs := validateReplicaTypeCount(spec.ReplicaSpecs, specPath.Child("replicaSpecs")); len(errs) > 0 {
+		return append(allErrs, errs...)
+	}
 	// The name cannot change, but the spec decides which names are derived
 	// from it: adding a TensorBoard to a job with a long name is refused here.
 	allErrs = append(allErrs, validateDerivedNames(meta.Name, spec, metadataPath.Child("name"))...)
