@@ -20,9 +20,11 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"html"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"time"
@@ -64,9 +66,9 @@ It acts with your kubeconfig's credentials (and kubectl's flags: --context,
 --as, ...), so it may do what you may do, no more: what RBAC refuses is shown
 refused, with the API server's message.
 
-The URL printed carries a one-time sign-in token: the browser trades it for a
-session cookie. Anyone with the URL can act as you while the command runs, so
-do not share it. Ctrl-C stops the server. docs/dashboard.md says more.`,
+The URL printed carries a one-time sign-in token: the first browser to open it
+trades it for a session cookie, and it signs in no other. Until then anyone
+with the URL can act as you, so do not share it. Ctrl-C stops the server. docs/dashboard.md says more.`,
 		Example: `  kubectl training dashboard
   kubectl training dashboard --port 8080 --no-browser
   kubectl training dashboard --context staging --as alice
@@ -125,7 +127,7 @@ func (o *dashboardOptions) run(ctx context.Context, e *env) error {
 	url := server.SignInURL(listener.Addr().String())
 	fmt.Fprintf(e.streams.Out, "Serving the dashboard at\n\n    %s\n\nCtrl-C stops it.\n", url)
 	if !o.noBrowser {
-		openBrowser(e, url)
+		defer openBrowser(e, url)()
 	}
 	return server.Serve(ctx, listener)
 }
@@ -208,19 +210,53 @@ func (o *dashboardOptions) servingCertificate(e *env) (func(*tls.ClientHelloInfo
 	return func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return certificate, nil }, nil
 }
 
-// openBrowser opens url with xdg-open where there is one. Without one, or when
-// it fails, the URL printed is the way in.
-func openBrowser(e *env, url string) {
+// openBrowser opens the sign-in URL with xdg-open where there is one, and
+// returns what removes what it left. The URL, token and all, stays off
+// xdg-open's and the browser's command lines, which every user of the
+// machine may read (ps): the browser opens a page only this user may read,
+// which sends it on to the URL. Without xdg-open, or when it fails, the URL
+// printed is the way in.
+func openBrowser(e *env, url string) (cleanup func()) {
+	cleanup = func() {}
 	path, err := exec.LookPath("xdg-open")
 	if err != nil {
 		fmt.Fprintln(e.streams.ErrOut, "No xdg-open here to open a browser: open the URL above.")
-		return
+		return cleanup
 	}
-	cmd := exec.Command(path, url)
+	page, cleanup, err := writeRedirectPage(url)
+	if err != nil {
+		fmt.Fprintf(e.streams.ErrOut, "Could not write the page that opens the dashboard (%v): open the URL above.\n", err)
+		return cleanup
+	}
+	cmd := exec.Command(path, page)
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(e.streams.ErrOut, "Could not open a browser (%v): open the URL above.\n", err)
-		return
+		return cleanup
 	}
-	// xdg-open returns once the browser has the URL; reap it then.
+	// xdg-open returns once the browser has the page; reap it then.
 	go func() { _ = cmd.Wait() }()
+	return cleanup
+}
+
+// writeRedirectPage writes, in a new directory of the user's alone, an HTML
+// page that sends the browser to url, and returns its path and what
+// removes it.
+func writeRedirectPage(url string) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "kubectl-training-dashboard-")
+	if err != nil {
+		return "", func() {}, err
+	}
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	quoted := html.EscapeString(url)
+	page := filepath.Join(dir, "open.html")
+	content := fmt.Sprintf(`<!DOCTYPE html>
+<html><head><meta charset="utf-8"><meta name="referrer" content="no-referrer">
+<meta http-equiv="refresh" content="0;url=%s"><title>Training jobs</title></head>
+<body><a href="%s">Open the training jobs dashboard</a></body></html>
+`, quoted, quoted)
+	if err := os.WriteFile(page, []byte(content), 0o600); err != nil {
+		cleanup()
+		return "", func() {}, err
+	}
+	return page, cleanup, nil
 }

@@ -71,7 +71,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if !g.inCluster {
-		if token := r.URL.Query().Get(tokenParam); token != "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		if token := r.URL.Query().Get(tokenParam); token != "" && r.Method == http.MethodGet {
 			g.signIn(w, r, token)
 			return
 		}
@@ -127,19 +127,23 @@ func authorizationBearer(r *http.Request) string {
 	return strings.TrimSpace(token)
 }
 
-// signIn exchanges the local server's URL token for a session cookie and
-// sends the browser to the same address without the token, so that it stays
-// out of the history and of any Referer.
+// signIn exchanges the local server's URL token, once, for a session cookie
+// and sends the browser to the same address without the token, so that it
+// stays out of the history and of any Referer. A browser signed in already
+// (the URL opened again) is sent on.
 func (g *guard) signIn(w http.ResponseWriter, r *http.Request, token string) {
 	if !g.signIns.allow(w, r) {
 		return
 	}
-	if !g.sessions.validToken(token) {
-		http.Error(w, "wrong token: open the URL kubectl training dashboard printed", http.StatusUnauthorized)
-		return
+	if _, ok := g.sessions.lookup(r); !ok {
+		if !g.sessions.redeemToken(token) {
+			http.Error(w, "wrong or used token: the URL kubectl training dashboard printed signs in one browser, once; "+
+				"run it again for a new one", http.StatusUnauthorized)
+			return
+		}
+		id, _ := g.sessions.start("", "")
+		http.SetCookie(w, sessionCookieFor(id, false))
 	}
-	id, _ := g.sessions.start("", "")
-	http.SetCookie(w, sessionCookieFor(id, false))
 	clean := *r.URL
 	query := clean.Query()
 	query.Del(tokenParam)

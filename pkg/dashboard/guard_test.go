@@ -23,9 +23,13 @@ import (
 	"testing"
 )
 
+// TestSignInTradesTheTokenForASessionCookie: the URL's token signs in one
+// browser, once; the same URL in another browser is refused, and in the
+// one signed in already only drops the token from the address.
 func TestSignInTradesTheTokenForASessionCookie(t *testing.T) {
 	f := newFixture(t)
 	signIn := parsedURL(t, f.server.SignInURL(f.http.Listener.Addr().String()))
+	token := f.server.sessions.token
 
 	wrong := *signIn
 	wrong.RawQuery = "token=not-the-token"
@@ -45,8 +49,24 @@ func TestSignInTradesTheTokenForASessionCookie(t *testing.T) {
 	if len(cookies) != 1 || cookies[0].Name != sessionCookie {
 		t.Fatalf("cookies %v, want the session cookie alone", cookies)
 	}
-	if c := cookies[0]; !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Value == "" || strings.Contains(c.Value, f.server.sessions.token) {
+	if c := cookies[0]; !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Value == "" || strings.Contains(c.Value, token) {
 		t.Errorf("session cookie %+v: want HttpOnly, SameSite=Strict and a value other than the token", c)
+	}
+
+	// Another browser: no cookie jar.
+	other := &http.Client{CheckRedirect: f.client.CheckRedirect}
+	resp, err := other.Get(signIn.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || len(resp.Cookies()) != 0 {
+		t.Errorf("the token again, in another browser: %s with %d cookies, want 401 and none", resp.Status, len(resp.Cookies()))
+	}
+	resp = f.do(http.MethodGet, signIn.String(), "", nil)
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 0 || strings.Contains(resp.Header.Get("Location"), "token") {
+		t.Errorf("the token again, in the browser it signed in: %s with %d cookies to %q, want 303 to the address without it",
+			resp.Status, len(resp.Cookies()), resp.Header.Get("Location"))
 	}
 }
 

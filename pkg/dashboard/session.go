@@ -85,8 +85,8 @@ type session struct {
 // user's own bearer token is, at the sign-in page. Either way the session's
 // ID lives only in an HttpOnly cookie.
 type sessions struct {
-	// token is what the local server's URL carries to sign in; empty in the
-	// cluster, where no URL signs anyone in.
+	// token is what the local server's URL carries to sign in, once: empty
+	// once used, and in the cluster, where no URL signs anyone in.
 	token string
 	// ttl is how long a session lasts; zero: as long as the server.
 	ttl time.Duration
@@ -110,10 +110,18 @@ func newTokenSessions(ttl time.Duration) *sessions {
 	return &sessions{ttl: ttl, secure: true, now: time.Now, byID: map[string]*session{}}
 }
 
-// validToken tells whether the sign-in token is the server's, in constant
-// time so that the comparison reveals nothing of it.
-func (s *sessions) validToken(token string) bool {
-	return s.token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(s.token)) == 1
+// redeemToken tells whether the sign-in token is the server's, in constant
+// time so that the comparison reveals nothing of it, and spends it: the URL
+// signs in one browser, and a copy of it (a history, a screen share) no
+// other.
+func (s *sessions) redeemToken(token string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(s.token)) != 1 {
+		return false
+	}
+	s.token = ""
+	return true
 }
 
 // start opens a session acting with bearerToken (empty: the server's own
