@@ -413,7 +413,7 @@ func (f *fixture) step(job v1beta1.TrainingJob) time.Duration {
 }
 
 func (f *fixture) indexer(obj runtime.Object) cache.Indexer {
-	switch obj.(type) {
+	switch obj := obj.(type) {
 	case *corev1.Pod:
 		return f.kubeInformers.Core().V1().Pods().Informer().GetIndexer()
 	case *corev1.Service:
@@ -421,7 +421,7 @@ func (f *fixture) indexer(obj runtime.Object) cache.Indexer {
 	case *appsv1.Deployment:
 		return f.kubeInformers.Apps().V1().Deployments().Informer().GetIndexer()
 	case v1beta1.TrainingJob:
-		return fixtureKindOf(obj.(v1beta1.TrainingJob)).informer(f).GetIndexer()
+		return fixtureKindOf(obj).informer(f).GetIndexer()
 	}
 	f.t.Fatalf("no indexer for %T", obj)
 	return nil

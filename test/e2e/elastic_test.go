@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/scale"
 
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/test/e2e/framework"
 )
@@ -109,6 +111,68 @@ func TestElasticScale(t *testing.T) {
 	})
 	if n := len(strings.Fields(events)); n != 2 {
 		t.Errorf("%d Scaled events, want 2 (2 to 4, 4 to 2): %s", n, events)
+	}
+}
+
+// TestElasticGenericJobUnderKueue: a GenericJob re-forms at each size, every
+// pod told the count. Admitted by its Kueue queue at 2, it may not scale out
+// while it runs (its Workload cannot grow, so a third replica would not
+// start while the two wait for it): kubectl scale is refused, saying why.
+// It scales in at once; paused, it scales out, and resumed it is queued
+// again at its new size: every pod made is a pod told.
+func TestElasticGenericJobUnderKueue(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t, "elastic-kueue")
+	needsKueue(t, f)
+	queue := f.NewKueueQueue(nil, 4, "lq")
+	ref := f.Create(framework.NewGenericJob("reform").WithReplicas("worker", 2).GPUs(1).Forever("worker").
+		Elastic(1, 4, 2).Label("kueue.x-k8s.io/queue-name", queue))
+	// runningTold waits for n running workers, each told the job has n.
+	runningTold := func(n int) {
+		t.Helper()
+		f.WaitForPods(ref, fmt.Sprintf("%d workers running, told %d", n, n), framework.Timeout, func(pods []corev1.Pod) (bool, error) {
+			running := 0
+			for _, p := range pods {
+				if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+					continue
+				}
+				running++
+				for _, e := range p.Spec.Containers[0].Env {
+					if e.Name == batch.EnvWorldSize && e.Value != strconv.Itoa(n) {
+						return false, nil
+					}
+				}
+			}
+			return running == n && len(pods) == n, nil
+		})
+	}
+	runningTold(2)
+	waitQueued := func(reason string) {
+		f.WaitForJob(ref, "admitted", framework.Timeout, func(job v1beta1.TrainingJob) (bool, error) {
+			c := framework.Condition(job, v1beta1.ConditionQueued)
+			return c != nil && c.Reason == reason, nil
+		})
+	}
+	waitQueued(v1beta1.ReasonAdmitted)
+
+	r := f.KubectlNS("scale", "gj/reform", "--replicas=3")
+	if r.Err == nil || !strings.Contains(r.Stderr, "spec.elastic.expectedReplicas") || !strings.Contains(r.Stderr, "Pause the job") {
+		t.Fatalf("kubectl scale out of an admitted GenericJob: %s, want a refusal naming spec.elastic.expectedReplicas and the way", r)
+	}
+	f.MustKubectl("scale", "gj/reform", "--replicas=1")
+	runningTold(1)
+
+	f.MustAction(ref, "pause", "")
+	f.WaitForPhase(ref, v1beta1.JobPaused)
+	f.MustKubectl("scale", "gj/reform", "--replicas=3")
+	f.MustAction(ref, "resume", "")
+	runningTold(3)
+	wl, err := f.Workload(f.Context(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if count := wl.Spec.PodSets[0].Count; count != 3 {
+		t.Errorf("the Workload's pod set counts %d, want the job queued again at 3", count)
 	}
 }
 

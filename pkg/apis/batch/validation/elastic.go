@@ -141,3 +141,26 @@ func validateElasticUpdate(e, old *batch.ElasticConfig, fldPath *field.Path) fie
 	allErrs := apivalidation.ValidateImmutableField(newMin, oldMin, fldPath.Child("minReplicas"))
 	return append(allErrs, apivalidation.ValidateImmutableField(newMax, oldMax, fldPath.Child("maxReplicas"))...)
 }
+
+// validateAdmittedScaleOut refuses to scale out a job that re-forms at each
+// size (a GenericJob) while its Kueue queue admits it. An admitted Workload
+// cannot grow, so the replicas past its admission would not start, while
+// every pod is told the new size and waits for them. Scaling in needs no
+// admission; a paused job (or one this update pauses) gave its quota back
+// and is queued again at its new size when resumed.
+func validateAdmittedScaleOut(job, old batch.ElasticJob) field.ErrorList {
+	e, oldE := job.ElasticSpec(), old.ElasticSpec()
+	if !batch.ElasticEnabled(e) || !batch.ElasticEnabled(oldE) || !batch.QueueAdmitted(old.JobStatus().Conditions) ||
+		batch.PauseEnabled(job.CommonSpec()) || batch.PauseEnabled(old.CommonSpec()) || old.JobStatus().Phase == batch.JobPaused {
+		return nil
+	}
+	now := batch.ElasticTotal(batch.TotalReplicas(job.CommonSpec().ReplicaSpecs), e.MinReplicas, e.MaxReplicas, e.ExpectedReplicas)
+	was := batch.ElasticTotal(batch.TotalReplicas(old.CommonSpec().ReplicaSpecs), oldE.MinReplicas, oldE.MaxReplicas, oldE.ExpectedReplicas)
+	if now <= was {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(specPath.Child("elastic", "expectedReplicas"), fmt.Sprintf(
+		"cannot grow from %d to %d replicas while the job's Kueue queue admits it: an admitted Workload cannot grow, so the "+
+			"replicas past %d would not start while every pod is told there are %d. Pause the job (it gives its quota "+
+			"back), scale it, and resume it: it is queued again at the new size", was, now, was, now))}
+}

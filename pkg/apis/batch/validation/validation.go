@@ -93,6 +93,7 @@ func ValidateGenericJobUpdate(job, old *batch.GenericJob) field.ErrorList {
 	allErrs := validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status, &genericRules)
 	allErrs = append(allErrs, validateElasticSpec(job.Spec.Elastic, job.Spec.ReplicaSpecs, false, specPath)...)
 	allErrs = append(allErrs, validateElasticChange(job, old)...)
+	allErrs = append(allErrs, validateAdmittedScaleOut(job, old)...)
 	return append(allErrs, validateGenericRules(&job.Spec)...)
 }
 
