@@ -5,16 +5,25 @@
 # BENCH_JOBS paused jobs and one job with a progress history of BENCH_POINTS reports, and runs
 # pkg/dashboard/ui/test/bench.mjs:
 # kubectl training dashboard in Debian's Chromium, BENCH_RUNS times each,
-# beside the floor of the same table as static HTML. Prints a markdown table,
-# also saved in _output/bench/dashboard.md, and always stops the stack. How to
-# read it: docs/benchmarks.md.
+# beside the floor of the same table as static HTML; then the load test
+# (test/bench/dashboardload): the dashboard served as in the cluster, a real
+# user signed in, BENCH_FORGED forged sign-ins and BENCH_STREAMS event streams
+# (BENCH_STALLED of them never read) at once, against the release's memory
+# limit. Prints markdown tables, also saved in _output/bench/dashboard.md and
+# dashboard-load.md, and always stops the stack. How to read them:
+# docs/benchmarks.md.
 #
-# Settings (environment): BENCH_JOBS=1000, BENCH_POINTS=2000, BENCH_RUNS=5, and the stack's
+# Settings (environment): BENCH_JOBS=1000, BENCH_POINTS=2000, BENCH_RUNS=5, BENCH_FORGED=10000,
+# BENCH_STREAMS=200, BENCH_STALLED=20, BENCH_PARTS="browser load" (either alone), and the stack's
 # LOCAL_* (hack/local-up.sh).
 set -euo pipefail
 
 : "${BENCH_JOBS:=1000}"
 : "${BENCH_RUNS:=5}"
+: "${BENCH_FORGED:=10000}"
+: "${BENCH_STREAMS:=200}"
+: "${BENCH_STALLED:=20}"
+: "${BENCH_PARTS:=browser load}"
 export BENCH_JOBS BENCH_RUNS
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -29,8 +38,10 @@ export LOCAL_DIR="${LOCAL_DIR:-${OUTPUT_DIR}/local-bench-dashboard}"
 source "${HACK_DIR}/lib/local.sh"
 # shellcheck source=hack/lib/packages.sh
 source "${HACK_DIR}/lib/packages.sh"
+# shellcheck source=hack/lib/bench.sh
+source "${HACK_DIR}/lib/bench.sh"
 
-require_browser "the dashboard's benchmark"
+[[ " ${BENCH_PARTS} " != *" browser "* ]] || require_browser "the dashboard's benchmark"
 
 cd "${REPO_ROOT}"
 export REPO_ROOT
@@ -43,4 +54,15 @@ export BENCH_OUT="${OUTPUT_DIR}/bench/dashboard.md"
 # from the page cache (GNU dd's documented way), it is read in as any start
 # reads it.
 dd of="${BIN_DIR}/kubectl-training" oflag=nocache conv=notrunc,fdatasync count=0 status=none
-localcluster run -- node pkg/dashboard/ui/test/bench.mjs
+bench_build dashboard-load ./test/bench/dashboardload
+parts=()
+[[ " ${BENCH_PARTS} " != *" browser "* ]] || parts+=("node pkg/dashboard/ui/test/bench.mjs")
+[[ " ${BENCH_PARTS} " != *" load "* ]] || parts+=("'${BENCH_BIN_DIR}/dashboard-load' -kubectl-training '${BIN_DIR}/kubectl-training' \
+  -forged ${BENCH_FORGED} -streams ${BENCH_STREAMS} -stalled ${BENCH_STALLED} -out '${OUTPUT_DIR}/bench/dashboard-load.md'")
+(( ${#parts[@]} > 0 )) || die "BENCH_PARTS=${BENCH_PARTS}: name browser, load or both"
+# One stack for both parts, one after the other.
+script="set -e"
+for part in "${parts[@]}"; do
+  script+=$'\n'"${part}"
+done
+localcluster run -- bash -c "${script}"

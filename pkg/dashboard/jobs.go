@@ -72,8 +72,9 @@ func (s *Server) watchList(w http.ResponseWriter, r *http.Request) {
 	if namespace == "" && !s.mayListEverywhere(r, c) {
 		namespace = c.Namespace
 	}
-	streamJobs(w, r, c, watchScope{namespace: namespace}, func(kind jobKind, job v1beta1.TrainingJob) any {
-		return summarize(kind, job)
+	streamJobs(w, r, c, watchScope{namespace: namespace, keep: keepListed, lists: s.lists,
+		feeds: s.feeds, identity: identityOf(r.Context())}, func(_ jobKind, kept any) any {
+		return kept.(*listedJob).row
 	})
 }
 
@@ -100,9 +101,12 @@ func (s *Server) watchJob(w http.ResponseWriter, r *http.Request) {
 		namespace: t.namespace,
 		kinds:     []jobKind{t.kind},
 		tweak:     func(opts *metav1.ListOptions) { opts.FieldSelector = byName },
+		lists:     s.lists,
+		feeds:     s.feeds,
+		identity:  identityOf(r.Context()),
 	}
-	streamJobs(w, r, t.clients, scope, func(kind jobKind, job v1beta1.TrainingJob) any {
-		return kind.WithKind(job)
+	streamJobs(w, r, t.clients, scope, func(kind jobKind, kept any) any {
+		return kind.WithKind(kept.(v1beta1.TrainingJob))
 	})
 }
 

@@ -33,6 +33,8 @@ type Server struct {
 	source   ClientSource
 	sessions *sessions
 	signIns  *signInLimiter
+	lists    listSlots
+	feeds    *jobFeeds
 	// inCluster is set on the server in the cluster.
 	inCluster *InClusterOptions
 }
@@ -41,7 +43,7 @@ type Server struct {
 // the clients source gives for each of them, and a browser signs in with the
 // URL SignInURL returns.
 func NewServer(source ClientSource) *Server {
-	return &Server{source: source, sessions: newSessions(), signIns: newSignInLimiter()}
+	return &Server{source: source, sessions: newSessions(), signIns: newSignInLimiter(), lists: newListSlots(), feeds: newJobFeeds()}
 }
 
 // InClusterOptions configure the dashboard that runs in the cluster.
@@ -60,7 +62,8 @@ type InClusterOptions struct {
 // clients from that token (TokenClients) and never from the server's own
 // credentials. It must be served over HTTPS: its session cookie is Secure.
 func NewInClusterServer(source ClientSource, opts InClusterOptions) *Server {
-	return &Server{source: source, sessions: newTokenSessions(opts.SessionTTL), signIns: newSignInLimiter(), inCluster: &opts}
+	return &Server{source: source, sessions: newTokenSessions(opts.SessionTTL), signIns: newSignInLimiter(),
+		lists: newListSlots(), feeds: newJobFeeds(), inCluster: &opts}
 }
 
 // SignInURL is the address that opens the dashboard served on addr

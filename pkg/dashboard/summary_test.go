@@ -96,6 +96,12 @@ func TestSummarize(t *testing.T) {
 			if got := summarize(kind, job); !apiequality.Semantic.DeepEqual(got, want) {
 				t.Errorf("summarize:\n got %+v\nwant %+v", got, want)
 			}
+			// What a stream of the list keeps of the job: the row, and the
+			// job's key.
+			kept := keepListed(kind, job).(*listedJob)
+			if !apiequality.Semantic.DeepEqual(kept.row, want) || kept.Name != "mnist" || kept.Namespace != "team" {
+				t.Errorf("kept %+v, want the row %+v of team/mnist", kept, want)
+			}
 		})
 	}
 }

@@ -35,7 +35,8 @@ type jobEvent struct {
 	// name is the SSE event: "upsert" or "delete".
 	name string
 	kind jobKind
-	job  v1beta1.TrainingJob
+	// kept is what the stream's informer keeps of the job (watchScope.keep).
+	kept any
 }
 
 // watchScope is which jobs a stream follows.
@@ -46,6 +47,42 @@ type watchScope struct {
 	kinds []jobKind
 	// tweak narrows each list and watch, e.g. to one job by name.
 	tweak func(*metav1.ListOptions)
+	// keep, when set, is what the stream's informer keeps of each job, an
+	// object with the job's name and namespace (listedJob); else the whole
+	// job but its managed fields.
+	keep func(jobKind, v1beta1.TrainingJob) any
+	// lists, when set, is held during each list of the API (see listSlots).
+	lists listSlots
+	// feeds, when set, share informers among streams (jobFeeds); identity
+	// tells whose rights a stream reads with.
+	feeds    *jobFeeds
+	identity string
+}
+
+// listSlots bound the lists of jobs that a server's streams read from the
+// API at the same time. A list of every job is decoded whole, several times
+// the size of what a stream keeps of it; 200 streams opened at once (a page
+// reloaded by many users, or an attack) read 200 such lists together, and
+// the server held 600 MiB where its limit is 256 (docs/benchmarks.md). The
+// other streams wait their turn, each for a list's time.
+type listSlots chan struct{}
+
+// maxConcurrentLists is how many lists a server reads at once.
+const maxConcurrentLists = 4
+
+func newListSlots() listSlots { return make(listSlots, maxConcurrentLists) }
+
+// hold takes a slot until release, or fails when ctx ends first.
+func (l listSlots) hold(ctx context.Context) (release func(), err error) {
+	if l == nil {
+		return func() {}, nil
+	}
+	select {
+	case l <- struct{}{}:
+		return func() { <-l }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // watchJobs follows the jobs of every kind in scope with informers, which list
@@ -54,6 +91,10 @@ type watchScope struct {
 // synced is closed. A kind the user may not list is reported by refused, with
 // the API's Status, and left out; the others go on.
 func watchJobs(ctx context.Context, c Clients, scope watchScope, events chan<- jobEvent, synced chan<- struct{}, refused func(jobKind, error)) {
+	feeds := scope.feeds
+	if feeds == nil {
+		feeds = newJobFeeds()
+	}
 	var wg sync.WaitGroup
 	for _, kind := range scope.followedKinds() {
 		client := kind.Client(c.Training, scope.namespace)
@@ -69,38 +110,26 @@ func watchJobs(ctx context.Context, c Clients, scope watchScope, events chan<- j
 			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = tombstone.Obj
 			}
-			job, ok := obj.(v1beta1.TrainingJob)
-			if !ok {
-				return
-			}
 			select {
-			case events <- jobEvent{name: name, kind: kind, job: job}:
+			case events <- jobEvent{name: name, kind: kind, kept: obj}:
 			case <-ctx.Done():
 			}
 		}
-		_, informer := cache.NewInformerWithOptions(cache.InformerOptions{
-			// Passing the clientset tells the reflector whether it may
-			// stream the initial list (WatchList): fakes cannot.
-			ListerWatcher: cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-				ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-					scope.narrow(&opts)
-					return client.ListObject(ctx, opts)
-				},
-				WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-					scope.narrow(&opts)
-					return client.Watch(ctx, opts)
-				},
-			}, c.Training),
-			ObjectType: kind.New(),
-			Transform:  dropManagedFields,
-			Handler: cache.ResourceEventHandlerFuncs{
-				AddFunc:    func(obj any) { send("upsert", obj) },
-				UpdateFunc: func(_, obj any) { send("upsert", obj) },
-				DeleteFunc: func(obj any) { send("delete", obj) },
-			},
+		key := feedKey{identity: scope.identity, resource: kind.Resource, namespace: scope.namespace,
+			selector: scope.selector(), listed: scope.keep != nil}
+		registration, unsubscribe, err := feeds.subscribe(key, func() cache.SharedIndexInformer {
+			return scope.newInformer(c, kind, client)
+		}, cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { send("upsert", obj) },
+			UpdateFunc: func(_, obj any) { send("upsert", obj) },
+			DeleteFunc: func(obj any) { send("delete", obj) },
 		})
-		go informer.RunWithContext(ctx)
-		wg.Go(func() { cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) })
+		if err != nil {
+			refused(kind, err)
+			continue
+		}
+		context.AfterFunc(ctx, unsubscribe)
+		wg.Go(func() { cache.WaitForCacheSync(ctx.Done(), registration.HasSynced) })
 	}
 	wg.Wait()
 	close(synced)
@@ -114,6 +143,51 @@ func dropManagedFields(obj any) (any, error) {
 		job.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// newInformer is the informer of the kind's jobs in scope, as the user of c
+// may see them, keeping of each job what keep makes of it.
+func (s watchScope) newInformer(c Clients, kind jobKind, client jobClient) cache.SharedIndexInformer {
+	// Passing the clientset tells the reflector whether it may stream the
+	// initial list (WatchList): fakes cannot.
+	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			s.narrow(&opts)
+			release, err := s.lists.hold(ctx)
+			if err != nil {
+				return nil, err
+			}
+			defer release()
+			return client.ListObject(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			s.narrow(&opts)
+			return client.Watch(ctx, opts)
+		},
+	}, c.Training)
+	informer := cache.NewSharedIndexInformerWithOptions(lw, kind.New(), cache.SharedIndexInformerOptions{})
+	_ = informer.SetTransform(s.transform(kind)) // not started yet, so it takes
+	return informer
+}
+
+// selector is what narrow puts in a list's options, to tell scopes apart.
+func (s watchScope) selector() string {
+	var opts metav1.ListOptions
+	s.narrow(&opts)
+	return opts.LabelSelector + "|" + opts.FieldSelector
+}
+
+// transform makes of each job what the stream's informer keeps (keep).
+func (s watchScope) transform(kind jobKind) cache.TransformFunc {
+	if s.keep == nil {
+		return dropManagedFields
+	}
+	return func(obj any) (any, error) {
+		if job, ok := obj.(v1beta1.TrainingJob); ok {
+			return s.keep(kind, job), nil
+		}
+		return obj, nil
+	}
 }
 
 func (s watchScope) followedKinds() []jobKind {
@@ -130,10 +204,10 @@ func (s watchScope) narrow(opts *metav1.ListOptions) {
 }
 
 // streamJobs answers a request with a stream of server-sent events about the
-// jobs in scope: "upsert" and "delete" with encode's view of a job, "synced"
-// once every kind's first list was sent, and "refused" with the API's Status
-// for a kind the user may not list.
-func streamJobs(w http.ResponseWriter, r *http.Request, c Clients, scope watchScope, encode func(jobKind, v1beta1.TrainingJob) any) {
+// jobs in scope: "upsert" and "delete" with encode's view of what the
+// stream keeps of a job, "synced" once every kind's first list was sent, and
+// "refused" with the API's Status for a kind the user may not list.
+func streamJobs(w http.ResponseWriter, r *http.Request, c Clients, scope watchScope, encode func(jobKind, any) any) {
 	stream, err := startEventStream(w)
 	if err != nil {
 		return
@@ -154,7 +228,7 @@ func streamJobs(w http.ResponseWriter, r *http.Request, c Clients, scope watchSc
 		case <-ctx.Done():
 			return
 		case e := <-events:
-			err = stream.send(e.name, encode(e.kind, e.job))
+			err = stream.send(e.name, encode(e.kind, e.kept))
 		case refusal := <-refusals:
 			err = stream.send("refused", refusal)
 		case <-synced:
@@ -163,7 +237,7 @@ func streamJobs(w http.ResponseWriter, r *http.Request, c Clients, scope watchSc
 			// them first, so that "synced" follows the whole list.
 			for len(events) > 0 && err == nil {
 				e := <-events
-				err = stream.send(e.name, encode(e.kind, e.job))
+				err = stream.send(e.name, encode(e.kind, e.kept))
 			}
 			if err == nil {
 				err = stream.send("synced", struct{}{})

@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
@@ -190,5 +191,69 @@ func TestInformersKeepNoManagedFields(t *testing.T) {
 	}
 	if got, err := dropManagedFields("not a job"); err != nil || got != "not a job" {
 		t.Errorf("a non-job: %v, %v; want it as it was", got, err)
+	}
+}
+
+// TestStreamsOfOneUserShareAFeed: three list streams of one user run one
+// informer of each kind, not three; a stream that joins later is sent the
+// jobs there are, and a change reaches every stream.
+func TestStreamsOfOneUserShareAFeed(t *testing.T) {
+	job := newPyTorchJob("team", "mnist")
+	f := newFixture(t, job.DeepCopy())
+	watching := signalWatches(f)
+	f.signIn()
+	var streams []<-chan sseEvent
+	for range 3 {
+		events := f.openStream("/api/jobs/watch?namespace=team")
+		if s := summaryOf(t, next(t, events, "upsert")); s.Name != "mnist" {
+			t.Fatalf("first upsert %+v, want mnist", s)
+		}
+		next(t, events, "synced")
+		streams = append(streams, events)
+	}
+	<-watching
+	if n := f.server.feeds.running(); n != len(jobKinds) {
+		t.Errorf("%d informers for 3 streams of one user, want %d (one per kind)", n, len(jobKinds))
+	}
+	job.Status.Phase = v1beta1.JobSucceeded
+	if err := f.training.Tracker().Update(pyTorchResource, job, "team"); err != nil {
+		t.Fatal(err)
+	}
+	for i, events := range streams {
+		if s := summaryOf(t, next(t, events, "upsert")); s.Phase != v1beta1.JobSucceeded {
+			t.Errorf("stream %d: upsert %+v, want mnist Succeeded", i, s)
+		}
+	}
+}
+
+// TestFeedStopsWithItsLastStream: a feed's informer runs while a stream
+// follows it, and stops with the last.
+func TestFeedStopsWithItsLastStream(t *testing.T) {
+	feeds := newJobFeeds()
+	key := feedKey{resource: "pytorchtrainingjobs", namespace: "team"}
+	started := 0
+	newInformer := func() cache.SharedIndexInformer {
+		started++
+		return cache.NewSharedIndexInformer(&cache.ListWatch{}, &v1beta1.PyTorchTrainingJob{}, 0, cache.Indexers{})
+	}
+	_, first, err := feeds.subscribe(key, newInformer, cache.ResourceEventHandlerFuncs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, second, err := feeds.subscribe(key, newInformer, cache.ResourceEventHandlerFuncs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if started != 1 || feeds.running() != 1 {
+		t.Fatalf("%d informers started, %d running for two streams, want 1 and 1", started, feeds.running())
+	}
+	first()
+	first() // twice: once counts
+	if feeds.running() != 1 {
+		t.Errorf("the feed stopped while a stream follows it")
+	}
+	second()
+	if feeds.running() != 0 {
+		t.Errorf("%d feeds run after their last stream ended, want none", feeds.running())
 	}
 }
