@@ -376,14 +376,7 @@ func TestUnnamedJobWhileKueueCannotBeUsed(t *testing.T) {
 			// LocalQueue, and still has no pod.
 			answer = kueue.Availability{Usable: true, Reason: kueue.ReasonAvailable}
 			f.checkQueueing()
-			f.step(job)
-			f.step(job)
-			if n := len(f.podNames()); n != 0 {
-				t.Fatalf("created %d pods in a LocalQueue without quota", n)
-			}
-			if names := f.workloadNames(); len(names) != 1 || names[0] != "pj-p@"+kueue.DefaultLocalQueue {
-				t.Fatalf("Workloads %v (name@queue), want the job's in queue %s", names, kueue.DefaultLocalQueue)
-			}
+			f.expectWaitingInDefaultQueue(job)
 		})
 	}
 }
@@ -449,12 +442,19 @@ func TestDefaultLocalQueueNotYetCached(t *testing.T) {
 	if _, cached, _ := q.LocalQueues().GetIndexer().GetByKey("ns/" + kueue.DefaultLocalQueue); cached {
 		t.Fatal("the cache holds the new LocalQueue: the test would not see a cache miss")
 	}
+	f.expectWaitingInDefaultQueue(job)
+}
+
+// expectWaitingInDefaultQueue reconciles the job twice and checks that it
+// waits, with no pod, in the default LocalQueue (which has no quota).
+func (f *fixture) expectWaitingInDefaultQueue(job v1beta1.TrainingJob) {
+	f.t.Helper()
 	f.step(job)
 	f.step(job)
 	if n := len(f.podNames()); n != 0 {
-		t.Fatalf("created %d pods: the job ran unqueued", n)
+		f.t.Fatalf("created %d pods: the job ran, unqueued or past its queue", n)
 	}
 	if names := f.workloadNames(); len(names) != 1 || names[0] != "pj-p@"+kueue.DefaultLocalQueue {
-		t.Fatalf("Workloads %v (name@queue), want the job's in queue %s", names, kueue.DefaultLocalQueue)
+		f.t.Fatalf("Workloads %v (name@queue), want the job's in queue %s", names, kueue.DefaultLocalQueue)
 	}
 }
