@@ -97,7 +97,7 @@ func (r *reconciler) readQueue(ctx context.Context) error {
 			return err
 		}
 		if decided == "" {
-			inQueue, err := r.wasInQueue(q, wasQueued)
+			inQueue, err := r.wasInQueue(q, availability, wasQueued)
 			if err != nil {
 				return err
 			}
@@ -156,13 +156,15 @@ func (r *reconciler) readQueue(ctx context.Context) error {
 // wasInQueue says whether a job that names no queue now was in a Kueue
 // queue: it waited or was admitted, and, where Kueue can be used to tell,
 // it has a Workload or an admission. A job that waited only while the
-// controller could not tell (queueOfUnnamed) was in none.
-func (r *reconciler) wasInQueue(q *kueue.Queue, wasQueued bool) (bool, error) {
+// controller could not tell (queueOfUnnamed) was in none, nor was any job
+// of a cluster that serves no Kueue at all, where no Workload can be.
+func (r *reconciler) wasInQueue(q *kueue.Queue, availability kueue.Availability, wasQueued bool) (bool, error) {
 	if !wasQueued || batch.QueueAdmitted(r.old.Conditions) {
 		return wasQueued, nil
 	}
 	if q == nil {
-		return true, nil // it stays where it waited until Kueue can tell
+		// It stays where it waited until Kueue can tell.
+		return availability.Reason != kueue.ReasonNotInstalled, nil
 	}
 	st, err := q.Read(r.jobOwner)
 	if err != nil {
@@ -193,23 +195,24 @@ func (r *reconciler) queueOfUnnamed(ctx context.Context, q *kueue.Queue, availab
 		}
 		return namespaceLabels, nil
 	}
-	// Where Kueue would leave the job alone even beside a default
-	// LocalQueue, whether there is one does not matter.
-	if decision, err := r.c.kueueManagement.DecideUnnamed(true, readLabels); err != nil || decision == kueue.UnnamedRuns {
-		return "", nil, err
-	}
 	hasDefault := false
-	switch {
-	case q != nil:
+	// Without Kueue there is no LocalQueue either.
+	if q != nil || availability.Reason != kueue.ReasonNotInstalled {
+		// Where Kueue would leave the job alone even beside a default
+		// LocalQueue, whether there is one does not matter.
+		if decision, err := r.c.kueueManagement.DecideUnnamed(true, readLabels); err != nil || decision == kueue.UnnamedRuns {
+			return "", nil, err
+		}
+		if q == nil {
+			return "", &queueHold{v1beta1.ReasonQueueingUnavailable, fmt.Sprintf(
+				"Kueue cannot be used now, and it may queue the jobs in namespace %s that name no queue (in a LocalQueue named %s, "+
+					"or by manageJobsWithoutQueueName): the job waits until the controller can tell. %s",
+				namespace, kueue.DefaultLocalQueue, availability.Message)}, nil
+		}
 		var err error
 		if hasDefault, err = q.HasDefaultLocalQueue(ctx, namespace); err != nil {
 			return "", nil, err
 		}
-	case availability.Reason != kueue.ReasonNotInstalled:
-		return "", &queueHold{v1beta1.ReasonQueueingUnavailable, fmt.Sprintf(
-			"Kueue cannot be used now, and it may queue the jobs in namespace %s that name no queue (in a LocalQueue named %s, "+
-				"or by manageJobsWithoutQueueName): the job waits until the controller can tell. %s",
-			namespace, kueue.DefaultLocalQueue, availability.Message)}, nil
 	}
 	decision, err := r.c.kueueManagement.DecideUnnamed(hasDefault, readLabels)
 	switch {

@@ -80,6 +80,7 @@ func (f *fixture) checkQueueing() {
 }
 
 var (
+	checkFailed  = kueue.Availability{Reason: kueue.ReasonCheckFailed, Message: "discovering the API groups: a timeout"}
 	notServed    = kueue.Availability{Reason: kueue.ReasonNotServed, Message: "the cluster does not serve kueue.x-k8s.io/v1beta2 workloads"}
 	notInstalled = kueue.Availability{Reason: kueue.ReasonNotInstalled, Message: "the cluster serves no version of Kueue's API"}
 )
@@ -332,7 +333,6 @@ func TestUnnamedJobWhileKueueCannotBeUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	forbidden := kueue.Availability{Reason: kueue.ReasonForbidden, Message: "this controller may not list workloads"}
-	checkFailed := kueue.Availability{Reason: kueue.ReasonCheckFailed, Message: "discovery timed out"}
 	for name, tc := range map[string]struct {
 		namespace string
 		answer    *kueue.Availability // nil: the Gate has not checked yet
@@ -383,13 +383,23 @@ func TestUnnamedJobWhileKueueCannotBeUsed(t *testing.T) {
 
 // TestUnnamedJobRunsOnceKueueLeavesIt: a job that names no queue waits
 // while Kueue cannot be used; once it can, and the namespace has no default
-// LocalQueue, the job runs, and is no longer said to be queued.
+// LocalQueue, the job runs, and is no longer said to be queued. So it does
+// when the next check finds no Kueue at all.
 func TestUnnamedJobRunsOnceKueueLeavesIt(t *testing.T) {
+	for name, then := range map[string]kueue.Availability{
+		"Kueue usable, no default LocalQueue": {Usable: true, Reason: kueue.ReasonAvailable},
+		"no Kueue at all":                     notInstalled,
+	} {
+		t.Run(name, func(t *testing.T) { testUnnamedJobRunsOnceKueueLeavesIt(t, then) })
+	}
+}
+
+func testUnnamedJobRunsOnceKueueLeavesIt(t *testing.T, then kueue.Availability) {
 	kueueDefault, err := labels.Parse(kueue.DefaultManagedJobsNamespaceSelector)
 	if err != nil {
 		t.Fatal(err)
 	}
-	answer := notServed
+	answer := checkFailed
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{corev1.LabelMetadataName: "ns"}}}
 	job := gpuJob("p").obj()
 	f := newGatedKueueFixture(t, &answer, kueue.Management{NamespaceSelector: kueueDefault}, nil, ns, job)
@@ -401,7 +411,7 @@ func TestUnnamedJobRunsOnceKueueLeavesIt(t *testing.T) {
 	}
 	assertCondition(t, f.status(job), v1beta1.ConditionQueued, metav1.ConditionTrue, v1beta1.ReasonQueueingUnavailable)
 
-	answer = kueue.Availability{Usable: true, Reason: kueue.ReasonAvailable}
+	answer = then
 	f.checkQueueing()
 	f.step(job)
 	f.step(job)
