@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/clock"
 )
@@ -46,6 +47,8 @@ type Expectations struct {
 
 	mu    sync.Mutex
 	items map[string]*expectation
+	// owners is the UID of the job each key's expectations are for (ForJob).
+	owners map[string]types.UID
 }
 
 type expectation struct {
@@ -62,7 +65,22 @@ func (e *expectation) fulfilled() bool {
 // NewExpectations returns empty expectations that expire after ttl as told
 // by clk.
 func NewExpectations(clk clock.PassiveClock, ttl time.Duration) *Expectations {
-	return &Expectations{clock: clk, ttl: ttl, items: map[string]*expectation{}}
+	return &Expectations{clock: clk, ttl: ttl, items: map[string]*expectation{}, owners: map[string]types.UID{}}
+}
+
+// ForJob ties the key's expectations to the job with uid, and forgets those
+// recorded for an earlier job of the same name, deleted and created again.
+// That job's last deletions (a finished job's clean-up, which its informer
+// no longer follows) may never be observed under this key: the pod handlers
+// find the new job there, whose pods they are not. Kept, they would hold the
+// new job back for the whole ttl.
+func (x *Expectations) ForJob(key string, uid types.UID) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if owner, ok := x.owners[key]; !ok || owner != uid {
+		delete(x.items, key)
+		x.owners[key] = uid
+	}
 }
 
 // ExpectCreations records that pods with these names are about to be created
@@ -149,4 +167,5 @@ func (x *Expectations) DeleteExpectations(key string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	delete(x.items, key)
+	delete(x.owners, key)
 }

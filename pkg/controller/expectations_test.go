@@ -302,3 +302,21 @@ func TestPodEventsFindTheirJob(t *testing.T) {
 }
 
 func ptrBool(b bool) *bool { return &b }
+
+// TestExpectationsOfAnEarlierJobOfTheName: the deletions an earlier job of
+// the same name expected, never observed under the key once a new job holds
+// it, do not hold the new job back; the job's own expectations stay.
+func TestExpectationsOfAnEarlierJobOfTheName(t *testing.T) {
+	x := NewExpectations(clocktesting.NewFakeClock(testStart), time.Hour)
+	const key = "MPIJob/ns/again"
+	x.ForJob(key, "uid-1")
+	x.ExpectDeletions(key, "again-worker-0")
+	x.ForJob(key, "uid-1")
+	if x.SatisfiedExpectations(key) {
+		t.Fatal("the job's own expectation was dropped")
+	}
+	x.ForJob(key, "uid-2")
+	if !x.SatisfiedExpectations(key) {
+		t.Fatal("the new job of the name waits for what the earlier one expected")
+	}
+}

@@ -136,6 +136,7 @@ func (r *reconciler) run(ctx context.Context) (time.Duration, error) {
 // delete made for it, its queue's Workload, and its replicas' pods, adopting
 // labelled orphans.
 func (r *reconciler) observe(ctx context.Context) error {
+	r.c.expectations.ForJob(r.ekey, r.job.GetUID())
 	r.satisfied = r.c.expectations.SatisfiedExpectations(r.ekey)
 	r.cacheBehind = !r.satisfied
 	// Before the slots: Kueue may have admitted fewer replicas of an
