@@ -198,16 +198,22 @@ func (r *reconciler) queueOfUnnamed(ctx context.Context, q *kueue.Queue, availab
 	hasDefault := false
 	// Without Kueue there is no LocalQueue either.
 	if q != nil || availability.Reason != kueue.ReasonNotInstalled {
+		unknown := &queueHold{v1beta1.ReasonQueueingUnavailable, fmt.Sprintf(
+			"Kueue cannot be used now, and it may queue the jobs in namespace %s that name no queue (in a LocalQueue named %s, "+
+				"or by manageJobsWithoutQueueName): the job waits until the controller can tell. %s",
+			namespace, kueue.DefaultLocalQueue, availability.Message)}
+		if q == nil && availability.Reason == kueue.ReasonForbidden {
+			// The rights to read a namespace's labels come with Kueue's
+			// (artifacts/deploy/components/kueue): asking would be refused.
+			return "", unknown, nil
+		}
 		// Where Kueue would leave the job alone even beside a default
 		// LocalQueue, whether there is one does not matter.
 		if decision, err := r.c.kueueManagement.DecideUnnamed(true, readLabels); err != nil || decision == kueue.UnnamedRuns {
 			return "", nil, err
 		}
 		if q == nil {
-			return "", &queueHold{v1beta1.ReasonQueueingUnavailable, fmt.Sprintf(
-				"Kueue cannot be used now, and it may queue the jobs in namespace %s that name no queue (in a LocalQueue named %s, "+
-					"or by manageJobsWithoutQueueName): the job waits until the controller can tell. %s",
-				namespace, kueue.DefaultLocalQueue, availability.Message)}, nil
+			return "", unknown, nil
 		}
 		var err error
 		if hasDefault, err = q.HasDefaultLocalQueue(ctx, namespace); err != nil {

@@ -426,6 +426,34 @@ func testUnnamedJobRunsOnceKueueLeavesIt(t *testing.T, then kueue.Availability) 
 	}
 }
 
+// TestUnnamedJobWhileKueueForbidden: while the controller lacks Kueue's
+// rights, which bring the right to read namespaces, a job that names no
+// queue waits without asking for its namespace (the API would refuse).
+func TestUnnamedJobWhileKueueForbidden(t *testing.T) {
+	kueueDefault, err := labels.Parse(kueue.DefaultManagedJobsNamespaceSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := kueue.Availability{Reason: kueue.ReasonForbidden, Message: "this controller may not list workloads"}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{corev1.LabelMetadataName: "ns"}}}
+	job := gpuJob("p").obj()
+	f := newGatedKueueFixture(t, &answer, kueue.Management{NamespaceSelector: kueueDefault}, nil, ns, job)
+	f.checkQueueing()
+	for range 2 {
+		f.mustSync(job)
+		for _, a := range f.kubeClient.Actions() {
+			if a.GetResource().Resource == "namespaces" {
+				t.Errorf("the controller asked for %s %s without the rights to", a.GetVerb(), a.GetResource().Resource)
+			}
+		}
+		f.observe()
+	}
+	if n := len(f.podNames()); n != 0 {
+		t.Fatalf("created %d pods", n)
+	}
+	assertCondition(t, f.status(job), v1beta1.ConditionQueued, metav1.ConditionTrue, v1beta1.ReasonQueueingUnavailable)
+}
+
 // TestDefaultLocalQueueNotYetCached: a default LocalQueue made a moment ago,
 // which the controller's cache does not hold yet, takes a job that names
 // no queue: on a cache miss the controller asks the API.

@@ -288,6 +288,10 @@ func TestKueueUnservedWhileJobsWait(t *testing.T) {
 	if pods := f.Pods(unnamed); len(pods) != 0 {
 		t.Errorf("the unnamed job has %d pods in a LocalQueue without room", len(pods))
 	}
+	// Not left waiting into the tests that run after this one alone.
+	if err := f.DeleteJob(f.Context(), unnamed); err != nil {
+		t.Error(err)
+	}
 }
 
 // TestKueueRightsRevokedWhileJobsWait runs alone: it unbinds the
