@@ -74,7 +74,7 @@ func (le leaderElection) run(ctx context.Context, logger klog.Logger, work func(
 	if fence == nil {
 		fence = newWriteFence(le.renewDeadline)
 	}
-	lock := observingLock{Interface: le.lock, renewed: fence.renew, otherHolder: func(holder string) {
+	lock := observingLock{Interface: le.lock, renewed: fence.renew, heldByOther: new(atomic.Bool), otherHolder: func(holder string) {
 		fence.revoke()
 		if le.leading.Load() {
 			logger.Info("Another instance holds the lease: stopping the workers now", "leader", holder)
@@ -143,6 +143,8 @@ type observingLock struct {
 	resourcelock.Interface
 	otherHolder func(holder string)
 	renewed     func(sent time.Time)
+	// heldByOther: the last Get found the lease held by another instance.
+	heldByOther *atomic.Bool
 }
 
 func (l observingLock) Create(ctx context.Context, record resourcelock.LeaderElectionRecord) error {
@@ -155,6 +157,13 @@ func (l observingLock) Create(ctx context.Context, record resourcelock.LeaderEle
 }
 
 func (l observingLock) Update(ctx context.Context, record resourcelock.LeaderElectionRecord) error {
+	if record.HolderIdentity == "" && l.heldByOther != nil && l.heldByOther.Load() {
+		// A release (ReleaseOnCancel) by an instance that lost the lease
+		// while it was frozen: client-go's elector reads the lease afresh,
+		// but decides from what it saw before, and would empty the new
+		// leader's lease. There is nothing of ours to release.
+		return nil
+	}
 	sent := time.Now()
 	err := l.Interface.Update(ctx, record)
 	if err == nil && record.HolderIdentity == l.Identity() {
@@ -165,7 +174,11 @@ func (l observingLock) Update(ctx context.Context, record resourcelock.LeaderEle
 
 func (l observingLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
 	record, raw, err := l.Interface.Get(ctx)
-	if err == nil && record != nil && record.HolderIdentity != "" && record.HolderIdentity != l.Identity() {
+	other := err == nil && record != nil && record.HolderIdentity != "" && record.HolderIdentity != l.Identity()
+	if l.heldByOther != nil && err == nil {
+		l.heldByOther.Store(other)
+	}
+	if other {
 		l.otherHolder(record.HolderIdentity)
 	}
 	return record, raw, err

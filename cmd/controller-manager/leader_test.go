@@ -134,3 +134,40 @@ func withOptimisticConcurrency(client *fake.Clientset) {
 		return false, nil, nil
 	})
 }
+
+// TestNoReleaseOfAnotherInstancesLease: a release (an empty holder) by an
+// instance whose last read found another holder writes nothing: client-go's
+// elector, waking from a freeze, reads the lease afresh but releases it on
+// what it saw before, which would empty the new leader's lease.
+func TestNoReleaseOfAnotherInstancesLease(t *testing.T) {
+	client := fake.NewClientset()
+	ctx := context.Background()
+	now := metav1.NewMicroTime(time.Now())
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "training", Namespace: "kube-system"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("them"), AcquireTime: &now, RenewTime: &now, LeaseDurationSeconds: ptr.To[int32](15)}}
+	if _, err := client.CoordinationV1().Leases("kube-system").Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	inner, err := resourcelock.New(resourcelock.LeasesResourceLock, "kube-system", "training", client.CoreV1(), client.CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: "us"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	others := 0
+	lock := observingLock{Interface: inner, heldByOther: new(atomic.Bool), renewed: func(time.Time) {},
+		otherHolder: func(string) { others++ }}
+	record, _, err := lock.Get(ctx)
+	if err != nil || record.HolderIdentity != "them" || others != 1 {
+		t.Fatalf("Get: %+v, %v, %d other holders seen; want them's lease", record, err, others)
+	}
+	if err := lock.Update(ctx, resourcelock.LeaderElectionRecord{LeaseDurationSeconds: 1, RenewTime: metav1.Now(), AcquireTime: metav1.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.CoordinationV1().Leases("kube-system").Get(ctx, "training", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := ptr.Deref(got.Spec.HolderIdentity, ""); h != "them" {
+		t.Errorf("the lease's holder is %q after our release, want them's lease untouched", h)
+	}
+}
