@@ -74,7 +74,8 @@ limitations under the License.
 //     how it is written; events.go: the events a plan decides (each reason
 //     is defined beside the policy that sets it); pods.go: claiming and
 //     creating what the job owns (its pods and Service); sshkeys.go: an
-//     MPI job's SSH key pair Secret; podannotations.go:
+//     MPI job's SSH key pair Secret; clusterconfig.go: the ConfigMap of
+//     the addresses the job's pods refer to; podannotations.go:
 //     how the controller talks to a running pod (startup gates, checkpoint
 //     requests, resume points); logtail.go: the end of a replica's log, kept
 //     before its pod goes; mountfailures.go: the kubelet's FailedMount
@@ -101,7 +102,9 @@ limitations under the License.
 //
 //   - Addresses: a replica is <type>-<index>.<job>.<namespace>.svc; with
 //     Options.ClusterDomain (flag --cluster-domain, empty by default) it is
-//     <type>-<index>.<job>.<namespace>.svc.<domain>.
+//     <type>-<index>.<job>.<namespace>.svc.<domain>. Lists of addresses
+//     (TF_CONFIG's cluster, a GenericJob's, an XGBoost job's workers, an
+//     MPI hostfile) are in the job's cluster ConfigMap, never in a pod.
 //   - TF_CONFIG's cluster lists chief, worker and ps, never evaluator (as in
 //     Kubeflow, and as TensorFlow's estimator and multi-worker strategies
 //     require); the evaluator gets the same cluster and its own task.

@@ -234,7 +234,7 @@ func TestElasticGenericJobReforms(t *testing.T) {
 		t.Fatalf("pods after scaling to 4 (-want +got):\n%s", diff)
 	}
 	for _, name := range f.podNames() {
-		env := envOf(&f.pod(name).Spec.Containers[0])
+		env := f.containerEnv(&f.pod(name).Spec.Containers[0])
 		if env["TENSORSTACK_WORLD_SIZE"] != "4" || strings.Count(env["TENSORSTACK_WORKER_HOSTS"], ",") != 2 {
 			t.Errorf("%s: world size %q, workers %q; want 4 and three workers", name, env["TENSORSTACK_WORLD_SIZE"], env["TENSORSTACK_WORKER_HOSTS"])
 		}

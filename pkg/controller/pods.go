@@ -168,8 +168,7 @@ func (r *reconciler) execute(ctx context.Context) (createErr, err error) {
 // controller does: one, then two, four and so on, each batch in parallel.
 // A job whose pods are all refused (quota, admission) fails one request,
 // not hundreds; a healthy one is not held back by round trips made one at a
-// time. The cap bounds how many pods (whose TF_CONFIG grows with the job)
-// are held at once; it is the ReplicaSet controller's burst of 500, so that
+// time. The cap bounds how many pods are held at once; it is the ReplicaSet controller's burst of 500, so that
 // a wide job waits for as few batches as a ReplicaSet of its size (a cap of
 // 32 took 1,000 pods 1.55 times as long, make bench-wide).
 const (
@@ -181,14 +180,17 @@ const (
 // after a batch in which the apiserver refused a pod; that refusal is
 // returned first, for the ReplicaFailure condition.
 func (r *reconciler) createPods(ctx context.Context) (refused, err error) {
+	// One builder for every batch: it computes the environment the
+	// replicas share once.
+	b := r.builder()
+	if err := r.writeClusterConfig(ctx, b); err != nil {
+		return nil, err
+	}
 	names := make([]string, len(r.creates))
 	for i, s := range r.creates {
 		names[i] = s.name
 	}
 	r.c.expectations.ExpectCreations(r.ekey, names...)
-	// One builder for every batch: it computes the environment the
-	// replicas share once.
-	b := r.builder()
 
 	var errs []error
 	rest := r.creates

@@ -20,6 +20,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"regexp"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
@@ -62,6 +64,42 @@ func envOf(c *corev1.Container) map[string]string {
 	return m
 }
 
+// containerEnv is a container's environment as the kubelet gives it: a
+// variable from a config map read from the config maps the controller
+// wrote (the job's cluster config map), and $(NAME) references to the
+// variables before it expanded. A reference to a missing config map or key
+// fails the test, as it fails the container's start.
+func (f *fixture) containerEnv(c *corev1.Container) map[string]string {
+	f.t.Helper()
+	env := map[string]string{}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil:
+			ref := e.ValueFrom.ConfigMapKeyRef
+			cm, err := f.kubeClient.CoreV1().ConfigMaps("ns").Get(f.ctx, ref.Name, metav1.GetOptions{})
+			if err != nil {
+				f.t.Fatalf("container %s: %s: %v", c.Name, e.Name, err)
+			}
+			value, ok := cm.Data[ref.Key]
+			if !ok {
+				f.t.Fatalf("container %s: %s: config map %s has no key %s", c.Name, e.Name, ref.Name, ref.Key)
+			}
+			env[e.Name] = value
+		case e.ValueFrom == nil:
+			env[e.Name] = envReference.ReplaceAllStringFunc(e.Value, func(ref string) string {
+				if v, ok := env[ref[2:len(ref)-1]]; ok {
+					return v
+				}
+				return ref
+			})
+		}
+	}
+	return env
+}
+
+// envReference is $(NAME) in a variable's value.
+var envReference = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
 // tfConfig is the TF_CONFIG document as TensorFlow reads it.
 type tfConfig struct {
 	Cluster map[string][]string `json:"cluster"`
@@ -72,10 +110,10 @@ type tfConfig struct {
 	Environment string `json:"environment"`
 }
 
-// tfConfigOf parses the TF_CONFIG of a container.
-func tfConfigOf(t *testing.T, c *corev1.Container) tfConfig {
+// tfConfigOf parses the TF_CONFIG of a container as it starts.
+func (f *fixture) tfConfigOf(t *testing.T, c *corev1.Container) tfConfig {
 	t.Helper()
-	raw, ok := envOf(c)["TF_CONFIG"]
+	raw, ok := f.containerEnv(c)["TF_CONFIG"]
 	if !ok {
 		t.Fatalf("container %s has no TF_CONFIG", c.Name)
 	}
@@ -160,7 +198,7 @@ func TestTensorFlowPods(t *testing.T) {
 			if envOf(c)["USER_VAR"] != "kept" {
 				t.Errorf("the template's own variable was lost: %v", c.Env)
 			}
-			cfg := tfConfigOf(t, c)
+			cfg := f.tfConfigOf(t, c)
 			if !reflect.DeepEqual(cfg.Cluster, wantCluster) {
 				t.Errorf("cluster %v, want %v", cfg.Cluster, wantCluster)
 			}
@@ -176,29 +214,24 @@ func TestTensorFlowPods(t *testing.T) {
 
 func TestTensorFlowConfigIsDeterministic(t *testing.T) {
 	job := newTFJob("j").withReplicas("worker", 2).withReplicas("ps", 2).withReplicas("chief", 1).obj()
-	topo := podbuilder.NewTopology(podbuilder.TensorFlow, job, "")
-	workerEnv := func() []corev1.EnvVar {
-		env, err := podbuilder.TensorFlow.Env(topo)
+	cluster := func() map[string]string {
+		b := &podbuilder.Builder{Adapter: podbuilder.TensorFlow, Job: job, Topology: podbuilder.NewTopology(podbuilder.TensorFlow, job, "")}
+		cm, err := b.ClusterConfigMap()
 		if err != nil {
 			t.Fatal(err)
 		}
-		vars, err := env(podbuilder.ReplicaID{Type: "worker", Index: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return vars
+		return cm.Data
 	}
-	first := workerEnv()
+	first := cluster()
 	for range 20 {
-		again := workerEnv()
-		if again[0].Value != first[0].Value {
-			t.Fatalf("TF_CONFIG differs between calls:\n%s\n%s", first[0].Value, again[0].Value)
+		if again := cluster(); !reflect.DeepEqual(again, first) {
+			t.Fatalf("TF_CONFIG's cluster differs between calls:\n%s\n%s", first, again)
 		}
 	}
-	want := `{"cluster":{"chief":["chief-0.j.ns.svc:2222"],"ps":["ps-0.j.ns.svc:2222","ps-1.j.ns.svc:2222"],` +
-		`"worker":["worker-0.j.ns.svc:2222","worker-1.j.ns.svc:2222"]},"task":{"type":"worker","index":1},"environment":"cloud"}`
-	if first[0].Value != want {
-		t.Fatalf("TF_CONFIG\n got %s\nwant %s", first[0].Value, want)
+	want := `{"chief":["chief-0.j.ns.svc:2222"],"ps":["ps-0.j.ns.svc:2222","ps-1.j.ns.svc:2222"],` +
+		`"worker":["worker-0.j.ns.svc:2222","worker-1.j.ns.svc:2222"]}`
+	if got := first[batch.EnvTFCluster]; got != want {
+		t.Fatalf("TF_CONFIG's cluster\n got %s\nwant %s", got, want)
 	}
 }
 
@@ -215,7 +248,7 @@ func TestEnvironmentInEveryContainer(t *testing.T) {
 		t.Fatalf("want 3 containers, got %d", len(all))
 	}
 	for i := range all {
-		cfg := tfConfigOf(t, &all[i])
+		cfg := f.tfConfigOf(t, &all[i])
 		if cfg.Task.Type != "worker" {
 			t.Errorf("container %s: task %+v", all[i].Name, cfg.Task)
 		}

@@ -18,6 +18,7 @@ package podbuilder
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -136,24 +137,24 @@ func replicaPort(a Adapter, spec *v1beta1.ReplicaSpec) int32 {
 	return a.DefaultPort()
 }
 
-// setEnv puts the variables into a container, replacing entries of the same
-// name: the controller's wiring has to be right for the replicas to find
-// each other (validation refuses templates that set those names, so this
-// replaces only in jobs stored before that rule). PYTHONUNBUFFERED is a
+// setEnv puts the variables into a container after its own, replacing
+// entries of the same name: the controller's wiring has to be right for the
+// replicas to find each other (validation refuses templates that set those
+// names, so this replaces only in jobs stored before that rule). A replaced
+// entry moves to the end with the others, in their order: a value that
+// refers to another ($(TENSORSTACK_TF_CLUSTER) in TF_CONFIG) is expanded by
+// the kubelet only when the other comes first. PYTHONUNBUFFERED is a
 // default, which a template's own value overrides.
 func setEnv(c *corev1.Container, vars []corev1.EnvVar) {
 	for _, v := range vars {
-		replaced := false
-		for i := range c.Env {
-			if c.Env[i].Name == v.Name {
-				if v.Name != batch.EnvPythonUnbuffered {
-					c.Env[i] = v
-				}
-				replaced = true
-			}
-		}
-		if !replaced {
+		i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == v.Name })
+		switch {
+		case i < 0:
 			c.Env = append(c.Env, v)
+		case v.Name == batch.EnvPythonUnbuffered:
+			// The template's own value stays.
+		default:
+			c.Env = append(slices.Delete(c.Env, i, i+1), v)
 		}
 	}
 }

@@ -47,17 +47,15 @@ func tfJob(name string, types ...any) *v1beta1.TensorFlowTrainingJob {
 	return job
 }
 
-// TestTensorFlowEnvIsTheDocument checks that TF_CONFIG, assembled around
-// the cluster encoded once, is byte for byte the encoding of tfConfig.
+// TestTensorFlowEnvIsTheDocument checks that TF_CONFIG, as a container
+// gets it (the cluster, published once, written into it by the kubelet),
+// is byte for byte the encoding of tfConfig.
 func TestTensorFlowEnvIsTheDocument(t *testing.T) {
 	job := tfJob("j", "chief", 1, "worker", 3, "ps", 2, "evaluator", 1)
 	ps := &job.Spec.ReplicaSpecs[2].Template.Spec.Containers[0]
 	ps.Ports = []corev1.ContainerPort{{Name: "tfjob-port", ContainerPort: 3333}}
 	topo := NewTopology(TensorFlow, job, "cluster.local")
-	env, err := TensorFlow.Env(topo)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := &Builder{Adapter: TensorFlow, Job: job, Topology: topo}
 	cluster := map[string][]string{}
 	for _, g := range topo.Groups {
 		for i := range g.Replicas {
@@ -76,12 +74,12 @@ func TestTensorFlowEnvIsTheDocument(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			vars, err := env(id)
+			pod, err := b.Pod(id)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(vars) != 1 || vars[0].Value != string(want) {
-				t.Errorf("%s: TF_CONFIG\n got %v\nwant %s", id.Hostname(), vars, want)
+			if got := containerEnv(t, b, &pod.Spec.Containers[0])["TF_CONFIG"]; got != string(want) {
+				t.Errorf("%s: TF_CONFIG\n got %s\nwant %s", id.Hostname(), got, want)
 			}
 		}
 	}

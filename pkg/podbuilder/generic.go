@@ -38,7 +38,10 @@ type genericAdapter struct{}
 // Generic is the adapter of GenericJob.
 var Generic Adapter = genericAdapter{}
 
-var _ FailureJudge = genericAdapter{}
+var (
+	_ FailureJudge     = genericAdapter{}
+	_ ClusterPublisher = genericAdapter{}
+)
 
 func (genericAdapter) Kind() string     { return GenericKind }
 func (genericAdapter) Resource() string { return v1beta1.GenericJobResource }
@@ -68,18 +71,11 @@ func genericPort(a Adapter, spec *v1beta1.ReplicaSpec) int32 {
 	return 0
 }
 
-// Env gives every replica the whole job's addresses: TENSORSTACK_CLUSTER
-// (JSON, by type), and per type TENSORSTACK_<TYPE>_HOSTS and, when the
-// type declares a port, TENSORSTACK_<TYPE>_PORT; and its own place:
-// TENSORSTACK_REPLICA_TYPE, TENSORSTACK_REPLICA_INDEX, TENSORSTACK_RANK and
-// TENSORSTACK_WORLD_SIZE. A framework's own variables (JAX's coordinator,
-// Paddle's endpoints) are made from these in the container's command.
-func (a genericAdapter) Env(t *Topology) (ReplicaEnv, error) {
-	if err := t.LimitError(); err != nil {
-		return nil, err
-	}
+// ClusterValues publishes the whole job's addresses: TENSORSTACK_CLUSTER
+// (JSON, by type) and per type TENSORSTACK_<TYPE>_HOSTS.
+func (a genericAdapter) ClusterValues(t *Topology) (ClusterData, error) {
+	env := make(map[string]string, len(t.Groups)+1)
 	cluster := make(map[string][]string, len(t.Groups))
-	shared := []corev1.EnvVar{envVar(batch.EnvWorldSize, itoa(t.Total))}
 	for _, g := range t.Groups {
 		port := genericPort(a, g.Spec)
 		hosts := make([]string, 0, g.Replicas)
@@ -93,17 +89,34 @@ func (a genericAdapter) Env(t *Topology) (ReplicaEnv, error) {
 			addresses = append(addresses, host)
 		}
 		cluster[string(g.Type)] = addresses
-		shared = append(shared, envVar(batch.GenericHostsEnv(string(g.Type)), strings.Join(hosts, ",")))
-		if port > 0 {
-			shared = append(shared, envVar(batch.GenericPortEnv(string(g.Type)), itoa(port)))
-		}
+		env[batch.GenericHostsEnv(string(g.Type))] = strings.Join(hosts, ",")
 	}
 	// json.Marshal writes a map's keys sorted: equal jobs, equal bytes.
 	document, err := json.Marshal(cluster)
 	if err != nil {
+		return ClusterData{}, err
+	}
+	env[batch.EnvCluster] = string(document)
+	return ClusterData{Env: env}, nil
+}
+
+// Env gives every replica the whole job's addresses, published in the
+// job's cluster ConfigMap (ClusterValues), and per type that declares a
+// port TENSORSTACK_<TYPE>_PORT; and its own place: TENSORSTACK_REPLICA_TYPE,
+// TENSORSTACK_REPLICA_INDEX, TENSORSTACK_RANK and TENSORSTACK_WORLD_SIZE. A
+// framework's own variables (JAX's coordinator, Paddle's endpoints) are made
+// from these in the container's command.
+func (a genericAdapter) Env(t *Topology) (ReplicaEnv, error) {
+	if err := t.LimitError(); err != nil {
 		return nil, err
 	}
-	shared = append(shared, envVar(batch.EnvCluster, string(document)))
+	shared := []corev1.EnvVar{envVar(batch.EnvWorldSize, itoa(t.Total)), t.clusterEnv(batch.EnvCluster)}
+	for _, g := range t.Groups {
+		shared = append(shared, t.clusterEnv(batch.GenericHostsEnv(string(g.Type))))
+		if port := genericPort(a, g.Spec); port > 0 {
+			shared = append(shared, envVar(batch.GenericPortEnv(string(g.Type)), itoa(port)))
+		}
+	}
 	sort.SliceStable(shared, func(i, j int) bool { return shared[i].Name < shared[j].Name })
 	return func(r ReplicaID) ([]corev1.EnvVar, error) {
 		vars := make([]corev1.EnvVar, 0, len(shared)+3)

@@ -55,10 +55,7 @@ func TestGenericEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range pod.Spec.Containers {
-		env := map[string]string{}
-		for _, v := range c.Env {
-			env[v.Name] = v.Value
-		}
+		env := containerEnv(t, b, &c)
 		want := map[string]string{
 			"TENSORSTACK_WORKER_HOSTS":      "worker-0.j.ns.svc,worker-1.j.ns.svc,worker-2.j.ns.svc",
 			"TENSORSTACK_COORDINATOR_HOSTS": "coordinator-0.j.ns.svc",

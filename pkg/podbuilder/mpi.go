@@ -74,27 +74,25 @@ func SSHSecretOf(job string, pod *corev1.Pod) string {
 	return ""
 }
 
-// The launcher's hostfile, written by the same init container into an
-// emptyDir.
+// The launcher's hostfile, published in the job's cluster ConfigMap and
+// mounted from it.
 const (
 	MPIHostfileDir       = "/etc/mpi"
-	MPIHostfile          = MPIHostfileDir + "/hostfile"
+	mpiHostfileKey       = "hostfile"
+	MPIHostfile          = MPIHostfileDir + "/" + mpiHostfileKey
 	hostfileVolumeName   = "tensorstack-mpi-hostfile"
 	sshConnectionOptions = "-o ConnectionAttempts=10 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
 )
 
-// MPISetupInitName is the init container that puts the keys (and, on the
-// launcher, the hostfile) in place.
+// MPISetupInitName is the init container that puts the keys in place.
 const MPISetupInitName = "tensorstack-mpi-setup"
 
 // mpiSetupScript copies the keys from the Secret's volume ($1) into the
-// key directory ($2) with sshd's modes and, when given, writes the
-// hostfile ($3).
+// key directory ($2) with sshd's modes.
 const mpiSetupScript = `set -e
 cp -L "$1"/* "$2"/
 chmod 700 "$2"
-chmod 600 "$2"/*
-if [ -n "$3" ]; then printf '%s' "$3" > ` + MPIHostfile + `; fi`
+chmod 600 "$2"/*`
 
 // mpiAdapter runs an MPI program: mpirun on the launcher starts the ranks
 // on the workers over SSH.
@@ -102,6 +100,8 @@ type mpiAdapter struct{}
 
 // MPI is the adapter of MPIJob.
 var MPI Adapter = mpiAdapter{}
+
+var _ ClusterPublisher = mpiAdapter{}
 
 func (mpiAdapter) Kind() string     { return MPIKind }
 func (mpiAdapter) Resource() string { return v1beta1.MPIJobResource }
@@ -131,6 +131,11 @@ func mpiSpec(t *Topology) (slots int32, impl v1beta1.MPIImplementation, keys str
 		}
 	}
 	return slots, impl, keys
+}
+
+// ClusterValues publishes the launcher's hostfile.
+func (mpiAdapter) ClusterValues(t *Topology) (ClusterData, error) {
+	return ClusterData{Files: map[string]string{mpiHostfileKey: Hostfile(t)}}, nil
 }
 
 // Hostfile is the launcher's hostfile: one line per worker, its DNS name
@@ -183,8 +188,9 @@ func (mpiAdapter) Env(t *Topology) (ReplicaEnv, error) {
 func (mpiAdapter) Entrypoint(*Topology, ReplicaID, *corev1.Container) {}
 
 // DecoratePod gives the training container of every replica the job's key
-// pair, and the launcher its hostfile, both put in place by an init
-// container that runs the training container's image.
+// pair, put in place by an init container that runs the training
+// container's image, and the launcher its hostfile, from the job's cluster
+// ConfigMap.
 func (mpiAdapter) DecoratePod(t *Topology, r ReplicaID, pod *corev1.Pod, training int) {
 	_, _, keys := mpiSpec(t)
 	c := &pod.Spec.Containers[training]
@@ -212,14 +218,9 @@ func (mpiAdapter) DecoratePod(t *Topology, r ReplicaID, pod *corev1.Pod, trainin
 		if _, impl, _ := mpiSpec(t); impl == v1beta1.MPIImplementationOpenMPI {
 			mpiExports(c)
 		}
-		// Made with each launcher pod, the hostfile lists the workers of
-		// the job as it is.
-		hostfileMount := corev1.VolumeMount{Name: hostfileVolumeName, MountPath: MPIHostfileDir}
-		pod.Spec.Volumes = append(pod.Spec.Volumes,
-			corev1.Volume{Name: hostfileVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-		c.VolumeMounts = append(c.VolumeMounts, hostfileMount)
-		setup.VolumeMounts = append(setup.VolumeMounts, hostfileMount)
-		setup.Command = append(setup.Command, Hostfile(t))
+		pod.Spec.Volumes = append(pod.Spec.Volumes, t.clusterVolume(hostfileVolumeName, mpiHostfileKey))
+		c.VolumeMounts = append(c.VolumeMounts,
+			corev1.VolumeMount{Name: hostfileVolumeName, MountPath: MPIHostfileDir, ReadOnly: true})
 	}
 	pod.Spec.InitContainers = append(pod.Spec.InitContainers, setup)
 }

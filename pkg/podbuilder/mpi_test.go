@@ -79,15 +79,27 @@ func TestMPIHostfileAndEnv(t *testing.T) {
 				t.Errorf("%s: launcher's %s=%q, want %q", tc.impl, name, env[name], value)
 			}
 		}
-		// The launcher waits for the workers, then writes its hostfile.
+		// The launcher waits for the workers and puts its keys in place;
+		// its hostfile is the job's, from the cluster config map.
 		var inits []string
 		for _, c := range launcher.Spec.InitContainers {
 			inits = append(inits, c.Name)
 		}
 		if len(inits) != 2 || inits[0] != StartupGateContainerName || inits[1] != MPISetupInitName {
 			t.Errorf("%s: launcher's init containers %v, want the startup gate then the MPI setup", tc.impl, inits)
-		} else if args := launcher.Spec.InitContainers[1].Command; args[len(args)-1] != tc.hostfile {
-			t.Errorf("%s: the hostfile written is %q, want %q", tc.impl, args[len(args)-1], tc.hostfile)
+		}
+		cm, err := b.ClusterConfigMap()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cm.Data["hostfile"]; got != tc.hostfile {
+			t.Errorf("%s: the hostfile published is %q, want %q", tc.impl, got, tc.hostfile)
+		}
+		for _, v := range launcher.Spec.Volumes {
+			if v.Name == hostfileVolumeName && (v.ConfigMap == nil || v.ConfigMap.Name != cm.Name ||
+				len(v.ConfigMap.Items) != 1 || v.ConfigMap.Items[0].Path != "hostfile") {
+				t.Errorf("%s: the hostfile's volume %+v, want the key hostfile of config map %s", tc.impl, v.VolumeSource, cm.Name)
+			}
 		}
 		mounts := map[string]string{}
 		for _, m := range launcher.Spec.Containers[0].VolumeMounts {
@@ -103,7 +115,7 @@ func TestMPIHostfileAndEnv(t *testing.T) {
 		}
 		if n := len(worker.Spec.InitContainers); n != 1 || worker.Spec.InitContainers[0].Name != MPISetupInitName ||
 			len(worker.Spec.InitContainers[0].Command) != 6 {
-			t.Errorf("%s: a worker's init containers %+v, want the MPI setup alone, without a hostfile", tc.impl,
+			t.Errorf("%s: a worker's init containers %+v, want the MPI setup alone", tc.impl,
 				worker.Spec.InitContainers)
 		}
 		var secret string

@@ -35,6 +35,8 @@ type tensorFlowAdapter struct{}
 // TensorFlow is the adapter of TensorFlowTrainingJob.
 var TensorFlow Adapter = tensorFlowAdapter{}
 
+var _ ClusterPublisher = tensorFlowAdapter{}
+
 func (tensorFlowAdapter) Kind() string                  { return TensorFlowKind }
 func (tensorFlowAdapter) Resource() string              { return v1beta1.TensorFlowTrainingJobResource }
 func (tensorFlowAdapter) TrainingContainerName() string { return v1beta1.TensorFlowContainerName }
@@ -49,8 +51,9 @@ func (tensorFlowAdapter) RankOrder(specs []v1beta1.ReplicaSpec) []v1beta1.Replic
 
 // tfConfig is the TF_CONFIG document. The field order is the order
 // TensorFlow's documentation writes it in; the cluster map is written with
-// sorted keys, so equal jobs get byte-equal variables. Env writes the same
-// bytes json.Marshal makes of it, without encoding the cluster per replica.
+// sorted keys, so equal jobs get byte-equal variables. A replica's
+// TF_CONFIG holds the same bytes json.Marshal makes of it, the cluster
+// written once, in the job's cluster ConfigMap (Env).
 type tfConfig struct {
 	Cluster     map[string][]string `json:"cluster"`
 	Task        tfTask              `json:"task"`
@@ -62,18 +65,12 @@ type tfTask struct {
 	Index int32  `json:"index"`
 }
 
-// Env sets TF_CONFIG. The cluster lists every chief, worker and ps replica;
-// the evaluator is left out of it, also in its own TF_CONFIG, because
-// TensorFlow treats it as a side job outside the training cluster (a cluster
-// that names it is rejected by the estimator and by the multi-worker
-// strategies), which is also what Kubeflow does.
-//
-// The cluster is encoded once; each replica's variable is that encoding
-// with the replica's task around it.
-func (a tensorFlowAdapter) Env(t *Topology) (ReplicaEnv, error) {
-	if err := t.LimitError(); err != nil {
-		return nil, err
-	}
+// ClusterValues publishes TF_CONFIG's cluster, which lists every chief,
+// worker and ps replica. The evaluator is left out of it, also in its own
+// TF_CONFIG, because TensorFlow treats it as a side job outside the
+// training cluster (a cluster that names it is rejected by the estimator
+// and by the multi-worker strategies), which is also what Kubeflow does.
+func (tensorFlowAdapter) ClusterValues(t *Topology) (ClusterData, error) {
 	cluster := map[string][]string{}
 	for _, g := range t.Groups {
 		if g.Type == v1beta1.ReplicaTypeEvaluator || g.Replicas == 0 {
@@ -87,16 +84,29 @@ func (a tensorFlowAdapter) Env(t *Topology) (ReplicaEnv, error) {
 	}
 	clusterJSON, err := json.Marshal(cluster)
 	if err != nil {
-		return nil, fmt.Errorf("encoding TF_CONFIG's cluster: %w", err)
+		return ClusterData{}, fmt.Errorf("encoding TF_CONFIG's cluster: %w", err)
 	}
-	prefix := `{"cluster":` + string(clusterJSON) + `,"task":`
+	return ClusterData{Env: map[string]string{batch.EnvTFCluster: string(clusterJSON)}}, nil
+}
+
+// Env sets TF_CONFIG: the cluster, published in the job's cluster
+// ConfigMap as TENSORSTACK_TF_CLUSTER, with the replica's task around it.
+// The kubelet replaces $(TENSORSTACK_TF_CLUSTER) with the cluster as the
+// container starts, since the variable comes before TF_CONFIG; the pod
+// holds only the reference.
+func (a tensorFlowAdapter) Env(t *Topology) (ReplicaEnv, error) {
+	if err := t.LimitError(); err != nil {
+		return nil, err
+	}
+	cluster := t.clusterEnv(batch.EnvTFCluster)
+	const prefix = `{"cluster":$(` + batch.EnvTFCluster + `),"task":`
 	const suffix = `,"environment":"cloud"}`
 	return func(r ReplicaID) ([]corev1.EnvVar, error) {
 		task, err := json.Marshal(tfTask{Type: string(r.Type), Index: r.Index})
 		if err != nil {
 			return nil, fmt.Errorf("encoding TF_CONFIG's task: %w", err)
 		}
-		return []corev1.EnvVar{envVar("TF_CONFIG", prefix+string(task)+suffix)}, nil
+		return []corev1.EnvVar{cluster, envVar("TF_CONFIG", prefix+string(task)+suffix)}, nil
 	}, nil
 }
 

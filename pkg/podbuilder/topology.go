@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
@@ -57,13 +58,23 @@ type Topology struct {
 	// SSHSecret is the Secret an MPI job's pods mount its key pair from
 	// (SSHSecretName, or the one its running pods mount: SSHSecretOf).
 	SSHSecret string
+	// ClusterConfigMap is the ConfigMap the job's addresses are published
+	// in, for a kind that publishes them (ClusterConfigMapName).
+	ClusterConfigMap string
 	// addressSuffix ends every replica address: ".<job>.<ns>.svc[.<domain>]".
 	addressSuffix string
 	shape         string
+
+	publisher   ClusterPublisher
+	clusterOnce sync.Once
+	cluster     ClusterData
+	clusterErr  error
 }
 
 func NewTopology(a Adapter, job v1beta1.TrainingJob, clusterDomain string) *Topology {
-	t := &Topology{Job: job, Name: job.GetName(), Namespace: job.GetNamespace(), SSHSecret: SSHSecretName(job)}
+	t := &Topology{Job: job, Name: job.GetName(), Namespace: job.GetNamespace(), SSHSecret: SSHSecretName(job),
+		ClusterConfigMap: ClusterConfigMapName(job)}
+	t.publisher, _ = a.(ClusterPublisher)
 	t.addressSuffix = "." + t.Name + "." + t.Namespace + ".svc"
 	if d := strings.Trim(clusterDomain, "."); d != "" {
 		t.addressSuffix += "." + d
@@ -183,9 +194,12 @@ func (t *Topology) Shape() string {
 	return t.shape
 }
 
-// LimitError says why the job is beyond the limits every job keeps, or nil.
-// Validation refuses such a job, so only one stored before the limits
-// existed can be; the controller builds nothing for it, as the pods, the
+// LimitError says why the job is beyond the limits every job keeps, or nil:
+// too many replicas or types, or addresses too large to publish
+// (ClusterSizeError). Validation refuses such a job, and admission one
+// whose addresses are too large (pkg/admission/jobpods), so only one stored
+// before the limits existed, or addresses made longer by the controller's
+// cluster domain, can be; the controller builds nothing for it, as the pods, the
 // slots and the status of what it claims could exhaust the controller's
 // memory or etcd's request size.
 func (t *Topology) LimitError() error {
@@ -195,7 +209,8 @@ func (t *Topology) LimitError() error {
 	if n := len(t.Groups); n > batch.MaxReplicaTypes {
 		return fmt.Errorf("the job has %d replica types, over the maximum of %d per job", n, batch.MaxReplicaTypes)
 	}
-	return nil
+	_, err := t.Cluster()
+	return err
 }
 
 // Group returns the group of a replica type, or nil.

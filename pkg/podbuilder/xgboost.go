@@ -35,6 +35,8 @@ type xgboostAdapter struct{}
 // XGBoost is the adapter of XGBoostTrainingJob.
 var XGBoost Adapter = xgboostAdapter{}
 
+var _ ClusterPublisher = xgboostAdapter{}
+
 func (xgboostAdapter) Kind() string                  { return XGBoostKind }
 func (xgboostAdapter) Resource() string              { return v1beta1.XGBoostTrainingJobResource }
 func (xgboostAdapter) TrainingContainerName() string { return v1beta1.XGBoostContainerName }
@@ -49,7 +51,8 @@ func (xgboostAdapter) RankOrder(specs []v1beta1.ReplicaSpec) []v1beta1.ReplicaSp
 
 // Env gives every replica the master's address and port (MASTER_ADDR,
 // MASTER_PORT), the number of replicas (WORLD_SIZE) and its rank (RANK), the
-// workers' addresses and port (WORKER_ADDRS, WORKER_PORT), as Kubeflow's
+// workers' addresses (WORKER_ADDRS, published in the job's cluster
+// ConfigMap) and port (WORKER_PORT), as Kubeflow's
 // XGBoostJob does, and the same in the variables XGBoost's collective reads
 // (DMLC_TRACKER_URI, DMLC_TRACKER_PORT, DMLC_NUM_WORKER, DMLC_TASK_ID). Only
 // the ranks differ between replicas.
@@ -63,19 +66,15 @@ func (a xgboostAdapter) Env(t *Topology) (ReplicaEnv, error) {
 		port = g.Port
 	}
 	addr, portText, total := t.Address(master), itoa(port), itoa(t.Total)
-	var workerAddrs []string
 	workerPort := portText
 	if g := t.Group(v1beta1.ReplicaTypeWorker); g != nil {
-		for i := range g.Replicas {
-			workerAddrs = append(workerAddrs, t.Address(ReplicaID{Type: g.Type, Index: i}))
-		}
 		workerPort = itoa(g.Port)
 	}
 	shared := []corev1.EnvVar{
 		envVar("MASTER_ADDR", addr),
 		envVar("MASTER_PORT", portText),
 		envVar("WORLD_SIZE", total),
-		envVar("WORKER_ADDRS", strings.Join(workerAddrs, ",")),
+		t.clusterEnv(batch.EnvXGBoostWorkerAddrs),
 		envVar("WORKER_PORT", workerPort),
 		envVar("DMLC_TRACKER_URI", addr),
 		envVar("DMLC_TRACKER_PORT", portText),
@@ -88,6 +87,18 @@ func (a xgboostAdapter) Env(t *Topology) (ReplicaEnv, error) {
 		vars = append(vars, shared...)
 		return append(vars, envVar("RANK", rank), envVar("DMLC_TASK_ID", rank)), nil
 	}, nil
+}
+
+// ClusterValues publishes the workers' addresses (WORKER_ADDRS).
+func (xgboostAdapter) ClusterValues(t *Topology) (ClusterData, error) {
+	var workerAddrs []string
+	if g := t.Group(v1beta1.ReplicaTypeWorker); g != nil {
+		workerAddrs = make([]string, 0, g.Replicas)
+		for i := range g.Replicas {
+			workerAddrs = append(workerAddrs, t.Address(ReplicaID{Type: g.Type, Index: i}))
+		}
+	}
+	return ClusterData{Env: map[string]string{batch.EnvXGBoostWorkerAddrs: strings.Join(workerAddrs, ",")}}, nil
 }
 
 func (xgboostAdapter) Entrypoint(*Topology, ReplicaID, *corev1.Container) {}

@@ -65,9 +65,9 @@ func TestXGBoostEnv(t *testing.T) {
 			"DMLC_TRACKER_URI": master, "DMLC_TRACKER_PORT": "9999", "DMLC_NUM_WORKER": "3", "DMLC_TASK_ID": rank,
 		}
 		got := map[string]string{}
-		for _, e := range pod.Spec.Containers[0].Env {
-			if _, ok := want[e.Name]; ok {
-				got[e.Name] = e.Value
+		for name, value := range containerEnv(t, b, &pod.Spec.Containers[0]) {
+			if _, ok := want[name]; ok {
+				got[name] = value
 			}
 		}
 		if diff := cmp.Diff(want, got); diff != "" {

@@ -67,7 +67,7 @@ func (p *podAuthorization) ValidateInitialization() error {
 func (p *podAuthorization) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
 	unwritten, err := podsToAuthorize(a, o)
 	if err != nil {
-		return apierrors.NewInternalError(err)
+		return previewFailure(a, err)
 	}
 	if len(unwritten) == 0 {
 		return nil

@@ -17,11 +17,14 @@ limitations under the License.
 package jobpods
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
@@ -221,4 +224,17 @@ func versioned(obj runtime.Object, a admission.Attributes, o admission.ObjectInt
 		return nil, fmt.Errorf("%T is not a training job", out)
 	}
 	return job, nil
+}
+
+// previewFailure answers a write whose job's pods cannot be built. A job
+// whose addresses are too large for a container to be given is the
+// client's to fix (422, naming the replica specs); any other failure is
+// ours.
+func previewFailure(a admission.Attributes, err error) error {
+	var size *podbuilder.ClusterSizeError
+	if errors.As(err, &size) {
+		return apierrors.NewInvalid(a.GetKind().GroupKind(), a.GetName(),
+			field.ErrorList{field.Forbidden(field.NewPath("spec", "replicaSpecs"), size.Error())})
+	}
+	return apierrors.NewInternalError(err)
 }

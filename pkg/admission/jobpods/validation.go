@@ -89,7 +89,7 @@ type verdict struct {
 func (p *podValidation) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
 	job, previews, err := podsToJudge(a, o)
 	if err != nil {
-		return apierrors.NewInternalError(err)
+		return previewFailure(a, err)
 	}
 	if job == nil || len(previews) == 0 {
 		return nil
@@ -102,7 +102,7 @@ func (p *podValidation) Validate(ctx context.Context, a admission.Attributes, o 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			verdicts[i] = verdict{preview: preview, err: p.dryRun(ctx, a.GetNamespace(), job.GetName(), preview.Pod)}
+			verdicts[i] = verdict{preview: preview, err: p.dryRun(ctx, a.GetNamespace(), job, preview.Pod)}
 		}()
 	}
 	wg.Wait()
@@ -111,8 +111,8 @@ func (p *podValidation) Validate(ctx context.Context, a admission.Attributes, o 
 
 // dryRun has kube-apiserver judge one pod, unless it accepted the same pod
 // (up to the job's name) a moment ago.
-func (p *podValidation) dryRun(ctx context.Context, namespace, jobName string, preview *corev1.Pod) error {
-	key, cacheable := p.accepted.key(namespace, jobName, preview)
+func (p *podValidation) dryRun(ctx context.Context, namespace string, job metav1.Object, preview *corev1.Pod) error {
+	key, cacheable := p.accepted.key(namespace, job, preview)
 	if cacheable && p.accepted.accepted(key) {
 		return nil
 	}

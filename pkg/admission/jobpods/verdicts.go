@@ -23,10 +23,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // Jobs are often written in bursts from one template: a sweep, a pipeline,
@@ -52,11 +54,13 @@ func newAcceptedPods(clk clock.PassiveClock) *acceptedPods {
 }
 
 // key identifies a pod up to the name of its job, which the controller
-// puts in the pod's name, its job-name label, its subdomain, and the
-// replicas' addresses and the job's name in its environment: the pods of two jobs written from
-// one template share a key. ok is false when the pod cannot be encoded; it
+// puts in the pod's name, its job-name label, its subdomain, the replicas'
+// addresses and the job's name in its environment, and the names of the
+// job's cluster ConfigMap and SSH Secret it refers to: the pods of two jobs
+// written from one template share a key. ok is false when the pod cannot be encoded; it
 // is then always dry-run.
-func (c *acceptedPods) key(namespace, jobName string, pod *corev1.Pod) (key string, ok bool) {
+func (c *acceptedPods) key(namespace string, job metav1.Object, pod *corev1.Pod) (key string, ok bool) {
+	jobName := job.GetName()
 	if c == nil || jobName == "" {
 		return "", false
 	}
@@ -72,6 +76,7 @@ func (c *acceptedPods) key(namespace, jobName string, pod *corev1.Pod) (key stri
 		p.Spec.Subdomain = placeholder
 	}
 	address := "." + jobName + "." + namespace + ".svc"
+	clusterConfig, sshSecret := podbuilder.ClusterConfigMapName(job), podbuilder.SSHSecretName(job)
 	for _, containers := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
 		for i := range containers {
 			for j := range containers[i].Env {
@@ -80,7 +85,19 @@ func (c *acceptedPods) key(namespace, jobName string, pod *corev1.Pod) (key stri
 					e.Value = placeholder
 				}
 				e.Value = strings.ReplaceAll(e.Value, address, "."+placeholder+"."+namespace+".svc")
+				if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil && e.ValueFrom.ConfigMapKeyRef.Name == clusterConfig {
+					e.ValueFrom.ConfigMapKeyRef.Name = placeholder
+				}
 			}
+		}
+	}
+	for i := range p.Spec.Volumes {
+		v := &p.Spec.Volumes[i]
+		if v.ConfigMap != nil && v.ConfigMap.Name == clusterConfig {
+			v.ConfigMap.Name = placeholder
+		}
+		if v.Secret != nil && v.Secret.SecretName == sshSecret {
+			v.Secret.SecretName = placeholder
 		}
 	}
 	// Protobuf, not JSON: a fifth of the CPU, and as deterministic (map

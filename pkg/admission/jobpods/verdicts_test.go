@@ -19,11 +19,13 @@ package jobpods
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
@@ -121,8 +123,31 @@ func BenchmarkAcceptedPodsKey(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for range b.N {
-		if _, ok := c.key("vision", "mnist", pod); !ok {
+		if _, ok := c.key("vision", &metav1.ObjectMeta{Name: "mnist", UID: "uid-1"}, pod); !ok {
 			b.Fatal("no key")
 		}
+	}
+}
+
+// TestAddressesTooLargeAreTheClientsToFix: a job whose replicas' addresses
+// would not fit in a container's variable is refused with a 422 that names
+// the replica specs, not a 500, and nothing is dry-run.
+func TestAddressesTooLargeAreTheClientsToFix(t *testing.T) {
+	client := fake.NewClientset()
+	plugin := &podValidation{Handler: admission.NewHandler(admission.Create, admission.Update), client: client,
+		accepted: newAcceptedPods(clocktesting.NewFakeClock(time.Now()))}
+	job := newTFJob(t, 999)
+	job.Name, job.Namespace = strings.Repeat("j", 63), strings.Repeat("n", 63)
+	err := plugin.Validate(context.Background(), attributes(job, nil, admission.Create, ""), objectInterfaces())
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Code != 422 {
+		t.Fatalf("refused with %v, want a 422", err)
+	}
+	if causes := status.Status().Details.Causes; len(causes) != 1 || causes[0].Field != "spec.replicaSpecs" ||
+		!strings.Contains(causes[0].Message, "TENSORSTACK_TF_CLUSTER") {
+		t.Errorf("causes %+v, want one on spec.replicaSpecs naming the variable", causes)
+	}
+	if n := len(client.Actions()); n != 0 {
+		t.Errorf("%d dry runs of pods that cannot start", n)
 	}
 }

@@ -53,8 +53,14 @@ func JobEnvNames() []string {
 		EnvCheckpointRequestFile, EnvResumeFrom, EnvResumeStep, EnvAttempt}
 }
 
-// TensorFlowEnvNames are a TensorFlow job's own: TF_CONFIG.
-func TensorFlowEnvNames() []string { return []string{"TF_CONFIG"} }
+// EnvTFCluster holds TF_CONFIG's cluster, read from the job's cluster
+// ConfigMap, which TF_CONFIG refers to ($(TENSORSTACK_TF_CLUSTER)) so that
+// the kubelet writes the cluster into it as the container starts.
+const EnvTFCluster = "TENSORSTACK_TF_CLUSTER"
+
+// TensorFlowEnvNames are a TensorFlow job's own: TF_CONFIG and the cluster
+// it is made of.
+func TensorFlowEnvNames() []string { return []string{EnvTFCluster, "TF_CONFIG"} }
 
 // PyTorchEnvNames are a PyTorch job's own: the master's address, the world
 // and the rank, and with torchrun the PET_* options torchrun reads.
@@ -66,9 +72,13 @@ func PyTorchEnvNames() []string {
 // XGBoostEnvNames are an XGBoost job's own: Kubeflow's XGBoostJob
 // variables and those of XGBoost's collective.
 func XGBoostEnvNames() []string {
-	return []string{"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "WORKER_ADDRS", "WORKER_PORT",
+	return []string{"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", EnvXGBoostWorkerAddrs, "WORKER_PORT",
 		"DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_NUM_WORKER", "DMLC_TASK_ID"}
 }
+
+// EnvXGBoostWorkerAddrs is an XGBoost job's workers' addresses,
+// comma-separated.
+const EnvXGBoostWorkerAddrs = "WORKER_ADDRS"
 
 // GenericEnvPrefix starts every variable a generic job's pods get from the
 // controller: the names below and one pair per replica type,

@@ -78,6 +78,14 @@ const (
 	// command line and a quarter of the 128 KiB Linux allows one argument.
 	MaxCommandBytes = 32 * 1024
 
+	// MaxPodTemplateBytes bounds a replica spec's pod template, encoded as
+	// JSON. Every pod of the type copies it, up to MaxTotalReplicas of them,
+	// and what the controller adds to it does not grow with the job (the
+	// replicas' addresses are in a ConfigMap the pods refer to); 128 KiB is
+	// many times a real template, and keeps each pod far under the 1.5 MiB
+	// the cluster's etcd stores.
+	MaxPodTemplateBytes = 128 * 1024
+
 	// MaxFailurePolicyRules is the most rules runPolicy.failurePolicy may
 	// hold. The controller tries them in order for every failed pod; real
 	// policies need a handful. Kubernetes caps a Job's podFailurePolicy

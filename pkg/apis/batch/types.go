@@ -202,7 +202,8 @@ type ReplicaSpec struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// Template is the pod each replica runs. Its restartPolicy is ignored:
-	// pods are created with Never and replaced by the controller.
+	// pods are created with Never and replaced by the controller. Encoded as
+	// JSON it takes at most 128 KiB, since every pod of the type copies it.
 	Template corev1.PodTemplateSpec `json:"template"`
 
 	// RestartPolicy says when a failed pod of this group is replaced: Never

@@ -20989,7 +20989,7 @@ func schema_pkg_apis_batch_v1beta1_ReplicaSpec(ref common.ReferenceCallback) com
 					},
 					"template": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Template is the pod each replica runs. Its restartPolicy is ignored: pods are created with Never and replaced by the controller.",
+							Description: "Template is the pod each replica runs. Its restartPolicy is ignored: pods are created with Never and replaced by the controller. Encoded as JSON it takes at most 128 KiB, since every pod of the type copies it.",
 							Default:     map[string]interface{}{},
 							Ref:         ref(corev1.PodTemplateSpec{}.OpenAPIModelName()),
 						},

@@ -260,7 +260,8 @@ type ReplicaSpec struct {
 	Replicas *int32 `json:"replicas,omitempty" protobuf:"varint,2,opt,name=replicas"`
 
 	// Template is the pod each replica runs. Its restartPolicy is ignored:
-	// pods are created with Never and replaced by the controller.
+	// pods are created with Never and replaced by the controller. Encoded as
+	// JSON it takes at most 128 KiB, since every pod of the type copies it.
 	// +required
 	Template corev1.PodTemplateSpec `json:"template" protobuf:"bytes,3,opt,name=template"`
 

@@ -17,8 +17,10 @@ limitations under the License.
 package validation
 
 import (
+	"encoding/json"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"tensorstack.dev/training/pkg/apis/batch"
@@ -67,4 +69,19 @@ func validateCommandBytes(args []string, fldPath *field.Path) field.ErrorList {
 	err.Detail = fmt.Sprintf("may not be more than %d bytes, counting each entry's length plus one; this list has %d",
 		batch.MaxCommandBytes, n)
 	return field.ErrorList{err}
+}
+
+// validateTemplateBytes keeps a pod template, which every pod of its type
+// copies, within batch.MaxPodTemplateBytes: the pods then stay far from
+// the size the cluster's etcd refuses, whatever the controller adds, which
+// does not grow with the job.
+func validateTemplateBytes(template *corev1.PodTemplateSpec, fldPath *field.Path) field.ErrorList {
+	raw, err := json.Marshal(template)
+	if err != nil || len(raw) <= batch.MaxPodTemplateBytes {
+		return nil
+	}
+	tooLong := field.TooLong(fldPath, "", batch.MaxPodTemplateBytes)
+	tooLong.Detail = fmt.Sprintf("may not be more than %d bytes encoded as JSON, as each of the type's pods copies it; "+
+		"this template has %d (large data belongs in a ConfigMap or a volume)", batch.MaxPodTemplateBytes, len(raw))
+	return field.ErrorList{tooLong}
 }

@@ -63,6 +63,13 @@ func limitCases() []commonCase {
 			}}}
 		}
 	}
+	// withTemplateNote gives the first replica type's template an
+	// annotation of n bytes.
+	withTemplateNote := func(n int) specMod {
+		return func(s *batch.TrainingJobSpec) {
+			s.ReplicaSpecs[0].Template.Annotations = map[string]string{"example.com/note": strings.Repeat("x", n)}
+		}
+	}
 	policy := func(change func(*batch.RunPolicy)) specMod {
 		return func(s *batch.TrainingJobSpec) { change(&s.RunPolicy) }
 	}
@@ -98,6 +105,10 @@ func limitCases() []commonCase {
 			p.TTLSecondsAfterFinished = ptr.To[int32](batch.MaxTTLSecondsAfterFinished + 1)
 		}),
 			[]wantErr{invalid(ttl)}},
+
+		{"a template of 100 KiB", withTemplateNote(100 * 1024), nil},
+		{"a template over the size limit", withTemplateNote(batch.MaxPodTemplateBytes),
+			[]wantErr{tooLong("spec.replicaSpecs[0].template")}},
 
 		{"debug command at the size limit", withDebugCommand(atCap), nil},
 		{"debug command over the size limit", withDebugCommand(overCap), []wantErr{tooLong("spec.runMode.debug.replicaSpecs[0].command")}},

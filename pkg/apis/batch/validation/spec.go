@@ -110,6 +110,7 @@ func (k *kindRules) validateReplicaSpecs(specs []batch.ReplicaSpec, fldPath *fie
 			allErrs = append(allErrs, field.NotSupported(specPath.Child("restartPolicy"), string(spec.RestartPolicy), supportedRestartPolicies))
 		}
 		allErrs = append(allErrs, k.validatePodTemplate(&spec.Template, specPath.Child("template"))...)
+		allErrs = append(allErrs, validateTemplateBytes(&spec.Template, specPath.Child("template"))...)
 	}
 	// Rules about the whole set would only repeat what is reported above
 	// when a type is missing, unknown or listed twice.

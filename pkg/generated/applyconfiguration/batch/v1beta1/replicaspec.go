@@ -35,7 +35,8 @@ type ReplicaSpecApplyConfiguration struct {
 	// of all types together are at most 1000.
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Template is the pod each replica runs. Its restartPolicy is ignored:
-	// pods are created with Never and replaced by the controller.
+	// pods are created with Never and replaced by the controller. Encoded as
+	// JSON it takes at most 128 KiB, since every pod of the type copies it.
 	Template *v1.PodTemplateSpecApplyConfiguration `json:"template,omitempty"`
 	// RestartPolicy says when a failed pod of this group is replaced: Never
 	// (the default), OnFailure, Always or ExitCode.
