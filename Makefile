@@ -253,8 +253,8 @@ bench-dashboard: build stack-binaries
 bench-first-run:
 	hack/bench-first-run.sh
 
-## bench-wide: one job of BENCH_PODS=1000 pods (a master and 999 workers) next to a bare ReplicaSet of as many pods
-## (the floor), on a local control plane of its own; prints a table (docs/benchmarks.md)
+## bench-wide: one job of every kind of BENCH_PODS=1000 pods (a leader and 999 workers) next to an Indexed Job of as
+## many pods (the floor) and a ReplicaSet, on a local control plane of its own; prints a table (docs/benchmarks.md)
 bench-wide: build test-binaries
 	hack/bench-wide.sh
 

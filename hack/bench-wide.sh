@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # The wide-job benchmark (make bench-wide): starts the local control plane
-# (kwok nodes only), makes BENCH_PODS pods with a bare ReplicaSet (the floor,
-# kube-controller-manager), then with one PyTorchTrainingJob of a master and
-# BENCH_PODS-1 workers and, with BENCH_PEER=training-operator, with Kubeflow's
-# PyTorchJob of the same shape under training-operator v1.9.4
-# (test/bench/wide), and always stops the stack. Prints a markdown table,
+# (kwok nodes only), makes BENCH_PODS pods with an Indexed Job (the floor,
+# kube-controller-manager) and a bare ReplicaSet, then with one job of every
+# kind of a leader and BENCH_PODS-1 workers and, with
+# BENCH_PEER=training-operator, with Kubeflow's PyTorchJob of the same shape
+# under training-operator v1.9.4 (test/bench/wide), and always stops the
+# stack. Prints a markdown table,
 # also saved in _output/bench/wide.md. How to read it: docs/benchmarks.md.
 #
 # Settings (environment):
-#   BENCH_PODS=1000           pods of the ReplicaSet and of each job
+#   BENCH_PODS=1000           pods of each workload
+#   BENCH_WORKLOADS           which to run, comma-separated (default: indexed-job,
+#                             replicaset,pytorch,tensorflow,xgboost,generic,mpi)
 #   BENCH_PEER=training-operator
 #                             also run Kubeflow's training-operator (built with
 #                             go install from the module proxy, a few minutes
@@ -73,7 +76,7 @@ trap 'exit 130' INT TERM
 
 "${HACK_DIR}/local-up.sh"
 load_settings
-"${BENCH}" run -local-dir "${LOCAL_DIR}" -workloads floor,ours -json "${OURS_JSON}"
+"${BENCH}" run -local-dir "${LOCAL_DIR}" ${BENCH_WORKLOADS:+-workloads "${BENCH_WORKLOADS}"} -json "${OURS_JSON}"
 
 results=("${OURS_JSON}")
 if [[ -n "${BENCH_PEER}" ]]; then

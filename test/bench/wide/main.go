@@ -15,13 +15,14 @@ limitations under the License.
 */
 
 // Command bench-wide measures one wide job on the running local stack (make
-// bench-wide): how long a PyTorchTrainingJob of one master and pods-1
-// workers takes until every pod exists, next to a bare ReplicaSet of as
-// many pods, kube-controller-manager's, on the same stack (the floor), and
-// to Kubeflow's PyTorchJob of the same shape under training-operator (the
-// peer); the status writes, the largest status and the controller's CPU.
+// bench-wide): how long a job of every kind, of one leader and pods-1
+// workers, takes until every pod exists, next to an Indexed Job of as many
+// pods, kube-controller-manager's, on the same stack (the floor), a bare
+// ReplicaSet, and Kubeflow's PyTorchJob of the same shape under
+// training-operator (the peer); the status writes, the largest status, the
+// controller's CPU and what the pods take in etcd.
 //
-//	bench-wide run -workloads floor,ours|training-operator -json FILE
+//	bench-wide run -workloads indexed-job,pytorch,...|training-operator -json FILE
 //	    runs the workloads one after the other and saves their results
 //	bench-wide report -out FILE.md FILE.json...
 //	    prints the results of every run as one markdown table
@@ -48,12 +49,21 @@ import (
 // namespace holds the benchmark's objects.
 const namespace = "bench-wide"
 
-// The workloads, in the order of the table's columns.
+// The workloads. The first to run is the table's floor.
 const (
-	workloadFloor = "floor"
-	workloadOurs  = "ours"
-	workloadPeer  = "training-operator"
+	workloadIndexedJob = "indexed-job"
+	workloadReplicaSet = "replicaset"
+	workloadPyTorch    = "pytorch"
+	workloadTensorFlow = "tensorflow"
+	workloadXGBoost    = "xgboost"
+	workloadGeneric    = "generic"
+	workloadMPI        = "mpi"
+	workloadPeer       = "training-operator"
 )
+
+// defaultWorkloads: the floor, then every kind.
+var defaultWorkloads = []string{workloadIndexedJob, workloadReplicaSet, workloadPyTorch, workloadTensorFlow,
+	workloadXGBoost, workloadGeneric, workloadMPI}
 
 type options struct {
 	localDir  string
@@ -101,8 +111,8 @@ func runCommand(args []string) error {
 	fs.IntVar(&o.pods, "pods", benchkit.IntEnv("BENCH_PODS", 1000), "pods of each workload")
 	fs.DurationVar(&o.settle, "settle", 30*time.Second, "how long after the last pod exists its status writes are still counted")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up waiting for the pods after this long")
-	workloads := fs.String("workloads", workloadFloor+","+workloadOurs,
-		"comma-separated, run in this order: "+workloadFloor+", "+workloadOurs+", "+workloadPeer)
+	workloads := fs.String("workloads", strings.Join(defaultWorkloads, ","),
+		"comma-separated, run in this order: any of "+strings.Join(defaultWorkloads, ", ")+", "+workloadPeer)
 	fs.IntVar(&o.rounds, "rounds", benchkit.IntEnv("BENCH_ROUNDS", 3), "rounds of the workloads; the table shows each figure's median")
 	fs.IntVar(&o.controllerPid, "controller-pid", 0, "the process of training-operator (for its CPU)")
 	fs.StringVar(&o.json, "json", "", "save the results to this file")
@@ -209,14 +219,14 @@ func run(o options) ([]*result, error) {
 			benchkit.Logf("round %d of %d: %s", round, o.rounds, w)
 			var r *result
 			switch w {
-			case workloadFloor:
+			case workloadIndexedJob:
+				r, err = b.runIndexedJob(ctx)
+			case workloadReplicaSet:
 				r, err = b.runReplicaSet(ctx)
-			case workloadOurs:
-				r, err = b.runJob(ctx)
 			case workloadPeer:
 				r, err = b.runPeerJob(ctx)
 			default:
-				err = fmt.Errorf("unknown workload %q", w)
+				r, err = b.runJob(ctx, w)
 			}
 			if err != nil {
 				return nil, err

@@ -20,9 +20,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -30,6 +32,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/jobclient"
 	"tensorstack.dev/training/test/bench/internal/benchkit"
 	"tensorstack.dev/training/test/e2e/framework"
 )
@@ -54,18 +57,25 @@ type result struct {
 	ObjectBytes int `json:"objectBytes"`
 	// Settle is how long status writes were still counted.
 	Settle time.Duration `json:"settle"`
+	// PodBytes is what the workload's pods take in the cluster's etcd,
+	// encoded as kube-apiserver stores them (protobuf), once every pod
+	// exists; LargestPodBytes the largest of them. ConfigMapBytes is the
+	// same for the ConfigMaps the workload's controller made for it.
+	PodBytes        int `json:"podBytes"`
+	LargestPodBytes int `json:"largestPodBytes"`
+	ConfigMapBytes  int `json:"configMapBytes"`
 }
 
-// podTemplate is the pod both workloads run: the benchmark jobs' container.
+// podTemplate is the pod every workload runs: the benchmark jobs' container.
 func podTemplate() corev1.PodTemplateSpec {
 	job := framework.NewPyTorchJob("template").WithReplicas("worker", 1).Build(namespace).(*v1beta1.PyTorchTrainingJob)
 	return job.Spec.ReplicaSpecs[0].Template
 }
 
-// runReplicaSet is the floor: kube-controller-manager's ReplicaSet
+// runReplicaSet is a second floor: kube-controller-manager's ReplicaSet
 // controller making o.pods pods of the same template.
 func (b *bench) runReplicaSet(ctx context.Context) (*result, error) {
-	r := &result{Workload: workloadFloor, Title: "ReplicaSet (kube-controller-manager, the floor)", Controller: "kube-controller-manager"}
+	r := &result{Workload: workloadReplicaSet, Title: "ReplicaSet (kube-controller-manager)", Controller: "kube-controller-manager"}
 	template := podTemplate()
 	template.Labels = map[string]string{"bench-wide": "floor"}
 	rs := &appsv1.ReplicaSet{
@@ -94,13 +104,26 @@ func (b *bench) runReplicaSet(ctx context.Context) (*result, error) {
 	})
 }
 
-// runJob is ours: a PyTorchTrainingJob of one master and o.pods-1 workers.
-func (b *bench) runJob(ctx context.Context) (*result, error) {
-	r := &result{Workload: workloadOurs, Title: "PyTorchTrainingJob (training-controller-manager)", Controller: "training-controller-manager"}
-	job := framework.NewPyTorchJob("wide").WithReplicas("master", 1).WithReplicas("worker", int32(b.o.pods-1)).
-		Build(namespace).(*v1beta1.PyTorchTrainingJob)
-	jobs := b.training.BatchV1beta1().PyTorchTrainingJobs(namespace)
-	err := b.measure(ctx, r, v1beta1.PyTorchTrainingJobResource, b.trainingMetrics, func(ctx context.Context) error {
+// runIndexedJob is the floor the issue holds jobs to: kube-controller-
+// manager's Job controller making o.pods pods of the same template as one
+// Indexed Job, each pod its own index, as a training job's replicas are.
+func (b *bench) runIndexedJob(ctx context.Context) (*result, error) {
+	r := &result{Workload: workloadIndexedJob, Title: "Indexed Job (kube-controller-manager, the floor)", Controller: "kube-controller-manager"}
+	template := podTemplate()
+	template.Labels = map[string]string{"bench-wide": "indexed-job"}
+	template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	n := int32(b.o.pods)
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "indexed", Namespace: namespace},
+		Spec: batchv1.JobSpec{
+			CompletionMode: ptr.To(batchv1.IndexedCompletion),
+			Completions:    &n,
+			Parallelism:    &n,
+			Template:       template,
+		},
+	}
+	jobs := b.kube.BatchV1().Jobs(namespace)
+	err := b.measure(ctx, r, "jobs", b.kubeMetrics, func(ctx context.Context) error {
 		_, err := jobs.Create(ctx, job, metav1.CreateOptions{})
 		return err
 	}, func(ctx context.Context) (any, any, error) {
@@ -113,8 +136,59 @@ func (b *bench) runJob(ctx context.Context) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
+	background := metav1.DeletePropagationBackground
 	return r, b.deleteAll(ctx, func(ctx context.Context) error {
-		return jobs.Delete(ctx, job.Name, metav1.DeleteOptions{})
+		return jobs.Delete(ctx, job.Name, metav1.DeleteOptions{PropagationPolicy: &background})
+	})
+}
+
+// trainingJob is a job of one of our kinds with o.pods replicas: one
+// leader (a chief, master, coordinator or launcher) and the rest workers.
+func (b *bench) trainingJob(workload string) (*framework.JobBuilder, error) {
+	workers := int32(b.o.pods - 1)
+	switch workload {
+	case workloadPyTorch:
+		return framework.NewPyTorchJob("wide").WithReplicas("master", 1).WithReplicas("worker", workers), nil
+	case workloadTensorFlow:
+		return framework.NewTFJob("wide").WithReplicas("chief", 1).WithReplicas("worker", workers), nil
+	case workloadXGBoost:
+		return framework.NewXGBoostJob("wide").WithReplicas("master", 1).WithReplicas("worker", workers), nil
+	case workloadGeneric:
+		return framework.NewGenericJob("wide").WithReplicas("coordinator", 1).WithReplicas("worker", workers), nil
+	case workloadMPI:
+		return framework.NewMPIJob("wide").WithReplicas("launcher", 1).WithReplicas("worker", workers), nil
+	}
+	return nil, fmt.Errorf("unknown workload %q", workload)
+}
+
+// runJob is ours: a job of the workload's kind with o.pods replicas.
+func (b *bench) runJob(ctx context.Context, workload string) (*result, error) {
+	builder, err := b.trainingJob(workload)
+	if err != nil {
+		return nil, err
+	}
+	job := builder.Build(namespace)
+	kind, err := jobclient.Of(job)
+	if err != nil {
+		return nil, err
+	}
+	r := &result{Workload: workload, Title: kind.Name + " (training-controller-manager)", Controller: "training-controller-manager"}
+	jobs := kind.Client(b.training, namespace)
+	err = b.measure(ctx, r, kind.Resource, b.trainingMetrics, func(ctx context.Context) error {
+		_, err := jobs.Create(ctx, job, metav1.CreateOptions{})
+		return err
+	}, func(ctx context.Context) (any, any, error) {
+		got, err := jobs.Get(ctx, job.GetName())
+		if err != nil {
+			return nil, nil, err
+		}
+		return got, got.JobStatus(), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, b.deleteAll(ctx, func(ctx context.Context) error {
+		return jobs.Delete(ctx, job.GetName(), metav1.DeleteOptions{})
 	})
 }
 
@@ -164,6 +238,9 @@ func (b *bench) measure(ctx context.Context, r *result, resource string, metrics
 	r.Pods, r.Settle = b.o.pods, b.o.settle
 	benchkit.Logf("%s: %d pods exist after %s; counting status writes for %s more", r.Title, r.Pods,
 		r.AllPods.Round(time.Millisecond), b.o.settle)
+	if err := b.storedBytes(ctx, r); err != nil {
+		return err
+	}
 	for end := time.Now().Add(b.o.settle); time.Now().Before(end); time.Sleep(time.Second) {
 		if err := sizes(); err != nil {
 			return err
@@ -182,6 +259,31 @@ func (b *bench) measure(ctx context.Context, r *result, resource string, metrics
 		return l["resource"] == resource && l["subresource"] == "status" && !benchkit.ReadOnlyVerb(l["verb"]) && l["dry_run"] == ""
 	}
 	r.StatusWrites = after.Sum("apiserver_request_total", match) - before.Sum("apiserver_request_total", match)
+	return nil
+}
+
+// storedBytes records what the namespace's pods and ConfigMaps take in
+// etcd: kube-apiserver stores each as its protobuf encoding (with a
+// few bytes of envelope, the same for every object, left out here).
+func (b *bench) storedBytes(ctx context.Context, r *result) error {
+	pods, err := b.kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for i := range pods.Items {
+		n := pods.Items[i].Size()
+		r.PodBytes += n
+		r.LargestPodBytes = max(r.LargestPodBytes, n)
+	}
+	configMaps, err := b.kube.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for i := range configMaps.Items {
+		if configMaps.Items[i].Name != "kube-root-ca.crt" {
+			r.ConfigMapBytes += configMaps.Items[i].Size()
+		}
+	}
 	return nil
 }
 
