@@ -73,7 +73,7 @@ func TestExampleTensorFlowMultiWorker(t *testing.T) {
 	pods := f.WaitForRunningPods(ref, 3)
 	job := f.MustGetJob(ref)
 	checkReplicaPods(t, f, job, ref, groups, pods)
-	checkTFConfig(t, ref, groups, pods)
+	checkTFConfig(t, f, ref, groups, pods)
 
 	job = f.WaitForPhase(ref, v1beta1.JobSucceeded)
 	checkSucceeded(t, job)
@@ -92,7 +92,7 @@ func TestExampleTensorFlowPS(t *testing.T) {
 	pods := f.WaitForRunningPods(ref, 7)
 	job := f.MustGetJob(ref)
 	checkReplicaPods(t, f, job, ref, groups, pods)
-	checkTFConfig(t, ref, groups, pods)
+	checkTFConfig(t, f, ref, groups, pods)
 
 	job = f.WaitForPhase(ref, v1beta1.JobSucceeded)
 	checkSucceeded(t, job)
@@ -321,7 +321,7 @@ func TestExampleTensorBoard(t *testing.T) {
 	}
 
 	pods := f.WaitForRunningPods(ref, 2)
-	checkTFConfig(t, ref, []replicaGroup{{"worker", 2, 2222}}, pods)
+	checkTFConfig(t, f, ref, []replicaGroup{{"worker", 2, 2222}}, pods)
 	job = f.WaitForPhase(ref, v1beta1.JobSucceeded)
 	checkSucceeded(t, job)
 	if tb := job.JobStatus().Tensorboard; tb == nil || tb.Name != "mnist-tb-tensorboard" && (tb.Dependent == nil || tb.Dependent.Name != "mnist-tb-tensorboard") {
@@ -492,7 +492,7 @@ func address(ref framework.JobRef, typ string, i, port int) string {
 }
 
 // checkTFConfig parses every pod's TF_CONFIG.
-func checkTFConfig(t *testing.T, ref framework.JobRef, groups []replicaGroup, pods []corev1.Pod) {
+func checkTFConfig(t *testing.T, f *framework.Framework, ref framework.JobRef, groups []replicaGroup, pods []corev1.Pod) {
 	t.Helper()
 	cluster := map[string][]string{}
 	for _, g := range groups {
@@ -505,7 +505,7 @@ func checkTFConfig(t *testing.T, ref framework.JobRef, groups []replicaGroup, po
 	}
 	for i := range pods {
 		p := &pods[i]
-		raw, ok := framework.EnvOf(framework.TrainingContainer(ref.Kind, p), "TF_CONFIG")
+		raw, ok := f.ContainerEnv(p, framework.TrainingContainer(ref.Kind, p))["TF_CONFIG"]
 		if !ok {
 			t.Errorf("pod %s has no TF_CONFIG", p.Name)
 			continue

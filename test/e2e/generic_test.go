@@ -49,11 +49,7 @@ func TestGenericJobSucceedsByItsRule(t *testing.T) {
 	wantCluster := map[string][]string{"server": {"server-0" + suffix}, "worker": {"worker-0" + suffix, "worker-1" + suffix}}
 	ranks := map[string]string{"meet-server-0": "0", "meet-worker-0": "1", "meet-worker-1": "2"}
 	for _, p := range pods {
-		c := framework.TrainingContainer(ref.Kind, &p)
-		env := map[string]string{}
-		for _, e := range c.Env {
-			env[e.Name] = e.Value
-		}
+		env := f.ContainerEnv(&p, framework.TrainingContainer(ref.Kind, &p))
 		var cluster map[string][]string
 		if err := json.Unmarshal([]byte(env["TENSORSTACK_CLUSTER"]), &cluster); err != nil {
 			t.Errorf("pod %s: TENSORSTACK_CLUSTER %q: %v", p.Name, env["TENSORSTACK_CLUSTER"], err)
@@ -206,10 +202,7 @@ func TestGenericJobScales(t *testing.T) {
 		return running == 4 && len(pods) == 4, nil
 	})
 	for _, p := range pods {
-		env := map[string]string{}
-		for _, e := range framework.TrainingContainer(ref.Kind, &p).Env {
-			env[e.Name] = e.Value
-		}
+		env := f.ContainerEnv(&p, framework.TrainingContainer(ref.Kind, &p))
 		if env["TENSORSTACK_WORLD_SIZE"] != "4" || strings.Count(env["TENSORSTACK_WORKER_HOSTS"], ",") != 2 {
 			t.Errorf("pod %s: world size %q, workers %q; want 4 and three workers", p.Name,
 				env["TENSORSTACK_WORLD_SIZE"], env["TENSORSTACK_WORKER_HOSTS"])

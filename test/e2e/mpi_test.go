@@ -60,10 +60,18 @@ func TestMPIJobRunsToSuccess(t *testing.T) {
 			continue
 		}
 		var hostfile string
-		for _, c := range p.Spec.InitContainers {
-			if c.Name == podbuilder.MPISetupInitName {
-				hostfile = c.Command[len(c.Command)-1]
+		for _, v := range p.Spec.Volumes {
+			if v.ConfigMap == nil {
+				continue
 			}
+			cm, err := f.Kube.CoreV1().ConfigMaps(f.Namespace).Get(f.Context(), v.ConfigMap.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("the launcher's config map volume %s: %v", v.Name, err)
+			}
+			if owner := metav1.GetControllerOf(cm); owner == nil || owner.UID != job.GetUID() {
+				t.Errorf("config map %s is controlled by %+v, want the job", cm.Name, owner)
+			}
+			hostfile = cm.Data["hostfile"]
 		}
 		suffix := ".horovod." + f.Namespace + ".svc"
 		if want := "worker-0" + suffix + " slots=2\nworker-1" + suffix + " slots=2\n"; hostfile != want {

@@ -19,6 +19,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -232,6 +233,42 @@ func EnvOf(c *corev1.Container, name string) (string, bool) {
 	}
 	return "", false
 }
+
+// ContainerEnv is a container's environment as the kubelet gives it when
+// it starts: a variable from a ConfigMap (the job's cluster ConfigMap)
+// read from the API, and $(NAME) references to variables defined before it
+// expanded. Variables from other sources (the downward API) are left out.
+func (f *Framework) ContainerEnv(pod *corev1.Pod, c *corev1.Container) map[string]string {
+	f.T.Helper()
+	env := map[string]string{}
+	configMaps := map[string]*corev1.ConfigMap{}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil:
+			ref := e.ValueFrom.ConfigMapKeyRef
+			cm, ok := configMaps[ref.Name]
+			if !ok {
+				var err error
+				if cm, err = f.Kube.CoreV1().ConfigMaps(pod.Namespace).Get(f.Context(), ref.Name, metav1.GetOptions{}); err != nil {
+					f.T.Fatalf("pod %s: %s: %v", pod.Name, e.Name, err)
+				}
+				configMaps[ref.Name] = cm
+			}
+			env[e.Name] = cm.Data[ref.Key]
+		case e.ValueFrom == nil:
+			env[e.Name] = envReference.ReplaceAllStringFunc(e.Value, func(ref string) string {
+				if v, ok := env[ref[2:len(ref)-1]]; ok {
+					return v
+				}
+				return ref
+			})
+		}
+	}
+	return env
+}
+
+// envReference is $(NAME) in a variable's value.
+var envReference = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 
 // TrainingContainer returns the pod's container named like the kind's
 // training container, else the first.
