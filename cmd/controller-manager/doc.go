@@ -41,6 +41,7 @@ limitations under the License.
 //	""                      pods/log                          get
 //	""                      services                          get, list, watch, create, delete, patch
 //	""                      secrets                           create
+//	""                      configmaps                        create, update
 //	apps                    deployments                       list, watch, create, update, delete
 //	""                      events                            list, watch, create, patch
 //	""                      nodes                             list, watch
