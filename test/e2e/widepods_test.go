@@ -42,11 +42,14 @@ const (
 // replica cap, with a 40-character name in a 50-character namespace, gets
 // every one of its pods on the simulated nodes, each at most 32 KiB as the
 // API returns it, with no variable or argument over 16 KiB: the replicas'
-// addresses are in the job's cluster ConfigMap, which the job owns. The
-// kinds run one after the other, each job deleted before the next, so that
-// the cluster holds one wide job at a time.
+// addresses are in the job's cluster ConfigMap, which the job owns.
+//
+// The pods are never scheduled: only their making is tested, and 1,000
+// pods placed on the simulated nodes slowed the scheduling of other tests'
+// pods past Kueue's PodsReady timeout. For the same reason the test is not
+// parallel (it runs before the parallel tests, about 20 s a kind), and the
+// kinds run one after the other, each job deleted before the next.
 func TestEveryKindAtTheReplicaCapMakesSmallPods(t *testing.T) {
-	t.Parallel()
 	prefix := "wide-pods-" + strings.Repeat("x", 30) // e2e-<prefix>-xxxxx: 50 characters
 	f := framework.New(t, prefix)
 	if len(f.Namespace) != 50 {
@@ -66,7 +69,7 @@ func TestEveryKindAtTheReplicaCapMakesSmallPods(t *testing.T) {
 		t.Run(string(tc.job.Kind()), func(t *testing.T) {
 			f := f.For(t)
 			start := time.Now()
-			ref := f.Create(tc.job)
+			ref := f.Create(tc.job.UnscheduledPods())
 			pods := f.WaitForPods(ref, fmt.Sprintf("%d pods", batch.MaxTotalReplicas), 5*time.Minute, func(pods []corev1.Pod) (bool, error) {
 				return len(pods) == batch.MaxTotalReplicas, nil
 			})

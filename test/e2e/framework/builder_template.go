@@ -57,6 +57,14 @@ func trainingContainer(t *corev1.PodTemplateSpec) *corev1.Container {
 	return &t.Spec.Containers[0]
 }
 
+// UnscheduledPods gives every replica's pod a scheduler no one runs, so
+// that the job's pods are made and stay Pending with no node: for a test of
+// what the controller makes, which should not load the scheduler and the
+// simulated nodes the other tests share.
+func (b *JobBuilder) UnscheduledPods() *JobBuilder {
+	return b.everyReplica(func(t *corev1.PodTemplateSpec) { t.Spec.SchedulerName = "e2e-no-scheduler" })
+}
+
 // Image sets the image of every replica's training container.
 func (b *JobBuilder) Image(image string) *JobBuilder {
 	return b.everyReplica(func(t *corev1.PodTemplateSpec) { trainingContainer(t).Image = image })
