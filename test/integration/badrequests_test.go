@@ -262,13 +262,47 @@ func pad(job *v1beta1.TensorFlowTrainingJob, padding int) {
 	}
 }
 
+// paddedGenericJob is a valid GenericJob of padding bytes of environment
+// spread evenly over 31 replica types, each template under the template
+// limit (batch.MaxPodTemplateBytes) up to 3.9 MB in all: a job can only
+// reach the storage limit with several large templates. The types are the
+// same at every size, so that a job can grow.
+func paddedGenericJob(name string, padding int) *v1beta1.GenericJob {
+	job := &v1beta1.GenericJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: "GenericJob"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+	}
+	types := make([]v1beta1.ReplicaType, 31)
+	for i := range types {
+		types[i] = v1beta1.ReplicaType(fmt.Sprintf("t%d", i))
+	}
+	job.Spec.ReplicaSpecs = replicaSpecs("main", types)
+	padGeneric(job, padding)
+	return job
+}
+
+func padGeneric(job *v1beta1.GenericJob, padding int) {
+	const chunk = 32 * 1024
+	specs := job.Spec.ReplicaSpecs
+	for i := range specs {
+		container := &specs[i].Template.Spec.Containers[0]
+		container.Env = nil
+		left := padding / len(specs)
+		for j := 0; left > 0; j++ {
+			n := min(left, chunk)
+			container.Env = append(container.Env, corev1.EnvVar{Name: fmt.Sprintf("PAD_%d", j), Value: strings.Repeat("x", n)})
+			left -= n
+		}
+	}
+}
+
 // TestJobOverStorageLimit stores jobs around the size limit: one under it
 // is kept, and one over it, created, updated, applied or in a dry run, gets
 // 413 naming the limit (it used to be etcd's 500).
 func TestJobOverStorageLimit(t *testing.T) {
 	s := framework.StartTestServer(t, "")
 	ctx := context.Background()
-	client := s.Client.BatchV1beta1().TensorFlowTrainingJobs("size")
+	client := s.Client.BatchV1beta1().GenericJobs("size")
 	wantLimit := fmt.Sprintf("more than the limit of %d bytes per job", trainingjob.MaxStoredObjectBytes)
 	expectTooLarge := func(what string, err error) {
 		t.Helper()
@@ -277,21 +311,21 @@ func TestJobOverStorageLimit(t *testing.T) {
 		}
 	}
 
-	if _, err := client.Create(ctx, paddedJob("under", 1400*1024), metav1.CreateOptions{}); err != nil {
+	if _, err := client.Create(ctx, paddedGenericJob("under", 1400*1024), metav1.CreateOptions{}); err != nil {
 		t.Errorf("a job of 1.4 MiB: %v, want it stored", err)
 	}
 	for _, size := range []int{1600 * 1024, 2900 * 1024} {
-		_, err := client.Create(ctx, paddedJob(fmt.Sprintf("over-%d", size), size), metav1.CreateOptions{})
+		_, err := client.Create(ctx, paddedGenericJob(fmt.Sprintf("over-%d", size), size), metav1.CreateOptions{})
 		expectTooLarge(fmt.Sprintf("create of %d bytes", size), err)
 	}
-	_, err := client.Create(ctx, paddedJob("dry", 1600*1024), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	_, err := client.Create(ctx, paddedGenericJob("dry", 1600*1024), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	expectTooLarge("dry-run create", err)
 
-	job, err := client.Create(ctx, paddedJob("grows", 0), metav1.CreateOptions{})
+	job, err := client.Create(ctx, paddedGenericJob("grows", 0), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
-	pad(job, 1600*1024)
+	padGeneric(job, 1600*1024)
 	_, err = client.Update(ctx, job, metav1.UpdateOptions{})
 	expectTooLarge("update", err)
 	_, err = client.Update(ctx, job, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
@@ -303,7 +337,7 @@ func TestJobOverStorageLimit(t *testing.T) {
 	}
 	_, err = client.Patch(ctx, "grows", types.MergePatchType, patch, metav1.PatchOptions{})
 	expectTooLarge("merge patch", err)
-	applied, err := json.Marshal(paddedJob("grows", 1600*1024))
+	applied, err := json.Marshal(paddedGenericJob("grows", 1600*1024))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -416,12 +416,23 @@ func longestNames[J jobPointer, L any](t *testing.T, k kind[J, L]) {
 				check("a ConfigMap it mounts", v.ConfigMap.Name, utilvalidation.IsDNS1123Subdomain)
 			}
 		}
-		// The addresses in its environment and arguments (TF_CONFIG's, the
-		// hostfile's, MASTER_ADDR) are host names within the cluster.
+		// The addresses in its environment and arguments (MASTER_ADDR) and
+		// in the job's cluster ConfigMap it refers to (TF_CONFIG's cluster,
+		// the hostfile) are host names within the cluster.
+		published, err := b.ClusterConfigMap()
+		if err != nil {
+			t.Fatalf("the job's cluster config map: %v", err)
+		}
 		for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
 			words := append(append([]string{}, c.Command...), c.Args...)
 			for _, e := range c.Env {
 				words = append(words, e.Value)
+			}
+			if published != nil {
+				check("the cluster config map", published.Name, utilvalidation.IsDNS1123Subdomain)
+				for _, v := range published.Data {
+					words = append(words, v)
+				}
 			}
 			for _, word := range words {
 				for _, host := range clusterHostnames(word, namespace) {
