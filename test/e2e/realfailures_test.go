@@ -228,7 +228,10 @@ func startupOrderJob(name string, policy v1beta1.StartupPolicy, gang bool) *fram
 	b := framework.NewPyTorchJob(name).WithReplicas("master", 1).WithReplicas("worker", 2).
 		StartupPolicy(policy).CleanUp(v1beta1.CleanUpPolicyNone).
 		Image(framework.TrainingImage).Requests("20m", "16Mi").
-		ReplicaCommand("master", "sh", "-c", "sleep 4; date +ready=%s.%N; touch /tmp/ready; sleep 15").
+		// The master is Ready 10 s after it starts: room for the workers of
+		// the AnyOrder job to start first on a loaded machine (with 4 s, one
+		// started 0.4 s late in a full make test).
+		ReplicaCommand("master", "sh", "-c", "sleep 10; date +ready=%s.%N; touch /tmp/ready; sleep 15").
 		ReplicaReadinessProbe("master", corev1.Probe{
 			ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-f", "/tmp/ready"}}},
 			PeriodSeconds: 1,
