@@ -423,22 +423,23 @@ func longestNames[J jobPointer, L any](t *testing.T, k kind[J, L]) {
 		if err != nil {
 			t.Fatalf("the job's cluster config map: %v", err)
 		}
+		var words []string
+		if published != nil {
+			check("the cluster config map", published.Name, utilvalidation.IsDNS1123Subdomain)
+			for _, v := range published.Data {
+				words = append(words, v)
+			}
+		}
 		for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
-			words := append(append([]string{}, c.Command...), c.Args...)
+			words = append(append(words, c.Command...), c.Args...)
 			for _, e := range c.Env {
 				words = append(words, e.Value)
 			}
-			if published != nil {
-				check("the cluster config map", published.Name, utilvalidation.IsDNS1123Subdomain)
-				for _, v := range published.Data {
-					words = append(words, v)
-				}
-			}
-			for _, word := range words {
-				for _, host := range clusterHostnames(word, namespace) {
-					check("an address it is given", host, utilvalidation.IsDNS1123Subdomain)
-					addresses++
-				}
+		}
+		for _, word := range words {
+			for _, host := range clusterHostnames(word, namespace) {
+				check("an address it is given", host, utilvalidation.IsDNS1123Subdomain)
+				addresses++
 			}
 		}
 	}
