@@ -5,10 +5,13 @@
 # tests (crash and restart scenarios) and for picking up a rebuilt binary
 # (make build). A stack in the foreground (make run) stays up meanwhile.
 #
-# Usage: hack/local-restart.sh [--stop|--start] COMPONENT
+# Usage: hack/local-restart.sh [--stop|--start|--freeze|--thaw] COMPONENT
 #   (no option)  stop it if running, start it, wait until ready
 #   --stop       stop it only
 #   --start      start it (must not be running), wait until ready
+#   --freeze     stop it where it stands (SIGSTOP): it stops answering while
+#                its connections stay open, as a machine cut off
+#   --thaw       let a frozen one go on (SIGCONT)
 # COMPONENT: any process of the stack (hack/localcluster components lists
 #   them), e.g. training-apiserver, training-controller-manager, kwok, kueue,
 #   kube-scheduler, kube-apiserver, etcd; kubelet-<node> (kubelet alone: the
@@ -23,6 +26,6 @@ source "${HACK_DIR}/lib/common.sh"
 source "${HACK_DIR}/lib/local.sh"
 
 case "${1:-}" in
-  -h | --help | "") die "usage: $0 [--stop|--start] COMPONENT" ;;
+  -h | --help | "") die "usage: $0 [--stop|--start|--freeze|--thaw] COMPONENT" ;;
 esac
 localcluster restart "$@"

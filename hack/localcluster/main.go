@@ -24,7 +24,7 @@ limitations under the License.
 //	                                 every LOCAL_* setting), stop it; with --retain a stack whose CMD failed is
 //	                                 kept for inspection. Exits with CMD's exit code
 //	localcluster down
-//	localcluster restart [--stop|--start] COMPONENT
+//	localcluster restart [--stop|--start|--freeze|--thaw] COMPONENT
 //	localcluster env                 the running stack's settings, as shell assignments
 //	localcluster settings            the environment's settings with the defaults, likewise
 //	localcluster why-no-real-node    why real nodes cannot run here (nothing when they can)
@@ -154,11 +154,22 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fs := flag.NewFlagSet("restart", flag.ContinueOnError)
 		stopOnly := fs.Bool("stop", false, "stop it only")
 		startOnly := fs.Bool("start", false, "start it (it must not run), and wait until ready")
+		freeze := fs.Bool("freeze", false, "stop it where it stands (SIGSTOP): it stops answering, its connections stay open")
+		thaw := fs.Bool("thaw", false, "let a frozen one go on (SIGCONT)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
-		if fs.NArg() != 1 || (*stopOnly && *startOnly) {
-			return errors.New("usage: localcluster restart [--stop|--start] COMPONENT")
+		chosen := 0
+		for _, b := range []bool{*stopOnly, *startOnly, *freeze, *thaw} {
+			if b {
+				chosen++
+			}
+		}
+		if fs.NArg() != 1 || chosen > 1 {
+			return errors.New("usage: localcluster restart [--stop|--start|--freeze|--thaw] COMPONENT")
+		}
+		if *freeze || *thaw {
+			return c.Freeze(fs.Arg(0), *freeze)
 		}
 		return c.Restart(ctx, fs.Arg(0), !*startOnly, !*stopOnly)
 	case "env":

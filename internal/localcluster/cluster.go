@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -511,12 +512,11 @@ func (c *Cluster) heldFile(name string) string {
 	return filepath.Join(c.Paths.PIDs(), name+".held")
 }
 
-// Restart stops and/or starts one process with the stack's settings, and
-// waits until it is ready again.
-func (c *Cluster) Restart(ctx context.Context, name string, stop, start bool) error {
+// component finds one process of the stack by name.
+func (c *Cluster) component(name string) (*Component, error) {
 	procs, err := c.processes()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	comp, ok := procs[name]
 	if !ok && len(c.Nodes) > 0 {
@@ -524,7 +524,21 @@ func (c *Cluster) Restart(ctx context.Context, name string, stop, start bool) er
 		comp, ok = procs[c.Nodes[0].componentName(name)]
 	}
 	if !ok {
-		return fmt.Errorf("%s is not a process of this stack (it runs: %s)", name, strings.Join(sortedKeys(procs), " "))
+		return nil, fmt.Errorf("%s is not a process of this stack (it runs: %s)", name, strings.Join(sortedKeys(procs), " "))
+	}
+	return comp, nil
+}
+
+// Restart stops and/or starts one process with the stack's settings, and
+// waits until it is ready again.
+func (c *Cluster) Restart(ctx context.Context, name string, stop, start bool) error {
+	procs, err := c.processes()
+	if err != nil {
+		return err
+	}
+	comp, err := c.component(name)
+	if err != nil {
+		return err
 	}
 	if !comp.Restartable {
 		return fmt.Errorf("%s cannot be restarted alone", name)
@@ -556,6 +570,29 @@ func (c *Cluster) Restart(ctx context.Context, name string, stop, start bool) er
 		return err
 	}
 	return c.Host.Remove(c.heldFile(name))
+}
+
+// Freeze stops one process where it stands (SIGSTOP), as a machine that
+// stops answering without closing its connections; thaw lets it go on
+// (SIGCONT). Its supervisor sees it still running.
+func (c *Cluster) Freeze(name string, frozen bool) error {
+	comp, err := c.component(name)
+	if err != nil {
+		return err
+	}
+	pid := c.pid(comp)
+	if pid == 0 {
+		return fmt.Errorf("%s is not running", comp.Name)
+	}
+	sig, what := syscall.SIGCONT, "thawed"
+	if frozen {
+		sig, what = syscall.SIGSTOP, "frozen"
+	}
+	if err := c.Host.Signal(pid, sig); err != nil {
+		return fmt.Errorf("%s (pid %d): %w", comp.Name, pid, err)
+	}
+	c.Host.Logf("%s (pid %d) %s", comp.Name, pid, what)
+	return nil
 }
 
 // Supervise watches the processes until ctx ends; when one exits that was

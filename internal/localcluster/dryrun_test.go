@@ -93,6 +93,18 @@ func TestDryRun(t *testing.T) {
 			}
 			restart := printed()
 			compareGolden(t, tc.name+"-restart.txt", restart)
+			// A freeze and a thaw signal the restarted process alone.
+			for _, frozen := range []bool{true, false} {
+				if err := c.Freeze(tc.restart, frozen); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if signals := printed(); strings.Count(signals, "kill -19 ") != 1 || strings.Count(signals, "kill -18 ") != 1 {
+				t.Errorf("a freeze and a thaw of %s printed %q, want one SIGSTOP (19) and one SIGCONT (18)", tc.restart, signals)
+			}
+			if err := c.Freeze("no-such-process", true); err == nil {
+				t.Error("a freeze of a process the stack does not run succeeded")
+			}
 			if err := c.Down(context.Background()); err != nil {
 				t.Fatal(err)
 			}

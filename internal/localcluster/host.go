@@ -101,6 +101,8 @@ type Host interface {
 	PIDs() []int
 	// Stop sends SIGTERM to pid, and SIGKILL after timeout.
 	Stop(name string, pid int, timeout time.Duration)
+	// Signal sends sig to pid.
+	Signal(pid int, sig syscall.Signal) error
 	// Remove removes a file; one that is not there is no error.
 	Remove(path string) error
 	// PortInUse says whether something listens on the TCP port.
@@ -144,6 +146,8 @@ func (h *RealHost) Runs(pid int, binary, dir string) bool { return runsFor(pid, 
 func (h *RealHost) PIDs() []int { return allPIDs() }
 
 func (h *RealHost) Stop(name string, pid int, timeout time.Duration) { stopPID(h, name, pid, timeout) }
+
+func (h *RealHost) Signal(pid int, sig syscall.Signal) error { return syscall.Kill(pid, sig) }
 
 func (h *RealHost) Remove(path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -327,6 +331,11 @@ func (h *DryRunHost) Remove(path string) error {
 }
 
 func (h *DryRunHost) PortInUse(int) bool { return false }
+
+func (h *DryRunHost) Signal(pid int, sig syscall.Signal) error {
+	fmt.Fprintf(h.Out, "kill -%d %d\n", int(sig), pid)
+	return nil
+}
 
 func (h *DryRunHost) Wait(_ context.Context, c Check, timeout time.Duration, _ func() error) error {
 	fmt.Fprintf(h.Out, "wait %s (up to %s)\n", c.What, timeout)

@@ -134,6 +134,9 @@ func nsenterPath() string {
 // stopPID sends SIGTERM, and SIGKILL after timeout.
 func stopPID(h Host, name string, pid int, timeout time.Duration) {
 	_ = syscall.Kill(pid, syscall.SIGTERM)
+	// A process frozen on purpose (Cluster.Freeze) acts on the SIGTERM only
+	// once it runs again.
+	_ = syscall.Kill(pid, syscall.SIGCONT)
 	deadline := time.Now().Add(timeout)
 	for pidAlive(pid) {
 		if time.Now().After(deadline) {

@@ -48,10 +48,13 @@ func (r *reconciler) act(ctx context.Context) (time.Duration, error) {
 	if err := r.syncOwnedObjects(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	if r.stallLogs {
-		r.readStallLogs(ctx)
+	if !r.readLogTails(ctx) {
+		// Nothing is written until the tails are: the pods they come from
+		// go once the status holds them. Each read that ends queues the
+		// job again; the requeue is a safety net.
+		r.logger.V(4).Info("Waiting for the log tails of replicas")
+		return logTailTimeout, errors.Join(errs...)
 	}
-	r.readAttemptLogs(ctx)
 	if !r.firstPods && !r.holdStarts() {
 		if err := r.writeStatus(ctx); err != nil {
 			return 0, err

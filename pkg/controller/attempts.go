@@ -173,19 +173,24 @@ func (r *reconciler) failedReplicaReason(ex *replicaExit) string {
 	return string(corev1.PodFailed)
 }
 
-// readAttemptLogs reads the log tails noteFailedReplica planned. It runs
-// before the status is written, and so before the pods are deleted; the
-// failure may have ended its attempt by then.
-func (r *reconciler) readAttemptLogs(ctx context.Context) {
+// readAttemptLogs fills in the log tails noteFailedReplica planned, and
+// says whether every one has been read (logtailreads.go). It runs before
+// the status is written, and so before the pods are deleted; the failure
+// may have ended its attempt by then.
+func (r *reconciler) readAttemptLogs(ctx context.Context) bool {
+	all := true
 	for _, read := range r.attemptLogReads {
 		i := slices.IndexFunc(r.status.Attempts, func(a v1beta1.Attempt) bool { return a.Number == read.attempt })
 		if i < 0 || read.index >= len(r.status.Attempts[i].FailedReplicas) {
 			continue
 		}
-		tail := readLogTail(ctx, r.podClient(), r.kind, read.pod, read.container,
-			batch.MaxAttemptLogLines, batch.MaxAttemptLogBytes)
+		tail, ok := r.logTail(ctx, read.pod, read.container, batch.MaxAttemptLogLines, batch.MaxAttemptLogBytes)
+		if !ok {
+			all = false
+			continue
+		}
 		f := &r.status.Attempts[i].FailedReplicas[read.index]
 		f.Logs, f.LogError = tail.Lines, batch.CutBytes(tail.Error, batch.MaxAttemptLogErrorBytes)
 	}
-	r.attemptLogReads = nil
+	return all
 }

@@ -131,6 +131,8 @@ type Controller struct {
 	// podEventBatch delays the reconcile a pod change asks for (see
 	// Options.PodEventBatchPeriod).
 	podEventBatch time.Duration
+	// logTails reads replicas' log tails off the reconcile's path.
+	logTails *logTailReads
 
 	clusterDomain string
 }
@@ -186,6 +188,7 @@ func New(ctx context.Context, kubeClient kubernetes.Interface, jobClient version
 		podEventBatch: opts.PodEventBatchPeriod,
 		clusterDomain: opts.ClusterDomain,
 	}
+	c.logTails = newLogTailReads(opts.Clock, func(key jobKey) { c.queue.Add(key) })
 	if c.recorder == nil {
 		c.broadcaster = record.NewBroadcaster(record.WithContext(ctx))
 		c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: ControllerName})

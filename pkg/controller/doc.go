@@ -78,7 +78,8 @@ limitations under the License.
 //     the addresses the job's pods refer to; podannotations.go:
 //     how the controller talks to a running pod (startup gates, checkpoint
 //     requests, resume points); logtail.go: the end of a replica's log, kept
-//     before its pod goes; mountfailures.go: the kubelet's FailedMount
+//     before its pod goes, and logtailreads.go: those reads, run off the
+//     reconcile's path; mountfailures.go: the kubelet's FailedMount
 //     events; podoutcome.go: a pod's outcome read from its containers;
 //     finalizer.go: the replica-outcome finalizer; expectations.go: what the
 //     cache has not shown yet.

@@ -389,9 +389,20 @@ func keyOf(job v1beta1.TrainingJob) jobKey {
 }
 
 // sync reconciles the job once.
+//
+// A reconcile that asks for log tails not read yet acts once they are: the
+// sync waits for the reads and reconciles again, as their requeue would.
 func (f *fixture) sync(job v1beta1.TrainingJob) (time.Duration, error) {
 	f.t.Helper()
-	return f.c.syncJob(f.ctx, keyOf(job))
+	key := keyOf(job)
+	for {
+		missed := f.c.logTails.missed()
+		d, err := f.c.syncJob(f.ctx, key)
+		if err != nil || f.c.logTails.missed() == missed {
+			return d, err
+		}
+		f.c.logTails.wait(key)
+	}
 }
 
 // mustSync reconciles the job once and fails the test on an error.

@@ -135,12 +135,14 @@ func (r *reconciler) restartAll(message string) {
 }
 
 // readStallLogs keeps the last lines of each replica's training container
-// in status.stall before the pods go, so that a hang can be read after.
-func (r *reconciler) readStallLogs(ctx context.Context) {
+// in status.stall before the pods go, so that a hang can be read after; it
+// says whether every one has been read (logtailreads.go).
+func (r *reconciler) readStallLogs(ctx context.Context) bool {
 	if r.status.Stall == nil {
 		r.status.Stall = r.stallRecord()
 	}
 	var logs []v1beta1.ReplicaLogTail
+	all := true
 	for _, s := range r.slots {
 		if len(logs) == batch.MaxStallLogReplicas {
 			break
@@ -148,8 +150,10 @@ func (r *reconciler) readStallLogs(ctx context.Context) {
 		if s.pod == nil {
 			continue
 		}
-		logs = append(logs, readLogTail(ctx, r.podClient(), r.kind, s.pod, "",
-			batch.MaxStallLogLines, batch.MaxStallLogBytes))
+		tail, ok := r.logTail(ctx, s.pod, "", batch.MaxStallLogLines, batch.MaxStallLogBytes)
+		all = all && ok
+		logs = append(logs, tail)
 	}
 	r.status.Stall.Logs = logs
+	return all
 }
