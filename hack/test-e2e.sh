@@ -21,8 +21,10 @@
 # does). After the stack is down, it fails when the real nodes left anything on the
 # host (hack/localcluster leftovers).
 # Extra go test flags: E2E_GO_TEST_FLAGS (e.g. "-run TestPause -v").
-# A whole run (no E2E_GO_TEST_FLAGS), or E2E_PYTHON=1, then runs the Python
-# client's e2e tests on the same stack (hack/test-python.sh e2e).
+# A whole run (no E2E_GO_TEST_FLAGS) runs TestEveryKindAtTheReplicaCapMakesSmallPods
+# alone after the others, and the gang tests again with coscheduling; it, or
+# E2E_PYTHON=1, then runs the Python client's e2e tests on the same stack
+# (hack/test-python.sh e2e).
 set -euo pipefail
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -109,17 +111,33 @@ if gang_workload_enabled; then
 elif scheduler_plugins_enabled; then
   E2E_GANG_BACKEND=coscheduling
 fi
-log "running go test -count=1 -timeout 40m $* ./test/e2e/... (gang scheduling backend: ${E2E_GANG_BACKEND})"
+# The test of 1,000-replica jobs runs alone after the others on a whole run:
+# Go starts the parallel tests, the real-node ones among them, only once
+# every test that is not parallel has ended, and its 5,000 pods slow the
+# tests whose timing matters (Kueue's PodsReady timeout).
+wide_test='^TestEveryKindAtTheReplicaCapMakesSmallPods$'
+whole_run=0
+if [[ -z "${E2E_GO_TEST_FLAGS:-}" ]]; then
+  whole_run=1
+  set -- -skip "${wide_test}"
+fi
+log "running go test -count=1 -timeout 50m $* ./test/e2e/... (gang scheduling backend: ${E2E_GANG_BACKEND})"
 rc=0
-go_test e2e -count=1 -timeout 40m "$@" ./test/e2e/... || rc=$?
+go_test e2e -count=1 -timeout 50m "$@" ./test/e2e/... || rc=$?
 log "go test exited with ${rc}"
 ((rc == 0)) || exit "${rc}"
+if ((whole_run)); then
+  log "running the 1,000-replica jobs' test alone"
+  go_test e2e-wide -count=1 -timeout 15m -run "${wide_test}" ./test/e2e/ || rc=$?
+  log "go test exited with ${rc}"
+  ((rc == 0)) || exit "${rc}"
+fi
 
 # The gang tests once more with the other backend, coscheduling: the
 # controller restarted with it, as a cluster running only scheduler-plugins
 # would have it.
 gang_backends="${E2E_GANG_BACKEND/none/}"
-if [[ "${E2E_GANG_BACKEND}" == workload && -z "${E2E_GO_TEST_FLAGS:-}" ]] && scheduler_plugins_enabled; then
+if [[ "${E2E_GANG_BACKEND}" == workload ]] && ((whole_run)) && scheduler_plugins_enabled; then
   gang_backends="workload coscheduling"
   localcluster set "LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS=${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS} --gang-scheduler=coscheduling"
   "${HACK_DIR}/local-restart.sh" training-controller-manager
