@@ -175,7 +175,9 @@ func (mpiAdapter) Env(t *Topology) (ReplicaEnv, error) {
 			envVar(batch.EnvMPICHLaunchExtraArgs, sshConnectionOptions)}
 	default:
 		launcher = []corev1.EnvVar{envVar(batch.EnvOpenMPIHostfile, MPIHostfile),
-			envVar(batch.EnvOpenMPIRshArgs, sshConnectionOptions), envVar(batch.EnvOpenMPIKeepFQDN, "true")}
+			envVar(batch.EnvOpenMPIRshArgs, sshConnectionOptions), envVar(batch.EnvOpenMPIKeepFQDN, "true"),
+			envVar(batch.EnvPRRTEHostfile, MPIHostfile),
+			envVar(batch.EnvPRRTESSHArgs, sshConnectionOptions), envVar(batch.EnvPRRTEKeepFQDN, "true")}
 	}
 	return func(r ReplicaID) ([]corev1.EnvVar, error) {
 		if r.Type == v1beta1.ReplicaTypeLauncher {

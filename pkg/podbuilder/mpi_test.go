@@ -55,7 +55,10 @@ func TestMPIHostfileAndEnv(t *testing.T) {
 	}{
 		{v1beta1.MPIImplementationOpenMPI, "worker-0.j.ns.svc slots=4\nworker-1.j.ns.svc slots=4\n", map[string]string{
 			"OMPI_MCA_orte_default_hostfile": "/etc/mpi/hostfile", "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
-			"OMPI_MCA_plm_rsh_args": sshConnectionOptions}},
+			"OMPI_MCA_plm_rsh_args": sshConnectionOptions,
+			// Open MPI 5's PRRTE reads its own names only.
+			"PRTE_MCA_prte_default_hostfile": "/etc/mpi/hostfile", "PRTE_MCA_prte_keep_fqdn_hostnames": "true",
+			"PRTE_MCA_plm_ssh_args": sshConnectionOptions}},
 		{v1beta1.MPIImplementationIntelMPI, "worker-0.j.ns.svc:4\nworker-1.j.ns.svc:4\n", map[string]string{
 			"I_MPI_HYDRA_HOST_FILE": "/etc/mpi/hostfile", "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": sshConnectionOptions}},
 		{v1beta1.MPIImplementationMPICH, "worker-0.j.ns.svc:4\nworker-1.j.ns.svc:4\n", map[string]string{

@@ -121,11 +121,17 @@ func envWord(s string) string {
 }
 
 // The variables that point an MPI job's mpirun at its hostfile and give the
-// ssh it starts the ranks with its options, for each implementation.
+// ssh it starts the ranks with its options, for each implementation. Open
+// MPI 5 starts its ranks with PRRTE, which reads its own names only (from
+// Open MPI 5.0.6 it no longer translates Open MPI 4's), and Open MPI 4
+// ignores PRRTE's: an Open MPI launcher gets both.
 const (
 	EnvOpenMPIHostfile       = "OMPI_MCA_orte_default_hostfile"
 	EnvOpenMPIRshArgs        = "OMPI_MCA_plm_rsh_args"
 	EnvOpenMPIKeepFQDN       = "OMPI_MCA_orte_keep_fqdn_hostnames"
+	EnvPRRTEHostfile         = "PRTE_MCA_prte_default_hostfile"
+	EnvPRRTESSHArgs          = "PRTE_MCA_plm_ssh_args"
+	EnvPRRTEKeepFQDN         = "PRTE_MCA_prte_keep_fqdn_hostnames"
 	EnvIntelMPIHostfile      = "I_MPI_HYDRA_HOST_FILE"
 	EnvIntelMPIBootstrapArgs = "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS"
 	EnvMPICHHostfile         = "HYDRA_HOST_FILE"
@@ -143,6 +149,7 @@ const EnvMPIExports = "TENSORSTACK_MPI_EXPORTS"
 
 // MPIEnvNames are an MPI job's own variables, of every implementation.
 func MPIEnvNames() []string {
-	return []string{EnvOpenMPIHostfile, EnvOpenMPIRshArgs, EnvOpenMPIKeepFQDN, EnvIntelMPIHostfile,
+	return []string{EnvOpenMPIHostfile, EnvOpenMPIRshArgs, EnvOpenMPIKeepFQDN,
+		EnvPRRTEHostfile, EnvPRRTESSHArgs, EnvPRRTEKeepFQDN, EnvIntelMPIHostfile,
 		EnvIntelMPIBootstrapArgs, EnvMPICHHostfile, EnvMPICHLaunchExtraArgs, EnvMPIExports}
 }
