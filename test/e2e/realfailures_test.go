@@ -219,8 +219,9 @@ func TestRealNodeStuckIsNotSilent(t *testing.T) {
 	f.WaitForNoPods(ref, framework.Timeout)
 }
 
-// startupOrderJob is a PyTorch job whose master becomes Ready 4 s after it
-// starts and whose workers print when they start, in the node's clock;
+// startupOrderJob is a PyTorch job whose master becomes Ready
+// masterReadyAfter(policy) seconds after it starts and whose workers print
+// when they start, in the node's clock;
 // gang-scheduled through the queue "default" when gang is set. The job
 // succeeds with its master; a worker slow to start on a busy node is kept,
 // not deleted (cleanUpPolicy None), so that its log can be read.
@@ -228,10 +229,12 @@ func startupOrderJob(name string, policy v1beta1.StartupPolicy, gang bool) *fram
 	b := framework.NewPyTorchJob(name).WithReplicas("master", 1).WithReplicas("worker", 2).
 		StartupPolicy(policy).CleanUp(v1beta1.CleanUpPolicyNone).
 		Image(framework.TrainingImage).Requests("20m", "16Mi").
-		// The master is Ready 10 s after it starts: room for the workers of
-		// the AnyOrder job to start first on a loaded machine (with 4 s, one
-		// started 0.4 s late in a full make test).
-		ReplicaCommand("master", "sh", "-c", "sleep 10; date +ready=%s.%N; touch /tmp/ready; sleep 15").
+		// The master is Ready a while after it starts. Under AnyOrder that
+		// is 45 s, room for the workers to start first however loaded the
+		// node: six jobs start on it at once, and in a full make test
+		// workers started up to 17 s after their master.
+		ReplicaCommand("master", "sh", "-c",
+			fmt.Sprintf("sleep %d; date +ready=%%s.%%N; touch /tmp/ready; sleep 15", masterReadyAfter(policy))).
 		ReplicaReadinessProbe("master", corev1.Probe{
 			ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-f", "/tmp/ready"}}},
 			PeriodSeconds: 1,
@@ -241,6 +244,17 @@ func startupOrderJob(name string, policy v1beta1.StartupPolicy, gang bool) *fram
 		b.Gang("default", 0)
 	}
 	return b
+}
+
+// masterReadyAfter is how many seconds the master of startupOrderJob takes
+// to be Ready: under InOrder the workers wait for it whatever it is, so it
+// is short; under AnyOrder the test shows the workers did not wait, so it is
+// long.
+func masterReadyAfter(policy v1beta1.StartupPolicy) int {
+	if policy == v1beta1.StartupPolicyInOrder {
+		return 10
+	}
+	return 45
 }
 
 // unixTime reads the time the training scripts log: seconds since the
