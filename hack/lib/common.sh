@@ -11,6 +11,10 @@ export REPO_ROOT
 OUTPUT_DIR="${REPO_ROOT}/_output"
 BIN_DIR="${OUTPUT_DIR}/bin"
 TOOLS_DIR="${REPO_ROOT}/hack/tools"
+# The e2e suite's test of 1,000-replica jobs: make test-chaos runs it alone
+# on its stack, and a whole make test-e2e leaves it out.
+# shellcheck disable=SC2034 # used by the scripts that source this file
+WIDE_E2E_TEST='^TestEveryKindAtTheReplicaCapMakesSmallPods$'
 
 # Every build and test compiles with -trimpath, as the binaries and images
 # are built: one build cache entry per package instead of two, which saves

@@ -46,9 +46,10 @@ const (
 //
 // The pods are never scheduled: only their making is tested, and 1,000
 // pods placed on the simulated nodes slowed the scheduling of other tests'
-// pods past Kueue's PodsReady timeout. For the same reason a whole run
-// (hack/test-e2e.sh) runs it alone, after the other tests, and the kinds
-// run one after the other, each job deleted before the next.
+// pods past Kueue's PodsReady timeout. For the same reason it runs alone,
+// on make test-chaos's stack of kwok nodes (a whole make test-e2e leaves it
+// out), and the kinds run one after the other, each job deleted before the
+// next.
 func TestEveryKindAtTheReplicaCapMakesSmallPods(t *testing.T) {
 	prefix := "wide-pods-" + strings.Repeat("x", 30) // e2e-<prefix>-xxxxx: 50 characters
 	f := framework.New(t, prefix)
