@@ -512,12 +512,8 @@ func (c *Cluster) heldFile(name string) string {
 	return filepath.Join(c.Paths.PIDs(), name+".held")
 }
 
-// component finds one process of the stack by name.
-func (c *Cluster) component(name string) (*Component, error) {
-	procs, err := c.processes()
-	if err != nil {
-		return nil, err
-	}
+// component finds one process of the stack, among procs, by name.
+func (c *Cluster) component(procs map[string]*Component, name string) (*Component, error) {
 	comp, ok := procs[name]
 	if !ok && len(c.Nodes) > 0 {
 		// "kubelet" is the first real node's, as when there was one.
@@ -536,7 +532,7 @@ func (c *Cluster) Restart(ctx context.Context, name string, stop, start bool) er
 	if err != nil {
 		return err
 	}
-	comp, err := c.component(name)
+	comp, err := c.component(procs, name)
 	if err != nil {
 		return err
 	}
@@ -576,7 +572,11 @@ func (c *Cluster) Restart(ctx context.Context, name string, stop, start bool) er
 // stops answering without closing its connections; thaw lets it go on
 // (SIGCONT). Its supervisor sees it still running.
 func (c *Cluster) Freeze(name string, frozen bool) error {
-	comp, err := c.component(name)
+	procs, err := c.processes()
+	if err != nil {
+		return err
+	}
+	comp, err := c.component(procs, name)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -135,7 +134,7 @@ func TestRealNodeStallOnAFrozenNode(t *testing.T) {
 	t.Logf("while the node was frozen: %.0f reconciles of %s, mean %s, %.0f over %.3fs",
 		during.count, string(framework.KindPyTorch), mean.Round(time.Microsecond), during.slow, slowReconcileSeconds)
 	if during.slow > 0 {
-		t.Errorf("%.0f reconciles took over %.3fs while a node did not answer: %s",
-			during.slow, slowReconcileSeconds, fmt.Sprintf("a worker waited on a log read (%.0f reconciles, %.1fs in all)", during.count, during.sum))
+		t.Errorf("%.0f reconciles took over %.3fs while a node did not answer: a worker waited on a log read (%.0f reconciles, %.1fs in all)",
+			during.slow, slowReconcileSeconds, during.count, during.sum)
 	}
 }
