@@ -182,6 +182,11 @@ type Framework struct {
 	Env       *Env
 	T         *testing.T
 	Namespace string
+	// tempDir is kubectl's TMPDIR: kubectl edit keeps the changes the API
+	// refused in a file there. It is made once, in the test's goroutine
+	// (T.TempDir may not be called once the test has ended), and removed
+	// with the test.
+	tempDir string
 }
 
 // New creates a namespace named after prefix for the test and deletes it
@@ -195,7 +200,7 @@ func New(t *testing.T, prefix string) *Framework {
 	if env == nil {
 		t.Fatal("framework.Setup was not called (TestMain)")
 	}
-	f := &Framework{Clients: clients, Env: env, T: t}
+	f := &Framework{Clients: clients, Env: env, T: t, tempDir: t.TempDir()}
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
 	ns, err := f.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{

@@ -128,9 +128,7 @@ func (f *Framework) kubectlWithEnv(extraEnv []string, args ...string) KubectlRes
 	ctx, cancel := context.WithTimeout(context.Background(), KubectlTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, env.Kubectl, args...)
-	// kubectl edit keeps the user's changes in a file of the temporary
-	// directory when the API refuses them: the test's own, removed after it.
-	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+env.Kubeconfig, "TMPDIR="+f.T.TempDir()), extraEnv...)
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+env.Kubeconfig, "TMPDIR="+f.tempDir), extraEnv...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
