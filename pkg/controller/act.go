@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,8 +30,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/owner"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // act carries the plan out, in the order that keeps decisions durable:
@@ -350,4 +353,56 @@ func (r *reconciler) holdStarts() bool {
 	r.logger.V(4).Info("Holding the status while replicas start", "until", until)
 	r.requeueAt(until)
 	return true
+}
+
+// readStallLogs keeps the last lines of each replica's training container
+// in status.stall before the pods go, so that a hang can be read after; it
+// says whether every one has been read (logtailreads.go).
+func (r *reconciler) readStallLogs(ctx context.Context) bool {
+	if r.status.Stall == nil {
+		r.status.Stall = r.stallRecord()
+	}
+	var logs []v1beta1.ReplicaLogTail
+	all := true
+	for _, s := range r.slots {
+		if len(logs) == batch.MaxStallLogReplicas {
+			break
+		}
+		if s.pod == nil {
+			continue
+		}
+		tail, ok := r.logTail(ctx, s.pod, "", batch.MaxStallLogLines, batch.MaxStallLogBytes)
+		all = all && ok
+		logs = append(logs, tail)
+	}
+	r.status.Stall.Logs = logs
+	return all
+}
+
+// actOnInPlace writes what planInPlace and planAgentStops decided, after
+// the status that records the attempt: the attempt asked of each pod, the
+// release with the latest resume point, and the agents' stops.
+func (r *reconciler) actOnInPlace(ctx context.Context) error {
+	var errs []error
+	n := strconv.Itoa(int(r.status.AttemptCount))
+	if len(r.attemptAsks) > 0 {
+		_, err := annotatePods(ctx, r.podClient(), r.logger, r.attemptAsks,
+			map[string]any{podbuilder.AnnotationAttempt: n, podbuilder.AnnotationAttemptAsked: r.now.UTC().Format(time.RFC3339)},
+			"asking for attempt "+n)
+		errs = append(errs, err)
+	}
+	if len(r.attemptReleases) > 0 {
+		annotations := map[string]any{podbuilder.AnnotationAttemptReleased: n}
+		for k, v := range podbuilder.ResumeAnnotations(r.status.Checkpoint) {
+			annotations[k] = v
+		}
+		_, err := annotatePods(ctx, r.podClient(), r.logger, r.attemptReleases, annotations, "releasing attempt "+n)
+		errs = append(errs, err)
+	}
+	if len(r.agentStops) > 0 {
+		_, err := annotatePods(ctx, r.podClient(), r.logger, r.agentStops,
+			map[string]any{podbuilder.AnnotationRestartAgent: podbuilder.RestartAgentStop}, "stopping the restart agent")
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }

@@ -35,7 +35,8 @@ limitations under the License.
 //     in turn, act) and applies the policies' decisions; plan.go: the
 //     state one reconcile observes and plans on (the reconciler, its
 //     slots); act.go: carrying the plan out, the only place that writes the
-//     status; replicas.go: the replica slots, the pods claimed into them,
+//     status (and the logs it reads first: a stall's tails; the
+//     attempts an in-place restart asks of the pods and releases); replicas.go: the replica slots, the pods claimed into them,
 //     and what those pods are doing; kinds.go: what each kind adds to the
 //     shared machinery (its adapter, informer, lister and client calls).
 //   - The policies, each a pure function over API types with a table test
@@ -55,17 +56,20 @@ limitations under the License.
 //     condition says, and what it asks of its Workload),
 //     suspectnodes_policy.go (the nodes a failure blames), cleanup_policy.go
 //     (a finished job's pods, and its TTL), statussize_policy.go (what a
-//     status refused for its size goes without).
+//     status refused for its size goes without), inplace_policy.go (a
+//     whole-job restart in place: whether the pods allow it, which to ask
+//     for the attempt, to release it to, to give up on, whose agent stops).
+//     shape_test.go keeps them so: no policy declares a reconciler method
+//     or takes a context.
 //   - Carrying the policies out on the status copy: restarts.go (a
 //     replica's exit observed; replicas replaced, one or all; a suspect
-//     node noted), inplace.go (a whole-job restart in place: the next
-//     attempt asked of every pod, released once every pod waits for it,
-//     and the restart agents stopped; pods that cannot restart in place
-//     where they may run made as under Recreate, with inplacenodes.go, the
-//     nodes' declared features), failurerules_generic.go (a replica failed for good,
+//     node noted), inplace.go (inplace_policy.go's decisions recorded for
+//     act.go to write; pods that cannot restart in place where they may run
+//     made as under Recreate, with inplacenodes.go, the nodes' declared
+//     features), failurerules_generic.go (a replica failed for good,
 //     tolerated while a GenericJob's failure rules let it be), stops.go (a
 //     pause, a resume and every stop of the running pods, after the checkpoint it asks for), stall.go (a stall's
-//     condition, event, restart and log tails), attempts.go (each start of
+//     condition, event and restart), attempts.go (each start of
 //     the pods, how it ended, what failed in it), finish.go (the finish,
 //     clean-up and TTL), gang.go and queue.go (what the reconcile decides
 //     about the gang and the queue), dispatched.go (a job MultiKueue runs

@@ -26,6 +26,13 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
+// succeeded says whether the replicas' phases, as this reconcile set them,
+// meet the job's success policy. In debug mode nothing succeeds: exits of
+// debug pods never decide the job's outcome.
+func (r *reconciler) succeeded(debug bool) bool {
+	return !debug && r.topo.Total > 0 && jobSucceeded(r.kind.Adapter, r.topo, r.spec.RunPolicy.SuccessPolicy, r)
+}
+
 // finish makes the job terminal and plans its clean-up.
 func (r *reconciler) finish(phase v1beta1.JobPhase, reason, message string) {
 	st := r.status

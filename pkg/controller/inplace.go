@@ -17,11 +17,7 @@ limitations under the License.
 package controller
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"strconv"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -31,60 +27,21 @@ import (
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
-// In-place restarts (restartStrategy InPlace; the pod side is in
-// podbuilder/inplace.go). A whole-job restart opens the next attempt and
-// asks every pod for it (AnnotationAttempt); each pod's agent exits and the
-// kubelet restarts all of the pod's containers, which then wait at their
-// barrier. Once every replica waits there, none runs the old attempt, and
-// the controller releases the new one (AnnotationAttemptReleased) with the
-// latest resume point. Everything the restart needs to go on after a
-// controller restart is on the pods and in status.attemptCount.
-
-// How long a pod asked for a new attempt may take to reach its barrier: it
-// is asked again after inPlaceAskAgain, and recreated (waiting at its
-// barrier from the start) after inPlaceGiveUp. A kubelet has been seen to
-// take 90 s to refresh a pod's annotation files, against about a second
-// usually; the job waits on its slowest pod.
-const (
-	inPlaceAskAgain = 5 * time.Second
-	inPlaceGiveUp   = 20 * time.Second
-)
+// In-place restarts: the reconciler's side of inplace_policy.go's rules.
+// It gathers what they read from the slots, and records what they decide
+// for act.go to write (actOnInPlace).
 
 // ReasonAttemptReleased is the event of an attempt released to the pods;
 // the reasons of a restart are those of the RestartedInPlace condition.
 const ReasonAttemptReleased = "AttemptReleased"
 
-// inPlaceBlocker says why the job's pods cannot be restarted in place now,
-// or "" when they can: every replica has a pod that is not going away, on
-// a node that is not lost, which carries the agent's restart rule.
-func (r *reconciler) inPlaceBlocker() string {
-	for _, s := range r.slots {
-		p, host := s.pod, s.id.Hostname()
-		switch {
-		case p == nil:
-			return fmt.Sprintf("replica %s has no pod", host)
-		case p.DeletionTimestamp != nil:
-			return fmt.Sprintf("pod %s is being deleted", p.Name)
-		case !podbuilder.CanRestartInPlace(p):
-			return fmt.Sprintf("pod %s has no in-place restart rule: no node it may run on restarts containers in place, the cluster dropped the rule, or the pod predates restartStrategy InPlace", p.Name)
-		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
-			return fmt.Sprintf("pod %s has ended (%s)", p.Name, p.Status.Phase)
-		case p.Status.Phase == corev1.PodUnknown || disrupted(p):
-			return fmt.Sprintf("the node of pod %s is lost (%s)", p.Name, p.Spec.NodeName)
-		}
+// inPlaceReplicas is the slots as the in-place rules read them, in order.
+func (r *reconciler) inPlaceReplicas() []inPlaceReplica {
+	replicas := make([]inPlaceReplica, len(r.slots))
+	for i, s := range r.slots {
+		replicas[i] = inPlaceReplica{host: s.id.Hostname(), pod: s.pod, replacing: s.replacing}
 	}
-	return ""
-}
-
-// disrupted says whether a pod is about to go: its node is lost, or it is
-// being evicted or preempted.
-func disrupted(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
+	return replicas
 }
 
 // restartsInPlace decides how a whole-job restart goes: in place, when the
@@ -101,7 +58,7 @@ func (r *reconciler) restartsInPlace() bool {
 		return r.inPlaceBump
 	}
 	r.inPlaceDecided = true
-	if why := r.inPlaceBlocker(); why != "" {
+	if why := inPlaceBlocker(r.inPlaceReplicas()); why != "" {
 		if !r.recreatesOnRestart() {
 			// The condition keeps saying that the job recreates for good.
 			r.setCondition(v1beta1.ConditionRestartedInPlace, metav1.ConditionFalse, v1beta1.ReasonRecreatingInstead, "every pod is recreated: "+why)
@@ -157,82 +114,45 @@ func (r *reconciler) recreatesOnRestart() bool {
 	return c != nil && c.Reason == v1beta1.ReasonNoNodeRestartsInPlace
 }
 
-// planInPlace keeps an in-place restart going: pods that do not yet know
-// the job's attempt are asked for it, and once every replica's pod waits
-// at its barrier for it, the attempt is released to them all. A pod made
-// meanwhile (one that was gone) is created to wait with the others.
+// planInPlace keeps an in-place restart going (decideInPlaceProgress): it
+// lists the pods to ask for the job's attempt and those to release it to,
+// and replaces the pods that did not reach their barrier in time.
 func (r *reconciler) planInPlace() {
 	if !podbuilder.InPlace(r.spec) || r.status.Phase.IsFinished() {
 		return
 	}
-	n := r.status.AttemptCount
-	everyParked := len(r.slots) > 0
-	for _, s := range r.slots {
-		p := s.pod
-		if p == nil || p.DeletionTimestamp != nil || s.replacing {
-			everyParked = false
-			continue
-		}
-		a, ok := podbuilder.PodAttempt(p)
-		if !ok {
-			everyParked = false
-			continue
-		}
-		if a < n {
-			r.attemptAsks = append(r.attemptAsks, p)
-			everyParked = false
-			continue
-		}
-		rel, _ := podbuilder.PodAttemptReleased(p)
-		if rel < n {
-			r.inPlaceWaiting = true
-			r.attemptReleases = append(r.attemptReleases, p)
-		}
-		if !podbuilder.ParkedAtBarrier(p) {
-			everyParked = false
-			if rel < n {
-				r.chaseAttempt(s)
-			}
-		}
+	in := inPlaceProgressInput{
+		attempt:  r.status.AttemptCount,
+		opened:   r.inPlaceBump,
+		settled:  r.satisfied,
+		replicas: r.inPlaceReplicas(),
+		now:      r.now,
 	}
-	if r.inPlaceBump {
-		r.inPlaceWaiting = true
-		return
+	open := r.openAttempt()
+	if open != nil {
+		in.attemptStart = &open.StartTime.Time
 	}
-	if !r.inPlaceWaiting {
-		return
-	}
-	if !everyParked || len(r.attemptReleases) == 0 || !r.satisfied {
-		r.attemptReleases = nil
-		return
-	}
-	r.event(corev1.EventTypeNormal, ReasonAttemptReleased, "Every replica has left attempt %d; releasing attempt %d to %d pod(s)",
-		n-1, n, len(r.attemptReleases))
-}
-
-// chaseAttempt deals with a pod that was asked for the job's attempt and
-// has not reached its barrier: it is asked again every inPlaceAskAgain, and
-// recreated once inPlaceGiveUp has passed since the attempt began.
-func (r *reconciler) chaseAttempt(s *slot) {
-	a := r.openAttempt()
-	if a == nil {
-		return
-	}
-	p := s.pod
-	waited := r.now.Sub(a.StartTime.Time)
-	if waited >= inPlaceGiveUp {
+	d := decideInPlaceProgress(in)
+	for _, i := range d.recreate {
+		s := r.slots[i]
 		r.event(corev1.EventTypeWarning, v1beta1.ReasonRecreatingInstead,
-			"Pod %s did not restart in place within %s of being asked for attempt %d; recreating it", p.Name, inPlaceGiveUp, a.Number)
+			"Pod %s did not restart in place within %s of being asked for attempt %d; recreating it", s.pod.Name, inPlaceGiveUp, open.Number)
 		r.discard(s, fmt.Sprintf("it did not restart in place within %s", inPlaceGiveUp))
-		return
 	}
-	r.requeueAt(a.StartTime.Add(inPlaceGiveUp))
-	asked, err := time.Parse(time.RFC3339, p.Annotations[podbuilder.AnnotationAttemptAsked])
-	if err != nil || !r.now.Before(asked.Add(inPlaceAskAgain)) {
-		r.attemptAsks = append(r.attemptAsks, p)
-		return
+	for _, i := range d.asks {
+		r.attemptAsks = append(r.attemptAsks, r.slots[i].pod)
 	}
-	r.requeueAt(asked.Add(inPlaceAskAgain))
+	for _, i := range d.releases {
+		r.attemptReleases = append(r.attemptReleases, r.slots[i].pod)
+	}
+	if !d.requeueAt.IsZero() {
+		r.requeueAt(d.requeueAt)
+	}
+	r.inPlaceWaiting = r.inPlaceWaiting || d.waiting
+	if len(d.releases) > 0 {
+		r.event(corev1.EventTypeNormal, ReasonAttemptReleased, "Every replica has left attempt %d; releasing attempt %d to %d pod(s)",
+			in.attempt-1, in.attempt, len(d.releases))
+	}
 }
 
 // releasedAttempt is the attempt pods made now may start: the job's, or the
@@ -244,66 +164,13 @@ func (r *reconciler) releasedAttempt() int32 {
 	return r.status.AttemptCount
 }
 
-// planAgentStops lists the pods whose restart agent is to exit, so that
-// they can end: those whose replica succeeded, and, once the job has
-// finished, every pod that still runs one (a pod waiting at its barrier
-// then fails there instead of training).
+// planAgentStops lists the pods whose restart agent is to exit
+// (agentStops), so that they can end.
 func (r *reconciler) planAgentStops() {
 	if !podbuilder.InPlace(r.spec) {
 		return
 	}
-	finished := r.status.Phase.IsFinished()
-	for _, s := range r.slots {
-		p := s.pod
-		if p == nil || p.DeletionTimestamp != nil || p.Annotations[podbuilder.AnnotationRestartAgent] == podbuilder.RestartAgentStop {
-			continue
-		}
-		if _, ok := podbuilder.PodAttempt(p); !ok || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		if finished || podOutcome(p) == corev1.PodSucceeded {
-			r.agentStops = append(r.agentStops, p)
-		}
+	for _, i := range agentStops(r.inPlaceReplicas(), r.status.Phase.IsFinished()) {
+		r.agentStops = append(r.agentStops, r.slots[i].pod)
 	}
-}
-
-// inPlaceFailed says whether a pod that restarts in place has a regular
-// container, other than the agent, that failed in the job's current,
-// released attempt: the pod runs on (its agent keeps it), waiting for the
-// controller to decide.
-func (r *reconciler) inPlaceFailed(p *corev1.Pod) bool {
-	a, ok := podbuilder.PodAttempt(p)
-	if !ok || a != r.status.AttemptCount {
-		return false
-	}
-	rel, _ := podbuilder.PodAttemptReleased(p)
-	return rel == a && containerFailedBesideAgent(p)
-}
-
-// actOnInPlace writes what planInPlace and planAgentStops decided, after
-// the status that records the attempt: the attempt asked of each pod, the
-// release with the latest resume point, and the agents' stops.
-func (r *reconciler) actOnInPlace(ctx context.Context) error {
-	var errs []error
-	n := strconv.Itoa(int(r.status.AttemptCount))
-	if len(r.attemptAsks) > 0 {
-		_, err := annotatePods(ctx, r.podClient(), r.logger, r.attemptAsks,
-			map[string]any{podbuilder.AnnotationAttempt: n, podbuilder.AnnotationAttemptAsked: r.now.UTC().Format(time.RFC3339)},
-			"asking for attempt "+n)
-		errs = append(errs, err)
-	}
-	if len(r.attemptReleases) > 0 {
-		annotations := map[string]any{podbuilder.AnnotationAttemptReleased: n}
-		for k, v := range podbuilder.ResumeAnnotations(r.status.Checkpoint) {
-			annotations[k] = v
-		}
-		_, err := annotatePods(ctx, r.podClient(), r.logger, r.attemptReleases, annotations, "releasing attempt "+n)
-		errs = append(errs, err)
-	}
-	if len(r.agentStops) > 0 {
-		_, err := annotatePods(ctx, r.podClient(), r.logger, r.agentStops,
-			map[string]any{podbuilder.AnnotationRestartAgent: podbuilder.RestartAgentStop}, "stopping the restart agent")
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
 }

@@ -123,7 +123,7 @@ func (r *reconciler) observeReplica(s *slot, debug bool) {
 	case p.Status.Phase == corev1.PodFailed:
 		s.exit = r.failedExit(p, "failed")
 		return
-	case podbuilder.InPlace(r.spec) && r.inPlaceFailed(p):
+	case podbuilder.InPlace(r.spec) && inPlaceFailed(p, r.status.AttemptCount):
 		// Its restart agent keeps the pod, so that the decision can
 		// restart it in place.
 		s.phase = v1beta1.ReplicaFailed

@@ -17,7 +17,6 @@ limitations under the License.
 package controller
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -25,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
@@ -132,28 +130,4 @@ func (r *reconciler) restartAll(message string) {
 	}
 	r.event(corev1.EventTypeWarning, ReasonRestartingJob, "%s", message)
 	r.replaceEveryReplica("the job stalled")
-}
-
-// readStallLogs keeps the last lines of each replica's training container
-// in status.stall before the pods go, so that a hang can be read after; it
-// says whether every one has been read (logtailreads.go).
-func (r *reconciler) readStallLogs(ctx context.Context) bool {
-	if r.status.Stall == nil {
-		r.status.Stall = r.stallRecord()
-	}
-	var logs []v1beta1.ReplicaLogTail
-	all := true
-	for _, s := range r.slots {
-		if len(logs) == batch.MaxStallLogReplicas {
-			break
-		}
-		if s.pod == nil {
-			continue
-		}
-		tail, ok := r.logTail(ctx, s.pod, "", batch.MaxStallLogLines, batch.MaxStallLogBytes)
-		all = all && ok
-		logs = append(logs, tail)
-	}
-	r.status.Stall.Logs = logs
-	return all
 }

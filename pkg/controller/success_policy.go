@@ -44,10 +44,3 @@ func jobSucceeded(a podbuilder.Adapter, t *podbuilder.Topology, policy v1beta1.S
 		return a.Succeeded(t, phases)
 	}
 }
-
-// succeeded says whether the replicas' phases, as this reconcile set them,
-// meet the job's success policy. In debug mode nothing succeeds: exits of
-// debug pods never decide the job's outcome.
-func (r *reconciler) succeeded(debug bool) bool {
-	return !debug && r.topo.Total > 0 && jobSucceeded(r.kind.Adapter, r.topo, r.spec.RunPolicy.SuccessPolicy, r)
-}
