@@ -194,9 +194,23 @@ func (r *reconciler) plan() {
 // planActive plans a job that has not finished: one policy after another,
 // each seeing what the ones before it decided. This order is the contract.
 func (r *reconciler) planActive() {
-	// 1. A resize (elastic_policy.go): pods made for other replica counts go, once
-	//    a checkpoint is written (checkpointstop_policy.go); pods beyond
-	//    the replicas go unless the resize waits for it.
+	r.planResize()
+	if !r.planAdmission() {
+		return
+	}
+	debug := podbuilder.DebugEnabled(r.spec)
+	r.planReplicaStates(debug)
+	if r.planOutcome(debug) {
+		return
+	}
+	r.planRunOn()
+}
+
+// planResize is step 1, a resize (elastic_policy.go): pods made for other
+// replica counts go, once a checkpoint is written
+// (checkpointstop_policy.go); pods beyond the replicas go unless the
+// resize waits for it.
+func (r *reconciler) planResize() {
 	if !pauseEnabled(r.spec) && r.mayRun() && r.resizing() {
 		r.holdResize = !r.stopRunning(StopResize, fmt.Sprintf("the job's replicas change to %s", r.topo.Shape()))
 	}
@@ -205,43 +219,50 @@ func (r *reconciler) planActive() {
 			r.delete(p, "it belongs to no replica of the job")
 		}
 	}
+}
 
-	// 2. A paused job (stops.go) and a job its queue has not admitted
-	//    (queue.go) run nothing.
+// planAdmission is step 2: a paused job (stops.go) and a job its queue has
+// not admitted (queue.go) run nothing. It says whether the job may run.
+func (r *reconciler) planAdmission() bool {
 	if pauseEnabled(r.spec) {
 		r.planPause()
-		return
+		return false
 	}
 	if !r.mayRun() {
 		r.planQueued()
-		return
+		return false
 	}
 	if r.queue != nil {
 		r.markAdmitted()
 	}
+	return true
+}
 
-	// 3. What each replica does now: a resume ends a pause (stops.go), a
-	//    whole-job restart waits for its old pods (restarts.go), and each
-	//    replica's exit is noted for step 4.
+// planReplicaStates is step 3, what each replica does now: a resume ends a
+// pause (stops.go), a whole-job restart waits for its old pods
+// (restarts.go), and each replica's exit is noted for step 4.
+func (r *reconciler) planReplicaStates(debug bool) {
 	r.resume()
-	debug := podbuilder.DebugEnabled(r.spec)
 	r.planJobRestartDrain()
 	for _, s := range r.slots {
 		r.observeReplica(s, debug)
 	}
+}
 
-	// 4. The outcome rules, in order; the first that ends the job wins:
-	//    success (success_policy.go), the active deadline (deadline_policy.go),
-	//    each replica's exit (failurerules_policy.go, backoff_policy.go,
-	//    restarts.go; the node it blames: suspectnodes_policy.go), the start
-	//    timeout (startblockers_policy.go), a stall (stall_policy.go).
+// planOutcome is step 4, the outcome rules in order; the first that ends
+// the job wins: success (success_policy.go), the active deadline
+// (deadline_policy.go), each replica's exit (failurerules_policy.go,
+// backoff_policy.go, restarts.go; the node it blames:
+// suspectnodes_policy.go), the start timeout (startblockers_policy.go), a
+// stall (stall_policy.go). It says whether the job finished.
+func (r *reconciler) planOutcome(debug bool) (finished bool) {
 	if r.succeeded(debug) {
 		r.finish(v1beta1.JobSucceeded, ReasonSucceeded, "the job succeeded")
-		return
+		return true
 	}
 	if d := decideDeadline(r.spec, r.status.StartTime, r.now); d.exceeded {
 		r.finish(v1beta1.JobFailed, ReasonDeadlineExceeded, d.message)
-		return
+		return true
 	} else if !d.comeBack.IsZero() {
 		r.requeueAt(d.comeBack)
 	}
@@ -253,9 +274,22 @@ func (r *reconciler) planActive() {
 		if reason, message := r.handleExit(s, debug); reason != "" {
 			r.failure = message
 			r.finish(v1beta1.JobFailed, reason, message)
-			return
+			return true
 		}
 	}
+	if r.planStartTimeout() {
+		return true
+	}
+	if reason, message := r.planStall(debug); reason != "" {
+		r.finish(v1beta1.JobFailed, reason, message)
+		return true
+	}
+	return false
+}
+
+// planStartTimeout fails a job whose replicas did not all start within its
+// start timeout (decideStartTimeout), and says whether it did.
+func (r *reconciler) planStartTimeout() (failed bool) {
 	var replicas []startingReplica
 	if r.spec.RunPolicy.StartTimeoutSeconds != nil {
 		// Only a job with a start timeout pays for the list, on every
@@ -270,19 +304,18 @@ func (r *reconciler) planActive() {
 	if !timeout.comeBack.IsZero() {
 		r.requeueAt(timeout.comeBack)
 	}
-	if timeout.reason != "" {
-		r.failure = timeout.message
-		r.finish(v1beta1.JobFailed, timeout.reason, timeout.message)
-		return
+	if timeout.reason == "" {
+		return false
 	}
-	if reason, message := r.planStall(debug); reason != "" {
-		r.finish(v1beta1.JobFailed, reason, message)
-		return
-	}
+	r.failure = timeout.message
+	r.finish(v1beta1.JobFailed, timeout.reason, timeout.message)
+	return true
+}
 
-	// 5. The job runs on: the replicas without a pod get one, a new
-	//    attempt opens when pods are made for a job that had none
-	//    (attempts.go), and the phase and conditions follow (statusderive.go).
+// planRunOn is step 5, the job runs on: the replicas without a pod get one,
+// a new attempt opens when pods are made for a job that had none
+// (attempts.go), and the phase and conditions follow (statusderive.go).
+func (r *reconciler) planRunOn() {
 	started := r.topo.Total > 0
 	for _, s := range r.slots {
 		if s.pod == nil && s.phase == v1beta1.ReplicaCreating && !r.holdResize {

@@ -54,48 +54,59 @@ const (
 //     cache is behind the controller's own creates and deletes: the pod may
 //     exist and not be cached yet.
 func (r *reconciler) observeReplica(s *slot, debug bool) {
-	p := s.pod
-	if p == nil {
-		s.phase = v1beta1.ReplicaCreating
-		if s.prev == nil {
-			return
-		}
-		switch s.prev.Phase {
-		case v1beta1.ReplicaDeleted:
-			restartingJob := s.prev.Reason == ReasonRestartingJob
-			if restartingJob && r.jobRestartDraining {
-				// Part of a whole-job restart whose old pods are not all
-				// gone: wait for them (their deletion requeues the job).
-				s.phase, s.restartAt, s.reason = v1beta1.ReplicaDeleted, s.prev.RestartAt, ReasonRestartingJob
-				return
-			}
-			if at := s.prev.RestartAt; at != nil && r.now.Before(at.Time) {
-				s.phase, s.restartAt, s.reason = v1beta1.ReplicaDeleted, at, ReasonBackOff
-				if restartingJob {
-					s.reason = ReasonRestartingJob
-				}
-				r.requeueAt(at.Time)
-			}
-		case v1beta1.ReplicaSucceeded:
-			s.phase = v1beta1.ReplicaSucceeded
-			if rerunsAfterSuccess(debug, s.group.Spec.RestartPolicy) {
-				s.exit = &replicaExit{containers: s.prev.Containers, succeeded: true, how: "succeeded"}
-			}
-		case v1beta1.ReplicaPending, v1beta1.ReplicaRunning, v1beta1.ReplicaUnknown, v1beta1.ReplicaFailed:
-			if s.prev.UID != "" && r.cacheBehind {
-				// The pod may just not be in the cache yet (the status can
-				// record a pod as soon as it is created): judge it once the
-				// cache has caught up.
-				s.phase = s.prev.Phase
-				return
-			}
-			if s.prev.UID != "" {
-				s.phase = v1beta1.ReplicaFailed
-				s.exit = &replicaExit{containers: s.prev.Containers, how: "vanished before its outcome was recorded"}
-			}
-		}
+	if s.pod == nil {
+		r.observePodlessReplica(s, debug)
+	} else {
+		r.observeReplicaPod(s, debug)
+	}
+}
+
+// observePodlessReplica judges a replica without a pod by what the status
+// recorded of it (observeReplica).
+func (r *reconciler) observePodlessReplica(s *slot, debug bool) {
+	s.phase = v1beta1.ReplicaCreating
+	if s.prev == nil {
 		return
 	}
+	switch s.prev.Phase {
+	case v1beta1.ReplicaDeleted:
+		restartingJob := s.prev.Reason == ReasonRestartingJob
+		if restartingJob && r.jobRestartDraining {
+			// Part of a whole-job restart whose old pods are not all
+			// gone: wait for them (their deletion requeues the job).
+			s.phase, s.restartAt, s.reason = v1beta1.ReplicaDeleted, s.prev.RestartAt, ReasonRestartingJob
+			return
+		}
+		if at := s.prev.RestartAt; at != nil && r.now.Before(at.Time) {
+			s.phase, s.restartAt, s.reason = v1beta1.ReplicaDeleted, at, ReasonBackOff
+			if restartingJob {
+				s.reason = ReasonRestartingJob
+			}
+			r.requeueAt(at.Time)
+		}
+	case v1beta1.ReplicaSucceeded:
+		s.phase = v1beta1.ReplicaSucceeded
+		if rerunsAfterSuccess(debug, s.group.Spec.RestartPolicy) {
+			s.exit = &replicaExit{containers: s.prev.Containers, succeeded: true, how: "succeeded"}
+		}
+	case v1beta1.ReplicaPending, v1beta1.ReplicaRunning, v1beta1.ReplicaUnknown, v1beta1.ReplicaFailed:
+		if s.prev.UID != "" && r.cacheBehind {
+			// The pod may just not be in the cache yet (the status can
+			// record a pod as soon as it is created): judge it once the
+			// cache has caught up.
+			s.phase = s.prev.Phase
+			return
+		}
+		if s.prev.UID != "" {
+			s.phase = v1beta1.ReplicaFailed
+			s.exit = &replicaExit{containers: s.prev.Containers, how: "vanished before its outcome was recorded"}
+		}
+	}
+}
+
+// observeReplicaPod judges a replica by its pod (observeReplica).
+func (r *reconciler) observeReplicaPod(s *slot, debug bool) {
+	p := s.pod
 	s.phase = podPhase(p)
 	// A replacement recorded in the status (the replica's entry says
 	// Deleted, with this pod's UID) is already counted.
