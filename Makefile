@@ -29,11 +29,16 @@ GOTEST := $(OUTPUT)/tools/gotest
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(OUTPUT)/tools/staticcheck-$(STATICCHECK_VERSION)
 
-.PHONY: all build dashboard test-dashboard bench-dashboard images release python test test-unit test-python test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
+.PHONY: all help build dashboard test-dashboard bench-dashboard images release python test test-unit test-python test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
 	bench-api bench-controller bench-first-run bench-real bench-progress bench-replicas bench-scale bench-wide \
 	test-binaries stack-binaries stack-build test-build node node-images-early run local-up local-down clean test-install local-install local-uninstall align-modules
 
+## all: the same as build
 all: build
+
+## help: every target with one line of what it does (hack/make-help.sh)
+help:
+	@hack/make-help.sh
 
 ## build: compile the apiserver, the controller-manager and the kubectl plugin into _output/bin; the plugin embeds
 ## the dashboard's front end, built first (make dashboard) where npm is installed
@@ -110,6 +115,7 @@ TEST_LANES := "test-e2e test-deploy test-dashboard" "test-integration test-chaos
 test:
 	@hack/test.sh $(TEST_SUITES) --lanes $(TEST_LANES)
 
+## test-unit: the unit tests of every module (no stack, no etcd)
 # The main module's unit tests, then those of every other module (hack/tools, hack/images) that has tests: kwok's
 # Stages, the image builder. Found rather than listed, so that a module's first test runs without a Makefile edit.
 test-unit: $(GOTEST)
@@ -121,6 +127,7 @@ test-unit: $(GOTEST)
 		(cd "$$mod" && $(abspath $(GOTEST)) -suite "unit $$mod" -- -count=1 ./...) || exit 1; \
 	done
 
+## test-integration: the apiserver in-process on a real etcd (test/integration)
 # etcd first: TestEtcdUnreachableAnswersInBoundedTime runs it as a process of its own.
 test-integration: $(GOTEST)
 	hack/build-test-binaries.sh etcd
@@ -171,17 +178,21 @@ test-fuzz: $(GOTEST)
 test-fuzz-short:
 	$(MAKE) test-fuzz FUZZ_TIME=15s
 
+## update-codegen: the clientset, listers, informers, deep copies and OpenAPI from k8s.io/code-generator
 update-codegen:
 	hack/update-codegen.sh
 
+## verify-codegen: fails when the generated code is stale (make update-codegen mends it)
 verify-codegen:
 	hack/verify-codegen.sh
 
 ## lint: gofmt, go vet, staticcheck (pinned, built from the Go module proxy into _output/tools), the import rules
-## (hack/verify-imports.sh), no large files or unignored build outputs (hack/verify-tree.sh) and the tools modules'
+## (hack/verify-imports.sh), no large files or unignored build outputs (hack/verify-tree.sh), a make help line for every
+## target (hack/make-help.sh) and the tools modules'
 ## alignment with the main module (hack/alignmodules)
 lint: $(STATICCHECK)
 	hack/verify-tree.sh
+	hack/make-help.sh --verify
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
@@ -301,13 +312,15 @@ run:
 	@$(MAKE) --no-print-directory stack-build
 	hack/local-up.sh --foreground
 
+## local-up, local-down: the whole system on loopback in the background (as make run); local-down stops it and
+## leaves nothing of the real nodes on the host
 local-up: stack-build
 	hack/local-up.sh
 
 local-down:
 	hack/local-down.sh
 
-## local-install: a release of this checkout installed into the running stack (make local-up) as Pods on its real node,
+## local-install, local-uninstall: a release of this checkout installed into the running stack (make local-up) as Pods on its real node,
 ## from its registry, in place of the stack's own training processes; local-uninstall undoes it (docs/install.md)
 local-install: build test-binaries
 	hack/local-install.sh
@@ -315,5 +328,6 @@ local-install: build test-binaries
 local-uninstall:
 	hack/local-uninstall.sh
 
+## clean: remove _output: every build, cache and stack state of this checkout
 clean:
 	rm -rf $(OUTPUT)
