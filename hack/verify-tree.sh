@@ -2,7 +2,10 @@
 # Keeps the tree clean (make lint):
 #   - no tracked file is over 1 MiB unless hack/large-files.txt names it, with the reason it belongs in git;
 #   - the binary `go build` leaves for each main package (named after its directory, at the root or in the
-#     package's directory) is in .gitignore, and .gitignore hides nothing that is tracked.
+#     package's directory) is in .gitignore, and .gitignore hides nothing that is tracked;
+#   - the README's Layout names every Go package (generated code, test data and the tools modules of
+#     hack/tools aside), as `path` or under a `path/...` two levels deep or more, and no README line runs past
+#     200 characters.
 # Sizes are those of the index, what the next commit holds, not of the working tree.
 set -euo pipefail
 
@@ -61,7 +64,35 @@ if [[ -n "${hidden}" ]]; then
   failed=1
 fi
 
+# The README's Layout: from its heading to the next one of the same level.
+layout="$(awk '/^## Layout$/ {on = 1; next} /^## / {on = 0} on' README.md)"
+if [[ -z "${layout}" ]]; then
+  echo "README.md: no \"## Layout\" section" >&2
+  failed=1
+fi
+while read -r dir; do
+  named=0
+  if grep -qF -e "\`${dir}\`" -e "\`${dir}/\`" <<<"${layout}"; then
+    named=1
+  fi
+  # `a/b/...` names what is under a/b (never under a top-level folder alone).
+  path="${dir}"
+  while ((!named)) && [[ "${path}" == */*/* ]]; do
+    path="${path%/*}"
+    grep -qF "\`${path}/...\`" <<<"${layout}" && named=1
+  done
+  if ((!named)); then
+    echo "README.md: the Layout names no package ${dir}; add it, as \`${dir}\`" >&2
+    failed=1
+  fi
+done < <(git ls-files -co --exclude-standard '*.go' | grep -vE '(^|/)testdata/|^pkg/generated/|^hack/tools/' |
+  xargs -r -n1 dirname | sort -u)
+while IFS=: read -r line length; do
+  echo "README.md:${line}: ${length} characters; wrap it within 200 (a table row too long becomes a list)" >&2
+  failed=1
+done < <(awk 'length > 200 {print NR ":" length}' README.md)
+
 if ((failed)); then
   exit 1
 fi
-echo "tree: no tracked file over ${LIMIT} bytes outside ${ALLOW}; every main package's binary is ignored"
+echo "tree: no tracked file over ${LIMIT} bytes outside ${ALLOW}; every main package's binary is ignored; the README names every package"
