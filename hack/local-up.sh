@@ -54,7 +54,7 @@
 #                             hack/build-test-binaries.sh then skips its build too
 #   LOCAL_KUEUE=0             no Kueue: without it Kueue v0.19.2 runs (component kueue) with
 #                             its CRDs kueue.x-k8s.io, its webhooks for Kueue's kinds and
-#                             batch/v1 Jobs, TensorFlowTrainingJob and PyTorchTrainingJob as
+#                             batch/v1 Jobs, every job kind as
 #                             external frameworks, and the queues of hack/local/kueue/queues.yaml
 #                             (ClusterQueue cluster-queue for all namespaces, LocalQueue
 #                             default/user-queue); hack/build-test-binaries.sh then skips its build

@@ -14,8 +14,8 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Command training-apiserver serves TensorFlowTrainingJob,
-// PyTorchTrainingJob and XGBoostTrainingJob (batch.tensorstack.dev/v1beta1)
+// Command training-apiserver serves every job kind of
+// batch.tensorstack.dev/v1beta1 (the table of kinds, pkg/apis/batch/kinds.go)
 // as a Kubernetes aggregated API server.
 package main
 
@@ -27,6 +27,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/component-base/cli"
 
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apiserver"
 	"tensorstack.dev/training/pkg/version"
 )
@@ -41,7 +42,7 @@ func newCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "training-apiserver",
 		Short: "Serve TensorStack training jobs as a Kubernetes aggregated API",
-		Long: "training-apiserver serves TensorFlowTrainingJob, PyTorchTrainingJob and XGBoostTrainingJob in " +
+		Long: "training-apiserver serves " + batch.KindsInProse(false, false) + " in " +
 			"batch.tensorstack.dev/v1beta1 from its own etcd: an external cluster given by " +
 			"--etcd-servers, or an etcd embedded in the process.",
 		SilenceUsage: true,

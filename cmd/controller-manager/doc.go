@@ -14,8 +14,8 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Command training-controller-manager runs the controller of
-// TensorFlowTrainingJobs and PyTorchTrainingJobs (package
+// Command training-controller-manager runs the controller of the training
+// jobs of every kind (package
 // tensorstack.dev/training/pkg/controller), with leader election, Prometheus
 // metrics and health probes.
 //

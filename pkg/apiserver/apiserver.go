@@ -115,16 +115,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		TypeConverter:       typeConverter,
 		EquivalentResources: c.generic.EquivalentResourceRegistry,
 	}
-	for _, kind := range []struct {
-		resource string
-		storage  func(registrygeneric.RESTOptionsGetter, trainingjob.UpdatePath, trainingjob.ProgressConfig) (*trainingjob.Storage, error)
-	}{
-		{v1beta1.TensorFlowTrainingJobResource, tensorflowtrainingjob.NewStorage},
-		{v1beta1.PyTorchTrainingJobResource, pytorchtrainingjob.NewStorage},
-		{v1beta1.XGBoostTrainingJobResource, xgboosttrainingjob.NewStorage},
-		{v1beta1.GenericJobResource, genericjob.NewStorage},
-		{v1beta1.MPIJobResource, mpijob.NewStorage},
-	} {
+	for _, kind := range kindStorages {
 		s, err := kind.storage(c.generic.RESTOptionsGetter, updatePath, c.progress)
 		if err != nil {
 			return nil, err
@@ -138,6 +129,21 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	return &Server{GenericAPIServer: generic, embeddedEtcd: c.embeddedEtcd}, nil
+}
+
+// kindStorage makes the storage of one kind, served under its resource.
+type kindStorage struct {
+	resource string
+	storage  func(registrygeneric.RESTOptionsGetter, trainingjob.UpdatePath, trainingjob.ProgressConfig) (*trainingjob.Storage, error)
+}
+
+// kindStorages serves every row of batch.Kinds (a test holds them together).
+var kindStorages = []kindStorage{
+	{tensorflowtrainingjob.Kind.Info.Resource, tensorflowtrainingjob.NewStorage},
+	{pytorchtrainingjob.Kind.Info.Resource, pytorchtrainingjob.NewStorage},
+	{xgboosttrainingjob.Kind.Info.Resource, xgboosttrainingjob.NewStorage},
+	{genericjob.Kind.Info.Resource, genericjob.NewStorage},
+	{mpijob.Kind.Info.Resource, mpijob.NewStorage},
 }
 
 // jobTypeConverter builds the schema of the job kinds that managedFields are

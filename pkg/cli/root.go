@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Package cli holds the commands of kubectl-training, the kubectl plugin for
-// TensorFlowTrainingJobs and PyTorchTrainingJobs: pause, resume, debug, logs,
+// every job kind (pkg/apis/batch/kinds.go): pause, resume, debug, logs,
 // status, dashboard, convert, create, completion and version.
 package cli
 
@@ -28,6 +28,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"tensorstack.dev/training/pkg/apis/batch"
 )
 
 // Config is what the commands run with.
@@ -62,12 +64,11 @@ func NewRootCommand(config Config) *cobra.Command {
 
 	root := &cobra.Command{
 		Use:   "kubectl-training",
-		Short: "Work with TensorFlowTrainingJobs (tj), PyTorchTrainingJobs (pj), XGBoostTrainingJobs (xj), GenericJobs (gj) and MPIJobs (mj)",
+		Short: "Work with " + batch.KindsInProse(true, true),
 		Long: `kubectl training works with the training jobs of batch.tensorstack.dev:
-TensorFlowTrainingJobs (tj), PyTorchTrainingJobs (pj), XGBoostTrainingJobs (xj),
-GenericJobs (gj) and MPIJobs (mj).
+` + batch.KindsInProse(true, true) + `.
 
-A job is named KIND/NAME, where KIND is tj, pj, xj, gj, mj or any resource form kubectl
+A job is named KIND/NAME, where KIND is a short name above or any resource form kubectl
 accepts (tensorflowtrainingjob, pytorchtrainingjobs.batch.tensorstack.dev,
 ...), or just NAME when only one kind has a job of that name.`,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl training"},

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package controller runs TensorFlowTrainingJobs and PyTorchTrainingJobs: it
+// Package controller runs the training jobs of every kind (batch.Kinds): it
 // creates each job's pods and headless Service, replaces failed replicas
 // according to the restart policies, pauses, resumes and debugs jobs, runs
 // the optional TensorBoard, and reports what it sees in the job's status.

@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/generated/clientset/versioned"
 )
@@ -210,10 +211,10 @@ func (c kindClient[J, L]) Scale(ctx context.Context, name string, replicas int32
 
 // TensorFlow is the TensorFlowTrainingJob kind.
 var TensorFlow = &Kind{
-	Name:              "TensorFlowTrainingJob",
-	Resource:          v1beta1.TensorFlowTrainingJobResource,
-	ShortName:         v1beta1.TensorFlowTrainingJobShortName,
-	TrainingContainer: v1beta1.TensorFlowContainerName,
+	Name:              batch.TensorFlowKind.Kind,
+	Resource:          batch.TensorFlowKind.Resource,
+	ShortName:         batch.TensorFlowKind.ShortName,
+	TrainingContainer: batch.TensorFlowKind.TrainingContainer,
 	New:               func() v1beta1.TrainingJob { return &v1beta1.TensorFlowTrainingJob{} },
 	Client: func(c versioned.Interface, namespace string) Client {
 		return kindClient[*v1beta1.TensorFlowTrainingJob, *v1beta1.TensorFlowTrainingJobList]{
@@ -227,10 +228,10 @@ var TensorFlow = &Kind{
 
 // PyTorch is the PyTorchTrainingJob kind.
 var PyTorch = &Kind{
-	Name:              "PyTorchTrainingJob",
-	Resource:          v1beta1.PyTorchTrainingJobResource,
-	ShortName:         v1beta1.PyTorchTrainingJobShortName,
-	TrainingContainer: v1beta1.PyTorchContainerName,
+	Name:              batch.PyTorchKind.Kind,
+	Resource:          batch.PyTorchKind.Resource,
+	ShortName:         batch.PyTorchKind.ShortName,
+	TrainingContainer: batch.PyTorchKind.TrainingContainer,
 	New:               func() v1beta1.TrainingJob { return &v1beta1.PyTorchTrainingJob{} },
 	Client: func(c versioned.Interface, namespace string) Client {
 		return kindClient[*v1beta1.PyTorchTrainingJob, *v1beta1.PyTorchTrainingJobList]{
@@ -243,10 +244,10 @@ var PyTorch = &Kind{
 
 // XGBoost is the XGBoostTrainingJob kind.
 var XGBoost = &Kind{
-	Name:              "XGBoostTrainingJob",
-	Resource:          v1beta1.XGBoostTrainingJobResource,
-	ShortName:         v1beta1.XGBoostTrainingJobShortName,
-	TrainingContainer: v1beta1.XGBoostContainerName,
+	Name:              batch.XGBoostKind.Kind,
+	Resource:          batch.XGBoostKind.Resource,
+	ShortName:         batch.XGBoostKind.ShortName,
+	TrainingContainer: batch.XGBoostKind.TrainingContainer,
 	New:               func() v1beta1.TrainingJob { return &v1beta1.XGBoostTrainingJob{} },
 	Client: func(c versioned.Interface, namespace string) Client {
 		return kindClient[*v1beta1.XGBoostTrainingJob, *v1beta1.XGBoostTrainingJobList]{
@@ -259,10 +260,10 @@ var XGBoost = &Kind{
 // Generic is the GenericJob kind. Its training container is each
 // replica's first.
 var Generic = &Kind{
-	Name:              "GenericJob",
-	Resource:          v1beta1.GenericJobResource,
-	ShortName:         v1beta1.GenericJobShortName,
-	TrainingContainer: "",
+	Name:              batch.GenericKind.Kind,
+	Resource:          batch.GenericKind.Resource,
+	ShortName:         batch.GenericKind.ShortName,
+	TrainingContainer: batch.GenericKind.TrainingContainer,
 	New:               func() v1beta1.TrainingJob { return &v1beta1.GenericJob{} },
 	Client: func(c versioned.Interface, namespace string) Client {
 		return kindClient[*v1beta1.GenericJob, *v1beta1.GenericJobList]{
@@ -275,10 +276,10 @@ var Generic = &Kind{
 // MPI is the MPIJob kind. Its training container is each replica's
 // first.
 var MPI = &Kind{
-	Name:              "MPIJob",
-	Resource:          v1beta1.MPIJobResource,
-	ShortName:         v1beta1.MPIJobShortName,
-	TrainingContainer: "",
+	Name:              batch.MPIKind.Kind,
+	Resource:          batch.MPIKind.Resource,
+	ShortName:         batch.MPIKind.ShortName,
+	TrainingContainer: batch.MPIKind.TrainingContainer,
 	New:               func() v1beta1.TrainingJob { return &v1beta1.MPIJob{} },
 	Client: func(c versioned.Interface, namespace string) Client {
 		return kindClient[*v1beta1.MPIJob, *v1beta1.MPIJobList]{
@@ -288,7 +289,8 @@ var MPI = &Kind{
 	},
 }
 
-// Kinds lists every kind, in the order tools look them up and list them.
+// Kinds lists every kind, in the order of batch.Kinds (a test holds them
+// together).
 var Kinds = []*Kind{TensorFlow, PyTorch, XGBoost, Generic, MPI}
 
 func itemPointers[T any](items []T) []*T {

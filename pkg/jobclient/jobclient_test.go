@@ -22,6 +22,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -29,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/generated/clientset/versioned"
 	"tensorstack.dev/training/pkg/generated/clientset/versioned/fake"
@@ -155,5 +157,22 @@ func TestScalePatchesTheScaleSubresource(t *testing.T) {
 	if _, err := PyTorch.Client(c, "ns").Scale(context.Background(), "a", 9); !apierrors.IsInvalid(err) ||
 		!strings.Contains(err.Error(), "maxReplicas") {
 		t.Errorf("a refused scale: %v, want the API's 422", err)
+	}
+}
+
+// TestKindsFollowTheTable: the clients' kinds are the rows of the table of
+// kinds, in its order, with its names.
+func TestKindsFollowTheTable(t *testing.T) {
+	if len(Kinds) != len(batch.Kinds) {
+		t.Fatalf("%d client kinds, %d rows in batch.Kinds", len(Kinds), len(batch.Kinds))
+	}
+	for i, row := range batch.Kinds {
+		k := Kinds[i]
+		if k.Name != row.Kind || k.Resource != row.Resource || k.ShortName != row.ShortName || k.TrainingContainer != row.TrainingContainer {
+			t.Errorf("client kind %d is %+v, the table's row %+v", i, *k, row)
+		}
+		if got := reflect.TypeOf(k.New()).Elem().Name(); got != row.Kind {
+			t.Errorf("%s: New makes a %s", row.Kind, got)
+		}
 	}
 }

@@ -23,16 +23,13 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 
 	"tensorstack.dev/training/pkg/apis/batch"
-	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/apis/batch/validation"
 	"tensorstack.dev/training/pkg/registry/trainingjob"
 )
 
 // Kind describes GenericJobs to the shared storage.
 var Kind = &trainingjob.Kind[*batch.GenericJob, batch.GenericJobSpec]{
-	Resource:   batch.Resource(v1beta1.GenericJobResource),
-	Singular:   "genericjob",
-	ShortNames: []string{v1beta1.GenericJobShortName},
+	Info: batch.GenericKind,
 
 	New:     func() *batch.GenericJob { return &batch.GenericJob{} },
 	NewList: func() runtime.Object { return &batch.GenericJobList{} },

@@ -23,16 +23,13 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 
 	"tensorstack.dev/training/pkg/apis/batch"
-	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/apis/batch/validation"
 	"tensorstack.dev/training/pkg/registry/trainingjob"
 )
 
 // Kind describes MPIJobs to the shared storage.
 var Kind = &trainingjob.Kind[*batch.MPIJob, batch.MPIJobSpec]{
-	Resource:   batch.Resource(v1beta1.MPIJobResource),
-	Singular:   "mpijob",
-	ShortNames: []string{v1beta1.MPIJobShortName},
+	Info: batch.MPIKind,
 
 	New:     func() *batch.MPIJob { return &batch.MPIJob{} },
 	NewList: func() runtime.Object { return &batch.MPIJobList{} },

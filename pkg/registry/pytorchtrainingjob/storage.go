@@ -24,16 +24,13 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 
 	"tensorstack.dev/training/pkg/apis/batch"
-	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/apis/batch/validation"
 	"tensorstack.dev/training/pkg/registry/trainingjob"
 )
 
 // Kind describes PyTorchTrainingJobs to the shared storage.
 var Kind = &trainingjob.Kind[*batch.PyTorchTrainingJob, batch.PyTorchTrainingJobSpec]{
-	Resource:   batch.Resource(v1beta1.PyTorchTrainingJobResource),
-	Singular:   "pytorchtrainingjob",
-	ShortNames: []string{v1beta1.PyTorchTrainingJobShortName},
+	Info: batch.PyTorchKind,
 
 	New:     func() *batch.PyTorchTrainingJob { return &batch.PyTorchTrainingJob{} },
 	NewList: func() runtime.Object { return &batch.PyTorchTrainingJobList{} },

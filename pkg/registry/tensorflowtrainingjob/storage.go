@@ -23,16 +23,13 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 
 	"tensorstack.dev/training/pkg/apis/batch"
-	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/apis/batch/validation"
 	"tensorstack.dev/training/pkg/registry/trainingjob"
 )
 
 // Kind describes TensorFlowTrainingJobs to the shared storage.
 var Kind = &trainingjob.Kind[*batch.TensorFlowTrainingJob, batch.TensorFlowTrainingJobSpec]{
-	Resource:   batch.Resource(v1beta1.TensorFlowTrainingJobResource),
-	Singular:   "tensorflowtrainingjob",
-	ShortNames: []string{v1beta1.TensorFlowTrainingJobShortName},
+	Info: batch.TensorFlowKind,
 
 	New:     func() *batch.TensorFlowTrainingJob { return &batch.TensorFlowTrainingJob{} },
 	NewList: func() runtime.Object { return &batch.TensorFlowTrainingJobList{} },

@@ -27,12 +27,9 @@ import (
 // Kind is what the shared storage needs to know about one job kind. J is the
 // kind's internal type and S the type of its spec.
 type Kind[J batch.TrainingJob, S any] struct {
-	// Resource is the plural resource, e.g. batch.tensorstack.dev/tensorflowtrainingjobs.
-	Resource schema.GroupResource
-	// Singular is the singular resource name, e.g. tensorflowtrainingjob.
-	Singular string
-	// ShortNames are the kubectl abbreviations of the resource.
-	ShortNames []string
+	// Info is the kind's row of the table of kinds: its resource, singular
+	// and short names.
+	Info batch.KindInfo
 
 	// New returns an empty job; NewList an empty list of jobs.
 	New     func() J
@@ -49,3 +46,6 @@ type Kind[J batch.TrainingJob, S any] struct {
 	// but have no effect; nil when there are none.
 	Warnings func(J) []string
 }
+
+// Resource is the kind's plural resource in the group.
+func (k *Kind[J, S]) Resource() schema.GroupResource { return batch.Resource(k.Info.Resource) }

@@ -96,7 +96,7 @@ func limitedStorage(t *testing.T, slack int) (clientErrorStorage, *fakeStorage) 
 		t.Fatal(err)
 	}
 	backend := &fakeStorage{}
-	limit := objectSizeLimit{codec: codec, resource: testKind.Resource, maxBytes: len(data) + slack}
+	limit := objectSizeLimit{codec: codec, resource: testKind.Resource(), maxBytes: len(data) + slack}
 	return clientErrorStorage{Interface: backend, limit: limit}, backend
 }
 
@@ -153,7 +153,7 @@ func TestEtcdTooLargeIs413(t *testing.T) {
 		"the gRPC client's send limit": {errors.New("rpc error: code = ResourceExhausted desc = trying to send message larger than max (2971789 vs. 2097152)"), true},
 		"wrapped":                      {fmt.Errorf("txn: %w", errors.New("etcdserver: request is too large")), true},
 		"another etcd error":           {errors.New("etcdserver: leader changed"), false},
-		"an API error":                 {apierrors.NewConflict(testKind.Resource, "train", errors.New("etcdserver: request is too large")), false},
+		"an API error":                 {apierrors.NewConflict(testKind.Resource(), "train", errors.New("etcdserver: request is too large")), false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -59,8 +59,8 @@ func NewStorage[J batch.TrainingJob, S any](optsGetter generic.RESTOptionsGetter
 		NewFunc:                   func() runtime.Object { return kind.New() },
 		NewListFunc:               kind.NewList,
 		PredicateFunc:             Match,
-		DefaultQualifiedResource:  kind.Resource,
-		SingularQualifiedResource: batch.Resource(kind.Singular),
+		DefaultQualifiedResource:  kind.Resource(),
+		SingularQualifiedResource: batch.Resource(kind.Info.Singular),
 
 		CreateStrategy:      strategy,
 		UpdateStrategy:      strategy,
@@ -73,12 +73,12 @@ func NewStorage[J batch.TrainingJob, S any](optsGetter generic.RESTOptionsGetter
 		return nil, err
 	}
 	limitStoredSize(store)
-	history, err := newProgressHistory(optsGetter, kind.Resource, kind.New())
+	history, err := newProgressHistory(optsGetter, kind.Resource(), kind.New())
 	if err != nil {
 		return nil, err
 	}
 	store.AfterDelete = history.removeWithJob
-	versionedKind, versionedResource, err := versionedKindAndResource(updatePath.Scheme, kind.New(), kind.Resource.Resource)
+	versionedKind, versionedResource, err := versionedKindAndResource(updatePath.Scheme, kind.New(), kind.Info.Resource)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func NewStorage[J batch.TrainingJob, S any](optsGetter generic.RESTOptionsGetter
 	checkpointStore.UpdateStrategy = checkpointStrategy[J, S]{strategy}
 
 	storage := &Storage{
-		Job:             &REST{Store: store, shortNames: kind.ShortNames, kind: versionedKind.GroupKind()},
+		Job:             &REST{Store: store, shortNames: []string{kind.Info.ShortName}, kind: versionedKind.GroupKind()},
 		Status:          &StatusREST{store: &statusStore, kind: versionedKind.GroupKind()},
 		Progress:        newProgressREST(store, &progressStore, history, progress),
 		Checkpoint:      newCheckpointREST(store, &checkpointStore, progress),

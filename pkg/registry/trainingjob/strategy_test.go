@@ -34,8 +34,7 @@ import (
 // testKind describes PyTorch jobs the way the pytorchtrainingjob package
 // does; that package cannot be imported here without a cycle.
 var testKind = &Kind[*batch.PyTorchTrainingJob, batch.PyTorchTrainingJobSpec]{
-	Resource:       batch.Resource("pytorchtrainingjobs"),
-	Singular:       "pytorchtrainingjob",
+	Info:           batch.PyTorchKind,
 	New:            func() *batch.PyTorchTrainingJob { return &batch.PyTorchTrainingJob{} },
 	NewList:        func() runtime.Object { return &batch.PyTorchTrainingJobList{} },
 	Spec:           func(j *batch.PyTorchTrainingJob) *batch.PyTorchTrainingJobSpec { return &j.Spec },

@@ -85,7 +85,7 @@ func TestAppliedConfigurationError(t *testing.T) {
 
 	for _, err := range []error{
 		errors.New("failed to create typed live object: broken schema"),
-		apierrors.NewConflict(testKind.Resource, "train", errors.New("failed to create typed patch object")),
+		apierrors.NewConflict(testKind.Resource(), "train", errors.New("failed to create typed patch object")),
 	} {
 		if got := appliedConfigurationError(err, testGroupKind, "train"); got != err {
 			t.Errorf("%v became %v, want it unchanged", err, got)
@@ -136,8 +136,8 @@ func TestRequestError(t *testing.T) {
 		"an update's error":                 {updating, libraryError},
 		"a request without its info":        {context.Background(), libraryError},
 		"the stored job's error":            {patching, errors.New("failed to create typed live object (/train): broken")},
-		"an API error":                      {patching, apierrors.NewConflict(testKind.Resource, "train", libraryError)},
-		"an API error wrapped by the store": {patching, fmt.Errorf("storing: %w", apierrors.NewConflict(testKind.Resource, "train", libraryError))},
+		"an API error":                      {patching, apierrors.NewConflict(testKind.Resource(), "train", libraryError)},
+		"an API error wrapped by the store": {patching, fmt.Errorf("storing: %w", apierrors.NewConflict(testKind.Resource(), "train", libraryError))},
 	} {
 		if got := requestError(tc.ctx, tc.err, testGroupKind, "train"); got != tc.err {
 			t.Errorf("%s: %v became %v, want it unchanged", name, tc.err, got)

@@ -23,16 +23,13 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 
 	"tensorstack.dev/training/pkg/apis/batch"
-	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/apis/batch/validation"
 	"tensorstack.dev/training/pkg/registry/trainingjob"
 )
 
 // Kind describes XGBoostTrainingJobs to the shared storage.
 var Kind = &trainingjob.Kind[*batch.XGBoostTrainingJob, batch.XGBoostTrainingJobSpec]{
-	Resource:   batch.Resource(v1beta1.XGBoostTrainingJobResource),
-	Singular:   "xgboosttrainingjob",
-	ShortNames: []string{v1beta1.XGBoostTrainingJobShortName},
+	Info: batch.XGBoostKind,
 
 	New:     func() *batch.XGBoostTrainingJob { return &batch.XGBoostTrainingJob{} },
 	NewList: func() runtime.Object { return &batch.XGBoostTrainingJobList{} },

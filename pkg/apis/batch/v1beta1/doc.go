@@ -23,5 +23,5 @@ limitations under the License.
 // +groupName=batch.tensorstack.dev
 
 // Package v1beta1 is the v1beta1 version of the batch.tensorstack.dev API: the
-// wire and storage format of TensorFlowTrainingJob and PyTorchTrainingJob.
+// wire and storage format of every job kind (pkg/apis/batch/kinds.go).
 package v1beta1

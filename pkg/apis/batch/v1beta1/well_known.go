@@ -32,7 +32,7 @@ const (
 )
 
 // JobLabels are the labels that select every object the controller created
-// for a job of a kind (TensorFlowTrainingJob, PyTorchTrainingJob).
+// for a job of a kind (batch.Kinds).
 func JobLabels(kind, name string) map[string]string {
 	return map[string]string{LabelJobName: name, LabelJobKind: kind}
 }
@@ -43,18 +43,19 @@ func JobControllerRef(job metav1.Object, kind string) metav1.OwnerReference {
 	return *metav1.NewControllerRef(job, SchemeGroupVersion.WithKind(kind))
 }
 
-// Resource names and short names of the job kinds.
+// Resource names and short names of the job kinds (pkg/apis/batch's table
+// of kinds, kinds.go).
 const (
-	TensorFlowTrainingJobResource  = "tensorflowtrainingjobs"
-	TensorFlowTrainingJobShortName = "tj"
-	PyTorchTrainingJobResource     = "pytorchtrainingjobs"
-	PyTorchTrainingJobShortName    = "pj"
-	XGBoostTrainingJobResource     = "xgboosttrainingjobs"
-	XGBoostTrainingJobShortName    = "xj"
-	GenericJobResource             = "genericjobs"
-	GenericJobShortName            = "gj"
-	MPIJobResource                 = "mpijobs"
-	MPIJobShortName                = "mj"
+	TensorFlowTrainingJobResource  = batch.TensorFlowTrainingJobResource
+	TensorFlowTrainingJobShortName = batch.TensorFlowTrainingJobShortName
+	PyTorchTrainingJobResource     = batch.PyTorchTrainingJobResource
+	PyTorchTrainingJobShortName    = batch.PyTorchTrainingJobShortName
+	XGBoostTrainingJobResource     = batch.XGBoostTrainingJobResource
+	XGBoostTrainingJobShortName    = batch.XGBoostTrainingJobShortName
+	GenericJobResource             = batch.GenericJobResource
+	GenericJobShortName            = batch.GenericJobShortName
+	MPIJobResource                 = batch.MPIJobResource
+	MPIJobShortName                = batch.MPIJobShortName
 	// CategoryTrainingJobs groups every kind: kubectl get trainingjobs.
 	CategoryTrainingJobs = "trainingjobs"
 )

@@ -1,0 +1,93 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package batch
+
+import "strings"
+
+// The table of the job kinds: what the API calls each kind, as the
+// apiserver serves it and kubectl, RBAC and Kueue know it, and which of its
+// containers trains. Every layer that names a kind (the registry, the
+// clients, the controller, the help texts) reads it from here; a layer's
+// own descriptor of a kind holds only behaviour. A new kind is a row.
+
+// KindInfo is what the API says of one job kind.
+//
+// +k8s:deepcopy-gen=false
+type KindInfo struct {
+	// Kind is the API kind, e.g. TensorFlowTrainingJob; the list kind is
+	// Kind + "List".
+	Kind string
+	// Resource is the plural resource, e.g. tensorflowtrainingjobs;
+	// Singular the singular one.
+	Resource, Singular string
+	// ShortName is kubectl's abbreviation of the resource, e.g. tj.
+	ShortName string
+	// TrainingContainer names the container that runs the training program;
+	// "" when a replica's first container does.
+	TrainingContainer string
+}
+
+// Names and short names of the job kinds' resources.
+const (
+	TensorFlowTrainingJobResource  = "tensorflowtrainingjobs"
+	TensorFlowTrainingJobShortName = "tj"
+	PyTorchTrainingJobResource     = "pytorchtrainingjobs"
+	PyTorchTrainingJobShortName    = "pj"
+	XGBoostTrainingJobResource     = "xgboosttrainingjobs"
+	XGBoostTrainingJobShortName    = "xj"
+	GenericJobResource             = "genericjobs"
+	GenericJobShortName            = "gj"
+	MPIJobResource                 = "mpijobs"
+	MPIJobShortName                = "mj"
+)
+
+// The rows of the table.
+var (
+	TensorFlowKind = KindInfo{Kind: "TensorFlowTrainingJob", Resource: TensorFlowTrainingJobResource,
+		Singular: "tensorflowtrainingjob", ShortName: TensorFlowTrainingJobShortName, TrainingContainer: TensorFlowContainerName}
+	PyTorchKind = KindInfo{Kind: "PyTorchTrainingJob", Resource: PyTorchTrainingJobResource,
+		Singular: "pytorchtrainingjob", ShortName: PyTorchTrainingJobShortName, TrainingContainer: PyTorchContainerName}
+	XGBoostKind = KindInfo{Kind: "XGBoostTrainingJob", Resource: XGBoostTrainingJobResource,
+		Singular: "xgboosttrainingjob", ShortName: XGBoostTrainingJobShortName, TrainingContainer: XGBoostContainerName}
+	GenericKind = KindInfo{Kind: "GenericJob", Resource: GenericJobResource,
+		Singular: "genericjob", ShortName: GenericJobShortName}
+	MPIKind = KindInfo{Kind: "MPIJob", Resource: MPIJobResource,
+		Singular: "mpijob", ShortName: MPIJobShortName}
+)
+
+// Kinds is every job kind the group serves, in the order tools look them up
+// and list them.
+var Kinds = []KindInfo{TensorFlowKind, PyTorchKind, XGBoostKind, GenericKind, MPIKind}
+
+// KindsInProse names every kind for a sentence: "A, B, C and D"; with
+// short names, "A (a), B (b) and C (c)", plural when asked.
+func KindsInProse(plural, shortNames bool) string {
+	names := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		names[i] = k.Kind
+		if plural {
+			names[i] += "s"
+		}
+		if shortNames {
+			names[i] += " (" + k.ShortName + ")"
+		}
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
