@@ -27,7 +27,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	registrygeneric "k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	openapibuilder3 "k8s.io/kube-openapi/pkg/builder3"
@@ -36,12 +35,7 @@ import (
 
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
-	"tensorstack.dev/training/pkg/registry/genericjob"
-	"tensorstack.dev/training/pkg/registry/mpijob"
-	"tensorstack.dev/training/pkg/registry/pytorchtrainingjob"
-	"tensorstack.dev/training/pkg/registry/tensorflowtrainingjob"
 	"tensorstack.dev/training/pkg/registry/trainingjob"
-	"tensorstack.dev/training/pkg/registry/xgboosttrainingjob"
 )
 
 // Config is the complete configuration of the server.
@@ -115,12 +109,12 @@ func (c CompletedConfig) New() (*Server, error) {
 		TypeConverter:       typeConverter,
 		EquivalentResources: c.generic.EquivalentResourceRegistry,
 	}
-	for _, kind := range kindStorages {
-		s, err := kind.storage(c.generic.RESTOptionsGetter, updatePath, c.progress)
+	for _, kind := range trainingjob.Kinds {
+		s, err := kind.NewStorage(c.generic.RESTOptionsGetter, updatePath, c.progress)
 		if err != nil {
 			return nil, err
 		}
-		for resource, rest := range s.Resources(kind.resource) {
+		for resource, rest := range s.Resources(kind.KindInfo().Resource) {
 			storage[resource] = rest
 		}
 	}
@@ -129,21 +123,6 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	return &Server{GenericAPIServer: generic, embeddedEtcd: c.embeddedEtcd}, nil
-}
-
-// kindStorage makes the storage of one kind, served under its resource.
-type kindStorage struct {
-	resource string
-	storage  func(registrygeneric.RESTOptionsGetter, trainingjob.UpdatePath, trainingjob.ProgressConfig) (*trainingjob.Storage, error)
-}
-
-// kindStorages serves every row of batch.Kinds (a test holds them together).
-var kindStorages = []kindStorage{
-	{tensorflowtrainingjob.Kind.Info.Resource, tensorflowtrainingjob.NewStorage},
-	{pytorchtrainingjob.Kind.Info.Resource, pytorchtrainingjob.NewStorage},
-	{xgboosttrainingjob.Kind.Info.Resource, xgboosttrainingjob.NewStorage},
-	{genericjob.Kind.Info.Resource, genericjob.NewStorage},
-	{mpijob.Kind.Info.Resource, mpijob.NewStorage},
 }
 
 // jobTypeConverter builds the schema of the job kinds that managedFields are

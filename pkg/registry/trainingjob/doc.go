@@ -16,7 +16,7 @@ limitations under the License.
 
 // Package trainingjob is the REST storage shared by every training job kind:
 // the strategies, the store with its status and action subresources, field
-// selectors and the kubectl table. A kind plugs in through a Kind value that
+// selectors and the kubectl table. A kind plugs in through a Kind value (kinds.go, one row each) that
 // names its types and its kind-specific rules.
 //
 // The actions (pause, resume, debug) are POSTs that change the job's spec,

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/generic"
 
 	"tensorstack.dev/training/pkg/apis/batch"
 )
@@ -45,6 +46,24 @@ type Kind[J batch.TrainingJob, S any] struct {
 	// Warnings points out settings of the kind's own spec that are accepted
 	// but have no effect; nil when there are none.
 	Warnings func(J) []string
+	// Scalable says the kind may be elastic: it has the scale subresource.
+	Scalable bool
+}
+
+// KindInfo is the kind's row of batch.Kinds.
+func (k *Kind[J, S]) KindInfo() batch.KindInfo { return k.Info }
+
+// NewStorage returns the REST objects of the kind, with the scale
+// subresource when the kind is Scalable.
+func (k *Kind[J, S]) NewStorage(optsGetter generic.RESTOptionsGetter, updatePath UpdatePath, progress ProgressConfig) (*Storage, error) {
+	s, err := NewStorage(optsGetter, k, updatePath, progress)
+	if err != nil {
+		return nil, err
+	}
+	if k.Scalable {
+		s.Scale = NewScaleREST(s.Job.Store, k.Info.Kind)
+	}
+	return s, nil
 }
 
 // Resource is the kind's plural resource in the group.

@@ -28,20 +28,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch"
-	"tensorstack.dev/training/pkg/apis/batch/validation"
 )
 
-// testKind describes PyTorch jobs the way the pytorchtrainingjob package
-// does; that package cannot be imported here without a cycle.
-var testKind = &Kind[*batch.PyTorchTrainingJob, batch.PyTorchTrainingJobSpec]{
-	Info:           batch.PyTorchKind,
-	New:            func() *batch.PyTorchTrainingJob { return &batch.PyTorchTrainingJob{} },
-	NewList:        func() runtime.Object { return &batch.PyTorchTrainingJobList{} },
-	Spec:           func(j *batch.PyTorchTrainingJob) *batch.PyTorchTrainingJobSpec { return &j.Spec },
-	Canonicalize:   batch.CanonicalizePyTorchJob,
-	Validate:       validation.ValidatePyTorchTrainingJob,
-	ValidateUpdate: validation.ValidatePyTorchTrainingJobUpdate,
-}
+// testKind is the storage's kind the tests use.
+var testKind = pyTorchKind
 
 // newJob returns a valid PyTorch job with a master and the given workers.
 func newJob(name string, workers int32) *batch.PyTorchTrainingJob {
