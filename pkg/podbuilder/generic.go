@@ -28,7 +28,7 @@ import (
 )
 
 // GenericKind is the kind of GenericJob.
-const GenericKind = "GenericJob"
+const GenericKind = batch.GenericJobKind
 
 // genericAdapter runs replicas of the user's own types. It knows no
 // framework: it tells every container where every replica is, and the

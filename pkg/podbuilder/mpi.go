@@ -29,7 +29,7 @@ import (
 )
 
 // MPIKind is the kind of MPIJob.
-const MPIKind = "MPIJob"
+const MPIKind = batch.MPIJobKind
 
 // The SSH key pair of an MPI job: a Secret the controller makes, one per
 // job. An init container copies it into an emptyDir at the job's

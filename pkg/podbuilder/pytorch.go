@@ -27,7 +27,7 @@ import (
 )
 
 // PyTorchKind is the kind of PyTorchTrainingJob.
-const PyTorchKind = "PyTorchTrainingJob"
+const PyTorchKind = batch.PyTorchTrainingJobKind
 
 // pyTorchAdapter wires PyTorch replicas together through torch.distributed's
 // environment (MASTER_ADDR and friends) and, optionally, torchrun.

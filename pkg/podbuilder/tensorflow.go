@@ -27,7 +27,7 @@ import (
 )
 
 // TensorFlowKind is the kind of TensorFlowTrainingJob.
-const TensorFlowKind = "TensorFlowTrainingJob"
+const TensorFlowKind = batch.TensorFlowTrainingJobKind
 
 // tensorFlowAdapter wires TensorFlow replicas together through TF_CONFIG.
 type tensorFlowAdapter struct{}

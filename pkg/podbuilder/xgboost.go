@@ -26,7 +26,7 @@ import (
 )
 
 // XGBoostKind is the kind of XGBoostTrainingJob.
-const XGBoostKind = "XGBoostTrainingJob"
+const XGBoostKind = batch.XGBoostTrainingJobKind
 
 // xgboostAdapter wires XGBoost replicas together through the tracker on the
 // master: rank 0, which every replica, the master included, joins.

@@ -41,8 +41,14 @@ type KindInfo struct {
 	TrainingContainer string
 }
 
-// Names and short names of the job kinds' resources.
+// The kinds' names, and the names and short names of their resources.
 const (
+	TensorFlowTrainingJobKind = "TensorFlowTrainingJob"
+	PyTorchTrainingJobKind    = "PyTorchTrainingJob"
+	XGBoostTrainingJobKind    = "XGBoostTrainingJob"
+	GenericJobKind            = "GenericJob"
+	MPIJobKind                = "MPIJob"
+
 	TensorFlowTrainingJobResource  = "tensorflowtrainingjobs"
 	TensorFlowTrainingJobShortName = "tj"
 	PyTorchTrainingJobResource     = "pytorchtrainingjobs"
@@ -57,15 +63,15 @@ const (
 
 // The rows of the table.
 var (
-	TensorFlowKind = KindInfo{Kind: "TensorFlowTrainingJob", Resource: TensorFlowTrainingJobResource,
+	TensorFlowKind = KindInfo{Kind: TensorFlowTrainingJobKind, Resource: TensorFlowTrainingJobResource,
 		Singular: "tensorflowtrainingjob", ShortName: TensorFlowTrainingJobShortName, TrainingContainer: TensorFlowContainerName}
-	PyTorchKind = KindInfo{Kind: "PyTorchTrainingJob", Resource: PyTorchTrainingJobResource,
+	PyTorchKind = KindInfo{Kind: PyTorchTrainingJobKind, Resource: PyTorchTrainingJobResource,
 		Singular: "pytorchtrainingjob", ShortName: PyTorchTrainingJobShortName, TrainingContainer: PyTorchContainerName}
-	XGBoostKind = KindInfo{Kind: "XGBoostTrainingJob", Resource: XGBoostTrainingJobResource,
+	XGBoostKind = KindInfo{Kind: XGBoostTrainingJobKind, Resource: XGBoostTrainingJobResource,
 		Singular: "xgboosttrainingjob", ShortName: XGBoostTrainingJobShortName, TrainingContainer: XGBoostContainerName}
-	GenericKind = KindInfo{Kind: "GenericJob", Resource: GenericJobResource,
+	GenericKind = KindInfo{Kind: GenericJobKind, Resource: GenericJobResource,
 		Singular: "genericjob", ShortName: GenericJobShortName}
-	MPIKind = KindInfo{Kind: "MPIJob", Resource: MPIJobResource,
+	MPIKind = KindInfo{Kind: MPIJobKind, Resource: MPIJobResource,
 		Singular: "mpijob", ShortName: MPIJobShortName}
 )
 
