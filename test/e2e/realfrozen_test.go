@@ -86,7 +86,9 @@ func TestRealNodeStallOnAFrozenNode(t *testing.T) {
 		t.Skip("needs E2E_RESTART to freeze the kubelet")
 	}
 	checkpointClaim(f)
-	const deadline = 30 * time.Second
+	// Long enough for the first report of ranks that start while other
+	// tests load the machine: the stall it waits for comes after the freeze.
+	const deadline = 60 * time.Second
 	applyJob(f, ddpCheckpointJob("stall", 5).
 		Env("STEPS", "20").Env("STEP_SECONDS", "0.5").Env("CHECKPOINT_EVERY", "5").Env("HANG_AT_STEP", "3").
 		BackoffLimit(2).ProgressDeadline(int64(deadline.Seconds())).StallPolicy(v1beta1.StallPolicyFail))
