@@ -148,7 +148,7 @@ func (r *reconciler) planInPlace() {
 	if !d.requeueAt.IsZero() {
 		r.requeueAt(d.requeueAt)
 	}
-	r.inPlaceWaiting = r.inPlaceWaiting || d.waiting
+	r.inPlaceWaiting = d.waiting
 	if len(d.releases) > 0 {
 		r.event(corev1.EventTypeNormal, ReasonAttemptReleased, "Every replica has left attempt %d; releasing attempt %d to %d pod(s)",
 			in.attempt-1, in.attempt, len(d.releases))
