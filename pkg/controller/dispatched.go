@@ -59,10 +59,11 @@ func (c *Controller) syncDispatched(ctx context.Context, h *kindHandler, cached 
 		QueueName: kueue.QueueName(job),
 		// No pod ever runs here: an evicted Workload's quota may go back
 		// at once (MultiKueue removes the worker's copy).
-		Stopped:   true,
-		PodsReady: kueue.DispatchedPodsReady(status, topo.Total),
-		Phase:     status.Phase,
-		Now:       c.clock.Now(),
+		Stopped:    true,
+		PodsReady:  kueue.DispatchedPodsReady(status, topo.Total),
+		Phase:      status.Phase,
+		AvoidNodes: status.SuspectNodeNames(),
+		Now:        c.clock.Now(),
 	})
 	if err != nil {
 		return err

@@ -128,7 +128,7 @@ limitations under the License.
 //     QueueNameRequired, QueueNameRemoved, QueueingUnavailable,
 //     TooManyPodSets, PrebuiltWorkloadMismatch, AdoptedWorkload, Syncing,
 //     Available, Disabled, Forbidden, NotInstalled, NotServed, NotChecked,
-//     CheckFailed.
+//     CheckFailed, SuspectNodeAssigned.
 //   - TensorBoard (package tensorboard): Creating, CreateFailed,
 //     InvalidSpec, Unavailable.
 //   - Certificates (package servingcert): EtcdCAIssued, EtcdCARenewed,

@@ -19,6 +19,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -519,4 +520,118 @@ func TestKueueTopologyPlacement(t *testing.T) {
 			}
 		})
 	}
+}
+
+// admitOnNodes admits the Workload as Kueue's topology-aware placement
+// does: every pod set in one rack, on nodes (one pod each, in order).
+func admitOnNodes(nodes ...string) func(*kueuev1beta2.Workload) {
+	return func(wl *kueuev1beta2.Workload) {
+		admit("gpu-a", "master", "worker")(wl)
+		next := 0
+		for i, ps := range wl.Spec.PodSets {
+			roots := nodes[next : next+int(ps.Count)]
+			next += int(ps.Count)
+			wl.Status.Admission.PodSetAssignments[i].TopologyAssignment = &kueuev1beta2.TopologyAssignment{
+				Levels: []string{"rack", corev1.LabelHostname},
+				Slices: []kueuev1beta2.TopologyAssignmentSlice{{
+					DomainCount: int32(len(roots)),
+					ValuesPerLevel: []kueuev1beta2.TopologyAssignmentSliceLevelValues{
+						{Universal: ptr.To("r1")},
+						{Individual: &kueuev1beta2.TopologyAssignmentSliceLevelIndividualValues{Prefix: ptr.To("node-"), Roots: roots}},
+					},
+					PodCounts: kueuev1beta2.TopologyAssignmentSlicePodCounts{Universal: ptr.To[int32](1)},
+				}},
+			}
+		}
+	}
+}
+
+// keptOff are the nodes a pod set's template keeps off (its affinity's
+// metadata.name NotIn), or nil.
+func keptOff(ps kueuev1beta2.PodSet) []string {
+	a := ps.Template.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, r := range term.MatchFields {
+			if r.Key == "metadata.name" && r.Operator == corev1.NodeSelectorOpNotIn {
+				return r.Values
+			}
+		}
+	}
+	return nil
+}
+
+// TestKueueTopologyOffSuspectNodes: a job that Kueue placed node by node
+// and whose pod fails in a way that blames its node is evicted from that
+// assignment (Kueue's ungater would send the replacement back to the node
+// its affinity keeps it off, where it never runs), gives its quota back,
+// and asks again with pod sets that keep off the node, so that Kueue
+// places it elsewhere. An assignment that names no suspect node stays.
+func TestKueueTopologyOffSuspectNodes(t *testing.T) {
+	job := gpuJob("p").withGang("user-queue", 0).obj()
+	job.SetAnnotations(map[string]string{batch.AnnotationRequiredTopology: "rack"})
+	f := newKueueFixture(t, []runtime.Object{resourceFlavor("gpu-a", nil)}, job)
+	f.step(job)
+	for _, ps := range f.workload("pj-p").Spec.PodSets {
+		if off := keptOff(ps); off != nil {
+			t.Fatalf("pod set %s keeps off %v before any node is suspect", ps.Name, off)
+		}
+	}
+	f.setWorkload("pj-p", admitOnNodes("a", "b", "c", "d"))
+	f.mustSync(job)
+	f.observe()
+	f.setAll(running)
+	f.step(job)
+	assertPhase(t, f.status(job), v1beta1.JobRunning)
+
+	// The kubelet of node-b evicts worker 0: node-b is suspect.
+	f.setPod("p-worker-0", onNode("node-b", evicted))
+	f.step(job)
+	st := f.status(job)
+	if names := st.SuspectNodeNames(); !slices.Equal(names, []string{"node-b"}) {
+		t.Fatalf("suspect nodes %v, want node-b", names)
+	}
+	ev := meta.FindStatusCondition(f.workload("pj-p").Status.Conditions, kueuev1beta2.WorkloadEvicted)
+	if ev == nil || ev.Status != metav1.ConditionTrue || ev.Reason != kueuev1beta2.WorkloadEvictedDueToNodeFailures ||
+		!strings.Contains(ev.Message, "node-b") {
+		t.Fatalf("Workload Evicted condition %+v, want True NodeFailures naming node-b", ev)
+	}
+	if !hasEvent(f.events(), corev1.EventTypeWarning, kueue.ReasonSuspectNodeAssigned) {
+		t.Errorf("no %s event", kueue.ReasonSuspectNodeAssigned)
+	}
+
+	// The job stops as on any eviction, gives its quota back, and its pod
+	// sets keep off node-b from then on.
+	for range 4 {
+		f.step(job)
+	}
+	if got := f.podNames(); len(got) != 0 {
+		t.Fatalf("pods %v left after the eviction", got)
+	}
+	wl := f.workload("pj-p")
+	if wl.Status.Admission != nil || !meta.IsStatusConditionTrue(wl.Status.Conditions, kueuev1beta2.WorkloadRequeued) {
+		t.Fatalf("the evicted Workload kept its admission %v or is not requeued: %+v", wl.Status.Admission, wl.Status.Conditions)
+	}
+	for _, ps := range wl.Spec.PodSets {
+		if off := keptOff(ps); !slices.Equal(off, []string{"node-b"}) {
+			t.Errorf("pod set %s keeps off %v, want node-b", ps.Name, off)
+		}
+	}
+	assertPhase(t, f.status(job), v1beta1.JobPaused)
+
+	// Admitted again elsewhere: the pods come back, and nothing is evicted.
+	f.setWorkload("pj-p", admitOnNodes("a", "c", "d", "e"))
+	f.mustSync(job)
+	if got := f.createdPodNames(); len(got) != 4 {
+		t.Fatalf("created %v after readmission, want 4", got)
+	}
+	f.observe()
+	f.setAll(running)
+	f.step(job)
+	if ev := meta.FindStatusCondition(f.workload("pj-p").Status.Conditions, kueuev1beta2.WorkloadEvicted); ev != nil && ev.Status == metav1.ConditionTrue {
+		t.Errorf("evicted again from an assignment off node-b: %+v", ev)
+	}
+	assertPhase(t, f.status(job), v1beta1.JobRunning)
 }

@@ -115,7 +115,7 @@ func TestForeignPrebuiltWorkloadIsNotTaken(t *testing.T) {
 func (f *fixture) jobPodSets(job v1beta1.TrainingJob) []kueuev1beta2.PodSet {
 	f.t.Helper()
 	topo := podbuilder.NewTopology(f.c.kinds[job.GetObjectKind().GroupVersionKind().Kind].Adapter, job, "")
-	sets, _, err := kueue.PodSets(job.GetAnnotations(), topo.Groups, func(gi int) int32 { return elasticMinCount(topo, gi) })
+	sets, _, err := kueue.PodSets(job.GetAnnotations(), topo.Groups, func(gi int) int32 { return elasticMinCount(topo, gi) }, nil)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -144,7 +144,7 @@ func (r *reconciler) readQueue(ctx context.Context) error {
 	}
 	if st.Unadopted {
 		sets, _, err := kueue.PodSets(r.job.GetAnnotations(), r.topo.Groups,
-			func(gi int) int32 { return elasticMinCount(r.topo, gi) })
+			func(gi int) int32 { return elasticMinCount(r.topo, gi) }, r.job.JobStatus().SuspectNodeNames())
 		if err != nil {
 			return err
 		}
@@ -323,7 +323,7 @@ func (r *reconciler) actOnQueue(ctx context.Context) error {
 		return nil
 	}
 	want, err := queueWant(r.job, r.topo, kueue.Want{QueueName: r.queueName, Stopped: r.queueStopped,
-		PodsReady: r.podsReady(), Phase: r.status.Phase, Now: r.now})
+		PodsReady: r.podsReady(), Phase: r.status.Phase, AvoidNodes: r.status.SuspectNodeNames(), Now: r.now})
 	if err != nil {
 		return err
 	}

@@ -100,6 +100,6 @@ func queueWant(job v1beta1.TrainingJob, topo *podbuilder.Topology, want kueue.Wa
 	}
 	var err error
 	want.PodSets, want.Digest, err = kueue.PodSets(job.GetAnnotations(), topo.Groups,
-		func(gi int) int32 { return elasticMinCount(topo, gi) })
+		func(gi int) int32 { return elasticMinCount(topo, gi) }, want.AvoidNodes)
 	return want, err
 }

@@ -53,20 +53,27 @@ func addPreflight(pod *corev1.Pod, training *corev1.Container, check *v1beta1.Pr
 	pod.Spec.InitContainers = append([]corev1.Container{preflight}, pod.Spec.InitContainers...)
 }
 
-// avoidNodes keeps the pod off the named nodes with a required node
-// affinity. Each of the template's own terms (which are alternatives) gets
-// the condition, so every way the pod may be placed leaves the nodes out.
+// avoidNodes keeps the pod off the named nodes (KeepOffNodes).
 func avoidNodes(pod *corev1.Pod, nodes []string) {
+	KeepOffNodes(&pod.Spec, nodes)
+}
+
+// KeepOffNodes keeps a pod of spec off the named nodes with a required
+// node affinity. Each of the spec's own terms (which are alternatives) gets
+// the condition, so every way the pod may be placed leaves the nodes out.
+// Kueue's topology-aware placement reads the same affinity from a
+// Workload's pod set templates.
+func KeepOffNodes(spec *corev1.PodSpec, nodes []string) {
 	if len(nodes) == 0 {
 		return
 	}
 	notOn := corev1.NodeSelectorRequirement{
 		Key: "metadata.name", Operator: corev1.NodeSelectorOpNotIn, Values: append([]string(nil), nodes...),
 	}
-	if pod.Spec.Affinity == nil {
-		pod.Spec.Affinity = &corev1.Affinity{}
+	if spec.Affinity == nil {
+		spec.Affinity = &corev1.Affinity{}
 	}
-	a := pod.Spec.Affinity
+	a := spec.Affinity
 	if a.NodeAffinity == nil {
 		a.NodeAffinity = &corev1.NodeAffinity{}
 	}

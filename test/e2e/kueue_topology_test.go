@@ -27,6 +27,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
@@ -126,4 +127,82 @@ func TestKueueTopology(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestKueueTopologyOffSuspectNodes: Kueue places a 2-pod job node by node
+// in a rack of three; one pod exits with a node failure code, so its node
+// becomes suspect. Kueue's ungater would give the replacement the same
+// node, which the pod's affinity now rules out, so it would never run.
+// Instead the job's Workload is evicted, gives its quota back and asks
+// again with pod sets that keep off the node, and Kueue places both pods
+// on the other two nodes, where they run.
+func TestKueueTopologyOffSuspectNodes(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t, "kueue-tas-suspect")
+	needsKueue(t, f)
+	f.NewTopologyQueue(1, 3, 1, 100, "lq")
+	ref := f.Create(framework.NewPyTorchJob("suspect").WithReplicas("master", 1).WithReplicas("worker", 1).GPUs(1).
+		Label("kueue.x-k8s.io/queue-name", "lq").Annotate(batch.AnnotationRequiredTopology, framework.LabelRack).
+		NodeFailureExitCodes(42))
+	var worker corev1.Pod
+	for _, p := range scheduledPods(f, ref, 2) {
+		if strings.Contains(p.Name, "-worker-") {
+			worker = p
+		}
+	}
+	bad := worker.Spec.NodeName
+	t.Logf("worker %s on node %s exits with 42", worker.Name, bad)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"42",%q:"100ms"}}}`, framework.AnnotationExitCode, framework.AnnotationRunDuration)
+	if _, err := f.Kube.CoreV1().Pods(f.Namespace).Patch(f.Context(), worker.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("making %s exit: %v", worker.Name, err)
+	}
+
+	job := f.WaitForJob(ref, "node "+bad+" suspect", framework.Timeout, func(job v1beta1.TrainingJob) (bool, error) {
+		return slices.Contains(job.JobStatus().SuspectNodeNames(), bad), nil
+	})
+	t.Logf("suspect nodes: %+v", job.JobStatus().SuspectNodes)
+	f.Eventually(framework.Timeout, "the Workload's pod sets keep off "+bad, func(ctx context.Context) (bool, error) {
+		wl, err := f.Workload(ctx, ref)
+		if err != nil {
+			return false, err
+		}
+		for _, ps := range wl.Spec.PodSets {
+			if !keepsOff(ps.Template.Spec, bad) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	f.WaitForPods(ref, "both pods running off "+bad, framework.Timeout, func(pods []corev1.Pod) (bool, error) {
+		running := 0
+		for _, p := range pods {
+			if p.Spec.NodeName == bad && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodFailed {
+				return false, nil
+			}
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				running++
+			}
+		}
+		return running == 2, nil
+	})
+	f.WaitForPhase(ref, v1beta1.JobRunning)
+}
+
+// keepsOff says whether a pod spec's required node affinity rules out the
+// node in every term.
+func keepsOff(spec corev1.PodSpec, node string) bool {
+	a := spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return false
+	}
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		off := false
+		for _, r := range term.MatchFields {
+			off = off || (r.Key == "metadata.name" && r.Operator == corev1.NodeSelectorOpNotIn && slices.Contains(r.Values, node))
+		}
+		if !off {
+			return false
+		}
+	}
+	return true
 }

@@ -19,6 +19,7 @@ package kueue
 import (
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -130,4 +131,45 @@ func RequestedLevels(wl *kueuev1beta2.Workload) []string {
 		}
 	}
 	return levels
+}
+
+// AssignedNodes are the nodes a Workload's topology assignments name, in
+// order, each once: the values of the hostname level of every pod set's
+// assignment. Empty when no assignment reaches down to single nodes.
+func AssignedNodes(wl *kueuev1beta2.Workload) []string {
+	if wl.Status.Admission == nil {
+		return nil
+	}
+	var nodes []string
+	add := func(node string) {
+		if !slices.Contains(nodes, node) {
+			nodes = append(nodes, node)
+		}
+	}
+	for _, a := range wl.Status.Admission.PodSetAssignments {
+		ta := a.TopologyAssignment
+		if ta == nil {
+			continue
+		}
+		level := slices.Index(ta.Levels, corev1.LabelHostname)
+		if level < 0 {
+			continue
+		}
+		for _, s := range ta.Slices {
+			if level >= len(s.ValuesPerLevel) {
+				continue
+			}
+			values := s.ValuesPerLevel[level]
+			switch {
+			case values.Universal != nil:
+				add(*values.Universal)
+			case values.Individual != nil:
+				prefix, suffix := ptr.Deref(values.Individual.Prefix, ""), ptr.Deref(values.Individual.Suffix, "")
+				for _, root := range values.Individual.Roots {
+					add(prefix + root + suffix)
+				}
+			}
+		}
+	}
+	return nodes
 }

@@ -22,6 +22,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,8 +48,13 @@ const AnnotationPodSets = v1beta1.GroupName + "/pod-sets"
 // rank order, and a digest of them. minCount gives the minCount of the
 // pod set of the group at an index, 0 for none (an elastic job's scaled
 // group may be admitted partially). jobAnnotations are the job's: a
-// topology request there is for all its pods together.
-func PodSets(jobAnnotations map[string]string, groups []podbuilder.ReplicaGroup, minCount func(gi int) int32) ([]kueuev1beta2.PodSet, string, error) {
+// topology request there is for all its pods together. avoidNodes are the
+// job's suspect nodes: every template keeps off them as the pods do, so
+// that Kueue's topology-aware placement, which reads a template's node
+// affinity, never assigns a pod a node it cannot run on (its flavor
+// assignment reads only label expressions, which this adds none of).
+func PodSets(jobAnnotations map[string]string, groups []podbuilder.ReplicaGroup, minCount func(gi int) int32,
+	avoidNodes []string) ([]kueuev1beta2.PodSet, string, error) {
 	var sets []kueuev1beta2.PodSet
 	requests := topologyRequests(jobAnnotations, groups)
 	for gi, g := range groups {
@@ -60,6 +67,7 @@ func PodSets(jobAnnotations map[string]string, groups []podbuilder.ReplicaGroup,
 			Template:        *g.Spec.Template.DeepCopy(),
 			TopologyRequest: requests[gi],
 		}
+		podbuilder.KeepOffNodes(&set.Template.Spec, avoidNodes)
 		if n := minCount(gi); n > 0 {
 			set.MinCount = ptr.To(n)
 		}
@@ -72,6 +80,10 @@ func PodSets(jobAnnotations map[string]string, groups []podbuilder.ReplicaGroup,
 	sum := sha256.Sum256(data)
 	return sets, hex.EncodeToString(sum[:8]), nil
 }
+
+// ReasonSuspectNodeAssigned is the event of a Workload evicted because
+// its topology assignment names a node the job keeps off (evictFromNodes).
+const ReasonSuspectNodeAssigned = "SuspectNodeAssigned"
 
 // Want is what a queued job asks of its Workload now.
 type Want struct {
@@ -88,7 +100,10 @@ type Want struct {
 	PodsReady bool
 	// Phase is the job's phase as planned now.
 	Phase v1beta1.JobPhase
-	Now   time.Time
+	// AvoidNodes are the nodes the job's pods keep off (its suspect
+	// nodes); PodSets has them too.
+	AvoidNodes []string
+	Now        time.Time
 }
 
 // Sync brings the job's Workload in line with the job: it exists, its
@@ -151,6 +166,8 @@ func (q *Queue) Sync(ctx context.Context, job *owner.Job, st *State, want Want) 
 		return nil
 	case st.Evicted != nil && want.Stopped && wl.Status.Admission != nil:
 		return q.releaseEvictedQuota(ctx, job, wl, st.Evicted, want.Now)
+	case reserved && st.Evicted == nil && !st.Prebuilt && len(placedOn(wl, want.AvoidNodes)) > 0:
+		return q.evictFromNodes(ctx, job, wl, placedOn(wl, want.AvoidNodes), want.Now)
 	case st.Admitted:
 		return q.reportPodsReady(ctx, job, wl, want)
 	}
@@ -228,6 +245,38 @@ func (q *Queue) releaseEvictedQuota(ctx context.Context, job *owner.Job, wl *kue
 		}
 		s.Admission = nil
 	})
+}
+
+// placedOn are the nodes among avoid that the Workload's topology
+// assignment places pods on.
+func placedOn(wl *kueuev1beta2.Workload, avoid []string) []string {
+	var on []string
+	for _, node := range AssignedNodes(wl) {
+		if slices.Contains(avoid, node) {
+			on = append(on, node)
+		}
+	}
+	return on
+}
+
+// evictFromNodes evicts a Workload whose topology assignment places pods
+// on nodes the job keeps off: Kueue's ungater would give a replaced pod
+// its old node, where its node affinity lets it never run. The job stops
+// as on any eviction, the quota goes back (releaseEvictedQuota), the pod
+// sets gain the nodes to keep off while nothing is reserved (Sync), and
+// Kueue admits the job again elsewhere. The reason is Kueue's own for
+// nodes that failed, under which Kueue requeues the Workload at once.
+func (q *Queue) evictFromNodes(ctx context.Context, job *owner.Job, wl *kueuev1beta2.Workload, nodes []string, now time.Time) error {
+	message := fmt.Sprintf("the topology assignment places pods on %s, where the job's pods no longer go "+
+		"(status.suspectNodes): admitted again without them", strings.Join(nodes, ", "))
+	err := q.updateStatus(ctx, job, wl, "evicting the Workload from suspect nodes", func(s *kueuev1beta2.WorkloadStatus) {
+		meta.SetStatusCondition(&s.Conditions, condition(wl, now, metav1.Condition{Type: kueuev1beta2.WorkloadEvicted,
+			Status: metav1.ConditionTrue, Reason: kueuev1beta2.WorkloadEvictedDueToNodeFailures, Message: message}))
+	})
+	if err == nil {
+		job.Warningf(ReasonSuspectNodeAssigned, "Evicted Workload %s: %s", wl.Name, message)
+	}
+	return err
 }
 
 // priority is the Workload's priority and the class it came from: the

@@ -44,7 +44,7 @@ func noMinCount(int) int32 { return 0 }
 // TestPodSets: one pod set per type with replicas, in order, with its count
 // and template; minCount only where given; the digest follows every change.
 func TestPodSets(t *testing.T) {
-	sets, digest, err := PodSets(nil, groups(1, 0, 2), noMinCount)
+	sets, digest, err := PodSets(nil, groups(1, 0, 2), noMinCount, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,14 +64,14 @@ func TestPodSets(t *testing.T) {
 			t.Errorf("pod set %s has a minCount", want.name)
 		}
 	}
-	_, same, _ := PodSets(nil, groups(1, 0, 2), noMinCount)
-	_, resized, _ := PodSets(nil, groups(1, 0, 3), noMinCount)
+	_, same, _ := PodSets(nil, groups(1, 0, 2), noMinCount, nil)
+	_, resized, _ := PodSets(nil, groups(1, 0, 3), noMinCount, nil)
 	elasticSets, elastic, _ := PodSets(nil, groups(1, 4), func(gi int) int32 {
 		if gi == 1 {
 			return 2
 		}
 		return 0
-	})
+	}, nil)
 	if same != digest || resized == digest {
 		t.Errorf("digests: same %v, resized differs %v", same == digest, resized != digest)
 	}

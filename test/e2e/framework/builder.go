@@ -218,6 +218,13 @@ func (b *JobBuilder) BackoffLimit(n int32) *JobBuilder {
 	return b
 }
 
+// NodeFailureExitCodes sets spec.runPolicy.nodeFailureExitCodes: a
+// replica exiting with one of them makes its node suspect.
+func (b *JobBuilder) NodeFailureExitCodes(codes ...int32) *JobBuilder {
+	b.policy.NodeFailureExitCodes = codes
+	return b
+}
+
 // ActiveDeadline sets spec.runPolicy.activeDeadlineSeconds.
 func (b *JobBuilder) ActiveDeadline(seconds int64) *JobBuilder {
 	b.policy.ActiveDeadlineSeconds = ptr.To(seconds)
