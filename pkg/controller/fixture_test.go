@@ -19,7 +19,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,6 +51,7 @@ import (
 	"tensorstack.dev/training/pkg/controller/gang"
 	jobfake "tensorstack.dev/training/pkg/generated/clientset/versioned/fake"
 	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
+	"tensorstack.dev/training/pkg/jobclient"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
@@ -346,42 +346,37 @@ func assignUIDs(client interface {
 type fixtureKind struct {
 	kind     string
 	resource string
-	informer func(f *fixture) cache.SharedIndexInformer
 }
 
 func (k fixtureKind) gvr() schema.GroupVersionResource {
 	return v1beta1.SchemeGroupVersion.WithResource(k.resource)
 }
 
-var fixtureKinds = map[reflect.Type]fixtureKind{
-	reflect.TypeFor[*v1beta1.TensorFlowTrainingJob](): {podbuilder.TensorFlowKind, v1beta1.TensorFlowTrainingJobResource,
-		func(f *fixture) cache.SharedIndexInformer {
-			return f.jobInformers.Batch().V1beta1().TensorFlowTrainingJobs().Informer()
-		}},
-	reflect.TypeFor[*v1beta1.PyTorchTrainingJob](): {podbuilder.PyTorchKind, v1beta1.PyTorchTrainingJobResource,
-		func(f *fixture) cache.SharedIndexInformer {
-			return f.jobInformers.Batch().V1beta1().PyTorchTrainingJobs().Informer()
-		}},
-	reflect.TypeFor[*v1beta1.XGBoostTrainingJob](): {podbuilder.XGBoostKind, v1beta1.XGBoostTrainingJobResource,
-		func(f *fixture) cache.SharedIndexInformer {
-			return f.jobInformers.Batch().V1beta1().XGBoostTrainingJobs().Informer()
-		}},
-	reflect.TypeFor[*v1beta1.GenericJob](): {podbuilder.GenericKind, v1beta1.GenericJobResource,
-		func(f *fixture) cache.SharedIndexInformer {
-			return f.jobInformers.Batch().V1beta1().GenericJobs().Informer()
-		}},
-	reflect.TypeFor[*v1beta1.MPIJob](): {podbuilder.MPIKind, v1beta1.MPIJobResource,
-		func(f *fixture) cache.SharedIndexInformer {
-			return f.jobInformers.Batch().V1beta1().MPIJobs().Informer()
-		}},
+// informer is the kind's informer of the fixture's factory, the one the
+// controller watches.
+func (k fixtureKind) informer(f *fixture) cache.SharedIndexInformer {
+	inf, err := f.jobInformers.ForResource(k.gvr())
+	if err != nil {
+		panic(err)
+	}
+	return inf.Informer()
 }
 
+// fixtureKinds are every kind, from the clients' table.
+var fixtureKinds = func() []fixtureKind {
+	kinds := make([]fixtureKind, len(jobclient.Kinds))
+	for i, k := range jobclient.Kinds {
+		kinds[i] = fixtureKind{kind: k.Name, resource: k.Resource}
+	}
+	return kinds
+}()
+
 func fixtureKindOf(job v1beta1.TrainingJob) fixtureKind {
-	k, ok := fixtureKinds[reflect.TypeOf(job)]
-	if !ok {
+	k, err := jobclient.Of(job)
+	if err != nil {
 		panic(fmt.Sprintf("the fixture has no kind for %T", job))
 	}
-	return k
+	return fixtureKind{kind: k.Name, resource: k.Resource}
 }
 
 func keyOf(job v1beta1.TrainingJob) jobKey {

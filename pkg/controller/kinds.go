@@ -18,21 +18,26 @@ package controller
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/generated/clientset/versioned"
 	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
+	"tensorstack.dev/training/pkg/jobclient"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
-// kindHandler is one job kind: its adapter, and the typed informer, lister
-// and client calls behind a kind-neutral face.
+// kindHandler is one job kind: its adapter, and the informer, cache and
+// client calls behind a kind-neutral face. Every kind's is made the same
+// way (newKindHandler), from its row of jobclient.Kinds.
 type kindHandler struct {
 	podbuilder.Adapter
 	gvk      schema.GroupVersionKind
@@ -52,160 +57,114 @@ type kindHandler struct {
 	delete      func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
 }
 
-func newTensorFlowHandler(client versioned.Interface, factory jobinformers.SharedInformerFactory) *kindHandler {
-	inf := factory.Batch().V1beta1().TensorFlowTrainingJobs()
-	return newKindHandler(podbuilder.TensorFlow, podbuilder.TensorFlowKind, inf.Informer(), inf.Lister(),
-		func(ns string) jobGetter[*v1beta1.TensorFlowTrainingJob] {
-			return inf.Lister().TensorFlowTrainingJobs(ns)
-		},
-		func(ns string) jobClient[*v1beta1.TensorFlowTrainingJob] {
-			return client.BatchV1beta1().TensorFlowTrainingJobs(ns)
-		},
-		func(ctx context.Context, opts metav1.ListOptions) ([]v1beta1.TrainingJob, string, error) {
-			l, err := client.BatchV1beta1().TensorFlowTrainingJobs(metav1.NamespaceAll).List(ctx, opts)
-			if err != nil {
-				return nil, "", err
-			}
-			return jobsOf(l.Items), l.Continue, nil
-		})
-}
-
-func newPyTorchHandler(client versioned.Interface, factory jobinformers.SharedInformerFactory) *kindHandler {
-	inf := factory.Batch().V1beta1().PyTorchTrainingJobs()
-	return newKindHandler(podbuilder.PyTorch, podbuilder.PyTorchKind, inf.Informer(), inf.Lister(),
-		func(ns string) jobGetter[*v1beta1.PyTorchTrainingJob] { return inf.Lister().PyTorchTrainingJobs(ns) },
-		func(ns string) jobClient[*v1beta1.PyTorchTrainingJob] {
-			return client.BatchV1beta1().PyTorchTrainingJobs(ns)
-		},
-		func(ctx context.Context, opts metav1.ListOptions) ([]v1beta1.TrainingJob, string, error) {
-			l, err := client.BatchV1beta1().PyTorchTrainingJobs(metav1.NamespaceAll).List(ctx, opts)
-			if err != nil {
-				return nil, "", err
-			}
-			return jobsOf(l.Items), l.Continue, nil
-		})
-}
-
-func newXGBoostHandler(client versioned.Interface, factory jobinformers.SharedInformerFactory) *kindHandler {
-	inf := factory.Batch().V1beta1().XGBoostTrainingJobs()
-	return newKindHandler(podbuilder.XGBoost, podbuilder.XGBoostKind, inf.Informer(), inf.Lister(),
-		func(ns string) jobGetter[*v1beta1.XGBoostTrainingJob] { return inf.Lister().XGBoostTrainingJobs(ns) },
-		func(ns string) jobClient[*v1beta1.XGBoostTrainingJob] {
-			return client.BatchV1beta1().XGBoostTrainingJobs(ns)
-		},
-		func(ctx context.Context, opts metav1.ListOptions) ([]v1beta1.TrainingJob, string, error) {
-			l, err := client.BatchV1beta1().XGBoostTrainingJobs(metav1.NamespaceAll).List(ctx, opts)
-			if err != nil {
-				return nil, "", err
-			}
-			return jobsOf(l.Items), l.Continue, nil
-		})
-}
-
-func newGenericHandler(client versioned.Interface, factory jobinformers.SharedInformerFactory) *kindHandler {
-	inf := factory.Batch().V1beta1().GenericJobs()
-	return newKindHandler(podbuilder.Generic, podbuilder.GenericKind, inf.Informer(), inf.Lister(),
-		func(ns string) jobGetter[*v1beta1.GenericJob] { return inf.Lister().GenericJobs(ns) },
-		func(ns string) jobClient[*v1beta1.GenericJob] {
-			return client.BatchV1beta1().GenericJobs(ns)
-		},
-		func(ctx context.Context, opts metav1.ListOptions) ([]v1beta1.TrainingJob, string, error) {
-			l, err := client.BatchV1beta1().GenericJobs(metav1.NamespaceAll).List(ctx, opts)
-			if err != nil {
-				return nil, "", err
-			}
-			return jobsOf(l.Items), l.Continue, nil
-		})
-}
-
-func newMPIHandler(client versioned.Interface, factory jobinformers.SharedInformerFactory) *kindHandler {
-	inf := factory.Batch().V1beta1().MPIJobs()
-	return newKindHandler(podbuilder.MPI, podbuilder.MPIKind, inf.Informer(), inf.Lister(),
-		func(ns string) jobGetter[*v1beta1.MPIJob] { return inf.Lister().MPIJobs(ns) },
-		func(ns string) jobClient[*v1beta1.MPIJob] {
-			return client.BatchV1beta1().MPIJobs(ns)
-		},
-		func(ctx context.Context, opts metav1.ListOptions) ([]v1beta1.TrainingJob, string, error) {
-			l, err := client.BatchV1beta1().MPIJobs(metav1.NamespaceAll).List(ctx, opts)
-			if err != nil {
-				return nil, "", err
-			}
-			return jobsOf(l.Items), l.Continue, nil
-		})
-}
-
-// jobsOf addresses the items of a list as jobs.
-func jobsOf[T any, P jobPointer[T]](items []T) []v1beta1.TrainingJob {
-	jobs := make([]v1beta1.TrainingJob, len(items))
-	for i := range items {
-		jobs[i] = P(&items[i])
+// newKindHandlers makes the handler of every kind.
+func newKindHandlers(client versioned.Interface, factory jobinformers.SharedInformerFactory) ([]*kindHandler, error) {
+	handlers := make([]*kindHandler, 0, len(jobclient.Kinds))
+	for _, k := range jobclient.Kinds {
+		h, err := newKindHandler(k, client, factory)
+		if err != nil {
+			return nil, err
+		}
+		handlers = append(handlers, h)
 	}
-	return jobs
+	return handlers, nil
 }
 
-// jobPointer is a kind's versioned type, addressed through its pointer.
-type jobPointer[T any] interface {
-	*T
-	v1beta1.TrainingJob
-}
-
-// jobLister, jobGetter and jobClient are the parts of a kind's generated
-// lister and typed client that a kindHandler uses.
-type jobLister[P any] interface {
-	List(selector labels.Selector) ([]P, error)
-}
-
-type jobGetter[P any] interface {
-	Get(name string) (P, error)
-}
-
-type jobClient[P any] interface {
-	Get(ctx context.Context, name string, opts metav1.GetOptions) (P, error)
-	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions,
-		subresources ...string) (P, error)
-	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
-}
-
-// newKindHandler puts a kind's typed informer, lister and client behind the
+// newKindHandler puts a kind's informer (the factory's, so its list
+// options and cache transform hold), its cache and its client behind the
 // kind-neutral kindHandler.
-func newKindHandler[T any, P jobPointer[T]](adapter podbuilder.Adapter, kind string, informer cache.SharedIndexInformer,
-	lister jobLister[P], namespaced func(ns string) jobGetter[P], client func(ns string) jobClient[P],
-	listPage func(ctx context.Context, opts metav1.ListOptions) ([]v1beta1.TrainingJob, string, error)) *kindHandler {
+func newKindHandler(k *jobclient.Kind, client versioned.Interface, factory jobinformers.SharedInformerFactory) (*kindHandler, error) {
+	adapter, ok := podbuilder.AdapterOf(k.Name)
+	if !ok {
+		return nil, fmt.Errorf("the pod builder has no adapter for %s", k.Name)
+	}
+	gvr := v1beta1.SchemeGroupVersion.WithResource(k.Resource)
+	generic, err := factory.ForResource(gvr)
+	if err != nil {
+		return nil, fmt.Errorf("the informer of %s: %w", k.Name, err)
+	}
+	informer := generic.Informer()
+	jobType := reflect.TypeOf(k.New())
+	asJob := func(obj any) (v1beta1.TrainingJob, bool) {
+		job, ok := obj.(v1beta1.TrainingJob)
+		return job, ok && reflect.TypeOf(job) == jobType
+	}
 	return &kindHandler{
 		Adapter:  adapter,
-		gvk:      v1beta1.SchemeGroupVersion.WithKind(kind),
+		gvk:      v1beta1.SchemeGroupVersion.WithKind(k.Name),
 		informer: informer,
 		get: func(ns, name string) (v1beta1.TrainingJob, error) {
-			return namespaced(ns).Get(name)
+			obj, exists, err := informer.GetIndexer().GetByKey(ns + "/" + name)
+			switch {
+			case err != nil:
+				return nil, err
+			case !exists:
+				return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+			}
+			job, ok := asJob(obj)
+			if !ok {
+				return nil, fmt.Errorf("the cache of %s holds a %T", k.Resource, obj)
+			}
+			return job, nil
 		},
 		statusCopy: func(job v1beta1.TrainingJob) (v1beta1.TrainingJob, bool) {
-			j, ok := job.(P)
-			if !ok {
+			if _, ok := asJob(job); !ok {
 				return nil, false
 			}
-			c := P(new(T))
-			*c = *j
-			j.JobStatus().DeepCopyInto(c.JobStatus())
-			return c, true
+			// A shallow copy of the struct, then a status of its own.
+			c := reflect.New(jobType.Elem())
+			c.Elem().Set(reflect.ValueOf(job).Elem())
+			out := c.Interface().(v1beta1.TrainingJob)
+			job.JobStatus().DeepCopyInto(out.JobStatus())
+			return out, true
 		},
 		list: func() ([]v1beta1.TrainingJob, error) {
-			jobs, err := lister.List(labels.Everything())
-			out := make([]v1beta1.TrainingJob, len(jobs))
-			for i := range jobs {
-				out[i] = jobs[i]
+			objs := informer.GetIndexer().List()
+			jobs := make([]v1beta1.TrainingJob, 0, len(objs))
+			for _, obj := range objs {
+				if job, ok := asJob(obj); ok {
+					jobs = append(jobs, job)
+				}
 			}
-			return out, err
+			return jobs, nil
 		},
 		getFresh: func(ctx context.Context, ns, name string) (v1beta1.TrainingJob, error) {
-			return client(ns).Get(ctx, name, metav1.GetOptions{})
+			return k.Client(client, ns).Get(ctx, name)
 		},
 		patchStatus: func(ctx context.Context, job v1beta1.TrainingJob, patch []byte) (v1beta1.TrainingJob, error) {
-			return client(job.GetNamespace()).Patch(ctx, job.GetName(), types.MergePatchType, patch,
-				metav1.PatchOptions{}, "status")
+			return k.Client(client, job.GetNamespace()).PatchStatus(ctx, job.GetName(), patch, metav1.PatchOptions{})
 		},
 		delete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
-			return client(ns).Delete(ctx, name, opts)
+			return k.Client(client, ns).Delete(ctx, name, opts)
 		},
-		listPage: listPage,
+		listPage: func(ctx context.Context, opts metav1.ListOptions) ([]v1beta1.TrainingJob, string, error) {
+			list, err := k.Client(client, metav1.NamespaceAll).ListObject(ctx, opts)
+			if err != nil {
+				return nil, "", err
+			}
+			return jobsOfList(list)
+		},
+	}, nil
+}
+
+// jobsOfList reads the jobs of a kind's list object, and its continue
+// token.
+func jobsOfList(list runtime.Object) ([]v1beta1.TrainingJob, string, error) {
+	accessor, err := meta.ListAccessor(list)
+	if err != nil {
+		return nil, "", err
 	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, "", err
+	}
+	jobs := make([]v1beta1.TrainingJob, len(items))
+	for i, item := range items {
+		job, ok := item.(v1beta1.TrainingJob)
+		if !ok {
+			return nil, "", fmt.Errorf("a list of jobs holds a %T", item)
+		}
+		jobs[i] = job
+	}
+	return jobs, accessor.GetContinue(), nil
 }

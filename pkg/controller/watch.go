@@ -49,13 +49,11 @@ func NewDynamicInformerFactory(client dynamic.Interface, resync time.Duration) d
 
 // watchJobs watches the jobs of every kind: a change queues the job.
 func (c *Controller) watchJobs(logger klog.Logger, jobClient versioned.Interface, jobInformers jobinformers.SharedInformerFactory) error {
-	for _, h := range []*kindHandler{
-		newTensorFlowHandler(jobClient, jobInformers),
-		newPyTorchHandler(jobClient, jobInformers),
-		newXGBoostHandler(jobClient, jobInformers),
-		newGenericHandler(jobClient, jobInformers),
-		newMPIHandler(jobClient, jobInformers),
-	} {
+	handlers, err := newKindHandlers(jobClient, jobInformers)
+	if err != nil {
+		return err
+	}
+	for _, h := range handlers {
 		kind := h.Kind()
 		c.kinds[kind] = h
 		_, err := h.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -27,6 +27,19 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
+// Adapters are the adapters of every kind, in the order of batch.Kinds.
+var Adapters = []Adapter{TensorFlow, PyTorch, XGBoost, Generic, MPI}
+
+// AdapterOf returns the adapter of a kind, by its API kind name.
+func AdapterOf(kind string) (Adapter, bool) {
+	for _, a := range Adapters {
+		if a.Kind() == kind {
+			return a, true
+		}
+	}
+	return nil, false
+}
+
 // Adapter answers the few questions on which the job kinds differ. Everything
 // else (pods, Service, restarts, status, pause, debug, TensorBoard) is the
 // shared machinery's business.

@@ -18,6 +18,7 @@ package podbuilder
 
 import (
 	"fmt"
+	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -32,22 +33,15 @@ type PodPreview struct {
 	Pod         *corev1.Pod
 }
 
-// AdapterFor returns the adapter of a job's kind.
+// AdapterFor returns the adapter of a job's kind: its Go type is named
+// after the kind (jobclient's tests hold the types to the table of kinds).
 func AdapterFor(job v1beta1.TrainingJob) (Adapter, error) {
-	switch job.(type) {
-	case *v1beta1.TensorFlowTrainingJob:
-		return TensorFlow, nil
-	case *v1beta1.PyTorchTrainingJob:
-		return PyTorch, nil
-	case *v1beta1.XGBoostTrainingJob:
-		return XGBoost, nil
-	case *v1beta1.GenericJob:
-		return Generic, nil
-	case *v1beta1.MPIJob:
-		return MPI, nil
-	default:
-		return nil, fmt.Errorf("%T is not a training job kind", job)
+	if t := reflect.TypeOf(job); t != nil && t.Kind() == reflect.Pointer {
+		if a, ok := AdapterOf(t.Elem().Name()); ok {
+			return a, nil
+		}
 	}
+	return nil, fmt.Errorf("%T is not a training job kind", job)
 }
 
 // Preview returns, for each replica type of the job that has replicas, in
