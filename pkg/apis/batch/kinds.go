@@ -79,6 +79,16 @@ var (
 // and list them.
 var Kinds = []KindInfo{TensorFlowKind, PyTorchKind, XGBoostKind, GenericKind, MPIKind}
 
+// KindNamed finds the row of an API kind name.
+func KindNamed(kind string) (KindInfo, bool) {
+	for _, k := range Kinds {
+		if k.Kind == kind {
+			return k, true
+		}
+	}
+	return KindInfo{}, false
+}
+
 // KindsInProse names every kind for a sentence: "A, B, C and D"; with
 // short names, "A (a), B (b) and C (c)", plural when asked.
 func KindsInProse(plural, shortNames bool) string {

@@ -40,6 +40,12 @@ func TestKindsAreDistinct(t *testing.T) {
 		if k.Resource != strings.ToLower(k.Kind)+"s" || k.Singular != strings.ToLower(k.Kind) {
 			t.Errorf("kind %s: resource %q and singular %q are not its name in lower case", k.Kind, k.Resource, k.Singular)
 		}
+		if got, ok := KindNamed(k.Kind); !ok || got != k {
+			t.Errorf("KindNamed(%s) = %+v, %v", k.Kind, got, ok)
+		}
+	}
+	if _, ok := KindNamed("Pod"); ok {
+		t.Error("KindNamed(Pod) found a kind")
 	}
 }
 

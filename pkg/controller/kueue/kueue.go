@@ -203,14 +203,6 @@ func QueueName(job v1beta1.TrainingJob) string {
 // WorkloadName is the name of a job's Workload: one per job, the kind's
 // short name first so that jobs of different kinds may share a name.
 func WorkloadName(kind, job string) string {
-	return workloadPrefixes[kind] + "-" + job
-}
-
-// workloadPrefixes are the kinds' short names, as WorkloadName uses them.
-var workloadPrefixes = map[string]string{
-	podbuilder.TensorFlowKind: v1beta1.TensorFlowTrainingJobShortName,
-	podbuilder.PyTorchKind:    v1beta1.PyTorchTrainingJobShortName,
-	podbuilder.XGBoostKind:    v1beta1.XGBoostTrainingJobShortName,
-	podbuilder.GenericKind:    v1beta1.GenericJobShortName,
-	podbuilder.MPIKind:        v1beta1.MPIJobShortName,
+	info, _ := batch.KindNamed(kind)
+	return info.ShortName + "-" + job
 }
