@@ -18,11 +18,12 @@ limitations under the License.
 // bench-wide): how long a job of every kind, of one leader and pods-1
 // workers, takes until every pod exists, next to an Indexed Job of as many
 // pods, kube-controller-manager's, on the same stack (the floor), a bare
-// ReplicaSet, and Kubeflow's PyTorchJob of the same shape under
-// training-operator (the peer); the status writes, the largest status, the
-// controller's CPU and what the pods take in etcd.
+// ReplicaSet, and the peers: Kubeflow's PyTorchJob of the same shape under
+// training-operator, and a JobSet of a leader Job and an Indexed Job of the
+// workers; the status writes, the largest status, the controller's CPU and
+// what the pods take in etcd.
 //
-//	bench-wide run -workloads indexed-job,pytorch,...|training-operator -json FILE
+//	bench-wide run -workloads indexed-job,pytorch,...|training-operator|jobset -json FILE
 //	    runs the workloads one after the other and saves their results
 //	bench-wide report -out FILE.md FILE.json...
 //	    prints the results of every run as one markdown table
@@ -59,6 +60,7 @@ const (
 	workloadGeneric    = "generic"
 	workloadMPI        = "mpi"
 	workloadPeer       = "training-operator"
+	workloadJobSet     = "jobset"
 )
 
 // defaultWorkloads: the floor, then every kind.
@@ -112,9 +114,9 @@ func runCommand(args []string) error {
 	fs.DurationVar(&o.settle, "settle", 30*time.Second, "how long after the last pod exists its status writes are still counted")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up waiting for the pods after this long")
 	workloads := fs.String("workloads", strings.Join(defaultWorkloads, ","),
-		"comma-separated, run in this order: any of "+strings.Join(defaultWorkloads, ", ")+", "+workloadPeer)
+		"comma-separated, run in this order: any of "+strings.Join(defaultWorkloads, ", ")+", "+workloadPeer+", "+workloadJobSet)
 	fs.IntVar(&o.rounds, "rounds", benchkit.IntEnv("BENCH_ROUNDS", 3), "rounds of the workloads; the table shows each figure's median")
-	fs.IntVar(&o.controllerPid, "controller-pid", 0, "the process of training-operator (for its CPU)")
+	fs.IntVar(&o.controllerPid, "controller-pid", 0, "the process of the peer, training-operator or JobSet (for its CPU)")
 	fs.StringVar(&o.json, "json", "", "save the results to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -225,6 +227,8 @@ func run(o options) ([]*result, error) {
 				r, err = b.runReplicaSet(ctx)
 			case workloadPeer:
 				r, err = b.runPeerJob(ctx)
+			case workloadJobSet:
+				r, err = b.runJobSet(ctx)
 			default:
 				r, err = b.runJob(ctx, w)
 			}

@@ -87,6 +87,7 @@ func (c *column) spread(format string, f func(*result) float64) string {
 
 func allPods(r *result) float64       { return r.AllPods.Seconds() }
 func controllerCPU(r *result) float64 { return r.ControllerCPU }
+func podMakerCPU(r *result) float64   { return r.PodMakerCPU }
 func statusWrites(r *result) float64  { return r.StatusWrites }
 func statusKiB(r *result) float64     { return float64(r.StatusBytes) / 1024 }
 func podsMB(r *result) float64        { return float64(r.PodBytes) / 1e6 }
@@ -125,6 +126,9 @@ func writeTable(w io.Writer, results []*result) error {
 		cpu := c.spread("%.2f", controllerCPU)
 		if c.controller == "kube-controller-manager" {
 			cpu += " (all of it)"
+		}
+		if maker := c.runs[0].PodMaker; maker != "" {
+			cpu += fmt.Sprintf("; %s, which makes the pods: %s", maker, c.spread("%.2f", podMakerCPU))
 		}
 		t.Add(c.title, c.spread("%.2f", allPods), ratio, cpu, c.spread("%.0f", statusWrites), c.spread("%.1f", statusKiB),
 			c.spread("%.1f", podsMB), c.spread("%.1f", largestPodKiB), c.spread("%.1f", configMapKiB))

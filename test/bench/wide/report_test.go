@@ -20,6 +20,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func TestTableShowsMediansPerWorkload(t *testing.T) {
@@ -52,5 +54,50 @@ func TestTableShowsMediansPerWorkload(t *testing.T) {
 	}
 	if err := writeTable(&sb, results[1:2]); err == nil {
 		t.Error("a table without the floor's results was written")
+	}
+}
+
+func TestTableShowsThePodMakersCPU(t *testing.T) {
+	results := []*result{
+		{Workload: workloadIndexedJob, Title: "floor", Controller: "kube-controller-manager", Pods: 10, AllPods: 2 * time.Second, ControllerCPU: 3},
+		{Workload: workloadJobSet, Title: "jobset", Controller: "jobset", PodMaker: "kube-controller-manager", Pods: 10,
+			AllPods: 3 * time.Second, ControllerCPU: 0.25, PodMakerCPU: 3.5},
+	}
+	var sb strings.Builder
+	if err := writeTable(&sb, results); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"0.25; kube-controller-manager, which makes the pods: 3.50", "| 1.50× "} {
+		if !strings.Contains(sb.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, sb.String())
+		}
+	}
+	if strings.Contains(sb.String(), "target") {
+		t.Errorf("a peer was held to our target:\n%s", sb.String())
+	}
+}
+
+func TestJobSetHasALeaderAndIndexedWorkers(t *testing.T) {
+	js, err := jobSet("wide", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, _, _ := unstructured.NestedSlice(js.Object, "spec", "replicatedJobs")
+	if len(jobs) != 2 {
+		t.Fatalf("replicatedJobs = %v, want leader and worker", jobs)
+	}
+	for i, want := range []int64{1, 999} {
+		job := jobs[i].(map[string]interface{})
+		for _, field := range []string{"completions", "parallelism"} {
+			if got, _, _ := unstructured.NestedInt64(job, "template", "spec", field); got != want {
+				t.Errorf("%s %s = %d, want %d", job["name"], field, got, want)
+			}
+		}
+		if got, _, _ := unstructured.NestedString(job, "template", "spec", "template", "spec", "restartPolicy"); got != "Never" {
+			t.Errorf("%s restartPolicy = %q, want Never", job["name"], got)
+		}
+	}
+	if !peer(workloadJobSet) || !peer(workloadPeer) || peer(workloadPyTorch) {
+		t.Error("peer() does not tell the peers from ours")
 	}
 }

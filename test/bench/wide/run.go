@@ -50,7 +50,12 @@ type result struct {
 	// from the create until the settle ended.
 	ControllerCPU float64 `json:"controllerCPU"`
 	Controller    string  `json:"controller"`
-	StatusWrites  float64 `json:"statusWrites"`
+	// PodMaker is the component that makes the pods when the controller
+	// does not (a JobSet's Jobs are kube-controller-manager's), and
+	// PodMakerCPU its CPU seconds over the same time.
+	PodMaker     string  `json:"podMaker,omitempty"`
+	PodMakerCPU  float64 `json:"podMakerCPU,omitempty"`
+	StatusWrites float64 `json:"statusWrites"`
 	// StatusBytes and ObjectBytes are the sizes of the largest status seen
 	// and of its object, in JSON.
 	StatusBytes int `json:"statusBytes"`
@@ -202,6 +207,12 @@ func (b *bench) measure(ctx context.Context, r *result, resource string, metrics
 	if err != nil {
 		return err
 	}
+	makerPid := 0
+	if r.PodMaker != "" {
+		if makerPid, err = b.stack.Pid(r.PodMaker); err != nil {
+			return err
+		}
+	}
 	watcher, err := watchPods(ctx, b.kube, namespace)
 	if err != nil {
 		return err
@@ -212,6 +223,10 @@ func (b *bench) measure(ctx context.Context, r *result, resource string, metrics
 		return err
 	}
 	cpuBefore, err := benchkit.CPUSeconds(pid)
+	if err != nil {
+		return err
+	}
+	makerBefore, err := b.podMakerCPU(makerPid)
 	if err != nil {
 		return err
 	}
@@ -251,6 +266,11 @@ func (b *bench) measure(ctx context.Context, r *result, resource string, metrics
 		return err
 	}
 	r.ControllerCPU = cpuAfter - cpuBefore
+	makerAfter, err := b.podMakerCPU(makerPid)
+	if err != nil {
+		return err
+	}
+	r.PodMakerCPU = makerAfter - makerBefore
 	after, err := benchkit.ScrapeMetrics(ctx, metrics)
 	if err != nil {
 		return err
@@ -290,13 +310,21 @@ func (b *bench) storedBytes(ctx context.Context, r *result) error {
 // controllerPid is the process that makes r's pods: a component of the
 // stack, or the peer given on the command line.
 func (b *bench) controllerPid(r *result) (int, error) {
-	if r.Workload != workloadPeer {
+	if !peer(r.Workload) {
 		return b.stack.Pid(r.Controller)
 	}
 	if b.o.controllerPid <= 0 {
-		return 0, errors.New("-controller-pid is required for " + workloadPeer)
+		return 0, errors.New("-controller-pid is required for " + r.Workload)
 	}
 	return b.o.controllerPid, nil
+}
+
+// podMakerCPU is the CPU seconds of the pod maker's process, none if 0.
+func (b *bench) podMakerCPU(pid int) (float64, error) {
+	if pid == 0 {
+		return 0, nil
+	}
+	return benchkit.CPUSeconds(pid)
 }
 
 // deleteAll deletes a workload and waits until its pods are gone.
