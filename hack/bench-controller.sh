@@ -62,7 +62,7 @@ source "${HACK_DIR}/lib/bench.sh"
 # shellcheck source=hack/lib/peer.sh
 source "${HACK_DIR}/lib/peer.sh"
 
-peer_setting
+peer_setting training-operator
 
 bench_refuse_running_stack
 bench_build bench-controller ./test/bench/controller

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Shared by the hack/bench-*.sh scripts: where results go, building the
-# benchmark programs, stopping the stack, Kubeflow's training-operator module.
+# benchmark programs, stopping the stack, the peers' modules (Kubeflow's
+# training-operator, JobSet).
 # Source it after hack/lib/common.sh and hack/lib/local.sh.
 # shellcheck disable=SC2034
 
@@ -12,6 +13,14 @@ BENCH_BIN_DIR="${BENCH_DIR}/bin"
 TRAINING_OPERATOR_MODULE="github.com/kubeflow/training-operator"
 TRAINING_OPERATOR_VERSION="v1.9.4"
 TRAINING_OPERATOR_BIN="${BIN_DIR}/training-operator.v1"
+
+# JobSet: a second peer of make bench-wide, whose Jobs kube-controller-manager
+# turns into pods.
+JOBSET_MODULE="sigs.k8s.io/jobset"
+JOBSET_VERSION="v0.12.0"
+JOBSET_BIN="${BIN_DIR}/jobset"
+# The module JobSet is built in, kept as a cache of its go.sum.
+JOBSET_BUILD_DIR="${OUTPUT_DIR}/jobset-build"
 
 # bench_refuse_running_stack: a stack someone else started is theirs; the
 # benchmarks start and stop their own.
@@ -72,18 +81,24 @@ kubeflow_crd() {
   printf '%s\n' "${crd}"
 }
 
-kubeflow_crd_established() {
-  [[ "$(kubectl_local get crd "$1.kubeflow.org" \
+# crd_established NAME: the CRD NAME is served.
+crd_established() {
+  [[ "$(kubectl_local get crd "$1" \
     -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" == "True" ]]
 }
 
-# install_kubeflow_crd RESOURCE: Kubeflow's CRD of RESOURCE (server-side: it
-# is too big for the last-applied annotation), waits until it is served.
+# install_crd FILE NAME: a CRD, server-side (the peers' CRDs are too big for
+# the last-applied annotation); waits until NAME is served.
+install_crd() {
+  kubectl_local apply --server-side -f "$1" >/dev/null
+  wait_until "" "CRD $2 Established" "${LOCAL_TIMEOUT}" crd_established "$2"
+}
+
+# install_kubeflow_crd RESOURCE: Kubeflow's CRD of RESOURCE.
 install_kubeflow_crd() {
   local resource="$1"
   log "installing Kubeflow's ${resource} CRD (${TRAINING_OPERATOR_MODULE}@${TRAINING_OPERATOR_VERSION})"
-  kubectl_local apply --server-side -f "$(kubeflow_crd "${resource}")" >/dev/null
-  wait_until "" "CRD ${resource}.kubeflow.org Established" "${LOCAL_TIMEOUT}" kubeflow_crd_established "${resource}"
+  install_crd "$(kubeflow_crd "${resource}")" "${resource}.kubeflow.org"
 }
 
 # build_training_operator: go install of the peer controller into BIN_DIR,
@@ -97,6 +112,54 @@ build_training_operator() {
   mkdir -p "${BIN_DIR}"
   GOBIN="${BIN_DIR}" go install "${TRAINING_OPERATOR_MODULE}/cmd/training-operator.v1@${TRAINING_OPERATOR_VERSION}"
   echo "${TRAINING_OPERATOR_VERSION}" >"${stamp}"
+}
+
+# jobset_module: the throwaway module JobSet is built in. go install
+# MODULE@VERSION asks the proxy for the module's version list (for its
+# deprecation notice), which the proxy refuses for this module; go get of a
+# pinned version into a module of our own does not.
+jobset_module() {
+  mkdir -p "${JOBSET_BUILD_DIR}"
+  if [[ ! -f "${JOBSET_BUILD_DIR}/go.mod" ]]; then
+    printf 'module jobsetbuild\n\ngo 1.26\n' >"${JOBSET_BUILD_DIR}/go.mod"
+  fi
+  printf '//go:build tools\n\n// Package tools pins JobSet for go build.\npackage tools\n\nimport _ "%s"\n' \
+    "${JOBSET_MODULE}" >"${JOBSET_BUILD_DIR}/tools.go"
+  if ! (cd "${JOBSET_BUILD_DIR}" && GOWORK=off go list -m "${JOBSET_MODULE}" 2>/dev/null) | grep -qx "${JOBSET_MODULE} ${JOBSET_VERSION}"; then
+    (cd "${JOBSET_BUILD_DIR}" && GOWORK=off go get "${JOBSET_MODULE}@${JOBSET_VERSION}") ||
+      die "go get ${JOBSET_MODULE}@${JOBSET_VERSION} failed (Go module proxy)"
+  fi
+}
+
+# jobset_dir prints JobSet's module directory in the Go module cache.
+jobset_dir() {
+  local dir
+  jobset_module
+  dir="$(cd "${JOBSET_BUILD_DIR}" && GOWORK=off go list -m -f '{{.Dir}}' "${JOBSET_MODULE}")"
+  [[ -n "${dir}" && -f "${dir}/go.mod" ]] || die "${JOBSET_MODULE}@${JOBSET_VERSION} is not in the module cache"
+  printf '%s\n' "${dir}"
+}
+
+# jobset_crd prints the path of JobSet's CRD in its module.
+jobset_crd() {
+  local crd
+  crd="$(jobset_dir)/config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml"
+  [[ -f "${crd}" ]] || die "${crd} is missing"
+  printf '%s\n' "${crd}"
+}
+
+# build_jobset: JobSet's manager into BIN_DIR, skipped when the stamp says it
+# is built at the pinned version (about 5 minutes cold on 2 cores).
+build_jobset() {
+  local stamp="${BIN_DIR}/.jobset.version"
+  if [[ -x "${JOBSET_BIN}" && "$(cat "${stamp}" 2>/dev/null)" == "${JOBSET_VERSION}" ]]; then
+    return 0
+  fi
+  log "building JobSet ${JOBSET_VERSION} (in ${JOBSET_BUILD_DIR#"${REPO_ROOT}/"}; about 5 minutes cold)"
+  jobset_module
+  mkdir -p "${BIN_DIR}"
+  (cd "${JOBSET_BUILD_DIR}" && GOWORK=off go build -o "${JOBSET_BIN}" "${JOBSET_MODULE}")
+  echo "${JOBSET_VERSION}" >"${stamp}"
 }
 
 # free_port FROM: prints the first TCP port from FROM on that nothing listens on.
