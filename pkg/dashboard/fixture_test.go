@@ -33,6 +33,7 @@ import (
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/generated/clientset/versioned/fake"
+	"tensorstack.dev/training/pkg/jobclient"
 )
 
 // fixture is a dashboard served on loopback over fake clientsets, and a
@@ -87,11 +88,21 @@ func (f *fixture) signIn() {
 		f.t.Fatalf("sign-in: %s, want 303", resp.Status)
 	}
 	var session struct {
-		CSRFToken string `json:"csrfToken"`
+		CSRFToken string     `json:"csrfToken"`
+		Kinds     []pageKind `json:"kinds"`
 	}
 	f.decode(f.do(http.MethodGet, f.url("/api/session"), "", nil), http.StatusOK, &session)
 	if session.CSRFToken == "" {
 		f.t.Fatal("the session has no CSRF token")
+	}
+	// The pages learn the kinds from the session: every kind of the table.
+	if len(session.Kinds) != len(jobclient.Kinds) {
+		f.t.Fatalf("the session names %d kinds, want %d: %+v", len(session.Kinds), len(jobclient.Kinds), session.Kinds)
+	}
+	for i, k := range jobclient.Kinds {
+		if got := session.Kinds[i]; got.Kind != k.Name || got.Resource != k.Resource || got.ShortName != k.ShortName {
+			f.t.Errorf("the session's kind %d is %+v, want %s", i, got, k.Name)
+		}
 	}
 	f.csrf = session.CSRFToken
 }

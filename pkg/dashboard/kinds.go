@@ -36,3 +36,21 @@ func kindByResource(resource string) (jobKind, bool) { return jobclient.ByResour
 
 // kindByKind finds the kind a manifest's kind field names.
 func kindByKind(kind string) (jobKind, bool) { return jobclient.ByKind(kind) }
+
+// pageKind is a kind as the pages are told it (GET /api/session): the
+// list's filter and the create page name the kinds the server knows, so
+// that a new kind needs no change to the pages.
+type pageKind struct {
+	Kind      string `json:"kind"`
+	Resource  string `json:"resource"`
+	ShortName string `json:"shortName"`
+}
+
+// kindsForPages are every kind, in the order the list shows them.
+func kindsForPages() []pageKind {
+	kinds := make([]pageKind, len(jobKinds))
+	for i, k := range jobKinds {
+		kinds[i] = pageKind{Kind: k.Name, Resource: k.Resource, ShortName: k.ShortName}
+	}
+	return kinds
+}

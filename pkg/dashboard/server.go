@@ -180,7 +180,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"csrfToken": sessionFrom(r.Context()).csrf, "namespace": c.Namespace,
-		"inCluster": s.inCluster != nil})
+		"inCluster": s.inCluster != nil, "kinds": kindsForPages()})
 }
 
 // signInPath is where the page in the cluster posts the user's bearer token.

@@ -20,23 +20,38 @@ export class ApiError extends Error {
 // or a cookie a script could read.
 let csrfToken = "";
 let userNamespace = "default";
+let serverKinds: JobKind[] = [];
+
+// JobKind is a training job kind the server serves, in the order the list
+// shows them: the pages name no kind of their own.
+export interface JobKind {
+  kind: string;
+  resource: string;
+  shortName: string;
+}
 
 export interface Session {
   csrfToken: string;
   namespace: string;
   // inCluster: the server runs in the cluster, signed in with a bearer token.
   inCluster?: boolean;
+  kinds: JobKind[];
 }
 
 export async function startSession(): Promise<Session> {
   const session = await request<Session>("GET", "/api/session");
   csrfToken = session.csrfToken;
   userNamespace = session.namespace;
+  serverKinds = session.kinds ?? [];
   return session;
 }
 
 export function defaultNamespace(): string {
   return userNamespace;
+}
+
+export function jobKinds(): JobKind[] {
+  return serverKinds;
 }
 
 export async function request<T>(method: string, path: string, body?: string, contentType = "application/json"): Promise<T> {

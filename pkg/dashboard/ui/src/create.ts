@@ -2,7 +2,7 @@
 // the user's credentials; the page shows the server's answer, such as a 422
 // that names the field.
 
-import { ApiError, defaultNamespace, describeStatus, request } from "./api";
+import { ApiError, defaultNamespace, describeStatus, jobKinds, request } from "./api";
 import { h, replace } from "./dom";
 import { JobSummary } from "./types";
 
@@ -46,7 +46,7 @@ export function createPage(root: HTMLElement): () => void {
   replace(
     root,
     h("h1", {}, "Create a job from YAML"),
-    h("p", {}, `A training job of any kind (TensorFlowTrainingJob, PyTorchTrainingJob, XGBoostTrainingJob, MPIJob, GenericJob); without metadata.namespace it goes to ${defaultNamespace()}.`),
+    h("p", {}, `A training job of any kind (${jobKinds().map((k) => k.kind).join(", ")}); without metadata.namespace it goes to ${defaultNamespace()}.`),
     text,
     h("p", {}, submit),
     result,

@@ -1,7 +1,7 @@
 // The jobs list: every job of every kind the user may list, updated from the
 // server's watch stream as it changes, filtered on the page.
 
-import { follow, describeStatus, Status } from "./api";
+import { follow, describeStatus, jobKinds, Status } from "./api";
 import { buttons } from "./actions";
 import { h, replace } from "./dom";
 import { age, duration, until } from "./format";
@@ -62,7 +62,7 @@ export function jobsPage(root: HTMLElement): () => void {
       "div",
       { class: "filters" },
       input("namespace", "namespace (all)", true),
-      select("kind", "kind", ["TensorFlowTrainingJob", "PyTorchTrainingJob", "XGBoostTrainingJob", "MPIJob", "GenericJob"]),
+      select("kind", "kind", jobKinds().map((k) => k.kind)),
       select("phase", "phase", phases),
       input("queue", "queue"),
       input("label", "labels: key=value,key"),

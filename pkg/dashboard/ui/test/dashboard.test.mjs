@@ -182,6 +182,23 @@ test("the list shows a new job and turns it Succeeded without a reload", async (
   assert.equal(await page.evaluate(() => window.__sameDocument), true, "the page was reloaded");
 });
 
+test("the kind filter offers the kinds the API serves, and filters by them", async () => {
+  // The API's own list of the group's job resources, not the dashboard's.
+  const served = kubectlRun(["api-resources", "--api-group=batch.tensorstack.dev", "--no-headers", "-o", "name"])
+    .split("\n")
+    .filter((name) => /jobs\.batch\.tensorstack\.dev$/.test(name)).length;
+  const kinds = await page.locator("#filter-kind option").evaluateAll((options) => options.map((o) => o.value).filter(Boolean));
+  assert.equal(kinds.length, served, `the filter offers ${kinds.join(", ")}; the API serves ${served} kinds`);
+  assert.ok(kinds.includes("PyTorchTrainingJob"), `no PyTorchTrainingJob among ${kinds.join(", ")}`);
+
+  const other = kinds.find((k) => k !== "PyTorchTrainingJob");
+  await page.locator("#filter-kind").selectOption(other);
+  await page.locator(rowSelector).waitFor({ state: "detached", timeout: 10_000 });
+  await page.locator("#filter-kind").selectOption("PyTorchTrainingJob");
+  await page.locator(rowSelector).waitFor({ timeout: 10_000 });
+  await page.locator("#filter-kind").selectOption("");
+});
+
 test("the job page shows the job's conditions, replicas, attempts and spec", async () => {
   await page.locator(`${rowSelector} a`).click();
   await page.waitForFunction(() => document.getElementById("job-phase")?.textContent === "Succeeded", null, { timeout: 30_000 });
