@@ -30,6 +30,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"tensorstack.dev/training/pkg/apis/batch"
 )
 
 // TestUserRolesAggregate applies the user roles of artifacts/deploy, binds
@@ -145,7 +147,11 @@ func TestUserRolesAggregate(t *testing.T) {
 		wg       sync.WaitGroup
 		sem      = make(chan struct{}, 4)
 	)
-	resources := []string{"tensorflowtrainingjobs", "pytorchtrainingjobs", "xgboosttrainingjobs", "genericjobs", "mpijobs"}
+	// Every kind of the table: a kind the roles leave out fails here.
+	var resources []string
+	for _, k := range batch.Kinds {
+		resources = append(resources, k.Resource)
+	}
 	for _, resource := range resources {
 		for _, ch := range checks {
 			wg.Go(func() {
