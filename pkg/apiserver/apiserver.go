@@ -132,12 +132,13 @@ func jobTypeConverter(config *openapicommon.OpenAPIV3Config) (managedfields.Type
 	if config == nil {
 		return nil, errors.New("the OpenAPI v3 config is needed to track managed fields")
 	}
-	names := []string{
-		openapiutil.GetCanonicalTypeName(&v1beta1.TensorFlowTrainingJob{}),
-		openapiutil.GetCanonicalTypeName(&v1beta1.PyTorchTrainingJob{}),
-		openapiutil.GetCanonicalTypeName(&v1beta1.XGBoostTrainingJob{}),
-		openapiutil.GetCanonicalTypeName(&v1beta1.GenericJob{}),
-		openapiutil.GetCanonicalTypeName(&v1beta1.MPIJob{}),
+	var names []string
+	for _, k := range batch.Kinds {
+		job, err := Scheme.New(v1beta1.SchemeGroupVersion.WithKind(k.Kind))
+		if err != nil {
+			return nil, fmt.Errorf("the versioned type of %s: %w", k.Kind, err)
+		}
+		names = append(names, openapiutil.GetCanonicalTypeName(job))
 	}
 	definitions, err := openapibuilder3.BuildOpenAPIDefinitionsForResources(config, names...)
 	if err != nil {
