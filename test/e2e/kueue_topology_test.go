@@ -143,7 +143,7 @@ func TestKueueTopologyOffSuspectNodes(t *testing.T) {
 	f.NewTopologyQueue(1, 3, 1, 100, "lq")
 	ref := f.Create(framework.NewPyTorchJob("suspect").WithReplicas("master", 1).WithReplicas("worker", 1).GPUs(1).
 		Label("kueue.x-k8s.io/queue-name", "lq").Annotate(batch.AnnotationRequiredTopology, framework.LabelRack).
-		NodeFailureExitCodes(42))
+		WithRestartPolicy("worker", v1beta1.RestartPolicyOnFailure).NodeFailureExitCodes(42))
 	var worker corev1.Pod
 	for _, p := range scheduledPods(f, ref, 2) {
 		if strings.Contains(p.Name, "-worker-") {
