@@ -279,8 +279,9 @@ bench-real: test-build
 test-binaries:
 	hack/build-test-binaries.sh
 
-## node: the local stack's real node (containerd, runc, kubelet, kube-proxy, CoreDNS, CNI plugins) and its
-## images (pause, training: Debian's PyTorch and the examples' scripts); says so and skips where it cannot run
+## node: the local stack's real node (containerd, runc, kubelet, kube-proxy, CoreDNS, CNI plugins) and its images
+## (pause, training: Debian's PyTorch and the examples' scripts; training-mpi5, Open MPI 5, for the tests); says so
+## and skips where it cannot run
 node:
 	hack/build-node-binaries.sh
 
@@ -301,6 +302,9 @@ stack-build: node-images-early
 	@$(MAKE) --no-print-directory build
 	@$(MAKE) --no-print-directory -j2 stack-binaries node
 
+# The tests' builds also build the Open MPI 5 training image (NODE_IMAGE_MPI5, hack/build-node-images.sh), which
+# make run does without; exported, it reaches the prerequisites and the sub-makes.
+test-build test: export NODE_IMAGE_MPI5 ?= 1
 test-build: node-images-early
 	@$(MAKE) --no-print-directory build
 	@$(MAKE) --no-print-directory -j2 test-binaries node

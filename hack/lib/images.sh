@@ -24,6 +24,23 @@ TRAINING_PACKAGES=(python3 python3-torch python3-xgboost openmpi-bin python3-mpi
 # headers: half a gigabyte.
 TRAINING_STUB_PACKAGES=(python3-pythran)
 
+# A second training image with Open MPI 5 (Debian trixie's, whose mpirun
+# starts its ranks with PRRTE and reads its own variables), to prove that an
+# MPIJob's ranks reach the workers with either major version. Only the MPI
+# packages, mpi4py (with NumPy, which the example script uses) and an SSH
+# server: no PyTorch. Built where NODE_IMAGE_MPI5=1 asks for it (the test
+# builds do) or it is built already; a real node imports it when it is built.
+MPI5_IMAGE="localhost/tensorstack/training-mpi5:v1"
+MPI5_ARCHIVE="${IMAGES_DIR}/training-mpi5.tar"
+MPI5_DEBIAN_SUITE="trixie"
+MPI5_PACKAGES=(python3 python3-numpy python3-mpi4py openmpi-bin openssh-server)
+# UCX (which trixie's libmpi links) depends on AMD's HIP runtime, which
+# brings LLVM 17, comgr and Z3: 235 MB. Only UCX's perftest plugin for ROCm
+# links it, which neither mpirun nor a rank ever loads. A stub's version
+# follows its "=": UCX asks for at least 4.5.2, and trixie's libc6 breaks
+# any below 5.7.1-5+b1.
+MPI5_STUB_PACKAGES=(libamdhip64-5=5.7.1-99~tensorstack.stub)
+
 # The image builder (hack/images/builder: go-containerregistry, and ko for the
 # product's images), built into _output/bin by build_image_builder; needs
 # hack/lib/build.sh. Two builds of it:
