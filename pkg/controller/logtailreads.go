@@ -125,13 +125,17 @@ func (t *logTailReads) run(ctx context.Context, key logTailKey, read func(contex
 	if r := t.reads[key]; r != nil {
 		r.tail, r.done, r.finished = tail, true, t.clock.Now()
 	}
+	t.mu.Unlock()
+	// Queued outside the lock; the read counts as in flight until then, so
+	// that wait returns only once the job is queued again.
+	t.requeue(key.job)
+	t.mu.Lock()
 	t.inFlight[key.job]--
 	if t.inFlight[key.job] <= 0 {
 		delete(t.inFlight, key.job)
 	}
 	t.ended.Broadcast()
 	t.mu.Unlock()
-	t.requeue(key.job)
 }
 
 // forgetOld drops the reads that ended more than logTailKeep ago. The
@@ -145,7 +149,8 @@ func (t *logTailReads) forgetOld() {
 	}
 }
 
-// wait blocks until no read of the job is in flight.
+// wait blocks until no read of the job is in flight: each has ended and
+// queued the job again.
 func (t *logTailReads) wait(job jobKey) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
