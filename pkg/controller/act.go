@@ -64,10 +64,10 @@ func (r *reconciler) act(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	r.flushEvents()
-	if err := askForCheckpoint(ctx, r.podClient(), r.logger, r.status.Checkpoint, r.asks, r.unasks); err != nil {
+	if err := askForCheckpoint(ctx, r.podClient(), r.logger, r.status.Checkpoint, r.stop.asks, r.stop.unasks); err != nil {
 		errs = append(errs, err)
 	}
-	if err := updateResumeAnnotations(ctx, r.podClient(), r.logger, r.status.Checkpoint, r.resumeLagging); err != nil {
+	if err := updateResumeAnnotations(ctx, r.podClient(), r.logger, r.status.Checkpoint, r.stop.resumeLagging); err != nil {
 		errs = append(errs, err)
 	}
 	if err := r.actOnInPlace(ctx); err != nil {
@@ -163,7 +163,7 @@ func (r *reconciler) firstPodsOnly() bool {
 	// etcd stores, and then no pod may be made (reportStatusTooLarge).
 	return r.old.Phase == "" && r.satisfied && r.topo.Total <= firstPodsMaxReplicas &&
 		len(r.creates) > 0 && len(r.deletes) == 0 &&
-		r.gang == nil && r.queue == nil && !r.deleteJob && !r.status.Phase.IsFinished()
+		r.gang == nil && r.queued.state == nil && !r.deleteJob && !r.status.Phase.IsFinished()
 }
 
 // flushEvents records the events the plan collected; called once the
@@ -385,22 +385,22 @@ func (r *reconciler) readStallLogs(ctx context.Context) bool {
 func (r *reconciler) actOnInPlace(ctx context.Context) error {
 	var errs []error
 	n := strconv.Itoa(int(r.status.AttemptCount))
-	if len(r.attemptAsks) > 0 {
-		_, err := annotatePods(ctx, r.podClient(), r.logger, r.attemptAsks,
+	if len(r.inPlace.attemptAsks) > 0 {
+		_, err := annotatePods(ctx, r.podClient(), r.logger, r.inPlace.attemptAsks,
 			map[string]any{podbuilder.AnnotationAttempt: n, podbuilder.AnnotationAttemptAsked: r.now.UTC().Format(time.RFC3339)},
 			"asking for attempt "+n)
 		errs = append(errs, err)
 	}
-	if len(r.attemptReleases) > 0 {
+	if len(r.inPlace.attemptReleases) > 0 {
 		annotations := map[string]any{podbuilder.AnnotationAttemptReleased: n}
 		for k, v := range podbuilder.ResumeAnnotations(r.status.Checkpoint) {
 			annotations[k] = v
 		}
-		_, err := annotatePods(ctx, r.podClient(), r.logger, r.attemptReleases, annotations, "releasing attempt "+n)
+		_, err := annotatePods(ctx, r.podClient(), r.logger, r.inPlace.attemptReleases, annotations, "releasing attempt "+n)
 		errs = append(errs, err)
 	}
-	if len(r.agentStops) > 0 {
-		_, err := annotatePods(ctx, r.podClient(), r.logger, r.agentStops,
+	if len(r.inPlace.agentStops) > 0 {
+		_, err := annotatePods(ctx, r.podClient(), r.logger, r.inPlace.agentStops,
 			map[string]any{podbuilder.AnnotationRestartAgent: podbuilder.RestartAgentStop}, "stopping the restart agent")
 		errs = append(errs, err)
 	}

@@ -35,6 +35,17 @@ import (
 // the reasons of a restart are those of the RestartedInPlace condition.
 const ReasonAttemptReleased = "AttemptReleased"
 
+// inPlacePlan is what an in-place restart decided in this reconcile:
+// decided says whether this reconcile decided how the job restarts, bump
+// that it restarts in place, waiting that pods wait for the job's attempt
+// to be released. attemptAsks are pods to ask for the job's attempt,
+// attemptReleases pods to release it to, agentStops pods whose restart
+// agent is to exit.
+type inPlacePlan struct {
+	decided, bump, waiting                   bool
+	attemptAsks, attemptReleases, agentStops []*corev1.Pod
+}
+
 // inPlaceReplicas is the slots as the in-place rules read them, in order.
 func (r *reconciler) inPlaceReplicas() []inPlaceReplica {
 	replicas := make([]inPlaceReplica, len(r.slots))
@@ -52,12 +63,12 @@ func (r *reconciler) restartsInPlace() bool {
 	if !podbuilder.InPlace(r.spec) {
 		return false
 	}
-	if r.inPlaceDecided {
+	if r.inPlace.decided {
 		// Once per reconcile: a restart for two failed replicas decides
 		// once.
-		return r.inPlaceBump
+		return r.inPlace.bump
 	}
-	r.inPlaceDecided = true
+	r.inPlace.decided = true
 	if why := inPlaceBlocker(r.inPlaceReplicas()); why != "" {
 		if !r.recreatesOnRestart() {
 			// The condition keeps saying that the job recreates for good.
@@ -66,7 +77,7 @@ func (r *reconciler) restartsInPlace() bool {
 		r.event(corev1.EventTypeWarning, v1beta1.ReasonRecreatingInstead, "Restarting every replica by recreating its pod, not in place: %s", why)
 		return false
 	}
-	r.inPlaceBump = true
+	r.inPlace.bump = true
 	r.newAttempt()
 	n := r.status.AttemptCount
 	r.setCondition(v1beta1.ConditionRestartedInPlace, metav1.ConditionTrue, v1beta1.ReasonRestartingInPlace,
@@ -123,7 +134,7 @@ func (r *reconciler) planInPlace() {
 	}
 	in := inPlaceProgressInput{
 		attempt:  r.status.AttemptCount,
-		opened:   r.inPlaceBump,
+		opened:   r.inPlace.bump,
 		settled:  r.satisfied,
 		replicas: r.inPlaceReplicas(),
 		now:      r.now,
@@ -140,15 +151,15 @@ func (r *reconciler) planInPlace() {
 		r.discard(s, fmt.Sprintf("it did not restart in place within %s", inPlaceGiveUp))
 	}
 	for _, i := range d.asks {
-		r.attemptAsks = append(r.attemptAsks, r.slots[i].pod)
+		r.inPlace.attemptAsks = append(r.inPlace.attemptAsks, r.slots[i].pod)
 	}
 	for _, i := range d.releases {
-		r.attemptReleases = append(r.attemptReleases, r.slots[i].pod)
+		r.inPlace.attemptReleases = append(r.inPlace.attemptReleases, r.slots[i].pod)
 	}
 	if !d.requeueAt.IsZero() {
 		r.requeueAt(d.requeueAt)
 	}
-	r.inPlaceWaiting = d.waiting
+	r.inPlace.waiting = d.waiting
 	if len(d.releases) > 0 {
 		r.event(corev1.EventTypeNormal, ReasonAttemptReleased, "Every replica has left attempt %d; releasing attempt %d to %d pod(s)",
 			in.attempt-1, in.attempt, len(d.releases))
@@ -158,7 +169,7 @@ func (r *reconciler) planInPlace() {
 // releasedAttempt is the attempt pods made now may start: the job's, or the
 // one before it while an in-place restart waits for its replicas.
 func (r *reconciler) releasedAttempt() int32 {
-	if r.inPlaceWaiting && len(r.attemptReleases) == 0 {
+	if r.inPlace.waiting && len(r.inPlace.attemptReleases) == 0 {
 		return r.status.AttemptCount - 1
 	}
 	return r.status.AttemptCount
@@ -171,6 +182,6 @@ func (r *reconciler) planAgentStops() {
 		return
 	}
 	for _, i := range agentStops(r.inPlaceReplicas(), r.status.Phase.IsFinished()) {
-		r.agentStops = append(r.agentStops, r.slots[i].pod)
+		r.inPlace.agentStops = append(r.inPlace.agentStops, r.slots[i].pod)
 	}
 }

@@ -28,7 +28,6 @@ import (
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/gang"
-	"tensorstack.dev/training/pkg/controller/kueue"
 	"tensorstack.dev/training/pkg/controller/owner"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
@@ -56,26 +55,8 @@ type reconciler struct {
 	extra  []*corev1.Pod // owned pods that belong to no replica
 	stale  []*corev1.Pod // pods of an earlier job of the same name
 	gang   *gang.Group   // the group the pods join, when the job asks for one
-	// queue is the job's Workload, for a job queued with Kueue while Kueue
-	// is usable; nil otherwise. kueue is the Queue it was read from.
-	queue *kueue.State
-	kueue *kueue.Queue
-	// queueName is the queue the job waits or runs in, when it is queued.
-	queueName string
-	// queueHold, on a queued job, is why it waits regardless of its
-	// Workload: Kueue unusable, its queue name required or removed.
-	queueHold *queueHold
-	// unqueuedWhy, under --queueing=none, is why a job that names a queue
-	// runs unqueued.
-	unqueuedWhy string
-	// neverQueued: a job that names no queue, which waited only while the
-	// controller could not tell whether Kueue would queue it, is not
-	// queued after all.
-	neverQueued bool
-	// queueStopped: a queued job not admitted has no pods left.
-	queueStopped bool
-	// placements are what Kueue's admission asks of each pod set's pods.
-	placements map[v1beta1.ReplicaType]*podbuilder.Placement
+	// queued is how the job stands with Kueue (queue.go).
+	queued queuePlan
 
 	// satisfied: the caches show every create and delete the controller
 	// made for the job, so pods may be created and deleted now.
@@ -89,17 +70,8 @@ type reconciler struct {
 	// scaleNoted: the Scaled event of this reconcile is recorded.
 	scaleNoted bool
 
-	// stopDecided, once a stop that removes running pods was decided or
-	// held now, is whether it goes ahead (stopRunning); asks are the pods
-	// to ask for a checkpoint, unasks those to take a called-off request
-	// from, holdResize a resize held for one.
-	stopDecided *bool
-	asks        []*corev1.Pod
-	unasks      []*corev1.Pod
-	holdResize  bool
-	// resumeLagging are running pods whose resume annotations lag behind
-	// the latest checkpoint.
-	resumeLagging []*corev1.Pod
+	// stop is what a stop that removes running pods decided (stops.go).
+	stop stopPlan
 	// jobRestartDraining: a whole-job restart waits for old pods to go.
 	jobRestartDraining bool
 	// stallLogs: the job stalled and acts on it; its pods' last log lines
@@ -111,15 +83,9 @@ type reconciler struct {
 
 	restarts      map[v1beta1.ReplicaType]int32 // replacements decided now, per type
 	restartingJob bool                          // a RestartJob decided now
-	// In-place restarts (inplace.go): inPlaceDecided says whether this
-	// reconcile decided how the job restarts, inPlaceBump that it restarts
-	// in place; inPlaceWaiting that pods wait for the job's attempt to be
-	// released. attemptAsks are pods to ask for the job's attempt,
-	// attemptReleases pods to release it to, agentStops pods whose restart
-	// agent is to exit.
-	inPlaceDecided, inPlaceBump, inPlaceWaiting bool
-	attemptAsks, attemptReleases, agentStops    []*corev1.Pod
-	failure                                     string // a replica failure seen now, for ReplicaFailure
+	// inPlace is what an in-place restart decided now (inplace.go).
+	inPlace inPlacePlan
+	failure string // a replica failure seen now, for ReplicaFailure
 
 	creates []*slot
 	deletes []deletion

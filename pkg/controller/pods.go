@@ -103,7 +103,7 @@ func (r *reconciler) builder() *podbuilder.Builder {
 		Adapter:    r.kind.Adapter,
 		Job:        r.job,
 		Topology:   r.topo,
-		Placements: r.placements,
+		Placements: r.queued.placements,
 		Resumed:    r.hasBeenPaused(),
 		GatesOpen:  r.gatesOpen,
 		AvoidNodes: r.status.SuspectNodeNames(),

@@ -28,6 +28,7 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/kueue"
+	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // What the reconcile does for a job queued with Kueue (package kueue keeps
@@ -82,7 +83,7 @@ func (r *reconciler) readQueue(ctx context.Context) error {
 	q, availability := r.c.queueing.Current()
 	name := kueue.QueueName(r.job)
 	if availability.Reason == kueue.ReasonDisabled {
-		r.unqueuedWhy = availability.Message
+		r.queued.unqueuedWhy = availability.Message
 		return nil
 	}
 	wasQueued := batch.QueueWaiting(r.old.Conditions) || batch.QueueAdmitted(r.old.Conditions)
@@ -102,8 +103,8 @@ func (r *reconciler) readQueue(ctx context.Context) error {
 				return err
 			}
 			if !inQueue {
-				r.queueHold = hold
-				r.neverQueued = wasQueued && hold == nil
+				r.queued.hold = hold
+				r.queued.neverQueued = wasQueued && hold == nil
 				return nil
 			}
 		}
@@ -111,33 +112,33 @@ func (r *reconciler) readQueue(ctx context.Context) error {
 		// took it, else where its Workload is (its name was removed).
 		name = decided
 	}
-	r.queueName = name
+	r.queued.name = name
 	if q == nil {
 		if !batch.QueueAdmitted(r.old.Conditions) {
-			r.queueHold = &queueHold{v1beta1.ReasonQueueingUnavailable, "Kueue cannot be used now: " + availability.Message}
+			r.queued.hold = &queueHold{v1beta1.ReasonQueueingUnavailable, "Kueue cannot be used now: " + availability.Message}
 		}
 		// An admitted job keeps the admission it had: Kueue cannot take
 		// it back while it is gone, and the pods keep their quota.
 		return nil
 	}
-	r.kueue = q
+	r.queued.queue = q
 	st, err := q.Read(r.jobOwner)
 	if err != nil {
 		return err
 	}
-	r.queue = st
+	r.queued.state = st
 	if name == "" {
 		// The queue name was removed while the job was queued: it stays
 		// in the queue its Workload names.
 		if st.Workload != nil {
-			r.queueName = string(st.Workload.Spec.QueueName)
+			r.queued.name = string(st.Workload.Spec.QueueName)
 		}
 		if !st.Admitted {
-			r.queueHold = &queueHold{v1beta1.ReasonQueueNameRemoved, fmt.Sprintf(
+			r.queued.hold = &queueHold{v1beta1.ReasonQueueNameRemoved, fmt.Sprintf(
 				"the job's queue name was removed while it waited; a queued job runs only once admitted, so it waits "+
-					"in queue %s (name a queue again to move it)", r.queueName)}
+					"in queue %s (name a queue again to move it)", r.queued.name)}
 			if st.Workload == nil {
-				r.queueHold.message = "the job's queue name was removed while it waited; a queued job runs only " +
+				r.queued.hold.message = "the job's queue name was removed while it waited; a queued job runs only " +
 					"once admitted: name a queue again"
 			}
 		}
@@ -151,6 +152,30 @@ func (r *reconciler) readQueue(ctx context.Context) error {
 		st.Mismatch = kueue.MatchPodSets(st.Workload.Spec.PodSets, sets)
 	}
 	return nil
+}
+
+// queuePlan is how a job stands with Kueue in this reconcile.
+type queuePlan struct {
+	// state is the job's Workload, for a job queued with Kueue while Kueue
+	// is usable; nil otherwise. queue is the Queue it was read from.
+	state *kueue.State
+	queue *kueue.Queue
+	// name is the queue the job waits or runs in, when it is queued.
+	name string
+	// hold, on a queued job, is why it waits regardless of its Workload:
+	// Kueue unusable, its queue name required or removed.
+	hold *queueHold
+	// unqueuedWhy, under --queueing=none, is why a job that names a queue
+	// runs unqueued.
+	unqueuedWhy string
+	// neverQueued: a job that names no queue, which waited only while the
+	// controller could not tell whether Kueue would queue it, is not
+	// queued after all.
+	neverQueued bool
+	// stopped: a queued job not admitted has no pods left.
+	stopped bool
+	// placements are what Kueue's admission asks of each pod set's pods.
+	placements map[v1beta1.ReplicaType]*podbuilder.Placement
 }
 
 // wasInQueue says whether a job that names no queue now was in a Kueue
@@ -240,14 +265,14 @@ func (r *reconciler) queueOfUnnamed(ctx context.Context, q *kueue.Queue, availab
 // controller could tell that Kueue leaves it alone loses its Queued
 // condition.
 func (r *reconciler) planUnqueued() {
-	if r.neverQueued {
+	if r.queued.neverQueued {
 		meta.RemoveStatusCondition(&r.status.Conditions, v1beta1.ConditionQueued)
 	}
 	queue := kueue.QueueName(r.job)
-	if r.unqueuedWhy == "" || queue == "" || r.status.Phase.IsFinished() {
+	if r.queued.unqueuedWhy == "" || queue == "" || r.status.Phase.IsFinished() {
 		return
 	}
-	message := fmt.Sprintf("the job names queue %s but runs unqueued: %s", queue, r.unqueuedWhy)
+	message := fmt.Sprintf("the job names queue %s but runs unqueued: %s", queue, r.queued.unqueuedWhy)
 	if c := meta.FindStatusCondition(r.status.Conditions, v1beta1.ConditionQueued); c == nil || c.Reason != v1beta1.ReasonUnqueued {
 		r.event(corev1.EventTypeWarning, v1beta1.ReasonUnqueued, "Runs unqueued: %s", message)
 		unqueuedJobs.WithLabelValues(r.kind.Kind()).Inc()
@@ -258,10 +283,10 @@ func (r *reconciler) planUnqueued() {
 // mayRun says whether a queued job may run now: it is not queued, or its
 // queue admitted it (now, or before Kueue became unusable).
 func (r *reconciler) mayRun() bool {
-	if r.queueHold != nil {
+	if r.queued.hold != nil {
 		return false
 	}
-	return r.queue == nil || r.queue.Admitted
+	return r.queued.state == nil || r.queued.state.Admitted
 }
 
 // planQueued is the plan of a queued job that may not run: like a pause,
@@ -272,16 +297,16 @@ func (r *reconciler) planQueued() {
 		return
 	}
 	st := r.status
-	reason, message := queueWait(r.queueHold, r.queue, r.queueName, podSetCount(r.topo))
+	reason, message := queueWait(r.queued.hold, r.queued.state, r.queued.name, podSetCount(r.topo))
 	if c := meta.FindStatusCondition(st.Conditions, v1beta1.ConditionQueued); c == nil || c.Status != metav1.ConditionTrue || c.Reason != reason {
 		switch {
-		case r.queueHold != nil:
+		case r.queued.hold != nil:
 			r.event(corev1.EventTypeWarning, reason, "Waits: %s", message)
 			heldJobs.WithLabelValues(r.kind.Kind(), reason).Inc()
-		case r.queue.Evicted != nil:
-			r.event(corev1.EventTypeWarning, reason, "Evicted by Kueue: %s", r.queue.Evicted.Message)
-		case r.queue.Mismatch != "":
-			r.event(corev1.EventTypeWarning, reason, "Not taking Workload %s: %s", r.queue.Workload.Name, r.queue.Mismatch)
+		case r.queued.state.Evicted != nil:
+			r.event(corev1.EventTypeWarning, reason, "Evicted by Kueue: %s", r.queued.state.Evicted.Message)
+		case r.queued.state.Mismatch != "":
+			r.event(corev1.EventTypeWarning, reason, "Not taking Workload %s: %s", r.queued.state.Workload.Name, r.queued.state.Mismatch)
 			heldJobs.WithLabelValues(r.kind.Kind(), reason).Inc()
 		}
 	}
@@ -295,7 +320,7 @@ func (r *reconciler) planQueued() {
 	if remaining > 0 {
 		return
 	}
-	r.queueStopped = true
+	r.queued.stopped = true
 	if st.StartTime == nil {
 		if st.Phase == "" {
 			st.Phase = v1beta1.JobPending
@@ -313,35 +338,35 @@ func (r *reconciler) planQueued() {
 
 // markAdmitted notes, on a queued job allowed to run, that it is admitted.
 func (r *reconciler) markAdmitted() {
-	r.setCondition(v1beta1.ConditionQueued, metav1.ConditionFalse, v1beta1.ReasonAdmitted, admittedMessage(r.topo, r.queue))
+	r.setCondition(v1beta1.ConditionQueued, metav1.ConditionFalse, v1beta1.ReasonAdmitted, admittedMessage(r.topo, r.queued.state))
 }
 
 // actOnQueue keeps the job's Kueue Workload and, before an admitted job's
 // pods are created, reads where the admission places them.
 func (r *reconciler) actOnQueue(ctx context.Context) error {
-	if r.queue == nil {
+	if r.queued.state == nil {
 		return nil
 	}
-	want, err := queueWant(r.job, r.topo, kueue.Want{QueueName: r.queueName, Stopped: r.queueStopped,
+	want, err := queueWant(r.job, r.topo, kueue.Want{QueueName: r.queued.name, Stopped: r.queued.stopped,
 		PodsReady: r.podsReady(), Phase: r.status.Phase, AvoidNodes: r.status.SuspectNodeNames(), Now: r.now})
 	if err != nil {
 		return err
 	}
-	if r.queueName == "" && r.queue.Workload == nil {
+	if r.queued.name == "" && r.queued.state.Workload == nil {
 		// Its queue name is gone, and with it the queue to create a
 		// Workload in: the job waits (QueueNameRemoved).
 		return nil
 	}
-	if err := r.kueue.Sync(ctx, r.jobOwner, r.queue, want); err != nil {
+	if err := r.queued.queue.Sync(ctx, r.jobOwner, r.queued.state, want); err != nil {
 		return err
 	}
-	if len(r.creates) > 0 && r.queue.Admitted {
-		placements, err := r.kueue.Placements(ctx, r.queue.Workload)
+	if len(r.creates) > 0 && r.queued.state.Admitted {
+		placements, err := r.queued.queue.Placements(ctx, r.queued.state.Workload)
 		if err != nil {
 			r.creates = nil
 			return err
 		}
-		r.placements = placements
+		r.queued.placements = placements
 	}
 	return nil
 }

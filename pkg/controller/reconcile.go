@@ -212,10 +212,10 @@ func (r *reconciler) planActive() {
 // resize waits for it.
 func (r *reconciler) planResize() {
 	if !pauseEnabled(r.spec) && r.mayRun() && r.resizing() {
-		r.holdResize = !r.stopRunning(StopResize, fmt.Sprintf("the job's replicas change to %s", r.topo.Shape()))
+		r.stop.holdResize = !r.stopRunning(StopResize, fmt.Sprintf("the job's replicas change to %s", r.topo.Shape()))
 	}
 	for _, p := range r.extra {
-		if p.DeletionTimestamp == nil && !r.holdResize {
+		if p.DeletionTimestamp == nil && !r.stop.holdResize {
 			r.delete(p, "it belongs to no replica of the job")
 		}
 	}
@@ -232,7 +232,7 @@ func (r *reconciler) planAdmission() bool {
 		r.planQueued()
 		return false
 	}
-	if r.queue != nil {
+	if r.queued.state != nil {
 		r.markAdmitted()
 	}
 	return true
@@ -318,7 +318,7 @@ func (r *reconciler) planStartTimeout() (failed bool) {
 func (r *reconciler) planRunOn() {
 	started := r.topo.Total > 0
 	for _, s := range r.slots {
-		if s.pod == nil && s.phase == v1beta1.ReplicaCreating && !r.holdResize {
+		if s.pod == nil && s.phase == v1beta1.ReplicaCreating && !r.stop.holdResize {
 			r.creates = append(r.creates, s)
 		}
 		if s.phase != v1beta1.ReplicaRunning && s.phase != v1beta1.ReplicaSucceeded {

@@ -41,7 +41,7 @@ func (r *reconciler) buildSlots() {
 	r.byName = make(map[string]*slot, r.topo.Total)
 	for gi := range r.topo.Groups {
 		g := &r.topo.Groups[gi]
-		for i := range admittedCount(r.topo, gi, r.queue) {
+		for i := range admittedCount(r.topo, gi, r.queued.state) {
 			id := podbuilder.ReplicaID{Type: g.Type, Index: i}
 			s := &slot{id: id, group: g, name: podbuilder.PodName(r.job.GetName(), id)}
 			s.prev = prev[s.name]

@@ -151,7 +151,7 @@ func (r *reconciler) observeReplicaPod(s *slot, debug bool) {
 		r.discard(s, fmt.Sprintf("the job's run mode changed to %s", podbuilder.RunMode(debug)))
 		return
 	}
-	if want := r.topo.Shape(); !r.holdResize && madeForOtherShape(p, want) {
+	if want := r.topo.Shape(); !r.stop.holdResize && madeForOtherShape(p, want) {
 		r.discard(s, fmt.Sprintf("the job's replicas changed to %s", want))
 	}
 }

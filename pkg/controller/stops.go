@@ -33,6 +33,21 @@ import (
 // the stop may ask for: checkpointstop_policy.go), and a resume starts them
 // again. Each stop that interrupts work is counted in the accounting.
 
+// stopPlan is what stops decided in this reconcile, for act.go to write.
+type stopPlan struct {
+	// decided, once a stop that removes running pods was decided or held
+	// now, is whether it goes ahead (stopRunning); asks are the pods to ask
+	// for a checkpoint, unasks those to take a called-off request from,
+	// holdResize a resize held for one.
+	decided    *bool
+	asks       []*corev1.Pod
+	unasks     []*corev1.Pod
+	holdResize bool
+	// resumeLagging are running pods whose resume annotations lag behind
+	// the latest checkpoint.
+	resumeLagging []*corev1.Pod
+}
+
 // stopRunning says whether a stop may remove the job's running pods now;
 // when it may, the job's open attempt ends with reason and message.
 //
@@ -45,10 +60,10 @@ import (
 // (decideCheckpointStop). A stop that goes ahead while pods run is counted
 // as an interruption.
 func (r *reconciler) stopRunning(reason, message string) bool {
-	if r.stopDecided != nil {
+	if r.stop.decided != nil {
 		// One stop per reconcile: a RestartJob for two failed replicas
 		// asks once.
-		return *r.stopDecided
+		return *r.stop.decided
 	}
 	d := decideCheckpointStop(checkpointStopInput{
 		reason:        reason,
@@ -69,7 +84,7 @@ func (r *reconciler) stopRunning(reason, message string) bool {
 	case stopAfterCheckpoint, stopAfterTimeout:
 		r.clearCheckpointRequest()
 	}
-	r.asks = append(r.asks, d.asks...)
+	r.stop.asks = append(r.stop.asks, d.asks...)
 	if d.event != nil {
 		r.events = append(r.events, *d.event)
 	}
@@ -80,7 +95,7 @@ func (r *reconciler) stopRunning(reason, message string) bool {
 		r.recordInterruption(reason, r.stoppedReplicas(), d.answered)
 	}
 	proceed := d.goes()
-	r.stopDecided = &proceed
+	r.stop.decided = &proceed
 	if proceed {
 		r.endAttempt(reason, message)
 	}
@@ -149,7 +164,7 @@ func (r *reconciler) clearCheckpointRequest() {
 // reconcile: the stop was called off (a resume before the pods went, a
 // readmission) or is done.
 func (r *reconciler) planCheckpointRequest() {
-	if r.stopDecided != nil {
+	if r.stop.decided != nil {
 		return
 	}
 	if r.checkpointRequest() != nil {
@@ -159,7 +174,7 @@ func (r *reconciler) planCheckpointRequest() {
 	// seeing its request.
 	for _, p := range r.runningPods() {
 		if _, asked := p.Annotations[v1beta1.AnnotationCheckpointRequest]; asked {
-			r.unasks = append(r.unasks, p)
+			r.stop.unasks = append(r.stop.unasks, p)
 		}
 	}
 }
@@ -177,7 +192,7 @@ func (r *reconciler) planResumeAnnotations() {
 	for _, p := range r.runningPods() {
 		for k, v := range want {
 			if p.Annotations[k] != v {
-				r.resumeLagging = append(r.resumeLagging, p)
+				r.stop.resumeLagging = append(r.stop.resumeLagging, p)
 				break
 			}
 		}
@@ -215,7 +230,7 @@ func (r *reconciler) planPause() {
 	}
 	// A queued job's Workload is inactive while paused; once the pods are
 	// gone, Kueue's quota can go back.
-	r.queueStopped = true
+	r.queued.stopped = true
 	if r.status.Phase != v1beta1.JobPaused {
 		r.status.Phase = v1beta1.JobPaused
 		r.event(corev1.EventTypeNormal, ReasonPaused, "Paused: every pod of the job is gone")
