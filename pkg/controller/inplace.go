@@ -35,17 +35,6 @@ import (
 // the reasons of a restart are those of the RestartedInPlace condition.
 const ReasonAttemptReleased = "AttemptReleased"
 
-// inPlacePlan is what an in-place restart decided in this reconcile:
-// decided says whether this reconcile decided how the job restarts, bump
-// that it restarts in place, waiting that pods wait for the job's attempt
-// to be released. attemptAsks are pods to ask for the job's attempt,
-// attemptReleases pods to release it to, agentStops pods whose restart
-// agent is to exit.
-type inPlacePlan struct {
-	decided, bump, waiting                   bool
-	attemptAsks, attemptReleases, agentStops []*corev1.Pod
-}
-
 // inPlaceReplicas is the slots as the in-place rules read them, in order.
 func (r *reconciler) inPlaceReplicas() []inPlaceReplica {
 	replicas := make([]inPlaceReplica, len(r.slots))

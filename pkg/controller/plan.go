@@ -28,6 +28,7 @@ import (
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/gang"
+	"tensorstack.dev/training/pkg/controller/kueue"
 	"tensorstack.dev/training/pkg/controller/owner"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
@@ -55,7 +56,7 @@ type reconciler struct {
 	extra  []*corev1.Pod // owned pods that belong to no replica
 	stale  []*corev1.Pod // pods of an earlier job of the same name
 	gang   *gang.Group   // the group the pods join, when the job asks for one
-	// queued is how the job stands with Kueue (queue.go).
+	// queued is how the job stands with Kueue (queue.go fills it).
 	queued queuePlan
 
 	// satisfied: the caches show every create and delete the controller
@@ -96,6 +97,56 @@ type reconciler struct {
 	events    []pendingEvent
 	requeue   time.Duration
 	deleteJob bool
+}
+
+// queuePlan is how a job stands with Kueue in this reconcile.
+type queuePlan struct {
+	// state is the job's Workload, for a job queued with Kueue while Kueue
+	// is usable; nil otherwise. queue is the Queue it was read from.
+	state *kueue.State
+	queue *kueue.Queue
+	// name is the queue the job waits or runs in, when it is queued.
+	name string
+	// hold, on a queued job, is why it waits regardless of its Workload:
+	// Kueue unusable, its queue name required or removed.
+	hold *queueHold
+	// unqueuedWhy, under --queueing=none, is why a job that names a queue
+	// runs unqueued.
+	unqueuedWhy string
+	// neverQueued: a job that names no queue, which waited only while the
+	// controller could not tell whether Kueue would queue it, is not
+	// queued after all.
+	neverQueued bool
+	// stopped: a queued job not admitted has no pods left.
+	stopped bool
+	// placements are what Kueue's admission asks of each pod set's pods.
+	placements map[v1beta1.ReplicaType]*podbuilder.Placement
+}
+
+// stopPlan is what stops decided in this reconcile, for act.go to write.
+type stopPlan struct {
+	// decided, once a stop that removes running pods was decided or held
+	// now, is whether it goes ahead (stopRunning); asks are the pods to ask
+	// for a checkpoint, unasks those to take a called-off request from,
+	// holdResize a resize held for one.
+	decided    *bool
+	asks       []*corev1.Pod
+	unasks     []*corev1.Pod
+	holdResize bool
+	// resumeLagging are running pods whose resume annotations lag behind
+	// the latest checkpoint.
+	resumeLagging []*corev1.Pod
+}
+
+// inPlacePlan is what an in-place restart decided in this reconcile:
+// decided says whether this reconcile decided how the job restarts, bump
+// that it restarts in place, waiting that pods wait for the job's attempt
+// to be released. attemptAsks are pods to ask for the job's attempt,
+// attemptReleases pods to release it to, agentStops pods whose restart
+// agent is to exit.
+type inPlacePlan struct {
+	decided, bump, waiting                   bool
+	attemptAsks, attemptReleases, agentStops []*corev1.Pod
 }
 
 // slot is one replica of the job and the pod that currently runs it.

@@ -28,7 +28,6 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/controller/kueue"
-	"tensorstack.dev/training/pkg/podbuilder"
 )
 
 // What the reconcile does for a job queued with Kueue (package kueue keeps
@@ -152,30 +151,6 @@ func (r *reconciler) readQueue(ctx context.Context) error {
 		st.Mismatch = kueue.MatchPodSets(st.Workload.Spec.PodSets, sets)
 	}
 	return nil
-}
-
-// queuePlan is how a job stands with Kueue in this reconcile.
-type queuePlan struct {
-	// state is the job's Workload, for a job queued with Kueue while Kueue
-	// is usable; nil otherwise. queue is the Queue it was read from.
-	state *kueue.State
-	queue *kueue.Queue
-	// name is the queue the job waits or runs in, when it is queued.
-	name string
-	// hold, on a queued job, is why it waits regardless of its Workload:
-	// Kueue unusable, its queue name required or removed.
-	hold *queueHold
-	// unqueuedWhy, under --queueing=none, is why a job that names a queue
-	// runs unqueued.
-	unqueuedWhy string
-	// neverQueued: a job that names no queue, which waited only while the
-	// controller could not tell whether Kueue would queue it, is not
-	// queued after all.
-	neverQueued bool
-	// stopped: a queued job not admitted has no pods left.
-	stopped bool
-	// placements are what Kueue's admission asks of each pod set's pods.
-	placements map[v1beta1.ReplicaType]*podbuilder.Placement
 }
 
 // wasInQueue says whether a job that names no queue now was in a Kueue

@@ -33,21 +33,6 @@ import (
 // the stop may ask for: checkpointstop_policy.go), and a resume starts them
 // again. Each stop that interrupts work is counted in the accounting.
 
-// stopPlan is what stops decided in this reconcile, for act.go to write.
-type stopPlan struct {
-	// decided, once a stop that removes running pods was decided or held
-	// now, is whether it goes ahead (stopRunning); asks are the pods to ask
-	// for a checkpoint, unasks those to take a called-off request from,
-	// holdResize a resize held for one.
-	decided    *bool
-	asks       []*corev1.Pod
-	unasks     []*corev1.Pod
-	holdResize bool
-	// resumeLagging are running pods whose resume annotations lag behind
-	// the latest checkpoint.
-	resumeLagging []*corev1.Pod
-}
-
 // stopRunning says whether a stop may remove the job's running pods now;
 // when it may, the job's open attempt ends with reason and message.
 //
