@@ -77,8 +77,11 @@ func TestMPIJobRunsToSuccess(t *testing.T) {
 		if want := "worker-0" + suffix + " slots=2\nworker-1" + suffix + " slots=2\n"; hostfile != want {
 			t.Errorf("the launcher's hostfile %q, want %q", hostfile, want)
 		}
-		if v, _ := framework.EnvOf(&p.Spec.Containers[0], "OMPI_MCA_orte_default_hostfile"); v != podbuilder.MPIHostfile {
-			t.Errorf("the launcher's OMPI_MCA_orte_default_hostfile %q, want %s", v, podbuilder.MPIHostfile)
+		// Open MPI 4's name and Open MPI 5's (PRRTE's): the launcher's image may have either.
+		for _, name := range []string{"OMPI_MCA_orte_default_hostfile", "PRTE_MCA_prte_default_hostfile"} {
+			if v, _ := framework.EnvOf(&p.Spec.Containers[0], name); v != podbuilder.MPIHostfile {
+				t.Errorf("the launcher's %s %q, want %s", name, v, podbuilder.MPIHostfile)
+			}
 		}
 	}
 

@@ -90,6 +90,12 @@ func TestRealNodesMPIAllReduce(t *testing.T) {
 			t.Errorf("the launcher's log lacks %q:\n%s", want, r.Stdout)
 		}
 	}
+	// The training image's Open MPI is bookworm's 4.1; TestRealNodesMPI5AllReduce runs 5.
+	for _, m := range mpiLibraryLine.FindAllStringSubmatch(r.Stdout, -1) {
+		if !strings.HasPrefix(m[2], "Open MPI v4.") {
+			t.Errorf("rank %s runs %q, want Open MPI v4", m[1], m[2])
+		}
+	}
 	t.Logf("ranks on %v; the workers on %v", hosts, nodes)
 }
 

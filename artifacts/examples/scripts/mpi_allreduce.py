@@ -6,7 +6,11 @@ Started by mpirun on the launcher of an MPIJob, one rank per slot of the
 hostfile's workers. Each rank prints
 
     rank=R size=N host=H sum=S
+    rank=R library=L
     rank=R round=K mean=M
+
+L is the first line of the MPI library's version (MPI_Get_library_version),
+which tells the image's MPI apart: "Open MPI v4.1.4, ..." or "Open MPI v5...".
 
 mpirun forwards every rank's output to the launcher's log. A wrong sum
 exits 1, and mpirun with it. Rank 0 reports each round as the job's
@@ -71,6 +75,8 @@ def main():
     print(f"rank={rank} size={size} host={socket.gethostname()} sum={total}", flush=True)
     if total != want:
         sys.exit(f"rank={rank}: allreduce gave {total}, want {want}")
+    library = MPI.Get_library_version().strip().splitlines()[0]
+    print(f"rank={rank} library={library}", flush=True)
     # Each rank starts from its own vector; averaging makes them all equal.
     start, vector = resume(comm, rank, np.full(4, float(rank)))
     directory = checkpoint_dir()
