@@ -150,3 +150,8 @@ kube::codegen::gen_client \
     --output-pkg "${MODULE}/pkg/generated" \
     --boilerplate "${BOILERPLATE}" \
     "${ROOT}/pkg/apis"
+
+# The manifests' lists of kinds (the roles, the local stack's Kueue
+# configuration) follow the table of kinds, pkg/apis/batch.Kinds.
+mapfile -t KIND_LISTS < <(grep -rlF --include='*.yaml' '# kinds (hack/update-codegen.sh):' "${ROOT}/artifacts" "${ROOT}/hack/local")
+go run ./hack/kindlists "${KIND_LISTS[@]}"

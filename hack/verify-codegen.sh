@@ -12,6 +12,8 @@ tar -C "${ROOT}" --exclude=./_output --exclude=./.git -cf - . | tar -C "${SCRATC
 (cd "${SCRATCH}" && hack/update-codegen.sh >/dev/null)
 
 if ! diff -Naupr "${ROOT}/pkg" "${SCRATCH}/pkg" || \
+   ! diff -Naupr "${ROOT}/artifacts" "${SCRATCH}/artifacts" || \
+   ! diff -Naupr "${ROOT}/hack/local" "${SCRATCH}/hack/local" || \
    ! diff -Naup "${ROOT}/hack/api-rule-violations.list" "${SCRATCH}/hack/api-rule-violations.list"; then
     echo "Generated code is stale: run hack/update-codegen.sh (make update-codegen)." >&2
     exit 1

@@ -39,6 +39,9 @@ type KindInfo struct {
 	// TrainingContainer names the container that runs the training program;
 	// "" when a replica's first container does.
 	TrainingContainer string
+	// Scalable: a job of the kind may be elastic, and the kind serves the
+	// scale subresource.
+	Scalable bool
 }
 
 // The kinds' names, and the names and short names of their resources.
@@ -66,11 +69,12 @@ var (
 	TensorFlowKind = KindInfo{Kind: TensorFlowTrainingJobKind, Resource: TensorFlowTrainingJobResource,
 		Singular: "tensorflowtrainingjob", ShortName: TensorFlowTrainingJobShortName, TrainingContainer: TensorFlowContainerName}
 	PyTorchKind = KindInfo{Kind: PyTorchTrainingJobKind, Resource: PyTorchTrainingJobResource,
-		Singular: "pytorchtrainingjob", ShortName: PyTorchTrainingJobShortName, TrainingContainer: PyTorchContainerName}
+		Singular: "pytorchtrainingjob", ShortName: PyTorchTrainingJobShortName, TrainingContainer: PyTorchContainerName,
+		Scalable: true}
 	XGBoostKind = KindInfo{Kind: XGBoostTrainingJobKind, Resource: XGBoostTrainingJobResource,
 		Singular: "xgboosttrainingjob", ShortName: XGBoostTrainingJobShortName, TrainingContainer: XGBoostContainerName}
 	GenericKind = KindInfo{Kind: GenericJobKind, Resource: GenericJobResource,
-		Singular: "genericjob", ShortName: GenericJobShortName}
+		Singular: "genericjob", ShortName: GenericJobShortName, Scalable: true}
 	MPIKind = KindInfo{Kind: MPIJobKind, Resource: MPIJobResource,
 		Singular: "mpijob", ShortName: MPIJobShortName}
 )

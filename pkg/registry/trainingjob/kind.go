@@ -46,21 +46,19 @@ type Kind[J batch.TrainingJob, S any] struct {
 	// Warnings points out settings of the kind's own spec that are accepted
 	// but have no effect; nil when there are none.
 	Warnings func(J) []string
-	// Scalable says the kind may be elastic: it has the scale subresource.
-	Scalable bool
 }
 
 // KindInfo is the kind's row of batch.Kinds.
 func (k *Kind[J, S]) KindInfo() batch.KindInfo { return k.Info }
 
 // NewStorage returns the REST objects of the kind, with the scale
-// subresource when the kind is Scalable.
+// subresource when the kind's row says it is Scalable.
 func (k *Kind[J, S]) NewStorage(optsGetter generic.RESTOptionsGetter, updatePath UpdatePath, progress ProgressConfig) (*Storage, error) {
 	s, err := NewStorage(optsGetter, k, updatePath, progress)
 	if err != nil {
 		return nil, err
 	}
-	if k.Scalable {
+	if k.Info.Scalable {
 		s.Scale = NewScaleREST(s.Job.Store, k.Info.Kind)
 	}
 	return s, nil

@@ -61,7 +61,6 @@ var pyTorchKind = &Kind[*batch.PyTorchTrainingJob, batch.PyTorchTrainingJobSpec]
 	Validate:       validation.ValidatePyTorchTrainingJob,
 	ValidateUpdate: validation.ValidatePyTorchTrainingJobUpdate,
 	Warnings:       pyTorchWarnings,
-	Scalable:       true,
 }
 
 var xgboostKind = &Kind[*batch.XGBoostTrainingJob, batch.XGBoostTrainingJobSpec]{
@@ -83,7 +82,6 @@ var genericKind = &Kind[*batch.GenericJob, batch.GenericJobSpec]{
 	Canonicalize:   batch.CanonicalizeGenericJob,
 	Validate:       validation.ValidateGenericJob,
 	ValidateUpdate: validation.ValidateGenericJobUpdate,
-	Scalable:       true,
 }
 
 var mpiKind = &Kind[*batch.MPIJob, batch.MPIJobSpec]{
