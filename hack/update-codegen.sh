@@ -152,6 +152,7 @@ kube::codegen::gen_client \
     "${ROOT}/pkg/apis"
 
 # The manifests' lists of kinds (the roles, the local stack's Kueue
-# configuration) follow the table of kinds, pkg/apis/batch.Kinds.
+# configuration) and the Python client's table follow the table of kinds,
+# pkg/apis/batch.Kinds.
 mapfile -t KIND_LISTS < <(grep -rlF --include='*.yaml' '# kinds (hack/update-codegen.sh):' "${ROOT}/artifacts" "${ROOT}/hack/local")
-go run ./hack/kindlists "${KIND_LISTS[@]}"
+go run ./hack/kindlists -python python/src/tensorstack/training/_kinds.py "${KIND_LISTS[@]}"

@@ -14,6 +14,7 @@ tar -C "${ROOT}" --exclude=./_output --exclude=./.git -cf - . | tar -C "${SCRATC
 if ! diff -Naupr "${ROOT}/pkg" "${SCRATCH}/pkg" || \
    ! diff -Naupr "${ROOT}/artifacts" "${SCRATCH}/artifacts" || \
    ! diff -Naupr "${ROOT}/hack/local" "${SCRATCH}/hack/local" || \
+   ! diff -Naup "${ROOT}/python/src/tensorstack/training/_kinds.py" "${SCRATCH}/python/src/tensorstack/training/_kinds.py" || \
    ! diff -Naup "${ROOT}/hack/api-rule-violations.list" "${SCRATCH}/hack/api-rule-violations.list"; then
     echo "Generated code is stale: run hack/update-codegen.sh (make update-codegen)." >&2
     exit 1

@@ -26,14 +26,15 @@ import (
 
 // kind is what a template may name of a kind.
 type kind struct {
-	Kind, Resource, ShortName string
-	Scalable                  bool
+	Kind, Resource, ShortName, TrainingContainer string
+	Scalable                                     bool
 }
 
 func tableKinds() []kind {
 	kinds := make([]kind, len(batch.Kinds))
 	for i, k := range batch.Kinds {
-		kinds[i] = kind{Kind: k.Kind, Resource: k.Resource, ShortName: k.ShortName, Scalable: k.Scalable}
+		kinds[i] = kind{Kind: k.Kind, Resource: k.Resource, ShortName: k.ShortName, TrainingContainer: k.TrainingContainer,
+			Scalable: k.Scalable}
 	}
 	return kinds
 }

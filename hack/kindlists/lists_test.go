@@ -26,7 +26,7 @@ import (
 
 var testKinds = []kind{
 	{Kind: "AJob", Resource: "ajobs", ShortName: "aj"},
-	{Kind: "BJob", Resource: "bjobs", ShortName: "bj", Scalable: true},
+	{Kind: "BJob", Resource: "bjobs", ShortName: "bj", TrainingContainer: "b", Scalable: true},
 }
 
 func TestRewrite(t *testing.T) {
@@ -108,5 +108,26 @@ func TestTheManifestsAreFresh(t *testing.T) {
 	}
 	if marked < 4 {
 		t.Errorf("%d files with lists of kinds, want the roles and the Kueue configuration (4)", marked)
+	}
+	const python = "../../python/src/tensorstack/training/_kinds.py"
+	data, err := os.ReadFile(python)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(data) != Python(tableKinds()) {
+		t.Errorf("%s is stale: run hack/update-codegen.sh", python)
+	}
+}
+
+func TestPython(t *testing.T) {
+	got := Python(testKinds)
+	for _, want := range []string{
+		pythonHeader,
+		`    "AJob": ("ajobs", None),`,
+		`    "BJob": "bj",`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the Python table lacks %q:\n%s", want, got)
+		}
 	}
 }

@@ -28,8 +28,11 @@ limitations under the License.
 // list ("resources: [a, b]"), or a block of "- item" lines (each may have a
 // key, "- name: item"), which is replaced whole.
 //
-// Usage: kindlists [-check] FILE...; -check writes nothing and fails when a
-// file is not as it would write it. hack/update-codegen.sh runs it.
+// With -python FILE it also writes the Python client's table of kinds.
+//
+// Usage: kindlists [-check] [-python FILE] FILE...; -check writes nothing
+// and fails when a file is not as it would write it. hack/update-codegen.sh
+// runs it.
 package main
 
 import (
@@ -41,12 +44,35 @@ import (
 
 func main() {
 	check := flag.Bool("check", false, "fail, writing nothing, when a file's lists are stale")
+	python := flag.String("python", "", "the Python client's table of kinds, to write whole")
 	flag.Parse()
-	if flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: kindlists [-check] FILE...")
+	if flag.NArg() == 0 && *python == "" {
+		fmt.Fprintln(os.Stderr, "usage: kindlists [-check] [-python FILE] FILE...")
 		os.Exit(2)
 	}
 	stale := false
+	write := func(path string, old []byte, text string) {
+		if bytes.Equal(old, []byte(text)) {
+			return
+		}
+		if *check {
+			fmt.Fprintf(os.Stderr, "%s: its lists of kinds are stale: run hack/update-codegen.sh\n", path)
+			stale = true
+			return
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	if *python != "" {
+		old, err := os.ReadFile(*python)
+		if err != nil && !os.IsNotExist(err) {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		write(*python, old, Python(tableKinds()))
+	}
 	for _, path := range flag.Args() {
 		old, err := os.ReadFile(path)
 		if err != nil {
@@ -58,18 +84,7 @@ func main() {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", path, err)
 			os.Exit(1)
 		}
-		if bytes.Equal(old, []byte(text)) {
-			continue
-		}
-		if *check {
-			fmt.Fprintf(os.Stderr, "%s: its lists of kinds are stale: run hack/update-codegen.sh\n", path)
-			stale = true
-			continue
-		}
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
+		write(path, old, text)
 	}
 	if stale {
 		os.Exit(1)

@@ -27,31 +27,19 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import yaml
 
+from . import _kinds
 from .errors import BuildError
 
 GROUP = "batch.tensorstack.dev"
 VERSION = "v1beta1"
 API_VERSION = f"{GROUP}/{VERSION}"
 
-#: The kinds, with their plural resource names and training container names.
-KINDS = {
-    "PyTorchTrainingJob": ("pytorchtrainingjobs", "pytorch"),
-    "TensorFlowTrainingJob": ("tensorflowtrainingjobs", "tensorflow"),
-    "XGBoostTrainingJob": ("xgboosttrainingjobs", "xgboost"),
-    # A generic job's training container is each replica's first; the
-    # builders name it "main".
-    "GenericJob": ("genericjobs", None),
-    "MPIJob": ("mpijobs", None),
-}
-
-#: The kinds' short names, as kubectl knows them.
-SHORT_NAMES = {
-    "PyTorchTrainingJob": "pj",
-    "TensorFlowTrainingJob": "tj",
-    "XGBoostTrainingJob": "xj",
-    "GenericJob": "gj",
-    "MPIJob": "mj",
-}
+# KINDS (each kind's plural resource and training container) and
+# SHORT_NAMES are written from the Go table of kinds (hack/kindlists). A
+# generic job's training container is each replica's first; the builders
+# name it "main".
+KINDS = _kinds.KINDS
+SHORT_NAMES = _kinds.SHORT_NAMES
 
 RESTART_POLICIES = ("Never", "OnFailure", "Always", "ExitCode")
 CLEAN_UP_POLICIES = ("All", "Unfinished", "None")
