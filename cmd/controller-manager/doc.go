@@ -20,23 +20,13 @@ limitations under the License.
 // metrics and health probes.
 //
 // RBAC: these are all the API calls the binary makes; grant exactly these.
+// RESOURCE is each kind's resource (pkg/apis/batch.Kinds);
+// artifacts/deploy/base/rbac-controller-manager.yaml grants them.
 //
 //	group                   resource                          verbs
-//	batch.tensorstack.dev   tensorflowtrainingjobs            get, list, watch, delete
-//	batch.tensorstack.dev   pytorchtrainingjobs               get, list, watch, delete
-//	batch.tensorstack.dev   xgboosttrainingjobs               get, list, watch, delete
-//	batch.tensorstack.dev   genericjobs                       get, list, watch, delete
-//	batch.tensorstack.dev   mpijobs                           get, list, watch, delete
-//	batch.tensorstack.dev   tensorflowtrainingjobs/status     patch
-//	batch.tensorstack.dev   pytorchtrainingjobs/status        patch
-//	batch.tensorstack.dev   xgboosttrainingjobs/status        patch
-//	batch.tensorstack.dev   genericjobs/status                patch
-//	batch.tensorstack.dev   mpijobs/status                    patch
-//	batch.tensorstack.dev   tensorflowtrainingjobs/finalizers update
-//	batch.tensorstack.dev   pytorchtrainingjobs/finalizers    update
-//	batch.tensorstack.dev   xgboosttrainingjobs/finalizers    update
-//	batch.tensorstack.dev   genericjobs/finalizers            update
-//	batch.tensorstack.dev   mpijobs/finalizers                update
+//	batch.tensorstack.dev   RESOURCE                          get, list, watch, delete
+//	batch.tensorstack.dev   RESOURCE/status                   patch
+//	batch.tensorstack.dev   RESOURCE/finalizers               update
 //	""                      pods                              get, list, watch, create, delete, patch
 //	""                      pods/log                          get
 //	""                      services                          get, list, watch, create, delete, patch
