@@ -84,7 +84,11 @@ peer_prepare() {
       jobset_crd >/dev/null
       ;;
   esac
-  bench_build forward ./test/bench/forward
+  # Once, whichever peers run.
+  if [[ -z "${peer_forward_built:-}" ]]; then
+    bench_build forward ./test/bench/forward
+    peer_forward_built=1
+  fi
 }
 
 # stop_bench_pid NAME PID: SIGTERM, SIGKILL after 10 s; only our own children.
