@@ -222,6 +222,7 @@ var TensorFlow = &Kind{
 			items: func(l *v1beta1.TensorFlowTrainingJobList) []*v1beta1.TensorFlowTrainingJob {
 				return itemPointers(l.Items)
 			},
+			rest: c.BatchV1beta1().RESTClient(), resource: batch.TensorFlowKind.Resource, namespace: namespace,
 		}
 	},
 }
@@ -237,7 +238,7 @@ var PyTorch = &Kind{
 		return kindClient[*v1beta1.PyTorchTrainingJob, *v1beta1.PyTorchTrainingJobList]{
 			typed: c.BatchV1beta1().PyTorchTrainingJobs(namespace),
 			items: func(l *v1beta1.PyTorchTrainingJobList) []*v1beta1.PyTorchTrainingJob { return itemPointers(l.Items) },
-			rest:  c.BatchV1beta1().RESTClient(), resource: v1beta1.PyTorchTrainingJobResource, namespace: namespace,
+			rest:  c.BatchV1beta1().RESTClient(), resource: batch.PyTorchKind.Resource, namespace: namespace,
 		}
 	},
 }
@@ -253,6 +254,7 @@ var XGBoost = &Kind{
 		return kindClient[*v1beta1.XGBoostTrainingJob, *v1beta1.XGBoostTrainingJobList]{
 			typed: c.BatchV1beta1().XGBoostTrainingJobs(namespace),
 			items: func(l *v1beta1.XGBoostTrainingJobList) []*v1beta1.XGBoostTrainingJob { return itemPointers(l.Items) },
+			rest:  c.BatchV1beta1().RESTClient(), resource: batch.XGBoostKind.Resource, namespace: namespace,
 		}
 	},
 }
@@ -269,6 +271,7 @@ var Generic = &Kind{
 		return kindClient[*v1beta1.GenericJob, *v1beta1.GenericJobList]{
 			typed: c.BatchV1beta1().GenericJobs(namespace),
 			items: func(l *v1beta1.GenericJobList) []*v1beta1.GenericJob { return itemPointers(l.Items) },
+			rest:  c.BatchV1beta1().RESTClient(), resource: batch.GenericKind.Resource, namespace: namespace,
 		}
 	},
 }
@@ -285,6 +288,7 @@ var MPI = &Kind{
 		return kindClient[*v1beta1.MPIJob, *v1beta1.MPIJobList]{
 			typed: c.BatchV1beta1().MPIJobs(namespace),
 			items: func(l *v1beta1.MPIJobList) []*v1beta1.MPIJob { return itemPointers(l.Items) },
+			rest:  c.BatchV1beta1().RESTClient(), resource: batch.MPIKind.Resource, namespace: namespace,
 		}
 	},
 }

@@ -139,18 +139,22 @@ func TestScalePatchesTheScaleSubresource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scale, err := PyTorch.Client(c, "ns").Scale(context.Background(), "a", 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := "PATCH /apis/batch.tensorstack.dev/v1beta1/namespaces/ns/pytorchtrainingjobs/a/scale"; gotPath != want {
-		t.Errorf("request %q, want %q", gotPath, want)
-	}
-	if gotType != "application/merge-patch+json" || gotBody != `{"spec":{"replicas":3}}` {
-		t.Errorf("patch %s %s", gotType, gotBody)
-	}
-	if scale.Spec.Replicas != 3 || scale.Status.Replicas != 2 || scale.Status.Selector != "x=y" {
-		t.Errorf("scale %+v", scale)
+	// Every kind's client reaches its own scale subresource; the API
+	// answers for a kind that serves none (404).
+	for _, k := range Kinds {
+		scale, err := k.Client(c, "ns").Scale(context.Background(), "a", 3)
+		if err != nil {
+			t.Fatalf("%s: %v", k.Name, err)
+		}
+		if want := "PATCH /apis/batch.tensorstack.dev/v1beta1/namespaces/ns/" + k.Resource + "/a/scale"; gotPath != want {
+			t.Errorf("%s: request %q, want %q", k.Name, gotPath, want)
+		}
+		if gotType != "application/merge-patch+json" || gotBody != `{"spec":{"replicas":3}}` {
+			t.Errorf("%s: patch %s %s", k.Name, gotType, gotBody)
+		}
+		if scale.Spec.Replicas != 3 || scale.Status.Replicas != 2 || scale.Status.Selector != "x=y" {
+			t.Errorf("%s: scale %+v", k.Name, scale)
+		}
 	}
 
 	refuse = true
