@@ -27,6 +27,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"tensorstack.dev/training/pkg/apis/batch"
 )
 
 // The roles artifacts/deploy gives the controller, and what
@@ -61,8 +63,18 @@ func TestRBACTableMatchesTheRoles(t *testing.T) {
 			inTable = false
 		case inTable:
 			group := strings.Trim(fields[0], `"`)
+			// RESOURCE stands for each kind's resource.
+			resources := []string{fields[1]}
+			if rest, ok := strings.CutPrefix(fields[1], "RESOURCE"); ok {
+				resources = nil
+				for _, k := range batch.Kinds {
+					resources = append(resources, k.Resource+rest)
+				}
+			}
 			for _, verb := range strings.Split(strings.Join(fields[2:], ""), ",") {
-				table.Insert(group + " " + fields[1] + " " + verb)
+				for _, resource := range resources {
+					table.Insert(group + " " + resource + " " + verb)
+				}
 			}
 		}
 	}
