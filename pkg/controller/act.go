@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -405,4 +406,46 @@ func (r *reconciler) actOnInPlace(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// readLogTails reads what the plan needs of the replicas' logs into the
+// status (a stall's, the failed replicas'), and says whether every tail has
+// been read.
+func (r *reconciler) readLogTails(ctx context.Context) bool {
+	stall := !r.stallLogs || r.readStallLogs(ctx)
+	attempts := r.readAttemptLogs(ctx)
+	return stall && attempts
+}
+
+// readAttemptLogs fills in the log tails noteFailedReplica planned, and
+// says whether every one has been read (logtailreads.go). It runs before
+// the status is written, and so before the pods are deleted; the failure
+// may have ended its attempt by then.
+func (r *reconciler) readAttemptLogs(ctx context.Context) bool {
+	all := true
+	for _, read := range r.attemptLogReads {
+		i := slices.IndexFunc(r.status.Attempts, func(a v1beta1.Attempt) bool { return a.Number == read.attempt })
+		if i < 0 || read.index >= len(r.status.Attempts[i].FailedReplicas) {
+			continue
+		}
+		tail, ok := r.logTail(ctx, read.pod, read.container, batch.MaxAttemptLogLines, batch.MaxAttemptLogBytes)
+		if !ok {
+			all = false
+			continue
+		}
+		f := &r.status.Attempts[i].FailedReplicas[read.index]
+		f.Logs, f.LogError = tail.Lines, batch.CutBytes(tail.Error, batch.MaxAttemptLogErrorBytes)
+	}
+	return all
+}
+
+// logTail is the log tail of a container of a pod, read in the background
+// (logTailReads); ok is false until the read has ended.
+func (r *reconciler) logTail(ctx context.Context, p *corev1.Pod, container string, lines int64,
+	maxBytes int) (tail v1beta1.ReplicaLogTail, ok bool) {
+	key := logTailKey{job: r.key, pod: p.UID, container: container, lines: lines, maxBytes: maxBytes}
+	pods, kind := r.podClient(), r.kind
+	return r.c.logTails.get(ctx, key, func(ctx context.Context) v1beta1.ReplicaLogTail {
+		return readLogTail(ctx, pods, kind, p, container, lines, maxBytes)
+	})
 }

@@ -17,7 +17,6 @@ limitations under the License.
 package controller
 
 import (
-	"context"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -171,26 +170,4 @@ func (r *reconciler) failedReplicaReason(ex *replicaExit) string {
 		return v1beta1.CutReason(t.Reason)
 	}
 	return string(corev1.PodFailed)
-}
-
-// readAttemptLogs fills in the log tails noteFailedReplica planned, and
-// says whether every one has been read (logtailreads.go). It runs before
-// the status is written, and so before the pods are deleted; the failure
-// may have ended its attempt by then.
-func (r *reconciler) readAttemptLogs(ctx context.Context) bool {
-	all := true
-	for _, read := range r.attemptLogReads {
-		i := slices.IndexFunc(r.status.Attempts, func(a v1beta1.Attempt) bool { return a.Number == read.attempt })
-		if i < 0 || read.index >= len(r.status.Attempts[i].FailedReplicas) {
-			continue
-		}
-		tail, ok := r.logTail(ctx, read.pod, read.container, batch.MaxAttemptLogLines, batch.MaxAttemptLogBytes)
-		if !ok {
-			all = false
-			continue
-		}
-		f := &r.status.Attempts[i].FailedReplicas[read.index]
-		f.Logs, f.LogError = tail.Lines, batch.CutBytes(tail.Error, batch.MaxAttemptLogErrorBytes)
-	}
-	return all
 }

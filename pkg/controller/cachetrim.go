@@ -89,3 +89,11 @@ func containerHeads(cs []corev1.Container) []corev1.Container {
 	}
 	return out
 }
+
+// podJobIndex indexes pods by <namespace>/<job kind>/<job name>, from their
+// labels (podJobIndexFunc): a reconcile reads its own job's pods only.
+const podJobIndex = "job"
+
+func podJobIndexKey(namespace, kind, name string) string {
+	return namespace + "/" + kind + "/" + name
+}

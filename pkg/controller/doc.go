@@ -32,11 +32,14 @@ limitations under the License.
 // Where things are (every file of the package is named here; TestDocMapsEveryFile fails otherwise):
 //
 //   - The reconcile: reconcile.go states its order (observe, each policy
-//     in turn, act) and applies the policies' decisions; plan.go: the
-//     state one reconcile observes and plans on (the reconciler, its
-//     slots); act.go: carrying the plan out, the only place that writes the
-//     status (and the logs it reads first: a stall's tails; the
-//     attempts an in-place restart asks of the pods and releases); replicas.go: the replica slots, the pods claimed into them,
+//     in turn, act) and applies the policies' decisions; decision.go: what
+//     a step decided, as a value reconcile.go applies; plan.go: the
+//     state one reconcile observes and plans on (the reconciler) and its
+//     verbs; slot.go: one replica and its pod, as the plan sees them; act.go: carrying the plan out, the only place that writes the
+//     status (and what it reads and writes first: a stall's and the failed
+//     replicas' log tails; the attempts an in-place restart asks of the pods
+//     and releases);
+//     replicas.go: the replica slots, the pods claimed into them,
 //     and what those pods are doing; kinds.go: what each kind adds to the
 //     shared machinery (its adapter, informer, lister and client calls).
 //   - The policies, each a pure function over API types with a table test
@@ -71,15 +74,15 @@ limitations under the License.
 //     pause, a resume and every stop of the running pods, after the checkpoint it asks for), stall.go (a stall's
 //     condition, event and restart), attempts.go (each start of
 //     the pods, how it ended, what failed in it), finish.go (the finish,
-//     clean-up and TTL), gang.go and queue.go (what the reconcile decides
+//     clean-up and TTL, as decisions), gang.go and queue.go (what the reconcile decides
 //     about the gang and the queue), dispatched.go (a job MultiKueue runs
 //     elsewhere).
-//   - statusderive.go and statuswrites.go: the status, its conditions and
-//     how it is written; events.go: the events a plan decides (each reason
+//   - statusderive.go and statuswrites.go: the status, its conditions (the
+//     finish among them) and how it is written; events.go: the events a plan decides (each reason
 //     is defined beside the policy that sets it); pods.go: claiming and
-//     creating what the job owns (its pods and Service); sshkeys.go: an
-//     MPI job's SSH key pair Secret; clusterconfig.go: the ConfigMap of
-//     the addresses the job's pods refer to; podannotations.go:
+//     creating what the job owns (its pods, its Service and the ConfigMap of
+//     the addresses its pods refer to); sshkeys.go: an
+//     MPI job's SSH key pair Secret; podannotations.go:
 //     how the controller talks to a running pod (startup gates, checkpoint
 //     requests, resume points); logtail.go: the end of a replica's log, kept
 //     before its pod goes, and logtailreads.go: those reads, run off the
@@ -87,8 +90,9 @@ limitations under the License.
 //     events; podoutcome.go: a pod's outcome read from its containers;
 //     finalizer.go: the replica-outcome finalizer; expectations.go: what the
 //     cache has not shown yet.
-//   - controller.go and watch.go: the queues, and what the informers feed
-//     them; lanes.go: the main and urgent queues; cachetrim.go: what the
+//   - types.go: the Controller and its Options; controller.go: building
+//     and running it, its workers; watch.go: what the informers feed the
+//     queues; lanes.go: the main and urgent queues; cachetrim.go: what the
 //     caches keep of an object; finishedjobs.go: finished jobs are not
 //     cached, and how the little they still need reaches them.
 //   - metrics.go and jobseries.go: the controller's metrics and the per-job

@@ -17,8 +17,6 @@ limitations under the License.
 package controller
 
 import (
-	corev1 "k8s.io/api/core/v1"
-
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
@@ -27,49 +25,49 @@ import (
 // while the job runs on: a GenericJob whose failure rules do not hold.
 const ReasonFailureTolerated = "FailureTolerated"
 
-// failForGood decides a replica failure that its restart policy does not
-// restart. In every kind but one it fails the job. A kind with failure
-// rules (podbuilder.FailureJudge: a GenericJob's spec.failureRules) leaves
-// the replica failed and runs on, unless the replicas failed for good now
-// complete a rule, or no success rule can hold without them.
-func (r *reconciler) failForGood(s *slot, reason, message string) (string, string) {
-	s.failedForGood = true
-	judge, ok := r.kind.Adapter.(podbuilder.FailureJudge)
-	if !ok {
-		return reason, message
-	}
-	if judge.FailsJob(r.topo, r.failedForGood) {
-		return reason, message + "; a failure rule holds"
-	}
-	if !jobSucceeded(r.kind.Adapter, r.topo, r.spec.RunPolicy.SuccessPolicy, bestOutcome{r}) {
-		return reason, message + "; no success rule can hold any more"
-	}
-	s.phase = v1beta1.ReplicaFailed
-	r.failure = message
-	if s.prev == nil || s.prev.Phase != v1beta1.ReplicaFailed {
-		r.event(corev1.EventTypeWarning, ReasonFailureTolerated,
-			"%s; the job runs on: no failure rule holds, and a success rule still can", message)
-	}
-	return "", ""
+// failedSlots answers, for a kind's failure rules, which replicas failed
+// and will not run again (slot.failedForGood), by their pods' names.
+type failedSlots struct {
+	job    string
+	byName map[string]*slot
 }
 
-// failedForGood says whether a replica failed and will not run again.
-func (r *reconciler) failedForGood(id podbuilder.ReplicaID) bool {
-	s := r.byName[podbuilder.PodName(r.job.GetName(), id)]
+func (f failedSlots) failed(id podbuilder.ReplicaID) bool {
+	s := f.byName[podbuilder.PodName(f.job, id)]
 	return s != nil && s.failedForGood
 }
 
 // bestOutcome sees every replica that has not failed for good as
 // succeeded: the best the job can still come to.
-type bestOutcome struct{ r *reconciler }
+type bestOutcome failedSlots
 
-func (b bestOutcome) Succeeded(id podbuilder.ReplicaID) bool { return !b.r.failedForGood(id) }
+func (b bestOutcome) Succeeded(id podbuilder.ReplicaID) bool { return !failedSlots(b).failed(id) }
 
 func (b bestOutcome) AllSucceeded() bool {
-	for _, s := range b.r.slots {
+	for _, s := range b.byName {
 		if s.failedForGood {
 			return false
 		}
 	}
 	return true
+}
+
+// failureFailsJob says whether the replicas failed for good so far (a
+// replica failure that its restart policy does not restart) fail the job,
+// and what that adds to the failure's message. In every kind but one they
+// do. A kind with failure rules (podbuilder.FailureJudge: a GenericJob's
+// spec.failureRules) runs on, unless the replicas failed for good complete
+// a rule, or no success rule can hold without them.
+func failureFailsJob(a podbuilder.Adapter, t *podbuilder.Topology, policy v1beta1.SuccessPolicy,
+	failed failedSlots) (fails bool, why string) {
+	judge, ok := a.(podbuilder.FailureJudge)
+	switch {
+	case !ok:
+		return true, ""
+	case judge.FailsJob(t, failed.failed):
+		return true, "; a failure rule holds"
+	case !jobSucceeded(a, t, policy, bestOutcome(failed)):
+		return true, "; no success rule can hold any more"
+	}
+	return false, ""
 }

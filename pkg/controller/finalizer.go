@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +42,12 @@ import (
 //     and from pods that belong to no replica of the job;
 //   - from every pod of a job being deleted, or already gone (the pods are
 //     then orphans the garbage collector is deleting).
+
+// hasOutcomeFinalizer says whether a pod still holds its replica's outcome
+// for the job's status (v1beta1.ReplicaOutcomeFinalizer).
+func hasOutcomeFinalizer(pod *corev1.Pod) bool {
+	return slices.Contains(pod.Finalizers, v1beta1.ReplicaOutcomeFinalizer)
+}
 
 // removeFinalizerPatch takes the finalizer off and leaves any others.
 var removeFinalizerPatch = []byte(fmt.Sprintf(`{"metadata":{"$deleteFromPrimitiveList/finalizers":[%q]}}`,

@@ -18,6 +18,7 @@ package controller
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -26,39 +27,30 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
-// succeeded says whether the replicas' phases, as this reconcile set them,
-// meet the job's success policy. In debug mode nothing succeeds: exits of
-// debug pods never decide the job's outcome.
-func (r *reconciler) succeeded(debug bool) bool {
-	return !debug && r.topo.Total > 0 && jobSucceeded(r.kind.Adapter, r.topo, r.spec.RunPolicy.SuccessPolicy, r)
-}
-
-// finish makes the job terminal and plans its clean-up.
-func (r *reconciler) finish(phase v1beta1.JobPhase, reason, message string) {
-	st := r.status
+// finishJob ends a job with its outcome, on the plan's copy of the status:
+// the phase, the completion time, and the conditions and event of the
+// outcome (failure, when not empty, is the replica failure seen now). A
+// finished job creates no more pods, so it has no suspect nodes to avoid.
+func finishJob(st *v1beta1.TrainingJobStatus, now *metav1.Time, phase v1beta1.JobPhase,
+	reason, message, failure string) decision {
+	var d decision
 	st.Phase = phase
 	if st.CompletionTime == nil {
-		st.CompletionTime = r.metaNow()
+		st.CompletionTime = now
 	}
 	if phase == v1beta1.JobSucceeded {
-		r.setCondition(v1beta1.ConditionCompleted, metav1.ConditionTrue, ReasonSucceeded, message)
-		r.event(corev1.EventTypeNormal, ReasonSucceeded, "Succeeded: %s", message)
+		d.setCondition(v1beta1.ConditionCompleted, metav1.ConditionTrue, ReasonSucceeded, message)
+		d.event(corev1.EventTypeNormal, ReasonSucceeded, "Succeeded: %s", message)
 	} else {
-		r.setCondition(v1beta1.ConditionCompleted, metav1.ConditionTrue, ReasonFailed, message)
-		r.setCondition(v1beta1.ConditionFailed, metav1.ConditionTrue, reason, message)
-		r.event(corev1.EventTypeWarning, reason, "Failed: %s", message)
-		if r.failure != "" {
-			r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, ReasonReplicaFailed, r.failure)
+		d.setCondition(v1beta1.ConditionCompleted, metav1.ConditionTrue, ReasonFailed, message)
+		d.setCondition(v1beta1.ConditionFailed, metav1.ConditionTrue, reason, message)
+		d.event(corev1.EventTypeWarning, reason, "Failed: %s", message)
+		if failure != "" {
+			d.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, ReasonReplicaFailed, failure)
 		}
 	}
-	r.endAttempt(reason, message)
-	// A finished job creates no more pods: it has nothing to avoid.
 	st.SuspectNodes = nil
-	r.creates = nil
-	// Replacements decided in this reconcile stay recorded, but nothing is
-	// replaced any more: clean-up decides which pods go.
-	r.deletes = nil
-	r.planFinished()
+	return d
 }
 
 // replicaEnded says whether a replica phase says how the replica ended:
@@ -73,20 +65,33 @@ func outcomeRecorded(p v1beta1.ReplicaPhase) bool {
 	return replicaEnded(p) || p == v1beta1.ReplicaDeleted
 }
 
-// planFinished applies the clean-up policy and the TTL to a finished job.
-// A job that ran out of time has its running pods stopped whatever the
-// policy.
-func (r *reconciler) planFinished() {
-	st := r.status
-	policy := cleanUpPolicy(r.spec)
+// finishedJob is what the clean-up of a finished job reads.
+type finishedJob struct {
+	spec   *v1beta1.TrainingJobSpec
+	status *v1beta1.TrainingJobStatus // the plan's copy, finished
+	// recorded: the job's end was already written (the status as read is
+	// finished).
+	recorded bool
+	slots    []*slot
+	extra    []*corev1.Pod
+	now      time.Time
+}
+
+// cleanUpFinished applies the clean-up policy and the TTL to a finished
+// job: it sets each replica's final phase on its slot, and decides which
+// pods go, and when the job goes. A job that ran out of time has its
+// running pods stopped whatever the policy.
+func cleanUpFinished(f finishedJob) decision {
+	var d decision
+	policy := cleanUpPolicy(f.spec)
 	stopRunning := false
-	if c := meta.FindStatusCondition(st.Conditions, v1beta1.ConditionFailed); c != nil &&
+	if c := meta.FindStatusCondition(f.status.Conditions, v1beta1.ConditionFailed); c != nil &&
 		c.Status == metav1.ConditionTrue && c.Reason == ReasonDeadlineExceeded {
 		stopRunning = true
 	}
-	for _, s := range r.slots {
+	for _, s := range f.slots {
 		switch {
-		case r.old.Phase.IsFinished() && s.prev != nil && outcomeRecorded(s.prev.Phase):
+		case f.recorded && s.prev != nil && outcomeRecorded(s.prev.Phase):
 			// Once a job's end is written, the outcome it recorded for a
 			// replica is final: a pod stopped as unfinished that exits
 			// anyway, or a pod removed later on (by hand, with its
@@ -110,7 +115,7 @@ func (r *reconciler) planFinished() {
 				// The policy keeps the pod; the deadline does not.
 				why = "the job ran past activeDeadlineSeconds, which stops its running pods whatever the clean-up policy"
 			}
-			r.delete(s.pod, why)
+			d.delete(s.pod, why)
 			stopping = true
 		}
 		// A replica stopped unfinished is recorded Deleted at once, in the
@@ -119,31 +124,28 @@ func (r *reconciler) planFinished() {
 			s.phase = v1beta1.ReplicaDeleted
 		}
 	}
-	for _, p := range r.extra {
+	for _, p := range f.extra {
 		if p.DeletionTimestamp == nil {
-			r.delete(p, "it belongs to no replica of the job")
+			d.delete(p, "it belongs to no replica of the job")
 		}
 	}
-	if meta.FindStatusCondition(st.Conditions, v1beta1.ConditionRunning) != nil {
-		r.setCondition(v1beta1.ConditionRunning, metav1.ConditionFalse, string(st.Phase), "the job finished")
+	if meta.FindStatusCondition(f.status.Conditions, v1beta1.ConditionRunning) != nil {
+		d.setCondition(v1beta1.ConditionRunning, metav1.ConditionFalse, string(f.status.Phase), "the job finished")
 	}
 
-	r.planTTL()
-}
-
-// planTTL deletes the finished job once its TTL has passed, and otherwise
-// looks at it again then.
-func (r *reconciler) planTTL() {
-	done := r.now
-	if r.status.CompletionTime != nil {
-		done = r.status.CompletionTime.Time
+	// The TTL: the job goes once it has passed, and is looked at again
+	// then otherwise.
+	done := f.now
+	if f.status.CompletionTime != nil {
+		done = f.status.CompletionTime.Time
 	}
-	expiry, ok := ttlExpiry(r.spec.RunPolicy.TTLSecondsAfterFinished, done)
+	expiry, ok := ttlExpiry(f.spec.RunPolicy.TTLSecondsAfterFinished, done)
 	switch {
 	case !ok:
-	case r.now.Before(expiry):
-		r.requeueAt(expiry)
+	case f.now.Before(expiry):
+		d.requeueAt(expiry)
 	default:
-		r.deleteJob = true
+		d.deleteJob = true
 	}
+	return d
 }

@@ -131,23 +131,3 @@ func logTailText(raw []byte, n int, complete bool) string {
 	}
 	return tail
 }
-
-// logTail is the log tail of a container of a pod, read in the background
-// (logTailReads); ok is false until the read has ended.
-func (r *reconciler) logTail(ctx context.Context, p *corev1.Pod, container string, lines int64,
-	maxBytes int) (tail v1beta1.ReplicaLogTail, ok bool) {
-	key := logTailKey{job: r.key, pod: p.UID, container: container, lines: lines, maxBytes: maxBytes}
-	pods, kind := r.podClient(), r.kind
-	return r.c.logTails.get(ctx, key, func(ctx context.Context) v1beta1.ReplicaLogTail {
-		return readLogTail(ctx, pods, kind, p, container, lines, maxBytes)
-	})
-}
-
-// readLogTails reads what the plan needs of the replicas' logs into the
-// status (a stall's, the failed replicas'), and says whether every tail has
-// been read.
-func (r *reconciler) readLogTails(ctx context.Context) bool {
-	stall := !r.stallLogs || r.readStallLogs(ctx)
-	attempts := r.readAttemptLogs(ctx)
-	return stall && attempts
-}

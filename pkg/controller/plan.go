@@ -149,39 +149,6 @@ type inPlacePlan struct {
 	attemptAsks, attemptReleases, agentStops []*corev1.Pod
 }
 
-// slot is one replica of the job and the pod that currently runs it.
-type slot struct {
-	id    podbuilder.ReplicaID
-	group *podbuilder.ReplicaGroup
-	name  string
-	pod   *corev1.Pod
-	prev  *v1beta1.ReplicaStatus
-	phase v1beta1.ReplicaPhase
-	// replacing: the pod is being deleted to be created anew.
-	replacing bool
-	// exit is how the replica's pod ended, while that awaits a decision.
-	exit *replicaExit
-	// created is the pod this reconcile created for the replica; only its
-	// own goroutine writes it (createPod).
-	created *corev1.Pod
-	// The restart bookkeeping the replica's status carries.
-	restartCount int32
-	restartAt    *metav1.Time
-	reason       string
-	// keepRecord: the replica's status stays as recorded (prev).
-	keepRecord bool
-	// newSuspect: the replica's failure made its node suspect just now.
-	newSuspect bool
-	// failedForGood: the replica failed and its restart policy does not
-	// run it again (failForGood).
-	failedForGood bool
-}
-
-type deletion struct {
-	pod *corev1.Pod
-	why string
-}
-
 // attemptLogRead is a failed replica whose log tail is still to be read:
 // the attempt's number, the replica's index in its failedReplicas, and the
 // container to read (empty: the training container).
@@ -225,6 +192,14 @@ func (r *reconciler) delete(pod *corev1.Pod, why string) {
 	r.deletes = append(r.deletes, deletion{pod: pod, why: why})
 }
 
+// discard replaces a pod the job no longer wants as it is (another run mode
+// or another topology): at once, without counting it.
+func (r *reconciler) discard(s *slot, why string) {
+	s.replacing, s.phase = true, v1beta1.ReplicaDeleted
+	s.restartAt, s.reason = nil, ""
+	r.delete(s.pod, why)
+}
+
 func (r *reconciler) setCondition(typ string, status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(&r.status.Conditions, metav1.Condition{
 		Type:               typ,
@@ -239,4 +214,18 @@ func (r *reconciler) setCondition(typ string, status metav1.ConditionStatus, rea
 // podClient is the client of the job's namespace's pods.
 func (r *reconciler) podClient() corev1client.PodInterface {
 	return r.c.kubeClient.CoreV1().Pods(r.key.Namespace)
+}
+
+// apply adds what a step decided to the plan: the only place a decision
+// meets the reconciler's verbs.
+func (r *reconciler) apply(d decision) {
+	for _, c := range d.conditions {
+		r.setCondition(c.typ, c.status, c.reason, c.message)
+	}
+	r.events = append(r.events, d.events...)
+	r.deletes = append(r.deletes, d.deletes...)
+	if !d.comeBack.IsZero() {
+		r.requeueAt(d.comeBack)
+	}
+	r.deleteJob = r.deleteJob || d.deleteJob
 }

@@ -17,11 +17,8 @@ limitations under the License.
 package controller
 
 import (
-	"slices"
-
 	corev1 "k8s.io/api/core/v1"
 
-	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/podbuilder"
 )
 
@@ -95,10 +92,4 @@ func containersSucceeded(p *corev1.Pod) bool {
 func isTerminated(pod *corev1.Pod) bool {
 	phase := podOutcome(pod)
 	return phase == corev1.PodSucceeded || phase == corev1.PodFailed
-}
-
-// hasOutcomeFinalizer says whether a pod still holds its replica's outcome
-// for the job's status (v1beta1.ReplicaOutcomeFinalizer).
-func hasOutcomeFinalizer(pod *corev1.Pod) bool {
-	return slices.Contains(pod.Finalizers, v1beta1.ReplicaOutcomeFinalizer)
 }

@@ -308,3 +308,67 @@ func (r *reconciler) openStartupGates(ctx context.Context) error {
 	}
 	return err
 }
+
+// writeClusterConfig writes the job's cluster ConfigMap, the addresses its
+// pods refer to (podbuilder.ClusterConfigMapName), before the pods that
+// read it are created: a container whose ConfigMap is missing does not
+// start. It is written whenever pods are about to be created, so that new
+// pods never read the addresses of an earlier shape of the job (an elastic
+// job scaled); an update that changes nothing writes nothing to etcd.
+//
+// The controller may create and update ConfigMaps but neither read nor
+// list them (its role, artifacts/deploy): the name holds the job's UID, so
+// one that exists already is the job's, or was made for the job by
+// someone who could write it anyway; the update makes it the job's again.
+func (r *reconciler) writeClusterConfig(ctx context.Context, b *podbuilder.Builder) error {
+	desired, err := b.ClusterConfigMap()
+	if err != nil || desired == nil {
+		return err
+	}
+	configMaps := r.c.kubeClient.CoreV1().ConfigMaps(r.key.Namespace)
+	_, err = configMaps.Create(ctx, desired, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		r.jobOwner.Normalf(owner.ReasonSuccessfulCreate, "Created config map %s", desired.Name)
+		return nil
+	case apierrors.IsAlreadyExists(err):
+		_, err = configMaps.Update(ctx, desired, metav1.UpdateOptions{})
+	}
+	switch {
+	case err == nil, apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		return nil
+	default:
+		r.jobOwner.Warningf(owner.ReasonFailedCreate, "Error writing config map %s: %v", desired.Name, err)
+		return fmt.Errorf("writing config map %s: %w", desired.Name, err)
+	}
+}
+
+// ensureSSHKeys gives a job whose kind needs one (MPIJob) its SSH key pair
+// Secret, made before the job's first pod: a job with pods has it. The
+// controller may only create Secrets, never read, list or change one (its
+// role, artifacts/deploy), so a Secret of that name that exists already is
+// taken to be the job's, made before a pause or a restart of the
+// controller: the name holds the job's UID, which no one knows before the
+// job exists (podbuilder.SSHSecretName).
+func (r *reconciler) ensureSSHKeys(ctx context.Context) error {
+	if !podbuilder.NeedsSSHKeys(r.kind.Adapter) || r.hasPods() {
+		return nil
+	}
+	name := r.topo.SSHSecret
+	keys, err := newSSHKeyPair()
+	if err != nil {
+		return fmt.Errorf("making the job's SSH key pair: %w", err)
+	}
+	secret := &corev1.Secret{ObjectMeta: r.jobOwner.ObjectMeta(name), Type: corev1.SecretTypeOpaque, Data: keys}
+	_, err = r.c.kubeClient.CoreV1().Secrets(r.key.Namespace).Create(ctx, secret, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		r.jobOwner.Normalf(owner.ReasonSuccessfulCreate, "Created secret %s", name)
+		return nil
+	case apierrors.IsAlreadyExists(err), apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		return nil
+	default:
+		r.jobOwner.Warningf(owner.ReasonFailedCreate, "Error creating secret %s: %v", name, err)
+		return fmt.Errorf("creating secret %s: %w", name, err)
+	}
+}

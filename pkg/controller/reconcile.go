@@ -165,7 +165,7 @@ func (r *reconciler) plan() {
 	// (finish.go), or the policies of an active one in their order
 	// (planActive), its startup gates and its queue.
 	if r.old.Phase.IsFinished() {
-		r.planFinished()
+		r.cleanUp()
 	} else {
 		r.planActive()
 		r.planStartupGates()

@@ -98,8 +98,11 @@ func (r *reconciler) AllSucceeded() bool {
 	return true
 }
 
-func (s *slot) succeeded() bool {
-	return !s.replacing && s.phase == v1beta1.ReplicaSucceeded
+// succeeded says whether the replicas' phases, as this reconcile set them,
+// meet the job's success policy. In debug mode nothing succeeds: exits of
+// debug pods never decide the job's outcome.
+func (r *reconciler) succeeded(debug bool) bool {
+	return !debug && r.topo.Total > 0 && jobSucceeded(r.kind.Adapter, r.topo, r.spec.RunPolicy.SuccessPolicy, r)
 }
 
 // runningPods are the job's pods that run and are not on their way out:
@@ -175,4 +178,29 @@ func (r *reconciler) resizing() bool {
 func (r *reconciler) staleOwner(p *corev1.Pod) bool {
 	ref := metav1.GetControllerOfNoCopy(p)
 	return ref != nil && ref.Kind == r.kind.Kind() && ref.Name == r.job.GetName() && ref.UID != r.job.GetUID()
+}
+
+// keepRunningPodsKeys keeps an MPI job whose pods an earlier controller made
+// on the Secret those pods mount, named without the job's UID: a pod made
+// now must hold the keys the running ones trust.
+func (r *reconciler) keepRunningPodsKeys(pods []*corev1.Pod) {
+	if !podbuilder.NeedsSSHKeys(r.kind.Adapter) {
+		return
+	}
+	for _, p := range pods {
+		if name := podbuilder.SSHSecretOf(r.job.GetName(), p); name != "" {
+			r.topo.SSHSecret = name
+			return
+		}
+	}
+}
+
+// hasPods says whether any replica of the job has a pod.
+func (r *reconciler) hasPods() bool {
+	for _, s := range r.slots {
+		if s.pod != nil {
+			return true
+		}
+	}
+	return false
 }

@@ -170,14 +170,6 @@ func (r *reconciler) failedExit(p *corev1.Pod, verb string) *replicaExit {
 	return &replicaExit{pod: p, code: code, known: known, how: how, preflight: preflightFailure(p)}
 }
 
-// discard replaces a pod the job no longer wants as it is (another run mode
-// or another topology): at once, without counting it.
-func (r *reconciler) discard(s *slot, why string) {
-	s.replacing, s.phase = true, v1beta1.ReplicaDeleted
-	s.restartAt, s.reason = nil, ""
-	r.delete(s.pod, why)
-}
-
 // handleExit carries out what a replica's exit means for the job
 // (decideExit). It returns the reason and message of a job failure, if the
 // exit fails the job.
@@ -212,6 +204,24 @@ func (r *reconciler) handleExit(s *slot, debug bool) (reason, message string) {
 			return r.failForGood(s, d.reason, d.message)
 		}
 		return d.reason, d.message
+	}
+	return "", ""
+}
+
+// failForGood records a replica failure that its restart policy does not
+// restart, and returns the reason and message that fail the job, or none
+// while the kind's failure rules let it run on (failureFailsJob).
+func (r *reconciler) failForGood(s *slot, reason, message string) (string, string) {
+	s.failedForGood = true
+	failed := failedSlots{job: r.job.GetName(), byName: r.byName}
+	if fails, why := failureFailsJob(r.kind.Adapter, r.topo, r.spec.RunPolicy.SuccessPolicy, failed); fails {
+		return reason, message + why
+	}
+	s.phase = v1beta1.ReplicaFailed
+	r.failure = message
+	if s.prev == nil || s.prev.Phase != v1beta1.ReplicaFailed {
+		r.event(corev1.EventTypeWarning, ReasonFailureTolerated,
+			"%s; the job runs on: no failure rule holds, and a success rule still can", message)
 	}
 	return "", ""
 }

@@ -33,9 +33,9 @@ import (
 // is a step of the reconcile, and joins this list (and doc.go's map) on
 // purpose.
 var reconcilerFiles = []string{
-	"act.go", "attempts.go", "clusterconfig.go", "failurerules_generic.go", "finish.go", "gang.go",
-	"inplace.go", "logtail.go", "pods.go", "plan.go", "queue.go", "reconcile.go", "replicas.go",
-	"restarts.go", "sshkeys.go", "stall.go", "statusderive.go", "stops.go",
+	"act.go", "attempts.go", "gang.go",
+	"inplace.go", "pods.go", "plan.go", "queue.go", "reconcile.go", "replicas.go",
+	"restarts.go", "stall.go", "statusderive.go", "stops.go",
 }
 
 // TestControllerKeepsItsShape guards the split between rules and I/O: a

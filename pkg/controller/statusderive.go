@@ -329,3 +329,20 @@ func (r *reconciler) startBlocker() (reason, message string) {
 func (r *reconciler) mountFailure(p *corev1.Pod) (string, bool) {
 	return r.c.mountFailures.recent(p, r.now)
 }
+
+// finish ends the job (finishJob) and plans its clean-up.
+func (r *reconciler) finish(phase v1beta1.JobPhase, reason, message string) {
+	r.apply(finishJob(r.status, r.metaNow(), phase, reason, message, r.failure))
+	r.endAttempt(reason, message)
+	// A finished job creates no more pods. Replacements decided in this
+	// reconcile stay recorded, but nothing is replaced any more: clean-up
+	// decides which pods go.
+	r.creates, r.deletes = nil, nil
+	r.cleanUp()
+}
+
+// cleanUp plans a finished job's clean-up and TTL (cleanUpFinished).
+func (r *reconciler) cleanUp() {
+	r.apply(cleanUpFinished(finishedJob{spec: r.spec, status: r.status, recorded: r.old.Phase.IsFinished(),
+		slots: r.slots, extra: r.extra, now: r.now}))
+}

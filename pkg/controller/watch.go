@@ -252,10 +252,7 @@ func (c *Controller) forgetJob(logger klog.Logger, kind string, obj any) {
 	c.enqueue(key)
 }
 
-// podJobIndex indexes pods by <namespace>/<job kind>/<job name>, from their
-// labels.
-const podJobIndex = "job"
-
+// podJobIndexFunc is podJobIndex's function: a pod's job, from its labels.
 func podJobIndexFunc(obj any) ([]string, error) {
 	m, err := metaOf(obj)
 	if err != nil {
@@ -267,10 +264,6 @@ func podJobIndexFunc(obj any) ([]string, error) {
 		return nil, nil
 	}
 	return []string{podJobIndexKey(m.GetNamespace(), kind, name)}, nil
-}
-
-func podJobIndexKey(namespace, kind, name string) string {
-	return namespace + "/" + kind + "/" + name
 }
 
 // metaOf returns the metadata of an informer object or of the object in a
