@@ -131,17 +131,7 @@ func Deployment(job *owner.Job, tb *v1beta1.TensorBoardSpec) (*appsv1.Deployment
 		dirs = append(dirs, path.Join(root, dir))
 		names = append(names, strings.TrimSuffix(pvc+dir, "/"))
 	}
-	var args []string
-	if len(dirs) == 1 {
-		args = []string{"--logdir=" + dirs[0]}
-	} else {
-		spec := make([]string, len(dirs))
-		for i := range dirs {
-			spec[i] = names[i] + ":" + dirs[i]
-		}
-		args = []string{"--logdir_spec=" + strings.Join(spec, ",")}
-	}
-	args = append(args, "--bind_all", fmt.Sprintf("--port=%d", Port))
+	args := append(logDirArgs(dirs, names), "--bind_all", fmt.Sprintf("--port=%d", Port))
 
 	container := corev1.Container{
 		Name:         statusName,
@@ -192,4 +182,17 @@ func Service(job *owner.Job) *corev1.Service {
 			}},
 		},
 	}
+}
+
+// logDirArgs points TensorBoard at the log directories: one as --logdir,
+// several as --logdir_spec, each under its name.
+func logDirArgs(dirs, names []string) []string {
+	if len(dirs) == 1 {
+		return []string{"--logdir=" + dirs[0]}
+	}
+	spec := make([]string, len(dirs))
+	for i := range dirs {
+		spec[i] = names[i] + ":" + dirs[i]
+	}
+	return []string{"--logdir_spec=" + strings.Join(spec, ",")}
 }
