@@ -51,13 +51,12 @@ func newLogsCommand(e *env) *cobra.Command {
 		Use:   "logs JOB [REPLICA]",
 		Short: "Print the logs of a training job's replica",
 		Long: `Print the logs of a replica of a training job. REPLICA is TYPE-INDEX, e.g.
-worker-1 for the pod <job>-worker-1. Without REPLICA, the replica that decides
-the job: for TensorFlow the chief, else worker-0; for PyTorch and XGBoost
-master-0, else index 0 of the first replica type; for a GenericJob the first
-replica its success rules name, else index 0 of the first type; for an MPIJob
-the launcher, which shows every rank's output. The container is the training
-container (tensorflow, pytorch or xgboost; a GenericJob's or an MPIJob's
-first), else the first one, unless -c names another.
+worker-1 for the pod <job>-worker-1. Without REPLICA, the replica whose outcome
+decides the job, by its kind's rule: the leader (a chief, master or launcher)
+where the job has one, which for MPI shows every rank's output; otherwise the
+replica its success rules name, a worker, or index 0 of the first replica
+type. The container is the kind's training container, else the first one,
+unless -c names another.
 
 With --all-replicas, every pod of the job is shown (concurrently with -f), each
 line prefixed with [pod/container] unless --prefix=false.`,
