@@ -45,4 +45,7 @@ case "${mode}" in
     ;;
   *) die "usage: hack/test-python.sh [e2e | wheel]" ;;
 esac
-PYTHONPATH="${unpacked}" PYTHONDONTWRITEBYTECODE=1 "${PYTHON}" -m pytest -q -p no:cacheprovider "${tests[@]}"
+# The tests' temporary directories go with the unpacked wheel, not into
+# pytest's default /tmp/pytest-of-<user>, which it keeps.
+PYTHONPATH="${unpacked}" PYTHONDONTWRITEBYTECODE=1 "${PYTHON}" -m pytest -q -p no:cacheprovider \
+  --basetemp="${unpacked}/.pytest-tmp" "${tests[@]}"

@@ -16,6 +16,13 @@ source "${ROOT}/hack/lib/common.sh"
 source "${ROOT}/hack/lib/packages.sh"
 require_packages "generating the protobuf code" protobuf-compiler:protoc
 
+# Every temporary file of the run goes in one directory, removed on exit:
+# kube_codegen.sh's gen_openapi makes a report with mktemp even when it
+# writes the report in place (--update-report), and never removes it.
+SCRATCH_DIR=$(mktemp -d)
+trap 'rm -rf "${SCRATCH_DIR}"' EXIT
+export TMPDIR="${SCRATCH_DIR}"
+
 # The module cache holds a module's source only once it is downloaded; a
 # fresh machine has not downloaded code-generator, a tool no build imports.
 go mod download k8s.io/code-generator
@@ -73,8 +80,7 @@ gen_protobuf() (
     # k8s.io/api, k8s.io/apimachinery and gogoproto out that way, so nothing
     # is written outside this repository.
     local tree
-    tree=$(mktemp -d)
-    trap 'rm -rf "${tree}"' EXIT
+    tree=$(mktemp -d) # in SCRATCH_DIR
     mkdir -p "${tree}/k8s.io" "${tree}/github.com/gogo" "${tree}/$(dirname "${MODULE}")"
     ln -s "${ROOT}" "${tree}/${MODULE}"
     ln -s "$(go list -m -f '{{.Dir}}' k8s.io/api)" "${tree}/k8s.io/api"
