@@ -95,20 +95,29 @@ func (r *reconciler) fillStatus() {
 	st.Aggregate = agg
 	r.fillElasticStatus()
 
-	if st.Phase.IsFinished() {
-		return
-	}
-	if st.Phase == v1beta1.JobRunning {
-		r.setCondition(v1beta1.ConditionRunning, metav1.ConditionTrue, ReasonReplicasRunning, "the job's replicas are running")
-	} else if st.Phase != "" {
-		reason, message := string(st.Phase), runningMessage(st.Phase)
-		if st.Phase == v1beta1.JobPending || st.Phase == v1beta1.JobResuming {
-			if why, what := r.startBlocker(); why != "" {
+	r.apply(runningCondition(st.Phase, r.startBlocker))
+}
+
+// runningCondition is the Running condition of an active job's phase: True
+// while it runs, False with the phase as its reason otherwise, or with what
+// holds the start up (startBlocker) while the pods are on their way. A
+// finished job's is set by the finish.
+func runningCondition(phase v1beta1.JobPhase, startBlocker func() (reason, message string)) decision {
+	var d decision
+	switch {
+	case phase.IsFinished(), phase == "":
+	case phase == v1beta1.JobRunning:
+		d.setCondition(v1beta1.ConditionRunning, metav1.ConditionTrue, ReasonReplicasRunning, "the job's replicas are running")
+	default:
+		reason, message := string(phase), runningMessage(phase)
+		if phase == v1beta1.JobPending || phase == v1beta1.JobResuming {
+			if why, what := startBlocker(); why != "" {
 				reason, message = why, message+": "+what
 			}
 		}
-		r.setCondition(v1beta1.ConditionRunning, metav1.ConditionFalse, reason, message)
+		d.setCondition(v1beta1.ConditionRunning, metav1.ConditionFalse, reason, message)
 	}
+	return d
 }
 
 func runningMessage(p v1beta1.JobPhase) string {
@@ -221,16 +230,23 @@ func lastTerminations(recorded []v1beta1.ContainerStatus) []v1beta1.ContainerSta
 // markInitialized sets the Initialized condition, until it is True: whether
 // every replica has its pod (or succeeded without one).
 func (r *reconciler) markInitialized() {
-	if c := meta.FindStatusCondition(r.status.Conditions, v1beta1.ConditionInitialized); c != nil && c.Status == metav1.ConditionTrue {
-		return
+	r.apply(initializedCondition(r.status.Conditions, r.slots))
+}
+
+// initializedCondition is markInitialized's decision.
+func initializedCondition(conditions []metav1.Condition, slots []*slot) decision {
+	var d decision
+	if meta.IsStatusConditionTrue(conditions, v1beta1.ConditionInitialized) {
+		return d
 	}
-	for _, s := range r.slots {
+	for _, s := range slots {
 		if s.pod == nil && !s.succeeded() {
-			r.setCondition(v1beta1.ConditionInitialized, metav1.ConditionFalse, ReasonCreatingReplicas, "creating the replicas' pods")
-			return
+			d.setCondition(v1beta1.ConditionInitialized, metav1.ConditionFalse, ReasonCreatingReplicas, "creating the replicas' pods")
+			return d
 		}
 	}
-	r.setCondition(v1beta1.ConditionInitialized, metav1.ConditionTrue, ReasonReplicasCreated, "every replica has its pod")
+	d.setCondition(v1beta1.ConditionInitialized, metav1.ConditionTrue, ReasonReplicasCreated, "every replica has its pod")
+	return d
 }
 
 // activePhase is the phase of an active job: Pending until every replica
@@ -252,12 +268,20 @@ func activePhase(phase v1beta1.JobPhase, started bool) v1beta1.JobPhase {
 // markReplicaFailure sets ReplicaFailure True for a replica failure seen in
 // this reconcile, and False again once every replica runs.
 func (r *reconciler) markReplicaFailure(started bool) {
-	if r.failure != "" {
-		r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, ReasonReplicaFailed, r.failure)
-	} else if c := meta.FindStatusCondition(r.status.Conditions, v1beta1.ConditionReplicaFailure); c != nil &&
-		c.Status == metav1.ConditionTrue && started {
-		r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionFalse, ReasonReplicasHealthy, "every replica is running")
+	r.apply(replicaFailureCondition(r.status.Conditions, r.failure, started))
+}
+
+// replicaFailureCondition is markReplicaFailure's decision; failure is the
+// replica failure seen now, if any.
+func replicaFailureCondition(conditions []metav1.Condition, failure string, started bool) decision {
+	var d decision
+	switch {
+	case failure != "":
+		d.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, ReasonReplicaFailed, failure)
+	case started && meta.IsStatusConditionTrue(conditions, v1beta1.ConditionReplicaFailure):
+		d.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionFalse, ReasonReplicasHealthy, "every replica is running")
 	}
+	return d
 }
 
 // Reasons of the ReplicaFailure condition, and of the event, of a job beyond
@@ -274,10 +298,17 @@ const (
 // resolveReplicaFailure turns a ReplicaFailure condition that is True for
 // the given reason False, once its cause is gone.
 func (r *reconciler) resolveReplicaFailure(reason, resolvedReason, message string) {
-	c := meta.FindStatusCondition(r.status.Conditions, v1beta1.ConditionReplicaFailure)
+	r.apply(resolvedReplicaFailure(r.status.Conditions, reason, resolvedReason, message))
+}
+
+// resolvedReplicaFailure is resolveReplicaFailure's decision.
+func resolvedReplicaFailure(conditions []metav1.Condition, reason, resolvedReason, message string) decision {
+	var d decision
+	c := meta.FindStatusCondition(conditions, v1beta1.ConditionReplicaFailure)
 	if c != nil && c.Status == metav1.ConditionTrue && c.Reason == reason {
-		r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionFalse, resolvedReason, message)
+		d.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionFalse, resolvedReason, message)
 	}
+	return d
 }
 
 // ReasonScaled is the event of an elastic job whose replica count changed.

@@ -170,3 +170,61 @@ func TestActivePhase(t *testing.T) {
 		}
 	}
 }
+
+// conditionsOf lists a decision's conditions as type=status/reason.
+func conditionsOf(d decision) []string {
+	var out []string
+	for _, c := range d.conditions {
+		out = append(out, c.typ+"="+string(c.status)+"/"+c.reason)
+	}
+	return out
+}
+
+func TestStatusConditionDecisions(t *testing.T) {
+	trueCondition := func(typ, reason string) []metav1.Condition {
+		return []metav1.Condition{{Type: typ, Status: metav1.ConditionTrue, Reason: reason}}
+	}
+	noBlocker := func() (string, string) { return "", "" }
+	mountBlocked := func() (string, string) { return "FailedMount", "replica worker-0: volume data" }
+	withPod, withoutPod := &slot{pod: &corev1.Pod{}}, &slot{}
+	succeededWithoutPod := &slot{phase: v1beta1.ReplicaSucceeded}
+	cases := []struct {
+		name string
+		got  decision
+		want []string
+	}{
+		{"running", runningCondition(v1beta1.JobRunning, noBlocker),
+			[]string{"Running=True/" + ReasonReplicasRunning}},
+		{"pending, nothing in the way", runningCondition(v1beta1.JobPending, noBlocker),
+			[]string{"Running=False/Pending"}},
+		{"pending on a mount", runningCondition(v1beta1.JobPending, mountBlocked),
+			[]string{"Running=False/FailedMount"}},
+		{"paused ignores start blockers", runningCondition(v1beta1.JobPaused, mountBlocked),
+			[]string{"Running=False/Paused"}},
+		{"finished: the finish sets it", runningCondition(v1beta1.JobSucceeded, mountBlocked), nil},
+		{"no phase yet", runningCondition("", mountBlocked), nil},
+
+		{"a replica without a pod", initializedCondition(nil, []*slot{withPod, withoutPod}),
+			[]string{"Initialized=False/" + ReasonCreatingReplicas}},
+		{"every replica has a pod or succeeded", initializedCondition(nil, []*slot{withPod, succeededWithoutPod}),
+			[]string{"Initialized=True/" + ReasonReplicasCreated}},
+		{"initialized stays", initializedCondition(trueCondition(v1beta1.ConditionInitialized, ReasonReplicasCreated),
+			[]*slot{withoutPod}), nil},
+
+		{"a failure now", replicaFailureCondition(nil, "worker-0 failed", false),
+			[]string{"ReplicaFailure=True/" + ReasonReplicaFailed}},
+		{"healthy once started", replicaFailureCondition(trueCondition(v1beta1.ConditionReplicaFailure, ReasonReplicaFailed), "", true),
+			[]string{"ReplicaFailure=False/" + ReasonReplicasHealthy}},
+		{"not before every replica started", replicaFailureCondition(trueCondition(v1beta1.ConditionReplicaFailure, ReasonReplicaFailed), "", false), nil},
+
+		{"resolved for its own reason", resolvedReplicaFailure(trueCondition(v1beta1.ConditionReplicaFailure, ReasonStatusTooLarge),
+			ReasonStatusTooLarge, ReasonStatusStored, "stored"), []string{"ReplicaFailure=False/" + ReasonStatusStored}},
+		{"another reason stays", resolvedReplicaFailure(trueCondition(v1beta1.ConditionReplicaFailure, ReasonReplicaFailed),
+			ReasonStatusTooLarge, ReasonStatusStored, "stored"), nil},
+	}
+	for _, tc := range cases {
+		if diff := cmp.Diff(tc.want, conditionsOf(tc.got)); diff != "" {
+			t.Errorf("%s: conditions (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
