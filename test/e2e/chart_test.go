@@ -19,6 +19,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -62,11 +63,19 @@ func TestStatusDrawsTheLossInATerminal(t *testing.T) {
 		})
 	}
 
-	// A tmux server of the test's own (-L), so that nobody else's is touched.
+	// A tmux server of the test's own (-L), so that nobody else's is touched,
+	// with its socket in the test's directory rather than /tmp/tmux-<uid>,
+	// which tmux would leave behind.
 	socket := f.Namespace
+	socketDir := t.TempDir()
+	tmuxCommand := func(args ...string) *exec.Cmd {
+		cmd := exec.Command(tmux, append([]string{"-L", socket}, args...)...)
+		cmd.Env = append(os.Environ(), "TMUX_TMPDIR="+socketDir)
+		return cmd
+	}
 	run := func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command(tmux, append([]string{"-L", socket}, args...)...).CombinedOutput()
+		out, err := tmuxCommand(args...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
@@ -76,7 +85,7 @@ func TestStatusDrawsTheLossInATerminal(t *testing.T) {
 	command := fmt.Sprintf("PATH=%s:$PATH KUBECONFIG=%s %s training status %s -n %s; sleep 300",
 		kubectlDir, f.Env.Kubeconfig, f.Env.Kubectl, job.Name, f.Namespace)
 	run("new-session", "-d", "-s", "status", "-x", "120", "-y", "50", "/bin/sh", "-c", command)
-	t.Cleanup(func() { _ = exec.Command(tmux, "-L", socket, "kill-server").Run() })
+	t.Cleanup(func() { _ = tmuxCommand("kill-server").Run() })
 
 	want := strings.Join([]string{
 		"Chart:       loss, last 4 reports, steps 10 to 40",
