@@ -59,11 +59,10 @@ func (r *reconciler) planStall(debug bool) (reason, message string) {
 		r.resolveStalled("the job makes progress")
 		return "", ""
 	}
-	if c := meta.FindStatusCondition(r.status.Conditions, v1beta1.ConditionStalled); c == nil || c.Status != metav1.ConditionTrue {
-		r.event(corev1.EventTypeWarning, ReasonStalled, "Stalled: %s (stall policy %s)", d.message, stallPolicyOf(in.policy))
+	if !meta.IsStatusConditionTrue(r.status.Conditions, v1beta1.ConditionStalled) {
 		r.status.Stall = r.stallRecord()
 	}
-	r.setCondition(v1beta1.ConditionStalled, metav1.ConditionTrue, v1beta1.ReasonProgressDeadlineExceeded, d.message)
+	r.apply(stalledCondition(r.status.Conditions, d.message, stallPolicyOf(in.policy)))
 	switch d.action {
 	case stallFails:
 		r.stallLogs = true
@@ -84,9 +83,27 @@ func (r *reconciler) planStall(debug bool) (reason, message string) {
 
 // resolveStalled turns a True Stalled condition False.
 func (r *reconciler) resolveStalled(why string) {
-	if c := meta.FindStatusCondition(r.status.Conditions, v1beta1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue {
-		r.setCondition(v1beta1.ConditionStalled, metav1.ConditionFalse, v1beta1.ReasonProgressing, why)
+	r.apply(stallResolved(r.status.Conditions, why))
+}
+
+// stalledCondition is the Stalled condition of a job that stopped
+// progressing, and its event the first time.
+func stalledCondition(conditions []metav1.Condition, message string, policy v1beta1.StallPolicy) decision {
+	var d decision
+	if !meta.IsStatusConditionTrue(conditions, v1beta1.ConditionStalled) {
+		d.event(corev1.EventTypeWarning, ReasonStalled, "Stalled: %s (stall policy %s)", message, policy)
 	}
+	d.setCondition(v1beta1.ConditionStalled, metav1.ConditionTrue, v1beta1.ReasonProgressDeadlineExceeded, message)
+	return d
+}
+
+// stallResolved is resolveStalled's decision.
+func stallResolved(conditions []metav1.Condition, why string) decision {
+	var d decision
+	if meta.IsStatusConditionTrue(conditions, v1beta1.ConditionStalled) {
+		d.setCondition(v1beta1.ConditionStalled, metav1.ConditionFalse, v1beta1.ReasonProgressing, why)
+	}
+	return d
 }
 
 // allRunningSince is when the last replica's training container started

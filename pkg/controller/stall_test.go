@@ -117,3 +117,29 @@ func TestStallClockSkipsStarting(t *testing.T) {
 		t.Errorf("requeue after %v, want the full deadline from when the replicas run", d)
 	}
 }
+
+func TestStallConditionDecisions(t *testing.T) {
+	stalled := []metav1.Condition{{Type: v1beta1.ConditionStalled, Status: metav1.ConditionTrue,
+		Reason: v1beta1.ReasonProgressDeadlineExceeded}}
+	first := stalledCondition(nil, "no progress for 60s", v1beta1.StallPolicyFail)
+	if len(first.events) != 1 || first.events[0].reason != ReasonStalled ||
+		first.events[0].message != "Stalled: no progress for 60s (stall policy Fail)" {
+		t.Errorf("a new stall records one event: %+v", first.events)
+	}
+	again := stalledCondition(stalled, "no progress for 90s", v1beta1.StallPolicyFail)
+	if len(again.events) != 0 {
+		t.Errorf("a stall already recorded records no event again: %+v", again.events)
+	}
+	for _, d := range []decision{first, again} {
+		if len(d.conditions) != 1 || d.conditions[0].typ != v1beta1.ConditionStalled || d.conditions[0].status != metav1.ConditionTrue {
+			t.Errorf("Stalled is True: %+v", d.conditions)
+		}
+	}
+	if d := stallResolved(stalled, "the job makes progress"); len(d.conditions) != 1 ||
+		d.conditions[0].status != metav1.ConditionFalse || d.conditions[0].reason != v1beta1.ReasonProgressing {
+		t.Errorf("a True Stalled condition turns False: %+v", d.conditions)
+	}
+	if d := stallResolved(nil, "the job makes progress"); len(d.conditions) != 0 {
+		t.Errorf("no Stalled condition, nothing to resolve: %+v", d.conditions)
+	}
+}
