@@ -59,10 +59,11 @@ func (r *reconciler) planStall(debug bool) (reason, message string) {
 		r.resolveStalled("the job makes progress")
 		return "", ""
 	}
-	if !meta.IsStatusConditionTrue(r.status.Conditions, v1beta1.ConditionStalled) {
+	newStall := !meta.IsStatusConditionTrue(r.status.Conditions, v1beta1.ConditionStalled)
+	if newStall {
 		r.status.Stall = r.stallRecord()
 	}
-	r.apply(stalledCondition(r.status.Conditions, d.message, stallPolicyOf(in.policy)))
+	r.apply(stalledCondition(newStall, d.message, stallPolicyOf(in.policy)))
 	switch d.action {
 	case stallFails:
 		r.stallLogs = true
@@ -87,10 +88,10 @@ func (r *reconciler) resolveStalled(why string) {
 }
 
 // stalledCondition is the Stalled condition of a job that stopped
-// progressing, and its event the first time.
-func stalledCondition(conditions []metav1.Condition, message string, policy v1beta1.StallPolicy) decision {
+// progressing, and its event when the stall is new (Stalled not yet True).
+func stalledCondition(newStall bool, message string, policy v1beta1.StallPolicy) decision {
 	var d decision
-	if !meta.IsStatusConditionTrue(conditions, v1beta1.ConditionStalled) {
+	if newStall {
 		d.event(corev1.EventTypeWarning, ReasonStalled, "Stalled: %s (stall policy %s)", message, policy)
 	}
 	d.setCondition(v1beta1.ConditionStalled, metav1.ConditionTrue, v1beta1.ReasonProgressDeadlineExceeded, message)

@@ -121,12 +121,12 @@ func TestStallClockSkipsStarting(t *testing.T) {
 func TestStallConditionDecisions(t *testing.T) {
 	stalled := []metav1.Condition{{Type: v1beta1.ConditionStalled, Status: metav1.ConditionTrue,
 		Reason: v1beta1.ReasonProgressDeadlineExceeded}}
-	first := stalledCondition(nil, "no progress for 60s", v1beta1.StallPolicyFail)
+	first := stalledCondition(true, "no progress for 60s", v1beta1.StallPolicyFail)
 	if len(first.events) != 1 || first.events[0].reason != ReasonStalled ||
 		first.events[0].message != "Stalled: no progress for 60s (stall policy Fail)" {
 		t.Errorf("a new stall records one event: %+v", first.events)
 	}
-	again := stalledCondition(stalled, "no progress for 90s", v1beta1.StallPolicyFail)
+	again := stalledCondition(false, "no progress for 90s", v1beta1.StallPolicyFail)
 	if len(again.events) != 0 {
 		t.Errorf("a stall already recorded records no event again: %+v", again.events)
 	}
