@@ -81,7 +81,7 @@ func (r *reconciler) act(ctx context.Context) (time.Duration, error) {
 	if err := r.actOnQueue(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	if r.deleteJob {
+	if r.decided.deleteJob {
 		return 0, r.deleteExpiredJob(ctx)
 	}
 	if !r.satisfied {
@@ -90,13 +90,13 @@ func (r *reconciler) act(ctx context.Context) (time.Duration, error) {
 		// expectations have expired.
 		c, d := r.c.expectations.Pending(r.ekey)
 		r.logger.V(4).Info("Waiting for the cache to catch up", "creations", c, "deletions", d)
-		r.requeueAt(r.now.Add(r.c.expectations.ttl))
-		return r.requeue, errors.Join(errs...)
+		r.decided.requeueAt(r.now.Add(r.c.expectations.ttl))
+		return r.decided.after(r.now), errors.Join(errs...)
 	}
 	if err := r.actOnPods(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	return r.requeue, errors.Join(errs...)
+	return r.decided.after(r.now), errors.Join(errs...)
 }
 
 // syncOwnedObjects keeps the job's Service (while it runs) and its
@@ -140,8 +140,7 @@ func (r *reconciler) actOnPods(ctx context.Context) error {
 				s.pod, s.phase = s.created, podPhase(s.created)
 			}
 		}
-		r.fillStatus()
-		r.markInitialized()
+		r.apply(r.fillStatus().and(initializedCondition(r.status.Conditions, r.slots)))
 		if err := r.writeStatus(ctx); err != nil {
 			errs = append(errs, err)
 		}
@@ -163,17 +162,17 @@ func (r *reconciler) firstPodsOnly() bool {
 	// A job with many replicas writes first: its status could outgrow what
 	// etcd stores, and then no pod may be made (reportStatusTooLarge).
 	return r.old.Phase == "" && r.satisfied && r.topo.Total <= firstPodsMaxReplicas &&
-		len(r.creates) > 0 && len(r.deletes) == 0 &&
-		r.gang == nil && r.queued.state == nil && !r.deleteJob && !r.status.Phase.IsFinished()
+		len(r.creates) > 0 && len(r.decided.deletes) == 0 &&
+		r.gang == nil && r.queued.state == nil && !r.decided.deleteJob && !r.status.Phase.IsFinished()
 }
 
 // flushEvents records the events the plan collected; called once the
 // status that explains them is written.
 func (r *reconciler) flushEvents() {
-	for _, e := range r.events {
+	for _, e := range r.decided.events {
 		r.c.recorder.Event(r.job, e.eventType, e.reason, e.message)
 	}
-	r.events = nil
+	r.decided.events = nil
 }
 
 // writeStatus sends the status to the apiserver when it changed.
@@ -241,7 +240,7 @@ func (r *reconciler) reportStatusTooLarge(ctx context.Context, cause error) erro
 	*r.status = *r.old.DeepCopy()
 	r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, ReasonStatusTooLarge, fmt.Sprintf(
 		"the job's status is too large to store (%v); no pods are created or deleted until it fits", cause))
-	r.events = nil
+	r.decided.events = nil
 	if equality.Semantic.DeepEqual(r.old, r.status) {
 		return cause
 	}
@@ -345,14 +344,14 @@ func (r *reconciler) holdStarts() bool {
 			}
 			return s.prev, s.pod, true
 		},
-		events: len(r.events),
+		events: len(r.decided.events),
 		now:    r.now,
 	})
 	if !hold {
 		return false
 	}
 	r.logger.V(4).Info("Holding the status while replicas start", "until", until)
-	r.requeueAt(until)
+	r.decided.requeueAt(until)
 	return true
 }
 

@@ -18,6 +18,7 @@ package controller
 
 import (
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -43,9 +44,9 @@ const (
 )
 
 // openAttempt returns the job's attempt that has not ended, or nil.
-func (r *reconciler) openAttempt() *v1beta1.Attempt {
-	if n := len(r.status.Attempts); n > 0 && r.status.Attempts[n-1].EndTime == nil {
-		return &r.status.Attempts[n-1]
+func openAttempt(st *v1beta1.TrainingJobStatus) *v1beta1.Attempt {
+	if n := len(st.Attempts); n > 0 && st.Attempts[n-1].EndTime == nil {
+		return &st.Attempts[n-1]
 	}
 	return nil
 }
@@ -53,18 +54,17 @@ func (r *reconciler) openAttempt() *v1beta1.Attempt {
 // beginAttempt opens an attempt when pods are about to be created for a
 // job that has no attempt open: its first start, or a start after a stop.
 func (r *reconciler) beginAttempt() {
-	if len(r.creates) == 0 || r.openAttempt() != nil {
+	if len(r.creates) == 0 || openAttempt(r.status) != nil {
 		return
 	}
-	r.newAttempt()
+	newAttempt(r.status, r.now)
 }
 
-// newAttempt opens the job's next attempt, resuming from its latest
+// newAttempt opens the job's next attempt at now, resuming from its latest
 // checkpoint, and keeps the newest attempts only.
-func (r *reconciler) newAttempt() {
-	st := r.status
+func newAttempt(st *v1beta1.TrainingJobStatus, now time.Time) {
 	st.AttemptCount++
-	a := v1beta1.Attempt{Number: st.AttemptCount, StartTime: *r.metaNow()}
+	a := v1beta1.Attempt{Number: st.AttemptCount, StartTime: apiTime(now)}
 	if c := st.Checkpoint; c != nil && c.Latest != nil {
 		a.ResumedFrom = attemptCheckpoint(c.Latest)
 	}
@@ -79,23 +79,23 @@ func (r *reconciler) newAttempt() {
 	st.Attempts = attempts
 }
 
-// endAttempt closes the open attempt, if any, with why it ended, what it
-// wrote last and the steps it made.
-func (r *reconciler) endAttempt(reason, message string) {
-	a := r.openAttempt()
+// endAttempt closes the open attempt, if any, at now, with why it ended,
+// what it wrote last and the steps it made.
+func endAttempt(st *v1beta1.TrainingJobStatus, now time.Time, reason, message string) {
+	a := openAttempt(st)
 	if a == nil {
 		return
 	}
-	a.EndTime = r.metaNow()
+	a.EndTime = ptr.To(apiTime(now))
 	if a.EndTime.Before(&a.StartTime) {
 		a.EndTime = a.StartTime.DeepCopy()
 	}
 	a.Reason = v1beta1.CutReason(reason)
 	a.Message = batch.CutBytes(message, batch.MaxAttemptMessageBytes)
-	if c := r.status.Checkpoint; c != nil && c.Latest != nil && !c.Latest.ReportTime.Time.Before(a.StartTime.Time) {
+	if c := st.Checkpoint; c != nil && c.Latest != nil && !c.Latest.ReportTime.Time.Before(a.StartTime.Time) {
 		a.LastCheckpoint = attemptCheckpoint(c.Latest)
 	}
-	if p := r.status.Progress; p != nil && p.Step != nil && p.ReportTime != nil && !p.ReportTime.Time.Before(a.StartTime.Time) {
+	if p := st.Progress; p != nil && p.Step != nil && p.ReportTime != nil && !p.ReportTime.Time.Before(a.StartTime.Time) {
 		from := int64(0)
 		if a.ResumedFrom != nil && a.ResumedFrom.Step != nil {
 			from = *a.ResumedFrom.Step
@@ -112,7 +112,7 @@ func attemptCheckpoint(c *v1beta1.CheckpointRecord) *v1beta1.AttemptCheckpoint {
 // per pod, and plans the read of its log tail (readAttemptLogs).
 func (r *reconciler) noteFailedReplica(s *slot) {
 	ex := s.exit
-	a := r.openAttempt()
+	a := openAttempt(r.status)
 	if ex == nil || ex.succeeded || s.replacing || a == nil {
 		return
 	}
@@ -132,7 +132,7 @@ func (r *reconciler) noteFailedReplica(s *slot) {
 	if len(a.FailedReplicas) >= batch.MaxAttemptFailedReplicas {
 		return
 	}
-	f := v1beta1.FailedReplica{Name: s.name, UID: uid, Reason: r.failedReplicaReason(ex), Time: *r.metaNow()}
+	f := v1beta1.FailedReplica{Name: s.name, UID: uid, Reason: r.failedReplicaReason(ex), Time: apiTime(r.now)}
 	switch {
 	case ex.known:
 		f.ExitCode = ptr.To(ex.code)

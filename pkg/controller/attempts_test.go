@@ -136,11 +136,11 @@ func TestAttemptHistoryIsBounded(t *testing.T) {
 	for range total {
 		r.creates = []*slot{{}}
 		r.beginAttempt()
-		a := r.openAttempt()
+		a := openAttempt(st)
 		a.FailedReplicas = []v1beta1.FailedReplica{{Name: "j-worker-0", Logs: "the end of the log", Time: metav1.NewTime(r.now)}}
 		a.FailedReplicaCount = 1
 		r.now = r.now.Add(time.Minute)
-		r.endAttempt(StopRestartJob, "restarted")
+		endAttempt(st, r.now, StopRestartJob, "restarted")
 	}
 	if len(st.Attempts) != batch.MaxAttempts || st.AttemptCount != int32(total) {
 		t.Fatalf("%d attempts kept, count %d; want %d kept of %d", len(st.Attempts), st.AttemptCount, batch.MaxAttempts, total)

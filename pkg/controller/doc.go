@@ -33,9 +33,11 @@ limitations under the License.
 //
 //   - The reconcile: reconcile.go states its order (observe, each policy
 //     in turn, act) and applies the policies' decisions; decision.go: what
-//     a step decided, as a value reconcile.go applies; plan.go: the
-//     state one reconcile observes and plans on (the reconciler) and its
-//     verbs; slot.go: one replica and its pod, as the plan sees them; act.go: carrying the plan out, the only place that writes the
+//     a step decided, as a value reconcile.go applies, and how a step
+//     ends the job (an ending, finished once by planActive); plan.go: the
+//     state one reconcile observes and plans on (the reconciler, whose
+//     decided holds the events, deletes and next look act carries out)
+//     and apply; slot.go: one replica and its pod, as the plan sees them; act.go: carrying the plan out, the only place that writes the
 //     status (and what it reads and writes first: a stall's and the failed
 //     replicas' log tails; the attempts an in-place restart asks of the pods
 //     and releases);

@@ -69,6 +69,8 @@ func outcomeRecorded(p v1beta1.ReplicaPhase) bool {
 type finishedJob struct {
 	spec   *v1beta1.TrainingJobSpec
 	status *v1beta1.TrainingJobStatus // the plan's copy, finished
+	// failedReason is the reason the job failed for; empty when it did not.
+	failedReason string
 	// recorded: the job's end was already written (the status as read is
 	// finished).
 	recorded bool
@@ -84,11 +86,7 @@ type finishedJob struct {
 func cleanUpFinished(f finishedJob) decision {
 	var d decision
 	policy := cleanUpPolicy(f.spec)
-	stopRunning := false
-	if c := meta.FindStatusCondition(f.status.Conditions, v1beta1.ConditionFailed); c != nil &&
-		c.Status == metav1.ConditionTrue && c.Reason == ReasonDeadlineExceeded {
-		stopRunning = true
-	}
+	stopRunning := f.failedReason == ReasonDeadlineExceeded
 	for _, s := range f.slots {
 		switch {
 		case f.recorded && s.prev != nil && outcomeRecorded(s.prev.Phase):

@@ -161,7 +161,6 @@ func TestCleanUpFinished(t *testing.T) {
 			st := &v1beta1.TrainingJobStatus{Phase: v1beta1.JobSucceeded, CompletionTime: &done}
 			if tc.failedReason != "" {
 				st.Phase = v1beta1.JobFailed
-				meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1beta1.ConditionFailed, Status: metav1.ConditionTrue, Reason: tc.failedReason})
 			}
 			if tc.running {
 				meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1beta1.ConditionRunning, Status: metav1.ConditionTrue, Reason: ReasonReplicasRunning})
@@ -170,7 +169,7 @@ func TestCleanUpFinished(t *testing.T) {
 				{name: "job-worker-0", pod: pod("job-worker-0", corev1.PodSucceeded)},
 				{name: "job-worker-1", pod: pod("job-worker-1", corev1.PodRunning)},
 			}
-			d := cleanUpFinished(finishedJob{spec: spec, status: st, slots: slots,
+			d := cleanUpFinished(finishedJob{spec: spec, status: st, failedReason: tc.failedReason, slots: slots,
 				extra: []*corev1.Pod{pod("stray", corev1.PodRunning)}, now: now})
 			var deleted []string
 			for _, del := range d.deletes {

@@ -97,24 +97,25 @@ func (r *reconciler) desiredGang() *gang.Group {
 
 // planGang reports, for a job that asks for a gang and is neither paused
 // nor finished, whether its whole gang is placed: the GangScheduled
-// condition. A job that no longer asks for a gang loses the condition.
-func (r *reconciler) planGang() {
+// condition, which it returns. A job that no longer asks for a gang loses
+// the condition.
+func (r *reconciler) planGang() (d decision) {
 	if podbuilder.T9kScheduler(r.spec) == nil {
 		meta.RemoveStatusCondition(&r.status.Conditions, v1beta1.ConditionGangScheduled)
-		return
+		return d
 	}
 	if r.status.Phase.IsFinished() || pauseEnabled(r.spec) {
-		return
+		return d
 	}
 	if r.c.gang == nil {
-		r.setCondition(v1beta1.ConditionGangScheduled, metav1.ConditionFalse, ReasonNoGangScheduler,
+		d.setCondition(v1beta1.ConditionGangScheduled, metav1.ConditionFalse, ReasonNoGangScheduler,
 			"the controller runs without a gang scheduler (--gang-scheduler=none, or auto found neither the "+
 				"Workload API nor coscheduling PodGroups): the pods are scheduled one by one")
-		return
+		return d
 	}
 	r.gang = r.desiredGang()
 	if r.gang == nil {
-		return
+		return d
 	}
 	var members, placed int32
 	said := ""
@@ -132,15 +133,16 @@ func (r *reconciler) planGang() {
 		}
 	}
 	if placed == members {
-		r.setCondition(v1beta1.ConditionGangScheduled, metav1.ConditionTrue, ReasonGangPlaced,
+		d.setCondition(v1beta1.ConditionGangScheduled, metav1.ConditionTrue, ReasonGangPlaced,
 			fmt.Sprintf("all %d pods of the gang are placed (%s)", members, r.c.gang))
-		return
+		return d
 	}
 	message := fmt.Sprintf("waiting for room for the whole gang: %d of %d pods placed (%s)", placed, members, r.c.gang)
 	if said != "" {
 		message += "; the scheduler says: " + said
 	}
-	r.setCondition(v1beta1.ConditionGangScheduled, metav1.ConditionFalse, v1beta1.ReasonWaitingForGang, message)
+	d.setCondition(v1beta1.ConditionGangScheduled, metav1.ConditionFalse, v1beta1.ReasonWaitingForGang, message)
+	return d
 }
 
 // isPlaced says whether the scheduler has given a pod a node (a terminated

@@ -58,20 +58,28 @@ func (r *reconciler) restartsInPlace() bool {
 		return r.inPlace.bump
 	}
 	r.inPlace.decided = true
+	var d decision
+	r.inPlace.bump, d = r.restartInPlace()
+	r.apply(d)
+	return r.inPlace.bump
+}
+
+// restartInPlace says whether the job's pods allow an in-place restart and,
+// when they do, opens the next attempt. It returns the RestartedInPlace
+// condition and event that say how the job restarts.
+func (r *reconciler) restartInPlace() (inPlace bool, d decision) {
 	if why := inPlaceBlocker(r.inPlaceReplicas()); why != "" {
 		if !r.recreatesOnRestart() {
 			// The condition keeps saying that the job recreates for good.
-			r.setCondition(v1beta1.ConditionRestartedInPlace, metav1.ConditionFalse, v1beta1.ReasonRecreatingInstead, "every pod is recreated: "+why)
+			d.setCondition(v1beta1.ConditionRestartedInPlace, metav1.ConditionFalse, v1beta1.ReasonRecreatingInstead, "every pod is recreated: "+why)
 		}
-		r.event(corev1.EventTypeWarning, v1beta1.ReasonRecreatingInstead, "Restarting every replica by recreating its pod, not in place: %s", why)
-		return false
+		d.event(corev1.EventTypeWarning, v1beta1.ReasonRecreatingInstead, "Restarting every replica by recreating its pod, not in place: %s", why)
+		return false, d
 	}
-	r.inPlace.bump = true
-	r.newAttempt()
-	n := r.status.AttemptCount
-	r.setCondition(v1beta1.ConditionRestartedInPlace, metav1.ConditionTrue, v1beta1.ReasonRestartingInPlace,
-		fmt.Sprintf("attempt %d restarts every pod in place", n))
-	return true
+	newAttempt(r.status, r.now)
+	d.setCondition(v1beta1.ConditionRestartedInPlace, metav1.ConditionTrue, v1beta1.ReasonRestartingInPlace,
+		fmt.Sprintf("attempt %d restarts every pod in place", r.status.AttemptCount))
+	return true, d
 }
 
 // planInPlaceNodes finds the pods that ask to restart in place and cannot
@@ -81,12 +89,14 @@ func (r *reconciler) restartsInPlace() bool {
 // admission may have chosen its nodes. It is replaced at once, without
 // counting, by a pod built as under Recreate; from then on the job builds
 // and restarts its pods as under Recreate, which the RestartedInPlace
-// condition records (recreatesOnRestart) and an event says.
-func (r *reconciler) planInPlaceNodes() {
+// condition records (recreatesOnRestart) and an event says; it returns
+// both.
+func (r *reconciler) planInPlaceNodes() (d decision) {
 	if !podbuilder.InPlace(r.spec) || r.status.Phase.IsFinished() || pauseEnabled(r.spec) || !r.mayRun() {
 		// A paused or queued job's pods go anyway.
-		return
+		return d
 	}
+	recreates := r.recreatesOnRestart()
 	for _, s := range r.slots {
 		p := s.pod
 		if p == nil || s.replacing || p.DeletionTimestamp != nil || p.Spec.NodeName != "" || !podbuilder.CanRestartInPlace(p) {
@@ -96,14 +106,16 @@ func (r *reconciler) planInPlaceNodes() {
 		if why == "" {
 			continue
 		}
-		if !r.recreatesOnRestart() {
-			r.setCondition(v1beta1.ConditionRestartedInPlace, metav1.ConditionFalse, v1beta1.ReasonNoNodeRestartsInPlace,
+		if !recreates {
+			recreates = true
+			d.setCondition(v1beta1.ConditionRestartedInPlace, metav1.ConditionFalse, v1beta1.ReasonNoNodeRestartsInPlace,
 				fmt.Sprintf("the job's pods are built and restarted as under Recreate: for pod %s, %s", p.Name, why))
-			r.event(corev1.EventTypeWarning, v1beta1.ReasonNoNodeRestartsInPlace,
+			d.event(corev1.EventTypeWarning, v1beta1.ReasonNoNodeRestartsInPlace,
 				"Pods of this job cannot restart in place where they may run, and are made as under Recreate: for pod %s, %s", p.Name, why)
 		}
-		r.discard(s, "it cannot restart in place on any node it may run on")
+		d.discard(s, "it cannot restart in place on any node it may run on")
 	}
+	return d
 }
 
 // recreatesOnRestart says whether the job found that its pods cannot
@@ -128,16 +140,16 @@ func (r *reconciler) planInPlace() {
 		replicas: r.inPlaceReplicas(),
 		now:      r.now,
 	}
-	open := r.openAttempt()
+	open := openAttempt(r.status)
 	if open != nil {
 		in.attemptStart = &open.StartTime.Time
 	}
 	d := decideInPlaceProgress(in)
 	for _, i := range d.recreate {
 		s := r.slots[i]
-		r.event(corev1.EventTypeWarning, v1beta1.ReasonRecreatingInstead,
+		r.decided.event(corev1.EventTypeWarning, v1beta1.ReasonRecreatingInstead,
 			"Pod %s did not restart in place within %s of being asked for attempt %d; recreating it", s.pod.Name, inPlaceGiveUp, open.Number)
-		r.discard(s, fmt.Sprintf("it did not restart in place within %s", inPlaceGiveUp))
+		r.decided.discard(s, fmt.Sprintf("it did not restart in place within %s", inPlaceGiveUp))
 	}
 	for _, i := range d.asks {
 		r.inPlace.attemptAsks = append(r.inPlace.attemptAsks, r.slots[i].pod)
@@ -146,11 +158,11 @@ func (r *reconciler) planInPlace() {
 		r.inPlace.attemptReleases = append(r.inPlace.attemptReleases, r.slots[i].pod)
 	}
 	if !d.requeueAt.IsZero() {
-		r.requeueAt(d.requeueAt)
+		r.decided.requeueAt(d.requeueAt)
 	}
 	r.inPlace.waiting = d.waiting
 	if len(d.releases) > 0 {
-		r.event(corev1.EventTypeNormal, ReasonAttemptReleased, "Every replica has left attempt %d; releasing attempt %d to %d pod(s)",
+		r.decided.event(corev1.EventTypeNormal, ReasonAttemptReleased, "Every replica has left attempt %d; releasing attempt %d to %d pod(s)",
 			in.attempt-1, in.attempt, len(d.releases))
 	}
 }

@@ -17,7 +17,6 @@ limitations under the License.
 package controller
 
 import (
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -89,14 +88,14 @@ type reconciler struct {
 	failure string // a replica failure seen now, for ReplicaFailure
 
 	creates []*slot
-	deletes []deletion
 	// opens are waiting pods to release (startorder_policy.go); gatesOpen says
 	// whether pods created now start released.
 	opens     []*corev1.Pod
 	gatesOpen bool
-	events    []pendingEvent
-	requeue   time.Duration
-	deleteJob bool
+	// decided is what the plan's steps decided beyond the status: the
+	// events, the pod deletes, the next look and the job's own delete, in
+	// one value that act applies once.
+	decided decision
 }
 
 // queuePlan is how a job stands with Kueue in this reconcile.
@@ -170,34 +169,8 @@ func (r *reconciler) setJob(job v1beta1.TrainingJob) {
 }
 
 func (r *reconciler) metaNow() *metav1.Time {
-	t := metav1.NewTime(r.now).Rfc3339Copy()
+	t := apiTime(r.now)
 	return &t
-}
-
-func (r *reconciler) event(eventType, reason, format string, args ...any) {
-	r.events = append(r.events, pendingEvent{eventType, reason, fmt.Sprintf(format, args...)})
-}
-
-func (r *reconciler) requeueAt(t time.Time) {
-	d := t.Sub(r.now)
-	if d <= 0 {
-		d = time.Millisecond
-	}
-	if r.requeue == 0 || d < r.requeue {
-		r.requeue = d
-	}
-}
-
-func (r *reconciler) delete(pod *corev1.Pod, why string) {
-	r.deletes = append(r.deletes, deletion{pod: pod, why: why})
-}
-
-// discard replaces a pod the job no longer wants as it is (another run mode
-// or another topology): at once, without counting it.
-func (r *reconciler) discard(s *slot, why string) {
-	s.replacing, s.phase = true, v1beta1.ReplicaDeleted
-	s.restartAt, s.reason = nil, ""
-	r.delete(s.pod, why)
 }
 
 func (r *reconciler) setCondition(typ string, status metav1.ConditionStatus, reason, message string) {
@@ -216,16 +189,12 @@ func (r *reconciler) podClient() corev1client.PodInterface {
 	return r.c.kubeClient.CoreV1().Pods(r.key.Namespace)
 }
 
-// apply adds what a step decided to the plan: the only place a decision
-// meets the reconciler's verbs.
+// apply adds what a step decided to the plan: its conditions to the status
+// copy, where the steps after it read them, and the rest to r.decided.
 func (r *reconciler) apply(d decision) {
 	for _, c := range d.conditions {
 		r.setCondition(c.typ, c.status, c.reason, c.message)
 	}
-	r.events = append(r.events, d.events...)
-	r.deletes = append(r.deletes, d.deletes...)
-	if !d.comeBack.IsZero() {
-		r.requeueAt(d.comeBack)
-	}
-	r.deleteJob = r.deleteJob || d.deleteJob
+	d.conditions = nil
+	r.decided = r.decided.and(d)
 }

@@ -125,13 +125,13 @@ func (r *reconciler) execute(ctx context.Context) (createErr, err error) {
 	var errs []error
 	pods := r.podClient()
 
-	if len(r.deletes) > 0 {
-		names := make([]string, len(r.deletes))
-		for i, d := range r.deletes {
+	if len(r.decided.deletes) > 0 {
+		names := make([]string, len(r.decided.deletes))
+		for i, d := range r.decided.deletes {
 			names[i] = d.pod.Name
 		}
 		r.c.expectations.ExpectDeletions(r.ekey, names...)
-		for _, d := range r.deletes {
+		for _, d := range r.decided.deletes {
 			uid := d.pod.UID
 			// The UID precondition keeps a delete meant for an old pod off
 			// a new one of the same name.

@@ -238,21 +238,22 @@ func (r *reconciler) queueOfUnnamed(ctx context.Context, q *kueue.Queue, availab
 // queues nothing (--queueing=none), that it runs unqueued and why: a job
 // must not pass its quota in silence. A job that waited only until the
 // controller could tell that Kueue leaves it alone loses its Queued
-// condition.
-func (r *reconciler) planUnqueued() {
+// condition. It returns the Queued condition and event it decided.
+func (r *reconciler) planUnqueued() (d decision) {
 	if r.queued.neverQueued {
 		meta.RemoveStatusCondition(&r.status.Conditions, v1beta1.ConditionQueued)
 	}
 	queue := kueue.QueueName(r.job)
 	if r.queued.unqueuedWhy == "" || queue == "" || r.status.Phase.IsFinished() {
-		return
+		return d
 	}
 	message := fmt.Sprintf("the job names queue %s but runs unqueued: %s", queue, r.queued.unqueuedWhy)
 	if c := meta.FindStatusCondition(r.status.Conditions, v1beta1.ConditionQueued); c == nil || c.Reason != v1beta1.ReasonUnqueued {
-		r.event(corev1.EventTypeWarning, v1beta1.ReasonUnqueued, "Runs unqueued: %s", message)
+		d.event(corev1.EventTypeWarning, v1beta1.ReasonUnqueued, "Runs unqueued: %s", message)
 		unqueuedJobs.WithLabelValues(r.kind.Kind()).Inc()
 	}
-	r.setCondition(v1beta1.ConditionQueued, metav1.ConditionFalse, v1beta1.ReasonUnqueued, message)
+	d.setCondition(v1beta1.ConditionQueued, metav1.ConditionFalse, v1beta1.ReasonUnqueued, message)
+	return d
 }
 
 // mayRun says whether a queued job may run now: it is not queued, or its
@@ -266,54 +267,57 @@ func (r *reconciler) mayRun() bool {
 
 // planQueued is the plan of a queued job that may not run: like a pause,
 // every pod goes; the job is Pending until it was first admitted, Paused
-// after an eviction.
-func (r *reconciler) planQueued() {
-	if r.succeededBeforeStop("its queue's stop") {
-		return
+// after an eviction. It returns the queue's conditions and events, or how
+// the job ended when it succeeded before the stop.
+func (r *reconciler) planQueued() (d decision, end *ending) {
+	if end := r.succeededBeforeStop("its queue's stop"); end != nil {
+		return d, end
 	}
 	st := r.status
 	reason, message := queueWait(r.queued.hold, r.queued.state, r.queued.name, podSetCount(r.topo))
 	if c := meta.FindStatusCondition(st.Conditions, v1beta1.ConditionQueued); c == nil || c.Status != metav1.ConditionTrue || c.Reason != reason {
 		switch {
 		case r.queued.hold != nil:
-			r.event(corev1.EventTypeWarning, reason, "Waits: %s", message)
+			d.event(corev1.EventTypeWarning, reason, "Waits: %s", message)
 			heldJobs.WithLabelValues(r.kind.Kind(), reason).Inc()
 		case r.queued.state.Evicted != nil:
-			r.event(corev1.EventTypeWarning, reason, "Evicted by Kueue: %s", r.queued.state.Evicted.Message)
+			d.event(corev1.EventTypeWarning, reason, "Evicted by Kueue: %s", r.queued.state.Evicted.Message)
 		case r.queued.state.Mismatch != "":
-			r.event(corev1.EventTypeWarning, reason, "Not taking Workload %s: %s", r.queued.state.Workload.Name, r.queued.state.Mismatch)
+			d.event(corev1.EventTypeWarning, reason, "Not taking Workload %s: %s", r.queued.state.Workload.Name, r.queued.state.Mismatch)
 			heldJobs.WithLabelValues(r.kind.Kind(), reason).Inc()
 		}
 	}
 	if !r.stopRunning(StopEvicted, message) {
 		r.holdPods()
-		r.setCondition(v1beta1.ConditionQueued, metav1.ConditionTrue, reason, message+"; "+r.checkpointWaitMessage())
-		return
+		d.setCondition(v1beta1.ConditionQueued, metav1.ConditionTrue, reason, message+"; "+r.checkpointWaitMessage())
+		return d, nil
 	}
 	remaining := r.stopPods("the job is not admitted by its queue", v1beta1.ReplicaCreating)
-	r.setCondition(v1beta1.ConditionQueued, metav1.ConditionTrue, reason, message)
+	d.setCondition(v1beta1.ConditionQueued, metav1.ConditionTrue, reason, message)
 	if remaining > 0 {
-		return
+		return d, nil
 	}
 	r.queued.stopped = true
 	if st.StartTime == nil {
 		if st.Phase == "" {
 			st.Phase = v1beta1.JobPending
 		}
-		return
+		return d, nil
 	}
 	// It ran before: it is paused by the system until admitted again, and
 	// resumes as after a pause.
-	r.setCondition(v1beta1.ConditionPaused, metav1.ConditionTrue, reason, message)
+	d.setCondition(v1beta1.ConditionPaused, metav1.ConditionTrue, reason, message)
 	if st.Phase != v1beta1.JobPaused {
 		st.Phase = v1beta1.JobPaused
-		r.event(corev1.EventTypeNormal, ReasonPaused, "Paused: every pod of the job is gone until its queue admits it again")
+		d.event(corev1.EventTypeNormal, ReasonPaused, "Paused: every pod of the job is gone until its queue admits it again")
 	}
+	return d, nil
 }
 
-// markAdmitted notes, on a queued job allowed to run, that it is admitted.
-func (r *reconciler) markAdmitted() {
-	r.setCondition(v1beta1.ConditionQueued, metav1.ConditionFalse, v1beta1.ReasonAdmitted, admittedMessage(r.topo, r.queued.state))
+// admitted notes, on a queued job allowed to run, that it is admitted.
+func (r *reconciler) admitted() (d decision) {
+	d.setCondition(v1beta1.ConditionQueued, metav1.ConditionFalse, v1beta1.ReasonAdmitted, admittedMessage(r.topo, r.queued.state))
+	return d
 }
 
 // actOnQueue keeps the job's Kueue Workload and, before an admitted job's

@@ -159,19 +159,20 @@ func (r *reconciler) observe(ctx context.Context) error {
 // delete and release.
 func (r *reconciler) plan() {
 	// A job back within the limits on replicas says so (planOverLimit).
-	r.resolveReplicaFailure(ReasonTooManyReplicas, ReasonReplicasWithinLimit, "the job is within the limits on replicas")
+	r.apply(resolvedReplicaFailure(r.status.Conditions, ReasonTooManyReplicas, ReasonReplicasWithinLimit,
+		"the job is within the limits on replicas"))
 
 	// The job's outcome and its pods: a finished job's clean-up and TTL
 	// (finish.go), or the policies of an active one in their order
 	// (planActive), its startup gates and its queue.
 	if r.old.Phase.IsFinished() {
-		r.cleanUp()
+		r.apply(r.cleanUp())
 	} else {
 		r.planActive()
 		r.planStartupGates()
-		r.planUnqueued()
+		queueAndNodes := r.planUnqueued()
 		r.planInPlace()
-		r.planInPlaceNodes()
+		r.apply(queueAndNodes.and(r.planInPlaceNodes()))
 	}
 	r.planAgentStops()
 
@@ -184,26 +185,39 @@ func (r *reconciler) plan() {
 	// The status that follows: replicas, phase and conditions
 	// (statusderive.go), the time spent in each state (accounting_policy.go),
 	// the gang (gang.go).
-	r.fillStatus()
+	derived := r.fillStatus()
 	r.status.Accounting = accountState(r.status.Accounting, accountingState(r.status), r.now)
-	r.planGang()
-	r.resolveReplicaFailure(ReasonStatusTooLarge, ReasonStatusStored, "the job's status is stored again")
+	derived = derived.and(r.planGang())
+	derived = derived.and(resolvedReplicaFailure(r.status.Conditions, ReasonStatusTooLarge, ReasonStatusStored,
+		"the job's status is stored again"))
+	r.apply(derived)
 	r.firstPods = r.firstPodsOnly()
 }
 
 // planActive plans a job that has not finished: one policy after another,
 // each seeing what the ones before it decided. This order is the contract.
+// A step that ends the job says how (an ending), and the job finishes once,
+// here.
 func (r *reconciler) planActive() {
 	r.planResize()
-	if !r.planAdmission() {
-		return
+	if end := r.planUntilEnd(); end != nil {
+		r.finish(*end)
+	}
+}
+
+// planUntilEnd runs steps 2 to 5, and returns how the job ended when one of
+// them ended it.
+func (r *reconciler) planUntilEnd() *ending {
+	if mayRun, end := r.planAdmission(); !mayRun {
+		return end
 	}
 	debug := podbuilder.DebugEnabled(r.spec)
 	r.planReplicaStates(debug)
-	if r.planOutcome(debug) {
-		return
+	if end := r.planOutcome(debug); end != nil {
+		return end
 	}
 	r.planRunOn()
+	return nil
 }
 
 // planResize is step 1, a resize (elastic_policy.go): pods made for other
@@ -216,26 +230,29 @@ func (r *reconciler) planResize() {
 	}
 	for _, p := range r.extra {
 		if p.DeletionTimestamp == nil && !r.stop.holdResize {
-			r.delete(p, "it belongs to no replica of the job")
+			r.decided.delete(p, "it belongs to no replica of the job")
 		}
 	}
 }
 
 // planAdmission is step 2: a paused job (stops.go) and a job its queue has
-// not admitted (queue.go) run nothing. It says whether the job may run.
-func (r *reconciler) planAdmission() bool {
-	if pauseEnabled(r.spec) {
-		r.planPause()
-		return false
+// not admitted (queue.go) run nothing. It says whether the job may run, and
+// how it ended when its pods met the success policy before the stop.
+func (r *reconciler) planAdmission() (mayRun bool, end *ending) {
+	var d decision
+	switch {
+	case pauseEnabled(r.spec):
+		d, end = r.planPause()
+	case !r.mayRun():
+		d, end = r.planQueued()
+	default:
+		mayRun = true
+		if r.queued.state != nil {
+			d = r.admitted()
+		}
 	}
-	if !r.mayRun() {
-		r.planQueued()
-		return false
-	}
-	if r.queued.state != nil {
-		r.markAdmitted()
-	}
-	return true
+	r.apply(d)
+	return mayRun, end
 }
 
 // planReplicaStates is step 3, what each replica does now: a resume ends a
@@ -254,17 +271,15 @@ func (r *reconciler) planReplicaStates(debug bool) {
 // (deadline_policy.go), each replica's exit (failurerules_policy.go,
 // backoff_policy.go, restarts.go; the node it blames:
 // suspectnodes_policy.go), the start timeout (startblockers_policy.go), a
-// stall (stall_policy.go). It says whether the job finished.
-func (r *reconciler) planOutcome(debug bool) (finished bool) {
+// stall (stall_policy.go). It returns how the job ended, if it did.
+func (r *reconciler) planOutcome(debug bool) *ending {
 	if r.succeeded(debug) {
-		r.finish(v1beta1.JobSucceeded, ReasonSucceeded, "the job succeeded")
-		return true
+		return &ending{phase: v1beta1.JobSucceeded, reason: ReasonSucceeded, message: "the job succeeded"}
 	}
 	if d := decideDeadline(r.spec, r.status.StartTime, r.now); d.exceeded {
-		r.finish(v1beta1.JobFailed, ReasonDeadlineExceeded, d.message)
-		return true
+		return jobFailed(ReasonDeadlineExceeded, d.message)
 	} else if !d.comeBack.IsZero() {
-		r.requeueAt(d.comeBack)
+		r.decided.requeueAt(d.comeBack)
 	}
 	for _, s := range r.slots {
 		if !debug {
@@ -273,23 +288,24 @@ func (r *reconciler) planOutcome(debug bool) (finished bool) {
 		}
 		if reason, message := r.handleExit(s, debug); reason != "" {
 			r.failure = message
-			r.finish(v1beta1.JobFailed, reason, message)
-			return true
+			return jobFailed(reason, message)
 		}
 	}
-	if r.planStartTimeout() {
-		return true
+	if end := r.planStartTimeout(); end != nil {
+		return end
 	}
-	if reason, message := r.planStall(debug); reason != "" {
-		r.finish(v1beta1.JobFailed, reason, message)
-		return true
+	stall, end := r.planStall(debug)
+	if end != nil {
+		end.with = stall
+		return end
 	}
-	return false
+	r.apply(stall)
+	return nil
 }
 
 // planStartTimeout fails a job whose replicas did not all start within its
-// start timeout (decideStartTimeout), and says whether it did.
-func (r *reconciler) planStartTimeout() (failed bool) {
+// start timeout (decideStartTimeout).
+func (r *reconciler) planStartTimeout() *ending {
 	var replicas []startingReplica
 	if r.spec.RunPolicy.StartTimeoutSeconds != nil {
 		// Only a job with a start timeout pays for the list, on every
@@ -302,14 +318,13 @@ func (r *reconciler) planStartTimeout() (failed bool) {
 	blocker := func(p *corev1.Pod) (string, string) { return podStartBlocker(p, r.mountFailure) }
 	timeout := decideStartTimeout(r.spec.RunPolicy.StartTimeoutSeconds, replicas, r.now, blocker)
 	if !timeout.comeBack.IsZero() {
-		r.requeueAt(timeout.comeBack)
+		r.decided.requeueAt(timeout.comeBack)
 	}
 	if timeout.reason == "" {
-		return false
+		return nil
 	}
 	r.failure = timeout.message
-	r.finish(v1beta1.JobFailed, timeout.reason, timeout.message)
-	return true
+	return jobFailed(timeout.reason, timeout.message)
 }
 
 // planRunOn is step 5, the job runs on: the replicas without a pod get one,
@@ -327,8 +342,8 @@ func (r *reconciler) planRunOn() {
 	}
 	r.beginAttempt()
 	r.status.Phase = activePhase(r.status.Phase, started)
-	r.markInitialized()
-	r.markReplicaFailure(started)
+	r.apply(initializedCondition(r.status.Conditions, r.slots).and(
+		replicaFailureCondition(r.status.Conditions, r.failure, started)))
 }
 
 // planOverLimit plans a job beyond the limits every job keeps (see
@@ -341,7 +356,7 @@ func (r *reconciler) planOverLimit(why error) {
 	r.logger.V(2).Info("Not acting on a job beyond the limits", "reason", why)
 	if c := meta.FindStatusCondition(r.status.Conditions, v1beta1.ConditionReplicaFailure); c == nil ||
 		c.Status != metav1.ConditionTrue || c.Reason != ReasonTooManyReplicas || c.Message != message {
-		r.event(corev1.EventTypeWarning, ReasonTooManyReplicas, "%s", message)
+		r.decided.event(corev1.EventTypeWarning, ReasonTooManyReplicas, "%s", message)
 	}
 	r.setCondition(v1beta1.ConditionReplicaFailure, metav1.ConditionTrue, ReasonTooManyReplicas, message)
 	if r.status.Phase == "" {

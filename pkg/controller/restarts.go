@@ -82,7 +82,7 @@ func (r *reconciler) observePodlessReplica(s *slot, debug bool) {
 			if restartingJob {
 				s.reason = ReasonRestartingJob
 			}
-			r.requeueAt(at.Time)
+			r.decided.requeueAt(at.Time)
 		}
 	case v1beta1.ReplicaSucceeded:
 		s.phase = v1beta1.ReplicaSucceeded
@@ -116,7 +116,7 @@ func (r *reconciler) observeReplicaPod(s *slot, debug bool) {
 		s.restartAt, s.reason = s.prev.RestartAt, s.prev.Reason
 		if p.DeletionTimestamp == nil {
 			// The delete has not taken effect yet: just delete again.
-			r.delete(p, "it is being replaced")
+			r.decided.delete(p, "it is being replaced")
 		}
 		return
 	}
@@ -148,11 +148,11 @@ func (r *reconciler) observeReplicaPod(s *slot, debug bool) {
 		return
 	}
 	if runModeChanged(p, debug) {
-		r.discard(s, fmt.Sprintf("the job's run mode changed to %s", podbuilder.RunMode(debug)))
+		r.decided.discard(s, fmt.Sprintf("the job's run mode changed to %s", podbuilder.RunMode(debug)))
 		return
 	}
 	if want := r.topo.Shape(); !r.stop.holdResize && madeForOtherShape(p, want) {
-		r.discard(s, fmt.Sprintf("the job's replicas changed to %s", want))
+		r.decided.discard(s, fmt.Sprintf("the job's replicas changed to %s", want))
 	}
 }
 
@@ -220,7 +220,7 @@ func (r *reconciler) failForGood(s *slot, reason, message string) (string, strin
 	s.phase = v1beta1.ReplicaFailed
 	r.failure = message
 	if s.prev == nil || s.prev.Phase != v1beta1.ReplicaFailed {
-		r.event(corev1.EventTypeWarning, ReasonFailureTolerated,
+		r.decided.event(corev1.EventTypeWarning, ReasonFailureTolerated,
 			"%s; the job runs on: no failure rule holds, and a success rule still can", message)
 	}
 	return "", ""
@@ -268,15 +268,15 @@ func (r *reconciler) restartReplica(s *slot, prompt bool, eventType, format stri
 		s.restartCount = d.count
 		if d.at != nil {
 			s.restartAt, s.reason = d.at, ReasonBackOff
-			r.requeueAt(d.at.Time)
+			r.decided.requeueAt(d.at.Time)
 			when = "at " + d.at.UTC().Format(time.RFC3339)
 		}
 	}
 	if eventType != "" {
-		r.event(eventType, ReasonRestarting, "%s; the new pod starts %s", fmt.Sprintf(format, args...), when)
+		r.decided.event(eventType, ReasonRestarting, "%s; the new pod starts %s", fmt.Sprintf(format, args...), when)
 	}
 	if p := s.pod; p != nil && p.DeletionTimestamp == nil {
-		r.delete(p, "it is being replaced")
+		r.decided.delete(p, "it is being replaced")
 	}
 }
 
@@ -303,7 +303,7 @@ func (r *reconciler) restartJob(s *slot, why string) (reason, message string) {
 		if r.restartsInPlace() {
 			restart = fmt.Sprintf("restarting every replica of the job in place, as attempt %d", r.status.AttemptCount)
 		}
-		r.event(corev1.EventTypeWarning, ReasonRestartingJob, "replica %s %s; %s (%s; restart %d of %d)",
+		r.decided.event(corev1.EventTypeWarning, ReasonRestartingJob, "replica %s %s; %s (%s; restart %d of %d)",
 			host, how, restart, why, r.status.BackoffCount, limit)
 	}
 	if r.restartsInPlace() {
@@ -334,7 +334,7 @@ func (r *reconciler) replaceEveryReplica(why string) {
 		s.replacing, s.phase = true, v1beta1.ReplicaDeleted
 		r.restarts[s.id.Type]++
 		if s.pod != nil && s.pod.DeletionTimestamp == nil {
-			r.delete(s.pod, why)
+			r.decided.delete(s.pod, why)
 		}
 	}
 }
@@ -371,6 +371,6 @@ func (r *reconciler) noteSuspectNode(s *slot) bool {
 		return false
 	}
 	r.status.SuspectNodes = nodes
-	r.event(corev1.EventTypeWarning, ReasonNodeSuspect, "Node %s is left out of the job's next pods: %s (%s)", node, message, reason)
+	r.decided.event(corev1.EventTypeWarning, ReasonNodeSuspect, "Node %s is left out of the job's next pods: %s (%s)", node, message, reason)
 	return true
 }

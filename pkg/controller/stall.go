@@ -32,9 +32,9 @@ import (
 const ReasonStalled = "Stalled"
 
 // planStall carries out the stall watchdog's decision (stall_policy.go). It
-// returns the reason and message of a job failure under stallPolicy Fail,
-// or under Restart with no restart left.
-func (r *reconciler) planStall(debug bool) (reason, message string) {
+// returns the Stalled condition and its event, and the job's end under
+// stallPolicy Fail, or under Restart with no restart left.
+func (r *reconciler) planStall(debug bool) (decision, *ending) {
 	in := stallInput{
 		deadline:     r.spec.RunPolicy.ProgressDeadlineSeconds,
 		policy:       r.spec.RunPolicy.StallPolicy,
@@ -50,41 +50,36 @@ func (r *reconciler) planStall(debug bool) (reason, message string) {
 	d := decideStall(in)
 	switch d.step {
 	case stallUnwatched:
-		r.resolveStalled("the job has no progress deadline now")
-		return "", ""
+		return stallResolved(r.status.Conditions, "the job has no progress deadline now"), nil
 	case stallClockStopped:
-		return "", ""
+		return decision{}, nil
 	case stallProgressing:
-		r.requeueAt(d.comeBack)
-		r.resolveStalled("the job makes progress")
-		return "", ""
+		resolved := stallResolved(r.status.Conditions, "the job makes progress")
+		resolved.requeueAt(d.comeBack)
+		return resolved, nil
 	}
 	newStall := !meta.IsStatusConditionTrue(r.status.Conditions, v1beta1.ConditionStalled)
 	if newStall {
 		r.status.Stall = r.stallRecord()
 	}
-	r.apply(stalledCondition(newStall, d.message, stallPolicyOf(in.policy)))
+	stalled := stalledCondition(newStall, d.message, stallPolicyOf(in.policy))
 	switch d.action {
 	case stallFails:
 		r.stallLogs = true
-		return ReasonStalled, d.message
+		return stalled, jobFailed(ReasonStalled, d.message)
 	case stallOutOfRestarts:
 		r.stallLogs = true
-		return ReasonBackoffLimitExceeded, fmt.Sprintf("the job has used all %d of its restarts, and %s", in.backoffLimit, d.message)
+		return stalled, jobFailed(ReasonBackoffLimitExceeded,
+			fmt.Sprintf("the job has used all %d of its restarts, and %s", in.backoffLimit, d.message))
 	case stallRestarts:
 		if !r.stopRunning(StopStalled, d.message) {
-			return "", ""
+			return stalled, nil
 		}
 		r.stallLogs = true
 		r.status.BackoffCount++
 		r.restartAll(fmt.Sprintf("The job stalled; restarting every replica (restart %d of %d)", r.status.BackoffCount, in.backoffLimit))
 	}
-	return "", ""
-}
-
-// resolveStalled turns a True Stalled condition False.
-func (r *reconciler) resolveStalled(why string) {
-	r.apply(stallResolved(r.status.Conditions, why))
+	return stalled, nil
 }
 
 // stalledCondition is the Stalled condition of a job that stopped
@@ -98,7 +93,7 @@ func stalledCondition(newStall bool, message string, policy v1beta1.StallPolicy)
 	return d
 }
 
-// stallResolved is resolveStalled's decision.
+// stallResolved turns a True Stalled condition False.
 func stallResolved(conditions []metav1.Condition, why string) decision {
 	var d decision
 	if meta.IsStatusConditionTrue(conditions, v1beta1.ConditionStalled) {
@@ -143,9 +138,9 @@ func (r *reconciler) stallRecord() *v1beta1.StallStatus {
 func (r *reconciler) restartAll(message string) {
 	r.restartingJob = true
 	if r.restartsInPlace() {
-		r.event(corev1.EventTypeWarning, ReasonRestartingJob, "%s, in place as attempt %d", message, r.status.AttemptCount)
+		r.decided.event(corev1.EventTypeWarning, ReasonRestartingJob, "%s, in place as attempt %d", message, r.status.AttemptCount)
 		return
 	}
-	r.event(corev1.EventTypeWarning, ReasonRestartingJob, "%s", message)
+	r.decided.event(corev1.EventTypeWarning, ReasonRestartingJob, "%s", message)
 	r.replaceEveryReplica("the job stalled")
 }

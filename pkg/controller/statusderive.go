@@ -39,9 +39,9 @@ const (
 	ReasonReplicasHealthy  = "ReplicasHealthy"
 )
 
-// fillStatus derives tasks, counts and the Running condition from the
-// planned replicas.
-func (r *reconciler) fillStatus() {
+// fillStatus derives tasks and counts from the planned replicas, and
+// returns the Running condition that follows.
+func (r *reconciler) fillStatus() decision {
 	st := r.status
 	st.ObservedGeneration = r.job.GetGeneration()
 	prevTasks := map[v1beta1.ReplicaType]int32{}
@@ -94,8 +94,7 @@ func (r *reconciler) fillStatus() {
 	st.Tasks = tasks
 	st.Aggregate = agg
 	r.fillElasticStatus()
-
-	r.apply(runningCondition(st.Phase, r.startBlocker))
+	return runningCondition(st.Phase, r.startBlocker)
 }
 
 // runningCondition is the Running condition of an active job's phase: True
@@ -227,13 +226,8 @@ func lastTerminations(recorded []v1beta1.ContainerStatus) []v1beta1.ContainerSta
 	return out
 }
 
-// markInitialized sets the Initialized condition, until it is True: whether
-// every replica has its pod (or succeeded without one).
-func (r *reconciler) markInitialized() {
-	r.apply(initializedCondition(r.status.Conditions, r.slots))
-}
-
-// initializedCondition is markInitialized's decision.
+// initializedCondition is the Initialized condition, until it is True:
+// whether every replica has its pod (or succeeded without one).
 func initializedCondition(conditions []metav1.Condition, slots []*slot) decision {
 	var d decision
 	if meta.IsStatusConditionTrue(conditions, v1beta1.ConditionInitialized) {
@@ -265,14 +259,9 @@ func activePhase(phase v1beta1.JobPhase, started bool) v1beta1.JobPhase {
 	}
 }
 
-// markReplicaFailure sets ReplicaFailure True for a replica failure seen in
-// this reconcile, and False again once every replica runs.
-func (r *reconciler) markReplicaFailure(started bool) {
-	r.apply(replicaFailureCondition(r.status.Conditions, r.failure, started))
-}
-
-// replicaFailureCondition is markReplicaFailure's decision; failure is the
-// replica failure seen now, if any.
+// replicaFailureCondition sets ReplicaFailure True for a replica failure
+// seen in this reconcile (failure), and False again once every replica
+// runs.
 func replicaFailureCondition(conditions []metav1.Condition, failure string, started bool) decision {
 	var d decision
 	switch {
@@ -295,13 +284,8 @@ const (
 	ReasonStatusStored        = "StatusStored"
 )
 
-// resolveReplicaFailure turns a ReplicaFailure condition that is True for
+// resolvedReplicaFailure turns a ReplicaFailure condition that is True for
 // the given reason False, once its cause is gone.
-func (r *reconciler) resolveReplicaFailure(reason, resolvedReason, message string) {
-	r.apply(resolvedReplicaFailure(r.status.Conditions, reason, resolvedReason, message))
-}
-
-// resolvedReplicaFailure is resolveReplicaFailure's decision.
 func resolvedReplicaFailure(conditions []metav1.Condition, reason, resolvedReason, message string) decision {
 	var d decision
 	c := meta.FindStatusCondition(conditions, v1beta1.ConditionReplicaFailure)
@@ -341,7 +325,7 @@ func (r *reconciler) fillElasticStatus() {
 	if r.old.StartTime != nil && before != now && !r.scaleNoted {
 		r.scaleNoted = true
 		st.LastScaleTime = r.metaNow()
-		r.event(corev1.EventTypeNormal, ReasonScaled, "Scaled from %d to %d replicas", before, now)
+		r.decided.event(corev1.EventTypeNormal, ReasonScaled, "Scaled from %d to %d replicas", before, now)
 	}
 }
 
@@ -361,19 +345,33 @@ func (r *reconciler) mountFailure(p *corev1.Pod) (string, bool) {
 	return r.c.mountFailures.recent(p, r.now)
 }
 
-// finish ends the job (finishJob) and plans its clean-up.
-func (r *reconciler) finish(phase v1beta1.JobPhase, reason, message string) {
-	r.apply(finishJob(r.status, r.metaNow(), phase, reason, message, r.failure))
-	r.endAttempt(reason, message)
+// finish ends the job (finishJob) and plans its clean-up, in one decision.
+func (r *reconciler) finish(end ending) {
+	ended := finishJob(r.status, r.metaNow(), end.phase, end.reason, end.message, r.failure)
+	endAttempt(r.status, r.now, end.reason, end.message)
 	// A finished job creates no more pods. Replacements decided in this
 	// reconcile stay recorded, but nothing is replaced any more: clean-up
 	// decides which pods go.
-	r.creates, r.deletes = nil, nil
-	r.cleanUp()
+	r.creates, r.decided.deletes = nil, nil
+	failedReason := ""
+	if end.phase == v1beta1.JobFailed {
+		failedReason = end.reason
+	}
+	r.apply(end.with.and(ended).and(cleanUpFinished(r.finishedJob(failedReason))))
 }
 
-// cleanUp plans a finished job's clean-up and TTL (cleanUpFinished).
-func (r *reconciler) cleanUp() {
-	r.apply(cleanUpFinished(finishedJob{spec: r.spec, status: r.status, recorded: r.old.Phase.IsFinished(),
-		slots: r.slots, extra: r.extra, now: r.now}))
+// cleanUp plans the clean-up and TTL of a job whose end was written
+// (cleanUpFinished).
+func (r *reconciler) cleanUp() decision {
+	failedReason := ""
+	if c := meta.FindStatusCondition(r.status.Conditions, v1beta1.ConditionFailed); c != nil && c.Status == metav1.ConditionTrue {
+		failedReason = c.Reason
+	}
+	return cleanUpFinished(r.finishedJob(failedReason))
+}
+
+// finishedJob is what the clean-up reads of this reconcile's finished job.
+func (r *reconciler) finishedJob(failedReason string) finishedJob {
+	return finishedJob{spec: r.spec, status: r.status, failedReason: failedReason, recorded: r.old.Phase.IsFinished(),
+		slots: r.slots, extra: r.extra, now: r.now}
 }

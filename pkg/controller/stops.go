@@ -71,10 +71,10 @@ func (r *reconciler) stopRunning(reason, message string) bool {
 	}
 	r.stop.asks = append(r.stop.asks, d.asks...)
 	if d.event != nil {
-		r.events = append(r.events, *d.event)
+		r.decided.events = append(r.decided.events, *d.event)
 	}
 	if !d.comeBack.IsZero() {
-		r.requeueAt(d.comeBack)
+		r.decided.requeueAt(d.comeBack)
 	}
 	if d.interruption {
 		r.recordInterruption(reason, r.stoppedReplicas(), d.answered)
@@ -82,7 +82,7 @@ func (r *reconciler) stopRunning(reason, message string) bool {
 	proceed := d.goes()
 	r.stop.decided = &proceed
 	if proceed {
-		r.endAttempt(reason, message)
+		endAttempt(r.status, r.now, reason, message)
 	}
 	return proceed
 }
@@ -198,55 +198,58 @@ func (r *reconciler) recordInterruption(reason string, replicas int32, answered 
 	})
 }
 
-// planPause deletes every pod; the job is Paused once none is left.
-func (r *reconciler) planPause() {
-	if r.succeededBeforeStop("the pause") {
-		return
+// planPause deletes every pod; the job is Paused once none is left. It
+// returns the pause's conditions and event, or how the job ended when it
+// succeeded before the pause.
+func (r *reconciler) planPause() (d decision, end *ending) {
+	if end := r.succeededBeforeStop("the pause"); end != nil {
+		return d, end
 	}
 	if !r.stopRunning(StopPause, "the job was paused") {
 		r.holdPods()
-		r.setCondition(v1beta1.ConditionPaused, metav1.ConditionTrue, ReasonPausing, r.checkpointWaitMessage())
-		return
+		d.setCondition(v1beta1.ConditionPaused, metav1.ConditionTrue, ReasonPausing, r.checkpointWaitMessage())
+		return d, nil
 	}
 	reason, message, paused := pauseState(r.stopPods("the job is paused", v1beta1.ReplicaDeleted))
-	r.setCondition(v1beta1.ConditionPaused, metav1.ConditionTrue, reason, message)
+	d.setCondition(v1beta1.ConditionPaused, metav1.ConditionTrue, reason, message)
 	if !paused {
-		return
+		return d, nil
 	}
 	// A queued job's Workload is inactive while paused; once the pods are
 	// gone, Kueue's quota can go back.
 	r.queued.stopped = true
 	if r.status.Phase != v1beta1.JobPaused {
 		r.status.Phase = v1beta1.JobPaused
-		r.event(corev1.EventTypeNormal, ReasonPaused, "Paused: every pod of the job is gone")
+		d.event(corev1.EventTypeNormal, ReasonPaused, "Paused: every pod of the job is gone")
 	}
+	return d, nil
 }
 
-// succeededBeforeStop finishes a job, not yet paused, whose pods already
-// meet its success policy when a stop comes to remove them (a pause, or
-// its queue taking the admission back): the training ended before the stop
+// succeededBeforeStop ends a job, not yet paused, whose pods already meet
+// its success policy when a stop comes to remove them (a pause, or its
+// queue taking the admission back): the training ended before the stop
 // came, or while it waited for a checkpoint. Stopping it would throw the
 // finished work away and run it again on resume. stop names the stop in
-// the job's message.
-func (r *reconciler) succeededBeforeStop(stop string) bool {
+// the job's message. It returns nil when the job goes on.
+func (r *reconciler) succeededBeforeStop(stop string) *ending {
 	if r.status.Phase == v1beta1.JobPaused {
-		return false
+		return nil
 	}
 	for _, s := range r.slots {
 		s.phase = phaseBeforeStop(s.pod, s.prev)
 	}
 	if !r.succeeded(podbuilder.DebugEnabled(r.spec)) {
-		return false
+		return nil
 	}
-	message := fmt.Sprintf("the job succeeded before %s took effect", stop)
+	end := &ending{phase: v1beta1.JobSucceeded, reason: ReasonSucceeded,
+		message: fmt.Sprintf("the job succeeded before %s took effect", stop)}
 	// The condition of the stop that waited no longer holds.
 	for _, typ := range []string{v1beta1.ConditionPaused, v1beta1.ConditionQueued} {
 		if meta.IsStatusConditionTrue(r.status.Conditions, typ) {
-			r.setCondition(typ, metav1.ConditionFalse, ReasonSucceeded, message)
+			end.with.setCondition(typ, metav1.ConditionFalse, ReasonSucceeded, end.message)
 		}
 	}
-	r.finish(v1beta1.JobSucceeded, ReasonSucceeded, message)
-	return true
+	return end
 }
 
 // hasBeenPaused says whether the job was paused at some point: its Paused
@@ -265,7 +268,7 @@ func (r *reconciler) resume() {
 	if st.Phase == v1beta1.JobPaused {
 		st.Phase = v1beta1.JobResuming
 		st.StartTime = r.metaNow()
-		r.event(corev1.EventTypeNormal, ReasonResumed, "Resuming: creating the job's pods again")
+		r.decided.event(corev1.EventTypeNormal, ReasonResumed, "Resuming: creating the job's pods again")
 	}
 	if st.StartTime == nil {
 		st.StartTime = r.metaNow()
@@ -286,7 +289,7 @@ func (r *reconciler) stopPods(why string, podless v1beta1.ReplicaPhase) int {
 		}
 		remaining++
 		if s.pod.DeletionTimestamp == nil {
-			r.delete(s.pod, why)
+			r.decided.delete(s.pod, why)
 		}
 	}
 	return remaining
