@@ -20,7 +20,6 @@ limitations under the License.
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -29,7 +28,7 @@ import (
 
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apiserver"
-	"tensorstack.dev/training/pkg/version"
+	"tensorstack.dev/training/pkg/serverflags"
 )
 
 func main() {
@@ -38,7 +37,7 @@ func main() {
 
 func newCommand() *cobra.Command {
 	options := apiserver.NewOptions()
-	var printVersion bool
+	common := serverflags.New("training-apiserver")
 	cmd := &cobra.Command{
 		Use:   "training-apiserver",
 		Short: "Serve TensorStack training jobs as a Kubernetes aggregated API",
@@ -47,9 +46,8 @@ func newCommand() *cobra.Command {
 			"--etcd-servers, or an etcd embedded in the process.",
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if printVersion {
-				fmt.Fprintln(cmd.OutOrStdout(), version.String("training-apiserver"))
-				return nil
+			if exit, err := common.Apply(cmd.OutOrStdout()); exit || err != nil {
+				return err
 			}
 			if err := options.Validate(); err != nil {
 				return err
@@ -68,6 +66,6 @@ func newCommand() *cobra.Command {
 		},
 	}
 	options.AddFlags(cmd.Flags())
-	cmd.Flags().BoolVar(&printVersion, "version", false, "Print the version and exit.")
+	common.AddFlags(cmd.Flags())
 	return cmd
 }

@@ -40,7 +40,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/metrics/legacyregistry"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo/leaderelection" // leader election metrics
 	_ "k8s.io/component-base/metrics/prometheus/restclient"              // client-go request metrics
@@ -53,6 +52,7 @@ import (
 	"tensorstack.dev/training/pkg/controller/kueue"
 	"tensorstack.dev/training/pkg/generated/clientset/versioned"
 	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
+	"tensorstack.dev/training/pkg/serverflags"
 	"tensorstack.dev/training/pkg/version"
 )
 
@@ -66,10 +66,10 @@ func main() {
 // returns the process exit code.
 func run(args []string) int {
 	opts := newOptions()
-	logging := logsapi.NewLoggingConfiguration()
+	common := serverflags.New(component)
 	fs := pflag.NewFlagSet(component, pflag.ContinueOnError)
 	opts.addFlags(fs)
-	logsapi.AddFlags(logging, fs)
+	common.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
@@ -77,15 +77,14 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	if opts.showVersion {
-		fmt.Println(version.String(component))
+	if exit, err := common.Apply(os.Stdout); exit || err != nil {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
 		return 0
 	}
 	if err := opts.validate(); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", component, err)
-		return 2
-	}
-	if err := logsapi.ValidateAndApply(logging, nil); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", component, err)
 		return 2
 	}

@@ -52,7 +52,6 @@ type options struct {
 	metricsCertDir       string
 	healthAddr           string
 	profiling            bool
-	showVersion          bool
 	// gangScheduler is --gang-scheduler as given; gangBackend its parsed
 	// value, set by validate.
 	gangScheduler string
@@ -211,7 +210,6 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.servingCertCheckInterval, "serving-cert-check-interval", o.servingCertCheckInterval,
 		"How often the certificate's validity is checked; shorter than --serving-cert-renew-before.")
 	o.etcdCerts.addFlags(fs)
-	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
 }
 
 func (o *options) validate() error {
