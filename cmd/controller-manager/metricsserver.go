@@ -40,7 +40,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
-	"tensorstack.dev/training/pkg/selfsigned"
+	"tensorstack.dev/training/pkg/certs"
 )
 
 // The metrics endpoint serves HTTPS, and answers only a request whose bearer
@@ -163,7 +163,7 @@ func withDelegatedAuth(logger klog.Logger, next http.Handler, authn authenticato
 func metricsCertificate(ctx context.Context, logger klog.Logger, certDir string) (func(*tls.ClientHelloInfo) (*tls.Certificate, error), error) {
 	if certDir == "" {
 		host, _ := os.Hostname()
-		cert, err := selfsigned.Certificate(component, host, "localhost")
+		cert, err := certs.SelfSigned(component, host, "localhost")
 		if err != nil {
 			return nil, fmt.Errorf("making the metrics endpoint's self-signed certificate: %w", err)
 		}

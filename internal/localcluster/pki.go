@@ -17,23 +17,19 @@ limitations under the License.
 package localcluster
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"path/filepath"
 	"time"
+
+	"tensorstack.dev/training/pkg/certs"
 )
 
-// pki issues the stack's throw-away certificates: ECDSA P-256 (fast to
-// make), valid for ten years, for a cluster bound to 127.0.0.1. CAs are kept
-// in memory for signing; everything is written through the Host.
+// pki issues the stack's throw-away certificates (pkg/certs), valid for ten
+// years, for a cluster bound to 127.0.0.1. CAs are kept in memory for
+// signing; everything is written through the Host.
 type pki struct {
 	host Host
 	dir  string
@@ -41,9 +37,8 @@ type pki struct {
 }
 
 type issuer struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
+	ca  *certs.CA
+	pem []byte
 }
 
 type certKind int
@@ -53,44 +48,29 @@ const (
 	serverCert
 )
 
+// pkiValidity is how long the stack's certificates hold.
+const pkiValidity = 10 * 365 * 24 * time.Hour
+
 func newPKI(h Host, dir string) *pki {
 	return &pki{host: h, dir: dir, cas: map[string]*issuer{}}
 }
 
 func (p *pki) path(name, ext string) string { return filepath.Join(p.dir, name+ext) }
 
-func serial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
-	if err != nil {
-		panic(err) // the system's randomness failed: nothing else will work
-	}
-	return n
-}
-
 // ca makes a self-signed CA, NAME.crt and NAME.key.
 func (p *pki) ca(name, cn string) error {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
 	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.AddDate(10, 0, 0),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	ca, err := certs.NewCA(nil, pkix.Name{CommonName: cn}, now.Add(-time.Hour), now.Add(pkiValidity))
 	if err != nil {
 		return fmt.Errorf("CA %s: %w", name, err)
 	}
-	cert, _ := x509.ParseCertificate(der)
-	iss := &issuer{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	iss := &issuer{ca: ca, pem: certs.EncodeCertificates(ca.Cert)}
 	p.cas[name] = iss
-	if _, err := p.writeKey(name, key); err != nil {
+	keyPEM, err := certs.EncodeKey(ca.Key)
+	if err != nil {
+		return err
+	}
+	if err := p.host.WriteFile(p.path(name, ".key"), keyPEM, 0o600); err != nil {
 		return err
 	}
 	return p.host.WriteFile(p.path(name, ".crt"), iss.pem, 0o644)
@@ -103,38 +83,27 @@ func (p *pki) cert(ca, name string, orgs []string, cn string, kind certKind, san
 	if !ok {
 		return nil, nil, fmt.Errorf("certificate %s: no CA %s made yet", name, ca)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: cn, Organization: orgs},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.AddDate(10, 0, 0),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
+	usage := x509.ExtKeyUsageClientAuth
 	if kind == serverCert {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		usage = x509.ExtKeyUsageServerAuth
 	}
-	for _, san := range sans {
-		if ip := net.ParseIP(san); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, san)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, iss.cert, &key.PublicKey, iss.key)
+	names, ips := certs.SplitHosts(sans...)
+	now := time.Now()
+	issued, err := iss.ca.Issue(certs.Request{
+		Subject:     pkix.Name{CommonName: cn, Organization: orgs},
+		DNSNames:    names,
+		IPAddresses: ips,
+		Usages:      []x509.ExtKeyUsage{usage},
+		NotBefore:   now.Add(-time.Hour),
+		NotAfter:    now.Add(pkiValidity),
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("certificate %s: %w", name, err)
 	}
-	if keyPEM, err = p.writeKey(name, key); err != nil {
+	if err := p.host.WriteFile(p.path(name, ".key"), issued.KeyPEM, 0o600); err != nil {
 		return nil, nil, err
 	}
-	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	return certPEM, keyPEM, p.host.WriteFile(p.path(name, ".crt"), certPEM, 0o644)
+	return issued.CertPEM, issued.KeyPEM, p.host.WriteFile(p.path(name, ".crt"), issued.CertPEM, 0o644)
 }
 
 // client issues client certificate NAME and a kubeconfig for it at file.
@@ -148,27 +117,22 @@ func (p *pki) client(file, server, name string, orgs []string, user string) erro
 
 // keypair makes NAME.key and NAME.pub (service-account token signing, ES256).
 func (p *pki) keypair(name string) error {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, err := certs.NewKey()
 	if err != nil {
 		return err
 	}
-	if _, err := p.writeKey(name, key); err != nil {
-		return err
-	}
-	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	keyPEM, err := certs.EncodeKey(key)
 	if err != nil {
 		return err
 	}
-	return p.host.WriteFile(p.path(name, ".pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644)
-}
-
-func (p *pki) writeKey(name string, key *ecdsa.PrivateKey) ([]byte, error) {
-	der, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
+	if err := p.host.WriteFile(p.path(name, ".key"), keyPEM, 0o600); err != nil {
+		return err
 	}
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
-	return keyPEM, p.host.WriteFile(p.path(name, ".key"), keyPEM, 0o600)
+	pub, err := certs.EncodePublicKey(key.Public())
+	if err != nil {
+		return err
+	}
+	return p.host.WriteFile(p.path(name, ".pub"), pub, 0o644)
 }
 
 // kubeconfig writes a kubeconfig for user with CA ca and the client

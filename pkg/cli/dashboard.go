@@ -32,8 +32,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 
+	"tensorstack.dev/training/pkg/certs"
 	"tensorstack.dev/training/pkg/dashboard"
-	"tensorstack.dev/training/pkg/selfsigned"
 )
 
 type dashboardOptions struct {
@@ -201,7 +201,7 @@ func (o *dashboardOptions) servingCertificate(e *env) (func(*tls.ClientHelloInfo
 	if name, err := os.Hostname(); err == nil {
 		hosts = append(hosts, name)
 	}
-	certificate, err := selfsigned.Certificate("training-dashboard", hosts...)
+	certificate, err := certs.SelfSigned("training-dashboard", hosts...)
 	if err != nil {
 		return nil, err
 	}

@@ -24,14 +24,14 @@ import (
 	"testing"
 	"time"
 
-	"tensorstack.dev/training/pkg/selfsigned"
+	"tensorstack.dev/training/pkg/certs"
 )
 
 // writeCertificate writes a self-signed certificate for name, and its key,
 // with the given modification time.
 func writeCertificate(t *testing.T, certFile, keyFile, name string, modified time.Time) {
 	t.Helper()
-	c, err := selfsigned.Certificate(name, name)
+	c, err := certs.SelfSigned(name, name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,16 +48,11 @@ import (
 	"bytes"
 	"context"
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"slices"
 	"time"
@@ -71,6 +66,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+
+	"tensorstack.dev/training/pkg/certs"
 )
 
 // RenewAnnotation on a certificate's Secret asks for a new certificate now
@@ -103,6 +100,9 @@ const (
 // backdate starts a certificate's validity a little before its issue, for
 // clocks that lag.
 const backdate = 5 * time.Minute
+
+// organization is the subject's organization of every etcd certificate.
+const organization = "TensorStack Training"
 
 // EtcdConfig says which etcd certificates to keep.
 type EtcdConfig struct {
@@ -254,93 +254,62 @@ func (a *ca) current() *x509.Certificate { return a.certs[0] }
 // parseCA reads a CA Secret's ca.crt and ca.key: nil when they do not make
 // a CA (missing, unparseable, the key not the certificate's).
 func parseCA(data map[string][]byte, now time.Time) *ca {
-	key, err := parsePrivateKey(data[caKeyKey])
+	key, err := certs.ParseKey(data[caKeyKey])
 	if err != nil {
 		return nil
 	}
-	certs, err := parseCertificates(data[caCertKey])
-	if err != nil || len(certs) == 0 {
+	read, err := certs.ParseCertificates(data[caCertKey])
+	if err != nil || len(read) == 0 {
 		return nil
 	}
 	a := &ca{key: key}
-	for _, cert := range certs {
+	for _, cert := range read {
 		if cert.IsCA && samePublicKey(cert.PublicKey, key.Public()) && now.Before(cert.NotAfter) {
 			a.certs = append(a.certs, cert)
 		}
 	}
-	if len(a.certs) == 0 || a.certs[0] != certs[0] {
+	if len(a.certs) == 0 || a.certs[0] != read[0] {
 		return nil // the first, current, certificate must be good
 	}
-	a.bundle = encodeCertificates(a.certs)
+	a.bundle = certs.EncodeCertificates(a.certs...)
 	return a
 }
 
 // newCA makes a CA certificate for key (a new key when nil), keeping the
 // still valid certificates of prev of the same key after it in the bundle.
 func newCA(key crypto.Signer, prev *ca, subject string, now time.Time, validity time.Duration) (*ca, error) {
-	if key == nil {
-		var err error
-		if key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
-			return nil, fmt.Errorf("generating the CA key: %w", err)
-		}
-	}
-	template := &x509.Certificate{
-		SerialNumber:          serialNumber(),
-		Subject:               pkix.Name{CommonName: subject, Organization: []string{"TensorStack Training"}},
-		NotBefore:             now.Add(-backdate),
-		NotAfter:              now.Add(validity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, template, template, key.Public(), key)
-	if err != nil {
-		return nil, fmt.Errorf("creating the CA certificate: %w", err)
-	}
-	cert, err := x509.ParseCertificate(der)
+	made, err := certs.NewCA(key, pkix.Name{CommonName: subject, Organization: []string{organization}},
+		now.Add(-backdate), now.Add(validity))
 	if err != nil {
 		return nil, err
 	}
-	a := &ca{key: key, certs: []*x509.Certificate{cert}}
-	if prev != nil && samePublicKey(prev.key.Public(), key.Public()) {
+	a := &ca{key: made.Key, certs: []*x509.Certificate{made.Cert}}
+	if prev != nil && samePublicKey(prev.key.Public(), made.Key.Public()) {
 		for _, c := range prev.certs {
 			if now.Before(c.NotAfter) {
 				a.certs = append(a.certs, c)
 			}
 		}
 	}
-	a.bundle = encodeCertificates(a.certs)
+	a.bundle = certs.EncodeCertificates(a.certs...)
 	return a, nil
 }
 
 // issue signs a new certificate and key for spec, valid for validity.
 func (a *ca) issue(spec EtcdCertificate, now time.Time, validity time.Duration) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	authority := certs.CA{Key: a.key, Cert: a.current()}
+	issued, err := authority.Issue(certs.Request{
+		Subject:     pkix.Name{CommonName: spec.CommonName, Organization: []string{organization}},
+		DNSNames:    spec.DNSNames,
+		IPAddresses: spec.IPAddresses,
+		Usages:      spec.Usages,
+		NotBefore:   now.Add(-backdate),
+		NotAfter:    now.Add(validity),
+	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("generating a key: %w", err)
+		return nil, nil, fmt.Errorf("the %s certificate: %w", spec.Role, err)
 	}
-	template := &x509.Certificate{
-		SerialNumber:          serialNumber(),
-		Subject:               pkix.Name{CommonName: spec.CommonName, Organization: []string{"TensorStack Training"}},
-		DNSNames:              spec.DNSNames,
-		IPAddresses:           spec.IPAddresses,
-		NotBefore:             now.Add(-backdate),
-		NotAfter:              now.Add(validity),
-		KeyUsage:              x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           spec.Usages,
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, template, a.current(), key.Public(), a.key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("signing the %s certificate: %w", spec.Role, err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
+	return issued.CertPEM, issued.KeyPEM, nil
 }
 
 // whyRenew says why a Secret's certificate must be issued anew, or "" when
@@ -353,11 +322,11 @@ func (a *ca) whyRenew(spec EtcdCertificate, data map[string][]byte, now time.Tim
 	if _, err := tls.X509KeyPair(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey]); err != nil {
 		return fmt.Sprintf("the certificate and key do not make a pair (%v)", err)
 	}
-	certs, err := parseCertificates(data[corev1.TLSCertKey])
-	if err != nil || len(certs) == 0 {
+	read, err := certs.ParseCertificates(data[corev1.TLSCertKey])
+	if err != nil || len(read) == 0 {
 		return "the certificate cannot be read"
 	}
-	cert := certs[0]
+	cert := read[0]
 	roots := x509.NewCertPool()
 	for _, c := range a.certs {
 		roots.AddCert(c)
@@ -439,8 +408,12 @@ func (k *EtcdKeeper) Sync(ctx context.Context) error {
 	}
 	// Also when a past CA certificate has ended and leaves the bundle.
 	if reason != "" || !bytes.Equal(caSecret.Data[caCertKey], authority.bundle) {
+		keyPEM, err := certs.EncodeKey(authority.key)
+		if err != nil {
+			return err
+		}
 		updated := caSecret.DeepCopy()
-		updated.Data = map[string][]byte{caCertKey: authority.bundle, caKeyKey: encodePrivateKey(authority.key)}
+		updated.Data = map[string][]byte{caCertKey: authority.bundle, caKeyKey: keyPEM}
 		delete(updated.Annotations, RenewAnnotation)
 		if _, err := secrets.Update(ctx, updated, metav1.UpdateOptions{FieldManager: ManagedByValue}); err != nil {
 			return fmt.Errorf("writing the etcd CA: %w", err)
@@ -570,75 +543,6 @@ func (k *EtcdKeeper) Run(ctx context.Context) {
 
 func keyOf(namespace, name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: namespace, Name: name}
-}
-
-func serialNumber() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		panic(err) // crypto/rand does not fail
-	}
-	return n.Add(n, big.NewInt(1))
-}
-
-func parseCertificates(data []byte) ([]*x509.Certificate, error) {
-	var certs []*x509.Certificate
-	for {
-		var block *pem.Block
-		block, data = pem.Decode(data)
-		if block == nil {
-			break
-		}
-		if block.Type != "CERTIFICATE" {
-			continue
-		}
-		cert, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			return nil, err
-		}
-		certs = append(certs, cert)
-	}
-	return certs, nil
-}
-
-func encodeCertificates(certs []*x509.Certificate) []byte {
-	var buf bytes.Buffer
-	for _, c := range certs {
-		_ = pem.Encode(&buf, &pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
-	}
-	return buf.Bytes()
-}
-
-func parsePrivateKey(data []byte) (crypto.Signer, error) {
-	block, _ := pem.Decode(data)
-	if block == nil {
-		return nil, errors.New("no PEM block")
-	}
-	var key any
-	var err error
-	switch block.Type {
-	case "EC PRIVATE KEY":
-		key, err = x509.ParseECPrivateKey(block.Bytes)
-	case "RSA PRIVATE KEY":
-		key, err = x509.ParsePKCS1PrivateKey(block.Bytes)
-	default:
-		key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
-	}
-	if err != nil {
-		return nil, err
-	}
-	signer, ok := key.(crypto.Signer)
-	if !ok {
-		return nil, fmt.Errorf("a %T cannot sign", key)
-	}
-	return signer, nil
-}
-
-func encodePrivateKey(key crypto.Signer) []byte {
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		panic(err) // our own ECDSA or RSA keys
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
 }
 
 func samePublicKey(a, b crypto.PublicKey) bool {

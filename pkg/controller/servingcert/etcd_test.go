@@ -31,6 +31,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+
+	"tensorstack.dev/training/pkg/certs"
 )
 
 const testNamespace = "tensorstack-system"
@@ -132,11 +134,11 @@ func TestEtcdCertificates(t *testing.T) {
 			if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
 				t.Fatalf("certificate and key: %v", err)
 			}
-			certs, err := parseCertificates(certPEM)
-			if err != nil || len(certs) != 1 {
-				t.Fatalf("%d certificates, %v", len(certs), err)
+			read, err := certs.ParseCertificates(certPEM)
+			if err != nil || len(read) != 1 {
+				t.Fatalf("%d certificates, %v", len(read), err)
 			}
-			cert := certs[0]
+			cert := read[0]
 			if cert.Subject.CommonName != tc.commonName {
 				t.Errorf("CN=%s, want %s", cert.Subject.CommonName, tc.commonName)
 			}
@@ -234,11 +236,11 @@ func (k *keeperTest) secret(name string) *corev1.Secret {
 
 func (k *keeperTest) cert(name string) *x509.Certificate {
 	k.t.Helper()
-	certs, err := parseCertificates(k.secret(name).Data[corev1.TLSCertKey])
-	if err != nil || len(certs) == 0 {
+	read, err := certs.ParseCertificates(k.secret(name).Data[corev1.TLSCertKey])
+	if err != nil || len(read) == 0 {
 		k.t.Fatalf("Secret %s: no certificate (%v)", name, err)
 	}
-	return certs[0]
+	return read[0]
 }
 
 func (k *keeperTest) annotate(name, key, value string) {
@@ -412,7 +414,7 @@ func TestEtcdKeeperRenewedCA(t *testing.T) {
 	oldCA := k.secret("training-etcd-ca").Data[caCertKey]
 	k.now = k.now.Add(cfg.CAValidity - cfg.CARenewBefore + time.Hour)
 	k.sync()
-	bundle, err := parseCertificates(k.secret("training-etcd-ca").Data[caCertKey])
+	bundle, err := certs.ParseCertificates(k.secret("training-etcd-ca").Data[caCertKey])
 	if err != nil || len(bundle) != 2 {
 		t.Fatalf("the bundle after a renewal holds %d certificates (%v), want the new and the old", len(bundle), err)
 	}
@@ -427,7 +429,7 @@ func TestEtcdKeeperRenewedCA(t *testing.T) {
 	// Past the old certificate's end, it leaves the bundle.
 	k.now = bundle[1].NotAfter.Add(time.Hour)
 	k.sync()
-	if bundle, _ := parseCertificates(k.secret("training-etcd-ca").Data[caCertKey]); len(bundle) != 1 {
+	if bundle, _ := certs.ParseCertificates(k.secret("training-etcd-ca").Data[caCertKey]); len(bundle) != 1 {
 		t.Errorf("the bundle holds %d certificates after the old one ended, want 1", len(bundle))
 	}
 }

@@ -66,8 +66,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"tensorstack.dev/training/pkg/certs"
 	clientset "tensorstack.dev/training/pkg/generated/clientset/versioned"
-	"tensorstack.dev/training/pkg/selfsigned"
 	"tensorstack.dev/training/test/bench/internal/benchkit"
 )
 
@@ -271,7 +271,7 @@ func startDashboard(ctx context.Context, plugin, host string, caData []byte, caF
 	if err := os.WriteFile(apiCA, caData, 0o600); err != nil {
 		return nil, err
 	}
-	certificate, err := selfsigned.Certificate("dashboard-load", "127.0.0.1")
+	certificate, err := certs.SelfSigned("dashboard-load", "127.0.0.1")
 	if err != nil {
 		return nil, err
 	}

@@ -17,16 +17,10 @@ limitations under the License.
 package framework
 
 import (
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -34,7 +28,9 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
 	"tensorstack.dev/training/internal/localcluster"
+	"tensorstack.dev/training/pkg/certs"
 )
 
 // UserConfig returns a client configuration for user (with groups) that
@@ -43,85 +39,44 @@ import (
 // expects: the common name is the user, the organizations its groups.
 func (f *Framework) UserConfig(user string, groups ...string) *rest.Config {
 	f.T.Helper()
-	pki := filepath.Join(f.Env.LocalDir, "pki")
-	caCert, err := readCert(filepath.Join(pki, "ca.crt"))
+	ca, err := readCA(filepath.Join(f.Env.LocalDir, "pki"), "ca")
 	if err != nil {
 		f.T.Fatal(err)
 	}
-	caKey, err := readKey(filepath.Join(pki, "ca.key"))
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: user, Organization: groups},
-		NotBefore:    time.Now().Add(-time.Minute),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	now := time.Now()
+	issued, err := ca.Issue(certs.Request{
+		Subject:   pkix.Name{CommonName: user, Organization: groups},
+		Usages:    []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		NotBefore: now.Add(-time.Minute),
+		NotAfter:  now.Add(time.Hour),
+	})
 	if err != nil {
 		f.T.Fatalf("signing a client certificate for %s: %v", user, err)
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		f.T.Fatal(err)
-	}
 	cfg := rest.AnonymousClientConfig(f.Config)
-	cfg.CertData = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	cfg.KeyData = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	cfg.CertData, cfg.KeyData = issued.CertPEM, issued.KeyPEM
 	return cfg
 }
 
-func readCert(path string) (*x509.Certificate, error) {
-	data, err := os.ReadFile(path)
+// readCA reads the local stack's CA NAME from dir (NAME.crt, NAME.key).
+func readCA(dir, name string) (*certs.CA, error) {
+	certPEM, err := os.ReadFile(filepath.Join(dir, name+".crt"))
 	if err != nil {
 		return nil, err
 	}
-	block, _ := pem.Decode(data)
-	if block == nil {
-		return nil, fmt.Errorf("%s: no PEM data", path)
+	read, err := certs.ParseCertificates(certPEM)
+	if err != nil || len(read) == 0 {
+		return nil, fmt.Errorf("%s.crt: no certificate (%v)", name, err)
 	}
-	return x509.ParseCertificate(block.Bytes)
-}
-
-func readKey(path string) (crypto.Signer, error) {
-	data, err := os.ReadFile(path)
+	keyPEM, err := os.ReadFile(filepath.Join(dir, name+".key"))
 	if err != nil {
 		return nil, err
 	}
-	for {
-		var block *pem.Block
-		block, data = pem.Decode(data)
-		if block == nil {
-			return nil, fmt.Errorf("%s: no private key", path)
-		}
-		switch block.Type {
-		case "EC PRIVATE KEY":
-			return x509.ParseECPrivateKey(block.Bytes)
-		case "RSA PRIVATE KEY":
-			return x509.ParsePKCS1PrivateKey(block.Bytes)
-		case "PRIVATE KEY":
-			k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
-			if err != nil {
-				return nil, err
-			}
-			s, ok := k.(crypto.Signer)
-			if !ok {
-				return nil, fmt.Errorf("%s: unsupported key %T", path, k)
-			}
-			return s, nil
-		}
+	key, err := certs.ParseKey(keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("%s.key: %w", name, err)
 	}
+	return &certs.CA{Key: key, Cert: read[0]}, nil
 }
 
 // AnonymousHTTPClient is a plain HTTPS client that trusts the CA in caFile
