@@ -119,8 +119,7 @@ test:
 # The main module's unit tests, then those of every other module (hack/tools, hack/images) that has tests: kwok's
 # Stages, the image builder. Found rather than listed, so that a module's first test runs without a Makefile edit.
 test-unit: $(GOTEST)
-	$(GOTEST) -suite unit -- -count=1 ./pkg/... ./cmd/... ./internal/... ./test/internal/... ./test/bench/... \
-		./hack/localcluster/... ./hack/gotest/... ./hack/kindlists/...
+	$(GOTEST) -suite unit -- -count=1 ./pkg/... ./cmd/... ./internal/... ./test/internal/... ./test/bench/... ./hack/...
 	@for mod in $$(git ls-files -co --exclude-standard '*/go.mod' | xargs -n1 dirname); do \
 		[ -n "$$(git ls-files -co --exclude-standard "$$mod/*_test.go")" ] || continue; \
 		echo "cd $$mod && go test -count=1 ./..."; \

@@ -28,6 +28,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -209,4 +210,74 @@ func must(b []byte, err error) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// TestWhyRenew: each reason to issue a certificate anew is found, and a good
+// one is kept.
+func TestWhyRenew(t *testing.T) {
+	now := time.Now()
+	ca, err := NewCA(nil, pkix.Name{CommonName: "ca"}, now.Add(-time.Hour), now.Add(1000*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := NewCA(nil, pkix.Name{CommonName: "other"}, now.Add(-time.Hour), now.Add(1000*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Request{Subject: pkix.Name{CommonName: "svc"}, DNSNames: []string{"svc.ns.svc", "svc"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(100 * time.Hour)}
+	issue := func(by *CA, change func(*Request)) *Issued {
+		r := want
+		if change != nil {
+			change(&r)
+		}
+		issued, err := by.Issue(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return issued
+	}
+	good := issue(ca, nil)
+	cases := []struct {
+		name            string
+		certPEM, keyPEM []byte
+		wantReason      string // a part of the reason; "" for none
+	}{
+		{name: "good", certPEM: good.CertPEM, keyPEM: good.KeyPEM},
+		{name: "none", wantReason: "there is none"},
+		{name: "another key", certPEM: good.CertPEM, keyPEM: issue(ca, nil).KeyPEM, wantReason: "do not make a pair"},
+	}
+	changed := []struct {
+		name       string
+		by         *CA
+		change     func(*Request)
+		wantReason string
+	}{
+		{name: "names in another order are the same", by: ca, change: func(r *Request) { r.DNSNames = []string{"svc", "svc.ns.svc"} }},
+		{name: "another CA", by: other, wantReason: "does not verify"},
+		{name: "ends within the margin", by: ca, change: func(r *Request) { r.NotAfter = now.Add(time.Hour) }, wantReason: "expires"},
+		{name: "other names", by: ca, change: func(r *Request) { r.DNSNames = []string{"svc"} }, wantReason: "names"},
+		{name: "another address", by: ca, change: func(r *Request) { r.IPAddresses = nil }, wantReason: "names"},
+		{name: "another common name", by: ca, change: func(r *Request) { r.Subject.CommonName = "x" }, wantReason: "names"},
+		{name: "another usage", by: ca, change: func(r *Request) {
+			r.Usages = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+		}, wantReason: "usages"},
+	}
+	for _, c := range changed {
+		issued := issue(c.by, c.change)
+		cases = append(cases, struct {
+			name            string
+			certPEM, keyPEM []byte
+			wantReason      string
+		}{c.name, issued.CertPEM, issued.KeyPEM, c.wantReason})
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := WhyRenew(tc.certPEM, tc.keyPEM, []*x509.Certificate{ca.Cert}, want, now, 10*time.Hour)
+			if (tc.wantReason == "") != (got == "") || !strings.Contains(got, tc.wantReason) {
+				t.Errorf("reason %q, want one with %q", got, tc.wantReason)
+			}
+		})
+	}
 }

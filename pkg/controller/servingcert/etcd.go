@@ -48,7 +48,6 @@ import (
 	"bytes"
 	"context"
 	"crypto"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
@@ -192,6 +191,19 @@ type EtcdCertificate struct {
 	Usages []x509.ExtKeyUsage
 }
 
+// Request is what the certificate is issued for, from now (backdated a
+// little) for validity.
+func (c EtcdCertificate) Request(now time.Time, validity time.Duration) certs.Request {
+	return certs.Request{
+		Subject:     pkix.Name{CommonName: c.CommonName, Organization: []string{organization}},
+		DNSNames:    c.DNSNames,
+		IPAddresses: c.IPAddresses,
+		Usages:      c.Usages,
+		NotBefore:   now.Add(-backdate),
+		NotAfter:    now.Add(validity),
+	}
+}
+
 // Certificates are the certificates the CA signs.
 //
 // The members' names: etcd checks a peer's certificate against the address
@@ -298,14 +310,7 @@ func newCA(key crypto.Signer, prev *ca, subject string, now time.Time, validity 
 // issue signs a new certificate and key for spec, valid for validity.
 func (a *ca) issue(spec EtcdCertificate, now time.Time, validity time.Duration) (certPEM, keyPEM []byte, err error) {
 	authority := certs.CA{Key: a.key, Cert: a.current()}
-	issued, err := authority.Issue(certs.Request{
-		Subject:     pkix.Name{CommonName: spec.CommonName, Organization: []string{organization}},
-		DNSNames:    spec.DNSNames,
-		IPAddresses: spec.IPAddresses,
-		Usages:      spec.Usages,
-		NotBefore:   now.Add(-backdate),
-		NotAfter:    now.Add(validity),
-	})
+	issued, err := authority.Issue(spec.Request(now, validity))
 	if err != nil {
 		return nil, nil, fmt.Errorf("the %s certificate: %w", spec.Role, err)
 	}
@@ -313,35 +318,9 @@ func (a *ca) issue(spec EtcdCertificate, now time.Time, validity time.Duration) 
 }
 
 // whyRenew says why a Secret's certificate must be issued anew, or "" when
-// it is good: signed by the CA, for exactly spec's names and usages, with
-// its key, and valid for longer than renewBefore.
+// it is good (certs.WhyRenew).
 func (a *ca) whyRenew(spec EtcdCertificate, data map[string][]byte, now time.Time, renewBefore time.Duration) string {
-	if len(data[corev1.TLSCertKey]) == 0 || len(data[corev1.TLSPrivateKeyKey]) == 0 {
-		return "there is none"
-	}
-	if _, err := tls.X509KeyPair(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey]); err != nil {
-		return fmt.Sprintf("the certificate and key do not make a pair (%v)", err)
-	}
-	read, err := certs.ParseCertificates(data[corev1.TLSCertKey])
-	if err != nil || len(read) == 0 {
-		return "the certificate cannot be read"
-	}
-	cert := read[0]
-	roots := x509.NewCertPool()
-	for _, c := range a.certs {
-		roots.AddCert(c)
-	}
-	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: now, KeyUsages: spec.Usages}); err != nil {
-		return fmt.Sprintf("it does not verify with the CA (%v)", err)
-	}
-	if !now.Add(renewBefore).Before(cert.NotAfter) {
-		return fmt.Sprintf("it expires at %s, within %v", cert.NotAfter.UTC().Format(time.RFC3339), renewBefore)
-	}
-	if cert.Subject.CommonName != spec.CommonName || !sameStrings(cert.DNSNames, spec.DNSNames) ||
-		!sameIPs(cert.IPAddresses, spec.IPAddresses) || !sameUsages(cert.ExtKeyUsage, spec.Usages) {
-		return "its names or usages are not the ones asked for"
-	}
-	return ""
+	return certs.WhyRenew(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey], a.certs, spec.Request(now, 0), now, renewBefore)
 }
 
 // EtcdKeeper keeps the etcd certificates.
@@ -549,29 +528,4 @@ func samePublicKey(a, b crypto.PublicKey) bool {
 	type equaler interface{ Equal(crypto.PublicKey) bool }
 	e, ok := a.(equaler)
 	return ok && e.Equal(b)
-}
-
-func sameStrings(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	slices.Sort(a)
-	slices.Sort(b)
-	return slices.Equal(a, b)
-}
-
-func sameIPs(a, b []net.IP) bool {
-	str := func(ips []net.IP) []string {
-		var out []string
-		for _, ip := range ips {
-			out = append(out, ip.String())
-		}
-		return out
-	}
-	return sameStrings(str(a), str(b))
-}
-
-func sameUsages(a, b []x509.ExtKeyUsage) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	slices.Sort(a)
-	slices.Sort(b)
-	return slices.Equal(a, b)
 }

@@ -469,3 +469,10 @@ func keys(m map[string][]byte) []string {
 	slices.Sort(out)
 	return out
 }
+
+func sameStrings(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
