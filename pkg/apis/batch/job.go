@@ -36,23 +36,6 @@ type TrainingJob interface {
 	TrainingContainerName() string
 }
 
-var (
-	_ TrainingJob = &TensorFlowTrainingJob{}
-	_ TrainingJob = &PyTorchTrainingJob{}
-	_ TrainingJob = &XGBoostTrainingJob{}
-	_ TrainingJob = &GenericJob{}
-	_ TrainingJob = &MPIJob{}
-)
-
-// CommonSpec returns the part of the spec every kind shares.
-func (j *TensorFlowTrainingJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
-
-// JobStatus returns the job's status.
-func (j *TensorFlowTrainingJob) JobStatus() *TrainingJobStatus { return &j.Status }
-
-// TrainingContainerName is TensorFlowContainerName.
-func (j *TensorFlowTrainingJob) TrainingContainerName() string { return TensorFlowContainerName }
-
 // ElasticJob is a job of a kind that may change its replica count while it
 // runs: PyTorch, and GenericJob by opt-in. MPI workers, TensorFlow and
 // XGBoost replicas cannot.
@@ -63,55 +46,6 @@ type ElasticJob interface {
 	ElasticSpec() *ElasticConfig
 }
 
-var (
-	_ ElasticJob = &PyTorchTrainingJob{}
-	_ ElasticJob = &GenericJob{}
-)
-
-// ElasticSpec is the job's spec.elastic.
-func (j *PyTorchTrainingJob) ElasticSpec() *ElasticConfig { return j.Spec.Elastic }
-
-// ElasticSpec is the job's spec.elastic.
-func (j *GenericJob) ElasticSpec() *ElasticConfig { return j.Spec.Elastic }
-
-// CommonSpec returns the part of the spec every kind shares.
-func (j *PyTorchTrainingJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
-
-// JobStatus returns the job's status.
-func (j *PyTorchTrainingJob) JobStatus() *TrainingJobStatus { return &j.Status }
-
-// TrainingContainerName is PyTorchContainerName.
-func (j *PyTorchTrainingJob) TrainingContainerName() string { return PyTorchContainerName }
-
 // IsFinished says whether the phase is final: a Succeeded or Failed job never
 // runs again.
 func (p JobPhase) IsFinished() bool { return p == JobSucceeded || p == JobFailed }
-
-// CommonSpec returns the part of the spec every kind shares.
-func (j *XGBoostTrainingJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
-
-// JobStatus returns the job's status.
-func (j *XGBoostTrainingJob) JobStatus() *TrainingJobStatus { return &j.Status }
-
-// TrainingContainerName is XGBoostContainerName.
-func (j *XGBoostTrainingJob) TrainingContainerName() string { return XGBoostContainerName }
-
-// CommonSpec returns the part of the spec every kind shares.
-func (j *GenericJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
-
-// JobStatus returns the job's status.
-func (j *GenericJob) JobStatus() *TrainingJobStatus { return &j.Status }
-
-// TrainingContainerName is empty: a generic job's training container is
-// each replica's first.
-func (j *GenericJob) TrainingContainerName() string { return "" }
-
-// CommonSpec returns the part of the spec every kind shares.
-func (j *MPIJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
-
-// JobStatus returns the job's status.
-func (j *MPIJob) JobStatus() *TrainingJobStatus { return &j.Status }
-
-// TrainingContainerName is empty: an MPI job's training container is each
-// replica's first.
-func (j *MPIJob) TrainingContainerName() string { return "" }

@@ -21,86 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
-
-// TensorFlowTrainingJob runs a distributed TensorFlow training program: a set
-// of replicas (chief, parameter servers, workers, evaluator) that find each
-// other through TF_CONFIG.
-type TensorFlowTrainingJob struct {
-	metav1.TypeMeta `json:",inline"`
-	// Standard object metadata.
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-
-	// Spec is the desired behaviour of the job.
-	Spec TensorFlowTrainingJobSpec `json:"spec,omitempty"`
-
-	// Status is what the controller last observed of the job.
-	Status TrainingJobStatus `json:"status,omitempty"`
-}
-
-// TensorFlowTrainingJobSpec is the desired behaviour of a TensorFlowTrainingJob.
-type TensorFlowTrainingJobSpec struct {
-	TrainingJobSpec `json:",inline"`
-}
-
-// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
-
-// TensorFlowTrainingJobList is a list of TensorFlowTrainingJobs.
-type TensorFlowTrainingJobList struct {
-	metav1.TypeMeta `json:",inline"`
-	// Standard list metadata.
-	metav1.ListMeta `json:"metadata,omitempty"`
-
-	// Items are the jobs in the list.
-	Items []TensorFlowTrainingJob `json:"items"`
-}
-
-// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
-
-// PyTorchTrainingJob runs a distributed PyTorch training program: replicas
-// that rendezvous through MASTER_ADDR/MASTER_PORT, or through torchrun.
-type PyTorchTrainingJob struct {
-	metav1.TypeMeta `json:",inline"`
-	// Standard object metadata.
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-
-	// Spec is the desired behaviour of the job.
-	Spec PyTorchTrainingJobSpec `json:"spec,omitempty"`
-
-	// Status is what the controller last observed of the job.
-	Status TrainingJobStatus `json:"status,omitempty"`
-}
-
-// PyTorchTrainingJobSpec is the desired behaviour of a PyTorchTrainingJob.
-type PyTorchTrainingJobSpec struct {
-	TrainingJobSpec `json:",inline"`
-
-	// TorchrunConfig, when enabled, starts the training container through
-	// torchrun, which spawns procPerNode workers on each replica.
-	TorchrunConfig *TorchrunConfig `json:"torchrunConfig,omitempty"`
-
-	// Elastic lets the job run with between minReplicas and maxReplicas
-	// replicas in all, aiming for expectedReplicas: the one field of a running
-	// job that may change, directly or through the scale subresource. The
-	// controller scales the last replica type: scaling out adds the next
-	// indexes, scaling in removes the highest first, and neither counts as a
-	// failure or a restart. With torchrun, the pods run
-	// torchrun --nnodes=min:max and re-form their group at each change.
-	Elastic *ElasticConfig `json:"elastic,omitempty"`
-}
-
-// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
-
-// PyTorchTrainingJobList is a list of PyTorchTrainingJobs.
-type PyTorchTrainingJobList struct {
-	metav1.TypeMeta `json:",inline"`
-	// Standard list metadata.
-	metav1.ListMeta `json:"metadata,omitempty"`
-
-	// Items are the jobs in the list.
-	Items []PyTorchTrainingJob `json:"items"`
-}
-
 // TrainingJobSpec is the part of the spec every training job kind shares.
 type TrainingJobSpec struct {
 	// ReplicaSpecs lists the groups of replicas, one per type. The order
@@ -125,39 +45,6 @@ type TrainingJobSpec struct {
 
 	// ManagedBy names the controller that runs the job; empty is ours.
 	ManagedBy *string `json:"managedBy,omitempty"`
-}
-
-// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
-
-// XGBoostTrainingJob runs distributed XGBoost: a master, which hosts the
-// tracker, and workers, which meet through it.
-type XGBoostTrainingJob struct {
-	metav1.TypeMeta `json:",inline"`
-	// Standard object metadata.
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-
-	// Spec is the desired behaviour of the job.
-	Spec XGBoostTrainingJobSpec `json:"spec,omitempty"`
-
-	// Status is what the controller last observed of the job.
-	Status TrainingJobStatus `json:"status,omitempty"`
-}
-
-// XGBoostTrainingJobSpec is the desired behaviour of an XGBoostTrainingJob.
-type XGBoostTrainingJobSpec struct {
-	TrainingJobSpec `json:",inline"`
-}
-
-// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
-
-// XGBoostTrainingJobList is a list of XGBoostTrainingJobs.
-type XGBoostTrainingJobList struct {
-	metav1.TypeMeta `json:",inline"`
-	// Standard list metadata.
-	metav1.ListMeta `json:"metadata,omitempty"`
-
-	// Items are the jobs in the list.
-	Items []XGBoostTrainingJob `json:"items"`
 }
 
 // ReplicaType names a group of replicas within a job.

@@ -80,3 +80,23 @@ type GenericJobList struct {
 	// Items are the jobs in the list.
 	Items []GenericJob `json:"items"`
 }
+
+var (
+	_ TrainingJob = &GenericJob{}
+	_ ElasticJob  = &GenericJob{}
+)
+
+func init() { jobKindTypes = append(jobKindTypes, &GenericJob{}, &GenericJobList{}) }
+
+// CommonSpec returns the part of the spec every kind shares.
+func (j *GenericJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
+
+// JobStatus returns the job's status.
+func (j *GenericJob) JobStatus() *TrainingJobStatus { return &j.Status }
+
+// TrainingContainerName is empty: a generic job's training container is
+// each replica's first.
+func (j *GenericJob) TrainingContainerName() string { return "" }
+
+// ElasticSpec is the job's spec.elastic.
+func (j *GenericJob) ElasticSpec() *ElasticConfig { return j.Spec.Elastic }

@@ -69,3 +69,17 @@ type MPIJobList struct {
 	// Items are the jobs in the list.
 	Items []MPIJob `json:"items"`
 }
+
+var _ TrainingJob = &MPIJob{}
+
+func init() { jobKindTypes = append(jobKindTypes, &MPIJob{}, &MPIJobList{}) }
+
+// CommonSpec returns the part of the spec every kind shares.
+func (j *MPIJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
+
+// JobStatus returns the job's status.
+func (j *MPIJob) JobStatus() *TrainingJobStatus { return &j.Status }
+
+// TrainingContainerName is empty: an MPI job's training container is each
+// replica's first.
+func (j *MPIJob) TrainingContainerName() string { return "" }

@@ -34,20 +34,6 @@ type TrainingJob interface {
 	JobStatus() *TrainingJobStatus
 }
 
-var (
-	_ TrainingJob = &TensorFlowTrainingJob{}
-	_ TrainingJob = &PyTorchTrainingJob{}
-	_ TrainingJob = &XGBoostTrainingJob{}
-	_ TrainingJob = &GenericJob{}
-	_ TrainingJob = &MPIJob{}
-)
-
-// CommonSpec returns the part of the spec every kind shares.
-func (j *TensorFlowTrainingJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
-
-// JobStatus returns the job's status.
-func (j *TensorFlowTrainingJob) JobStatus() *TrainingJobStatus { return &j.Status }
-
 // ElasticJob is a job of a kind that may change its replica count while it
 // runs: PyTorch, and GenericJob by opt-in. MPI workers, TensorFlow and
 // XGBoost replicas cannot.
@@ -57,41 +43,6 @@ type ElasticJob interface {
 	// scale subresource writes its expectedReplicas.
 	ElasticSpec() *ElasticConfig
 }
-
-var (
-	_ ElasticJob = &PyTorchTrainingJob{}
-	_ ElasticJob = &GenericJob{}
-)
-
-// ElasticSpec is the job's spec.elastic.
-func (j *PyTorchTrainingJob) ElasticSpec() *ElasticConfig { return j.Spec.Elastic }
-
-// ElasticSpec is the job's spec.elastic.
-func (j *GenericJob) ElasticSpec() *ElasticConfig { return j.Spec.Elastic }
-
-// CommonSpec returns the part of the spec every kind shares.
-func (j *PyTorchTrainingJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
-
-// JobStatus returns the job's status.
-func (j *PyTorchTrainingJob) JobStatus() *TrainingJobStatus { return &j.Status }
-
-// CommonSpec returns the part of the spec every kind shares.
-func (j *XGBoostTrainingJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
-
-// JobStatus returns the job's status.
-func (j *XGBoostTrainingJob) JobStatus() *TrainingJobStatus { return &j.Status }
-
-// CommonSpec returns the part of the spec every kind shares.
-func (j *GenericJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
-
-// JobStatus returns the job's status.
-func (j *GenericJob) JobStatus() *TrainingJobStatus { return &j.Status }
-
-// CommonSpec returns the part of the spec every kind shares.
-func (j *MPIJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
-
-// JobStatus returns the job's status.
-func (j *MPIJob) JobStatus() *TrainingJobStatus { return &j.Status }
 
 // SuspectNodeNames are the names in status.suspectNodes, in order.
 func (s *TrainingJobStatus) SuspectNodeNames() []string {

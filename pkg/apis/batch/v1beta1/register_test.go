@@ -20,16 +20,25 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"tensorstack.dev/training/pkg/apis/batch"
 )
 
-// TestFieldLabelsOfEveryKind: every job kind may be listed by its phase, and
-// by no field it does not have.
+// TestFieldLabelsOfEveryKind: every kind of the table is registered, with
+// its list, by its own file, and may be listed by its phase, and by no field
+// it does not have.
 func TestFieldLabelsOfEveryKind(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range []string{"TensorFlowTrainingJob", "PyTorchTrainingJob", "XGBoostTrainingJob"} {
+	for _, row := range batch.Kinds {
+		kind := row.Kind
+		for _, name := range []string{kind, kind + "List"} {
+			if !scheme.Recognizes(SchemeGroupVersion.WithKind(name)) {
+				t.Errorf("%s is not registered in %s", name, SchemeGroupVersion)
+			}
+		}
 		gvk := SchemeGroupVersion.WithKind(kind)
 		if label, value, err := scheme.ConvertFieldLabel(gvk, FieldStatusPhase, "Running"); err != nil || label != FieldStatusPhase || value != "Running" {
 			t.Errorf("%s: %s=Running converts to %s=%s, %v", kind, FieldStatusPhase, label, value, err)

@@ -114,3 +114,19 @@ type GenericJobList struct {
 	// Items are the jobs in the list.
 	Items []GenericJob `json:"items" protobuf:"bytes,2,rep,name=items"`
 }
+
+var (
+	_ TrainingJob = &GenericJob{}
+	_ ElasticJob  = &GenericJob{}
+)
+
+func init() { jobKindTypes = append(jobKindTypes, &GenericJob{}, &GenericJobList{}) }
+
+// CommonSpec returns the part of the spec every kind shares.
+func (j *GenericJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
+
+// JobStatus returns the job's status.
+func (j *GenericJob) JobStatus() *TrainingJobStatus { return &j.Status }
+
+// ElasticSpec is the job's spec.elastic.
+func (j *GenericJob) ElasticSpec() *ElasticConfig { return j.Spec.Elastic }

@@ -98,3 +98,13 @@ type MPIJobList struct {
 	// Items are the jobs in the list.
 	Items []MPIJob `json:"items" protobuf:"bytes,2,rep,name=items"`
 }
+
+var _ TrainingJob = &MPIJob{}
+
+func init() { jobKindTypes = append(jobKindTypes, &MPIJob{}, &MPIJobList{}) }
+
+// CommonSpec returns the part of the spec every kind shares.
+func (j *MPIJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }
+
+// JobStatus returns the job's status.
+func (j *MPIJob) JobStatus() *TrainingJobStatus { return &j.Status }

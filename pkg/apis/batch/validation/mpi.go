@@ -22,6 +22,7 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch"
 )
@@ -48,6 +49,58 @@ func validateMPIExtras(spec *batch.MPIJobSpec, fldPath *field.Path) field.ErrorL
 	case !path.IsAbs(p) || path.Clean(p) != p || p == "/":
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("sshAuthMountPath"), p,
 			"must be an absolute, clean path other than /, such as /root/.ssh"))
+	}
+	return allErrs
+}
+
+// mpiRules are the rules the shared validation applies to an MPIJob.
+var mpiRules = kindRules{
+	framework:    "MPI",
+	replicaTypes: []batch.ReplicaType{batch.ReplicaTypeLauncher, batch.ReplicaTypeWorker},
+	bounds: map[batch.ReplicaType]replicaBounds{
+		batch.ReplicaTypeLauncher: {1, 1, "an MPI job has exactly one launcher, which runs mpirun"},
+	},
+	envNames:           batch.MPIEnvNames(),
+	leaderTypes:        []batch.ReplicaType{batch.ReplicaTypeWorker},
+	validateReplicaSet: validateMPIReplicaSet,
+}
+
+// validateMPIReplicaSet asks for the launcher and at least one worker:
+// mpirun starts the ranks on the workers.
+func validateMPIReplicaSet(specs []batch.ReplicaSpec, fldPath *field.Path) field.ErrorList {
+	var launcher, workers bool
+	for i := range specs {
+		switch specs[i].Type {
+		case batch.ReplicaTypeLauncher:
+			launcher = true
+		case batch.ReplicaTypeWorker:
+			workers = batch.ReplicasOf(&specs[i]) > 0
+		}
+	}
+	if !launcher || !workers {
+		return field.ErrorList{field.Required(fldPath,
+			"an MPI job needs a launcher replica type and a worker type with at least one replica: mpirun, on the launcher, starts the ranks on the workers")}
+	}
+	return nil
+}
+
+// ValidateMPIJob checks an MPIJob being created.
+func ValidateMPIJob(job *batch.MPIJob) field.ErrorList {
+	allErrs := validateJobCreate(&job.ObjectMeta, &job.Spec.TrainingJobSpec, &mpiRules)
+	return append(allErrs, validateMPIExtras(&job.Spec, specPath)...)
+}
+
+// ValidateMPIJobUpdate checks a change of an MPIJob's spec and metadata.
+// old is the stored job, status included, as for ValidateTensorFlowTrainingJobUpdate.
+func ValidateMPIJobUpdate(job, old *batch.MPIJob) field.ErrorList {
+	allErrs := validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status, &mpiRules)
+	allErrs = append(allErrs, validateMPIExtras(&job.Spec, specPath)...)
+	if ptr.Deref(job.Spec.SlotsPerWorker, 0) != ptr.Deref(old.Spec.SlotsPerWorker, 0) ||
+		job.Spec.MPIImplementation != old.Spec.MPIImplementation {
+		// The hostfile and the launcher's environment follow both.
+		if refusal := topologyChangeRefusal(&job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status); refusal != "" {
+			allErrs = append(allErrs, field.Forbidden(specPath.Child("slotsPerWorker"), "cannot change: "+refusal))
+		}
 	}
 	return allErrs
 }

@@ -95,3 +95,47 @@ func isPositiveDecimal(s string) bool {
 	n, err := strconv.ParseInt(s, 10, 32)
 	return err == nil && n > 0
 }
+
+// pyTorchRules are the rules the shared validation applies to a PyTorchTrainingJob.
+var pyTorchRules = kindRules{
+	framework: "PyTorch",
+	bounds: map[batch.ReplicaType]replicaBounds{
+		batch.ReplicaTypeMaster: {1, 1, "a PyTorch job has exactly one master"},
+	},
+	trainingContainer:  batch.PyTorchContainerName,
+	rendezvousPorts:    batch.PyTorchPortNames(),
+	envNames:           batch.PyTorchEnvNames(),
+	validateReplicaSet: validatePyTorchReplicaSet,
+}
+
+// validatePyTorchReplicaSet makes sure the rendezvous master exists. With a
+// master type it is the master replica (whose count the bounds fix at 1);
+// without one it is replica 0 of the first listed type, which must therefore
+// have a replica.
+func validatePyTorchReplicaSet(specs []batch.ReplicaSpec, fldPath *field.Path) field.ErrorList {
+	for _, spec := range specs {
+		if spec.Type == batch.ReplicaTypeMaster {
+			return nil
+		}
+	}
+	if n := batch.ReplicasOf(&specs[0]); n < 1 {
+		return field.ErrorList{field.Invalid(fldPath.Index(0).Child("replicas"), n,
+			fmt.Sprintf("must be at least 1: without a %q replica type, replica 0 of the first listed type (%q) is the rendezvous master (MASTER_ADDR)",
+				batch.ReplicaTypeMaster, specs[0].Type))}
+	}
+	return nil
+}
+
+// ValidatePyTorchTrainingJob checks a PyTorchTrainingJob being created.
+func ValidatePyTorchTrainingJob(job *batch.PyTorchTrainingJob) field.ErrorList {
+	allErrs := validateJobCreate(&job.ObjectMeta, &job.Spec.TrainingJobSpec, &pyTorchRules)
+	return append(allErrs, validatePyTorchExtras(&job.Spec, specPath)...)
+}
+
+// ValidatePyTorchTrainingJobUpdate checks a change of a PyTorchTrainingJob's spec and metadata.
+// old is the stored job, status included, as for ValidateTensorFlowTrainingJobUpdate.
+func ValidatePyTorchTrainingJobUpdate(job, old *batch.PyTorchTrainingJob) field.ErrorList {
+	allErrs := validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status, &pyTorchRules)
+	allErrs = append(allErrs, validatePyTorchExtras(&job.Spec, specPath)...)
+	return append(allErrs, validateElasticChange(job, old)...)
+}

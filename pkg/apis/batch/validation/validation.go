@@ -32,7 +32,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch"
 )
@@ -42,81 +41,6 @@ var (
 	specPath     = field.NewPath("spec")
 	statusPath   = field.NewPath("status")
 )
-
-// ValidateTensorFlowTrainingJob checks a TensorFlowTrainingJob being created.
-func ValidateTensorFlowTrainingJob(job *batch.TensorFlowTrainingJob) field.ErrorList {
-	return validateJobCreate(&job.ObjectMeta, &job.Spec.TrainingJobSpec, &tensorFlowRules)
-}
-
-// ValidateTensorFlowTrainingJobUpdate checks a change of a TensorFlowTrainingJob's spec and metadata.
-// old is the stored job, status included: whether its replica counts and pod
-// templates may change depends on whether it has pods.
-func ValidateTensorFlowTrainingJobUpdate(job, old *batch.TensorFlowTrainingJob) field.ErrorList {
-	return validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status, &tensorFlowRules)
-}
-
-// ValidatePyTorchTrainingJob checks a PyTorchTrainingJob being created.
-func ValidatePyTorchTrainingJob(job *batch.PyTorchTrainingJob) field.ErrorList {
-	allErrs := validateJobCreate(&job.ObjectMeta, &job.Spec.TrainingJobSpec, &pyTorchRules)
-	return append(allErrs, validatePyTorchExtras(&job.Spec, specPath)...)
-}
-
-// ValidatePyTorchTrainingJobUpdate checks a change of a PyTorchTrainingJob's spec and metadata.
-// old is the stored job, status included, as for ValidateTensorFlowTrainingJobUpdate.
-func ValidatePyTorchTrainingJobUpdate(job, old *batch.PyTorchTrainingJob) field.ErrorList {
-	allErrs := validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status, &pyTorchRules)
-	allErrs = append(allErrs, validatePyTorchExtras(&job.Spec, specPath)...)
-	return append(allErrs, validateElasticChange(job, old)...)
-}
-
-// ValidateXGBoostTrainingJob checks an XGBoostTrainingJob being created.
-func ValidateXGBoostTrainingJob(job *batch.XGBoostTrainingJob) field.ErrorList {
-	return validateJobCreate(&job.ObjectMeta, &job.Spec.TrainingJobSpec, &xgboostRules)
-}
-
-// ValidateXGBoostTrainingJobUpdate checks a change of an XGBoostTrainingJob's spec and metadata.
-// old is the stored job, status included, as for ValidateTensorFlowTrainingJobUpdate.
-func ValidateXGBoostTrainingJobUpdate(job, old *batch.XGBoostTrainingJob) field.ErrorList {
-	return validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status, &xgboostRules)
-}
-
-// ValidateGenericJob checks a GenericJob being created.
-func ValidateGenericJob(job *batch.GenericJob) field.ErrorList {
-	allErrs := validateJobCreate(&job.ObjectMeta, &job.Spec.TrainingJobSpec, &genericRules)
-	allErrs = append(allErrs, validateElasticSpec(job.Spec.Elastic, job.Spec.ReplicaSpecs, false, specPath)...)
-	return append(allErrs, validateGenericRules(&job.Spec)...)
-}
-
-// ValidateGenericJobUpdate checks a change of a GenericJob's spec and metadata.
-// old is the stored job, status included, as for ValidateTensorFlowTrainingJobUpdate.
-func ValidateGenericJobUpdate(job, old *batch.GenericJob) field.ErrorList {
-	allErrs := validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status, &genericRules)
-	allErrs = append(allErrs, validateElasticSpec(job.Spec.Elastic, job.Spec.ReplicaSpecs, false, specPath)...)
-	allErrs = append(allErrs, validateElasticChange(job, old)...)
-	allErrs = append(allErrs, validateAdmittedScaleOut(job, old)...)
-	return append(allErrs, validateGenericRules(&job.Spec)...)
-}
-
-// ValidateMPIJob checks an MPIJob being created.
-func ValidateMPIJob(job *batch.MPIJob) field.ErrorList {
-	allErrs := validateJobCreate(&job.ObjectMeta, &job.Spec.TrainingJobSpec, &mpiRules)
-	return append(allErrs, validateMPIExtras(&job.Spec, specPath)...)
-}
-
-// ValidateMPIJobUpdate checks a change of an MPIJob's spec and metadata.
-// old is the stored job, status included, as for ValidateTensorFlowTrainingJobUpdate.
-func ValidateMPIJobUpdate(job, old *batch.MPIJob) field.ErrorList {
-	allErrs := validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status, &mpiRules)
-	allErrs = append(allErrs, validateMPIExtras(&job.Spec, specPath)...)
-	if ptr.Deref(job.Spec.SlotsPerWorker, 0) != ptr.Deref(old.Spec.SlotsPerWorker, 0) ||
-		job.Spec.MPIImplementation != old.Spec.MPIImplementation {
-		// The hostfile and the launcher's environment follow both.
-		if refusal := topologyChangeRefusal(&job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status); refusal != "" {
-			allErrs = append(allErrs, field.Forbidden(specPath.Child("slotsPerWorker"), "cannot change: "+refusal))
-		}
-	}
-	return allErrs
-}
 
 // ValidateTrainingJobStatusUpdate checks a write to the status subresource of either kind.
 func ValidateTrainingJobStatusUpdate(job, old batch.TrainingJob) field.ErrorList {
