@@ -166,8 +166,8 @@ func TestActionsErrors(t *testing.T) {
 		wantErr  string
 		notFound bool
 	}{
-		{[]string{"pause", "missing"}, `no TensorFlowTrainingJob, PyTorchTrainingJob, XGBoostTrainingJob, GenericJob or MPIJob named "missing" in namespace "default"`, true},
-		{[]string{"resume", "mnist", "-n", "team"}, `no TensorFlowTrainingJob, PyTorchTrainingJob, XGBoostTrainingJob, GenericJob or MPIJob named "mnist" in namespace "team"`, true},
+		{[]string{"pause", "missing"}, "no " + everyKind() + " named " + `"missing" in namespace "default"`, true},
+		{[]string{"resume", "mnist", "-n", "team"}, "no " + everyKind() + " named " + `"mnist" in namespace "team"`, true},
 		{[]string{"pause", "pj/mnist"}, `getting pj/mnist in namespace "default": pytorchtrainingjobs.batch.tensorstack.dev "mnist" not found`, true},
 		{[]string{"pause", "deploy/mnist"}, `"deploy" is not a training job kind in "deploy/mnist"`, false},
 		{[]string{"debug", "twin"}, `"twin" is ambiguous in namespace "default": tj/twin and pj/twin exist`, false},

@@ -40,6 +40,7 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/generated/clientset/versioned"
 	"tensorstack.dev/training/pkg/generated/clientset/versioned/fake"
+	"tensorstack.dev/training/pkg/jobclient"
 )
 
 // testNow is the clock of every test: ages are measured from here.
@@ -262,4 +263,43 @@ func replicaPod(job, kind string, t v1beta1.ReplicaType, index string, container
 		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: name})
 	}
 	return pod
+}
+
+// The kinds as the plugin's messages name them, built here from the table
+// of kinds so that a new kind needs no edit to the tests that read them.
+
+// orList joins items as the messages do: "a, b, c or d".
+func orList(items ...string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
+}
+
+// everyKind is every kind's name: "TensorFlowTrainingJob, ... or MPIJob".
+func everyKind() string {
+	var names []string
+	for _, k := range jobclient.Kinds {
+		names = append(names, k.Name)
+	}
+	return orList(names...)
+}
+
+// everyKindRef is the references the plugin takes, with their resources:
+// "tj/NAME (tensorflowtrainingjobs), ... or mj/NAME (mpijobs)".
+func everyKindRef() string {
+	var refs []string
+	for _, k := range jobclient.Kinds {
+		refs = append(refs, k.ShortName+"/NAME ("+k.Resource+")")
+	}
+	return orList(refs...)
+}
+
+// everyShortRef is "tj/NAME, ..., mj/NAME or NAME".
+func everyShortRef() string {
+	var refs []string
+	for _, k := range jobclient.Kinds {
+		refs = append(refs, k.ShortName+"/NAME")
+	}
+	return orList(append(refs, "NAME")...)
 }

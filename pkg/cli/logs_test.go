@@ -161,8 +161,8 @@ func TestLogsErrors(t *testing.T) {
 		{[]string{"logs", "tj/mnist", "--tail", "-2"}, "--tail -2: must be -1 (all lines) or more"},
 		{[]string{"logs", "pj/elastic", "--all-replicas"}, `pj/elastic has no pods in namespace "default" (phase Pending)`},
 		{[]string{"logs", "tj/mnist", "--all-replicas", "-f", "--max-log-requests", "3"}, "tj/mnist has 4 pods, more than --max-log-requests=3 to follow at once; raise it"},
-		{[]string{"logs", "missing"}, `no TensorFlowTrainingJob, PyTorchTrainingJob, XGBoostTrainingJob, GenericJob or MPIJob named "missing" in namespace "default"`},
-		{[]string{"logs", "svc/mnist"}, `"svc" is not a training job kind in "svc/mnist": use tj/NAME (tensorflowtrainingjobs), pj/NAME (pytorchtrainingjobs), xj/NAME (xgboosttrainingjobs), gj/NAME (genericjobs) or mj/NAME (mpijobs)`},
+		{[]string{"logs", "missing"}, "no " + everyKind() + " named " + `"missing" in namespace "default"`},
+		{[]string{"logs", "svc/mnist"}, `"svc" is not a training job kind in "svc/mnist": ` + "use " + everyKindRef()},
 	} {
 		err := f.run(tc.args...)
 		if err == nil || err.Error() != tc.wantErr {

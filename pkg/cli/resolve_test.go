@@ -70,10 +70,10 @@ func TestParseJobArgErrors(t *testing.T) {
 	for _, tc := range []struct {
 		arg, wantErr string
 	}{
-		{"deploy/x", `"deploy" is not a training job kind in "deploy/x": use tj/NAME (tensorflowtrainingjobs), pj/NAME (pytorchtrainingjobs), xj/NAME (xgboosttrainingjobs), gj/NAME (genericjobs) or mj/NAME (mpijobs)`},
+		{"deploy/x", `"deploy" is not a training job kind in "deploy/x": ` + "use " + everyKindRef()},
 		{"pj.apps/x", `"pj.apps" is not a training job kind`},
 		{"tensorflowtrainingjobs.kubeflow.org/x", `"tensorflowtrainingjobs.kubeflow.org" is not a training job kind`},
-		{"tj/", `"tj/" is not a job: name one as tj/NAME, pj/NAME, xj/NAME, gj/NAME, mj/NAME or NAME`},
+		{"tj/", `"tj/" is not a job: ` + "name one as " + everyShortRef()},
 		{"", `"" is not a job`},
 		{"tj/a/b", `"tj/a/b" is not a job`},
 		{"tj/Bad_Name", `"Bad_Name" is not a job name`},
@@ -109,7 +109,7 @@ func TestFindJob(t *testing.T) {
 	}
 
 	_, err = findJob(ctx, client, "default", "missing")
-	if want := `no TensorFlowTrainingJob, PyTorchTrainingJob, XGBoostTrainingJob, GenericJob or MPIJob named "missing" in namespace "default"`; !apierrors.IsNotFound(err) || err.Error() != want {
+	if want := "no " + everyKind() + " named " + `"missing" in namespace "default"`; !apierrors.IsNotFound(err) || err.Error() != want {
 		t.Errorf("missing name: error %v; want NotFound %q", err, want)
 	}
 

@@ -101,7 +101,7 @@ func TestErrorMessage(t *testing.T) {
 	for err, want := range map[error]string{
 		errors.New("bad flag"):                   "error: bad flag",
 		fmt.Errorf("getting pj/x: %w", notFound): `Error from server (NotFound): getting pj/x: pytorchtrainingjobs.batch.tensorstack.dev "x" not found`,
-		jobNotFound("x", "ns"):                   `Error from server (NotFound): no TensorFlowTrainingJob, PyTorchTrainingJob, XGBoostTrainingJob, GenericJob or MPIJob named "x" in namespace "ns"`,
+		jobNotFound("x", "ns"):                   `Error from server (NotFound): ` + "no " + everyKind() + " named " + `"x" in namespace "ns"`,
 	} {
 		if got := ErrorMessage(err); got != want {
 			t.Errorf("ErrorMessage(%v) = %q; want %q", err, got, want)

@@ -17,12 +17,14 @@ limitations under the License.
 package controller
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"k8s.io/component-base/metrics/testutil"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/jobclient"
 )
 
 func TestJobsCollector(t *testing.T) {
@@ -34,35 +36,21 @@ func TestJobsCollector(t *testing.T) {
 		newPyTorchJob("d").withReplicas("master", 1).withStatus(v1beta1.TrainingJobStatus{Phase: v1beta1.JobFailed}).obj(),
 		newPyTorchJob("e").withReplicas("master", 1).withStatus(v1beta1.TrainingJobStatus{Phase: v1beta1.JobPaused}).obj(),
 	)
-	want := `
-# HELP training_controller_jobs [ALPHA] Unfinished jobs in the controller's cache, by kind and phase (a job not yet reconciled counts as Pending); finished jobs are not cached.
-# TYPE training_controller_jobs gauge
-training_controller_jobs{kind="GenericJob",phase="Paused"} 0
-training_controller_jobs{kind="GenericJob",phase="Pending"} 0
-training_controller_jobs{kind="GenericJob",phase="Resuming"} 0
-training_controller_jobs{kind="GenericJob",phase="Running"} 0
-training_controller_jobs{kind="GenericJob",phase="Unknown"} 0
-training_controller_jobs{kind="MPIJob",phase="Paused"} 0
-training_controller_jobs{kind="MPIJob",phase="Pending"} 0
-training_controller_jobs{kind="MPIJob",phase="Resuming"} 0
-training_controller_jobs{kind="MPIJob",phase="Running"} 0
-training_controller_jobs{kind="MPIJob",phase="Unknown"} 0
-training_controller_jobs{kind="PyTorchTrainingJob",phase="Paused"} 1
-training_controller_jobs{kind="PyTorchTrainingJob",phase="Pending"} 0
-training_controller_jobs{kind="PyTorchTrainingJob",phase="Resuming"} 0
-training_controller_jobs{kind="PyTorchTrainingJob",phase="Running"} 0
-training_controller_jobs{kind="PyTorchTrainingJob",phase="Unknown"} 0
-training_controller_jobs{kind="TensorFlowTrainingJob",phase="Paused"} 0
-training_controller_jobs{kind="TensorFlowTrainingJob",phase="Pending"} 1
-training_controller_jobs{kind="TensorFlowTrainingJob",phase="Resuming"} 0
-training_controller_jobs{kind="TensorFlowTrainingJob",phase="Running"} 2
-training_controller_jobs{kind="TensorFlowTrainingJob",phase="Unknown"} 0
-training_controller_jobs{kind="XGBoostTrainingJob",phase="Paused"} 0
-training_controller_jobs{kind="XGBoostTrainingJob",phase="Pending"} 0
-training_controller_jobs{kind="XGBoostTrainingJob",phase="Resuming"} 0
-training_controller_jobs{kind="XGBoostTrainingJob",phase="Running"} 0
-training_controller_jobs{kind="XGBoostTrainingJob",phase="Unknown"} 0
-`
+	// Every kind the controller runs has a series of every cached phase,
+	// zero where it has no job; the fixture's jobs count where they are.
+	counts := map[string]int{
+		`kind="TensorFlowTrainingJob",phase="Running"`: 2,
+		`kind="TensorFlowTrainingJob",phase="Pending"`: 1,
+		`kind="PyTorchTrainingJob",phase="Paused"`:     1,
+	}
+	want := "\n# HELP training_controller_jobs [ALPHA] Unfinished jobs in the controller's cache, by kind and phase " +
+		"(a job not yet reconciled counts as Pending); finished jobs are not cached.\n# TYPE training_controller_jobs gauge\n"
+	for _, k := range jobclient.Kinds {
+		for _, p := range []string{"Paused", "Pending", "Resuming", "Running", "Unknown"} {
+			labels := fmt.Sprintf("kind=%q,phase=%q", k.Name, p)
+			want += fmt.Sprintf("training_controller_jobs{%s} %d\n", labels, counts[labels])
+		}
+	}
 	if err := testutil.CustomCollectAndCompare(f.c.JobsCollector(), strings.NewReader(want), "training_controller_jobs"); err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/podbuilder"
 	"tensorstack.dev/training/test/deploy/rbaccheck"
@@ -47,8 +48,13 @@ import (
 // OwnerReferencesPermissionEnforcement admission plugin runs: no request
 // uses it, so the audit log cannot show it; TestControllerRoleIsLeastPrivilege
 // shows it is needed another way.
-var finalizersResources = []string{"tensorflowtrainingjobs/finalizers", "pytorchtrainingjobs/finalizers",
-	"xgboosttrainingjobs/finalizers", "genericjobs/finalizers", "mpijobs/finalizers"}
+var finalizersResources = func() []string {
+	var out []string
+	for _, k := range batch.Kinds {
+		out = append(out, k.Resource+"/finalizers")
+	}
+	return out
+}()
 
 // TestControllerRoleIsLeastPrivilege drives the controller, running as its
 // ServiceAccount with the RBAC of artifacts/deploy/base, through everything

@@ -26,6 +26,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/test/e2e/framework"
 )
@@ -47,14 +48,9 @@ func TestKubectlAPIResources(t *testing.T) {
 		fields := strings.Fields(l)
 		rows[fields[0]] = fields
 	}
-	kinds := []struct{ resource, short, kind string }{
-		{"tensorflowtrainingjobs", "tj", "TensorFlowTrainingJob"},
-		{"pytorchtrainingjobs", "pj", "PyTorchTrainingJob"},
-		{"xgboosttrainingjobs", "xj", "XGBoostTrainingJob"},
-		{"genericjobs", "gj", "GenericJob"},
-		{"mpijobs", "mj", "MPIJob"},
-	}
-	for _, tc := range kinds {
+	// Every kind of the table, with its names as the table gives them.
+	for _, k := range batch.Kinds {
+		tc := struct{ resource, short, kind string }{k.Resource, k.ShortName, k.Kind}
 		row, ok := rows[tc.resource]
 		if !ok {
 			t.Errorf("api-resources does not list %s:\n%s", tc.resource, out)
@@ -77,8 +73,8 @@ func TestKubectlAPIResources(t *testing.T) {
 			t.Errorf("categories of %s = %q, want trainingjobs", tc.resource, row[6])
 		}
 	}
-	if len(rows) != len(kinds) {
-		t.Errorf("api-resources lists %d resources of the group, want %d:\n%s", len(rows), len(kinds), out)
+	if len(rows) != len(batch.Kinds) {
+		t.Errorf("api-resources lists %d resources of the group, want %d:\n%s", len(rows), len(batch.Kinds), out)
 	}
 }
 
