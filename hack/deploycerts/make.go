@@ -17,7 +17,6 @@ limitations under the License.
 package main
 
 import (
-	"crypto"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
@@ -91,7 +90,7 @@ func (m *maker) serving() error {
 	if why == "" {
 		m.log("keeping the serving certificate")
 	} else {
-		m.log("issuing the serving certificate (%s): %s", why, strings.Join(append(want.DNSNames, ipStrings(want)...), ", "))
+		m.log("issuing the serving certificate (%s): %s", why, strings.Join(m.servingHosts(), ", "))
 		if err := m.issue(filepath.Join(m.out, "tls"), ca, want); err != nil {
 			return fmt.Errorf("the serving certificate: %w", err)
 		}
@@ -100,22 +99,7 @@ func (m *maker) serving() error {
 	if err != nil {
 		return err
 	}
-	b64 := base64.StdEncoding.EncodeToString
-	secretYAML := fmt.Sprintf(`# Written by hack/deploy-certs.sh. Holds a private key: do not commit it.
-apiVersion: v1
-kind: Secret
-metadata:
-  name: %s
-  namespace: %s
-  labels:
-    app.kubernetes.io/name: training-apiserver
-    app.kubernetes.io/part-of: tensorstack-training
-type: kubernetes.io/tls
-data:
-  tls.crt: %s
-  tls.key: %s
-  ca.crt: %s
-`, secret, namespace, b64(files[0]), b64(files[1]), b64(files[2]))
+	secretYAML := tlsSecretYAML(secret, "app.kubernetes.io/name: training-apiserver", files[0], files[1], files[2])
 	caBundle := fmt.Sprintf(`# Written by hack/deploy-certs.sh: kube-apiserver trusts this CA, and only
 # this one, for %s.
 apiVersion: apiregistration.k8s.io/v1
@@ -124,7 +108,7 @@ metadata:
   name: %s
 spec:
   caBundle: %s
-`, apiService, apiService, b64(files[2]))
+`, apiService, apiService, base64.StdEncoding.EncodeToString(files[2]))
 	component := `# Written by hack/deploy-certs.sh: the serving certificate of
 # training-apiserver and the matching caBundle, as a kustomize Component.
 apiVersion: kustomize.config.k8s.io/v1alpha1
@@ -141,16 +125,43 @@ patches:
 	)
 }
 
-// servingRequest is what the serving certificate is for: the Service's
-// names, and the names given.
-func (m *maker) servingRequest() certs.Request {
-	hosts := []string{
+// tlsSecretYAML is a kubernetes.io/tls Secret of the installation's
+// namespace, with one more label when label ("key: value") is not empty.
+func tlsSecretYAML(name, label string, tlsCrt, tlsKey, caCrt []byte) string {
+	if label != "" {
+		label = "\n    " + label
+	}
+	b64 := base64.StdEncoding.EncodeToString
+	return fmt.Sprintf(`# Written by hack/deploy-certs.sh. Holds a private key: do not commit it.
+apiVersion: v1
+kind: Secret
+metadata:
+  name: %s
+  namespace: %s
+  labels:%s
+    app.kubernetes.io/part-of: tensorstack-training
+type: kubernetes.io/tls
+data:
+  tls.crt: %s
+  tls.key: %s
+  ca.crt: %s
+`, name, namespace, label, b64(tlsCrt), b64(tlsKey), b64(caCrt))
+}
+
+// servingHosts are the names the serving certificate is for: the Service's,
+// and the names given.
+func (m *maker) servingHosts() []string {
+	return append([]string{
 		service,
 		service + "." + namespace,
 		service + "." + namespace + ".svc",
 		service + "." + namespace + ".svc." + m.clusterDomain,
-	}
-	names, ips := certs.SplitHosts(append(hosts, m.sans...)...)
+	}, m.sans...)
+}
+
+// servingRequest is what the serving certificate is for.
+func (m *maker) servingRequest() certs.Request {
+	names, ips := certs.SplitHosts(m.servingHosts()...)
 	return certs.Request{
 		Subject:     pkix.Name{CommonName: service + "." + namespace + ".svc"},
 		DNSNames:    names,
@@ -180,7 +191,6 @@ func (m *maker) etcd() error {
 	if err != nil {
 		return err
 	}
-	b64 := base64.StdEncoding.EncodeToString
 	var secrets []string
 	for _, spec := range servingcert.DefaultEtcdConfig(namespace).Certificates() {
 		base := filepath.Join(dir, spec.Role)
@@ -199,20 +209,7 @@ func (m *maker) etcd() error {
 		if err != nil {
 			return err
 		}
-		secrets = append(secrets, fmt.Sprintf(`# Written by hack/deploy-certs.sh. Holds a private key: do not commit it.
-apiVersion: v1
-kind: Secret
-metadata:
-  name: %s
-  namespace: %s
-  labels:
-    app.kubernetes.io/part-of: tensorstack-training
-type: kubernetes.io/tls
-data:
-  tls.crt: %s
-  tls.key: %s
-  ca.crt: %s
-`, spec.Secret, namespace, b64(files[0]), b64(files[1]), b64(caPEM)))
+		secrets = append(secrets, tlsSecretYAML(spec.Secret, "", files[0], files[1], caPEM))
 	}
 	component := `# Written by hack/deploy-certs.sh: the etcd cluster's certificates, as a
 # kustomize Component.
@@ -260,23 +257,14 @@ func readCA(dir string, now time.Time) (*certs.CA, string) {
 	if err != nil {
 		return nil, "there is none"
 	}
-	read, err := certs.ParseCertificates(files[0])
-	if err != nil || len(read) == 0 {
-		return nil, "its certificate cannot be read"
-	}
-	key, err := certs.ParseKey(files[1])
+	ca, err := certs.ParseCA(files[0], files[1])
 	if err != nil {
-		return nil, "its key cannot be read"
+		return nil, err.Error()
 	}
-	cert := read[0]
-	public, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool })
-	if !cert.IsCA || !ok || !public.Equal(cert.PublicKey) {
-		return nil, "its certificate is not a CA's, or not its key's"
-	}
-	if !now.Add(renewWithin).Before(cert.NotAfter) {
+	if !now.Add(renewWithin).Before(ca.Cert.NotAfter) {
 		return nil, "it expires within 30 days"
 	}
-	return &certs.CA{Key: key, Cert: cert}, ""
+	return ca, ""
 }
 
 // whyIssue says why the certificate at base (.crt, .key) is issued anew,
@@ -327,12 +315,4 @@ func readFiles(dir string, names ...string) ([][]byte, error) {
 		out[i] = data
 	}
 	return out, nil
-}
-
-func ipStrings(r certs.Request) []string {
-	var out []string
-	for _, ip := range r.IPAddresses {
-		out = append(out, ip.String())
-	}
-	return out
 }

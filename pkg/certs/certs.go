@@ -34,6 +34,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -90,6 +91,33 @@ func NewCA(key crypto.Signer, subject pkix.Name, notBefore, notAfter time.Time) 
 		return nil, fmt.Errorf("creating the CA certificate %q: %w", subject.CommonName, err)
 	}
 	return &CA{Key: key, Cert: cert}, nil
+}
+
+// ParseCA reads a CA from PEM: the first certificate of certPEM, and the
+// key of keyPEM. It is an error when the certificate is not a CA's, or not
+// the key's.
+func ParseCA(certPEM, keyPEM []byte) (*CA, error) {
+	read, err := ParseCertificates(certPEM)
+	if err != nil {
+		return nil, err
+	}
+	if len(read) == 0 {
+		return nil, errors.New("no certificate in PEM")
+	}
+	key, err := ParseKey(keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	if !read[0].IsCA || !SamePublicKey(read[0].PublicKey, key.Public()) {
+		return nil, errors.New("the certificate is not a CA's, or not the key's")
+	}
+	return &CA{Key: key, Cert: read[0]}, nil
+}
+
+// SamePublicKey says whether a and b are the same public key.
+func SamePublicKey(a, b crypto.PublicKey) bool {
+	e, ok := a.(interface{ Equal(crypto.PublicKey) bool })
+	return ok && e.Equal(b)
 }
 
 // Request is what a certificate is for.

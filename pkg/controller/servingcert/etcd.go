@@ -276,7 +276,7 @@ func parseCA(data map[string][]byte, now time.Time) *ca {
 	}
 	a := &ca{key: key}
 	for _, cert := range read {
-		if cert.IsCA && samePublicKey(cert.PublicKey, key.Public()) && now.Before(cert.NotAfter) {
+		if cert.IsCA && certs.SamePublicKey(cert.PublicKey, key.Public()) && now.Before(cert.NotAfter) {
 			a.certs = append(a.certs, cert)
 		}
 	}
@@ -296,7 +296,7 @@ func newCA(key crypto.Signer, prev *ca, subject string, now time.Time, validity 
 		return nil, err
 	}
 	a := &ca{key: made.Key, certs: []*x509.Certificate{made.Cert}}
-	if prev != nil && samePublicKey(prev.key.Public(), made.Key.Public()) {
+	if prev != nil && certs.SamePublicKey(prev.key.Public(), made.Key.Public()) {
 		for _, c := range prev.certs {
 			if now.Before(c.NotAfter) {
 				a.certs = append(a.certs, c)
@@ -522,10 +522,4 @@ func (k *EtcdKeeper) Run(ctx context.Context) {
 
 func keyOf(namespace, name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: namespace, Name: name}
-}
-
-func samePublicKey(a, b crypto.PublicKey) bool {
-	type equaler interface{ Equal(crypto.PublicKey) bool }
-	e, ok := a.(equaler)
-	return ok && e.Equal(b)
 }

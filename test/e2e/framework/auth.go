@@ -64,19 +64,15 @@ func readCA(dir, name string) (*certs.CA, error) {
 	if err != nil {
 		return nil, err
 	}
-	read, err := certs.ParseCertificates(certPEM)
-	if err != nil || len(read) == 0 {
-		return nil, fmt.Errorf("%s.crt: no certificate (%v)", name, err)
-	}
 	keyPEM, err := os.ReadFile(filepath.Join(dir, name+".key"))
 	if err != nil {
 		return nil, err
 	}
-	key, err := certs.ParseKey(keyPEM)
+	ca, err := certs.ParseCA(certPEM, keyPEM)
 	if err != nil {
-		return nil, fmt.Errorf("%s.key: %w", name, err)
+		return nil, fmt.Errorf("CA %s in %s: %w", name, dir, err)
 	}
-	return &certs.CA{Key: key, Cert: read[0]}, nil
+	return ca, nil
 }
 
 // AnonymousHTTPClient is a plain HTTPS client that trusts the CA in caFile
