@@ -281,3 +281,32 @@ func TestWhyRenew(t *testing.T) {
 		})
 	}
 }
+
+// TestParseCA: a CA reads back from its PEM; a certificate that is not a
+// CA's, or not the key's, is refused.
+func TestParseCA(t *testing.T) {
+	now := time.Now()
+	ca, err := NewCA(nil, pkix.Name{CommonName: "ca"}, now.Add(-time.Hour), now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caKey := must(EncodeKey(ca.Key))
+	got, err := ParseCA(EncodeCertificates(ca.Cert), caKey)
+	if err != nil || !got.Cert.Equal(ca.Cert) || !SamePublicKey(got.Key.Public(), ca.Key.Public()) {
+		t.Fatalf("read back %v, %v", got, err)
+	}
+	leaf, err := ca.Issue(Request{Subject: pkix.Name{CommonName: "leaf"}, NotBefore: now, NotAfter: now.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := NewKey()
+	for name, pair := range map[string][2][]byte{
+		"a leaf certificate": {leaf.CertPEM, leaf.KeyPEM},
+		"another key":        {EncodeCertificates(ca.Cert), must(EncodeKey(other))},
+		"no certificate":     {nil, caKey},
+	} {
+		if _, err := ParseCA(pair[0], pair[1]); err == nil {
+			t.Errorf("%s: read as a CA", name)
+		}
+	}
+}
