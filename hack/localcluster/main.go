@@ -19,10 +19,11 @@ limitations under the License.
 // local-up and make local-down run those):
 //
 //	localcluster up [--foreground] [--retain] [--dry-run] [--real-nodes=N]
-//	localcluster run [--retain] [--real-nodes=N] -- CMD [ARGS...]
+//	localcluster run [--retain] [--keep] [--real-nodes=N] -- CMD [ARGS...]
 //	                                 start the stack, run CMD with its environment (KUBECONFIG, LOCAL_DIR and
 //	                                 every LOCAL_* setting), stop it; with --retain a stack whose CMD failed is
-//	                                 kept for inspection. Exits with CMD's exit code
+//	                                 kept for inspection, with --keep the stack is kept whatever CMD did. Exits
+//	                                 with CMD's exit code, or 1 when the real nodes left anything after the stop
 //	localcluster down
 //	localcluster restart [--stop|--start|--freeze|--thaw] COMPONENT
 //	localcluster env                 the running stack's settings, as shell assignments
