@@ -40,7 +40,7 @@ source "${HACK_DIR}/lib/local.sh"
 # shellcheck source=hack/lib/bench.sh
 source "${HACK_DIR}/lib/bench.sh"
 
-bench_refuse_running_stack
+refuse_running_stack
 bench_build bench-api ./test/bench/api
 kubeflow_crd tfjobs >/dev/null
 

@@ -64,7 +64,7 @@ source "${HACK_DIR}/lib/peer.sh"
 
 peer_setting training-operator
 
-bench_refuse_running_stack
+refuse_running_stack
 bench_build bench-controller ./test/bench/controller
 if [[ -n "${BENCH_PEER}" ]]; then
   peer_prepare TFJob

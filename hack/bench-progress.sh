@@ -32,7 +32,7 @@ source "${HACK_DIR}/lib/bench.sh"
 # shellcheck source=hack/lib/packages.sh
 source "${HACK_DIR}/lib/packages.sh"
 
-bench_refuse_running_stack
+refuse_running_stack
 bench_build bench-progress ./test/bench/progress
 
 # The stack for the length of the benchmark (localcluster run stops it whatever the benchmark did).

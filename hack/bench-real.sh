@@ -40,7 +40,7 @@ source "${HACK_DIR}/lib/packages.sh"
 if why="$(node_cannot_run)"; then
   die "the real node cannot run here: ${why}"
 fi
-bench_refuse_running_stack
+refuse_running_stack
 bench_build bench-real ./test/bench/real
 
 # The stack for the length of the benchmark (localcluster run stops it whatever the benchmark did); the benchmark

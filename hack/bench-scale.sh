@@ -61,7 +61,7 @@ source "${HACK_DIR}/lib/local.sh"
 # shellcheck source=hack/lib/bench.sh
 source "${HACK_DIR}/lib/bench.sh"
 
-bench_refuse_running_stack
+refuse_running_stack
 bench_build bench-scale ./test/bench/scale
 if ((BENCH_CRD)); then
   kubeflow_crd tfjobs >/dev/null

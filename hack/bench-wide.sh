@@ -65,7 +65,7 @@ wide_peer_kind() {
   esac
 }
 
-bench_refuse_running_stack
+refuse_running_stack
 bench_build bench-wide ./test/bench/wide
 for peer in "${BENCH_PEERS[@]}"; do
   peer_prepare "$(wide_peer_kind "${peer}")"

@@ -84,13 +84,9 @@ done
 source "${HACK_DIR}/lib/local.sh"
 # shellcheck source=hack/lib/packages.sh
 source "${HACK_DIR}/lib/packages.sh"
-# Installing Debian's packages stays here, in bash, beside the other scripts
-# that do: curl probes inside the nodes' namespaces; kube-proxy programs
-# iptables and clears conntrack entries.
+# The Debian packages the stack needs (hack/lib/packages.sh): installing them
+# stays in bash, beside the other scripts that do.
 if [[ " $* " != *" --dry-run "* ]]; then
-  require_packages "the local stack" curl:curl
-  if real_node_enabled && [[ -z "$(localcluster why-no-real-node)" ]]; then
-    require_packages "the real nodes" iptables:iptables conntrack:conntrack
-  fi
+  require_stack_packages
 fi
 localcluster up "$@"

@@ -22,16 +22,6 @@ JOBSET_BIN="${BIN_DIR}/jobset"
 # The module JobSet is built in, kept as a cache of its go.sum.
 JOBSET_BUILD_DIR="${OUTPUT_DIR}/jobset-build"
 
-# bench_refuse_running_stack: a stack someone else started is theirs; the
-# benchmarks start and stop their own.
-bench_refuse_running_stack() {
-  local running
-  running="$(running_components | tr '\n' ' ')"
-  if [[ -n "${running// /}" ]]; then
-    die "a local control plane is already running (${running% }); stop it first with hack/local-down.sh (make local-down)"
-  fi
-}
-
 # bench_build NAME PACKAGE: builds a benchmark program into BENCH_BIN_DIR,
 # before the stack starts (the build competes for the same CPUs).
 bench_build() {

@@ -106,6 +106,17 @@ running_components() {
   localcluster running
 }
 
+# refuse_running_stack: a stack someone else started is theirs. The scripts
+# that start one of their own (localcluster run) refuse before their setup,
+# as localcluster up would after it.
+refuse_running_stack() {
+  local running
+  running="$(running_components | tr '\n' ' ')"
+  if [[ -n "${running// /}" ]]; then
+    die "a local control plane is already running in ${LOCAL_DIR#"${REPO_ROOT}/"} (${running% }); stop it first with hack/local-down.sh (make local-down)"
+  fi
+}
+
 # component_pid NAME prints the pid of a running component, if any.
 component_pid() {
   local pid

@@ -38,3 +38,14 @@ require_packages() {
     die "apt-get install ${missing[*]} failed (log: ${apt_log})"
   fi
 }
+
+# require_stack_packages: what the local stack needs from Debian, for the
+# scripts that start one (hack/local-up.sh, localcluster run): curl, and
+# where its real nodes run, iptables and conntrack (kube-proxy programs
+# iptables and clears conntrack entries). Needs hack/lib/local.sh too.
+require_stack_packages() {
+  require_packages "the local stack" curl:curl
+  if real_node_enabled && [[ -z "$(localcluster why-no-real-node)" ]]; then
+    require_packages "the real nodes" iptables:iptables conntrack:conntrack
+  fi
+}
