@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# End-to-end tests: starts the local control plane (hack/local-up.sh), runs
-# go test ./test/e2e/..., and always stops the control plane again. Exits with
-# go test's exit code.
+# End-to-end tests: runs go test ./test/e2e/... on a local control plane of
+# its own (localcluster run, which always stops it again). Exits with go
+# test's exit code. What runs on the stack is this script again, with
+# --in-stack, as localcluster run's command.
 #
 # The tests get:
 #   KUBECONFIG       _output/local/kubeconfig (admin, system:masters)
@@ -19,7 +20,7 @@
 # TestRealNodeDashboard runs pkg/dashboard/ui/test/realnodes.test.mjs in
 # Debian's Chromium (installed here when run as root, as make test-dashboard
 # does). After the stack is down, it fails when the real nodes left anything on the
-# host (hack/localcluster leftovers).
+# host (localcluster run checks).
 # Extra go test flags: E2E_GO_TEST_FLAGS (e.g. "-run TestPause -v").
 # A whole run (no E2E_GO_TEST_FLAGS) leaves out TestEveryKindAtTheReplicaCapMakesSmallPods,
 # which make test-chaos runs alone on its stack, and runs the gang tests again
@@ -28,18 +29,21 @@
 set -euo pipefail
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# Kueue as v0.20 serves it (v1beta1 unserved: the controller must not need
-# it), with waitForPodsReady's timeout short enough for a test to pass it.
-export LOCAL_KUEUE_V1BETA1="${LOCAL_KUEUE_V1BETA1:-0}"
-export LOCAL_KUEUE_PODS_READY_TIMEOUT="${LOCAL_KUEUE_PODS_READY_TIMEOUT:-60s}"
-# A MultiKueue worker cluster beside the stack (internal/localcluster/multikueue.go), for
-# TestMultiKueue.
-export LOCAL_MULTIKUEUE="${LOCAL_MULTIKUEUE:-1}"
-# Kueue's management of jobs that name no queue, as an admin sets the
-# controller to match Kueue's Configuration, for the namespaces the tests of
-# test/e2e/kueue_failclosed_test.go label only; and a short recheck of
-# whether Kueue may be used, for the tests that take it away.
-export LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS="${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS:-} --manage-jobs-without-queue-name=true --managed-jobs-namespace-selector=e2e.tensorstack.dev/kueue-managed=true --queueing-recheck-period=2s"
+# The stack's settings (on the stack, --in-stack, the stack's own).
+if [[ "${1:-}" != --in-stack ]]; then
+  # Kueue as v0.20 serves it (v1beta1 unserved: the controller must not need
+  # it), with waitForPodsReady's timeout short enough for a test to pass it.
+  export LOCAL_KUEUE_V1BETA1="${LOCAL_KUEUE_V1BETA1:-0}"
+  export LOCAL_KUEUE_PODS_READY_TIMEOUT="${LOCAL_KUEUE_PODS_READY_TIMEOUT:-60s}"
+  # A MultiKueue worker cluster beside the stack (internal/localcluster/multikueue.go), for
+  # TestMultiKueue.
+  export LOCAL_MULTIKUEUE="${LOCAL_MULTIKUEUE:-1}"
+  # Kueue's management of jobs that name no queue, as an admin sets the
+  # controller to match Kueue's Configuration, for the namespaces the tests of
+  # test/e2e/kueue_failclosed_test.go label only; and a short recheck of
+  # whether Kueue may be used, for the tests that take it away.
+  export LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS="${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS:-} --manage-jobs-without-queue-name=true --managed-jobs-namespace-selector=e2e.tensorstack.dev/kueue-managed=true --queueing-recheck-period=2s"
+fi
 # shellcheck source=hack/lib/common.sh
 source "${HACK_DIR}/lib/common.sh"
 # shellcheck source=hack/lib/local.sh
@@ -51,40 +55,22 @@ source "${HACK_DIR}/lib/packages.sh"
 # shellcheck source=hack/lib/browser.sh
 source "${HACK_DIR}/lib/browser.sh"
 
-# A stack someone else started is theirs: refuse before the trap below
-# would stop it.
-running="$(running_components | tr '\n' ' ')"
-if [[ -n "${running// /}" ]]; then
-  die "a local control plane is already running (${running% }); stop it first with hack/local-down.sh (make local-down)"
+if [[ "${1:-}" != --in-stack ]]; then
+  refuse_running_stack
+  # TestRealNodeDashboard drives the dashboard in Chromium against a job on the
+  # real nodes.
+  require_browser "the dashboard's real-node browser test"
+  # Our components run as the ServiceAccounts of artifacts/deploy, so every
+  # scenario also shows the installation's RBAC is enough.
+  use_service_account_identities "${LOCAL_DIR}-identities"
+  require_stack_packages
+  localcluster run -- "${HACK_DIR}/test-e2e.sh" --in-stack
+  exit
 fi
 
-# shellcheck disable=SC2317 # invoked through the EXIT trap
-cleanup() {
-  local rc=$?
-  log "stopping the local control plane"
-  # local-down must leave nothing of the real node on the host.
-  if ! local_down_checked; then
-    rc=1
-  elif [[ "${LOCAL_REAL_NODE_RUNNING:-0}" == 1 ]]; then
-    log "hack/local-down.sh left no process, mount, network namespace, link, iptables rule, cgroup or sysctl of the real nodes"
-  fi
-  exit "${rc}"
-}
-trap cleanup EXIT
-
-# TestRealNodeDashboard drives the dashboard in Chromium against a job on the
-# real nodes.
-require_browser "the dashboard's real-node browser test"
-
-# Our components run as the ServiceAccounts of artifacts/deploy, so every
-# scenario also shows the installation's RBAC is enough.
-use_service_account_identities "${LOCAL_DIR}-identities"
-"${HACK_DIR}/local-up.sh"
-
+# On the stack, as localcluster run's command, with the stack's environment
+# (KUBECONFIG, LOCAL_DIR and its settings).
 cd "${REPO_ROOT}"
-
-load_settings
-export KUBECONFIG="${LOCAL_KUBECONFIG}"
 export KUBECTL="${BIN_DIR}/kubectl"
 export E2E_REPO_ROOT="${REPO_ROOT}"
 export E2E_LOCAL_DIR="${LOCAL_DIR}"

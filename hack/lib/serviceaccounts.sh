@@ -7,11 +7,12 @@
 
 # use_service_account_identities DIR
 # Writes a kubeconfig per component into DIR and exports the local-up
-# settings that use them. Sets SERVICE_ACCOUNT_AUDIT_LOG to the audit log.
+# settings that use them. Exports SERVICE_ACCOUNT_AUDIT_LOG, the audit log,
+# for the tests on the stack.
 use_service_account_identities() {
   local dir="$1"
   mkdir -p "${dir}"
-  SERVICE_ACCOUNT_AUDIT_LOG="${LOCAL_LOG_DIR}/kube-apiserver-audit.log"
+  export SERVICE_ACCOUNT_AUDIT_LOG="${LOCAL_LOG_DIR}/kube-apiserver-audit.log"
 
   local apiserver_kc="${dir}/training-apiserver.kubeconfig"
   local controller_kc="${dir}/training-controller-manager.kubeconfig"
