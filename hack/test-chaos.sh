@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The chaos suite: starts the local control plane (hack/local-up.sh) with the
+# The chaos suite: starts the local control plane (localcluster run) with the
 # training-apiserver on an etcd of its own (a separate process, so the suite
 # can freeze it) and kube-apiserver writing an audit log of the writes to
 # pods, jobs and the controller's Lease; runs (on a whole run) the e2e
 # suite's test of 1,000-replica jobs alone, then go test ./test/chaos/; always
 # stops the control plane, that etcd and the suite's extra
-# controller-managers again. Exits with go test's exit code.
+# controller-managers again. Exits with go test's exit code. What runs on the
+# stack is this script again, with --in-stack, as localcluster run's command.
 #
 # The test gets the environment of hack/test-e2e.sh (KUBECONFIG, KUBECTL,
 # E2E_REPO_ROOT, E2E_LOCAL_DIR, E2E_RESTART, E2E_FAKE_NODES, E2E_NODE_GPUS) and:
@@ -27,13 +28,8 @@ export LOCAL_REAL_NODE="${LOCAL_REAL_NODE:-0}"
 export LOCAL_DIR="${LOCAL_DIR:-${OUTPUT_DIR}/local-chaos}"
 # shellcheck source=hack/lib/local.sh
 source "${HACK_DIR}/lib/local.sh"
-
-# A stack someone else started is theirs: refuse before the trap below
-# would stop it.
-running="$(running_components | tr '\n' ' ')"
-if [[ -n "${running// /}" ]]; then
-  die "a local control plane is already running (${running% }); stop it first with hack/local-down.sh (make local-down)"
-fi
+# shellcheck source=hack/lib/packages.sh
+source "${HACK_DIR}/lib/packages.sh"
 
 CHAOS_DIR="${OUTPUT_DIR}/chaos"
 CHAOS_PID_DIR="${CHAOS_DIR}/pids"
@@ -53,23 +49,65 @@ resume_and_kill() {
   kill -KILL "${pid}" 2>/dev/null || true
 }
 
+# release_test_processes: whatever the test froze runs again, so that it can
+# be stopped, and the controller-managers it started are killed.
+release_test_processes() {
+  local f pid
+  for f in "${LOCAL_PID_DIR}/etcd.pid" "${LOCAL_PID_DIR}/kube-apiserver.pid" "${CHAOS_DIR}/training-etcd.pid"; do
+    pid="$(cat "${f}" 2>/dev/null)" || continue
+    if pid_alive "${pid}"; then
+      kill -CONT "${pid}" 2>/dev/null || true
+    fi
+  done
+  for f in "${CHAOS_PID_DIR}"/*.pid; do
+    if [[ -e "${f}" ]]; then
+      resume_and_kill "${f}"
+    fi
+  done
+}
+
+if [[ "${1:-}" == --in-stack ]]; then
+  # On the stack, as localcluster run's command, with the stack's environment
+  # (KUBECONFIG, LOCAL_DIR and its settings) and the variables exported below:
+  # before the stack stops, the test's processes are let go.
+  # shellcheck disable=SC2317 # invoked through the EXIT trap
+  trap release_test_processes EXIT
+  trap 'exit 130' INT TERM
+  cd "${REPO_ROOT}"
+  export KUBECTL="${BIN_DIR}/kubectl"
+  export E2E_REPO_ROOT="${REPO_ROOT}"
+  export E2E_LOCAL_DIR="${LOCAL_DIR}"
+  export E2E_RESTART="${HACK_DIR}/local-restart.sh"
+  export E2E_FAKE_NODES="${LOCAL_FAKE_NODES}"
+  export E2E_NODE_GPUS="${LOCAL_NODE_GPUS}"
+
+  # Word splitting of the extra flags is intended.
+  # shellcheck disable=SC2086
+  set -- ${CHAOS_GO_TEST_FLAGS:-}
+  rc=0
+  # On a whole run, first the e2e suite's test of 1,000-replica jobs of every
+  # kind, alone on this stack of kwok nodes while its controller-manager still
+  # runs (the chaos suite stops it): hack/test-e2e.sh leaves it out, as its
+  # 5,000 pods would hold back and slow that suite's other tests.
+  if [[ -z "${CHAOS_GO_TEST_FLAGS:-}" ]]; then
+    log "running the e2e suite's ${WIDE_E2E_TEST} on this stack"
+    go_test e2e-wide -count=1 -timeout 15m -run "${WIDE_E2E_TEST}" ./test/e2e/ || rc=$?
+    log "go test exited with ${rc}"
+    ((rc == 0)) || exit "${rc}"
+  fi
+  log "running go test ./test/chaos/ -v -count=1 -timeout 15m $*"
+  go_test chaos ./test/chaos/ -v -count=1 -timeout 15m "$@" || rc=$?
+  log "go test exited with ${rc}"
+  exit "${rc}"
+fi
+
+refuse_running_stack
 # shellcheck disable=SC2317 # invoked through the EXIT trap
 cleanup() {
-  local rc=$? f pid
+  local rc=$?
   trap '' INT TERM
-  # Whatever the test froze runs again, so that it can be stopped.
-  for f in "${LOCAL_PID_DIR}/etcd.pid" "${LOCAL_PID_DIR}/kube-apiserver.pid"; do
-    pid="$(cat "${f}" 2>/dev/null)" || continue
-    pid_alive "${pid}" && kill -CONT "${pid}" 2>/dev/null || true
-  done
-  if [[ -n "${etcd_pid}" ]] && pid_alive "${etcd_pid}"; then
-    kill -CONT "${etcd_pid}" 2>/dev/null || true
-  fi
-  for f in "${CHAOS_PID_DIR}"/*.pid; do
-    [[ -e "${f}" ]] && resume_and_kill "${f}"
-  done
-  log "stopping the local control plane"
-  "${HACK_DIR}/local-down.sh" || log "WARNING: hack/local-down.sh failed"
+  # The stack is stopped; what the test left of its own goes too.
+  release_test_processes
   if [[ -n "${etcd_pid}" ]] && pid_alive "${etcd_pid}"; then
     log "stopping the training-apiserver's etcd (pid ${etcd_pid})"
     stop_pid "training-etcd" "${etcd_pid}" 10
@@ -134,35 +172,7 @@ EOF
 CHAOS_AUDIT_LOG="${LOCAL_LOG_DIR}/kube-apiserver-audit.log"
 export LOCAL_APISERVER_EXTRA_ARGS="--audit-policy-file=${CHAOS_DIR}/audit-policy.yaml --audit-log-path=${CHAOS_AUDIT_LOG} --audit-log-format=json ${LOCAL_APISERVER_EXTRA_ARGS:-}"
 export LOCAL_TRAINING_APISERVER_EXTRA_ARGS="--etcd-servers=${CHAOS_TRAINING_ETCD_URL} ${LOCAL_TRAINING_APISERVER_EXTRA_ARGS:-}"
-"${HACK_DIR}/local-up.sh"
-
-cd "${REPO_ROOT}"
-load_settings
-export KUBECONFIG="${LOCAL_KUBECONFIG}"
-export KUBECTL="${BIN_DIR}/kubectl"
-export E2E_REPO_ROOT="${REPO_ROOT}"
-export E2E_LOCAL_DIR="${LOCAL_DIR}"
-export E2E_RESTART="${HACK_DIR}/local-restart.sh"
-export E2E_FAKE_NODES="${LOCAL_FAKE_NODES}"
-export E2E_NODE_GPUS="${LOCAL_NODE_GPUS}"
 export CHAOS_DIR CHAOS_TRAINING_ETCD_URL CHAOS_AUDIT_LOG
 export CHAOS_TRAINING_ETCD_PID="${etcd_pid}"
-
-# Word splitting of the extra flags is intended.
-# shellcheck disable=SC2086
-set -- ${CHAOS_GO_TEST_FLAGS:-}
-rc=0
-# On a whole run, first the e2e suite's test of 1,000-replica jobs of every
-# kind, alone on this stack of kwok nodes while its controller-manager still
-# runs (the chaos suite stops it): hack/test-e2e.sh leaves it out, as its
-# 5,000 pods would hold back and slow that suite's other tests.
-if [[ -z "${CHAOS_GO_TEST_FLAGS:-}" ]]; then
-  log "running the e2e suite's ${WIDE_E2E_TEST} on this stack"
-  go_test e2e-wide -count=1 -timeout 15m -run "${WIDE_E2E_TEST}" ./test/e2e/ || rc=$?
-  log "go test exited with ${rc}"
-  ((rc == 0)) || exit "${rc}"
-fi
-log "running go test ./test/chaos/ -v -count=1 -timeout 15m $*"
-go_test chaos ./test/chaos/ -v -count=1 -timeout 15m "$@" || rc=$?
-log "go test exited with ${rc}"
-exit "${rc}"
+require_stack_packages
+localcluster run -- "${HACK_DIR}/test-chaos.sh" --in-stack
