@@ -20,7 +20,7 @@
 #   --dry-run             print every command and file instead (no root needed)
 #
 # State, logs and the admin kubeconfig are under _output/local (wiped at each
-# start). Settings (environment; defaults in internal/localcluster/settings.go):
+# start). Settings (environment; defaults in internal/localcluster/spec/settings.go):
 #   LOCAL_ETCD_PORT=23790 LOCAL_ETCD_PEER_PORT=23791 LOCAL_APISERVER_PORT=16443
 #   LOCAL_KCM_PORT=16257 LOCAL_SCHEDULER_PORT=16259 LOCAL_SCHEDULER_PLUGINS_PORT=16261
 #   LOCAL_KWOK_PORT=16247 LOCAL_KUEUE_WEBHOOK_PORT=16263 LOCAL_KUEUE_METRICS_PORT=16264

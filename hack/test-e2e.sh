@@ -35,7 +35,7 @@ if [[ "${1:-}" != --in-stack ]]; then
   # it), with waitForPodsReady's timeout short enough for a test to pass it.
   export LOCAL_KUEUE_V1BETA1="${LOCAL_KUEUE_V1BETA1:-0}"
   export LOCAL_KUEUE_PODS_READY_TIMEOUT="${LOCAL_KUEUE_PODS_READY_TIMEOUT:-60s}"
-  # A MultiKueue worker cluster beside the stack (internal/localcluster/multikueue.go), for
+  # A MultiKueue worker cluster beside the stack (internal/localcluster/spec/stack.go), for
   # TestMultiKueue.
   export LOCAL_MULTIKUEUE="${LOCAL_MULTIKUEUE:-1}"
   # Kueue's management of jobs that name no queue, as an admin sets the

@@ -45,7 +45,7 @@ KWOK_VERSION="v0.8.0"
 SCHEDULER_PLUGINS_VERSION="v0.32.7"
 # sigs.k8s.io/kueue: job queueing and quota (ClusterQueue, LocalQueue, Workload) of the local stack.
 KUEUE_VERSION="v0.19.2"
-# The real nodes of the local stack (hack/build-node-binaries.sh, internal/localcluster/node.go).
+# The real nodes of the local stack (hack/build-node-binaries.sh, internal/localcluster/spec/nodes.go).
 CONTAINERD_VERSION="v2.3.4"
 RUNC_VERSION="v1.4.3"
 COREDNS_VERSION="v1.13.1"

@@ -53,7 +53,7 @@ localcluster() {
 }
 
 # The settings: from the environment, with the program's defaults for what
-# is unset (the one table of them is internal/localcluster/settings.go).
+# is unset (the one table of them is internal/localcluster/spec/settings.go).
 eval "$(localcluster settings)"
 
 # load_settings replaces them with the running stack's (state.json), if one

@@ -186,7 +186,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			if !ok {
 				return fmt.Errorf("%q: want NAME=VALUE", kv)
 			}
-			if err := c.Settings.Set(name, value); err != nil {
+			if err := c.Config.Settings.Set(name, value); err != nil {
 				return err
 			}
 		}
@@ -282,13 +282,13 @@ func up(ctx context.Context, paths localcluster.Paths, args []string, stdout, st
 	if !*dryRun {
 		c = withoutUnbuilt(c, host)
 	}
-	if len(c.Nodes) > 0 && !*dryRun {
+	if len(c.Config.Nodes) > 0 && !*dryRun {
 		if why := localcluster.RealNodesAllowed(); why != "" {
 			host.Logf("no real node: %s; starting with kwok nodes only (LOCAL_REAL_NODE=0 says so quietly)", why)
-			c = localcluster.New(c.Settings, c.Paths, host, 0)
+			c = localcluster.New(c.Config.Settings, c.Config.Paths, host, 0)
 		} else if missing := c.NodeBinariesMissing(); len(missing) > 0 {
 			host.Logf("no real node: not built (%s); run hack/build-node-binaries.sh (make node); starting with kwok nodes only", strings.Join(missing, " "))
-			c = localcluster.New(c.Settings, c.Paths, host, 0)
+			c = localcluster.New(c.Config.Settings, c.Config.Paths, host, 0)
 		}
 		c.Retain = *retain
 	}
@@ -341,7 +341,7 @@ func up(ctx context.Context, paths localcluster.Paths, args []string, stdout, st
 // what the stack needs (hack/build-test-binaries.sh --stack), and says here
 // how to add the rest.
 func withoutUnbuilt(c *localcluster.Cluster, h localcluster.Host) *localcluster.Cluster {
-	s := c.Settings
+	s := c.Config.Settings
 	for _, opt := range []struct {
 		setting, binary, what string
 		on                    *bool
@@ -352,22 +352,22 @@ func withoutUnbuilt(c *localcluster.Cluster, h localcluster.Host) *localcluster.
 		if _, asked := os.LookupEnv(opt.setting); asked || !*opt.on {
 			continue
 		}
-		if info, err := os.Stat(filepath.Join(c.Paths.Bin, opt.binary)); err == nil && !info.IsDir() {
+		if info, err := os.Stat(filepath.Join(c.Config.Paths.Bin, opt.binary)); err == nil && !info.IsDir() {
 			continue
 		}
 		h.Logf("%s: not built yet, so not started; %s=1 make run builds and starts it (make test-binaries builds everything)", opt.what, opt.setting)
 		*opt.on = false
 	}
-	if s.Kueue == c.Settings.Kueue && s.SchedulerPlugins == c.Settings.SchedulerPlugins {
+	if s.Kueue == c.Config.Settings.Kueue && s.SchedulerPlugins == c.Config.Settings.SchedulerPlugins {
 		return c
 	}
-	out := localcluster.New(s, c.Paths, h, len(c.Nodes))
+	out := localcluster.New(s, c.Config.Paths, h, len(c.Config.Nodes))
 	out.Retain = c.Retain
 	return out
 }
 
 func summary(c *localcluster.Cluster) string {
-	s := c.Settings
+	s := c.Config.Settings
 	onOff := func(b bool) string {
 		if b {
 			return "on"
@@ -375,7 +375,7 @@ func summary(c *localcluster.Cluster) string {
 		return "off"
 	}
 	return fmt.Sprintf("training components %s; Workload API %s, scheduler-plugins %s, kueue %s; %d real node(s), %d kwok nodes",
-		onOff(s.Training()), onOff(s.GangWorkload), onOff(s.SchedulerPlugins), onOff(s.Kueue), len(c.Nodes), s.FakeNodes)
+		onOff(s.Training()), onOff(s.GangWorkload), onOff(s.SchedulerPlugins), onOff(s.Kueue), len(c.Config.Nodes), s.FakeNodes)
 }
 
 func rel(base, path string) string {

@@ -176,7 +176,7 @@ func (s *realStack) Stop() ([]string, error) {
 	if err := stop(context.Background(), c); err != nil {
 		return nil, err
 	}
-	if len(c.Nodes) == 0 {
+	if len(c.Config.Nodes) == 0 {
 		return nil, nil
 	}
 	left := c.Leftovers()

@@ -14,18 +14,20 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package localcluster is the local stack of hack/local-up.sh: a control
+// Package localcluster runs the local stack of hack/local-up.sh: a control
 // plane on 127.0.0.1 (etcd, kube-apiserver, kube-controller-manager,
 // kube-scheduler, the optional second scheduler and Kueue, kwok with fake
 // nodes, our apiserver and controller-manager) and, where the machine allows,
 // real nodes.
 //
-// A component is a value (Component): binary, flags, ports, health check, log
-// file and what it starts after. Up runs a list of steps (write the PKI and
-// configuration, start a component, apply manifests, bring up a node) and
-// tears down what it started when one fails, unless asked to retain it; Down
-// stops everything in reverse. Every effect on the machine goes through a
-// Host, so a dry run prints each command and file instead, and golden tests
+// What the stack is lives in package spec, as data: each component's
+// process, its steps (apply files, write files, run a command, hold a node's
+// namespace ...), its readiness checks and what it comes after. This package
+// carries them out. Cluster brings the stack up (every component whose After
+// list is ready starts at once), down in reverse, restarts or freezes one
+// process, and supervises them; the runner does a step or asks a probe
+// through the Host, the only thing that acts on the machine. A dry run
+// (DryRunHost) prints each step and each effect instead, and golden tests
 // compare that output without root.
 //
 // The settings a stack was started with, and what it runs, are one typed

@@ -30,6 +30,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"tensorstack.dev/training/internal/localcluster/spec"
 )
 
 // Command is a program to run to completion.
@@ -45,11 +47,11 @@ type Command struct {
 func (c Command) String() string {
 	var b strings.Builder
 	for _, e := range c.Env {
-		b.WriteString(shellQuote(e) + " ")
+		b.WriteString(spec.ShellQuote(e) + " ")
 	}
-	b.WriteString(shellQuote(c.Path))
+	b.WriteString(spec.ShellQuote(c.Path))
 	for _, a := range c.Args {
-		b.WriteString(" " + shellQuote(a))
+		b.WriteString(" " + spec.ShellQuote(a))
 	}
 	return b.String()
 }
@@ -91,6 +93,9 @@ type Host interface {
 	Logf(format string, args ...any)
 	// DryRun says whether effects are only printed.
 	DryRun() bool
+	// Step says which step of a component the effects that follow carry
+	// out: a dry run prints it, the machine has the effects to show.
+	Step(component string, step fmt.Stringer)
 
 	// ReadPID is the pid a pid file records, 0 when there is none.
 	ReadPID(file string) int
@@ -116,6 +121,8 @@ type RealHost struct {
 }
 
 func (h *RealHost) DryRun() bool { return false }
+
+func (h *RealHost) Step(string, fmt.Stringer) {}
 
 func (h *RealHost) Logf(format string, args ...any) {
 	h.mu.Lock()
@@ -250,17 +257,21 @@ type DryRunHost struct {
 
 func (h *DryRunHost) DryRun() bool { return true }
 
+func (h *DryRunHost) Step(component string, step fmt.Stringer) {
+	fmt.Fprintf(h.Out, "step %s: %s\n", component, step)
+}
+
 func (h *DryRunHost) Logf(format string, args ...any) {
 	fmt.Fprintf(h.Out, "# %s\n", fmt.Sprintf(format, args...))
 }
 
 func (h *DryRunHost) MkdirAll(dir string, _ os.FileMode) error {
-	fmt.Fprintf(h.Out, "mkdir -p %s\n", shellQuote(dir))
+	fmt.Fprintf(h.Out, "mkdir -p %s\n", spec.ShellQuote(dir))
 	return nil
 }
 
 func (h *DryRunHost) WriteFile(path string, data []byte, perm os.FileMode) error {
-	fmt.Fprintf(h.Out, "write %s (%04o)", shellQuote(path), perm)
+	fmt.Fprintf(h.Out, "write %s (%04o)", spec.ShellQuote(path), perm)
 	if secretFile(path) {
 		fmt.Fprintf(h.Out, " [%s]\n", "key material, not shown")
 		return nil
@@ -274,7 +285,7 @@ func (h *DryRunHost) WriteFile(path string, data []byte, perm os.FileMode) error
 }
 
 func (h *DryRunHost) RemoveAll(path string) error {
-	fmt.Fprintf(h.Out, "rm -rf %s\n", shellQuote(path))
+	fmt.Fprintf(h.Out, "rm -rf %s\n", spec.ShellQuote(path))
 	return nil
 }
 
@@ -291,7 +302,7 @@ func (h *DryRunHost) Run(_ context.Context, c Command) ([]byte, error) {
 const firstDryRunPID = 1000
 
 func (h *DryRunHost) Start(p Process) (int, error) {
-	fmt.Fprintf(h.Out, "start %s: %s >>%s 2>&1 &\n", p.Name, Command{Path: p.Path, Args: p.Args, Env: p.Env}, shellQuote(p.LogFile))
+	fmt.Fprintf(h.Out, "start %s: %s >>%s 2>&1 &\n", p.Name, Command{Path: p.Path, Args: p.Args, Env: p.Env}, spec.ShellQuote(p.LogFile))
 	if h.pids == nil {
 		h.pids, h.running = map[string]int{}, map[int]Process{}
 	}
@@ -326,7 +337,7 @@ func (h *DryRunHost) Stop(name string, pid int, timeout time.Duration) {
 }
 
 func (h *DryRunHost) Remove(path string) error {
-	fmt.Fprintf(h.Out, "rm -f %s\n", shellQuote(path))
+	fmt.Fprintf(h.Out, "rm -f %s\n", spec.ShellQuote(path))
 	return nil
 }
 
@@ -346,23 +357,6 @@ func (h *DryRunHost) Wait(_ context.Context, c Check, timeout time.Duration, _ f
 func secretFile(path string) bool {
 	return strings.HasSuffix(path, ".key") || strings.HasSuffix(path, ".crt") ||
 		strings.HasSuffix(path, ".pub") || strings.HasSuffix(path, "kubeconfig")
-}
-
-func shellQuote(s string) string {
-	if s == "" {
-		return "''"
-	}
-	safe := true
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,@%+", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func lastLines(s string, n int) string {

@@ -31,7 +31,10 @@ import (
 // kubeClient reads the stack's API as the admin, for readiness checks; the
 // stack changes the cluster only through kubectl, so a dry run shows it.
 type kubeClient struct {
-	c    *Cluster
+	server string
+	// ca, cert and key are the PKI files of the admin's client.
+	ca, cert, key string
+
 	once sync.Once
 	http *http.Client
 	err  error
@@ -39,7 +42,7 @@ type kubeClient struct {
 
 func (k *kubeClient) client() (*http.Client, error) {
 	k.once.Do(func() {
-		k.http, k.err = tlsClient(k.c.pki("ca.crt"), k.c.pki("admin.crt"), k.c.pki("admin.key"))
+		k.http, k.err = tlsClient(k.ca, k.cert, k.key)
 	})
 	return k.http, k.err
 }
@@ -74,26 +77,12 @@ func (k *kubeClient) get(ctx context.Context, path string) (map[string]any, erro
 	if err != nil {
 		return nil, err
 	}
-	body, err := httpGet(ctx, hc, k.c.server()+path)
+	body, err := httpGet(ctx, hc, k.server+path)
 	if err != nil {
 		return nil, err
 	}
 	var obj map[string]any
 	return obj, json.Unmarshal(body, &obj)
-}
-
-// conditionTrue holds when the object at path has condition cond True.
-func (k *kubeClient) conditionTrue(path, cond string) func(context.Context) error {
-	return func(ctx context.Context) error {
-		obj, err := k.get(ctx, path)
-		if err != nil {
-			return err
-		}
-		if conditionStatus(obj, cond) != "True" {
-			return fmt.Errorf("%s is not %s", path, cond)
-		}
-		return nil
-	}
 }
 
 func conditionStatus(obj map[string]any, cond string) string {
@@ -144,20 +133,3 @@ func httpGet(ctx context.Context, hc *http.Client, url string) ([]byte, error) {
 	}
 	return body, nil
 }
-
-// probeURL is a check that url answers 2xx; client is made on first use
-// (the certificates exist only once the stack's files are written).
-func probeURL(url string, client func() (*http.Client, error)) func(context.Context) error {
-	return func(ctx context.Context) error {
-		hc, err := client()
-		if err != nil {
-			return err
-		}
-		_, err = httpGet(ctx, hc, url)
-		return err
-	}
-}
-
-func plainHTTP() (*http.Client, error) { return http.DefaultClient, nil }
-
-func insecureHTTPS() (*http.Client, error) { return tlsClient("", "", "") }

@@ -20,116 +20,77 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"reflect"
+	"path/filepath"
 	"strings"
+
+	"tensorstack.dev/training/internal/localcluster/spec"
 )
 
-// MultiKueue on the local stack (LOCAL_MULTIKUEUE=1): a second stack beside
-// this one is the worker cluster Kueue dispatches to. It is a stack like any
-// other (its own control plane, Kueue, kwok nodes, our components), in the
-// directory DIR-worker on ports multiKueuePortOffset above this stack's, with
-// no real node and no second scheduler; it stops with this stack.
-const (
-	multiKueuePortOffset   = 100
-	multiKueueWorkerSecret = "multikueue-worker"
-)
+// worker is the MultiKueue worker stack, writing its progress into this
+// stack's log directory.
+func (r *runner) worker() (*Cluster, func(), error) {
+	wc := r.cfg.MultiKueueWorkerConfig()
+	if r.host.DryRun() {
+		return New(wc.Settings, wc.Paths, r.host, 0), func() {}, nil
+	}
+	if err := os.MkdirAll(r.cfg.Paths.Logs(), 0o755); err != nil {
+		return nil, nil, err
+	}
+	f, err := os.OpenFile(r.cfg.Paths.LogFile("multikueue-worker"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	return New(wc.Settings, wc.Paths, &RealHost{Out: f}, 0), func() { f.Close() }, nil
+}
 
-func (c *Cluster) multiKueueWorkerDir() string { return c.Paths.Dir + "-worker" }
-
-// multiKueueWorkerCluster describes the worker stack.
-func (c *Cluster) multiKueueWorkerCluster(h Host) *Cluster {
-	s := c.Settings
-	_ = settingFields(&s, func(name, _ string, field reflect.Value) error {
-		if isPortSetting(name) {
-			field.SetInt(field.Int() + multiKueuePortOffset)
+// startMultiKueueWorker starts the worker stack and connects Kueue to it.
+func (r *runner) startMultiKueueWorker(ctx context.Context) error {
+	worker, done, err := r.worker()
+	if err != nil {
+		return err
+	}
+	defer done()
+	repo, log := r.cfg.Paths.Repo, r.cfg.Paths.LogFile("multikueue-worker")
+	r.host.Logf("starting the MultiKueue worker: a second stack in %s (ports +%d; log: %s)",
+		relTo(repo, worker.Config.Paths.Dir), spec.MultiKueuePortOffset, relTo(repo, log))
+	if err := worker.Up(ctx); err != nil {
+		return fmt.Errorf("the MultiKueue worker stack did not start (log: %s): %w", log, err)
+	}
+	if err := worker.steps.apply(ctx, spec.Apply{Files: []string{r.cfg.Paths.Hack() + "/multikueue/worker.yaml"}}); err != nil {
+		return err
+	}
+	r.host.Logf("connecting Kueue to the worker: Secret %s/%s, MultiKueueCluster worker, AdmissionCheck multikueue, LocalQueue default/multikueue-queue",
+		spec.KueueNamespace, spec.MultiKueueWorkerSecret)
+	// The worker's kubeconfig carries its certificates inline, as
+	// MultiKueue requires.
+	kubeconfig := []byte("<" + filepath.Base(worker.Config.Paths.Kubeconfig()) + ">")
+	if !r.host.DryRun() {
+		if kubeconfig, err = os.ReadFile(worker.Config.Paths.Kubeconfig()); err != nil {
+			return err
 		}
-		return nil
-	})
-	s.MultiKueue, s.RealNode, s.SchedulerPlugins, s.FakeNodes = false, false, false, 4
-	// The extra flags (service-account identities, audit logs) are this
-	// stack's alone.
-	s.APIServerExtraArgs, s.TrainingAPIServerExtraArgs, s.TrainingControllerManagerExtraArgs = nil, nil, nil
-	p := c.Paths
-	p.Dir, p.Persist = c.multiKueueWorkerDir(), c.multiKueueWorkerDir()+"-persist"
-	return New(s, p, h, 0)
+	}
+	secret := fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  namespace: %s\nstringData:\n  kubeconfig: |\n%s",
+		spec.MultiKueueWorkerSecret, spec.KueueNamespace, indent(string(kubeconfig), "    "))
+	if err := r.kubectl(ctx, []byte(secret), "apply", "-f", "-"); err != nil {
+		return err
+	}
+	return r.apply(ctx, spec.Apply{Files: []string{r.cfg.ConfigFile("multikueue-manager.yaml")}})
 }
 
-// workerHost writes the worker's progress into this stack's log directory.
-func (c *Cluster) workerHost() (Host, func(), error) {
-	if c.Host.DryRun() {
-		return c.Host, func() {}, nil
-	}
-	if err := os.MkdirAll(c.Paths.Logs(), 0o755); err != nil {
-		return nil, nil, err
-	}
-	f, err := os.OpenFile(c.Paths.LogFile("multikueue-worker"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+// stopMultiKueueWorker stops the worker stack, if one runs.
+func (r *runner) stopMultiKueueWorker(ctx context.Context) {
+	worker, done, err := r.worker()
 	if err != nil {
-		return nil, nil, err
-	}
-	return &RealHost{Out: f}, func() { f.Close() }, nil
-}
-
-func (c *Cluster) multiKueueWorker() *Component {
-	return &Component{
-		Name: "multikueue-worker",
-		Do: func(ctx context.Context) error {
-			h, done, err := c.workerHost()
-			if err != nil {
-				return err
-			}
-			defer done()
-			worker := c.multiKueueWorkerCluster(h)
-			c.Host.Logf("starting the MultiKueue worker: a second stack in %s (ports +%d; log: %s)",
-				relTo(c.Paths.Repo, worker.Paths.Dir), multiKueuePortOffset, relTo(c.Paths.Repo, c.Paths.LogFile("multikueue-worker")))
-			if err := worker.Up(ctx); err != nil {
-				return fmt.Errorf("the MultiKueue worker stack did not start (log: %s): %w", c.Paths.LogFile("multikueue-worker"), err)
-			}
-			if err := worker.apply(ctx, c.Paths.Hack()+"/multikueue/worker.yaml"); err != nil {
-				return err
-			}
-			c.Host.Logf("connecting Kueue to the worker: Secret %s/%s, MultiKueueCluster worker, AdmissionCheck multikueue, LocalQueue default/multikueue-queue",
-				kueueNamespace, multiKueueWorkerSecret)
-			// The worker's kubeconfig carries its certificates inline, as
-			// MultiKueue requires.
-			kubeconfig, err := c.readOrPlaceholder(worker.Paths.Kubeconfig())
-			if err != nil {
-				return err
-			}
-			secret := fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  namespace: %s\nstringData:\n  kubeconfig: |\n%s",
-				multiKueueWorkerSecret, kueueNamespace, indent(string(kubeconfig), "    "))
-			if err := c.kubectl(ctx, []byte(secret), "apply", "-f", "-"); err != nil {
-				return err
-			}
-			return c.apply(ctx, c.config("multikueue-manager.yaml"))
-		},
-		Ready: []Check{{
-			What: "MultiKueueCluster worker Active and ClusterQueue multikueue-cluster-queue Active",
-			Probe: func(ctx context.Context) error {
-				if err := c.kube.conditionTrue("/apis/kueue.x-k8s.io/v1beta2/multikueueclusters/worker", "Active")(ctx); err != nil {
-					return err
-				}
-				return c.kube.conditionTrue("/apis/kueue.x-k8s.io/v1beta2/clusterqueues/multikueue-cluster-queue", "Active")(ctx)
-			},
-		}},
-		After: []string{"kueue-queues", "training-roles"},
-	}
-}
-
-// multiKueueWorkerDown stops the worker stack, if one runs.
-func (c *Cluster) multiKueueWorkerDown(ctx context.Context) {
-	h, done, err := c.workerHost()
-	if err != nil {
-		c.Host.Logf("WARNING: %v", err)
+		r.host.Logf("WARNING: %v", err)
 		return
 	}
 	defer done()
-	worker := c.multiKueueWorkerCluster(h)
-	if c.Host.DryRun() || len(worker.Running()) == 0 {
+	if r.host.DryRun() || len(worker.Running()) == 0 {
 		return
 	}
-	c.Host.Logf("stopping the MultiKueue worker stack (%s)", relTo(c.Paths.Repo, worker.Paths.Dir))
+	r.host.Logf("stopping the MultiKueue worker stack (%s)", relTo(r.cfg.Paths.Repo, worker.Config.Paths.Dir))
 	if err := worker.Down(ctx); err != nil {
-		c.Host.Logf("WARNING: stopping the MultiKueue worker failed: %v", err)
+		r.host.Logf("WARNING: stopping the MultiKueue worker failed: %v", err)
 	}
 }
 

@@ -21,6 +21,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"tensorstack.dev/training/internal/localcluster/spec"
 )
 
 // TestProcessSeenRightAfterStart: a component's process is its own from
@@ -36,16 +38,16 @@ func TestProcessSeenRightAfterStart(t *testing.T) {
 		t.Skip("no /bin/sh")
 	}
 	for i := 0; i < 100; i++ {
-		comp := &Component{Name: "sleeper", Binary: sh, Args: []string{"-c", "sleep 30", dir + "/marker"}}
-		if _, err := h.Start(comp.process(c.Paths)); err != nil {
+		comp := &spec.Component{Name: "sleeper", Binary: sh, Args: []string{"-c", "sleep 30", dir + "/marker"}}
+		if _, err := h.Start(c.steps.process(comp)); err != nil {
 			t.Fatal(err)
 		}
-		pid := c.pid(comp)
+		pid := c.procs.pid(comp)
 		if pid == 0 {
 			t.Fatalf("start %d: the process just started is not seen as the component's", i)
 		}
 		_ = killPID(pid)
-		if c.pid(comp) != 0 {
+		if c.procs.pid(comp) != 0 {
 			t.Fatalf("start %d: a killed process is still seen", i)
 		}
 	}
@@ -61,27 +63,27 @@ func TestSuperviseLeavesHeldProcesses(t *testing.T) {
 	if err != nil {
 		t.Skip("no /bin/sh")
 	}
-	procs := map[string]*Component{}
+	procs := map[string]*spec.Component{}
 	for _, name := range []string{"a", "b"} {
-		comp := &Component{Name: name, Binary: sh, Args: []string{"-c", "sleep 30", dir + "/" + name}}
-		if _, err := h.Start(comp.process(c.Paths)); err != nil {
+		comp := &spec.Component{Name: name, Binary: sh, Args: []string{"-c", "sleep 30", dir + "/" + name}}
+		if _, err := h.Start(c.steps.process(comp)); err != nil {
 			t.Fatal(err)
 		}
 		procs[name] = comp
-		t.Cleanup(func() { _ = killPID(readPID(c.Paths.PIDFile(name))) })
+		t.Cleanup(func() { _ = killPID(readPID(c.Config.Paths.PIDFile(name))) })
 	}
-	if err := c.checkProcesses(procs); err != nil {
+	if err := c.procs.checkExited(procs); err != nil {
 		t.Fatalf("both run: %v", err)
 	}
-	if err := h.WriteFile(c.heldFile("a"), []byte("held\n"), 0o644); err != nil {
+	if err := h.WriteFile(c.procs.heldFile("a"), []byte("held\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_ = killPID(c.pid(procs["a"]))
-	if err := c.checkProcesses(procs); err != nil {
+	_ = killPID(c.procs.pid(procs["a"]))
+	if err := c.procs.checkExited(procs); err != nil {
 		t.Errorf("a stopped on purpose: %v", err)
 	}
-	_ = killPID(c.pid(procs["b"]))
-	if err := c.checkProcesses(procs); err == nil || !strings.Contains(err.Error(), "b exited unexpectedly") {
+	_ = killPID(c.procs.pid(procs["b"]))
+	if err := c.procs.checkExited(procs); err == nil || !strings.Contains(err.Error(), "b exited unexpectedly") {
 		t.Errorf("b exited: error %v, want it named", err)
 	}
 }

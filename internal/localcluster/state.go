@@ -22,6 +22,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"tensorstack.dev/training/internal/localcluster/spec"
 )
 
 // stateVersion changes when State changes incompatibly.
@@ -57,9 +59,9 @@ func (s *State) RealNodes() int { return len(s.Nodes) }
 
 // SaveState writes the stack's state file.
 func (c *Cluster) SaveState() error {
-	st := State{Version: stateVersion, Dir: c.Paths.Dir, Settings: c.Settings}
-	for _, n := range c.Nodes {
-		st.Nodes = append(st.Nodes, n.Info())
+	st := State{Version: stateVersion, Dir: c.Config.Paths.Dir, Settings: c.Config.Settings}
+	for _, n := range c.Config.Nodes {
+		st.Nodes = append(st.Nodes, NodeInfo{Name: n.Name, IP: n.IP, PodCIDR: n.PodCIDR, NetNS: n.NetNS, Zone: n.Zone, Rack: n.Rack})
 	}
 	all, err := c.Components()
 	if err != nil {
@@ -72,7 +74,7 @@ func (c *Cluster) SaveState() error {
 	if err != nil {
 		return err
 	}
-	return c.Host.WriteFile(c.Paths.State(), append(data, '\n'), 0o644)
+	return c.Host.WriteFile(c.Config.Paths.State(), append(data, '\n'), 0o644)
 }
 
 // Load reads the state of the stack in dir.
@@ -101,7 +103,7 @@ func (s *State) ShellEnv() string {
 	var b strings.Builder
 	for _, kv := range s.Environ() {
 		name, value, _ := strings.Cut(kv, "=")
-		fmt.Fprintf(&b, "%s=%s\n", name, shellQuote(value))
+		fmt.Fprintf(&b, "%s=%s\n", name, spec.ShellQuote(value))
 	}
 	return b.String()
 }
@@ -119,14 +121,4 @@ func (s *State) Environ() []string {
 	}
 	return append(env, fmt.Sprintf("LOCAL_REAL_NODES_RUNNING=%d", len(s.Nodes)),
 		fmt.Sprintf("LOCAL_REAL_NODE_RUNNING=%d", running), "LOCAL_REAL_NODE_NAMES="+strings.Join(names, " "))
-}
-
-// ShellAssignments prints the settings as shell assignments, quoted.
-func (s *Settings) ShellAssignments() string {
-	var b strings.Builder
-	for _, kv := range s.Env() {
-		name, value, _ := strings.Cut(kv, "=")
-		fmt.Fprintf(&b, "%s=%s\n", name, shellQuote(value))
-	}
-	return b.String()
 }

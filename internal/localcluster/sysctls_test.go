@@ -20,6 +20,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"tensorstack.dev/training/internal/localcluster/spec"
 )
 
 // Two stacks side by side share the machine's sysctls: the second records the machine's values that the first
@@ -29,11 +31,11 @@ func TestSysctlHoldsAreShared(t *testing.T) {
 	sysctlsDir = t.TempDir()
 	t.Cleanup(func() { sysctlsDir = saved })
 
-	first := &Cluster{Paths: Paths{Dir: "/stacks/e2e"}}
-	second := &Cluster{Paths: Paths{Dir: "/stacks/install"}}
+	first := nodeHost{cfg: spec.Config{Paths: Paths{Dir: "/stacks/e2e"}}}
+	second := nodeHost{cfg: spec.Config{Paths: Paths{Dir: "/stacks/install"}}}
 	// The host's current values: were the first stop to restore them after all, the host would not change.
 	var original string
-	for _, name := range nodeSysctls {
+	for _, name := range spec.NodeSysctls {
 		value, err := execOutput("sysctl", "-n", name)
 		if err != nil {
 			t.Skipf("sysctl -n %s: %v", name, err)
@@ -79,7 +81,7 @@ func TestRestoreWithoutHoldIsNothing(t *testing.T) {
 	saved := sysctlsDir
 	sysctlsDir = filepath.Join(t.TempDir(), "absent")
 	t.Cleanup(func() { sysctlsDir = saved })
-	if err := (&Cluster{Paths: Paths{Dir: "/stacks/kwok-only"}}).restoreSysctls(); err != nil {
+	if err := (nodeHost{cfg: spec.Config{Paths: Paths{Dir: "/stacks/kwok-only"}}}).restoreSysctls(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(sysctlsDir); !os.IsNotExist(err) {

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package localcluster
+package spec
 
 import (
 	"fmt"
@@ -228,8 +228,8 @@ func (s *Settings) Validate() error {
 	if s.Timeout < 1 {
 		errs = append(errs, fmt.Sprintf("LOCAL_TIMEOUT=%d: at least 1 second", s.Timeout))
 	}
-	if s.RealNodes > maxRealNodes {
-		errs = append(errs, fmt.Sprintf("LOCAL_REAL_NODES=%d: at most %d", s.RealNodes, maxRealNodes))
+	if s.RealNodes > MaxRealNodes {
+		errs = append(errs, fmt.Sprintf("LOCAL_REAL_NODES=%d: at most %d", s.RealNodes, MaxRealNodes))
 	}
 	for _, kv := range s.TrainingAPIServerEnv {
 		if !strings.Contains(kv, "=") {
@@ -274,3 +274,31 @@ func (s *Settings) Training() bool { return !s.SkipTraining }
 // MultiKueueOn: a MultiKueue worker stack runs beside this one; it needs
 // Kueue and our components.
 func (s *Settings) MultiKueueOn() bool { return s.MultiKueue && s.Kueue && s.Training() }
+
+// ShellAssignments prints the settings as shell assignments, quoted.
+func (s *Settings) ShellAssignments() string {
+	var b strings.Builder
+	for _, kv := range s.Env() {
+		name, value, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&b, "%s=%s\n", name, ShellQuote(value))
+	}
+	return b.String()
+}
+
+// ShellQuote quotes s for a POSIX shell, leaving it as it is when safe.
+func ShellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,@%+", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

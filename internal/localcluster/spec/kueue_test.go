@@ -14,11 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package localcluster
+package spec
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -307,16 +306,16 @@ func TestKueueFilterWebhooks(t *testing.T) {
 // kueueFixture is a trimmed copy of Kueue v0.19.2's manifests.
 func kueueFixture(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("testdata", "modules", "kueue"))
+	dir, err := filepath.Abs(filepath.Join("..", "testdata", "modules", "kueue"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return dir
 }
 
-// kueueTestCluster is a dry-run stack with the default settings, changed
-// by edit, reading Kueue's manifests from module.
-func kueueTestCluster(t *testing.T, module string, edit func(*Settings)) (*Cluster, *bytes.Buffer) {
+// kueueTestConfig is a stack with the default settings, changed by edit,
+// reading Kueue's manifests from module.
+func kueueTestConfig(t *testing.T, module string, edit func(*Settings)) Config {
 	t.Helper()
 	s, err := SettingsFromEnv(func(string) (string, bool) { return "", false })
 	if err != nil {
@@ -325,32 +324,26 @@ func kueueTestCluster(t *testing.T, module string, edit func(*Settings)) (*Clust
 	if edit != nil {
 		edit(&s)
 	}
-	repo, err := filepath.Abs(filepath.Join("..", ".."))
+	repo, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := DefaultPaths(repo, filepath.Join(t.TempDir(), "local"))
 	p.Modules.Kueue = module
-	var out bytes.Buffer
-	return New(s, p, &DryRunHost{Out: &out}, 0), &out
+	return NewConfig(s, p, 0)
 }
 
-// dryRunFiles collects what a DryRunHost wrote, by path and mode.
-func dryRunFiles(out string) map[string]string {
-	files := map[string]string{}
-	lines := strings.SplitAfter(out, "\n")
-	for i := 0; i < len(lines); i++ {
-		header, ok := strings.CutPrefix(lines[i], "write ")
-		if !ok || !strings.HasSuffix(header, " <<EOF\n") {
-			continue
+// byPath is the files' contents by path, each checked to be a 0644 file.
+func byPath(t *testing.T, files []File) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, f := range files {
+		if f.Dir || f.Mode != 0o644 {
+			t.Errorf("%s: a directory or mode %04o, want a file of 0644", f.Path, f.Mode)
 		}
-		var b strings.Builder
-		for i++; i < len(lines) && lines[i] != "EOF\n"; i++ {
-			b.WriteString(lines[i])
-		}
-		files[strings.TrimSuffix(header, " <<EOF\n")] = b.String()
+		out[f.Path] = string(f.Data)
 	}
-	return files
+	return out
 }
 
 // section is the part of doc from the first line that is from up to the
@@ -392,17 +385,18 @@ func TestKueueFiles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, out := kueueTestCluster(t, module, tt.edit)
+			c := kueueTestConfig(t, module, tt.edit)
 			s := &c.Settings
-			if err := c.kueueFiles(); err != nil {
+			written, err := c.kueueFiles(FileSystem{})
+			if err != nil {
 				t.Fatal(err)
 			}
-			files := dryRunFiles(out.String())
+			files := byPath(t, written)
 			get := func(name string) string {
 				t.Helper()
-				data, ok := files[shellQuote(c.config(name))+" (0644)"]
+				data, ok := files[c.ConfigFile(name)]
 				if !ok {
-					t.Fatalf("%s was not written (0644); written: %v", name, sortedKeys(files))
+					t.Fatalf("%s was not written (0644); %d files were", name, len(files))
 				}
 				return data
 			}
@@ -411,9 +405,9 @@ func TestKueueFiles(t *testing.T) {
 				wantFiles++
 			}
 			if len(files) != wantFiles {
-				t.Errorf("wrote %d files, want %d: %v", len(files), wantFiles, sortedKeys(files))
+				t.Errorf("wrote %d files, want %d", len(files), wantFiles)
 			}
-			port := c.port(s.KueueWebhookPort)
+			webhook := port(s.KueueWebhookPort)
 			noPlaceholder := func(name, data string) {
 				t.Helper()
 				for _, p := range []string{"@HEALTH_PORT@", "@METRICS_PORT@", "@WEBHOOK_PORT@", "@CERT_DIR@",
@@ -427,9 +421,9 @@ func TestKueueFiles(t *testing.T) {
 			config := get("kueue.yaml")
 			noPlaceholder("kueue.yaml", config)
 			for _, want := range []string{
-				"  healthProbeBindAddress: 127.0.0.1:" + c.port(s.KueueHealthPort) + "\n",
-				"  bindAddress: 127.0.0.1:" + c.port(s.KueueMetricsPort) + "\n",
-				"  port: " + port + "\n",
+				"  healthProbeBindAddress: 127.0.0.1:" + port(s.KueueHealthPort) + "\n",
+				"  bindAddress: 127.0.0.1:" + port(s.KueueMetricsPort) + "\n",
+				"  port: " + webhook + "\n",
 				"  certDir: " + c.Paths.Dir + "/kueue/certs\n",
 				"  timeout: " + s.KueuePodsReadyTimeout + "\n",
 			} {
@@ -440,8 +434,8 @@ func TestKueueFiles(t *testing.T) {
 
 			system := get("kueue-system.yaml")
 			noPlaceholder("kueue-system.yaml", system)
-			if !strings.Contains(system, "    port: "+port+"\n    protocol: TCP\n    targetPort: "+port+"\n") {
-				t.Errorf("kueue-system.yaml: the Service does not name port %s:\n%s", port, system)
+			if !strings.Contains(system, "    port: "+webhook+"\n    protocol: TCP\n    targetPort: "+webhook+"\n") {
+				t.Errorf("kueue-system.yaml: the Service does not name port %s:\n%s", webhook, system)
 			}
 
 			crds := get("kueue-crds.yaml")
@@ -450,7 +444,7 @@ func TestKueueFiles(t *testing.T) {
 			}
 			conversion := "spec:\n  conversion:\n    strategy: Webhook\n    webhook:\n      clientConfig:\n        service:\n" +
 				"          namespace: kueue-system\n          name: kueue-webhook-service\n          path: /convert\n" +
-				"          port: " + port + "\n      conversionReviewVersions:\n      - v1\n  group: kueue.x-k8s.io\n"
+				"          port: " + webhook + "\n      conversionReviewVersions:\n      - v1\n  group: kueue.x-k8s.io\n"
 			for _, name := range kueueConversionCRDs {
 				if crd := section(crds, "  name: "+name+".kueue.x-k8s.io\n"); !strings.Contains(crd, conversion) {
 					t.Errorf("CRD %s lacks the conversion webhook:\n%s", name, crd)
@@ -494,8 +488,8 @@ func TestKueueFiles(t *testing.T) {
 			if n := strings.Count(webhooks, service); n != len(kueueWebhooks) {
 				t.Errorf("kueue-webhooks.yaml: %d webhooks name Kueue's Service, want %d", n, len(kueueWebhooks))
 			}
-			if n := strings.Count(webhooks, "\n      port: "+port+"\n"); n != len(kueueWebhooks) {
-				t.Errorf("kueue-webhooks.yaml: %d webhooks name port %s, want %d", n, port, len(kueueWebhooks))
+			if n := strings.Count(webhooks, "\n      port: "+webhook+"\n"); n != len(kueueWebhooks) {
+				t.Errorf("kueue-webhooks.yaml: %d webhooks name port %s, want %d", n, webhook, len(kueueWebhooks))
 			}
 
 			quotas := "      - name: cpu\n        nominalQuota: \"" + tt.cpu + "\"\n" +
@@ -588,89 +582,75 @@ func TestKueueFilesErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, out := kueueTestCluster(t, tt.module(t), nil)
-			err := c.kueueFiles()
+			c := kueueTestConfig(t, tt.module(t), nil)
+			files, err := c.kueueFiles(FileSystem{})
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("kueueFiles: err %v, want one containing %q", err, tt.wantErr)
 			}
 			// Nothing is written from a module that fails the checks.
-			if files := dryRunFiles(out.String()); len(files) != 0 {
-				t.Errorf("wrote %v", sortedKeys(files))
+			if len(files) != 0 {
+				t.Errorf("would write %d files", len(files))
 			}
 		})
 	}
 }
 
 func TestKueueComponents(t *testing.T) {
-	c, out := kueueTestCluster(t, "/go/pkg/mod/sigs.k8s.io/kueue@v0.19.2", nil)
-	ctx := context.Background()
-	kubectl := Command{Path: c.bin("kubectl"), Args: []string{"--kubeconfig=" + c.Paths.Kubeconfig(), "--cache-dir=" + c.Paths.Dir + "/kubectl-cache"}}.String() + " "
-	q := shellQuote
+	c := kueueTestConfig(t, "/go/pkg/mod/sigs.k8s.io/kueue@v0.19.2", nil)
 
-	install := c.kueueInstall()
+	install := KueueInstall(c)
 	if install.Name != "kueue-install" || install.IsProcess() || !reflect.DeepEqual(install.After, []string{"kube-apiserver"}) {
 		t.Errorf("kueue-install: %+v", install)
 	}
-	if err := install.Do(ctx); err != nil {
-		t.Fatal(err)
+	wantSteps := []Step{
+		Log{"installing Kueue v0.19.2: namespace kueue-system, Service kueue-webhook-service (ExternalName 127.0.0.1:16263), CRDs kueue.x-k8s.io, webhook configurations"},
+		Apply{Files: []string{c.ConfigFile("kueue-system.yaml")}},
+		Apply{Files: []string{c.ConfigFile("kueue-crds.yaml")}, ServerSide: true},
+		Apply{Files: []string{c.ConfigFile("kueue-webhooks.yaml")}, ServerSide: true},
 	}
-	want := "# installing Kueue v0.19.2: namespace kueue-system, Service kueue-webhook-service (ExternalName 127.0.0.1:16263), CRDs kueue.x-k8s.io, webhook configurations\n" +
-		kubectl + "apply -f " + q(c.config("kueue-system.yaml")) + "\n" +
-		kubectl + "apply --server-side --force-conflicts -f " + q(c.config("kueue-crds.yaml")) + "\n" +
-		kubectl + "apply --server-side --force-conflicts -f " + q(c.config("kueue-webhooks.yaml")) + "\n"
-	if out.String() != want {
-		t.Errorf("kueue-install does:\n%s\nwant:\n%s", out, want)
+	if !reflect.DeepEqual(install.Steps, wantSteps) {
+		t.Errorf("kueue-install steps:\n%v\nwant:\n%v", install.Steps, wantSteps)
 	}
-	if len(install.Ready) != 1 || install.Ready[0].What != "CRDs kueue.x-k8s.io Established" {
-		t.Errorf("kueue-install checks %+v", install.Ready)
+	wantChecks := []Check{{What: "CRDs kueue.x-k8s.io Established", Probe: CRDsEstablished{Group: "kueue.x-k8s.io", CRDsFile: c.ConfigFile("kueue-crds.yaml")}}}
+	if !reflect.DeepEqual(install.Ready, wantChecks) {
+		t.Errorf("kueue-install checks %+v, want %+v", install.Ready, wantChecks)
 	}
 
-	k := c.kueue()
-	if k.Name != "kueue" || k.Binary != c.bin("kueue") || !k.Restartable || !reflect.DeepEqual(k.After, []string{"kueue-install"}) {
+	k := Kueue(c)
+	if k.Name != "kueue" || k.Binary != c.Bin("kueue") || !k.Restartable || !reflect.DeepEqual(k.After, []string{"kueue-install"}) {
 		t.Errorf("kueue: %+v", k)
 	}
-	if want := []string{"--config=" + c.config("kueue.yaml"), "--kubeconfig=" + c.pki("kueue.kubeconfig")}; !reflect.DeepEqual(k.Args, want) {
+	if want := []string{"--config=" + c.ConfigFile("kueue.yaml"), "--kubeconfig=" + c.PKI("kueue.kubeconfig")}; !reflect.DeepEqual(k.Args, want) {
 		t.Errorf("kueue args %q, want %q", k.Args, want)
 	}
 	wantPorts := []Port{{"LOCAL_KUEUE_WEBHOOK_PORT", 16263}, {"LOCAL_KUEUE_METRICS_PORT", 16264}, {"LOCAL_KUEUE_HEALTH_PORT", 16265}}
 	if !reflect.DeepEqual(k.Ports, wantPorts) {
 		t.Errorf("kueue ports %v, want %v", k.Ports, wantPorts)
 	}
-	var checks []string
-	for _, check := range k.Ready {
-		checks = append(checks, check.What)
+	wantChecks = []Check{
+		{What: "Kueue's webhook certificate in kueue-system/kueue-webhook-server-cert",
+			Probe: SecretCopied{Namespace: "kueue-system", Name: "kueue-webhook-server-cert", Dir: c.Paths.Dir + "/kueue/certs"}},
+		{What: "kueue /readyz on 127.0.0.1:16265", Probe: GetURL{URL: "http://127.0.0.1:16265/readyz"}},
+		{What: "Kueue's webhooks (a dry-run ClusterQueue through kube-apiserver)", Probe: ServerDryRun{Manifest: kueueWebhookProbe}},
 	}
-	wantChecks := []string{
-		"Kueue's webhook certificate in kueue-system/kueue-webhook-server-cert",
-		"kueue /readyz on 127.0.0.1:16265",
-		"Kueue's webhooks (a dry-run ClusterQueue through kube-apiserver)",
-	}
-	if !reflect.DeepEqual(checks, wantChecks) {
-		t.Fatalf("kueue checks %q, want %q", checks, wantChecks)
-	}
-	out.Reset()
-	if err := k.Ready[2].Probe(ctx); err != nil {
-		t.Fatal(err)
-	}
-	want = kubectl + "create --dry-run=server -o name -f - <<EOF\n" + kueueWebhookProbe + "EOF\n"
-	if out.String() != want {
-		t.Errorf("the webhook check runs:\n%s\nwant:\n%s", out, want)
+	if !reflect.DeepEqual(k.Ready, wantChecks) {
+		t.Errorf("kueue checks:\n%+v\nwant:\n%+v", k.Ready, wantChecks)
 	}
 
-	queues := c.kueueQueues()
+	queues := KueueQueues(c)
 	if queues.Name != "kueue-queues" || queues.IsProcess() || !reflect.DeepEqual(queues.After, []string{"kueue"}) {
 		t.Errorf("kueue-queues: %+v", queues)
 	}
-	out.Reset()
-	if err := queues.Do(ctx); err != nil {
-		t.Fatal(err)
+	wantSteps = []Step{
+		Log{"creating Kueue's ResourceFlavor default-flavor, ClusterQueue cluster-queue (nvidia.com/gpu 8) and LocalQueue default/user-queue"},
+		Apply{Files: []string{c.ConfigFile("kueue-queues.yaml")}},
 	}
-	want = "# creating Kueue's ResourceFlavor default-flavor, ClusterQueue cluster-queue (nvidia.com/gpu 8) and LocalQueue default/user-queue\n" +
-		kubectl + "apply -f " + q(c.config("kueue-queues.yaml")) + "\n"
-	if out.String() != want {
-		t.Errorf("kueue-queues does:\n%s\nwant:\n%s", out, want)
+	if !reflect.DeepEqual(queues.Steps, wantSteps) {
+		t.Errorf("kueue-queues steps:\n%v\nwant:\n%v", queues.Steps, wantSteps)
 	}
-	if len(queues.Ready) != 1 || queues.Ready[0].What != "ClusterQueue cluster-queue Active" {
-		t.Errorf("kueue-queues checks %+v", queues.Ready)
+	wantChecks = []Check{{What: "ClusterQueue cluster-queue Active",
+		Probe: ConditionTrue{Path: "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/cluster-queue", Type: "Active"}}}
+	if !reflect.DeepEqual(queues.Ready, wantChecks) {
+		t.Errorf("kueue-queues checks %+v, want %+v", queues.Ready, wantChecks)
 	}
 }

@@ -14,10 +14,9 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package localcluster
+package spec
 
 import (
-	"context"
 	"fmt"
 	"time"
 )
@@ -28,20 +27,20 @@ type Port struct {
 	Port    int
 }
 
-// Component is one part of the stack: a process (Binary set) or a step
-// (Do set) such as applying manifests, or both absent for a pure check.
-// The loop in Up starts a component once every component it comes After is
-// ready, then waits for its checks; Down stops the processes in reverse.
+// Component is one part of the stack, as data: a process (Binary set), the
+// steps that come before it, the checks that say it is ready, and the steps
+// that undo what it made. The loop in localcluster.Cluster.Up starts a
+// component once every component it comes After is ready; Down stops the
+// processes in reverse. Nothing here acts: the Host runs the steps.
 type Component struct {
 	Name string
-	// The process: its binary and flags, extra environment, and the command
-	// it runs under (nsenter into a node's namespaces), if any.
+	// The process: its binary and flags and extra environment.
 	Binary string
 	Args   []string
 	Env    []string
-	// Wrap, when set, is evaluated at start: a node's mount namespace is
-	// known only once its holder runs.
-	Wrap func() []string
+	// Namespace, when set, runs the process inside a real node's network
+	// and mount namespaces.
+	Namespace *Namespace
 	// Home is the directory its arguments name, which tells its process
 	// from another's of the same binary (another node's); the stack's
 	// directory when empty.
@@ -49,19 +48,19 @@ type Component struct {
 	Ports []Port
 	// StopTimeout is how long SIGTERM has before SIGKILL.
 	StopTimeout time.Duration
-	// Do is a step's work.
-	Do func(ctx context.Context) error
+	// Steps run, in order, before the process starts.
+	Steps []Step
 	// Ready holds once the component serves.
 	Ready []Check
 	// After names the components that must be ready first.
 	After []string
-	// Teardown undoes what a step made on the machine (a node's namespaces);
-	// it runs on the way down, in reverse order, and must be safe to run
-	// when nothing was made.
-	Teardown func(ctx context.Context) error
 	// BeforeStop runs on the way down before its process is stopped (a
 	// node's containerd empties its store of containers first).
-	BeforeStop func()
+	BeforeStop []Step
+	// Teardown undoes what the steps made on the machine (a node's
+	// namespaces); it runs on the way down, in reverse order, and must be
+	// safe to run when nothing was made.
+	Teardown []Step
 	// Restartable: the component can be stopped and started alone.
 	Restartable bool
 }
@@ -69,23 +68,22 @@ type Component struct {
 // IsProcess says whether the component runs a process.
 func (c *Component) IsProcess() bool { return c.Binary != "" }
 
-func (c *Component) process(p Paths) Process {
-	path, args := c.Binary, c.Args
-	if c.Wrap != nil {
-		wrap := c.Wrap()
-		path, args = wrap[0], append(append(append([]string{}, wrap[1:]...), c.Binary), c.Args...)
-	}
-	return Process{Name: c.Name, Path: path, Args: args, Env: c.Env, LogFile: p.LogFile(c.Name), PIDFile: p.PIDFile(c.Name)}
+// Namespace is a real node's pair of namespaces: the network namespace by
+// name, the mount namespace by the process that holds it, whose pid is known
+// only once it runs.
+type Namespace struct {
+	NetNS string
+	// Holder names the holder's component (for a dry run's stand-in pid)
+	// and HolderPIDFile where its pid is.
+	Holder        string
+	HolderPIDFile string
 }
 
-// runs says whether pid is this component's process: it runs the binary
-// (or, for a moment after the start, the wrapper that execs it in place)
-// with an argument under dir, the stack's or the node's directory.
-func (c *Component) runs(h Host, pid int, dir string) bool {
-	if c.Wrap != nil && h.Runs(pid, nsenterPath(), dir) {
-		return true
-	}
-	return h.Runs(pid, c.Binary, dir)
+// Check is a readiness probe: What says it in a progress line, Probe is
+// what the host checks until it holds.
+type Check struct {
+	What  string
+	Probe Probe
 }
 
 // order sorts components so each comes after those it names in After,

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package localcluster
+package spec
 
 import (
 	"bufio"
@@ -116,22 +116,4 @@ func requiredVersion(gomod, module string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s does not require %s", gomod, module)
-}
-
-// ensureModule downloads a module the module cache lacks (a binary built
-// elsewhere), from the tools module that pins it.
-func ensureModule(repo, tool, module, dir string) error {
-	if fileExists(dir) {
-		return nil
-	}
-	cmd := exec.Command("go", "mod", "download", module)
-	cmd.Dir = filepath.Join(repo, "hack", "tools", tool)
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("downloading %s: %w: %s", module, err, out)
-	}
-	if !fileExists(dir) {
-		return fmt.Errorf("%s is not in the module cache at %s", module, dir)
-	}
-	return nil
 }

@@ -14,10 +14,9 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package localcluster
+package spec
 
 import (
-	"io"
 	"strings"
 	"testing"
 )
@@ -100,46 +99,6 @@ func TestOrder(t *testing.T) {
 	if _, err := order([]*Component{{Name: "x", After: []string{"y"}}, {Name: "y", After: []string{"x"}}}); err == nil || !strings.Contains(err.Error(), "cycle") {
 		t.Errorf("cycle: %v", err)
 	}
-}
-
-func TestStateRoundTrip(t *testing.T) {
-	dir := t.TempDir()
-	s, err := SettingsFromEnv(env(map[string]string{"LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS": "--x='a b'"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := New(s, Paths{Repo: dir, Dir: dir}, &RealHost{Out: io.Discard}, 2)
-	if err := c.SaveState(); err != nil {
-		t.Fatal(err)
-	}
-	st, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.RealNodes() != 2 || st.Nodes[1].Name != "real-node2" || st.Nodes[1].PodCIDR != "10.244.1.0/24" || st.Nodes[1].Rack != "real-rack-1" {
-		t.Errorf("nodes = %+v", st.Nodes)
-	}
-	if st.Components[0] != "files" || !contains(st.Components, "kubelet-real-node2") {
-		t.Errorf("components = %v", st.Components)
-	}
-	sh := st.ShellEnv()
-	for _, want := range []string{"LOCAL_REAL_NODES_RUNNING=2\n", "LOCAL_REAL_NODE_RUNNING=1\n", `LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS='--x='\''a b'\'''`} {
-		if !strings.Contains(sh, want) {
-			t.Errorf("shell environment lacks %q:\n%s", want, sh)
-		}
-	}
-	if _, err := Load(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no local stack") {
-		t.Errorf("Load of an empty directory: %v", err)
-	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func TestPortOffsetMovesTheDefaultPortsOnly(t *testing.T) {

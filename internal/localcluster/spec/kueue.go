@@ -14,14 +14,11 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package localcluster
+package spec
 
 import (
 	"bytes"
-	"context"
-	"encoding/base64"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -73,7 +70,7 @@ spec:
 
 // kueueRelease names Kueue with the version of its module directory
 // (sigs.k8s.io/kueue@VERSION in the module cache), for progress lines.
-func (c *Cluster) kueueRelease() string {
+func (c Config) kueueRelease() string {
 	if _, version, ok := strings.Cut(filepath.Base(c.Paths.Modules.Kueue), "@"); ok {
 		return "Kueue " + version
 	}
@@ -82,84 +79,71 @@ func (c *Cluster) kueueRelease() string {
 
 // kueueCertDir is Kueue's certDir: in a pod the kubelet mounts the Secret
 // there; here kueueSyncCerts copies it.
-func (c *Cluster) kueueCertDir() string { return c.dir("kueue/certs") }
+func (c Config) kueueCertDir() string { return c.dir("kueue/certs") }
 
 // kueueFiles writes Kueue's configuration, the objects it needs before it
 // starts, its CRDs with the conversion webhook, the registered subset of its
 // webhook configurations and the example queues into the config directory.
-func (c *Cluster) kueueFiles() error {
+func (c Config) kueueFiles(src Source) ([]File, error) {
 	s := &c.Settings
 	module := c.Paths.Modules.Kueue
-	// A kueue binary built elsewhere leaves the module out of this cache.
-	if err := ensureModule(c.Paths.Repo, "kueue", "sigs.k8s.io/kueue", module); err != nil {
-		return err
-	}
 	bases := filepath.Join(module, "config", "components", "crd", "bases")
-	if info, err := os.Stat(bases); err != nil || !info.IsDir() {
-		return fmt.Errorf("no Kueue module at %s (it lacks config/components/crd/bases); run make test-binaries", module)
+	if !src.IsDir(bases) {
+		return nil, fmt.Errorf("no Kueue module at %s (it lacks config/components/crd/bases); run make test-binaries", module)
 	}
 	port := strconv.Itoa(s.KueueWebhookPort)
 
-	config, err := c.readHack("kueue/kueue-config.yaml")
+	config, err := c.readHack(src, "kueue/kueue-config.yaml")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if config, err = kueueConfiguration(config, s, c.kueueCertDir()); err != nil {
-		return err
+		return nil, err
 	}
-	system, err := c.readHack("kueue/system.yaml")
+	system, err := c.readHack(src, "kueue/system.yaml")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	system = replaceInOrder(system, "@WEBHOOK_PORT@", port)
 
-	crds, err := kueueCRDs(bases, s.KueueV1beta1, s.KueueWebhookPort)
+	crds, err := kueueCRDs(src, bases, s.KueueV1beta1, s.KueueWebhookPort)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	manifests := filepath.Join(module, "config", "components", "webhook", "manifests.yaml")
-	data, err := os.ReadFile(manifests)
+	data, err := src.ReadFile(manifests)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	webhooks, err := filterWebhooks(data, kueueWebhooks, s.KueueWebhookPort)
 	if err != nil {
-		return fmt.Errorf("%s: %w", manifests, err)
+		return nil, fmt.Errorf("%s: %w", manifests, err)
 	}
-	queues, err := c.readHack("kueue/queues.yaml")
+	queues, err := c.readHack(src, "kueue/queues.yaml")
 	if err != nil {
-		return err
+		return nil, err
 	}
 
-	type file struct {
-		name string
-		data []byte
-	}
-	files := []file{
-		{"kueue.yaml", config},
-		{"kueue-system.yaml", system},
-		{"kueue-crds.yaml", crds},
-		{"kueue-webhooks.yaml", webhooks},
-		{"kueue-queues.yaml", fillQuotas(queues, s)},
+	files := []File{
+		c.configFile("kueue.yaml", config),
+		c.configFile("kueue-system.yaml", system),
+		c.configFile("kueue-crds.yaml", crds),
+		c.configFile("kueue-webhooks.yaml", webhooks),
+		c.configFile("kueue-queues.yaml", fillQuotas(queues, s)),
 	}
 	if s.MultiKueueOn() {
-		manager, err := c.readHack("multikueue/manager.yaml")
+		manager, err := c.readHack(src, "multikueue/manager.yaml")
 		if err != nil {
-			return err
+			return nil, err
 		}
-		files = append(files, file{"multikueue-manager.yaml", fillQuotas(manager, s)})
+		files = append(files, c.configFile("multikueue-manager.yaml", fillQuotas(manager, s)))
 	}
-	for _, f := range files {
-		if err := c.Host.WriteFile(c.config(f.name), f.data, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return files, nil
 }
 
 // readHack reads a file of hack/local.
-func (c *Cluster) readHack(name string) ([]byte, error) {
-	return os.ReadFile(filepath.Join(c.Paths.Hack(), name))
+func (c Config) readHack(src Source, name string) ([]byte, error) {
+	return src.ReadFile(filepath.Join(c.Paths.Hack(), name))
 }
 
 // replaceInOrder replaces each old string with its new one, one pair after
@@ -201,14 +185,14 @@ func quantityTimes(q string, n int) string {
 // name order. Kueue's controllers watch most of them, so all are installed;
 // the ones it converts get the conversion webhook, as Kueue's kustomization
 // patches them (config/components/crd/patches).
-func kueueCRDs(bases string, serveV1beta1 bool, port int) ([]byte, error) {
-	files, err := filepath.Glob(filepath.Join(bases, kueueGroup+"_*.yaml"))
+func kueueCRDs(src Source, bases string, serveV1beta1 bool, port int) ([]byte, error) {
+	files, err := src.Glob(filepath.Join(bases, kueueGroup+"_*.yaml"))
 	if err != nil {
 		return nil, err
 	}
 	var out bytes.Buffer
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := src.ReadFile(f)
 		if err != nil {
 			return nil, err
 		}
@@ -383,74 +367,41 @@ func awkField(line string, i int) string {
 	return fields[i-1]
 }
 
-// kueueInstall applies, before Kueue starts, its namespace, Secret and
+// KueueInstall applies, before Kueue starts, its namespace, Secret and
 // Service, its CRDs and its webhook configurations, and waits until the CRDs
 // are served.
-func (c *Cluster) kueueInstall() *Component {
+func KueueInstall(c Config) *Component {
 	return &Component{
 		Name: "kueue-install",
-		Do: func(ctx context.Context) error {
-			c.Host.Logf("installing %s: namespace %s, Service %s (ExternalName 127.0.0.1:%d), CRDs %s, webhook configurations",
-				c.kueueRelease(), kueueNamespace, kueueWebhookService, c.Settings.KueueWebhookPort, kueueGroup)
-			if err := c.apply(ctx, c.config("kueue-system.yaml")); err != nil {
-				return err
-			}
+		Steps: []Step{
+			Log{fmt.Sprintf("installing %s: namespace %s, Service %s (ExternalName 127.0.0.1:%d), CRDs %s, webhook configurations",
+				c.kueueRelease(), kueueNamespace, kueueWebhookService, c.Settings.KueueWebhookPort, kueueGroup)},
+			Apply{Files: []string{c.ConfigFile("kueue-system.yaml")}},
 			// Server-side: the Workload CRD (1.4 MB) is over the size limit
 			// of the last-applied annotation.
-			for _, f := range []string{"kueue-crds.yaml", "kueue-webhooks.yaml"} {
-				if err := c.kubectl(ctx, nil, "apply", "--server-side", "--force-conflicts", "-f", c.config(f)); err != nil {
-					return err
-				}
-			}
-			return nil
+			Apply{Files: []string{c.ConfigFile("kueue-crds.yaml")}, ServerSide: true},
+			Apply{Files: []string{c.ConfigFile("kueue-webhooks.yaml")}, ServerSide: true},
 		},
-		Ready: []Check{{What: "CRDs " + kueueGroup + " Established", Probe: c.kueueCRDsEstablished}},
+		Ready: []Check{{
+			What:  "CRDs " + kueueGroup + " Established",
+			Probe: CRDsEstablished{Group: kueueGroup, CRDsFile: c.ConfigFile("kueue-crds.yaml")},
+		}},
 		After: []string{"kube-apiserver"},
 	}
 }
 
-// kueueCRDsEstablished holds once as many kueue.x-k8s.io CRDs are
-// Established as kueue-crds.yaml holds.
-func (c *Cluster) kueueCRDsEstablished(ctx context.Context) error {
-	data, err := os.ReadFile(c.config("kueue-crds.yaml"))
-	if err != nil {
-		return err
-	}
-	want := 0
-	for _, line := range awkRecords(data) {
-		if line == "kind: CustomResourceDefinition" {
-			want++
-		}
-	}
-	crds, err := c.kube.items(ctx, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
-	if err != nil {
-		return err
-	}
-	established := 0
-	for _, crd := range crds {
-		spec, _ := crd["spec"].(map[string]any)
-		if spec["group"] == kueueGroup && conditionStatus(crd, "Established") == "True" {
-			established++
-		}
-	}
-	if established < want {
-		return fmt.Errorf("%d of %d CRDs %s Established", established, want, kueueGroup)
-	}
-	return nil
-}
-
-// kueue is Kueue's controller manager; its ports, certificates and
+// Kueue is Kueue's controller manager; its ports, certificates and
 // integrations are in its configuration file. It is ready once its
 // certificate is in place, it reports ready, and its webhooks answer.
-func (c *Cluster) kueue() *Component {
+func Kueue(c Config) *Component {
 	s := &c.Settings
-	health := "127.0.0.1:" + c.port(s.KueueHealthPort)
+	health := "127.0.0.1:" + port(s.KueueHealthPort)
 	return &Component{
 		Name:   "kueue",
-		Binary: c.bin("kueue"),
+		Binary: c.Bin("kueue"),
 		Args: []string{
-			"--config=" + c.config("kueue.yaml"),
-			"--kubeconfig=" + c.pki("kueue.kubeconfig"),
+			"--config=" + c.ConfigFile("kueue.yaml"),
+			"--kubeconfig=" + c.PKI("kueue.kubeconfig"),
 		},
 		Ports: []Port{
 			{"LOCAL_KUEUE_WEBHOOK_PORT", s.KueueWebhookPort},
@@ -464,17 +415,15 @@ func (c *Cluster) kueue() *Component {
 		Ready: []Check{
 			{
 				What:  "Kueue's webhook certificate in " + kueueNamespace + "/" + kueueWebhookSecret,
-				Probe: c.kueueSyncCerts,
+				Probe: SecretCopied{Namespace: kueueNamespace, Name: kueueWebhookSecret, Dir: c.kueueCertDir()},
 			},
 			{
 				What:  "kueue /readyz on " + health,
-				Probe: probeURL("http://"+health+"/readyz", plainHTTP),
+				Probe: GetURL{URL: "http://" + health + "/readyz"},
 			},
 			{
-				What: "Kueue's webhooks (a dry-run ClusterQueue through kube-apiserver)",
-				Probe: func(ctx context.Context) error {
-					return c.kubectl(ctx, []byte(kueueWebhookProbe), "create", "--dry-run=server", "-o", "name", "-f", "-")
-				},
+				What:  "Kueue's webhooks (a dry-run ClusterQueue through kube-apiserver)",
+				Probe: ServerDryRun{Manifest: kueueWebhookProbe},
 			},
 		},
 		After:       []string{"kueue-install"},
@@ -482,52 +431,31 @@ func (c *Cluster) kueue() *Component {
 	}
 }
 
-// kueueSyncCerts copies the serving certificate from Kueue's Secret into its
-// certDir, a kubelet's job in a pod. It fails while the Secret is empty.
-func (c *Cluster) kueueSyncCerts(ctx context.Context) error {
-	secret, err := c.kube.get(ctx, "/api/v1/namespaces/"+kueueNamespace+"/secrets/"+kueueWebhookSecret)
-	if err != nil {
-		return err
-	}
-	data, _ := secret["data"].(map[string]any)
-	crt, _ := data["tls.crt"].(string)
-	key, _ := data["tls.key"].(string)
-	if crt == "" || key == "" {
-		return fmt.Errorf("secret %s/%s holds no certificate yet", kueueNamespace, kueueWebhookSecret)
-	}
-	keyPEM, err := base64.StdEncoding.DecodeString(key)
-	if err != nil {
-		return fmt.Errorf("secret %s/%s: tls.key: %w", kueueNamespace, kueueWebhookSecret, err)
-	}
-	crtPEM, err := base64.StdEncoding.DecodeString(crt)
-	if err != nil {
-		return fmt.Errorf("secret %s/%s: tls.crt: %w", kueueNamespace, kueueWebhookSecret, err)
-	}
-	dir := c.kueueCertDir()
-	if err := c.Host.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	// The key first: the rotator waits for tls.crt, and reads the key then.
-	if err := c.Host.WriteFile(filepath.Join(dir, "tls.key"), keyPEM, 0o600); err != nil {
-		return err
-	}
-	return c.Host.WriteFile(filepath.Join(dir, "tls.crt"), crtPEM, 0o600)
-}
-
-// kueueQueues applies the example ResourceFlavor, ClusterQueue and
+// KueueQueues applies the example ResourceFlavor, ClusterQueue and
 // LocalQueue (hack/local/kueue/queues.yaml) once Kueue serves.
-func (c *Cluster) kueueQueues() *Component {
+func KueueQueues(c Config) *Component {
 	return &Component{
 		Name: "kueue-queues",
-		Do: func(ctx context.Context) error {
-			c.Host.Logf("creating Kueue's ResourceFlavor default-flavor, ClusterQueue %s (nvidia.com/gpu %d) and LocalQueue default/user-queue",
-				kueueClusterQueue, c.Settings.KueueGPUQuota)
-			return c.apply(ctx, c.config("kueue-queues.yaml"))
+		Steps: []Step{
+			Log{fmt.Sprintf("creating Kueue's ResourceFlavor default-flavor, ClusterQueue %s (nvidia.com/gpu %d) and LocalQueue default/user-queue",
+				kueueClusterQueue, c.Settings.KueueGPUQuota)},
+			Apply{Files: []string{c.ConfigFile("kueue-queues.yaml")}},
 		},
 		Ready: []Check{{
 			What:  "ClusterQueue " + kueueClusterQueue + " Active",
-			Probe: c.kube.conditionTrue("/apis/kueue.x-k8s.io/v1beta2/clusterqueues/"+kueueClusterQueue, "Active"),
+			Probe: ConditionTrue{Path: "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/" + kueueClusterQueue, Type: "Active"},
 		}},
 		After: []string{"kueue"},
 	}
+}
+
+// CountCRDs counts the CustomResourceDefinitions of a manifest.
+func CountCRDs(doc []byte) int {
+	n := 0
+	for _, line := range awkRecords(doc) {
+		if line == "kind: CustomResourceDefinition" {
+			n++
+		}
+	}
+	return n
 }
