@@ -217,6 +217,34 @@ func TestBuilders(t *testing.T) {
 			},
 		},
 		{
+			name: "kube-controller-manager", build: KubeControllerManager, wantName: "kube-controller-manager", wantBinary: "/BIN/kube-controller-manager",
+			wantArgs:  []string{"--secure-port=16257", "--service-cluster-ip-range=10.0.0.0/24", "--feature-gates=GenericWorkload=true"},
+			wantPorts: []Port{{"LOCAL_KCM_PORT", 16257}},
+			wantAfter: []string{"kube-apiserver"}, wantSteps: []string{},
+			wantProbes:  []Probe{GetURL{URL: "https://127.0.0.1:16257/healthz", Insecure: true}},
+			restartable: true,
+		},
+		{
+			name: "kwok's delete policy", build: KwokPolicy, wantName: "kwok-deletes-policy",
+			wantAfter: []string{"kube-apiserver"}, wantSteps: []string{"Apply"},
+		},
+		{
+			name: "the APIService", build: TrainingAPIRegistration, wantName: "training-apiservice",
+			wantAfter: []string{"kube-apiserver"}, wantSteps: []string{"Log", "Apply"},
+		},
+		{
+			name: "the installation's roles", build: TrainingRoles, wantName: "training-roles",
+			wantAfter: []string{"training-controller-manager"}, wantSteps: []string{"Log", "Apply"},
+		},
+		{
+			name: "the real nodes' objects", build: RealNodeObjects, realNodes: 1, wantName: "real-node-objects",
+			wantAfter: []string{"kube-apiserver"}, wantSteps: []string{"ApplyTemplate"},
+		},
+		{
+			name: "the StorageClass", build: Storage, realNodes: 1, wantName: "storage",
+			wantAfter: []string{"kube-apiserver"}, wantSteps: []string{"Log", "Apply"},
+		},
+		{
 			name: "the default service account", build: DefaultServiceAccount, wantName: "default-serviceaccount",
 			wantAfter: []string{"kube-controller-manager"}, wantSteps: []string{},
 			wantProbes: []Probe{ObjectExists{Path: "/api/v1/namespaces/default/serviceaccounts/default"}},
