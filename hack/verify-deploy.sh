@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Checks the installation manifests of artifacts/deploy against a real
 # control plane: runs go test ./test/deploy/... with a local stack of its
-# own (hack/local-up.sh in _output/local-deploy on ports of its own, so it can
-# run beside `make run` or `make test-e2e`), and stops the stack afterwards.
+# own (in _output/local-deploy on ports of its own, so it can run beside
+# `make run` or `make test-e2e`), and stops the stack afterwards
+# (localcluster run, whose command is this script again, with --in-stack).
 #
-# The stack differs from the default one in three ways:
+# The stack differs from the default one in these ways:
 #   - kube-apiserver writes an audit log of the two ServiceAccounts of
 #     artifacts/deploy (test/deploy/testdata/kube-apiserver-audit-policy.yaml)
 #     to _output/local-deploy/logs/kube-apiserver-audit.log, and enforces
@@ -39,69 +40,73 @@ HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=hack/lib/common.sh
 source "${HACK_DIR}/lib/common.sh"
 
-export LOCAL_DIR="${LOCAL_DIR:-${OUTPUT_DIR}/local-deploy}"
-# The installation is judged on kwok nodes; the real node has no part in it.
-export LOCAL_REAL_NODE="${LOCAL_REAL_NODE:-0}"
-export LOCAL_PORT_OFFSET="${LOCAL_PORT_OFFSET:-4000}"
-export LOCAL_FAKE_NODES="${LOCAL_FAKE_NODES:-3}"
-export LOCAL_KUEUE="${LOCAL_KUEUE:-0}"
-# A cluster without Kueue runs the controller with --queueing=none: under the
-# default auto a job that names a queue (every gang job names one) would wait
-# for a Kueue that is not there (docs/kueue.md).
-if [[ "${LOCAL_KUEUE}" != 1 ]]; then
-  export LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS="${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS:-} --queueing=none"
+# The stack's settings (on the stack, --in-stack, the stack's own).
+if [[ "${1:-}" != --in-stack ]]; then
+  export LOCAL_DIR="${LOCAL_DIR:-${OUTPUT_DIR}/local-deploy}"
+  # The installation is judged on kwok nodes; the real node has no part in it.
+  export LOCAL_REAL_NODE="${LOCAL_REAL_NODE:-0}"
+  export LOCAL_PORT_OFFSET="${LOCAL_PORT_OFFSET:-4000}"
+  export LOCAL_FAKE_NODES="${LOCAL_FAKE_NODES:-3}"
+  export LOCAL_KUEUE="${LOCAL_KUEUE:-0}"
+  # A cluster without Kueue runs the controller with --queueing=none: under the
+  # default auto a job that names a queue (every gang job names one) would wait
+  # for a Kueue that is not there (docs/kueue.md).
+  if [[ "${LOCAL_KUEUE}" != 1 ]]; then
+    export LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS="${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS:-} --queueing=none"
+  fi
 fi
 
 # shellcheck source=hack/lib/local.sh
 source "${HACK_DIR}/lib/local.sh"
 # shellcheck source=hack/lib/serviceaccounts.sh
 source "${HACK_DIR}/lib/serviceaccounts.sh"
-
-keep=0
-go_flags=()
-for arg in "$@"; do
-  case "${arg}" in
-    --keep) keep=1 ;;
-    -h | --help)
-      sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
-      exit 0
-      ;;
-    *) go_flags+=("${arg}") ;;
-  esac
-done
-
-for c in kubectl training-apiserver training-controller-manager; do
-  [[ -x "${BIN_DIR}/${c}" ]] || die "${BIN_DIR#"${REPO_ROOT}/"}/${c} not found; run make build test-binaries"
-done
+# shellcheck source=hack/lib/packages.sh
+source "${HACK_DIR}/lib/packages.sh"
 
 DEPLOY_TEST_DIR="${OUTPUT_DIR}/deploy-test"
-mkdir -p "${DEPLOY_TEST_DIR}"
-"${HACK_DIR}/deploy-certs.sh" 2>&1 | sed 's/^/  deploy-certs: /' >&2
 
-started=0
-# shellcheck disable=SC2317 # invoked through the EXIT trap
-stop_stack() {
-  local rc=$?
-  if ((started && !keep)); then
-    log "stopping the deploy test stack"
-    "${HACK_DIR}/local-down.sh" || log "WARNING: hack/local-down.sh failed"
+if [[ "${1:-}" != --in-stack ]]; then
+  keep=0
+  go_flags=()
+  for arg in "$@"; do
+    case "${arg}" in
+      --keep) keep=1 ;;
+      -h | --help)
+        sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
+        exit 0
+        ;;
+      *) go_flags+=("${arg}") ;;
+    esac
+  done
+
+  for c in kubectl training-apiserver training-controller-manager; do
+    [[ -x "${BIN_DIR}/${c}" ]] || die "${BIN_DIR#"${REPO_ROOT}/"}/${c} not found; run make build test-binaries"
+  done
+
+  mkdir -p "${DEPLOY_TEST_DIR}"
+  "${HACK_DIR}/deploy-certs.sh" 2>&1 | sed 's/^/  deploy-certs: /' >&2
+
+  running="$(running_components | tr '\n' ' ')"
+  if [[ -n "${running// /}" ]]; then
+    log "reusing the stack running in ${LOCAL_DIR#"${REPO_ROOT}/"} (${running% })"
+    exec "${HACK_DIR}/verify-deploy.sh" --in-stack "${go_flags[@]}"
   fi
-  exit "${rc}"
-}
-trap stop_stack EXIT
-
-running="$(running_components | tr '\n' ' ')"
-if [[ -n "${running// /}" ]]; then
-  log "reusing the stack running in ${LOCAL_DIR#"${REPO_ROOT}/"} (${running% })"
-  load_settings
-else
   # The components act as their ServiceAccounts, with an audit log (see
   # TestControllerRoleIsLeastPrivilege).
   use_service_account_identities "${DEPLOY_TEST_DIR}"
-  started=1
-  "${HACK_DIR}/local-up.sh"
+  require_stack_packages
+  run_flags=()
+  if ((keep)); then
+    run_flags+=(--keep)
+  fi
+  localcluster run "${run_flags[@]}" -- "${HACK_DIR}/verify-deploy.sh" --in-stack "${go_flags[@]}"
+  exit
 fi
 
+# On the stack (started by localcluster run, or one that was running), with
+# its settings; the go test flags follow --in-stack.
+shift
+load_settings
 export DEPLOY_REPO_ROOT="${REPO_ROOT}"
 export DEPLOY_KUBECTL="${BIN_DIR}/kubectl"
 export DEPLOY_BIN_DIR="${BIN_DIR}"
@@ -128,8 +133,8 @@ fi
 export DEPLOY_GANG_BACKENDS
 
 cd "${REPO_ROOT}"
-log "running go test -count=1 -timeout 20m ${go_flags[*]} ./test/deploy/..."
+log "running go test -count=1 -timeout 20m $* ./test/deploy/..."
 rc=0
-go_test deploy -count=1 -timeout 20m "${go_flags[@]}" ./test/deploy/... || rc=$?
+go_test deploy -count=1 -timeout 20m "$@" ./test/deploy/... || rc=$?
 log "go test exited with ${rc}"
 exit "${rc}"
