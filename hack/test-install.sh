@@ -6,7 +6,8 @@
 # node, its registry and its StorageClass, pushes both releases' images to the
 # registry, and runs go test ./test/install: install A as Pods from
 # install.yaml, train, upgrade to B under load, faults, uninstall. It stops
-# the stack afterwards and fails when the real node left anything on the host.
+# the stack afterwards and fails when the real node left anything on the host
+# (localcluster run, whose command is this script again, with --in-stack).
 #
 # Where the real node cannot run (not root, no cgroup v1, ...) it says so
 # and skips: an installation is only shown on real nodes. Under CI=true or
@@ -34,16 +35,42 @@ export LOCAL_FAKE_NODES="${LOCAL_FAKE_NODES:-1}"
 source "${HACK_DIR}/lib/common.sh"
 # shellcheck source=hack/lib/local.sh
 source "${HACK_DIR}/lib/local.sh"
+# shellcheck source=hack/lib/packages.sh
+source "${HACK_DIR}/lib/packages.sh"
+
+releases="${OUTPUT_DIR}/install-test"
+
+if [[ "${1:-}" == --in-stack ]]; then
+  # On the stack, as localcluster run's command, with the stack's environment
+  # (KUBECONFIG, LOCAL_DIR and its settings).
+  if ! real_node_running; then
+    die "the install test stack has no real node (see above)"
+  fi
+  start=${SECONDS}
+  for v in a b; do
+    while read -r name _ _; do
+      registry_push "${releases}/${v}/images/${name}.tar" "tensorstack/${name}" >/dev/null
+    done <"${releases}/${v}/images/images.txt"
+  done
+  log "pushed releases a and b to the registry ${LOCAL_REGISTRY} in $((SECONDS - start))s"
+
+  cd "${REPO_ROOT}"
+  export KUBECTL="${BIN_DIR}/kubectl" HELM="${BIN_DIR}/helm" ETCDCTL="${BIN_DIR}/etcdctl"
+  export INSTALL_RELEASE_A="${releases}/a" INSTALL_RELEASE_B="${releases}/b" INSTALL_REGISTRY="${LOCAL_REGISTRY}"
+  # shellcheck disable=SC2086 # word splitting of the extra flags is intended
+  set -- ${INSTALL_GO_TEST_FLAGS:-}
+  log "running go test -count=1 -timeout 30m $* ./test/install/..."
+  rc=0
+  go_test install -count=1 -timeout 30m "$@" ./test/install/... || rc=$?
+  log "go test exited with ${rc}"
+  exit "${rc}"
+fi
 
 # An installation is shown on a real node.
 real_nodes_or_skip test-install
-running="$(running_components | tr '\n' ' ')"
-if [[ -n "${running// /}" ]]; then
-  die "a local control plane is already running (${running% }); stop it first with hack/local-down.sh (make local-down)"
-fi
+refuse_running_stack
 
 arch="$(go env GOARCH)"
-releases="${OUTPUT_DIR}/install-test"
 export RELEASE_IMAGE_PLATFORMS="linux/${arch}" RELEASE_PLUGIN_PLATFORMS="linux/${arch}"
 start=${SECONDS}
 for v in a b; do
@@ -54,37 +81,8 @@ RELEASE_DIR="${releases}/a-again" "${HACK_DIR}/release.sh" v0.0.0-install.a
 if ! diff -u "${releases}/a/checksums.txt" "${releases}/a-again/checksums.txt" >&2; then
   die "two builds of release v0.0.0-install.a differ (checksums above)"
 fi
-log "a rebuild of release v0.0.0-install.a is identical ($(wc -l <"${releases}/a/checksums.txt") files, $(grep -c . "${releases}/a/images/images.txt") images)"
+log "a rebuild of release v0.0.0-install.a is identical ($(wc -l <"${releases}/a/checksums.txt") files, $(grep -c . "${releases}/a/images/images.txt") images; the releases built in $((SECONDS - start))s)"
 rm -rf "${releases}/a-again"
 
-# shellcheck disable=SC2317 # invoked through the EXIT trap
-cleanup() {
-  local rc=$?
-  log "stopping the install test stack"
-  local_down_checked || rc=1
-  exit "${rc}"
-}
-trap cleanup EXIT
-"${HACK_DIR}/local-up.sh"
-load_settings
-if ! real_node_running; then
-  die "the install test stack has no real node (see above)"
-fi
-
-for v in a b; do
-  while read -r name _ _; do
-    registry_push "${releases}/${v}/images/${name}.tar" "tensorstack/${name}" >/dev/null
-  done <"${releases}/${v}/images/images.txt"
-done
-log "pushed releases a and b to the registry ${LOCAL_REGISTRY} (images built and pushed in $((SECONDS - start))s)"
-
-cd "${REPO_ROOT}"
-export KUBECONFIG="${LOCAL_KUBECONFIG}" KUBECTL="${BIN_DIR}/kubectl" HELM="${BIN_DIR}/helm" ETCDCTL="${BIN_DIR}/etcdctl"
-export INSTALL_RELEASE_A="${releases}/a" INSTALL_RELEASE_B="${releases}/b" INSTALL_REGISTRY="${LOCAL_REGISTRY}"
-# shellcheck disable=SC2086 # word splitting of the extra flags is intended
-set -- ${INSTALL_GO_TEST_FLAGS:-}
-log "running go test -count=1 -timeout 30m $* ./test/install/..."
-rc=0
-go_test install -count=1 -timeout 30m "$@" ./test/install/... || rc=$?
-log "go test exited with ${rc}"
-exit "${rc}"
+require_stack_packages
+localcluster run -- "${HACK_DIR}/test-install.sh" --in-stack

@@ -125,19 +125,6 @@ component_pid() {
   echo "${pid}"
 }
 
-# local_down_checked stops the stack (hack/local-down.sh) and fails when the
-# real nodes left anything on the host, saying what.
-local_down_checked() {
-  local left
-  "${REPO_ROOT}/hack/local-down.sh" || log "WARNING: hack/local-down.sh failed"
-  left="$(localcluster leftovers)"
-  if [[ -n "${left}" ]]; then
-    log "ERROR: the real nodes left on the host after hack/local-down.sh:"
-    printf '  %s\n' "${left}" >&2
-    return 1
-  fi
-}
-
 # pid_alive PID succeeds when the process exists and is not a zombie.
 pid_alive() {
   local pid="$1" stat state
