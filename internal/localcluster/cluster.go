@@ -102,11 +102,11 @@ func (c *Cluster) Preflight() error {
 	var missing []string
 	for _, comp := range all {
 		if comp.IsProcess() && !executable(comp.Binary) {
-			missing = append(missing, relTo(paths.Repo, comp.Binary))
+			missing = append(missing, spec.RelTo(paths.Repo, comp.Binary))
 		}
 	}
 	if !executable(c.Config.Bin("kubectl")) {
-		missing = append(missing, relTo(paths.Repo, c.Config.Bin("kubectl")))
+		missing = append(missing, spec.RelTo(paths.Repo, c.Config.Bin("kubectl")))
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("not built: %s; run make test-binaries (make node for a real node, make build for ours)", strings.Join(missing, " "))
@@ -132,7 +132,7 @@ func (c *Cluster) Up(ctx context.Context) (err error) {
 	if !c.Host.DryRun() {
 		if running := c.Running(); len(running) > 0 {
 			return fmt.Errorf("a local stack is already running in %s (%s); stop it first with hack/local-down.sh (make local-down)",
-				relTo(c.Config.Paths.Repo, c.Config.Paths.Dir), strings.Join(running, " "))
+				spec.RelTo(c.Config.Paths.Repo, c.Config.Paths.Dir), strings.Join(running, " "))
 		}
 	}
 	// What a crashed earlier stack left on the machine goes first.
@@ -158,7 +158,7 @@ func (c *Cluster) Up(ctx context.Context) (err error) {
 			c.Host.Logf("start-up failed; everything stays as it is (--retain); stop it with hack/local-down.sh")
 			return
 		}
-		c.Host.Logf("start-up failed; stopping what was started (logs stay in %s)", relTo(c.Config.Paths.Repo, c.Config.Paths.Logs()))
+		c.Host.Logf("start-up failed; stopping what was started (logs stay in %s)", spec.RelTo(c.Config.Paths.Repo, c.Config.Paths.Logs()))
 		if derr := c.Down(context.Background()); derr != nil {
 			c.Host.Logf("WARNING: %v", derr)
 		}
@@ -405,7 +405,7 @@ func (c *Cluster) NodeBinariesMissing() []string {
 	images := c.Config.Paths.Images()
 	for _, a := range []string{spec.PauseArchive, spec.TrainingArchive} {
 		if !fileExists(filepath.Join(images, a)) {
-			missing = append(missing, relTo(c.Config.Paths.Repo, filepath.Join(images, a)))
+			missing = append(missing, spec.RelTo(c.Config.Paths.Repo, filepath.Join(images, a)))
 		}
 	}
 	return missing

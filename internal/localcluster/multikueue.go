@@ -52,7 +52,7 @@ func (r *runner) startMultiKueueWorker(ctx context.Context) error {
 	defer done()
 	repo, log := r.cfg.Paths.Repo, r.cfg.Paths.LogFile("multikueue-worker")
 	r.host.Logf("starting the MultiKueue worker: a second stack in %s (ports +%d; log: %s)",
-		relTo(repo, worker.Config.Paths.Dir), spec.MultiKueuePortOffset, relTo(repo, log))
+		spec.RelTo(repo, worker.Config.Paths.Dir), spec.MultiKueuePortOffset, spec.RelTo(repo, log))
 	if err := worker.Up(ctx); err != nil {
 		return fmt.Errorf("the MultiKueue worker stack did not start (log: %s): %w", log, err)
 	}
@@ -88,7 +88,7 @@ func (r *runner) stopMultiKueueWorker(ctx context.Context) {
 	if r.host.DryRun() || len(worker.Running()) == 0 {
 		return
 	}
-	r.host.Logf("stopping the MultiKueue worker stack (%s)", relTo(r.cfg.Paths.Repo, worker.Config.Paths.Dir))
+	r.host.Logf("stopping the MultiKueue worker stack (%s)", spec.RelTo(r.cfg.Paths.Repo, worker.Config.Paths.Dir))
 	if err := worker.Down(ctx); err != nil {
 		r.host.Logf("WARNING: stopping the MultiKueue worker failed: %v", err)
 	}

@@ -585,12 +585,12 @@ func (m nodeHost) importImages(ctx context.Context, s spec.ImportImages) error {
 	archives := append(append([]string{}, s.Archives...), s.Optional...)
 	for i, path := range archives {
 		if i >= len(s.Archives) && (m.host.DryRun() || !fileExists(path)) {
-			m.host.Logf("%s: %s is imported only when built (NODE_IMAGE_MPI5=1 make node)", n.Name, relTo(repo, path))
+			m.host.Logf("%s: %s is imported only when built (NODE_IMAGE_MPI5=1 make node)", n.Name, spec.RelTo(repo, path))
 			continue
 		}
 		stamp, kept := m.imported(n, path)
 		if kept {
-			m.host.Logf("%s: %s is in its image store already", n.Name, relTo(repo, path))
+			m.host.Logf("%s: %s is in its image store already", n.Name, spec.RelTo(repo, path))
 			continue
 		}
 		start := time.Now()
@@ -600,7 +600,7 @@ func (m nodeHost) importImages(ctx context.Context, s spec.ImportImages) error {
 		if err := m.host.WriteFile(n.StampFile(filepath.Base(path)), []byte(stamp), 0o644); err != nil {
 			return err
 		}
-		m.host.Logf("%s: imported %s in %s", n.Name, relTo(repo, path), time.Since(start).Round(100*time.Millisecond))
+		m.host.Logf("%s: imported %s in %s", n.Name, spec.RelTo(repo, path), time.Since(start).Round(100*time.Millisecond))
 	}
 	return nil
 }

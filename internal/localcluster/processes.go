@@ -109,7 +109,7 @@ func (t processTable) logTail(name string) string {
 	if err != nil {
 		return ""
 	}
-	return "---- last lines of " + relTo(t.paths.Repo, t.paths.LogFile(name)) + " ----\n" + lastLines(strings.TrimRight(string(data), "\n"), 25) + "\n----"
+	return "---- last lines of " + spec.RelTo(t.paths.Repo, t.paths.LogFile(name)) + " ----\n" + lastLines(strings.TrimRight(string(data), "\n"), 25) + "\n----"
 }
 
 // heldFile marks a component stopped on purpose (Restart), so Supervise

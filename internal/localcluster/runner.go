@@ -92,7 +92,7 @@ func (r *runner) wait(ctx context.Context, comp *spec.Component) error {
 	if comp.IsProcess() {
 		alive = func() error {
 			if r.procs.pid(comp) == 0 {
-				return fmt.Errorf("%s exited; see %s\n%s", comp.Name, relTo(r.cfg.Paths.Repo, r.cfg.Paths.LogFile(comp.Name)), r.procs.logTail(comp.Name))
+				return fmt.Errorf("%s exited; see %s\n%s", comp.Name, spec.RelTo(r.cfg.Paths.Repo, r.cfg.Paths.LogFile(comp.Name)), r.procs.logTail(comp.Name))
 			}
 			return nil
 		}

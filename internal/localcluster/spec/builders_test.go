@@ -27,6 +27,12 @@ import (
 // testConfig is a stack in /LOCAL with the default settings, changed by
 // edit, and realNodes real nodes.
 func testConfig(t *testing.T, realNodes int, edit func(*Settings)) Config {
+	return testConfigIn(t, Paths{Repo: "/REPO", Bin: "/BIN", Dir: "/LOCAL", Persist: "/LOCAL-persist"}, realNodes, edit)
+}
+
+// testConfigIn is a stack in paths with the default settings, changed by
+// edit, and realNodes real nodes.
+func testConfigIn(t *testing.T, paths Paths, realNodes int, edit func(*Settings)) Config {
 	t.Helper()
 	s, err := SettingsFromEnv(func(string) (string, bool) { return "", false })
 	if err != nil {
@@ -35,7 +41,7 @@ func testConfig(t *testing.T, realNodes int, edit func(*Settings)) Config {
 	if edit != nil {
 		edit(&s)
 	}
-	return NewConfig(s, Paths{Repo: "/REPO", Bin: "/BIN", Dir: "/LOCAL", Persist: "/LOCAL-persist"}, realNodes)
+	return NewConfig(s, paths, realNodes)
 }
 
 // stepKinds names the steps' types, in order, for a compact comparison.

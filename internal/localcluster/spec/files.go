@@ -31,7 +31,7 @@ func Files(c Config) *Component {
 	return &Component{
 		Name: "files",
 		Steps: []Step{
-			Log{fmt.Sprintf("generating PKI in %s and configuration in %s", relTo(c.Paths.Repo, c.Paths.PKI()), relTo(c.Paths.Repo, c.Paths.Config()))},
+			Log{fmt.Sprintf("generating PKI in %s and configuration in %s", RelTo(c.Paths.Repo, c.Paths.PKI()), RelTo(c.Paths.Repo, c.Paths.Config()))},
 			WritePKI{Dir: c.Paths.PKI(), Items: c.pkiItems()},
 			WriteConfigs{Dir: c.Paths.Config()},
 		},

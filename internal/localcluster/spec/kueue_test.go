@@ -313,24 +313,17 @@ func kueueFixture(t *testing.T) string {
 	return dir
 }
 
-// kueueTestConfig is a stack with the default settings, changed by edit,
-// reading Kueue's manifests from module.
+// kueueTestConfig is a stack of this checkout with the default settings,
+// changed by edit, reading Kueue's manifests from module.
 func kueueTestConfig(t *testing.T, module string, edit func(*Settings)) Config {
 	t.Helper()
-	s, err := SettingsFromEnv(func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if edit != nil {
-		edit(&s)
-	}
 	repo, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := DefaultPaths(repo, filepath.Join(t.TempDir(), "local"))
 	p.Modules.Kueue = module
-	return NewConfig(s, p, 0)
+	return testConfigIn(t, p, 0, edit)
 }
 
 // byPath is the files' contents by path, each checked to be a 0644 file.

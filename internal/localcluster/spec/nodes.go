@@ -112,7 +112,7 @@ func Nodeproxy(c Config) *Component {
 			"-egress-netns", "/run/netns/" + c.Nodes[0].NetNS,
 		},
 		Ready: []Check{{
-			What:  "nodeproxy on " + relTo(c.Paths.Repo, c.egressSocket()),
+			What:  "nodeproxy on " + RelTo(c.Paths.Repo, c.egressSocket()),
 			Probe: SocketExists{Path: c.egressSocket()},
 		}},
 		After: []string{"node-network"},
@@ -161,7 +161,7 @@ func Storage(c Config) *Component {
 	return &Component{
 		Name: "storage",
 		Steps: []Step{
-			Log{fmt.Sprintf("creating StorageClass %s (the default; local-path-provisioner, volumes in %s)", storageClass, relTo(c.Paths.Repo, c.volumesDir()))},
+			Log{fmt.Sprintf("creating StorageClass %s (the default; local-path-provisioner, volumes in %s)", storageClass, RelTo(c.Paths.Repo, c.volumesDir()))},
 			Apply{Files: []string{c.ConfigFile("local-path-storage.yaml")}},
 		},
 		After: []string{"kube-apiserver"},
@@ -205,7 +205,7 @@ func RealNode(c Config, i int) []*Component {
 			Namespace:  ns,
 			Home:       n.Dir,
 			Ready: []Check{{
-				What:  fmt.Sprintf("%s: containerd on %s", n.Name, relTo(c.Paths.Repo, n.Socket())),
+				What:  fmt.Sprintf("%s: containerd on %s", n.Name, RelTo(c.Paths.Repo, n.Socket())),
 				Probe: ExecSucceeds{Command: []string{c.Bin("ctr"), "--address", n.Socket(), "version"}, Namespace: ns},
 			}},
 			After:       []string{"node-network"},

@@ -62,8 +62,8 @@ func (FileSystem) IsDir(path string) bool {
 	return err == nil && info.IsDir()
 }
 
-// relTo is path relative to base when it lies under it, for progress lines.
-func relTo(base, path string) string {
+// RelTo is path relative to base when it lies under it, for progress lines.
+func RelTo(base, path string) string {
 	if rel, err := filepath.Rel(base, path); err == nil && !strings.HasPrefix(rel, "..") {
 		return rel
 	}
