@@ -2,7 +2,8 @@
 # The API benchmark (make bench-api): starts the local control plane,
 # installs Kubeflow's TFJob CRD next to our aggregated API, runs
 # test/bench/api against three targets and always stops the control plane
-# again. Prints a markdown table, also saved in _output/bench/api.md.
+# again (localcluster run, whose command is this script again, with
+# --in-stack). Prints a markdown table, also saved in _output/bench/api.md.
 # How to read it: docs/benchmarks.md.
 #
 #   CRD         Kubeflow's TFJob (training-operator v1.9.4), served by kube-apiserver
@@ -39,23 +40,19 @@ source "${HACK_DIR}/lib/common.sh"
 source "${HACK_DIR}/lib/local.sh"
 # shellcheck source=hack/lib/bench.sh
 source "${HACK_DIR}/lib/bench.sh"
+# shellcheck source=hack/lib/packages.sh
+source "${HACK_DIR}/lib/packages.sh"
 
-refuse_running_stack
-bench_build bench-api ./test/bench/api
-kubeflow_crd tfjobs >/dev/null
+if [[ "${1:-}" != --in-stack ]]; then
+  refuse_running_stack
+  bench_build bench-api ./test/bench/api
+  kubeflow_crd tfjobs >/dev/null
+  require_stack_packages
+  localcluster run -- "${HACK_DIR}/bench-api.sh" --in-stack
+  exit
+fi
 
-# shellcheck disable=SC2317 # invoked through the EXIT trap
-cleanup() {
-  local rc=$?
-  trap '' INT TERM
-  log "stopping the local control plane"
-  "${HACK_DIR}/local-down.sh" || log "WARNING: hack/local-down.sh failed"
-  exit "${rc}"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-"${HACK_DIR}/local-up.sh"
+# On the stack, as localcluster run's command, with the stack's environment.
 # Nothing but the benchmark writes the jobs.
 "${HACK_DIR}/local-restart.sh" --stop training-controller-manager
 install_kubeflow_crd tfjobs

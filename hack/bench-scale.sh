@@ -5,7 +5,8 @@
 # training-apiserver on that history and the controller starting on it
 # (test/bench/scale); with BENCH_CRD=1 (the default) it then stores the same
 # history as Kubeflow TFJobs in kube-apiserver and measures that as ours,
-# and always stops the stack. Prints markdown tables,
+# and always stops the stack (localcluster run, whose command is this script
+# again, with --in-stack). Prints markdown tables,
 # also saved in _output/bench/scale.md. How to read them: docs/benchmarks.md.
 #
 # Settings (environment):
@@ -30,28 +31,32 @@ set -euo pipefail
 : "${BENCH_RUNNING:=500}"
 : "${BENCH_ETCD:=embedded}"
 : "${BENCH_CRD:=1}"
-: "${LOCAL_KUEUE:=0}"
-: "${LOCAL_SCHEDULER_PLUGINS:=0}"
-: "${LOCAL_GANG_WORKLOAD:=0}"
-: "${LOCAL_NODE_PODS:=500}"
-: "${LOCAL_FAKE_NODES:=10}"
-nodes_needed=$(((BENCH_RUNNING * 5 + LOCAL_NODE_PODS - 1) / LOCAL_NODE_PODS))
-if ((LOCAL_FAKE_NODES < nodes_needed)); then
-  LOCAL_FAKE_NODES="${nodes_needed}"
+export BENCH_JOBS BENCH_RUNNING BENCH_ETCD BENCH_CRD
+# The stack's settings (on the stack, --in-stack, the stack's own).
+if [[ "${1:-}" != --in-stack ]]; then
+  : "${LOCAL_KUEUE:=0}"
+  : "${LOCAL_SCHEDULER_PLUGINS:=0}"
+  : "${LOCAL_GANG_WORKLOAD:=0}"
+  : "${LOCAL_NODE_PODS:=500}"
+  : "${LOCAL_FAKE_NODES:=10}"
+  nodes_needed=$(((BENCH_RUNNING * 5 + LOCAL_NODE_PODS - 1) / LOCAL_NODE_PODS))
+  if ((LOCAL_FAKE_NODES < nodes_needed)); then
+    LOCAL_FAKE_NODES="${nodes_needed}"
+  fi
+  case "${BENCH_ETCD}" in
+    embedded) ;;
+    external)
+      LOCAL_TRAINING_APISERVER_EXTRA_ARGS="${LOCAL_TRAINING_APISERVER_EXTRA_ARGS:-} --etcd-servers=http://127.0.0.1:${LOCAL_ETCD_PORT:-23790}"
+      export LOCAL_TRAINING_APISERVER_EXTRA_ARGS
+      ;;
+    *)
+      echo "BENCH_ETCD=${BENCH_ETCD}: embedded or external" >&2
+      exit 1
+      ;;
+  esac
+  export LOCAL_REAL_NODE="${LOCAL_REAL_NODE:-0}"
+  export LOCAL_KUEUE LOCAL_SCHEDULER_PLUGINS LOCAL_GANG_WORKLOAD LOCAL_NODE_PODS LOCAL_FAKE_NODES
 fi
-case "${BENCH_ETCD}" in
-  embedded) ;;
-  external)
-    LOCAL_TRAINING_APISERVER_EXTRA_ARGS="${LOCAL_TRAINING_APISERVER_EXTRA_ARGS:-} --etcd-servers=http://127.0.0.1:${LOCAL_ETCD_PORT:-23790}"
-    export LOCAL_TRAINING_APISERVER_EXTRA_ARGS
-    ;;
-  *)
-    echo "BENCH_ETCD=${BENCH_ETCD}: embedded or external" >&2
-    exit 1
-    ;;
-esac
-export LOCAL_REAL_NODE="${LOCAL_REAL_NODE:-0}"
-export LOCAL_KUEUE LOCAL_SCHEDULER_PLUGINS LOCAL_GANG_WORKLOAD LOCAL_NODE_PODS LOCAL_FAKE_NODES BENCH_JOBS BENCH_RUNNING BENCH_CRD
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=hack/lib/common.sh
@@ -60,16 +65,21 @@ source "${HACK_DIR}/lib/common.sh"
 source "${HACK_DIR}/lib/local.sh"
 # shellcheck source=hack/lib/bench.sh
 source "${HACK_DIR}/lib/bench.sh"
+# shellcheck source=hack/lib/packages.sh
+source "${HACK_DIR}/lib/packages.sh"
 
-refuse_running_stack
-bench_build bench-scale ./test/bench/scale
-if ((BENCH_CRD)); then
-  kubeflow_crd tfjobs >/dev/null
+if [[ "${1:-}" != --in-stack ]]; then
+  refuse_running_stack
+  bench_build bench-scale ./test/bench/scale
+  if ((BENCH_CRD)); then
+    kubeflow_crd tfjobs >/dev/null
+  fi
+  require_stack_packages
+  localcluster run -- "${HACK_DIR}/bench-scale.sh" --in-stack
+  exit
 fi
-bench_stop_stack_on_exit
 
-"${HACK_DIR}/local-up.sh"
-load_settings
+# On the stack, as localcluster run's command, with the stack's environment.
 if ((BENCH_CRD)); then
   install_kubeflow_crd tfjobs
 fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Shared by the hack/bench-*.sh scripts: where results go, building the
-# benchmark programs, stopping the stack, the peers' modules (Kubeflow's
-# training-operator, JobSet).
+# benchmark programs, the peers' modules (Kubeflow's training-operator,
+# JobSet).
 # Source it after hack/lib/common.sh and hack/lib/local.sh.
 # shellcheck disable=SC2034
 
@@ -29,22 +29,6 @@ bench_build() {
   mkdir -p "${BENCH_BIN_DIR}"
   log "building ${pkg} into ${BENCH_BIN_DIR#"${REPO_ROOT}/"}/${name}"
   (cd "${REPO_ROOT}" && go build -o "${BENCH_BIN_DIR}/${name}" "${pkg}")
-}
-
-# bench_stop_stack_on_exit: the benchmark stops the stack it starts,
-# whatever happens; for benchmarks that start nothing else.
-bench_stop_stack_on_exit() {
-  trap bench_stop_stack EXIT
-  trap 'exit 130' INT TERM
-}
-
-# shellcheck disable=SC2317 # invoked through the EXIT trap
-bench_stop_stack() {
-  local rc=$?
-  trap '' INT TERM
-  log "stopping the local control plane"
-  "${REPO_ROOT}/hack/local-down.sh" || log "WARNING: hack/local-down.sh failed"
-  exit "${rc}"
 }
 
 # training_operator_dir prints the training-operator module's directory in the
