@@ -4,7 +4,8 @@
 # after BENCH_RUN_FOR through our training-controller-manager
 # (test/bench/controller), optionally the same number of Kubeflow TFJobs
 # through Kubeflow's training-operator on the same stack, and always stops
-# everything it started. Prints a markdown table, also saved in
+# everything it started (the stack: localcluster run, whose command is this
+# script again, with --in-stack). Prints a markdown table, also saved in
 # _output/bench/controller.md. How to read it: docs/benchmarks.md.
 #
 # Settings (environment):
@@ -36,21 +37,25 @@ set -euo pipefail
 : "${BENCH_CONTROLLER_ARGS=}"
 : "${BENCH_PEER:=}"
 : "${BENCH_PEER_ARGS:=--controller-threads=8 --kube-api-qps=1000 --kube-api-burst=2000}"
-: "${LOCAL_KUEUE:=0}"
-: "${LOCAL_SCHEDULER_PLUGINS:=0}"
-: "${LOCAL_GANG_WORKLOAD:=0}"
-: "${LOCAL_TRAINING_METRICS_SECURE:=0}"
-: "${LOCAL_NODE_PODS:=500}"
-: "${LOCAL_FAKE_NODES:=10}"
-# Room for every pod at once.
-nodes_needed=$(((BENCH_JOBS * 5 + LOCAL_NODE_PODS - 1) / LOCAL_NODE_PODS))
-if ((LOCAL_FAKE_NODES < nodes_needed)); then
-  LOCAL_FAKE_NODES="${nodes_needed}"
+export BENCH_JOBS BENCH_RUN_FOR BENCH_CONCURRENCY BENCH_CONTROLLER_ARGS BENCH_PEER BENCH_PEER_ARGS
+# The stack's settings (on the stack, --in-stack, the stack's own).
+if [[ "${1:-}" != --in-stack ]]; then
+  : "${LOCAL_KUEUE:=0}"
+  : "${LOCAL_SCHEDULER_PLUGINS:=0}"
+  : "${LOCAL_GANG_WORKLOAD:=0}"
+  : "${LOCAL_TRAINING_METRICS_SECURE:=0}"
+  : "${LOCAL_NODE_PODS:=500}"
+  : "${LOCAL_FAKE_NODES:=10}"
+  # Room for every pod at once.
+  nodes_needed=$(((BENCH_JOBS * 5 + LOCAL_NODE_PODS - 1) / LOCAL_NODE_PODS))
+  if ((LOCAL_FAKE_NODES < nodes_needed)); then
+    LOCAL_FAKE_NODES="${nodes_needed}"
+  fi
+  LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS="${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS:-} ${BENCH_CONTROLLER_ARGS}"
+  export LOCAL_REAL_NODE="${LOCAL_REAL_NODE:-0}"
+  export LOCAL_KUEUE LOCAL_SCHEDULER_PLUGINS LOCAL_GANG_WORKLOAD LOCAL_NODE_PODS LOCAL_FAKE_NODES LOCAL_TRAINING_METRICS_SECURE
+  export LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS
 fi
-LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS="${LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS:-} ${BENCH_CONTROLLER_ARGS}"
-export LOCAL_REAL_NODE="${LOCAL_REAL_NODE:-0}"
-export LOCAL_KUEUE LOCAL_SCHEDULER_PLUGINS LOCAL_GANG_WORKLOAD LOCAL_NODE_PODS LOCAL_FAKE_NODES LOCAL_TRAINING_METRICS_SECURE
-export LOCAL_TRAINING_CONTROLLER_MANAGER_EXTRA_ARGS BENCH_JOBS BENCH_RUN_FOR BENCH_CONCURRENCY
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=hack/lib/common.sh
@@ -61,19 +66,28 @@ source "${HACK_DIR}/lib/local.sh"
 source "${HACK_DIR}/lib/bench.sh"
 # shellcheck source=hack/lib/peer.sh
 source "${HACK_DIR}/lib/peer.sh"
+# shellcheck source=hack/lib/packages.sh
+source "${HACK_DIR}/lib/packages.sh"
 
 peer_setting training-operator
-
-refuse_running_stack
-bench_build bench-controller ./test/bench/controller
-if [[ -n "${BENCH_PEER}" ]]; then
-  peer_prepare TFJob
-fi
 BENCH="${BENCH_BIN_DIR}/bench-controller"
 OURS_JSON="${BENCH_DIR}/controller-ours.json"
 PEER_JSON="${BENCH_DIR}/controller-peer.json"
-rm -f "${OURS_JSON}" "${PEER_JSON}"
 
+if [[ "${1:-}" != --in-stack ]]; then
+  refuse_running_stack
+  bench_build bench-controller ./test/bench/controller
+  if [[ -n "${BENCH_PEER}" ]]; then
+    peer_prepare TFJob
+  fi
+  rm -f "${OURS_JSON}" "${PEER_JSON}"
+  require_stack_packages
+  localcluster run -- "${HACK_DIR}/bench-controller.sh" --in-stack
+  exit
+fi
+
+# On the stack, as localcluster run's command, with the stack's environment;
+# the peer goes before localcluster run stops the stack.
 reported=0
 
 # shellcheck disable=SC2317 # invoked through the EXIT trap
@@ -87,15 +101,10 @@ cleanup() {
       "${OURS_JSON}" || true
   fi
   peer_stop
-  log "stopping the local control plane"
-  "${HACK_DIR}/local-down.sh" || log "WARNING: hack/local-down.sh failed"
   exit "${rc}"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-"${HACK_DIR}/local-up.sh"
-load_settings
 
 "${BENCH}" run -kind ours -local-dir "${LOCAL_DIR}" -controller-flags "${BENCH_CONTROLLER_ARGS}" -out "${OURS_JSON}"
 

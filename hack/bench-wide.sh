@@ -6,7 +6,8 @@
 # BENCH_PEER, the same shape under each peer in turn, our controller stopped:
 # Kubeflow's PyTorchJob under training-operator v1.9.4, and a JobSet v0.12.0
 # of a leader Job and an Indexed Job of the workers (kube-controller-manager
-# makes their pods). Always stops the stack. Prints a markdown table, also
+# makes their pods). Always stops the stack (localcluster run, whose command
+# is this script again, with --in-stack). Prints a markdown table, also
 # saved in _output/bench/wide.md. How to read it: docs/benchmarks.md.
 #
 # Settings (environment):
@@ -33,17 +34,21 @@ set -euo pipefail
 : "${BENCH_PEER:=}"
 : "${BENCH_PEER_ARGS:=--controller-threads=8 --kube-api-qps=1000 --kube-api-burst=2000}"
 : "${BENCH_JOBSET_ARGS:=--kube-api-qps=1000 --kube-api-burst=2000}"
-: "${LOCAL_KUEUE:=0}"
-: "${LOCAL_SCHEDULER_PLUGINS:=0}"
-: "${LOCAL_GANG_WORKLOAD:=0}"
-: "${LOCAL_NODE_PODS:=500}"
-: "${LOCAL_FAKE_NODES:=10}"
-nodes_needed=$(((BENCH_PODS + LOCAL_NODE_PODS - 1) / LOCAL_NODE_PODS))
-if ((LOCAL_FAKE_NODES < nodes_needed)); then
-  LOCAL_FAKE_NODES="${nodes_needed}"
+export BENCH_PODS BENCH_PEER BENCH_PEER_ARGS BENCH_JOBSET_ARGS
+# The stack's settings (on the stack, --in-stack, the stack's own).
+if [[ "${1:-}" != --in-stack ]]; then
+  : "${LOCAL_KUEUE:=0}"
+  : "${LOCAL_SCHEDULER_PLUGINS:=0}"
+  : "${LOCAL_GANG_WORKLOAD:=0}"
+  : "${LOCAL_NODE_PODS:=500}"
+  : "${LOCAL_FAKE_NODES:=10}"
+  nodes_needed=$(((BENCH_PODS + LOCAL_NODE_PODS - 1) / LOCAL_NODE_PODS))
+  if ((LOCAL_FAKE_NODES < nodes_needed)); then
+    LOCAL_FAKE_NODES="${nodes_needed}"
+  fi
+  export LOCAL_REAL_NODE="${LOCAL_REAL_NODE:-0}"
+  export LOCAL_KUEUE LOCAL_SCHEDULER_PLUGINS LOCAL_GANG_WORKLOAD LOCAL_NODE_PODS LOCAL_FAKE_NODES
 fi
-export LOCAL_REAL_NODE="${LOCAL_REAL_NODE:-0}"
-export LOCAL_KUEUE LOCAL_SCHEDULER_PLUGINS LOCAL_GANG_WORKLOAD LOCAL_NODE_PODS LOCAL_FAKE_NODES BENCH_PODS
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=hack/lib/common.sh
@@ -54,6 +59,8 @@ source "${HACK_DIR}/lib/local.sh"
 source "${HACK_DIR}/lib/bench.sh"
 # shellcheck source=hack/lib/peer.sh
 source "${HACK_DIR}/lib/peer.sh"
+# shellcheck source=hack/lib/packages.sh
+source "${HACK_DIR}/lib/packages.sh"
 
 peer_setting training-operator jobset
 
@@ -65,29 +72,33 @@ wide_peer_kind() {
   esac
 }
 
-refuse_running_stack
-bench_build bench-wide ./test/bench/wide
-for peer in "${BENCH_PEERS[@]}"; do
-  peer_prepare "$(wide_peer_kind "${peer}")"
-done
 BENCH="${BENCH_BIN_DIR}/bench-wide"
 OURS_JSON="${BENCH_DIR}/wide-ours.json"
-rm -f "${OURS_JSON}" "${BENCH_DIR}"/wide-peer*.json
 
+if [[ "${1:-}" != --in-stack ]]; then
+  refuse_running_stack
+  bench_build bench-wide ./test/bench/wide
+  for peer in "${BENCH_PEERS[@]}"; do
+    peer_prepare "$(wide_peer_kind "${peer}")"
+  done
+  rm -f "${OURS_JSON}" "${BENCH_DIR}"/wide-peer*.json
+  require_stack_packages
+  localcluster run -- "${HACK_DIR}/bench-wide.sh" --in-stack
+  exit
+fi
+
+# On the stack, as localcluster run's command, with the stack's environment;
+# a peer goes before localcluster run stops the stack.
 # shellcheck disable=SC2317 # invoked through the EXIT trap
 cleanup() {
   local rc=$?
   trap '' INT TERM
   peer_stop
-  log "stopping the local control plane"
-  "${HACK_DIR}/local-down.sh" || log "WARNING: hack/local-down.sh failed"
   exit "${rc}"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"${HACK_DIR}/local-up.sh"
-load_settings
 "${BENCH}" run -local-dir "${LOCAL_DIR}" ${BENCH_WORKLOADS:+-workloads "${BENCH_WORKLOADS}"} -json "${OURS_JSON}"
 
 results=("${OURS_JSON}")
