@@ -16,67 +16,68 @@ limitations under the License.
 
 package batch
 
-// Kind names the job kind the template makes, "" when it holds none.
+// templateKind is how a runtime's template holds one job kind. Each kind
+// registers its own where its types are declared (types_<kind>.go), so a
+// new kind adds its field to TrainingJobTemplate and no case here.
+type templateKind struct {
+	// kind is the API kind of the jobs; field the template's field.
+	kind, field string
+	// spec is the template's spec of the kind, nil when it holds none.
+	spec func(*TrainingJobTemplate) *TrainingJobSpec
+	// canonicalize rewrites the accepted spellings of that spec, as a job
+	// of the kind is rewritten when it is stored.
+	canonicalize func(*TrainingJobTemplate)
+}
+
+var templateKinds []templateKind
+
+// TemplateKinds are the template's fields by the job kind each makes.
+func TemplateKinds() map[string]string {
+	out := make(map[string]string, len(templateKinds))
+	for _, k := range templateKinds {
+		out[k.kind] = k.field
+	}
+	return out
+}
+
+// Kinds names the job kinds whose spec the template holds: one, for a
+// valid runtime.
+func (t *TrainingJobTemplate) Kinds() []string {
+	var out []string
+	for _, k := range templateKinds {
+		if k.spec(t) != nil {
+			out = append(out, k.kind)
+		}
+	}
+	return out
+}
+
+// Kind names the job kind the template makes: the first it holds, "" when
+// it holds none.
 func (t *TrainingJobTemplate) Kind() string {
-	switch {
-	case t.Pytorch != nil:
-		return "PyTorchTrainingJob"
-	case t.Tensorflow != nil:
-		return "TensorFlowTrainingJob"
-	case t.Xgboost != nil:
-		return "XGBoostTrainingJob"
-	case t.MPI != nil:
-		return "MPIJob"
-	case t.Generic != nil:
-		return "GenericJob"
+	if kinds := t.Kinds(); len(kinds) > 0 {
+		return kinds[0]
 	}
 	return ""
 }
 
-// CommonSpec is the part of the template's spec every kind shares, nil
-// when it holds none.
+// CommonSpec is the part of the template's spec every kind shares, of the
+// first kind it holds; nil when it holds none.
 func (t *TrainingJobTemplate) CommonSpec() *TrainingJobSpec {
-	switch {
-	case t.Pytorch != nil:
-		return &t.Pytorch.TrainingJobSpec
-	case t.Tensorflow != nil:
-		return &t.Tensorflow.TrainingJobSpec
-	case t.Xgboost != nil:
-		return &t.Xgboost.TrainingJobSpec
-	case t.MPI != nil:
-		return &t.MPI.TrainingJobSpec
-	case t.Generic != nil:
-		return &t.Generic.TrainingJobSpec
+	for _, k := range templateKinds {
+		if spec := k.spec(t); spec != nil {
+			return spec
+		}
 	}
 	return nil
 }
 
-// Canonicalize rewrites the accepted spellings of every kind's spec the
-// template holds, as a job of the kind is rewritten when it is stored.
+// Canonicalize rewrites the accepted spellings of every spec the template
+// holds.
 func (t *TrainingJobTemplate) Canonicalize() {
-	if t.Pytorch != nil {
-		job := PyTorchTrainingJob{Spec: *t.Pytorch}
-		CanonicalizePyTorchJob(&job)
-		*t.Pytorch = job.Spec
-	}
-	if t.Tensorflow != nil {
-		job := TensorFlowTrainingJob{Spec: *t.Tensorflow}
-		CanonicalizeTensorFlowJob(&job)
-		*t.Tensorflow = job.Spec
-	}
-	if t.Xgboost != nil {
-		job := XGBoostTrainingJob{Spec: *t.Xgboost}
-		CanonicalizeXGBoostJob(&job)
-		*t.Xgboost = job.Spec
-	}
-	if t.MPI != nil {
-		job := MPIJob{Spec: *t.MPI}
-		CanonicalizeMPIJob(&job)
-		*t.MPI = job.Spec
-	}
-	if t.Generic != nil {
-		job := GenericJob{Spec: *t.Generic}
-		CanonicalizeGenericJob(&job)
-		*t.Generic = job.Spec
+	for _, k := range templateKinds {
+		if k.spec(t) != nil {
+			k.canonicalize(t)
+		}
 	}
 }

@@ -17,6 +17,8 @@ limitations under the License.
 package validation
 
 import (
+	"fmt"
+	"sort"
 	"strings"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -30,36 +32,10 @@ import (
 // which its template's spec is checked with.
 const templateJobName = "runtime-template"
 
-// templateKind is one job kind a runtime's template may hold: its field
-// and how a job of the kind made from the template is checked.
-type templateKind struct {
-	field    string
-	spec     func(t *batch.TrainingJobTemplate) bool
-	validate func(meta metav1.ObjectMeta, t *batch.TrainingJobTemplate) field.ErrorList
-}
-
-var templateKinds = []templateKind{
-	{"pytorch", func(t *batch.TrainingJobTemplate) bool { return t.Pytorch != nil },
-		func(m metav1.ObjectMeta, t *batch.TrainingJobTemplate) field.ErrorList {
-			return ValidatePyTorchTrainingJob(&batch.PyTorchTrainingJob{ObjectMeta: m, Spec: *t.Pytorch})
-		}},
-	{"tensorflow", func(t *batch.TrainingJobTemplate) bool { return t.Tensorflow != nil },
-		func(m metav1.ObjectMeta, t *batch.TrainingJobTemplate) field.ErrorList {
-			return ValidateTensorFlowTrainingJob(&batch.TensorFlowTrainingJob{ObjectMeta: m, Spec: *t.Tensorflow})
-		}},
-	{"xgboost", func(t *batch.TrainingJobTemplate) bool { return t.Xgboost != nil },
-		func(m metav1.ObjectMeta, t *batch.TrainingJobTemplate) field.ErrorList {
-			return ValidateXGBoostTrainingJob(&batch.XGBoostTrainingJob{ObjectMeta: m, Spec: *t.Xgboost})
-		}},
-	{"mpi", func(t *batch.TrainingJobTemplate) bool { return t.MPI != nil },
-		func(m metav1.ObjectMeta, t *batch.TrainingJobTemplate) field.ErrorList {
-			return ValidateMPIJob(&batch.MPIJob{ObjectMeta: m, Spec: *t.MPI})
-		}},
-	{"generic", func(t *batch.TrainingJobTemplate) bool { return t.Generic != nil },
-		func(m metav1.ObjectMeta, t *batch.TrainingJobTemplate) field.ErrorList {
-			return ValidateGenericJob(&batch.GenericJob{ObjectMeta: m, Spec: *t.Generic})
-		}},
-}
+// templateValidators check a job of each kind made from a runtime's
+// template. Each kind registers its own (validation/<kind>.go), so a new
+// kind adds no case here.
+var templateValidators = map[string]func(meta metav1.ObjectMeta, t *batch.TrainingJobTemplate) field.ErrorList{}
 
 // ValidateClusterTrainingRuntime checks a ClusterTrainingRuntime being
 // created or changed.
@@ -83,25 +59,28 @@ func validateTrainingRuntimeSpec(spec *batch.TrainingRuntimeSpec, fldPath *field
 	t := &spec.Template
 	// The labels and annotations are checked as the jobs' own, below.
 	var allErrs field.ErrorList
-	var set []templateKind
-	var names []string
-	for _, k := range templateKinds {
-		names = append(names, k.field)
-		if k.spec(t) {
-			set = append(set, k)
-		}
-	}
-	switch len(set) {
+	fields := batch.TemplateKinds()
+	kinds := t.Kinds()
+	switch len(kinds) {
 	case 0:
+		names := make([]string, 0, len(fields))
+		for _, f := range fields {
+			names = append(names, f)
+		}
+		sort.Strings(names)
 		return append(allErrs, field.Required(tmplPath, "one job kind's spec: one of "+strings.Join(names, ", ")))
 	case 1:
 	default:
-		return append(allErrs, field.Forbidden(tmplPath.Child(set[1].field),
-			"a runtime makes jobs of one kind; it already has "+set[0].field))
+		return append(allErrs, field.Forbidden(tmplPath.Child(fields[kinds[1]]),
+			"a runtime makes jobs of one kind; it already has "+fields[kinds[0]]))
+	}
+	validate, ok := templateValidators[kinds[0]]
+	if !ok {
+		return append(allErrs, field.InternalError(tmplPath.Child(fields[kinds[0]]), fmt.Errorf("no validation of %s", kinds[0])))
 	}
 	meta := metav1.ObjectMeta{Name: templateJobName, Labels: t.Labels, Annotations: t.Annotations}
-	for _, err := range set[0].validate(meta, t) {
-		if path, ok := templatePath(err.Field, tmplPath, set[0].field); ok {
+	for _, err := range validate(meta, t) {
+		if path, ok := templatePath(err.Field, tmplPath, fields[kinds[0]]); ok {
 			err.Field = path
 			allErrs = append(allErrs, err)
 		}

@@ -89,3 +89,21 @@ func TestValidateRuntimeScope(t *testing.T) {
 	cluster := &batch.ClusterTrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "mpi", Namespace: "team-a"}, Spec: runtimeOf(nil).Spec}
 	expectErrors(t, ValidateClusterTrainingRuntime(cluster), forbidden("metadata.namespace"))
 }
+
+// TestEveryKindMayBeTemplated: each kind of the table has its field in a
+// runtime's template and its check, so a new kind cannot be left out of
+// the runtimes.
+func TestEveryKindMayBeTemplated(t *testing.T) {
+	fields := batch.TemplateKinds()
+	for _, k := range batch.Kinds {
+		if fields[k.Kind] == "" {
+			t.Errorf("%s has no field in a runtime's template (types_<kind>.go registers it)", k.Kind)
+		}
+		if templateValidators[k.Kind] == nil {
+			t.Errorf("%s has no check of a runtime's template (validation/<kind>.go registers it)", k.Kind)
+		}
+	}
+	if len(fields) != len(batch.Kinds) {
+		t.Errorf("the template holds %d kinds, the table has %d", len(fields), len(batch.Kinds))
+	}
+}
