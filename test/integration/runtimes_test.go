@@ -121,7 +121,7 @@ func TestRuntimes(t *testing.T) {
 			tmpl := torchTemplate("registry.example/train:1")
 			tmpl.Generic = &v1beta1.GenericJobSpec{TrainingJobSpec: tmpl.Pytorch.TrainingJobSpec}
 			return tmpl
-		}(), "spec.template.generic"},
+		}(), "spec.template.pytorch"}, // the first kind by name, generic, is the one it holds
 		{"no image", torchTemplate(""), "spec.template.pytorch.replicaSpecs[0].template.spec.containers[0].image"},
 	}
 	for _, tc := range bad {

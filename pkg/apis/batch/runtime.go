@@ -16,6 +16,11 @@ limitations under the License.
 
 package batch
 
+import (
+	"slices"
+	"strings"
+)
+
 // templateKind is how a runtime's template holds one job kind. Each kind
 // registers its own where its types are declared (types_<kind>.go), so a
 // new kind adds its field to TrainingJobTemplate and no case here.
@@ -31,6 +36,15 @@ type templateKind struct {
 
 var templateKinds []templateKind
 
+// orderedTemplateKinds are the registered kinds by their field's name: the
+// order in which a template's kinds are named, whatever order the kinds'
+// files registered them in.
+func orderedTemplateKinds() []templateKind {
+	out := slices.Clone(templateKinds)
+	slices.SortFunc(out, func(a, b templateKind) int { return strings.Compare(a.field, b.field) })
+	return out
+}
+
 // TemplateKinds are the template's fields by the job kind each makes.
 func TemplateKinds() map[string]string {
 	out := make(map[string]string, len(templateKinds))
@@ -40,11 +54,11 @@ func TemplateKinds() map[string]string {
 	return out
 }
 
-// Kinds names the job kinds whose spec the template holds: one, for a
-// valid runtime.
+// Kinds names the job kinds whose spec the template holds, in the order of
+// their fields' names: one, for a valid runtime.
 func (t *TrainingJobTemplate) Kinds() []string {
 	var out []string
-	for _, k := range templateKinds {
+	for _, k := range orderedTemplateKinds() {
 		if k.spec(t) != nil {
 			out = append(out, k.kind)
 		}
@@ -64,7 +78,7 @@ func (t *TrainingJobTemplate) Kind() string {
 // CommonSpec is the part of the template's spec every kind shares, of the
 // first kind it holds; nil when it holds none.
 func (t *TrainingJobTemplate) CommonSpec() *TrainingJobSpec {
-	for _, k := range templateKinds {
+	for _, k := range orderedTemplateKinds() {
 		if spec := k.spec(t); spec != nil {
 			return spec
 		}
