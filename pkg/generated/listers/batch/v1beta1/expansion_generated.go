@@ -18,10 +18,6 @@ limitations under the License.
 
 package v1beta1
 
-// ClusterTrainingRuntimeListerExpansion allows custom methods to be added to
-// ClusterTrainingRuntimeLister.
-type ClusterTrainingRuntimeListerExpansion interface{}
-
 // GenericJobListerExpansion allows custom methods to be added to
 // GenericJobLister.
 type GenericJobListerExpansion interface{}
@@ -53,14 +49,6 @@ type TensorFlowTrainingJobListerExpansion interface{}
 // TensorFlowTrainingJobNamespaceListerExpansion allows custom methods to be added to
 // TensorFlowTrainingJobNamespaceLister.
 type TensorFlowTrainingJobNamespaceListerExpansion interface{}
-
-// TrainingRuntimeListerExpansion allows custom methods to be added to
-// TrainingRuntimeLister.
-type TrainingRuntimeListerExpansion interface{}
-
-// TrainingRuntimeNamespaceListerExpansion allows custom methods to be added to
-// TrainingRuntimeNamespaceLister.
-type TrainingRuntimeNamespaceListerExpansion interface{}
 
 // XGBoostTrainingJobListerExpansion allows custom methods to be added to
 // XGBoostTrainingJobLister.

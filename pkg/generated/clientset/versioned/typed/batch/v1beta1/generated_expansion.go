@@ -18,8 +18,6 @@ limitations under the License.
 
 package v1beta1
 
-type ClusterTrainingRuntimeExpansion interface{}
-
 type GenericJobExpansion interface{}
 
 type MPIJobExpansion interface{}
@@ -27,7 +25,5 @@ type MPIJobExpansion interface{}
 type PyTorchTrainingJobExpansion interface{}
 
 type TensorFlowTrainingJobExpansion interface{}
-
-type TrainingRuntimeExpansion interface{}
 
 type XGBoostTrainingJobExpansion interface{}
