@@ -261,7 +261,7 @@ func (m nodeHost) cleanContainers(n spec.Node) {
 // machine: processes, namespaces (with their mounts, links and iptables
 // rules), cgroups; and puts back the sysctls the kubelet changed. It is safe
 // when no node ran, and finds what a crashed stack left.
-func (m nodeHost) teardown(procs processTable, sysctls []string) error {
+func (m nodeHost) teardown(procs processTable) error {
 	if m.host.DryRun() {
 		return nil
 	}

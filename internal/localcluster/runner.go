@@ -179,7 +179,7 @@ func (r *runner) do(ctx context.Context, comp *spec.Component, step spec.Step) e
 		r.nodes.cleanContainers(s.Node)
 		return nil
 	case spec.TeardownNodes:
-		return r.nodes.teardown(r.procs, s.Sysctls)
+		return r.nodes.teardown(r.procs)
 	case spec.StartMultiKueueWorker:
 		return r.startMultiKueueWorker(ctx)
 	case spec.StopMultiKueueWorker:
