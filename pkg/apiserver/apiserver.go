@@ -27,6 +27,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	openapibuilder3 "k8s.io/kube-openapi/pkg/builder3"
@@ -36,6 +37,7 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch"
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/registry/trainingjob"
+	"tensorstack.dev/training/pkg/registry/trainingruntime"
 )
 
 // Config is the complete configuration of the server.
@@ -118,6 +120,9 @@ func (c CompletedConfig) New() (*Server, error) {
 			storage[resource] = rest
 		}
 	}
+	if err := addRuntimeStorage(storage, c.generic.RESTOptionsGetter); err != nil {
+		return nil, err
+	}
 	group.VersionedResourcesStorageMap[v1beta1.SchemeGroupVersion.Version] = storage
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, err
@@ -154,4 +159,18 @@ func (s *Server) Run(ctx context.Context) error {
 		defer s.embeddedEtcd.Close()
 	}
 	return s.GenericAPIServer.PrepareRun().RunWithContext(ctx)
+}
+
+// addRuntimeStorage serves the runtimes beside the job kinds.
+func addRuntimeStorage(storage map[string]rest.Storage, optsGetter generic.RESTOptionsGetter) error {
+	namespaced, err := trainingruntime.NewTrainingRuntimeREST(Scheme, optsGetter)
+	if err != nil {
+		return err
+	}
+	cluster, err := trainingruntime.NewClusterTrainingRuntimeREST(Scheme, optsGetter)
+	if err != nil {
+		return err
+	}
+	storage["trainingruntimes"], storage["clustertrainingruntimes"] = namespaced, cluster
+	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"path"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -748,6 +749,23 @@ func TestRBACRules(t *testing.T) {
 				t.Errorf("the edit role grants %v on %s: status is the controller's", rule.Verbs, res)
 			}
 		}
+	}
+	// A team writes its namespace's runtimes; the cluster's are an
+	// administrator's to write, and everyone's to read.
+	for _, rule := range edit.Rules {
+		if slices.Contains(rule.Resources, "clustertrainingruntimes") {
+			t.Errorf("the edit role grants %v on clustertrainingruntimes", rule.Verbs)
+		}
+	}
+	runtimeReader := mustGet[rbacv1.ClusterRole](t, r, "ClusterRole", "", "tensorstack:training-runtime-reader")
+	wantReader := []rbacv1.PolicyRule{{APIGroups: []string{"batch.tensorstack.dev"}, Resources: []string{"clustertrainingruntimes"}, Verbs: []string{"get", "list", "watch"}}}
+	if !reflect.DeepEqual(runtimeReader.Rules, wantReader) {
+		t.Errorf("the runtime reader role grants %+v, want %+v", runtimeReader.Rules, wantReader)
+	}
+	readers := mustGet[rbacv1.ClusterRoleBinding](t, r, "ClusterRoleBinding", "", "tensorstack:training-runtime-reader")
+	wantReaders := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:authenticated"}}
+	if readers.RoleRef.Name != runtimeReader.Name || !slices.Equal(readers.Subjects, wantReaders) {
+		t.Errorf("the runtime reader binding binds %s to %+v, want %s to %+v", readers.RoleRef.Name, readers.Subjects, runtimeReader.Name, wantReaders)
 	}
 	// Every service account may send progress and checkpoint reports, and
 	// that is all the binding grants them; the server takes a report only

@@ -73,8 +73,15 @@ func TestKubectlAPIResources(t *testing.T) {
 			t.Errorf("categories of %s = %q, want trainingjobs", tc.resource, row[6])
 		}
 	}
-	if len(rows) != len(batch.Kinds) {
-		t.Errorf("api-resources lists %d resources of the group, want %d:\n%s", len(rows), len(batch.Kinds), out)
+	// And the runtimes the jobs may be made from, which are no jobs: no
+	// short name, no category, so their rows have two fields fewer.
+	for resource, namespaced := range map[string]string{"trainingruntimes": "true", "clustertrainingruntimes": "false"} {
+		if row, ok := rows[resource]; !ok || len(row) != len(want)-2 || row[1] != "batch.tensorstack.dev/v1beta1" || row[2] != namespaced {
+			t.Errorf("api-resources lists %s as %q, want batch.tensorstack.dev/v1beta1 and namespaced %s", resource, row, namespaced)
+		}
+	}
+	if want := len(batch.Kinds) + 2; len(rows) != want {
+		t.Errorf("api-resources lists %d resources of the group, want %d:\n%s", len(rows), want, out)
 	}
 }
 

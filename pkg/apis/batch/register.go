@@ -50,8 +50,12 @@ func Resource(resource string) schema.GroupResource {
 // here.
 var jobKindTypes []runtime.Object
 
+// runtimeTypes are the runtimes' objects and lists (types_runtime.go).
+var runtimeTypes []runtime.Object
+
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion, jobKindTypes...)
+	scheme.AddKnownTypes(SchemeGroupVersion, runtimeTypes...)
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&PauseRequest{},
 		&ResumeRequest{},

@@ -86,7 +86,23 @@ var (
 	_ ElasticJob  = &GenericJob{}
 )
 
-func init() { jobKindTypes = append(jobKindTypes, &GenericJob{}, &GenericJobList{}) }
+func init() {
+	jobKindTypes = append(jobKindTypes, &GenericJob{}, &GenericJobList{})
+	templateKinds = append(templateKinds, templateKind{
+		kind: GenericJobKind, field: "generic",
+		spec: func(t *TrainingJobTemplate) *TrainingJobSpec {
+			if t.Generic == nil {
+				return nil
+			}
+			return &t.Generic.TrainingJobSpec
+		},
+		canonicalize: func(t *TrainingJobTemplate) {
+			job := GenericJob{Spec: *t.Generic}
+			CanonicalizeGenericJob(&job)
+			*t.Generic = job.Spec
+		},
+	})
+}
 
 // CommonSpec returns the part of the spec every kind shares.
 func (j *GenericJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }

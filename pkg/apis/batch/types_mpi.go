@@ -72,7 +72,23 @@ type MPIJobList struct {
 
 var _ TrainingJob = &MPIJob{}
 
-func init() { jobKindTypes = append(jobKindTypes, &MPIJob{}, &MPIJobList{}) }
+func init() {
+	jobKindTypes = append(jobKindTypes, &MPIJob{}, &MPIJobList{})
+	templateKinds = append(templateKinds, templateKind{
+		kind: MPIJobKind, field: "mpi",
+		spec: func(t *TrainingJobTemplate) *TrainingJobSpec {
+			if t.MPI == nil {
+				return nil
+			}
+			return &t.MPI.TrainingJobSpec
+		},
+		canonicalize: func(t *TrainingJobTemplate) {
+			job := MPIJob{Spec: *t.MPI}
+			CanonicalizeMPIJob(&job)
+			*t.MPI = job.Spec
+		},
+	})
+}
 
 // CommonSpec returns the part of the spec every kind shares.
 func (j *MPIJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }

@@ -71,7 +71,23 @@ var (
 	_ ElasticJob  = &PyTorchTrainingJob{}
 )
 
-func init() { jobKindTypes = append(jobKindTypes, &PyTorchTrainingJob{}, &PyTorchTrainingJobList{}) }
+func init() {
+	jobKindTypes = append(jobKindTypes, &PyTorchTrainingJob{}, &PyTorchTrainingJobList{})
+	templateKinds = append(templateKinds, templateKind{
+		kind: PyTorchTrainingJobKind, field: "pytorch",
+		spec: func(t *TrainingJobTemplate) *TrainingJobSpec {
+			if t.Pytorch == nil {
+				return nil
+			}
+			return &t.Pytorch.TrainingJobSpec
+		},
+		canonicalize: func(t *TrainingJobTemplate) {
+			job := PyTorchTrainingJob{Spec: *t.Pytorch}
+			CanonicalizePyTorchJob(&job)
+			*t.Pytorch = job.Spec
+		},
+	})
+}
 
 // CommonSpec returns the part of the spec every kind shares.
 func (j *PyTorchTrainingJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }

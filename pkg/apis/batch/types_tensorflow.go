@@ -58,6 +58,20 @@ var _ TrainingJob = &TensorFlowTrainingJob{}
 
 func init() {
 	jobKindTypes = append(jobKindTypes, &TensorFlowTrainingJob{}, &TensorFlowTrainingJobList{})
+	templateKinds = append(templateKinds, templateKind{
+		kind: TensorFlowTrainingJobKind, field: "tensorflow",
+		spec: func(t *TrainingJobTemplate) *TrainingJobSpec {
+			if t.Tensorflow == nil {
+				return nil
+			}
+			return &t.Tensorflow.TrainingJobSpec
+		},
+		canonicalize: func(t *TrainingJobTemplate) {
+			job := TensorFlowTrainingJob{Spec: *t.Tensorflow}
+			CanonicalizeTensorFlowJob(&job)
+			*t.Tensorflow = job.Spec
+		},
+	})
 }
 
 // CommonSpec returns the part of the spec every kind shares.

@@ -55,7 +55,23 @@ type XGBoostTrainingJobList struct {
 
 var _ TrainingJob = &XGBoostTrainingJob{}
 
-func init() { jobKindTypes = append(jobKindTypes, &XGBoostTrainingJob{}, &XGBoostTrainingJobList{}) }
+func init() {
+	jobKindTypes = append(jobKindTypes, &XGBoostTrainingJob{}, &XGBoostTrainingJobList{})
+	templateKinds = append(templateKinds, templateKind{
+		kind: XGBoostTrainingJobKind, field: "xgboost",
+		spec: func(t *TrainingJobTemplate) *TrainingJobSpec {
+			if t.Xgboost == nil {
+				return nil
+			}
+			return &t.Xgboost.TrainingJobSpec
+		},
+		canonicalize: func(t *TrainingJobTemplate) {
+			job := XGBoostTrainingJob{Spec: *t.Xgboost}
+			CanonicalizeXGBoostJob(&job)
+			*t.Xgboost = job.Spec
+		},
+	})
+}
 
 // CommonSpec returns the part of the spec every kind shares.
 func (j *XGBoostTrainingJob) CommonSpec() *TrainingJobSpec { return &j.Spec.TrainingJobSpec }

@@ -48,6 +48,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.CheckpointStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("CheckpointValues"):
 		return &batchv1beta1.CheckpointValuesApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ClusterTrainingRuntime"):
+		return &batchv1beta1.ClusterTrainingRuntimeApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ContainerStatus"):
 		return &batchv1beta1.ContainerStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ContainerTermination"):
@@ -134,6 +136,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.TrainingJobSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("TrainingJobStatus"):
 		return &batchv1beta1.TrainingJobStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("TrainingJobTemplate"):
+		return &batchv1beta1.TrainingJobTemplateApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("TrainingRuntime"):
+		return &batchv1beta1.TrainingRuntimeApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("TrainingRuntimeSpec"):
+		return &batchv1beta1.TrainingRuntimeSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("XGBoostTrainingJob"):
 		return &batchv1beta1.XGBoostTrainingJobApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("XGBoostTrainingJobSpec"):

@@ -368,6 +368,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.CheckpointReport{}.OpenAPIModelName():                  schema_pkg_apis_batch_v1beta1_CheckpointReport(ref),
 		v1beta1.CheckpointStatus{}.OpenAPIModelName():                  schema_pkg_apis_batch_v1beta1_CheckpointStatus(ref),
 		v1beta1.CheckpointValues{}.OpenAPIModelName():                  schema_pkg_apis_batch_v1beta1_CheckpointValues(ref),
+		v1beta1.ClusterTrainingRuntime{}.OpenAPIModelName():            schema_pkg_apis_batch_v1beta1_ClusterTrainingRuntime(ref),
+		v1beta1.ClusterTrainingRuntimeList{}.OpenAPIModelName():        schema_pkg_apis_batch_v1beta1_ClusterTrainingRuntimeList(ref),
 		v1beta1.ContainerStatus{}.OpenAPIModelName():                   schema_pkg_apis_batch_v1beta1_ContainerStatus(ref),
 		v1beta1.ContainerTermination{}.OpenAPIModelName():              schema_pkg_apis_batch_v1beta1_ContainerTermination(ref),
 		v1beta1.DebugMode{}.OpenAPIModelName():                         schema_pkg_apis_batch_v1beta1_DebugMode(ref),
@@ -421,6 +423,10 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.TorchrunConfig{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_TorchrunConfig(ref),
 		v1beta1.TrainingJobSpec{}.OpenAPIModelName():                   schema_pkg_apis_batch_v1beta1_TrainingJobSpec(ref),
 		v1beta1.TrainingJobStatus{}.OpenAPIModelName():                 schema_pkg_apis_batch_v1beta1_TrainingJobStatus(ref),
+		v1beta1.TrainingJobTemplate{}.OpenAPIModelName():               schema_pkg_apis_batch_v1beta1_TrainingJobTemplate(ref),
+		v1beta1.TrainingRuntime{}.OpenAPIModelName():                   schema_pkg_apis_batch_v1beta1_TrainingRuntime(ref),
+		v1beta1.TrainingRuntimeList{}.OpenAPIModelName():               schema_pkg_apis_batch_v1beta1_TrainingRuntimeList(ref),
+		v1beta1.TrainingRuntimeSpec{}.OpenAPIModelName():               schema_pkg_apis_batch_v1beta1_TrainingRuntimeSpec(ref),
 		v1beta1.XGBoostTrainingJob{}.OpenAPIModelName():                schema_pkg_apis_batch_v1beta1_XGBoostTrainingJob(ref),
 		v1beta1.XGBoostTrainingJobList{}.OpenAPIModelName():            schema_pkg_apis_batch_v1beta1_XGBoostTrainingJobList(ref),
 		v1beta1.XGBoostTrainingJobSpec{}.OpenAPIModelName():            schema_pkg_apis_batch_v1beta1_XGBoostTrainingJobSpec(ref),
@@ -18913,6 +18919,99 @@ func schema_pkg_apis_batch_v1beta1_CheckpointValues(ref common.ReferenceCallback
 	}
 }
 
+func schema_pkg_apis_batch_v1beta1_ClusterTrainingRuntime(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterTrainingRuntime is one way of training that a platform team publishes for the whole cluster: the job kind, images, launcher, resources, volumes, scheduling and policies that a job naming it in spec.runtimeRef starts from. A job copies what it takes when it is created, so changing or deleting a runtime changes no job that exists.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is what the runtime decides for the jobs made from it.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.TrainingRuntimeSpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.ObjectMeta{}.OpenAPIModelName(), v1beta1.TrainingRuntimeSpec{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_ClusterTrainingRuntimeList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterTrainingRuntimeList is a list of ClusterTrainingRuntimes.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the runtimes in the list.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ClusterTrainingRuntime{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			metav1.ListMeta{}.OpenAPIModelName(), v1beta1.ClusterTrainingRuntime{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_batch_v1beta1_ContainerStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -22095,6 +22194,197 @@ func schema_pkg_apis_batch_v1beta1_TrainingJobStatus(ref common.ReferenceCallbac
 		},
 		Dependencies: []string{
 			metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName(), v1beta1.Accounting{}.OpenAPIModelName(), v1beta1.Aggregate{}.OpenAPIModelName(), v1beta1.Attempt{}.OpenAPIModelName(), v1beta1.CheckpointStatus{}.OpenAPIModelName(), v1beta1.DependentStatus{}.OpenAPIModelName(), v1beta1.ProgressStatus{}.OpenAPIModelName(), v1beta1.StallStatus{}.OpenAPIModelName(), v1beta1.SuspectNode{}.OpenAPIModelName(), v1beta1.TaskStatus{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_TrainingJobTemplate(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TrainingJobTemplate is the spec of exactly one job kind, whose field names the kind of the jobs made from it, and the labels and annotations those jobs get.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"labels": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Labels are added to every job made from the runtime.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"annotations": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Annotations are added to every job made from the runtime.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"pytorch": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Pytorch makes PyTorchTrainingJobs.",
+							Ref:         ref(v1beta1.PyTorchTrainingJobSpec{}.OpenAPIModelName()),
+						},
+					},
+					"tensorflow": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Tensorflow makes TensorFlowTrainingJobs.",
+							Ref:         ref(v1beta1.TensorFlowTrainingJobSpec{}.OpenAPIModelName()),
+						},
+					},
+					"xgboost": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Xgboost makes XGBoostTrainingJobs.",
+							Ref:         ref(v1beta1.XGBoostTrainingJobSpec{}.OpenAPIModelName()),
+						},
+					},
+					"mpi": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MPI makes MPIJobs.",
+							Ref:         ref(v1beta1.MPIJobSpec{}.OpenAPIModelName()),
+						},
+					},
+					"generic": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Generic makes GenericJobs.",
+							Ref:         ref(v1beta1.GenericJobSpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.GenericJobSpec{}.OpenAPIModelName(), v1beta1.MPIJobSpec{}.OpenAPIModelName(), v1beta1.PyTorchTrainingJobSpec{}.OpenAPIModelName(), v1beta1.TensorFlowTrainingJobSpec{}.OpenAPIModelName(), v1beta1.XGBoostTrainingJobSpec{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_TrainingRuntime(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TrainingRuntime is one way of training that a team publishes for the jobs of its namespace, as a ClusterTrainingRuntime does for the cluster's.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is what the runtime decides for the jobs made from it.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.TrainingRuntimeSpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.ObjectMeta{}.OpenAPIModelName(), v1beta1.TrainingRuntimeSpec{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_TrainingRuntimeList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TrainingRuntimeList is a list of TrainingRuntimes.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the runtimes in the list.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.TrainingRuntime{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			metav1.ListMeta{}.OpenAPIModelName(), v1beta1.TrainingRuntime{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_TrainingRuntimeSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TrainingRuntimeSpec is what a runtime decides for the jobs made from it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"template": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Template is the job that a job naming the runtime starts from.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.TrainingJobTemplate{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"template"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.TrainingJobTemplate{}.OpenAPIModelName()},
 	}
 }
 

@@ -127,6 +127,26 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*ClusterTrainingRuntime)(nil), (*batch.ClusterTrainingRuntime)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ClusterTrainingRuntime_To_batch_ClusterTrainingRuntime(a.(*ClusterTrainingRuntime), b.(*batch.ClusterTrainingRuntime), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.ClusterTrainingRuntime)(nil), (*ClusterTrainingRuntime)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_ClusterTrainingRuntime_To_v1beta1_ClusterTrainingRuntime(a.(*batch.ClusterTrainingRuntime), b.(*ClusterTrainingRuntime), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ClusterTrainingRuntimeList)(nil), (*batch.ClusterTrainingRuntimeList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ClusterTrainingRuntimeList_To_batch_ClusterTrainingRuntimeList(a.(*ClusterTrainingRuntimeList), b.(*batch.ClusterTrainingRuntimeList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.ClusterTrainingRuntimeList)(nil), (*ClusterTrainingRuntimeList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_ClusterTrainingRuntimeList_To_v1beta1_ClusterTrainingRuntimeList(a.(*batch.ClusterTrainingRuntimeList), b.(*ClusterTrainingRuntimeList), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*ContainerStatus)(nil), (*batch.ContainerStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1beta1_ContainerStatus_To_batch_ContainerStatus(a.(*ContainerStatus), b.(*batch.ContainerStatus), scope)
 	}); err != nil {
@@ -647,6 +667,46 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*TrainingJobTemplate)(nil), (*batch.TrainingJobTemplate)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_TrainingJobTemplate_To_batch_TrainingJobTemplate(a.(*TrainingJobTemplate), b.(*batch.TrainingJobTemplate), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.TrainingJobTemplate)(nil), (*TrainingJobTemplate)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_TrainingJobTemplate_To_v1beta1_TrainingJobTemplate(a.(*batch.TrainingJobTemplate), b.(*TrainingJobTemplate), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*TrainingRuntime)(nil), (*batch.TrainingRuntime)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_TrainingRuntime_To_batch_TrainingRuntime(a.(*TrainingRuntime), b.(*batch.TrainingRuntime), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.TrainingRuntime)(nil), (*TrainingRuntime)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_TrainingRuntime_To_v1beta1_TrainingRuntime(a.(*batch.TrainingRuntime), b.(*TrainingRuntime), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*TrainingRuntimeList)(nil), (*batch.TrainingRuntimeList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_TrainingRuntimeList_To_batch_TrainingRuntimeList(a.(*TrainingRuntimeList), b.(*batch.TrainingRuntimeList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.TrainingRuntimeList)(nil), (*TrainingRuntimeList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_TrainingRuntimeList_To_v1beta1_TrainingRuntimeList(a.(*batch.TrainingRuntimeList), b.(*TrainingRuntimeList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*TrainingRuntimeSpec)(nil), (*batch.TrainingRuntimeSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_TrainingRuntimeSpec_To_batch_TrainingRuntimeSpec(a.(*TrainingRuntimeSpec), b.(*batch.TrainingRuntimeSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.TrainingRuntimeSpec)(nil), (*TrainingRuntimeSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_TrainingRuntimeSpec_To_v1beta1_TrainingRuntimeSpec(a.(*batch.TrainingRuntimeSpec), b.(*TrainingRuntimeSpec), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*XGBoostTrainingJob)(nil), (*batch.XGBoostTrainingJob)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1beta1_XGBoostTrainingJob_To_batch_XGBoostTrainingJob(a.(*XGBoostTrainingJob), b.(*batch.XGBoostTrainingJob), scope)
 	}); err != nil {
@@ -876,6 +936,74 @@ func autoConvert_batch_CheckpointValues_To_v1beta1_CheckpointValues(in *batch.Ch
 // Convert_batch_CheckpointValues_To_v1beta1_CheckpointValues is an autogenerated conversion function.
 func Convert_batch_CheckpointValues_To_v1beta1_CheckpointValues(in *batch.CheckpointValues, out *CheckpointValues, s conversion.Scope) error {
 	return autoConvert_batch_CheckpointValues_To_v1beta1_CheckpointValues(in, out, s)
+}
+
+func autoConvert_v1beta1_ClusterTrainingRuntime_To_batch_ClusterTrainingRuntime(in *ClusterTrainingRuntime, out *batch.ClusterTrainingRuntime, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1beta1_TrainingRuntimeSpec_To_batch_TrainingRuntimeSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1beta1_ClusterTrainingRuntime_To_batch_ClusterTrainingRuntime is an autogenerated conversion function.
+func Convert_v1beta1_ClusterTrainingRuntime_To_batch_ClusterTrainingRuntime(in *ClusterTrainingRuntime, out *batch.ClusterTrainingRuntime, s conversion.Scope) error {
+	return autoConvert_v1beta1_ClusterTrainingRuntime_To_batch_ClusterTrainingRuntime(in, out, s)
+}
+
+func autoConvert_batch_ClusterTrainingRuntime_To_v1beta1_ClusterTrainingRuntime(in *batch.ClusterTrainingRuntime, out *ClusterTrainingRuntime, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_batch_TrainingRuntimeSpec_To_v1beta1_TrainingRuntimeSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_batch_ClusterTrainingRuntime_To_v1beta1_ClusterTrainingRuntime is an autogenerated conversion function.
+func Convert_batch_ClusterTrainingRuntime_To_v1beta1_ClusterTrainingRuntime(in *batch.ClusterTrainingRuntime, out *ClusterTrainingRuntime, s conversion.Scope) error {
+	return autoConvert_batch_ClusterTrainingRuntime_To_v1beta1_ClusterTrainingRuntime(in, out, s)
+}
+
+func autoConvert_v1beta1_ClusterTrainingRuntimeList_To_batch_ClusterTrainingRuntimeList(in *ClusterTrainingRuntimeList, out *batch.ClusterTrainingRuntimeList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]batch.ClusterTrainingRuntime, len(*in))
+		for i := range *in {
+			if err := Convert_v1beta1_ClusterTrainingRuntime_To_batch_ClusterTrainingRuntime(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
+	return nil
+}
+
+// Convert_v1beta1_ClusterTrainingRuntimeList_To_batch_ClusterTrainingRuntimeList is an autogenerated conversion function.
+func Convert_v1beta1_ClusterTrainingRuntimeList_To_batch_ClusterTrainingRuntimeList(in *ClusterTrainingRuntimeList, out *batch.ClusterTrainingRuntimeList, s conversion.Scope) error {
+	return autoConvert_v1beta1_ClusterTrainingRuntimeList_To_batch_ClusterTrainingRuntimeList(in, out, s)
+}
+
+func autoConvert_batch_ClusterTrainingRuntimeList_To_v1beta1_ClusterTrainingRuntimeList(in *batch.ClusterTrainingRuntimeList, out *ClusterTrainingRuntimeList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]ClusterTrainingRuntime, len(*in))
+		for i := range *in {
+			if err := Convert_batch_ClusterTrainingRuntime_To_v1beta1_ClusterTrainingRuntime(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
+	return nil
+}
+
+// Convert_batch_ClusterTrainingRuntimeList_To_v1beta1_ClusterTrainingRuntimeList is an autogenerated conversion function.
+func Convert_batch_ClusterTrainingRuntimeList_To_v1beta1_ClusterTrainingRuntimeList(in *batch.ClusterTrainingRuntimeList, out *ClusterTrainingRuntimeList, s conversion.Scope) error {
+	return autoConvert_batch_ClusterTrainingRuntimeList_To_v1beta1_ClusterTrainingRuntimeList(in, out, s)
 }
 
 func autoConvert_v1beta1_ContainerStatus_To_batch_ContainerStatus(in *ContainerStatus, out *batch.ContainerStatus, s conversion.Scope) error {
@@ -2254,6 +2382,210 @@ func autoConvert_batch_TrainingJobStatus_To_v1beta1_TrainingJobStatus(in *batch.
 // Convert_batch_TrainingJobStatus_To_v1beta1_TrainingJobStatus is an autogenerated conversion function.
 func Convert_batch_TrainingJobStatus_To_v1beta1_TrainingJobStatus(in *batch.TrainingJobStatus, out *TrainingJobStatus, s conversion.Scope) error {
 	return autoConvert_batch_TrainingJobStatus_To_v1beta1_TrainingJobStatus(in, out, s)
+}
+
+func autoConvert_v1beta1_TrainingJobTemplate_To_batch_TrainingJobTemplate(in *TrainingJobTemplate, out *batch.TrainingJobTemplate, s conversion.Scope) error {
+	out.Labels = *(*map[string]string)(unsafe.Pointer(&in.Labels))
+	out.Annotations = *(*map[string]string)(unsafe.Pointer(&in.Annotations))
+	if in.Pytorch != nil {
+		in, out := &in.Pytorch, &out.Pytorch
+		*out = new(batch.PyTorchTrainingJobSpec)
+		if err := Convert_v1beta1_PyTorchTrainingJobSpec_To_batch_PyTorchTrainingJobSpec(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Pytorch = nil
+	}
+	if in.Tensorflow != nil {
+		in, out := &in.Tensorflow, &out.Tensorflow
+		*out = new(batch.TensorFlowTrainingJobSpec)
+		if err := Convert_v1beta1_TensorFlowTrainingJobSpec_To_batch_TensorFlowTrainingJobSpec(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Tensorflow = nil
+	}
+	if in.Xgboost != nil {
+		in, out := &in.Xgboost, &out.Xgboost
+		*out = new(batch.XGBoostTrainingJobSpec)
+		if err := Convert_v1beta1_XGBoostTrainingJobSpec_To_batch_XGBoostTrainingJobSpec(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Xgboost = nil
+	}
+	if in.MPI != nil {
+		in, out := &in.MPI, &out.MPI
+		*out = new(batch.MPIJobSpec)
+		if err := Convert_v1beta1_MPIJobSpec_To_batch_MPIJobSpec(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.MPI = nil
+	}
+	if in.Generic != nil {
+		in, out := &in.Generic, &out.Generic
+		*out = new(batch.GenericJobSpec)
+		if err := Convert_v1beta1_GenericJobSpec_To_batch_GenericJobSpec(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Generic = nil
+	}
+	return nil
+}
+
+// Convert_v1beta1_TrainingJobTemplate_To_batch_TrainingJobTemplate is an autogenerated conversion function.
+func Convert_v1beta1_TrainingJobTemplate_To_batch_TrainingJobTemplate(in *TrainingJobTemplate, out *batch.TrainingJobTemplate, s conversion.Scope) error {
+	return autoConvert_v1beta1_TrainingJobTemplate_To_batch_TrainingJobTemplate(in, out, s)
+}
+
+func autoConvert_batch_TrainingJobTemplate_To_v1beta1_TrainingJobTemplate(in *batch.TrainingJobTemplate, out *TrainingJobTemplate, s conversion.Scope) error {
+	out.Labels = *(*map[string]string)(unsafe.Pointer(&in.Labels))
+	out.Annotations = *(*map[string]string)(unsafe.Pointer(&in.Annotations))
+	if in.Pytorch != nil {
+		in, out := &in.Pytorch, &out.Pytorch
+		*out = new(PyTorchTrainingJobSpec)
+		if err := Convert_batch_PyTorchTrainingJobSpec_To_v1beta1_PyTorchTrainingJobSpec(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Pytorch = nil
+	}
+	if in.Tensorflow != nil {
+		in, out := &in.Tensorflow, &out.Tensorflow
+		*out = new(TensorFlowTrainingJobSpec)
+		if err := Convert_batch_TensorFlowTrainingJobSpec_To_v1beta1_TensorFlowTrainingJobSpec(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Tensorflow = nil
+	}
+	if in.Xgboost != nil {
+		in, out := &in.Xgboost, &out.Xgboost
+		*out = new(XGBoostTrainingJobSpec)
+		if err := Convert_batch_XGBoostTrainingJobSpec_To_v1beta1_XGBoostTrainingJobSpec(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Xgboost = nil
+	}
+	if in.MPI != nil {
+		in, out := &in.MPI, &out.MPI
+		*out = new(MPIJobSpec)
+		if err := Convert_batch_MPIJobSpec_To_v1beta1_MPIJobSpec(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.MPI = nil
+	}
+	if in.Generic != nil {
+		in, out := &in.Generic, &out.Generic
+		*out = new(GenericJobSpec)
+		if err := Convert_batch_GenericJobSpec_To_v1beta1_GenericJobSpec(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Generic = nil
+	}
+	return nil
+}
+
+// Convert_batch_TrainingJobTemplate_To_v1beta1_TrainingJobTemplate is an autogenerated conversion function.
+func Convert_batch_TrainingJobTemplate_To_v1beta1_TrainingJobTemplate(in *batch.TrainingJobTemplate, out *TrainingJobTemplate, s conversion.Scope) error {
+	return autoConvert_batch_TrainingJobTemplate_To_v1beta1_TrainingJobTemplate(in, out, s)
+}
+
+func autoConvert_v1beta1_TrainingRuntime_To_batch_TrainingRuntime(in *TrainingRuntime, out *batch.TrainingRuntime, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1beta1_TrainingRuntimeSpec_To_batch_TrainingRuntimeSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1beta1_TrainingRuntime_To_batch_TrainingRuntime is an autogenerated conversion function.
+func Convert_v1beta1_TrainingRuntime_To_batch_TrainingRuntime(in *TrainingRuntime, out *batch.TrainingRuntime, s conversion.Scope) error {
+	return autoConvert_v1beta1_TrainingRuntime_To_batch_TrainingRuntime(in, out, s)
+}
+
+func autoConvert_batch_TrainingRuntime_To_v1beta1_TrainingRuntime(in *batch.TrainingRuntime, out *TrainingRuntime, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_batch_TrainingRuntimeSpec_To_v1beta1_TrainingRuntimeSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_batch_TrainingRuntime_To_v1beta1_TrainingRuntime is an autogenerated conversion function.
+func Convert_batch_TrainingRuntime_To_v1beta1_TrainingRuntime(in *batch.TrainingRuntime, out *TrainingRuntime, s conversion.Scope) error {
+	return autoConvert_batch_TrainingRuntime_To_v1beta1_TrainingRuntime(in, out, s)
+}
+
+func autoConvert_v1beta1_TrainingRuntimeList_To_batch_TrainingRuntimeList(in *TrainingRuntimeList, out *batch.TrainingRuntimeList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]batch.TrainingRuntime, len(*in))
+		for i := range *in {
+			if err := Convert_v1beta1_TrainingRuntime_To_batch_TrainingRuntime(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
+	return nil
+}
+
+// Convert_v1beta1_TrainingRuntimeList_To_batch_TrainingRuntimeList is an autogenerated conversion function.
+func Convert_v1beta1_TrainingRuntimeList_To_batch_TrainingRuntimeList(in *TrainingRuntimeList, out *batch.TrainingRuntimeList, s conversion.Scope) error {
+	return autoConvert_v1beta1_TrainingRuntimeList_To_batch_TrainingRuntimeList(in, out, s)
+}
+
+func autoConvert_batch_TrainingRuntimeList_To_v1beta1_TrainingRuntimeList(in *batch.TrainingRuntimeList, out *TrainingRuntimeList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]TrainingRuntime, len(*in))
+		for i := range *in {
+			if err := Convert_batch_TrainingRuntime_To_v1beta1_TrainingRuntime(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
+	return nil
+}
+
+// Convert_batch_TrainingRuntimeList_To_v1beta1_TrainingRuntimeList is an autogenerated conversion function.
+func Convert_batch_TrainingRuntimeList_To_v1beta1_TrainingRuntimeList(in *batch.TrainingRuntimeList, out *TrainingRuntimeList, s conversion.Scope) error {
+	return autoConvert_batch_TrainingRuntimeList_To_v1beta1_TrainingRuntimeList(in, out, s)
+}
+
+func autoConvert_v1beta1_TrainingRuntimeSpec_To_batch_TrainingRuntimeSpec(in *TrainingRuntimeSpec, out *batch.TrainingRuntimeSpec, s conversion.Scope) error {
+	if err := Convert_v1beta1_TrainingJobTemplate_To_batch_TrainingJobTemplate(&in.Template, &out.Template, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1beta1_TrainingRuntimeSpec_To_batch_TrainingRuntimeSpec is an autogenerated conversion function.
+func Convert_v1beta1_TrainingRuntimeSpec_To_batch_TrainingRuntimeSpec(in *TrainingRuntimeSpec, out *batch.TrainingRuntimeSpec, s conversion.Scope) error {
+	return autoConvert_v1beta1_TrainingRuntimeSpec_To_batch_TrainingRuntimeSpec(in, out, s)
+}
+
+func autoConvert_batch_TrainingRuntimeSpec_To_v1beta1_TrainingRuntimeSpec(in *batch.TrainingRuntimeSpec, out *TrainingRuntimeSpec, s conversion.Scope) error {
+	if err := Convert_batch_TrainingJobTemplate_To_v1beta1_TrainingJobTemplate(&in.Template, &out.Template, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_batch_TrainingRuntimeSpec_To_v1beta1_TrainingRuntimeSpec is an autogenerated conversion function.
+func Convert_batch_TrainingRuntimeSpec_To_v1beta1_TrainingRuntimeSpec(in *batch.TrainingRuntimeSpec, out *TrainingRuntimeSpec, s conversion.Scope) error {
+	return autoConvert_batch_TrainingRuntimeSpec_To_v1beta1_TrainingRuntimeSpec(in, out, s)
 }
 
 func autoConvert_v1beta1_XGBoostTrainingJob_To_batch_XGBoostTrainingJob(in *XGBoostTrainingJob, out *batch.XGBoostTrainingJob, s conversion.Scope) error {

@@ -30,6 +30,8 @@ import (
 // Public to allow building arbitrary schemes.
 // All generated defaulters are covering - they call all nested defaulters.
 func RegisterDefaults(scheme *runtime.Scheme) error {
+	scheme.AddTypeDefaultingFunc(&ClusterTrainingRuntime{}, func(obj interface{}) { SetObjectDefaults_ClusterTrainingRuntime(obj.(*ClusterTrainingRuntime)) })
+	scheme.AddTypeDefaultingFunc(&ClusterTrainingRuntimeList{}, func(obj interface{}) { SetObjectDefaults_ClusterTrainingRuntimeList(obj.(*ClusterTrainingRuntimeList)) })
 	scheme.AddTypeDefaultingFunc(&DebugRequest{}, func(obj interface{}) { SetObjectDefaults_DebugRequest(obj.(*DebugRequest)) })
 	scheme.AddTypeDefaultingFunc(&GenericJob{}, func(obj interface{}) { SetObjectDefaults_GenericJob(obj.(*GenericJob)) })
 	scheme.AddTypeDefaultingFunc(&GenericJobList{}, func(obj interface{}) { SetObjectDefaults_GenericJobList(obj.(*GenericJobList)) })
@@ -39,9 +41,1036 @@ func RegisterDefaults(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&PyTorchTrainingJobList{}, func(obj interface{}) { SetObjectDefaults_PyTorchTrainingJobList(obj.(*PyTorchTrainingJobList)) })
 	scheme.AddTypeDefaultingFunc(&TensorFlowTrainingJob{}, func(obj interface{}) { SetObjectDefaults_TensorFlowTrainingJob(obj.(*TensorFlowTrainingJob)) })
 	scheme.AddTypeDefaultingFunc(&TensorFlowTrainingJobList{}, func(obj interface{}) { SetObjectDefaults_TensorFlowTrainingJobList(obj.(*TensorFlowTrainingJobList)) })
+	scheme.AddTypeDefaultingFunc(&TrainingRuntime{}, func(obj interface{}) { SetObjectDefaults_TrainingRuntime(obj.(*TrainingRuntime)) })
+	scheme.AddTypeDefaultingFunc(&TrainingRuntimeList{}, func(obj interface{}) { SetObjectDefaults_TrainingRuntimeList(obj.(*TrainingRuntimeList)) })
 	scheme.AddTypeDefaultingFunc(&XGBoostTrainingJob{}, func(obj interface{}) { SetObjectDefaults_XGBoostTrainingJob(obj.(*XGBoostTrainingJob)) })
 	scheme.AddTypeDefaultingFunc(&XGBoostTrainingJobList{}, func(obj interface{}) { SetObjectDefaults_XGBoostTrainingJobList(obj.(*XGBoostTrainingJobList)) })
 	return nil
+}
+
+func SetObjectDefaults_ClusterTrainingRuntime(in *ClusterTrainingRuntime) {
+	if in.Spec.Template.Pytorch != nil {
+		SetDefaults_PyTorchTrainingJobSpec(in.Spec.Template.Pytorch)
+		SetDefaults_TrainingJobSpec(&in.Spec.Template.Pytorch.TrainingJobSpec)
+		for i := range in.Spec.Template.Pytorch.TrainingJobSpec.ReplicaSpecs {
+			a := &in.Spec.Template.Pytorch.TrainingJobSpec.ReplicaSpecs[i]
+			SetDefaults_ReplicaSpec(a)
+			for j := range a.Template.Spec.Volumes {
+				b := &a.Template.Spec.Volumes[j]
+				if b.VolumeSource.ISCSI != nil {
+					if b.VolumeSource.ISCSI.ISCSIInterface == "" {
+						b.VolumeSource.ISCSI.ISCSIInterface = "default"
+					}
+				}
+				if b.VolumeSource.RBD != nil {
+					if b.VolumeSource.RBD.RBDPool == "" {
+						b.VolumeSource.RBD.RBDPool = "rbd"
+					}
+					if b.VolumeSource.RBD.RadosUser == "" {
+						b.VolumeSource.RBD.RadosUser = "admin"
+					}
+					if b.VolumeSource.RBD.Keyring == "" {
+						b.VolumeSource.RBD.Keyring = "/etc/ceph/keyring"
+					}
+				}
+				if b.VolumeSource.AzureDisk != nil {
+					if b.VolumeSource.AzureDisk.CachingMode == nil {
+						ptrVar1 := v1.AzureDataDiskCachingMode(v1.AzureDataDiskCachingReadWrite)
+						b.VolumeSource.AzureDisk.CachingMode = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.FSType == nil {
+						var ptrVar1 string = "ext4"
+						b.VolumeSource.AzureDisk.FSType = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.ReadOnly == nil {
+						var ptrVar1 bool = false
+						b.VolumeSource.AzureDisk.ReadOnly = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.Kind == nil {
+						ptrVar1 := v1.AzureDataDiskKind(v1.AzureSharedBlobDisk)
+						b.VolumeSource.AzureDisk.Kind = &ptrVar1
+					}
+				}
+				if b.VolumeSource.ScaleIO != nil {
+					if b.VolumeSource.ScaleIO.StorageMode == "" {
+						b.VolumeSource.ScaleIO.StorageMode = "ThinProvisioned"
+					}
+					if b.VolumeSource.ScaleIO.FSType == "" {
+						b.VolumeSource.ScaleIO.FSType = "xfs"
+					}
+				}
+			}
+			for j := range a.Template.Spec.InitContainers {
+				b := &a.Template.Spec.InitContainers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.Containers {
+				b := &a.Template.Spec.Containers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.EphemeralContainers {
+				b := &a.Template.Spec.EphemeralContainers[j]
+				for k := range b.EphemeralContainerCommon.Ports {
+					c := &b.EphemeralContainerCommon.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.EphemeralContainerCommon.Env {
+					c := &b.EphemeralContainerCommon.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.LivenessProbe != nil {
+					if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.ReadinessProbe != nil {
+					if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.StartupProbe != nil {
+					if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+		}
+		if in.Spec.Template.Pytorch.TrainingJobSpec.RunMode != nil {
+			if in.Spec.Template.Pytorch.TrainingJobSpec.RunMode.Debug != nil {
+				for i := range in.Spec.Template.Pytorch.TrainingJobSpec.RunMode.Debug.ReplicaSpecs {
+					a := &in.Spec.Template.Pytorch.TrainingJobSpec.RunMode.Debug.ReplicaSpecs[i]
+					SetDefaults_ReplicaDebugSpec(a)
+				}
+			}
+		}
+		SetDefaults_RunPolicy(&in.Spec.Template.Pytorch.TrainingJobSpec.RunPolicy)
+		if in.Spec.Template.Pytorch.TrainingJobSpec.RunPolicy.FailurePolicy != nil {
+			for i := range in.Spec.Template.Pytorch.TrainingJobSpec.RunPolicy.FailurePolicy.Rules {
+				a := &in.Spec.Template.Pytorch.TrainingJobSpec.RunPolicy.FailurePolicy.Rules[i]
+				for j := range a.OnPodConditions {
+					b := &a.OnPodConditions[j]
+					SetDefaults_FailurePolicyOnPodCondition(b)
+				}
+			}
+		}
+		if in.Spec.Template.Pytorch.TorchrunConfig != nil {
+			SetDefaults_TorchrunConfig(in.Spec.Template.Pytorch.TorchrunConfig)
+		}
+	}
+	if in.Spec.Template.Tensorflow != nil {
+		SetDefaults_TrainingJobSpec(&in.Spec.Template.Tensorflow.TrainingJobSpec)
+		for i := range in.Spec.Template.Tensorflow.TrainingJobSpec.ReplicaSpecs {
+			a := &in.Spec.Template.Tensorflow.TrainingJobSpec.ReplicaSpecs[i]
+			SetDefaults_ReplicaSpec(a)
+			for j := range a.Template.Spec.Volumes {
+				b := &a.Template.Spec.Volumes[j]
+				if b.VolumeSource.ISCSI != nil {
+					if b.VolumeSource.ISCSI.ISCSIInterface == "" {
+						b.VolumeSource.ISCSI.ISCSIInterface = "default"
+					}
+				}
+				if b.VolumeSource.RBD != nil {
+					if b.VolumeSource.RBD.RBDPool == "" {
+						b.VolumeSource.RBD.RBDPool = "rbd"
+					}
+					if b.VolumeSource.RBD.RadosUser == "" {
+						b.VolumeSource.RBD.RadosUser = "admin"
+					}
+					if b.VolumeSource.RBD.Keyring == "" {
+						b.VolumeSource.RBD.Keyring = "/etc/ceph/keyring"
+					}
+				}
+				if b.VolumeSource.AzureDisk != nil {
+					if b.VolumeSource.AzureDisk.CachingMode == nil {
+						ptrVar1 := v1.AzureDataDiskCachingMode(v1.AzureDataDiskCachingReadWrite)
+						b.VolumeSource.AzureDisk.CachingMode = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.FSType == nil {
+						var ptrVar1 string = "ext4"
+						b.VolumeSource.AzureDisk.FSType = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.ReadOnly == nil {
+						var ptrVar1 bool = false
+						b.VolumeSource.AzureDisk.ReadOnly = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.Kind == nil {
+						ptrVar1 := v1.AzureDataDiskKind(v1.AzureSharedBlobDisk)
+						b.VolumeSource.AzureDisk.Kind = &ptrVar1
+					}
+				}
+				if b.VolumeSource.ScaleIO != nil {
+					if b.VolumeSource.ScaleIO.StorageMode == "" {
+						b.VolumeSource.ScaleIO.StorageMode = "ThinProvisioned"
+					}
+					if b.VolumeSource.ScaleIO.FSType == "" {
+						b.VolumeSource.ScaleIO.FSType = "xfs"
+					}
+				}
+			}
+			for j := range a.Template.Spec.InitContainers {
+				b := &a.Template.Spec.InitContainers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.Containers {
+				b := &a.Template.Spec.Containers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.EphemeralContainers {
+				b := &a.Template.Spec.EphemeralContainers[j]
+				for k := range b.EphemeralContainerCommon.Ports {
+					c := &b.EphemeralContainerCommon.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.EphemeralContainerCommon.Env {
+					c := &b.EphemeralContainerCommon.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.LivenessProbe != nil {
+					if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.ReadinessProbe != nil {
+					if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.StartupProbe != nil {
+					if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+		}
+		if in.Spec.Template.Tensorflow.TrainingJobSpec.RunMode != nil {
+			if in.Spec.Template.Tensorflow.TrainingJobSpec.RunMode.Debug != nil {
+				for i := range in.Spec.Template.Tensorflow.TrainingJobSpec.RunMode.Debug.ReplicaSpecs {
+					a := &in.Spec.Template.Tensorflow.TrainingJobSpec.RunMode.Debug.ReplicaSpecs[i]
+					SetDefaults_ReplicaDebugSpec(a)
+				}
+			}
+		}
+		SetDefaults_RunPolicy(&in.Spec.Template.Tensorflow.TrainingJobSpec.RunPolicy)
+		if in.Spec.Template.Tensorflow.TrainingJobSpec.RunPolicy.FailurePolicy != nil {
+			for i := range in.Spec.Template.Tensorflow.TrainingJobSpec.RunPolicy.FailurePolicy.Rules {
+				a := &in.Spec.Template.Tensorflow.TrainingJobSpec.RunPolicy.FailurePolicy.Rules[i]
+				for j := range a.OnPodConditions {
+					b := &a.OnPodConditions[j]
+					SetDefaults_FailurePolicyOnPodCondition(b)
+				}
+			}
+		}
+	}
+	if in.Spec.Template.Xgboost != nil {
+		SetDefaults_TrainingJobSpec(&in.Spec.Template.Xgboost.TrainingJobSpec)
+		for i := range in.Spec.Template.Xgboost.TrainingJobSpec.ReplicaSpecs {
+			a := &in.Spec.Template.Xgboost.TrainingJobSpec.ReplicaSpecs[i]
+			SetDefaults_ReplicaSpec(a)
+			for j := range a.Template.Spec.Volumes {
+				b := &a.Template.Spec.Volumes[j]
+				if b.VolumeSource.ISCSI != nil {
+					if b.VolumeSource.ISCSI.ISCSIInterface == "" {
+						b.VolumeSource.ISCSI.ISCSIInterface = "default"
+					}
+				}
+				if b.VolumeSource.RBD != nil {
+					if b.VolumeSource.RBD.RBDPool == "" {
+						b.VolumeSource.RBD.RBDPool = "rbd"
+					}
+					if b.VolumeSource.RBD.RadosUser == "" {
+						b.VolumeSource.RBD.RadosUser = "admin"
+					}
+					if b.VolumeSource.RBD.Keyring == "" {
+						b.VolumeSource.RBD.Keyring = "/etc/ceph/keyring"
+					}
+				}
+				if b.VolumeSource.AzureDisk != nil {
+					if b.VolumeSource.AzureDisk.CachingMode == nil {
+						ptrVar1 := v1.AzureDataDiskCachingMode(v1.AzureDataDiskCachingReadWrite)
+						b.VolumeSource.AzureDisk.CachingMode = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.FSType == nil {
+						var ptrVar1 string = "ext4"
+						b.VolumeSource.AzureDisk.FSType = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.ReadOnly == nil {
+						var ptrVar1 bool = false
+						b.VolumeSource.AzureDisk.ReadOnly = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.Kind == nil {
+						ptrVar1 := v1.AzureDataDiskKind(v1.AzureSharedBlobDisk)
+						b.VolumeSource.AzureDisk.Kind = &ptrVar1
+					}
+				}
+				if b.VolumeSource.ScaleIO != nil {
+					if b.VolumeSource.ScaleIO.StorageMode == "" {
+						b.VolumeSource.ScaleIO.StorageMode = "ThinProvisioned"
+					}
+					if b.VolumeSource.ScaleIO.FSType == "" {
+						b.VolumeSource.ScaleIO.FSType = "xfs"
+					}
+				}
+			}
+			for j := range a.Template.Spec.InitContainers {
+				b := &a.Template.Spec.InitContainers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.Containers {
+				b := &a.Template.Spec.Containers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.EphemeralContainers {
+				b := &a.Template.Spec.EphemeralContainers[j]
+				for k := range b.EphemeralContainerCommon.Ports {
+					c := &b.EphemeralContainerCommon.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.EphemeralContainerCommon.Env {
+					c := &b.EphemeralContainerCommon.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.LivenessProbe != nil {
+					if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.ReadinessProbe != nil {
+					if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.StartupProbe != nil {
+					if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+		}
+		if in.Spec.Template.Xgboost.TrainingJobSpec.RunMode != nil {
+			if in.Spec.Template.Xgboost.TrainingJobSpec.RunMode.Debug != nil {
+				for i := range in.Spec.Template.Xgboost.TrainingJobSpec.RunMode.Debug.ReplicaSpecs {
+					a := &in.Spec.Template.Xgboost.TrainingJobSpec.RunMode.Debug.ReplicaSpecs[i]
+					SetDefaults_ReplicaDebugSpec(a)
+				}
+			}
+		}
+		SetDefaults_RunPolicy(&in.Spec.Template.Xgboost.TrainingJobSpec.RunPolicy)
+		if in.Spec.Template.Xgboost.TrainingJobSpec.RunPolicy.FailurePolicy != nil {
+			for i := range in.Spec.Template.Xgboost.TrainingJobSpec.RunPolicy.FailurePolicy.Rules {
+				a := &in.Spec.Template.Xgboost.TrainingJobSpec.RunPolicy.FailurePolicy.Rules[i]
+				for j := range a.OnPodConditions {
+					b := &a.OnPodConditions[j]
+					SetDefaults_FailurePolicyOnPodCondition(b)
+				}
+			}
+		}
+	}
+	if in.Spec.Template.MPI != nil {
+		SetDefaults_MPIJobSpec(in.Spec.Template.MPI)
+		SetDefaults_TrainingJobSpec(&in.Spec.Template.MPI.TrainingJobSpec)
+		for i := range in.Spec.Template.MPI.TrainingJobSpec.ReplicaSpecs {
+			a := &in.Spec.Template.MPI.TrainingJobSpec.ReplicaSpecs[i]
+			SetDefaults_ReplicaSpec(a)
+			for j := range a.Template.Spec.Volumes {
+				b := &a.Template.Spec.Volumes[j]
+				if b.VolumeSource.ISCSI != nil {
+					if b.VolumeSource.ISCSI.ISCSIInterface == "" {
+						b.VolumeSource.ISCSI.ISCSIInterface = "default"
+					}
+				}
+				if b.VolumeSource.RBD != nil {
+					if b.VolumeSource.RBD.RBDPool == "" {
+						b.VolumeSource.RBD.RBDPool = "rbd"
+					}
+					if b.VolumeSource.RBD.RadosUser == "" {
+						b.VolumeSource.RBD.RadosUser = "admin"
+					}
+					if b.VolumeSource.RBD.Keyring == "" {
+						b.VolumeSource.RBD.Keyring = "/etc/ceph/keyring"
+					}
+				}
+				if b.VolumeSource.AzureDisk != nil {
+					if b.VolumeSource.AzureDisk.CachingMode == nil {
+						ptrVar1 := v1.AzureDataDiskCachingMode(v1.AzureDataDiskCachingReadWrite)
+						b.VolumeSource.AzureDisk.CachingMode = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.FSType == nil {
+						var ptrVar1 string = "ext4"
+						b.VolumeSource.AzureDisk.FSType = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.ReadOnly == nil {
+						var ptrVar1 bool = false
+						b.VolumeSource.AzureDisk.ReadOnly = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.Kind == nil {
+						ptrVar1 := v1.AzureDataDiskKind(v1.AzureSharedBlobDisk)
+						b.VolumeSource.AzureDisk.Kind = &ptrVar1
+					}
+				}
+				if b.VolumeSource.ScaleIO != nil {
+					if b.VolumeSource.ScaleIO.StorageMode == "" {
+						b.VolumeSource.ScaleIO.StorageMode = "ThinProvisioned"
+					}
+					if b.VolumeSource.ScaleIO.FSType == "" {
+						b.VolumeSource.ScaleIO.FSType = "xfs"
+					}
+				}
+			}
+			for j := range a.Template.Spec.InitContainers {
+				b := &a.Template.Spec.InitContainers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.Containers {
+				b := &a.Template.Spec.Containers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.EphemeralContainers {
+				b := &a.Template.Spec.EphemeralContainers[j]
+				for k := range b.EphemeralContainerCommon.Ports {
+					c := &b.EphemeralContainerCommon.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.EphemeralContainerCommon.Env {
+					c := &b.EphemeralContainerCommon.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.LivenessProbe != nil {
+					if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.ReadinessProbe != nil {
+					if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.StartupProbe != nil {
+					if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+		}
+		if in.Spec.Template.MPI.TrainingJobSpec.RunMode != nil {
+			if in.Spec.Template.MPI.TrainingJobSpec.RunMode.Debug != nil {
+				for i := range in.Spec.Template.MPI.TrainingJobSpec.RunMode.Debug.ReplicaSpecs {
+					a := &in.Spec.Template.MPI.TrainingJobSpec.RunMode.Debug.ReplicaSpecs[i]
+					SetDefaults_ReplicaDebugSpec(a)
+				}
+			}
+		}
+		SetDefaults_RunPolicy(&in.Spec.Template.MPI.TrainingJobSpec.RunPolicy)
+		if in.Spec.Template.MPI.TrainingJobSpec.RunPolicy.FailurePolicy != nil {
+			for i := range in.Spec.Template.MPI.TrainingJobSpec.RunPolicy.FailurePolicy.Rules {
+				a := &in.Spec.Template.MPI.TrainingJobSpec.RunPolicy.FailurePolicy.Rules[i]
+				for j := range a.OnPodConditions {
+					b := &a.OnPodConditions[j]
+					SetDefaults_FailurePolicyOnPodCondition(b)
+				}
+			}
+		}
+	}
+	if in.Spec.Template.Generic != nil {
+		SetDefaults_TrainingJobSpec(&in.Spec.Template.Generic.TrainingJobSpec)
+		for i := range in.Spec.Template.Generic.TrainingJobSpec.ReplicaSpecs {
+			a := &in.Spec.Template.Generic.TrainingJobSpec.ReplicaSpecs[i]
+			SetDefaults_ReplicaSpec(a)
+			for j := range a.Template.Spec.Volumes {
+				b := &a.Template.Spec.Volumes[j]
+				if b.VolumeSource.ISCSI != nil {
+					if b.VolumeSource.ISCSI.ISCSIInterface == "" {
+						b.VolumeSource.ISCSI.ISCSIInterface = "default"
+					}
+				}
+				if b.VolumeSource.RBD != nil {
+					if b.VolumeSource.RBD.RBDPool == "" {
+						b.VolumeSource.RBD.RBDPool = "rbd"
+					}
+					if b.VolumeSource.RBD.RadosUser == "" {
+						b.VolumeSource.RBD.RadosUser = "admin"
+					}
+					if b.VolumeSource.RBD.Keyring == "" {
+						b.VolumeSource.RBD.Keyring = "/etc/ceph/keyring"
+					}
+				}
+				if b.VolumeSource.AzureDisk != nil {
+					if b.VolumeSource.AzureDisk.CachingMode == nil {
+						ptrVar1 := v1.AzureDataDiskCachingMode(v1.AzureDataDiskCachingReadWrite)
+						b.VolumeSource.AzureDisk.CachingMode = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.FSType == nil {
+						var ptrVar1 string = "ext4"
+						b.VolumeSource.AzureDisk.FSType = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.ReadOnly == nil {
+						var ptrVar1 bool = false
+						b.VolumeSource.AzureDisk.ReadOnly = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.Kind == nil {
+						ptrVar1 := v1.AzureDataDiskKind(v1.AzureSharedBlobDisk)
+						b.VolumeSource.AzureDisk.Kind = &ptrVar1
+					}
+				}
+				if b.VolumeSource.ScaleIO != nil {
+					if b.VolumeSource.ScaleIO.StorageMode == "" {
+						b.VolumeSource.ScaleIO.StorageMode = "ThinProvisioned"
+					}
+					if b.VolumeSource.ScaleIO.FSType == "" {
+						b.VolumeSource.ScaleIO.FSType = "xfs"
+					}
+				}
+			}
+			for j := range a.Template.Spec.InitContainers {
+				b := &a.Template.Spec.InitContainers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.Containers {
+				b := &a.Template.Spec.Containers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.EphemeralContainers {
+				b := &a.Template.Spec.EphemeralContainers[j]
+				for k := range b.EphemeralContainerCommon.Ports {
+					c := &b.EphemeralContainerCommon.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.EphemeralContainerCommon.Env {
+					c := &b.EphemeralContainerCommon.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.LivenessProbe != nil {
+					if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.ReadinessProbe != nil {
+					if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.StartupProbe != nil {
+					if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+		}
+		if in.Spec.Template.Generic.TrainingJobSpec.RunMode != nil {
+			if in.Spec.Template.Generic.TrainingJobSpec.RunMode.Debug != nil {
+				for i := range in.Spec.Template.Generic.TrainingJobSpec.RunMode.Debug.ReplicaSpecs {
+					a := &in.Spec.Template.Generic.TrainingJobSpec.RunMode.Debug.ReplicaSpecs[i]
+					SetDefaults_ReplicaDebugSpec(a)
+				}
+			}
+		}
+		SetDefaults_RunPolicy(&in.Spec.Template.Generic.TrainingJobSpec.RunPolicy)
+		if in.Spec.Template.Generic.TrainingJobSpec.RunPolicy.FailurePolicy != nil {
+			for i := range in.Spec.Template.Generic.TrainingJobSpec.RunPolicy.FailurePolicy.Rules {
+				a := &in.Spec.Template.Generic.TrainingJobSpec.RunPolicy.FailurePolicy.Rules[i]
+				for j := range a.OnPodConditions {
+					b := &a.OnPodConditions[j]
+					SetDefaults_FailurePolicyOnPodCondition(b)
+				}
+			}
+		}
+	}
+}
+
+func SetObjectDefaults_ClusterTrainingRuntimeList(in *ClusterTrainingRuntimeList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_ClusterTrainingRuntime(a)
+	}
 }
 
 func SetObjectDefaults_DebugRequest(in *DebugRequest) {
@@ -893,6 +1922,1031 @@ func SetObjectDefaults_TensorFlowTrainingJobList(in *TensorFlowTrainingJobList) 
 	for i := range in.Items {
 		a := &in.Items[i]
 		SetObjectDefaults_TensorFlowTrainingJob(a)
+	}
+}
+
+func SetObjectDefaults_TrainingRuntime(in *TrainingRuntime) {
+	if in.Spec.Template.Pytorch != nil {
+		SetDefaults_PyTorchTrainingJobSpec(in.Spec.Template.Pytorch)
+		SetDefaults_TrainingJobSpec(&in.Spec.Template.Pytorch.TrainingJobSpec)
+		for i := range in.Spec.Template.Pytorch.TrainingJobSpec.ReplicaSpecs {
+			a := &in.Spec.Template.Pytorch.TrainingJobSpec.ReplicaSpecs[i]
+			SetDefaults_ReplicaSpec(a)
+			for j := range a.Template.Spec.Volumes {
+				b := &a.Template.Spec.Volumes[j]
+				if b.VolumeSource.ISCSI != nil {
+					if b.VolumeSource.ISCSI.ISCSIInterface == "" {
+						b.VolumeSource.ISCSI.ISCSIInterface = "default"
+					}
+				}
+				if b.VolumeSource.RBD != nil {
+					if b.VolumeSource.RBD.RBDPool == "" {
+						b.VolumeSource.RBD.RBDPool = "rbd"
+					}
+					if b.VolumeSource.RBD.RadosUser == "" {
+						b.VolumeSource.RBD.RadosUser = "admin"
+					}
+					if b.VolumeSource.RBD.Keyring == "" {
+						b.VolumeSource.RBD.Keyring = "/etc/ceph/keyring"
+					}
+				}
+				if b.VolumeSource.AzureDisk != nil {
+					if b.VolumeSource.AzureDisk.CachingMode == nil {
+						ptrVar1 := v1.AzureDataDiskCachingMode(v1.AzureDataDiskCachingReadWrite)
+						b.VolumeSource.AzureDisk.CachingMode = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.FSType == nil {
+						var ptrVar1 string = "ext4"
+						b.VolumeSource.AzureDisk.FSType = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.ReadOnly == nil {
+						var ptrVar1 bool = false
+						b.VolumeSource.AzureDisk.ReadOnly = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.Kind == nil {
+						ptrVar1 := v1.AzureDataDiskKind(v1.AzureSharedBlobDisk)
+						b.VolumeSource.AzureDisk.Kind = &ptrVar1
+					}
+				}
+				if b.VolumeSource.ScaleIO != nil {
+					if b.VolumeSource.ScaleIO.StorageMode == "" {
+						b.VolumeSource.ScaleIO.StorageMode = "ThinProvisioned"
+					}
+					if b.VolumeSource.ScaleIO.FSType == "" {
+						b.VolumeSource.ScaleIO.FSType = "xfs"
+					}
+				}
+			}
+			for j := range a.Template.Spec.InitContainers {
+				b := &a.Template.Spec.InitContainers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.Containers {
+				b := &a.Template.Spec.Containers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.EphemeralContainers {
+				b := &a.Template.Spec.EphemeralContainers[j]
+				for k := range b.EphemeralContainerCommon.Ports {
+					c := &b.EphemeralContainerCommon.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.EphemeralContainerCommon.Env {
+					c := &b.EphemeralContainerCommon.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.LivenessProbe != nil {
+					if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.ReadinessProbe != nil {
+					if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.StartupProbe != nil {
+					if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+		}
+		if in.Spec.Template.Pytorch.TrainingJobSpec.RunMode != nil {
+			if in.Spec.Template.Pytorch.TrainingJobSpec.RunMode.Debug != nil {
+				for i := range in.Spec.Template.Pytorch.TrainingJobSpec.RunMode.Debug.ReplicaSpecs {
+					a := &in.Spec.Template.Pytorch.TrainingJobSpec.RunMode.Debug.ReplicaSpecs[i]
+					SetDefaults_ReplicaDebugSpec(a)
+				}
+			}
+		}
+		SetDefaults_RunPolicy(&in.Spec.Template.Pytorch.TrainingJobSpec.RunPolicy)
+		if in.Spec.Template.Pytorch.TrainingJobSpec.RunPolicy.FailurePolicy != nil {
+			for i := range in.Spec.Template.Pytorch.TrainingJobSpec.RunPolicy.FailurePolicy.Rules {
+				a := &in.Spec.Template.Pytorch.TrainingJobSpec.RunPolicy.FailurePolicy.Rules[i]
+				for j := range a.OnPodConditions {
+					b := &a.OnPodConditions[j]
+					SetDefaults_FailurePolicyOnPodCondition(b)
+				}
+			}
+		}
+		if in.Spec.Template.Pytorch.TorchrunConfig != nil {
+			SetDefaults_TorchrunConfig(in.Spec.Template.Pytorch.TorchrunConfig)
+		}
+	}
+	if in.Spec.Template.Tensorflow != nil {
+		SetDefaults_TrainingJobSpec(&in.Spec.Template.Tensorflow.TrainingJobSpec)
+		for i := range in.Spec.Template.Tensorflow.TrainingJobSpec.ReplicaSpecs {
+			a := &in.Spec.Template.Tensorflow.TrainingJobSpec.ReplicaSpecs[i]
+			SetDefaults_ReplicaSpec(a)
+			for j := range a.Template.Spec.Volumes {
+				b := &a.Template.Spec.Volumes[j]
+				if b.VolumeSource.ISCSI != nil {
+					if b.VolumeSource.ISCSI.ISCSIInterface == "" {
+						b.VolumeSource.ISCSI.ISCSIInterface = "default"
+					}
+				}
+				if b.VolumeSource.RBD != nil {
+					if b.VolumeSource.RBD.RBDPool == "" {
+						b.VolumeSource.RBD.RBDPool = "rbd"
+					}
+					if b.VolumeSource.RBD.RadosUser == "" {
+						b.VolumeSource.RBD.RadosUser = "admin"
+					}
+					if b.VolumeSource.RBD.Keyring == "" {
+						b.VolumeSource.RBD.Keyring = "/etc/ceph/keyring"
+					}
+				}
+				if b.VolumeSource.AzureDisk != nil {
+					if b.VolumeSource.AzureDisk.CachingMode == nil {
+						ptrVar1 := v1.AzureDataDiskCachingMode(v1.AzureDataDiskCachingReadWrite)
+						b.VolumeSource.AzureDisk.CachingMode = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.FSType == nil {
+						var ptrVar1 string = "ext4"
+						b.VolumeSource.AzureDisk.FSType = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.ReadOnly == nil {
+						var ptrVar1 bool = false
+						b.VolumeSource.AzureDisk.ReadOnly = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.Kind == nil {
+						ptrVar1 := v1.AzureDataDiskKind(v1.AzureSharedBlobDisk)
+						b.VolumeSource.AzureDisk.Kind = &ptrVar1
+					}
+				}
+				if b.VolumeSource.ScaleIO != nil {
+					if b.VolumeSource.ScaleIO.StorageMode == "" {
+						b.VolumeSource.ScaleIO.StorageMode = "ThinProvisioned"
+					}
+					if b.VolumeSource.ScaleIO.FSType == "" {
+						b.VolumeSource.ScaleIO.FSType = "xfs"
+					}
+				}
+			}
+			for j := range a.Template.Spec.InitContainers {
+				b := &a.Template.Spec.InitContainers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.Containers {
+				b := &a.Template.Spec.Containers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.EphemeralContainers {
+				b := &a.Template.Spec.EphemeralContainers[j]
+				for k := range b.EphemeralContainerCommon.Ports {
+					c := &b.EphemeralContainerCommon.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.EphemeralContainerCommon.Env {
+					c := &b.EphemeralContainerCommon.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.LivenessProbe != nil {
+					if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.ReadinessProbe != nil {
+					if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.StartupProbe != nil {
+					if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+		}
+		if in.Spec.Template.Tensorflow.TrainingJobSpec.RunMode != nil {
+			if in.Spec.Template.Tensorflow.TrainingJobSpec.RunMode.Debug != nil {
+				for i := range in.Spec.Template.Tensorflow.TrainingJobSpec.RunMode.Debug.ReplicaSpecs {
+					a := &in.Spec.Template.Tensorflow.TrainingJobSpec.RunMode.Debug.ReplicaSpecs[i]
+					SetDefaults_ReplicaDebugSpec(a)
+				}
+			}
+		}
+		SetDefaults_RunPolicy(&in.Spec.Template.Tensorflow.TrainingJobSpec.RunPolicy)
+		if in.Spec.Template.Tensorflow.TrainingJobSpec.RunPolicy.FailurePolicy != nil {
+			for i := range in.Spec.Template.Tensorflow.TrainingJobSpec.RunPolicy.FailurePolicy.Rules {
+				a := &in.Spec.Template.Tensorflow.TrainingJobSpec.RunPolicy.FailurePolicy.Rules[i]
+				for j := range a.OnPodConditions {
+					b := &a.OnPodConditions[j]
+					SetDefaults_FailurePolicyOnPodCondition(b)
+				}
+			}
+		}
+	}
+	if in.Spec.Template.Xgboost != nil {
+		SetDefaults_TrainingJobSpec(&in.Spec.Template.Xgboost.TrainingJobSpec)
+		for i := range in.Spec.Template.Xgboost.TrainingJobSpec.ReplicaSpecs {
+			a := &in.Spec.Template.Xgboost.TrainingJobSpec.ReplicaSpecs[i]
+			SetDefaults_ReplicaSpec(a)
+			for j := range a.Template.Spec.Volumes {
+				b := &a.Template.Spec.Volumes[j]
+				if b.VolumeSource.ISCSI != nil {
+					if b.VolumeSource.ISCSI.ISCSIInterface == "" {
+						b.VolumeSource.ISCSI.ISCSIInterface = "default"
+					}
+				}
+				if b.VolumeSource.RBD != nil {
+					if b.VolumeSource.RBD.RBDPool == "" {
+						b.VolumeSource.RBD.RBDPool = "rbd"
+					}
+					if b.VolumeSource.RBD.RadosUser == "" {
+						b.VolumeSource.RBD.RadosUser = "admin"
+					}
+					if b.VolumeSource.RBD.Keyring == "" {
+						b.VolumeSource.RBD.Keyring = "/etc/ceph/keyring"
+					}
+				}
+				if b.VolumeSource.AzureDisk != nil {
+					if b.VolumeSource.AzureDisk.CachingMode == nil {
+						ptrVar1 := v1.AzureDataDiskCachingMode(v1.AzureDataDiskCachingReadWrite)
+						b.VolumeSource.AzureDisk.CachingMode = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.FSType == nil {
+						var ptrVar1 string = "ext4"
+						b.VolumeSource.AzureDisk.FSType = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.ReadOnly == nil {
+						var ptrVar1 bool = false
+						b.VolumeSource.AzureDisk.ReadOnly = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.Kind == nil {
+						ptrVar1 := v1.AzureDataDiskKind(v1.AzureSharedBlobDisk)
+						b.VolumeSource.AzureDisk.Kind = &ptrVar1
+					}
+				}
+				if b.VolumeSource.ScaleIO != nil {
+					if b.VolumeSource.ScaleIO.StorageMode == "" {
+						b.VolumeSource.ScaleIO.StorageMode = "ThinProvisioned"
+					}
+					if b.VolumeSource.ScaleIO.FSType == "" {
+						b.VolumeSource.ScaleIO.FSType = "xfs"
+					}
+				}
+			}
+			for j := range a.Template.Spec.InitContainers {
+				b := &a.Template.Spec.InitContainers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.Containers {
+				b := &a.Template.Spec.Containers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.EphemeralContainers {
+				b := &a.Template.Spec.EphemeralContainers[j]
+				for k := range b.EphemeralContainerCommon.Ports {
+					c := &b.EphemeralContainerCommon.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.EphemeralContainerCommon.Env {
+					c := &b.EphemeralContainerCommon.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.LivenessProbe != nil {
+					if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.ReadinessProbe != nil {
+					if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.StartupProbe != nil {
+					if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+		}
+		if in.Spec.Template.Xgboost.TrainingJobSpec.RunMode != nil {
+			if in.Spec.Template.Xgboost.TrainingJobSpec.RunMode.Debug != nil {
+				for i := range in.Spec.Template.Xgboost.TrainingJobSpec.RunMode.Debug.ReplicaSpecs {
+					a := &in.Spec.Template.Xgboost.TrainingJobSpec.RunMode.Debug.ReplicaSpecs[i]
+					SetDefaults_ReplicaDebugSpec(a)
+				}
+			}
+		}
+		SetDefaults_RunPolicy(&in.Spec.Template.Xgboost.TrainingJobSpec.RunPolicy)
+		if in.Spec.Template.Xgboost.TrainingJobSpec.RunPolicy.FailurePolicy != nil {
+			for i := range in.Spec.Template.Xgboost.TrainingJobSpec.RunPolicy.FailurePolicy.Rules {
+				a := &in.Spec.Template.Xgboost.TrainingJobSpec.RunPolicy.FailurePolicy.Rules[i]
+				for j := range a.OnPodConditions {
+					b := &a.OnPodConditions[j]
+					SetDefaults_FailurePolicyOnPodCondition(b)
+				}
+			}
+		}
+	}
+	if in.Spec.Template.MPI != nil {
+		SetDefaults_MPIJobSpec(in.Spec.Template.MPI)
+		SetDefaults_TrainingJobSpec(&in.Spec.Template.MPI.TrainingJobSpec)
+		for i := range in.Spec.Template.MPI.TrainingJobSpec.ReplicaSpecs {
+			a := &in.Spec.Template.MPI.TrainingJobSpec.ReplicaSpecs[i]
+			SetDefaults_ReplicaSpec(a)
+			for j := range a.Template.Spec.Volumes {
+				b := &a.Template.Spec.Volumes[j]
+				if b.VolumeSource.ISCSI != nil {
+					if b.VolumeSource.ISCSI.ISCSIInterface == "" {
+						b.VolumeSource.ISCSI.ISCSIInterface = "default"
+					}
+				}
+				if b.VolumeSource.RBD != nil {
+					if b.VolumeSource.RBD.RBDPool == "" {
+						b.VolumeSource.RBD.RBDPool = "rbd"
+					}
+					if b.VolumeSource.RBD.RadosUser == "" {
+						b.VolumeSource.RBD.RadosUser = "admin"
+					}
+					if b.VolumeSource.RBD.Keyring == "" {
+						b.VolumeSource.RBD.Keyring = "/etc/ceph/keyring"
+					}
+				}
+				if b.VolumeSource.AzureDisk != nil {
+					if b.VolumeSource.AzureDisk.CachingMode == nil {
+						ptrVar1 := v1.AzureDataDiskCachingMode(v1.AzureDataDiskCachingReadWrite)
+						b.VolumeSource.AzureDisk.CachingMode = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.FSType == nil {
+						var ptrVar1 string = "ext4"
+						b.VolumeSource.AzureDisk.FSType = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.ReadOnly == nil {
+						var ptrVar1 bool = false
+						b.VolumeSource.AzureDisk.ReadOnly = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.Kind == nil {
+						ptrVar1 := v1.AzureDataDiskKind(v1.AzureSharedBlobDisk)
+						b.VolumeSource.AzureDisk.Kind = &ptrVar1
+					}
+				}
+				if b.VolumeSource.ScaleIO != nil {
+					if b.VolumeSource.ScaleIO.StorageMode == "" {
+						b.VolumeSource.ScaleIO.StorageMode = "ThinProvisioned"
+					}
+					if b.VolumeSource.ScaleIO.FSType == "" {
+						b.VolumeSource.ScaleIO.FSType = "xfs"
+					}
+				}
+			}
+			for j := range a.Template.Spec.InitContainers {
+				b := &a.Template.Spec.InitContainers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.Containers {
+				b := &a.Template.Spec.Containers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.EphemeralContainers {
+				b := &a.Template.Spec.EphemeralContainers[j]
+				for k := range b.EphemeralContainerCommon.Ports {
+					c := &b.EphemeralContainerCommon.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.EphemeralContainerCommon.Env {
+					c := &b.EphemeralContainerCommon.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.LivenessProbe != nil {
+					if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.ReadinessProbe != nil {
+					if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.StartupProbe != nil {
+					if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+		}
+		if in.Spec.Template.MPI.TrainingJobSpec.RunMode != nil {
+			if in.Spec.Template.MPI.TrainingJobSpec.RunMode.Debug != nil {
+				for i := range in.Spec.Template.MPI.TrainingJobSpec.RunMode.Debug.ReplicaSpecs {
+					a := &in.Spec.Template.MPI.TrainingJobSpec.RunMode.Debug.ReplicaSpecs[i]
+					SetDefaults_ReplicaDebugSpec(a)
+				}
+			}
+		}
+		SetDefaults_RunPolicy(&in.Spec.Template.MPI.TrainingJobSpec.RunPolicy)
+		if in.Spec.Template.MPI.TrainingJobSpec.RunPolicy.FailurePolicy != nil {
+			for i := range in.Spec.Template.MPI.TrainingJobSpec.RunPolicy.FailurePolicy.Rules {
+				a := &in.Spec.Template.MPI.TrainingJobSpec.RunPolicy.FailurePolicy.Rules[i]
+				for j := range a.OnPodConditions {
+					b := &a.OnPodConditions[j]
+					SetDefaults_FailurePolicyOnPodCondition(b)
+				}
+			}
+		}
+	}
+	if in.Spec.Template.Generic != nil {
+		SetDefaults_TrainingJobSpec(&in.Spec.Template.Generic.TrainingJobSpec)
+		for i := range in.Spec.Template.Generic.TrainingJobSpec.ReplicaSpecs {
+			a := &in.Spec.Template.Generic.TrainingJobSpec.ReplicaSpecs[i]
+			SetDefaults_ReplicaSpec(a)
+			for j := range a.Template.Spec.Volumes {
+				b := &a.Template.Spec.Volumes[j]
+				if b.VolumeSource.ISCSI != nil {
+					if b.VolumeSource.ISCSI.ISCSIInterface == "" {
+						b.VolumeSource.ISCSI.ISCSIInterface = "default"
+					}
+				}
+				if b.VolumeSource.RBD != nil {
+					if b.VolumeSource.RBD.RBDPool == "" {
+						b.VolumeSource.RBD.RBDPool = "rbd"
+					}
+					if b.VolumeSource.RBD.RadosUser == "" {
+						b.VolumeSource.RBD.RadosUser = "admin"
+					}
+					if b.VolumeSource.RBD.Keyring == "" {
+						b.VolumeSource.RBD.Keyring = "/etc/ceph/keyring"
+					}
+				}
+				if b.VolumeSource.AzureDisk != nil {
+					if b.VolumeSource.AzureDisk.CachingMode == nil {
+						ptrVar1 := v1.AzureDataDiskCachingMode(v1.AzureDataDiskCachingReadWrite)
+						b.VolumeSource.AzureDisk.CachingMode = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.FSType == nil {
+						var ptrVar1 string = "ext4"
+						b.VolumeSource.AzureDisk.FSType = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.ReadOnly == nil {
+						var ptrVar1 bool = false
+						b.VolumeSource.AzureDisk.ReadOnly = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.Kind == nil {
+						ptrVar1 := v1.AzureDataDiskKind(v1.AzureSharedBlobDisk)
+						b.VolumeSource.AzureDisk.Kind = &ptrVar1
+					}
+				}
+				if b.VolumeSource.ScaleIO != nil {
+					if b.VolumeSource.ScaleIO.StorageMode == "" {
+						b.VolumeSource.ScaleIO.StorageMode = "ThinProvisioned"
+					}
+					if b.VolumeSource.ScaleIO.FSType == "" {
+						b.VolumeSource.ScaleIO.FSType = "xfs"
+					}
+				}
+			}
+			for j := range a.Template.Spec.InitContainers {
+				b := &a.Template.Spec.InitContainers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.Containers {
+				b := &a.Template.Spec.Containers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.EphemeralContainers {
+				b := &a.Template.Spec.EphemeralContainers[j]
+				for k := range b.EphemeralContainerCommon.Ports {
+					c := &b.EphemeralContainerCommon.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.EphemeralContainerCommon.Env {
+					c := &b.EphemeralContainerCommon.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.LivenessProbe != nil {
+					if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.ReadinessProbe != nil {
+					if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.StartupProbe != nil {
+					if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+		}
+		if in.Spec.Template.Generic.TrainingJobSpec.RunMode != nil {
+			if in.Spec.Template.Generic.TrainingJobSpec.RunMode.Debug != nil {
+				for i := range in.Spec.Template.Generic.TrainingJobSpec.RunMode.Debug.ReplicaSpecs {
+					a := &in.Spec.Template.Generic.TrainingJobSpec.RunMode.Debug.ReplicaSpecs[i]
+					SetDefaults_ReplicaDebugSpec(a)
+				}
+			}
+		}
+		SetDefaults_RunPolicy(&in.Spec.Template.Generic.TrainingJobSpec.RunPolicy)
+		if in.Spec.Template.Generic.TrainingJobSpec.RunPolicy.FailurePolicy != nil {
+			for i := range in.Spec.Template.Generic.TrainingJobSpec.RunPolicy.FailurePolicy.Rules {
+				a := &in.Spec.Template.Generic.TrainingJobSpec.RunPolicy.FailurePolicy.Rules[i]
+				for j := range a.OnPodConditions {
+					b := &a.OnPodConditions[j]
+					SetDefaults_FailurePolicyOnPodCondition(b)
+				}
+			}
+		}
+	}
+}
+
+func SetObjectDefaults_TrainingRuntimeList(in *TrainingRuntimeList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_TrainingRuntime(a)
 	}
 }
 

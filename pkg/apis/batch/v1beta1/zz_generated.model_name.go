@@ -67,6 +67,16 @@ func (in CheckpointValues) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterTrainingRuntime) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ClusterTrainingRuntime"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterTrainingRuntimeList) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ClusterTrainingRuntimeList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ContainerStatus) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ContainerStatus"
 }
@@ -329,6 +339,26 @@ func (in TrainingJobSpec) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in TrainingJobStatus) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingJobStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TrainingJobTemplate) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingJobTemplate"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TrainingRuntime) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingRuntime"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TrainingRuntimeList) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingRuntimeList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TrainingRuntimeSpec) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingRuntimeSpec"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -17,6 +17,7 @@ limitations under the License.
 package validation
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"tensorstack.dev/training/pkg/apis/batch"
@@ -44,4 +45,10 @@ func ValidateGenericJobUpdate(job, old *batch.GenericJob) field.ErrorList {
 	allErrs = append(allErrs, validateElasticChange(job, old)...)
 	allErrs = append(allErrs, validateAdmittedScaleOut(job, old)...)
 	return append(allErrs, validateGenericRules(&job.Spec)...)
+}
+
+func init() {
+	templateValidators[batch.GenericJobKind] = func(m metav1.ObjectMeta, t *batch.TrainingJobTemplate) field.ErrorList {
+		return ValidateGenericJob(&batch.GenericJob{ObjectMeta: m, Spec: *t.Generic})
+	}
 }

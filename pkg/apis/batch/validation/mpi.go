@@ -21,6 +21,7 @@ import (
 	"path"
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -103,4 +104,10 @@ func ValidateMPIJobUpdate(job, old *batch.MPIJob) field.ErrorList {
 		}
 	}
 	return allErrs
+}
+
+func init() {
+	templateValidators[batch.MPIJobKind] = func(m metav1.ObjectMeta, t *batch.TrainingJobTemplate) field.ErrorList {
+		return ValidateMPIJob(&batch.MPIJob{ObjectMeta: m, Spec: *t.MPI})
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"strconv"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"tensorstack.dev/training/pkg/apis/batch"
@@ -138,4 +139,10 @@ func ValidatePyTorchTrainingJobUpdate(job, old *batch.PyTorchTrainingJob) field.
 	allErrs := validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status, &pyTorchRules)
 	allErrs = append(allErrs, validatePyTorchExtras(&job.Spec, specPath)...)
 	return append(allErrs, validateElasticChange(job, old)...)
+}
+
+func init() {
+	templateValidators[batch.PyTorchTrainingJobKind] = func(m metav1.ObjectMeta, t *batch.TrainingJobTemplate) field.ErrorList {
+		return ValidatePyTorchTrainingJob(&batch.PyTorchTrainingJob{ObjectMeta: m, Spec: *t.Pytorch})
+	}
 }

@@ -17,6 +17,7 @@ limitations under the License.
 package validation
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"tensorstack.dev/training/pkg/apis/batch"
@@ -62,4 +63,10 @@ func ValidateTensorFlowTrainingJob(job *batch.TensorFlowTrainingJob) field.Error
 // templates may change depends on whether it has pods.
 func ValidateTensorFlowTrainingJobUpdate(job, old *batch.TensorFlowTrainingJob) field.ErrorList {
 	return validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status, &tensorFlowRules)
+}
+
+func init() {
+	templateValidators[batch.TensorFlowTrainingJobKind] = func(m metav1.ObjectMeta, t *batch.TrainingJobTemplate) field.ErrorList {
+		return ValidateTensorFlowTrainingJob(&batch.TensorFlowTrainingJob{ObjectMeta: m, Spec: *t.Tensorflow})
+	}
 }

@@ -17,6 +17,7 @@ limitations under the License.
 package validation
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"tensorstack.dev/training/pkg/apis/batch"
@@ -56,4 +57,10 @@ func ValidateXGBoostTrainingJob(job *batch.XGBoostTrainingJob) field.ErrorList {
 // old is the stored job, status included, as for ValidateTensorFlowTrainingJobUpdate.
 func ValidateXGBoostTrainingJobUpdate(job, old *batch.XGBoostTrainingJob) field.ErrorList {
 	return validateJobUpdate(&job.ObjectMeta, &old.ObjectMeta, &job.Spec.TrainingJobSpec, &old.Spec.TrainingJobSpec, &old.Status, &xgboostRules)
+}
+
+func init() {
+	templateValidators[batch.XGBoostTrainingJobKind] = func(m metav1.ObjectMeta, t *batch.TrainingJobTemplate) field.ErrorList {
+		return ValidateXGBoostTrainingJob(&batch.XGBoostTrainingJob{ObjectMeta: m, Spec: *t.Xgboost})
+	}
 }

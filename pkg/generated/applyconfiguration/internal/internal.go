@@ -206,6 +206,23 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: requestTime
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.ClusterTrainingRuntime
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingRuntimeSpec
+      default: {}
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.ContainerStatus
   map:
     fields:
@@ -1118,6 +1135,58 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: tensorboard
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.DependentStatus
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingJobTemplate
+  map:
+    fields:
+    - name: annotations
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: generic
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.GenericJobSpec
+    - name: labels
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: mpi
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.MPIJobSpec
+    - name: pytorch
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.PyTorchTrainingJobSpec
+    - name: tensorflow
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TensorFlowTrainingJobSpec
+    - name: xgboost
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.XGBoostTrainingJobSpec
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingRuntime
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingRuntimeSpec
+      default: {}
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingRuntimeSpec
+  map:
+    fields:
+    - name: template
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingJobTemplate
+      default: {}
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.XGBoostTrainingJob
   map:
     fields:

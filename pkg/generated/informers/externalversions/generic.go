@@ -53,6 +53,8 @@ func (f *genericInformer) Lister() cache.GenericLister {
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
 	// Group=batch.tensorstack.dev, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithResource("clustertrainingruntimes"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Batch().V1beta1().ClusterTrainingRuntimes().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("genericjobs"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Batch().V1beta1().GenericJobs().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("mpijobs"):
@@ -61,6 +63,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Batch().V1beta1().PyTorchTrainingJobs().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("tensorflowtrainingjobs"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Batch().V1beta1().TensorFlowTrainingJobs().Informer()}, nil
+	case v1beta1.SchemeGroupVersion.WithResource("trainingruntimes"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Batch().V1beta1().TrainingRuntimes().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("xgboosttrainingjobs"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Batch().V1beta1().XGBoostTrainingJobs().Informer()}, nil
 

@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1beta1
 
+// ClusterTrainingRuntimeListerExpansion allows custom methods to be added to
+// ClusterTrainingRuntimeLister.
+type ClusterTrainingRuntimeListerExpansion interface{}
+
 // GenericJobListerExpansion allows custom methods to be added to
 // GenericJobLister.
 type GenericJobListerExpansion interface{}
@@ -49,6 +53,14 @@ type TensorFlowTrainingJobListerExpansion interface{}
 // TensorFlowTrainingJobNamespaceListerExpansion allows custom methods to be added to
 // TensorFlowTrainingJobNamespaceLister.
 type TensorFlowTrainingJobNamespaceListerExpansion interface{}
+
+// TrainingRuntimeListerExpansion allows custom methods to be added to
+// TrainingRuntimeLister.
+type TrainingRuntimeListerExpansion interface{}
+
+// TrainingRuntimeNamespaceListerExpansion allows custom methods to be added to
+// TrainingRuntimeNamespaceLister.
+type TrainingRuntimeNamespaceListerExpansion interface{}
 
 // XGBoostTrainingJobListerExpansion allows custom methods to be added to
 // XGBoostTrainingJobLister.

@@ -24,6 +24,8 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// ClusterTrainingRuntimes returns a ClusterTrainingRuntimeInformer.
+	ClusterTrainingRuntimes() TypedClusterTrainingRuntimeInformer
 	// GenericJobs returns a GenericJobInformer.
 	GenericJobs() TypedGenericJobInformer
 	// MPIJobs returns a MPIJobInformer.
@@ -32,6 +34,8 @@ type Interface interface {
 	PyTorchTrainingJobs() TypedPyTorchTrainingJobInformer
 	// TensorFlowTrainingJobs returns a TensorFlowTrainingJobInformer.
 	TensorFlowTrainingJobs() TypedTensorFlowTrainingJobInformer
+	// TrainingRuntimes returns a TrainingRuntimeInformer.
+	TrainingRuntimes() TypedTrainingRuntimeInformer
 	// XGBoostTrainingJobs returns a XGBoostTrainingJobInformer.
 	XGBoostTrainingJobs() TypedXGBoostTrainingJobInformer
 }
@@ -45,6 +49,11 @@ type version struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// ClusterTrainingRuntimes returns a TypedClusterTrainingRuntimeInformer.
+func (v *version) ClusterTrainingRuntimes() TypedClusterTrainingRuntimeInformer {
+	return &clusterTrainingRuntimeInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // GenericJobs returns a TypedGenericJobInformer.
@@ -65,6 +74,11 @@ func (v *version) PyTorchTrainingJobs() TypedPyTorchTrainingJobInformer {
 // TensorFlowTrainingJobs returns a TypedTensorFlowTrainingJobInformer.
 func (v *version) TensorFlowTrainingJobs() TypedTensorFlowTrainingJobInformer {
 	return &tensorFlowTrainingJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// TrainingRuntimes returns a TypedTrainingRuntimeInformer.
+func (v *version) TrainingRuntimes() TypedTrainingRuntimeInformer {
+	return &trainingRuntimeInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // XGBoostTrainingJobs returns a TypedXGBoostTrainingJobInformer.

@@ -28,16 +28,22 @@ import (
 
 type BatchV1beta1Interface interface {
 	RESTClient() rest.Interface
+	ClusterTrainingRuntimesGetter
 	GenericJobsGetter
 	MPIJobsGetter
 	PyTorchTrainingJobsGetter
 	TensorFlowTrainingJobsGetter
+	TrainingRuntimesGetter
 	XGBoostTrainingJobsGetter
 }
 
 // BatchV1beta1Client is used to interact with features provided by the batch.tensorstack.dev group.
 type BatchV1beta1Client struct {
 	restClient rest.Interface
+}
+
+func (c *BatchV1beta1Client) ClusterTrainingRuntimes() ClusterTrainingRuntimeInterface {
+	return newClusterTrainingRuntimes(c)
 }
 
 func (c *BatchV1beta1Client) GenericJobs(namespace string) GenericJobInterface {
@@ -54,6 +60,10 @@ func (c *BatchV1beta1Client) PyTorchTrainingJobs(namespace string) PyTorchTraini
 
 func (c *BatchV1beta1Client) TensorFlowTrainingJobs(namespace string) TensorFlowTrainingJobInterface {
 	return newTensorFlowTrainingJobs(c, namespace)
+}
+
+func (c *BatchV1beta1Client) TrainingRuntimes(namespace string) TrainingRuntimeInterface {
+	return newTrainingRuntimes(c, namespace)
 }
 
 func (c *BatchV1beta1Client) XGBoostTrainingJobs(namespace string) XGBoostTrainingJobInterface {

@@ -18,6 +18,8 @@ limitations under the License.
 
 package v1beta1
 
+type ClusterTrainingRuntimeExpansion interface{}
+
 type GenericJobExpansion interface{}
 
 type MPIJobExpansion interface{}
@@ -25,5 +27,7 @@ type MPIJobExpansion interface{}
 type PyTorchTrainingJobExpansion interface{}
 
 type TensorFlowTrainingJobExpansion interface{}
+
+type TrainingRuntimeExpansion interface{}
 
 type XGBoostTrainingJobExpansion interface{}

@@ -28,6 +28,10 @@ type FakeBatchV1beta1 struct {
 	*testing.Fake
 }
 
+func (c *FakeBatchV1beta1) ClusterTrainingRuntimes() v1beta1.ClusterTrainingRuntimeInterface {
+	return newFakeClusterTrainingRuntimes(c)
+}
+
 func (c *FakeBatchV1beta1) GenericJobs(namespace string) v1beta1.GenericJobInterface {
 	return newFakeGenericJobs(c, namespace)
 }
@@ -42,6 +46,10 @@ func (c *FakeBatchV1beta1) PyTorchTrainingJobs(namespace string) v1beta1.PyTorch
 
 func (c *FakeBatchV1beta1) TensorFlowTrainingJobs(namespace string) v1beta1.TensorFlowTrainingJobInterface {
 	return newFakeTensorFlowTrainingJobs(c, namespace)
+}
+
+func (c *FakeBatchV1beta1) TrainingRuntimes(namespace string) v1beta1.TrainingRuntimeInterface {
+	return newFakeTrainingRuntimes(c, namespace)
 }
 
 func (c *FakeBatchV1beta1) XGBoostTrainingJobs(namespace string) v1beta1.XGBoostTrainingJobInterface {

@@ -1,0 +1,86 @@
+/*
+Copyright The TensorStack Training Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package trainingruntime
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"tensorstack.dev/training/pkg/apis/batch"
+)
+
+var tableColumns = []metav1.TableColumnDefinition{
+	{Name: "Name", Type: "string", Format: "name", Description: "Name of the runtime."},
+	{Name: "Kind", Type: "string", Description: "Kind of the jobs made from the runtime."},
+	{Name: "Image", Type: "string", Description: "Image of the training container of the first replica type."},
+	{Name: "Age", Type: "string", Description: "Time since the runtime was created."},
+}
+
+// tableConvertor renders runtimes as kubectl table rows.
+type tableConvertor struct{ scope scope }
+
+func (c tableConvertor) ConvertToTable(_ context.Context, object runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
+	table := &metav1.Table{}
+	if opts, ok := tableOptions.(*metav1.TableOptions); !ok || !opts.NoHeaders {
+		table.ColumnDefinitions = tableColumns
+	}
+	var objs []runtime.Object
+	if meta.IsListType(object) {
+		var err error
+		if objs, err = meta.ExtractList(object); err != nil {
+			return nil, err
+		}
+		if l, err := meta.ListAccessor(object); err == nil {
+			table.ResourceVersion, table.Continue, table.RemainingItemCount = l.GetResourceVersion(), l.GetContinue(), l.GetRemainingItemCount()
+		}
+	} else {
+		objs = []runtime.Object{object}
+	}
+	for _, obj := range objs {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, err
+		}
+		t := &c.scope.spec(obj).Template
+		table.Rows = append(table.Rows, metav1.TableRow{
+			Cells:  []interface{}{m.GetName(), t.Kind(), imageOf(t), age(m.GetCreationTimestamp())},
+			Object: runtime.RawExtension{Object: obj},
+		})
+	}
+	return table, nil
+}
+
+func age(created metav1.Time) string {
+	if created.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(time.Since(created.Time))
+}
+
+// imageOf is the image of the first replica type's first container.
+func imageOf(t *batch.TrainingJobTemplate) string {
+	spec := t.CommonSpec()
+	if spec == nil || len(spec.ReplicaSpecs) == 0 || len(spec.ReplicaSpecs[0].Template.Spec.Containers) == 0 {
+		return ""
+	}
+	return spec.ReplicaSpecs[0].Template.Spec.Containers[0].Image
+}
