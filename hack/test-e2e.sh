@@ -13,7 +13,7 @@
 #   E2E_FAKE_NODES   number of fake (kwok) nodes; E2E_NODE_GPUS: nvidia.com/gpu per node
 #   E2E_REAL_NODE    1 when the stack runs real nodes (internal/localcluster)
 #   E2E_REAL_NODES   how many
-#   E2E_KUEUE_PODS_READY_TIMEOUT  Kueue's waitForPodsReady timeout (60s here)
+#   E2E_KUEUE_PODS_READY_TIMEOUT  Kueue's waitForPodsReady timeout (90s here)
 #   E2E_KUEUE_V1BETA1  1 when the stack serves Kueue's v1beta1 (0 here, as Kueue v0.20)
 #   E2E_MULTIKUEUE_WORKER_KUBECONFIG  the admin kubeconfig of the MultiKueue worker
 #                    cluster (LOCAL_MULTIKUEUE=1, the default here)
@@ -32,9 +32,12 @@ HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # The stack's settings (on the stack, --in-stack, the stack's own).
 if [[ "${1:-}" != --in-stack ]]; then
   # Kueue as v0.20 serves it (v1beta1 unserved: the controller must not need
-  # it), with waitForPodsReady's timeout short enough for a test to pass it.
+  # it), with waitForPodsReady's timeout short enough for a test to pass it,
+  # and long enough that the pods of a job admitted while make test's other
+  # lane loads both cores start within it (at 60s, jobs of 8 pods were
+  # evicted on a loaded machine before their last pod was created).
   export LOCAL_KUEUE_V1BETA1="${LOCAL_KUEUE_V1BETA1:-0}"
-  export LOCAL_KUEUE_PODS_READY_TIMEOUT="${LOCAL_KUEUE_PODS_READY_TIMEOUT:-60s}"
+  export LOCAL_KUEUE_PODS_READY_TIMEOUT="${LOCAL_KUEUE_PODS_READY_TIMEOUT:-90s}"
   # A MultiKueue worker cluster beside the stack (internal/localcluster/spec/stack.go), for
   # TestMultiKueue.
   export LOCAL_MULTIKUEUE="${LOCAL_MULTIKUEUE:-1}"

@@ -46,7 +46,7 @@ func podsReadyTimeout(t *testing.T) time.Duration {
 	t.Helper()
 	d, err := time.ParseDuration(os.Getenv("E2E_KUEUE_PODS_READY_TIMEOUT"))
 	if err != nil || d > 5*time.Minute {
-		t.Skipf("Kueue's waitForPodsReady timeout is %q; these tests need one of minutes (hack/test-e2e.sh sets 60s)",
+		t.Skipf("Kueue's waitForPodsReady timeout is %q; these tests need one of minutes (hack/test-e2e.sh sets 90s)",
 			os.Getenv("E2E_KUEUE_PODS_READY_TIMEOUT"))
 	}
 	return d
@@ -249,7 +249,7 @@ func TestKueuePodsReadyTimeout(t *testing.T) {
 }
 
 // TestKueueRunsLongerThanTimeout: a job that runs for 2.5 times Kueue's
-// PodsReady timeout (150s against 60s on the e2e stack) is never evicted:
+// PodsReady timeout (225s against 90s on the e2e stack) is never evicted:
 // its Workload says its pods are ready once they are. Before the controller
 // reported PodsReady, Kueue v0.19 evicted every such job.
 func TestKueueRunsLongerThanTimeout(t *testing.T) {
