@@ -27,6 +27,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -111,17 +112,18 @@ func (c CompletedConfig) New() (*Server, error) {
 		TypeConverter:       typeConverter,
 		EquivalentResources: c.generic.EquivalentResourceRegistry,
 	}
+	resolver, err := addRuntimeStorage(storage, c.generic.RESTOptionsGetter, c.generic.Authorization.Authorizer)
+	if err != nil {
+		return nil, err
+	}
 	for _, kind := range trainingjob.Kinds {
-		s, err := kind.NewStorage(c.generic.RESTOptionsGetter, updatePath, c.progress)
+		s, err := kind.NewStorage(c.generic.RESTOptionsGetter, updatePath, c.progress, resolver)
 		if err != nil {
 			return nil, err
 		}
 		for resource, rest := range s.Resources(kind.KindInfo().Resource) {
 			storage[resource] = rest
 		}
-	}
-	if err := addRuntimeStorage(storage, c.generic.RESTOptionsGetter); err != nil {
-		return nil, err
 	}
 	group.VersionedResourcesStorageMap[v1beta1.SchemeGroupVersion.Version] = storage
 	if err := generic.InstallAPIGroup(&group); err != nil {
@@ -161,16 +163,18 @@ func (s *Server) Run(ctx context.Context) error {
 	return s.GenericAPIServer.PrepareRun().RunWithContext(ctx)
 }
 
-// addRuntimeStorage serves the runtimes beside the job kinds.
-func addRuntimeStorage(storage map[string]rest.Storage, optsGetter generic.RESTOptionsGetter) error {
+// addRuntimeStorage serves the runtimes beside the job kinds, and returns
+// what applies them to new jobs, reading them from the same storage and
+// asking authz whether a job's creator may.
+func addRuntimeStorage(storage map[string]rest.Storage, optsGetter generic.RESTOptionsGetter, authz authorizer.Authorizer) (*trainingruntime.Resolver, error) {
 	namespaced, err := trainingruntime.NewTrainingRuntimeREST(Scheme, optsGetter)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cluster, err := trainingruntime.NewClusterTrainingRuntimeREST(Scheme, optsGetter)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	storage["trainingruntimes"], storage["clustertrainingruntimes"] = namespaced, cluster
-	return nil
+	return trainingruntime.NewResolver(cluster, namespaced, authz, Scheme), nil
 }

@@ -183,7 +183,7 @@ func (r *reconciler) createPods(ctx context.Context) (refused, err error) {
 	// One builder for every batch: it computes the environment the
 	// replicas share once.
 	b := r.builder()
-	if err := r.writeClusterConfig(ctx, b); err != nil {
+	if err := r.writeConfigMaps(ctx, b); err != nil {
 		return nil, err
 	}
 	names := make([]string, len(r.creates))
@@ -309,24 +309,39 @@ func (r *reconciler) openStartupGates(ctx context.Context) error {
 	return err
 }
 
-// writeClusterConfig writes the job's cluster ConfigMap, the addresses its
-// pods refer to (podbuilder.ClusterConfigMapName), before the pods that
-// read it are created: a container whose ConfigMap is missing does not
-// start. It is written whenever pods are about to be created, so that new
-// pods never read the addresses of an earlier shape of the job (an elastic
-// job scaled); an update that changes nothing writes nothing to etcd.
+// writeConfigMaps writes the job's ConfigMaps before the pods that read
+// them are created (a container whose ConfigMap is missing does not
+// start): the cluster ConfigMap, the addresses its pods refer to
+// (podbuilder.ClusterConfigMapName), and the ConfigMap of its trainer's
+// script (podbuilder.ScriptConfigMapName). They are written whenever pods
+// are about to be created, so that new pods never read the addresses of an
+// earlier shape of the job (an elastic job scaled); an update that changes
+// nothing writes nothing to etcd.
 //
 // The controller may create and update ConfigMaps but neither read nor
-// list them (its role, artifacts/deploy): the name holds the job's UID, so
+// list them (its role, artifacts/deploy): the names hold the job's UID, so
 // one that exists already is the job's, or was made for the job by
 // someone who could write it anyway; the update makes it the job's again.
-func (r *reconciler) writeClusterConfig(ctx context.Context, b *podbuilder.Builder) error {
-	desired, err := b.ClusterConfigMap()
-	if err != nil || desired == nil {
+func (r *reconciler) writeConfigMaps(ctx context.Context, b *podbuilder.Builder) error {
+	cluster, err := b.ClusterConfigMap()
+	if err != nil {
 		return err
 	}
+	for _, desired := range []*corev1.ConfigMap{cluster, b.ScriptConfigMap()} {
+		if desired == nil {
+			continue
+		}
+		if err := r.writeConfigMap(ctx, desired); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeConfigMap creates the ConfigMap, or updates the one of its name.
+func (r *reconciler) writeConfigMap(ctx context.Context, desired *corev1.ConfigMap) error {
 	configMaps := r.c.kubeClient.CoreV1().ConfigMaps(r.key.Namespace)
-	_, err = configMaps.Create(ctx, desired, metav1.CreateOptions{})
+	_, err := configMaps.Create(ctx, desired, metav1.CreateOptions{})
 	switch {
 	case err == nil:
 		r.jobOwner.Normalf(owner.ReasonSuccessfulCreate, "Created config map %s", desired.Name)

@@ -162,6 +162,7 @@ func (b *Builder) Pod(id ReplicaID) (*corev1.Pod, error) {
 		setEnv(&pod.Spec.Containers[i], job)
 	}
 	b.addCheckpointContract(pod, ci)
+	b.addScript(pod)
 	if d, ok := b.Adapter.(PodDecorator); ok {
 		d.DecoratePod(b.Topology, id, pod, ci)
 	}

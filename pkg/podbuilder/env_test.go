@@ -45,6 +45,13 @@ func withCheckpoints(job v1beta1.TrainingJob) v1beta1.TrainingJob {
 	return job
 }
 
+// withScript gives a job a trainer script, which gives its pods
+// TRAINING_SCRIPT.
+func withScript(job v1beta1.TrainingJob) v1beta1.TrainingJob {
+	job.CommonSpec().Trainer = &v1beta1.Trainer{Script: &v1beta1.TrainerScript{Name: "train.py", Source: "pass"}}
+	return job
+}
+
 // inPlace makes a job restart in place, which gives its pods
 // TENSORSTACK_ATTEMPT.
 func inPlace(job v1beta1.TrainingJob) v1beta1.TrainingJob {
@@ -85,16 +92,16 @@ func TestAdaptersSetTheContractsVariables(t *testing.T) {
 		own     []string
 		jobs    []v1beta1.TrainingJob
 	}{
-		{TensorFlow, batch.TensorFlowEnvNames(), []v1beta1.TrainingJob{inPlace(withCheckpoints(tfJob("j", "chief", 1, "worker", 2, "ps", 1)))}},
+		{TensorFlow, batch.TensorFlowEnvNames(), []v1beta1.TrainingJob{inPlace(withScript(withCheckpoints(tfJob("j", "chief", 1, "worker", 2, "ps", 1))))}},
 		{PyTorch, batch.PyTorchEnvNames(), []v1beta1.TrainingJob{
-			inPlace(withCheckpoints(ptJob(nil, nil))),
+			inPlace(withScript(withCheckpoints(ptJob(nil, nil)))),
 			ptJob(&v1beta1.TorchrunConfig{Enabled: true, ProcPerNode: "2"}, nil),
 			ptJob(&v1beta1.TorchrunConfig{Enabled: true}, &v1beta1.ElasticConfig{Enabled: true, MinReplicas: ptr.To(int32(1)), MaxReplicas: ptr.To(int32(4))}),
 		}},
-		{XGBoost, batch.XGBoostEnvNames(), []v1beta1.TrainingJob{inPlace(withCheckpoints(xgbJob()))}},
+		{XGBoost, batch.XGBoostEnvNames(), []v1beta1.TrainingJob{inPlace(withScript(withCheckpoints(xgbJob())))}},
 		{Generic, append(batch.GenericEnvNames(), batch.GenericHostsEnv("worker"), batch.GenericHostsEnv("coordinator"),
-			batch.GenericPortEnv("coordinator")), []v1beta1.TrainingJob{inPlace(withCheckpoints(genericJob()))}},
-		{MPI, batch.MPIEnvNames(), []v1beta1.TrainingJob{inPlace(withCheckpoints(mpiJob(v1beta1.MPIImplementationOpenMPI))),
+			batch.GenericPortEnv("coordinator")), []v1beta1.TrainingJob{inPlace(withScript(withCheckpoints(genericJob())))}},
+		{MPI, batch.MPIEnvNames(), []v1beta1.TrainingJob{inPlace(withScript(withCheckpoints(mpiJob(v1beta1.MPIImplementationOpenMPI)))),
 			mpiJob(v1beta1.MPIImplementationIntelMPI), mpiJob(v1beta1.MPIImplementationMPICH)}},
 	} {
 		listed := sets.New(batch.JobEnvNames()...).Insert(tc.own...)

@@ -47,6 +47,14 @@ const (
 	XGBoostDefaultPort = 9999
 )
 
+// ScriptDir is where every container of a job with spec.trainer.script
+// finds the script, read-only, under its name; EnvTrainingScript holds the
+// script's path.
+const ScriptDir = "/var/run/tensorstack/script"
+
+// ScriptPath is the path of a script of the given name in the containers.
+func ScriptPath(name string) string { return ScriptDir + "/" + name }
+
 // FieldStatusPhase is the field selector label of a job's phase; the
 // selectable fields of a job are metadata.name, metadata.namespace and it.
 const FieldStatusPhase = "status.phase"

@@ -40,6 +40,9 @@ const (
 	// EnvAttempt is the number of the job's attempt (status.attempts) a
 	// container runs in, under the InPlace restart strategy.
 	EnvAttempt = "TENSORSTACK_ATTEMPT"
+	// EnvTrainingScript is the path of the job's spec.trainer.script in
+	// its containers, set when the job has one.
+	EnvTrainingScript = "TRAINING_SCRIPT"
 )
 
 // EnvPythonUnbuffered is set to 1 for the Python frameworks so that their
@@ -50,7 +53,7 @@ const EnvPythonUnbuffered = "PYTHONUNBUFFERED"
 // JobEnvNames are the variables of every kind.
 func JobEnvNames() []string {
 	return []string{EnvJobName, EnvJobNamespace, EnvJobResource, EnvCheckpointDir, EnvCheckpointInterval,
-		EnvCheckpointRequestFile, EnvResumeFrom, EnvResumeStep, EnvAttempt}
+		EnvCheckpointRequestFile, EnvResumeFrom, EnvResumeStep, EnvAttempt, EnvTrainingScript}
 }
 
 // EnvTFCluster holds TF_CONFIG's cluster, read from the job's cluster

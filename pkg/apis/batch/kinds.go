@@ -42,6 +42,32 @@ type KindInfo struct {
 	// Scalable: a job of the kind may be elastic, and the kind serves the
 	// scale subresource.
 	Scalable bool
+	// Launcher, when set, is the replica type that starts the training
+	// program on the others (an MPI job's launcher): a trainer's command
+	// runs there alone, and it is not a node.
+	Launcher ReplicaType
+	// Helpers are replica types that run the training program but are not
+	// the nodes a trainer's numNodes counts (TensorFlow's ps and
+	// evaluator).
+	Helpers []ReplicaType
+}
+
+// RunsTrainerCommand says whether a trainer's command runs on replicas of
+// the type: the launcher's, in a kind with one; every type's otherwise.
+func (k KindInfo) RunsTrainerCommand(t ReplicaType) bool { return k.Launcher == "" || t == k.Launcher }
+
+// IsNode says whether replicas of the type are the nodes a trainer's
+// numNodes counts and resourcesPerNode sizes.
+func (k KindInfo) IsNode(t ReplicaType) bool {
+	if t == k.Launcher {
+		return false
+	}
+	for _, h := range k.Helpers {
+		if t == h {
+			return false
+		}
+	}
+	return true
 }
 
 // The kinds' names, and the names and short names of their resources.
@@ -67,7 +93,8 @@ const (
 // The rows of the table.
 var (
 	TensorFlowKind = KindInfo{Kind: TensorFlowTrainingJobKind, Resource: TensorFlowTrainingJobResource,
-		Singular: "tensorflowtrainingjob", ShortName: TensorFlowTrainingJobShortName, TrainingContainer: TensorFlowContainerName}
+		Singular: "tensorflowtrainingjob", ShortName: TensorFlowTrainingJobShortName, TrainingContainer: TensorFlowContainerName,
+		Helpers: []ReplicaType{ReplicaTypePS, ReplicaTypeEvaluator}}
 	PyTorchKind = KindInfo{Kind: PyTorchTrainingJobKind, Resource: PyTorchTrainingJobResource,
 		Singular: "pytorchtrainingjob", ShortName: PyTorchTrainingJobShortName, TrainingContainer: PyTorchContainerName,
 		Scalable: true}
@@ -76,7 +103,7 @@ var (
 	GenericKind = KindInfo{Kind: GenericJobKind, Resource: GenericJobResource,
 		Singular: "genericjob", ShortName: GenericJobShortName, Scalable: true}
 	MPIKind = KindInfo{Kind: MPIJobKind, Resource: MPIJobResource,
-		Singular: "mpijob", ShortName: MPIJobShortName}
+		Singular: "mpijob", ShortName: MPIJobShortName, Launcher: ReplicaTypeLauncher}
 )
 
 // Kinds is every job kind the group serves, in the order tools look them up

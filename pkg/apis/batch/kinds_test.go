@@ -20,6 +20,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -40,7 +41,7 @@ func TestKindsAreDistinct(t *testing.T) {
 		if k.Resource != strings.ToLower(k.Kind)+"s" || k.Singular != strings.ToLower(k.Kind) {
 			t.Errorf("kind %s: resource %q and singular %q are not its name in lower case", k.Kind, k.Resource, k.Singular)
 		}
-		if got, ok := KindNamed(k.Kind); !ok || got != k {
+		if got, ok := KindNamed(k.Kind); !ok || !reflect.DeepEqual(got, k) {
 			t.Errorf("KindNamed(%s) = %+v, %v", k.Kind, got, ok)
 		}
 	}

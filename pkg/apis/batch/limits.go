@@ -78,6 +78,16 @@ const (
 	// command line and a quarter of the 128 KiB Linux allows one argument.
 	MaxCommandBytes = 32 * 1024
 
+	// MaxScriptBytes is the largest spec.trainer.script.source. The script
+	// is stored in the job and copied once into a ConfigMap; 256 KiB leaves
+	// a job at MaxTotalReplicas room under etcd's 1.5 MiB request limit,
+	// and is ample for a program that is not a library.
+	MaxScriptBytes = 256 * 1024
+
+	// MaxTrainerEnv is the most variables spec.trainer.env may list: each
+	// is copied into the training container of every replica type.
+	MaxTrainerEnv = 256
+
 	// MaxPodTemplateBytes bounds a replica spec's pod template, encoded as
 	// JSON. Every pod of the type copies it, up to MaxTotalReplicas of them,
 	// and what the controller adds to it does not grow with the job (the

@@ -29,6 +29,9 @@ type templateKind struct {
 	kind, field string
 	// spec is the template's spec of the kind, nil when it holds none.
 	spec func(*TrainingJobTemplate) *TrainingJobSpec
+	// kindSpec is the template's whole spec of the kind (a pointer to the
+	// kind's spec type); called only when spec is not nil.
+	kindSpec func(*TrainingJobTemplate) any
 	// canonicalize rewrites the accepted spellings of that spec, as a job
 	// of the kind is rewritten when it is stored.
 	canonicalize func(*TrainingJobTemplate)
@@ -81,6 +84,17 @@ func (t *TrainingJobTemplate) CommonSpec() *TrainingJobSpec {
 	for _, k := range orderedTemplateKinds() {
 		if spec := k.spec(t); spec != nil {
 			return spec
+		}
+	}
+	return nil
+}
+
+// KindSpec is the whole spec of the first kind the template holds (a
+// *PyTorchTrainingJobSpec, ...); nil when it holds none.
+func (t *TrainingJobTemplate) KindSpec() any {
+	for _, k := range orderedTemplateKinds() {
+		if k.spec(t) != nil {
+			return k.kindSpec(t)
 		}
 	}
 	return nil

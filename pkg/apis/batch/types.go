@@ -26,7 +26,7 @@ type TrainingJobSpec struct {
 	// ReplicaSpecs lists the groups of replicas, one per type. The order
 	// matters: ranks and the default master follow it. At most
 	// MaxReplicaTypes types and MaxTotalReplicas replicas in all (limits.go).
-	ReplicaSpecs []ReplicaSpec `json:"replicaSpecs"`
+	ReplicaSpecs []ReplicaSpec `json:"replicaSpecs,omitempty"`
 
 	// RunMode switches the job into debug or pause mode. Absent, the job runs
 	// immediately.
@@ -45,6 +45,12 @@ type TrainingJobSpec struct {
 
 	// ManagedBy names the controller that runs the job; empty is ours.
 	ManagedBy *string `json:"managedBy,omitempty"`
+
+	// RuntimeRef names the runtime the job was made from; Trainer is what
+	// the job gave on top of it. Both were applied when the job was
+	// created.
+	RuntimeRef *RuntimeRef `json:"runtimeRef,omitempty"`
+	Trainer    *Trainer    `json:"trainer,omitempty"`
 }
 
 // ReplicaType names a group of replicas within a job.

@@ -96,6 +96,7 @@ func init() {
 			}
 			return &t.Generic.TrainingJobSpec
 		},
+		kindSpec: func(t *TrainingJobTemplate) any { return t.Generic },
 		canonicalize: func(t *TrainingJobTemplate) {
 			job := GenericJob{Spec: *t.Generic}
 			CanonicalizeGenericJob(&job)

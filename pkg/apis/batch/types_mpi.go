@@ -82,6 +82,7 @@ func init() {
 			}
 			return &t.MPI.TrainingJobSpec
 		},
+		kindSpec: func(t *TrainingJobTemplate) any { return t.MPI },
 		canonicalize: func(t *TrainingJobTemplate) {
 			job := MPIJob{Spec: *t.MPI}
 			CanonicalizeMPIJob(&job)

@@ -81,6 +81,7 @@ func init() {
 			}
 			return &t.Pytorch.TrainingJobSpec
 		},
+		kindSpec: func(t *TrainingJobTemplate) any { return t.Pytorch },
 		canonicalize: func(t *TrainingJobTemplate) {
 			job := PyTorchTrainingJob{Spec: *t.Pytorch}
 			CanonicalizePyTorchJob(&job)

@@ -133,6 +133,10 @@ type TrainingJobStatus struct {
 
 	// SuspectNodes are nodes the job's next pods avoid.
 	SuspectNodes []SuspectNode `json:"suspectNodes,omitempty"`
+
+	// Runtime is the runtime the job was made from, as it was applied
+	// when the job was created; nil for a job without spec.runtimeRef.
+	Runtime *AppliedRuntime `json:"runtime,omitempty"`
 }
 
 // SuspectNode is a node the job's next pods avoid, and why.

@@ -66,6 +66,7 @@ func init() {
 			}
 			return &t.Tensorflow.TrainingJobSpec
 		},
+		kindSpec: func(t *TrainingJobTemplate) any { return t.Tensorflow },
 		canonicalize: func(t *TrainingJobTemplate) {
 			job := TensorFlowTrainingJob{Spec: *t.Tensorflow}
 			CanonicalizeTensorFlowJob(&job)

@@ -65,6 +65,7 @@ func init() {
 			}
 			return &t.Xgboost.TrainingJobSpec
 		},
+		kindSpec: func(t *TrainingJobTemplate) any { return t.Xgboost },
 		canonicalize: func(t *TrainingJobTemplate) {
 			job := XGBoostTrainingJob{Spec: *t.Xgboost}
 			CanonicalizeXGBoostJob(&job)

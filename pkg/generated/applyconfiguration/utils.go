@@ -36,6 +36,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.AccountingApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("Aggregate"):
 		return &batchv1beta1.AggregateApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("AppliedRuntime"):
+		return &batchv1beta1.AppliedRuntimeApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("Attempt"):
 		return &batchv1beta1.AttemptApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("AttemptCheckpoint"):
@@ -114,6 +116,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.RunModeApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("RunPolicy"):
 		return &batchv1beta1.RunPolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("RuntimeRef"):
+		return &batchv1beta1.RuntimeRefApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("SchedulePolicy"):
 		return &batchv1beta1.SchedulePolicyApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("StallStatus"):
@@ -132,6 +136,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.TensorFlowTrainingJobSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("TorchrunConfig"):
 		return &batchv1beta1.TorchrunConfigApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("Trainer"):
+		return &batchv1beta1.TrainerApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("TrainerScript"):
+		return &batchv1beta1.TrainerScriptApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("TrainingJobSpec"):
 		return &batchv1beta1.TrainingJobSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("TrainingJobStatus"):

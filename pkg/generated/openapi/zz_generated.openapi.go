@@ -361,6 +361,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		version.Info{}.OpenAPIModelName():                              schema_k8sio_apimachinery_pkg_version_Info(ref),
 		v1beta1.Accounting{}.OpenAPIModelName():                        schema_pkg_apis_batch_v1beta1_Accounting(ref),
 		v1beta1.Aggregate{}.OpenAPIModelName():                         schema_pkg_apis_batch_v1beta1_Aggregate(ref),
+		v1beta1.AppliedRuntime{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_AppliedRuntime(ref),
 		v1beta1.Attempt{}.OpenAPIModelName():                           schema_pkg_apis_batch_v1beta1_Attempt(ref),
 		v1beta1.AttemptCheckpoint{}.OpenAPIModelName():                 schema_pkg_apis_batch_v1beta1_AttemptCheckpoint(ref),
 		v1beta1.CheckpointPolicy{}.OpenAPIModelName():                  schema_pkg_apis_batch_v1beta1_CheckpointPolicy(ref),
@@ -411,6 +412,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.ResumeSpec{}.OpenAPIModelName():                        schema_pkg_apis_batch_v1beta1_ResumeSpec(ref),
 		v1beta1.RunMode{}.OpenAPIModelName():                           schema_pkg_apis_batch_v1beta1_RunMode(ref),
 		v1beta1.RunPolicy{}.OpenAPIModelName():                         schema_pkg_apis_batch_v1beta1_RunPolicy(ref),
+		v1beta1.RuntimeRef{}.OpenAPIModelName():                        schema_pkg_apis_batch_v1beta1_RuntimeRef(ref),
 		v1beta1.SchedulePolicy{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_SchedulePolicy(ref),
 		v1beta1.StallStatus{}.OpenAPIModelName():                       schema_pkg_apis_batch_v1beta1_StallStatus(ref),
 		v1beta1.SuspectNode{}.OpenAPIModelName():                       schema_pkg_apis_batch_v1beta1_SuspectNode(ref),
@@ -421,6 +423,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.TensorFlowTrainingJobList{}.OpenAPIModelName():         schema_pkg_apis_batch_v1beta1_TensorFlowTrainingJobList(ref),
 		v1beta1.TensorFlowTrainingJobSpec{}.OpenAPIModelName():         schema_pkg_apis_batch_v1beta1_TensorFlowTrainingJobSpec(ref),
 		v1beta1.TorchrunConfig{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_TorchrunConfig(ref),
+		v1beta1.Trainer{}.OpenAPIModelName():                           schema_pkg_apis_batch_v1beta1_Trainer(ref),
+		v1beta1.TrainerScript{}.OpenAPIModelName():                     schema_pkg_apis_batch_v1beta1_TrainerScript(ref),
 		v1beta1.TrainingJobSpec{}.OpenAPIModelName():                   schema_pkg_apis_batch_v1beta1_TrainingJobSpec(ref),
 		v1beta1.TrainingJobStatus{}.OpenAPIModelName():                 schema_pkg_apis_batch_v1beta1_TrainingJobStatus(ref),
 		v1beta1.TrainingJobTemplate{}.OpenAPIModelName():               schema_pkg_apis_batch_v1beta1_TrainingJobTemplate(ref),
@@ -18536,6 +18540,60 @@ func schema_pkg_apis_batch_v1beta1_Aggregate(ref common.ReferenceCallback) commo
 	}
 }
 
+func schema_pkg_apis_batch_v1beta1_AppliedRuntime(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "AppliedRuntime records the runtime a job was made from, as it was when the job was created.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is ClusterTrainingRuntime or TrainingRuntime.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the runtime's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"uid": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UID is the runtime's UID.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"resourceVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ResourceVersion is the runtime's resourceVersion that was applied.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"hash": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Hash is a SHA-256, in hex, of the runtime's template that was applied: two jobs with the same hash came from the same template.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"kind", "name", "uid", "resourceVersion", "hash"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_batch_v1beta1_Attempt(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -19718,7 +19776,7 @@ func schema_pkg_apis_batch_v1beta1_GenericJobSpec(ref common.ReferenceCallback) 
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "ReplicaSpecs lists the groups of replicas, one per type. The order matters: ranks and the default master follow it. A job lists at most 32 types, and its replicas, summed over all types, are at most 1000: the status reports every replica and must stay well under etcd's request size limit.",
+							Description: "ReplicaSpecs lists the groups of replicas, one per type. The order matters: ranks and the default master follow it. A job lists at most 32 types, and its replicas, summed over all types, are at most 1000: the status reports every replica and must stay well under etcd's request size limit. A job with a runtimeRef may leave it out, or give only what it changes of the runtime's replica specs.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -19759,6 +19817,18 @@ func schema_pkg_apis_batch_v1beta1_GenericJobSpec(ref common.ReferenceCallback) 
 							Description: "ManagedBy names the controller that runs the job: empty or batch.tensorstack.dev/training-controller for training-controller-manager, or kueue.x-k8s.io/multikueue for Kueue's MultiKueue, which runs the job in a worker cluster and copies its status back; training-controller-manager then leaves the job alone. It cannot change once the job exists.",
 							Type:        []string{"string"},
 							Format:      "",
+						},
+					},
+					"runtimeRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RuntimeRef names the runtime the job starts from. The apiserver applies the runtime's template, then the job's own fields, then Trainer, when the job is created, and stores the whole job; status.runtime records which version of the runtime it applied. Changing or deleting the runtime later changes no job. It cannot change once the job exists.",
+							Ref:         ref(v1beta1.RuntimeRef{}.OpenAPIModelName()),
+						},
+					},
+					"trainer": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Trainer is the program, node count and per-node resources of a job made from a runtime, applied with it when the job is created. It cannot change once the job exists.",
+							Ref:         ref(v1beta1.Trainer{}.OpenAPIModelName()),
 						},
 					},
 					"successRules": {
@@ -19804,11 +19874,10 @@ func schema_pkg_apis_batch_v1beta1_GenericJobSpec(ref common.ReferenceCallback) 
 						},
 					},
 				},
-				Required: []string{"replicaSpecs"},
 			},
 		},
 		Dependencies: []string{
-			v1beta1.ElasticConfig{}.OpenAPIModelName(), v1beta1.ReplicaRule{}.OpenAPIModelName(), v1beta1.ReplicaSpec{}.OpenAPIModelName(), v1beta1.RunMode{}.OpenAPIModelName(), v1beta1.RunPolicy{}.OpenAPIModelName(), v1beta1.SchedulePolicy{}.OpenAPIModelName(), v1beta1.TensorBoardSpec{}.OpenAPIModelName()},
+			v1beta1.ElasticConfig{}.OpenAPIModelName(), v1beta1.ReplicaRule{}.OpenAPIModelName(), v1beta1.ReplicaSpec{}.OpenAPIModelName(), v1beta1.RunMode{}.OpenAPIModelName(), v1beta1.RunPolicy{}.OpenAPIModelName(), v1beta1.RuntimeRef{}.OpenAPIModelName(), v1beta1.SchedulePolicy{}.OpenAPIModelName(), v1beta1.TensorBoardSpec{}.OpenAPIModelName(), v1beta1.Trainer{}.OpenAPIModelName()},
 	}
 }
 
@@ -20006,7 +20075,7 @@ func schema_pkg_apis_batch_v1beta1_MPIJobSpec(ref common.ReferenceCallback) comm
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "ReplicaSpecs lists the groups of replicas, one per type. The order matters: ranks and the default master follow it. A job lists at most 32 types, and its replicas, summed over all types, are at most 1000: the status reports every replica and must stay well under etcd's request size limit.",
+							Description: "ReplicaSpecs lists the groups of replicas, one per type. The order matters: ranks and the default master follow it. A job lists at most 32 types, and its replicas, summed over all types, are at most 1000: the status reports every replica and must stay well under etcd's request size limit. A job with a runtimeRef may leave it out, or give only what it changes of the runtime's replica specs.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -20049,6 +20118,18 @@ func schema_pkg_apis_batch_v1beta1_MPIJobSpec(ref common.ReferenceCallback) comm
 							Format:      "",
 						},
 					},
+					"runtimeRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RuntimeRef names the runtime the job starts from. The apiserver applies the runtime's template, then the job's own fields, then Trainer, when the job is created, and stores the whole job; status.runtime records which version of the runtime it applied. Changing or deleting the runtime later changes no job. It cannot change once the job exists.",
+							Ref:         ref(v1beta1.RuntimeRef{}.OpenAPIModelName()),
+						},
+					},
+					"trainer": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Trainer is the program, node count and per-node resources of a job made from a runtime, applied with it when the job is created. It cannot change once the job exists.",
+							Ref:         ref(v1beta1.Trainer{}.OpenAPIModelName()),
+						},
+					},
 					"slotsPerWorker": {
 						SchemaProps: spec.SchemaProps{
 							Description: "SlotsPerWorker is the number of MPI processes each worker runs: its slots in the hostfile. Defaults to 1.",
@@ -20072,11 +20153,10 @@ func schema_pkg_apis_batch_v1beta1_MPIJobSpec(ref common.ReferenceCallback) comm
 						},
 					},
 				},
-				Required: []string{"replicaSpecs"},
 			},
 		},
 		Dependencies: []string{
-			v1beta1.ReplicaSpec{}.OpenAPIModelName(), v1beta1.RunMode{}.OpenAPIModelName(), v1beta1.RunPolicy{}.OpenAPIModelName(), v1beta1.SchedulePolicy{}.OpenAPIModelName(), v1beta1.TensorBoardSpec{}.OpenAPIModelName()},
+			v1beta1.ReplicaSpec{}.OpenAPIModelName(), v1beta1.RunMode{}.OpenAPIModelName(), v1beta1.RunPolicy{}.OpenAPIModelName(), v1beta1.RuntimeRef{}.OpenAPIModelName(), v1beta1.SchedulePolicy{}.OpenAPIModelName(), v1beta1.TensorBoardSpec{}.OpenAPIModelName(), v1beta1.Trainer{}.OpenAPIModelName()},
 	}
 }
 
@@ -20841,7 +20921,7 @@ func schema_pkg_apis_batch_v1beta1_PyTorchTrainingJobSpec(ref common.ReferenceCa
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "ReplicaSpecs lists the groups of replicas, one per type. The order matters: ranks and the default master follow it. A job lists at most 32 types, and its replicas, summed over all types, are at most 1000: the status reports every replica and must stay well under etcd's request size limit.",
+							Description: "ReplicaSpecs lists the groups of replicas, one per type. The order matters: ranks and the default master follow it. A job lists at most 32 types, and its replicas, summed over all types, are at most 1000: the status reports every replica and must stay well under etcd's request size limit. A job with a runtimeRef may leave it out, or give only what it changes of the runtime's replica specs.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -20884,6 +20964,18 @@ func schema_pkg_apis_batch_v1beta1_PyTorchTrainingJobSpec(ref common.ReferenceCa
 							Format:      "",
 						},
 					},
+					"runtimeRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RuntimeRef names the runtime the job starts from. The apiserver applies the runtime's template, then the job's own fields, then Trainer, when the job is created, and stores the whole job; status.runtime records which version of the runtime it applied. Changing or deleting the runtime later changes no job. It cannot change once the job exists.",
+							Ref:         ref(v1beta1.RuntimeRef{}.OpenAPIModelName()),
+						},
+					},
+					"trainer": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Trainer is the program, node count and per-node resources of a job made from a runtime, applied with it when the job is created. It cannot change once the job exists.",
+							Ref:         ref(v1beta1.Trainer{}.OpenAPIModelName()),
+						},
+					},
 					"torchrunConfig": {
 						SchemaProps: spec.SchemaProps{
 							Description: "TorchrunConfig, when enabled, starts the training container through torchrun, which spawns procPerNode workers on each replica.",
@@ -20897,11 +20989,10 @@ func schema_pkg_apis_batch_v1beta1_PyTorchTrainingJobSpec(ref common.ReferenceCa
 						},
 					},
 				},
-				Required: []string{"replicaSpecs"},
 			},
 		},
 		Dependencies: []string{
-			v1beta1.ElasticConfig{}.OpenAPIModelName(), v1beta1.ReplicaSpec{}.OpenAPIModelName(), v1beta1.RunMode{}.OpenAPIModelName(), v1beta1.RunPolicy{}.OpenAPIModelName(), v1beta1.SchedulePolicy{}.OpenAPIModelName(), v1beta1.TensorBoardSpec{}.OpenAPIModelName(), v1beta1.TorchrunConfig{}.OpenAPIModelName()},
+			v1beta1.ElasticConfig{}.OpenAPIModelName(), v1beta1.ReplicaSpec{}.OpenAPIModelName(), v1beta1.RunMode{}.OpenAPIModelName(), v1beta1.RunPolicy{}.OpenAPIModelName(), v1beta1.RuntimeRef{}.OpenAPIModelName(), v1beta1.SchedulePolicy{}.OpenAPIModelName(), v1beta1.TensorBoardSpec{}.OpenAPIModelName(), v1beta1.TorchrunConfig{}.OpenAPIModelName(), v1beta1.Trainer{}.OpenAPIModelName()},
 	}
 }
 
@@ -21443,6 +21534,35 @@ func schema_pkg_apis_batch_v1beta1_RunPolicy(ref common.ReferenceCallback) commo
 	}
 }
 
+func schema_pkg_apis_batch_v1beta1_RuntimeRef(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RuntimeRef names the runtime a job starts from.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the runtime's name. A TrainingRuntime is looked up in the job's own namespace.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is ClusterTrainingRuntime (the default) or TrainingRuntime.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_batch_v1beta1_SchedulePolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -21815,7 +21935,7 @@ func schema_pkg_apis_batch_v1beta1_TensorFlowTrainingJobSpec(ref common.Referenc
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "ReplicaSpecs lists the groups of replicas, one per type. The order matters: ranks and the default master follow it. A job lists at most 32 types, and its replicas, summed over all types, are at most 1000: the status reports every replica and must stay well under etcd's request size limit.",
+							Description: "ReplicaSpecs lists the groups of replicas, one per type. The order matters: ranks and the default master follow it. A job lists at most 32 types, and its replicas, summed over all types, are at most 1000: the status reports every replica and must stay well under etcd's request size limit. A job with a runtimeRef may leave it out, or give only what it changes of the runtime's replica specs.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -21858,12 +21978,23 @@ func schema_pkg_apis_batch_v1beta1_TensorFlowTrainingJobSpec(ref common.Referenc
 							Format:      "",
 						},
 					},
+					"runtimeRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RuntimeRef names the runtime the job starts from. The apiserver applies the runtime's template, then the job's own fields, then Trainer, when the job is created, and stores the whole job; status.runtime records which version of the runtime it applied. Changing or deleting the runtime later changes no job. It cannot change once the job exists.",
+							Ref:         ref(v1beta1.RuntimeRef{}.OpenAPIModelName()),
+						},
+					},
+					"trainer": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Trainer is the program, node count and per-node resources of a job made from a runtime, applied with it when the job is created. It cannot change once the job exists.",
+							Ref:         ref(v1beta1.Trainer{}.OpenAPIModelName()),
+						},
+					},
 				},
-				Required: []string{"replicaSpecs"},
 			},
 		},
 		Dependencies: []string{
-			v1beta1.ReplicaSpec{}.OpenAPIModelName(), v1beta1.RunMode{}.OpenAPIModelName(), v1beta1.RunPolicy{}.OpenAPIModelName(), v1beta1.SchedulePolicy{}.OpenAPIModelName(), v1beta1.TensorBoardSpec{}.OpenAPIModelName()},
+			v1beta1.ReplicaSpec{}.OpenAPIModelName(), v1beta1.RunMode{}.OpenAPIModelName(), v1beta1.RunPolicy{}.OpenAPIModelName(), v1beta1.RuntimeRef{}.OpenAPIModelName(), v1beta1.SchedulePolicy{}.OpenAPIModelName(), v1beta1.TensorBoardSpec{}.OpenAPIModelName(), v1beta1.Trainer{}.OpenAPIModelName()},
 	}
 }
 
@@ -21928,6 +22059,136 @@ func schema_pkg_apis_batch_v1beta1_TorchrunConfig(ref common.ReferenceCallback) 
 	}
 }
 
+func schema_pkg_apis_batch_v1beta1_Trainer(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Trainer is what the person who trains gives a job made from a runtime: their program, how many nodes run it and what each node gets. The apiserver applies it to the runtime's replica specs when the job is created (docs/runtimes.md says how); what it gives replaces the runtime's.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"image": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Image replaces the image of the training container of every replica type.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"command": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Command is the program to train with, started by the runtime's launcher: it and Args become the training container's args, after the runtime's command. It runs on every replica type, or on the launcher alone in an MPIJob.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"args": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Args follow Command; without Command, they follow the runtime's args.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"env": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Env is set in the training container of every replica type, over the runtime's variables of the same names. A variable the controller sets may not be given.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(corev1.EnvVar{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"numNodes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NumNodes is how many replicas run the training program, across the replica types that are nodes (all but an MPIJob's launcher and a TensorFlow job's ps and evaluator). The last such type takes what the others leave. At most 1000.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"resourcesPerNode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ResourcesPerNode is set in the training container of every node, resource by resource over the runtime's.",
+							Ref:         ref(corev1.ResourceRequirements{}.OpenAPIModelName()),
+						},
+					},
+					"script": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Script is a program carried to the pods with the job, without an image build.",
+							Ref:         ref(v1beta1.TrainerScript{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			corev1.EnvVar{}.OpenAPIModelName(), corev1.ResourceRequirements{}.OpenAPIModelName(), v1beta1.TrainerScript{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_TrainerScript(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TrainerScript is a program the job carries. The controller keeps it in a ConfigMap the job owns and mounts it read-only in every container at /var/run/tensorstack/script/<name>, and TRAINING_SCRIPT holds that path; the runtime's launcher runs it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the script's file name, e.g. train.py.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"source": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Source is the script's text: at most 256 KiB.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name", "source"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_batch_v1beta1_TrainingJobSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -21947,7 +22208,7 @@ func schema_pkg_apis_batch_v1beta1_TrainingJobSpec(ref common.ReferenceCallback)
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "ReplicaSpecs lists the groups of replicas, one per type. The order matters: ranks and the default master follow it. A job lists at most 32 types, and its replicas, summed over all types, are at most 1000: the status reports every replica and must stay well under etcd's request size limit.",
+							Description: "ReplicaSpecs lists the groups of replicas, one per type. The order matters: ranks and the default master follow it. A job lists at most 32 types, and its replicas, summed over all types, are at most 1000: the status reports every replica and must stay well under etcd's request size limit. A job with a runtimeRef may leave it out, or give only what it changes of the runtime's replica specs.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -21990,12 +22251,23 @@ func schema_pkg_apis_batch_v1beta1_TrainingJobSpec(ref common.ReferenceCallback)
 							Format:      "",
 						},
 					},
+					"runtimeRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RuntimeRef names the runtime the job starts from. The apiserver applies the runtime's template, then the job's own fields, then Trainer, when the job is created, and stores the whole job; status.runtime records which version of the runtime it applied. Changing or deleting the runtime later changes no job. It cannot change once the job exists.",
+							Ref:         ref(v1beta1.RuntimeRef{}.OpenAPIModelName()),
+						},
+					},
+					"trainer": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Trainer is the program, node count and per-node resources of a job made from a runtime, applied with it when the job is created. It cannot change once the job exists.",
+							Ref:         ref(v1beta1.Trainer{}.OpenAPIModelName()),
+						},
+					},
 				},
-				Required: []string{"replicaSpecs"},
 			},
 		},
 		Dependencies: []string{
-			v1beta1.ReplicaSpec{}.OpenAPIModelName(), v1beta1.RunMode{}.OpenAPIModelName(), v1beta1.RunPolicy{}.OpenAPIModelName(), v1beta1.SchedulePolicy{}.OpenAPIModelName(), v1beta1.TensorBoardSpec{}.OpenAPIModelName()},
+			v1beta1.ReplicaSpec{}.OpenAPIModelName(), v1beta1.RunMode{}.OpenAPIModelName(), v1beta1.RunPolicy{}.OpenAPIModelName(), v1beta1.RuntimeRef{}.OpenAPIModelName(), v1beta1.SchedulePolicy{}.OpenAPIModelName(), v1beta1.TensorBoardSpec{}.OpenAPIModelName(), v1beta1.Trainer{}.OpenAPIModelName()},
 	}
 }
 
@@ -22189,11 +22461,17 @@ func schema_pkg_apis_batch_v1beta1_TrainingJobStatus(ref common.ReferenceCallbac
 							},
 						},
 					},
+					"runtime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Runtime is the runtime the job was made from, as the apiserver applied it when the job was created; absent for a job without spec.runtimeRef. Status writes cannot change it.",
+							Ref:         ref(v1beta1.AppliedRuntime{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName(), v1beta1.Accounting{}.OpenAPIModelName(), v1beta1.Aggregate{}.OpenAPIModelName(), v1beta1.Attempt{}.OpenAPIModelName(), v1beta1.CheckpointStatus{}.OpenAPIModelName(), v1beta1.DependentStatus{}.OpenAPIModelName(), v1beta1.ProgressStatus{}.OpenAPIModelName(), v1beta1.StallStatus{}.OpenAPIModelName(), v1beta1.SuspectNode{}.OpenAPIModelName(), v1beta1.TaskStatus{}.OpenAPIModelName()},
+			metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName(), v1beta1.Accounting{}.OpenAPIModelName(), v1beta1.Aggregate{}.OpenAPIModelName(), v1beta1.AppliedRuntime{}.OpenAPIModelName(), v1beta1.Attempt{}.OpenAPIModelName(), v1beta1.CheckpointStatus{}.OpenAPIModelName(), v1beta1.DependentStatus{}.OpenAPIModelName(), v1beta1.ProgressStatus{}.OpenAPIModelName(), v1beta1.StallStatus{}.OpenAPIModelName(), v1beta1.SuspectNode{}.OpenAPIModelName(), v1beta1.TaskStatus{}.OpenAPIModelName()},
 	}
 }
 
@@ -22507,7 +22785,7 @@ func schema_pkg_apis_batch_v1beta1_XGBoostTrainingJobSpec(ref common.ReferenceCa
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "ReplicaSpecs lists the groups of replicas, one per type. The order matters: ranks and the default master follow it. A job lists at most 32 types, and its replicas, summed over all types, are at most 1000: the status reports every replica and must stay well under etcd's request size limit.",
+							Description: "ReplicaSpecs lists the groups of replicas, one per type. The order matters: ranks and the default master follow it. A job lists at most 32 types, and its replicas, summed over all types, are at most 1000: the status reports every replica and must stay well under etcd's request size limit. A job with a runtimeRef may leave it out, or give only what it changes of the runtime's replica specs.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -22550,11 +22828,22 @@ func schema_pkg_apis_batch_v1beta1_XGBoostTrainingJobSpec(ref common.ReferenceCa
 							Format:      "",
 						},
 					},
+					"runtimeRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RuntimeRef names the runtime the job starts from. The apiserver applies the runtime's template, then the job's own fields, then Trainer, when the job is created, and stores the whole job; status.runtime records which version of the runtime it applied. Changing or deleting the runtime later changes no job. It cannot change once the job exists.",
+							Ref:         ref(v1beta1.RuntimeRef{}.OpenAPIModelName()),
+						},
+					},
+					"trainer": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Trainer is the program, node count and per-node resources of a job made from a runtime, applied with it when the job is created. It cannot change once the job exists.",
+							Ref:         ref(v1beta1.Trainer{}.OpenAPIModelName()),
+						},
+					},
 				},
-				Required: []string{"replicaSpecs"},
 			},
 		},
 		Dependencies: []string{
-			v1beta1.ReplicaSpec{}.OpenAPIModelName(), v1beta1.RunMode{}.OpenAPIModelName(), v1beta1.RunPolicy{}.OpenAPIModelName(), v1beta1.SchedulePolicy{}.OpenAPIModelName(), v1beta1.TensorBoardSpec{}.OpenAPIModelName()},
+			v1beta1.ReplicaSpec{}.OpenAPIModelName(), v1beta1.RunMode{}.OpenAPIModelName(), v1beta1.RunPolicy{}.OpenAPIModelName(), v1beta1.RuntimeRef{}.OpenAPIModelName(), v1beta1.SchedulePolicy{}.OpenAPIModelName(), v1beta1.TensorBoardSpec{}.OpenAPIModelName(), v1beta1.Trainer{}.OpenAPIModelName()},
 	}
 }

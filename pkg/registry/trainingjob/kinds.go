@@ -33,7 +33,7 @@ type KindStorage interface {
 	// KindInfo is the kind's row of batch.Kinds.
 	KindInfo() batch.KindInfo
 	// NewStorage returns the kind's REST objects.
-	NewStorage(optsGetter generic.RESTOptionsGetter, updatePath UpdatePath, progress ProgressConfig) (*Storage, error)
+	NewStorage(optsGetter generic.RESTOptionsGetter, updatePath UpdatePath, progress ProgressConfig, runtimes RuntimeResolver) (*Storage, error)
 }
 
 // Kinds is the storage of every kind the apiserver serves, in the order of

@@ -33,7 +33,7 @@ func TestKindsFollowTheTable(t *testing.T) {
 		t.Fatalf("%d storages, %d rows in batch.Kinds", len(Kinds), len(batch.Kinds))
 	}
 	for i, row := range batch.Kinds {
-		if got := Kinds[i].KindInfo(); got != row {
+		if got := Kinds[i].KindInfo(); !reflect.DeepEqual(got, row) {
 			t.Errorf("storage %d is of %+v, the table's row is %+v", i, got, row)
 		}
 	}

@@ -52,8 +52,9 @@ type Storage struct {
 
 // NewStorage builds the storage of a job kind on the given storage backend.
 // Its actions change jobs through updatePath; progress says how reports
-// are written and checked.
-func NewStorage[J batch.TrainingJob, S any](optsGetter generic.RESTOptionsGetter, kind *Kind[J, S], updatePath UpdatePath, progress ProgressConfig) (*Storage, error) {
+// are written and checked; runtimes applies a new job's runtime (nil
+// applies none).
+func NewStorage[J batch.TrainingJob, S any](optsGetter generic.RESTOptionsGetter, kind *Kind[J, S], updatePath UpdatePath, progress ProgressConfig, runtimes RuntimeResolver) (*Storage, error) {
 	strategy := newJobStrategy(updatePath.Scheme, kind)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return kind.New() },
@@ -96,7 +97,8 @@ func NewStorage[J batch.TrainingJob, S any](optsGetter generic.RESTOptionsGetter
 	checkpointStore.UpdateStrategy = checkpointStrategy[J, S]{strategy}
 
 	storage := &Storage{
-		Job:             &REST{Store: store, shortNames: []string{kind.Info.ShortName}, kind: versionedKind.GroupKind()},
+		Job: &REST{Store: store, shortNames: []string{kind.Info.ShortName}, kind: versionedKind.GroupKind(),
+			applyRuntime: newRuntimeApplier(kind, runtimes)},
 		Status:          &StatusREST{store: &statusStore, kind: versionedKind.GroupKind()},
 		Progress:        newProgressREST(store, &progressStore, history, progress),
 		Checkpoint:      newCheckpointREST(store, &checkpointStore, progress),
@@ -144,6 +146,8 @@ type REST struct {
 	shortNames []string
 	// kind names the job kind in errors.
 	kind schema.GroupKind
+	// applyRuntime applies a new job's runtime (runtimes.go).
+	applyRuntime func(context.Context, runtime.Object) error
 }
 
 var (

@@ -57,7 +57,9 @@ func (jobStrategy[J, S]) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Se
 // and rewrites accepted spellings, so validation judges the stored form.
 func (s jobStrategy[J, S]) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	job := obj.(J)
-	*job.JobStatus() = batch.TrainingJobStatus{}
+	// The one part of the status a new job has: the runtime the REST's
+	// Create applied, which it cleared first, so no client can set it.
+	*job.JobStatus() = batch.TrainingJobStatus{Runtime: job.JobStatus().Runtime}
 	job.SetGeneration(1)
 	s.kind.Canonicalize(job)
 }
@@ -181,6 +183,8 @@ func (statusStrategy[J, S]) GetResetFields() map[fieldpath.APIVersion]*fieldpath
 func (s statusStrategy[J, S]) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	job, oldJob := obj.(J), old.(J)
 	*s.kind.Spec(job) = *s.kind.Spec(oldJob)
+	// What the job was made from is fixed when it is created.
+	job.JobStatus().Runtime = oldJob.JobStatus().Runtime
 	if batch.ManagedByUs(oldJob.CommonSpec().ManagedBy) {
 		job.JobStatus().Progress = oldJob.JobStatus().Progress
 		keepCheckpointReports(job.JobStatus(), oldJob.JobStatus())

@@ -177,5 +177,9 @@ func appliedConfigurationError(err error, kind schema.GroupKind, name string) er
 
 // Update changes the job as the request asks.
 func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	return r.Store.Update(ctx, name, checkedObjectInfo{UpdatedObjectInfo: objInfo, kind: r.kind, name: name}, createValidation, updateValidation, forceAllowCreate, options)
+	info := creatingObjectInfo{
+		UpdatedObjectInfo: checkedObjectInfo{UpdatedObjectInfo: objInfo, kind: r.kind, name: name},
+		applyRuntime:      r.applyRuntime,
+	}
+	return r.Store.Update(ctx, name, info, createValidation, updateValidation, forceAllowCreate, options)
 }

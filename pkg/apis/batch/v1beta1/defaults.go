@@ -33,8 +33,38 @@ const (
 // DefaultDebugCommand keeps a debug replica alive until the user is done with it.
 var DefaultDebugCommand = []string{"sleep", "inf"}
 
+// addDefaultingFuncs registers the generated defaults, except that a job
+// of any kind waiting for its runtime is left as it is: defaults filled in
+// before the runtime is applied would take the place of the runtime's
+// values. The apiserver defaults the job once it has applied the runtime
+// (and set status.runtime).
 func addDefaultingFuncs(scheme *runtime.Scheme) error {
-	return RegisterDefaults(scheme)
+	if err := RegisterDefaults(scheme); err != nil {
+		return err
+	}
+	generated := runtime.NewScheme()
+	if err := RegisterDefaults(generated); err != nil {
+		return err
+	}
+	for _, obj := range jobKindTypes {
+		job, ok := obj.(TrainingJob)
+		if !ok {
+			continue // the list types: their items are read back, never awaiting a runtime
+		}
+		scheme.AddTypeDefaultingFunc(job, func(obj any) {
+			if !AwaitsRuntime(obj.(TrainingJob)) {
+				generated.Default(obj.(runtime.Object))
+			}
+		})
+	}
+	return nil
+}
+
+// AwaitsRuntime says whether the job names a runtime that has not been
+// applied to it yet: a job being created, before the apiserver applies the
+// runtime.
+func AwaitsRuntime(job TrainingJob) bool {
+	return job.CommonSpec().RuntimeRef != nil && job.JobStatus().Runtime == nil
 }
 
 // SetDefaults_ReplicaSpec fills the replica count and restart policy.

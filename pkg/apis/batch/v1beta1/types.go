@@ -27,13 +27,14 @@ type TrainingJobSpec struct {
 	// matters: ranks and the default master follow it. A job lists at most
 	// 32 types, and its replicas, summed over all types, are at most 1000:
 	// the status reports every replica and must stay well under etcd's
-	// request size limit.
+	// request size limit. A job with a runtimeRef may leave it out, or give
+	// only what it changes of the runtime's replica specs.
 	// +listType=map
 	// +listMapKey=type
 	// +patchMergeKey=type
 	// +patchStrategy=merge
-	// +required
-	ReplicaSpecs []ReplicaSpec `json:"replicaSpecs" patchStrategy:"merge" patchMergeKey:"type" protobuf:"bytes,1,rep,name=replicaSpecs"`
+	// +optional
+	ReplicaSpecs []ReplicaSpec `json:"replicaSpecs,omitempty" patchStrategy:"merge" patchMergeKey:"type" protobuf:"bytes,1,rep,name=replicaSpecs"`
 
 	// RunMode switches the job into debug or pause mode. Absent, the job runs
 	// immediately.
@@ -61,6 +62,21 @@ type TrainingJobSpec struct {
 	// then leaves the job alone. It cannot change once the job exists.
 	// +optional
 	ManagedBy *string `json:"managedBy,omitempty" protobuf:"bytes,6,opt,name=managedBy"`
+
+	// RuntimeRef names the runtime the job starts from. The apiserver
+	// applies the runtime's template, then the job's own fields, then
+	// Trainer, when the job is created, and stores the whole job;
+	// status.runtime records which version of the runtime it applied.
+	// Changing or deleting the runtime later changes no job. It cannot
+	// change once the job exists.
+	// +optional
+	RuntimeRef *RuntimeRef `json:"runtimeRef,omitempty" protobuf:"bytes,7,opt,name=runtimeRef"`
+
+	// Trainer is the program, node count and per-node resources of a job
+	// made from a runtime, applied with it when the job is created. It
+	// cannot change once the job exists.
+	// +optional
+	Trainer *Trainer `json:"trainer,omitempty" protobuf:"bytes,8,opt,name=trainer"`
 }
 
 // ReplicaType names a group of replicas within a job.

@@ -221,6 +221,12 @@ type TrainingJobStatus struct {
 	// +listMapKey=name
 	// +optional
 	SuspectNodes []SuspectNode `json:"suspectNodes,omitempty" protobuf:"bytes,19,rep,name=suspectNodes"`
+
+	// Runtime is the runtime the job was made from, as the apiserver
+	// applied it when the job was created; absent for a job without
+	// spec.runtimeRef. Status writes cannot change it.
+	// +optional
+	Runtime *AppliedRuntime `json:"runtime,omitempty" protobuf:"bytes,20,opt,name=runtime"`
 }
 
 // SuspectNode is a node the job's next pods avoid, and why.

@@ -251,6 +251,19 @@ func SetObjectDefaults_ClusterTrainingRuntime(in *ClusterTrainingRuntime) {
 				}
 			}
 		}
+		if in.Spec.Template.Pytorch.TrainingJobSpec.Trainer != nil {
+			for i := range in.Spec.Template.Pytorch.TrainingJobSpec.Trainer.Env {
+				a := &in.Spec.Template.Pytorch.TrainingJobSpec.Trainer.Env[i]
+				if a.ValueFrom != nil {
+					if a.ValueFrom.FileKeyRef != nil {
+						if a.ValueFrom.FileKeyRef.Optional == nil {
+							var ptrVar1 bool = false
+							a.ValueFrom.FileKeyRef.Optional = &ptrVar1
+						}
+					}
+				}
+			}
+		}
 		if in.Spec.Template.Pytorch.TorchrunConfig != nil {
 			SetDefaults_TorchrunConfig(in.Spec.Template.Pytorch.TorchrunConfig)
 		}
@@ -456,6 +469,19 @@ func SetObjectDefaults_ClusterTrainingRuntime(in *ClusterTrainingRuntime) {
 				}
 			}
 		}
+		if in.Spec.Template.Tensorflow.TrainingJobSpec.Trainer != nil {
+			for i := range in.Spec.Template.Tensorflow.TrainingJobSpec.Trainer.Env {
+				a := &in.Spec.Template.Tensorflow.TrainingJobSpec.Trainer.Env[i]
+				if a.ValueFrom != nil {
+					if a.ValueFrom.FileKeyRef != nil {
+						if a.ValueFrom.FileKeyRef.Optional == nil {
+							var ptrVar1 bool = false
+							a.ValueFrom.FileKeyRef.Optional = &ptrVar1
+						}
+					}
+				}
+			}
+		}
 	}
 	if in.Spec.Template.Xgboost != nil {
 		SetDefaults_TrainingJobSpec(&in.Spec.Template.Xgboost.TrainingJobSpec)
@@ -655,6 +681,19 @@ func SetObjectDefaults_ClusterTrainingRuntime(in *ClusterTrainingRuntime) {
 				for j := range a.OnPodConditions {
 					b := &a.OnPodConditions[j]
 					SetDefaults_FailurePolicyOnPodCondition(b)
+				}
+			}
+		}
+		if in.Spec.Template.Xgboost.TrainingJobSpec.Trainer != nil {
+			for i := range in.Spec.Template.Xgboost.TrainingJobSpec.Trainer.Env {
+				a := &in.Spec.Template.Xgboost.TrainingJobSpec.Trainer.Env[i]
+				if a.ValueFrom != nil {
+					if a.ValueFrom.FileKeyRef != nil {
+						if a.ValueFrom.FileKeyRef.Optional == nil {
+							var ptrVar1 bool = false
+							a.ValueFrom.FileKeyRef.Optional = &ptrVar1
+						}
+					}
 				}
 			}
 		}
@@ -861,6 +900,19 @@ func SetObjectDefaults_ClusterTrainingRuntime(in *ClusterTrainingRuntime) {
 				}
 			}
 		}
+		if in.Spec.Template.MPI.TrainingJobSpec.Trainer != nil {
+			for i := range in.Spec.Template.MPI.TrainingJobSpec.Trainer.Env {
+				a := &in.Spec.Template.MPI.TrainingJobSpec.Trainer.Env[i]
+				if a.ValueFrom != nil {
+					if a.ValueFrom.FileKeyRef != nil {
+						if a.ValueFrom.FileKeyRef.Optional == nil {
+							var ptrVar1 bool = false
+							a.ValueFrom.FileKeyRef.Optional = &ptrVar1
+						}
+					}
+				}
+			}
+		}
 	}
 	if in.Spec.Template.Generic != nil {
 		SetDefaults_TrainingJobSpec(&in.Spec.Template.Generic.TrainingJobSpec)
@@ -1060,6 +1112,19 @@ func SetObjectDefaults_ClusterTrainingRuntime(in *ClusterTrainingRuntime) {
 				for j := range a.OnPodConditions {
 					b := &a.OnPodConditions[j]
 					SetDefaults_FailurePolicyOnPodCondition(b)
+				}
+			}
+		}
+		if in.Spec.Template.Generic.TrainingJobSpec.Trainer != nil {
+			for i := range in.Spec.Template.Generic.TrainingJobSpec.Trainer.Env {
+				a := &in.Spec.Template.Generic.TrainingJobSpec.Trainer.Env[i]
+				if a.ValueFrom != nil {
+					if a.ValueFrom.FileKeyRef != nil {
+						if a.ValueFrom.FileKeyRef.Optional == nil {
+							var ptrVar1 bool = false
+							a.ValueFrom.FileKeyRef.Optional = &ptrVar1
+						}
+					}
 				}
 			}
 		}
@@ -1281,6 +1346,19 @@ func SetObjectDefaults_GenericJob(in *GenericJob) {
 			}
 		}
 	}
+	if in.Spec.TrainingJobSpec.Trainer != nil {
+		for i := range in.Spec.TrainingJobSpec.Trainer.Env {
+			a := &in.Spec.TrainingJobSpec.Trainer.Env[i]
+			if a.ValueFrom != nil {
+				if a.ValueFrom.FileKeyRef != nil {
+					if a.ValueFrom.FileKeyRef.Optional == nil {
+						var ptrVar1 bool = false
+						a.ValueFrom.FileKeyRef.Optional = &ptrVar1
+					}
+				}
+			}
+		}
+	}
 }
 
 func SetObjectDefaults_GenericJobList(in *GenericJobList) {
@@ -1492,6 +1570,19 @@ func SetObjectDefaults_MPIJob(in *MPIJob) {
 			}
 		}
 	}
+	if in.Spec.TrainingJobSpec.Trainer != nil {
+		for i := range in.Spec.TrainingJobSpec.Trainer.Env {
+			a := &in.Spec.TrainingJobSpec.Trainer.Env[i]
+			if a.ValueFrom != nil {
+				if a.ValueFrom.FileKeyRef != nil {
+					if a.ValueFrom.FileKeyRef.Optional == nil {
+						var ptrVar1 bool = false
+						a.ValueFrom.FileKeyRef.Optional = &ptrVar1
+					}
+				}
+			}
+		}
+	}
 }
 
 func SetObjectDefaults_MPIJobList(in *MPIJobList) {
@@ -1700,6 +1791,19 @@ func SetObjectDefaults_PyTorchTrainingJob(in *PyTorchTrainingJob) {
 			for j := range a.OnPodConditions {
 				b := &a.OnPodConditions[j]
 				SetDefaults_FailurePolicyOnPodCondition(b)
+			}
+		}
+	}
+	if in.Spec.TrainingJobSpec.Trainer != nil {
+		for i := range in.Spec.TrainingJobSpec.Trainer.Env {
+			a := &in.Spec.TrainingJobSpec.Trainer.Env[i]
+			if a.ValueFrom != nil {
+				if a.ValueFrom.FileKeyRef != nil {
+					if a.ValueFrom.FileKeyRef.Optional == nil {
+						var ptrVar1 bool = false
+						a.ValueFrom.FileKeyRef.Optional = &ptrVar1
+					}
+				}
 			}
 		}
 	}
@@ -1916,6 +2020,19 @@ func SetObjectDefaults_TensorFlowTrainingJob(in *TensorFlowTrainingJob) {
 			}
 		}
 	}
+	if in.Spec.TrainingJobSpec.Trainer != nil {
+		for i := range in.Spec.TrainingJobSpec.Trainer.Env {
+			a := &in.Spec.TrainingJobSpec.Trainer.Env[i]
+			if a.ValueFrom != nil {
+				if a.ValueFrom.FileKeyRef != nil {
+					if a.ValueFrom.FileKeyRef.Optional == nil {
+						var ptrVar1 bool = false
+						a.ValueFrom.FileKeyRef.Optional = &ptrVar1
+					}
+				}
+			}
+		}
+	}
 }
 
 func SetObjectDefaults_TensorFlowTrainingJobList(in *TensorFlowTrainingJobList) {
@@ -2128,6 +2245,19 @@ func SetObjectDefaults_TrainingRuntime(in *TrainingRuntime) {
 				}
 			}
 		}
+		if in.Spec.Template.Pytorch.TrainingJobSpec.Trainer != nil {
+			for i := range in.Spec.Template.Pytorch.TrainingJobSpec.Trainer.Env {
+				a := &in.Spec.Template.Pytorch.TrainingJobSpec.Trainer.Env[i]
+				if a.ValueFrom != nil {
+					if a.ValueFrom.FileKeyRef != nil {
+						if a.ValueFrom.FileKeyRef.Optional == nil {
+							var ptrVar1 bool = false
+							a.ValueFrom.FileKeyRef.Optional = &ptrVar1
+						}
+					}
+				}
+			}
+		}
 		if in.Spec.Template.Pytorch.TorchrunConfig != nil {
 			SetDefaults_TorchrunConfig(in.Spec.Template.Pytorch.TorchrunConfig)
 		}
@@ -2333,6 +2463,19 @@ func SetObjectDefaults_TrainingRuntime(in *TrainingRuntime) {
 				}
 			}
 		}
+		if in.Spec.Template.Tensorflow.TrainingJobSpec.Trainer != nil {
+			for i := range in.Spec.Template.Tensorflow.TrainingJobSpec.Trainer.Env {
+				a := &in.Spec.Template.Tensorflow.TrainingJobSpec.Trainer.Env[i]
+				if a.ValueFrom != nil {
+					if a.ValueFrom.FileKeyRef != nil {
+						if a.ValueFrom.FileKeyRef.Optional == nil {
+							var ptrVar1 bool = false
+							a.ValueFrom.FileKeyRef.Optional = &ptrVar1
+						}
+					}
+				}
+			}
+		}
 	}
 	if in.Spec.Template.Xgboost != nil {
 		SetDefaults_TrainingJobSpec(&in.Spec.Template.Xgboost.TrainingJobSpec)
@@ -2532,6 +2675,19 @@ func SetObjectDefaults_TrainingRuntime(in *TrainingRuntime) {
 				for j := range a.OnPodConditions {
 					b := &a.OnPodConditions[j]
 					SetDefaults_FailurePolicyOnPodCondition(b)
+				}
+			}
+		}
+		if in.Spec.Template.Xgboost.TrainingJobSpec.Trainer != nil {
+			for i := range in.Spec.Template.Xgboost.TrainingJobSpec.Trainer.Env {
+				a := &in.Spec.Template.Xgboost.TrainingJobSpec.Trainer.Env[i]
+				if a.ValueFrom != nil {
+					if a.ValueFrom.FileKeyRef != nil {
+						if a.ValueFrom.FileKeyRef.Optional == nil {
+							var ptrVar1 bool = false
+							a.ValueFrom.FileKeyRef.Optional = &ptrVar1
+						}
+					}
 				}
 			}
 		}
@@ -2738,6 +2894,19 @@ func SetObjectDefaults_TrainingRuntime(in *TrainingRuntime) {
 				}
 			}
 		}
+		if in.Spec.Template.MPI.TrainingJobSpec.Trainer != nil {
+			for i := range in.Spec.Template.MPI.TrainingJobSpec.Trainer.Env {
+				a := &in.Spec.Template.MPI.TrainingJobSpec.Trainer.Env[i]
+				if a.ValueFrom != nil {
+					if a.ValueFrom.FileKeyRef != nil {
+						if a.ValueFrom.FileKeyRef.Optional == nil {
+							var ptrVar1 bool = false
+							a.ValueFrom.FileKeyRef.Optional = &ptrVar1
+						}
+					}
+				}
+			}
+		}
 	}
 	if in.Spec.Template.Generic != nil {
 		SetDefaults_TrainingJobSpec(&in.Spec.Template.Generic.TrainingJobSpec)
@@ -2937,6 +3106,19 @@ func SetObjectDefaults_TrainingRuntime(in *TrainingRuntime) {
 				for j := range a.OnPodConditions {
 					b := &a.OnPodConditions[j]
 					SetDefaults_FailurePolicyOnPodCondition(b)
+				}
+			}
+		}
+		if in.Spec.Template.Generic.TrainingJobSpec.Trainer != nil {
+			for i := range in.Spec.Template.Generic.TrainingJobSpec.Trainer.Env {
+				a := &in.Spec.Template.Generic.TrainingJobSpec.Trainer.Env[i]
+				if a.ValueFrom != nil {
+					if a.ValueFrom.FileKeyRef != nil {
+						if a.ValueFrom.FileKeyRef.Optional == nil {
+							var ptrVar1 bool = false
+							a.ValueFrom.FileKeyRef.Optional = &ptrVar1
+						}
+					}
 				}
 			}
 		}
@@ -3148,6 +3330,19 @@ func SetObjectDefaults_XGBoostTrainingJob(in *XGBoostTrainingJob) {
 			for j := range a.OnPodConditions {
 				b := &a.OnPodConditions[j]
 				SetDefaults_FailurePolicyOnPodCondition(b)
+			}
+		}
+	}
+	if in.Spec.TrainingJobSpec.Trainer != nil {
+		for i := range in.Spec.TrainingJobSpec.Trainer.Env {
+			a := &in.Spec.TrainingJobSpec.Trainer.Env[i]
+			if a.ValueFrom != nil {
+				if a.ValueFrom.FileKeyRef != nil {
+					if a.ValueFrom.FileKeyRef.Optional == nil {
+						var ptrVar1 bool = false
+						a.ValueFrom.FileKeyRef.Optional = &ptrVar1
+					}
+				}
 			}
 		}
 	}

@@ -32,6 +32,11 @@ func (in Aggregate) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in AppliedRuntime) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.AppliedRuntime"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Attempt) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.Attempt"
 }
@@ -282,6 +287,11 @@ func (in RunPolicy) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RuntimeRef) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.RuntimeRef"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SchedulePolicy) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.SchedulePolicy"
 }
@@ -329,6 +339,16 @@ func (in TensorFlowTrainingJobSpec) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in TorchrunConfig) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TorchrunConfig"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Trainer) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.Trainer"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TrainerScript) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainerScript"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

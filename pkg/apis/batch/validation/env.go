@@ -35,7 +35,6 @@ import (
 // is let be, so that a job stored before this rule can still be paused,
 // resumed and edited.
 func (k *kindRules) validateControllerEnv(specs, oldSpecs []batch.ReplicaSpec, fldPath *field.Path) field.ErrorList {
-	controllers := sets.New(batch.JobEnvNames()...).Insert(k.envNames...)
 	stored := sets.New[string]()
 	for i := range oldSpecs {
 		pod := &oldSpecs[i].Template.Spec
@@ -49,8 +48,7 @@ func (k *kindRules) validateControllerEnv(specs, oldSpecs []batch.ReplicaSpec, f
 	check := func(containers []corev1.Container, path *field.Path) {
 		for ci := range containers {
 			for vi, v := range containers[ci].Env {
-				ours := controllers.Has(v.Name) || (k.envPrefix != "" && strings.HasPrefix(v.Name, k.envPrefix))
-				if ours && !stored.Has(v.Name) {
+				if k.isControllerEnv(v.Name) && !stored.Has(v.Name) {
 					allErrs = append(allErrs, field.Invalid(path.Index(ci).Child("env").Index(vi).Child("name"), v.Name,
 						fmt.Sprintf("may not be set: the controller sets it in every container of a %s job's pods", k.framework)))
 				}
@@ -63,4 +61,11 @@ func (k *kindRules) validateControllerEnv(specs, oldSpecs []batch.ReplicaSpec, f
 		check(specs[i].Template.Spec.Containers, podPath.Child("containers"))
 	}
 	return allErrs
+}
+
+// isControllerEnv says whether the controller sets the variable in every
+// container of the kind's pods.
+func (k *kindRules) isControllerEnv(name string) bool {
+	return slices.Contains(batch.JobEnvNames(), name) || slices.Contains(k.envNames, name) ||
+		(k.envPrefix != "" && strings.HasPrefix(name, k.envPrefix))
 }

@@ -48,6 +48,7 @@ func ValidateGenericJobUpdate(job, old *batch.GenericJob) field.ErrorList {
 }
 
 func init() {
+	rulesByKind[batch.GenericJobKind] = &genericRules
 	templateValidators[batch.GenericJobKind] = func(m metav1.ObjectMeta, t *batch.TrainingJobTemplate) field.ErrorList {
 		return ValidateGenericJob(&batch.GenericJob{ObjectMeta: m, Spec: *t.Generic})
 	}

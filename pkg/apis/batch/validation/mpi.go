@@ -107,6 +107,7 @@ func ValidateMPIJobUpdate(job, old *batch.MPIJob) field.ErrorList {
 }
 
 func init() {
+	rulesByKind[batch.MPIJobKind] = &mpiRules
 	templateValidators[batch.MPIJobKind] = func(m metav1.ObjectMeta, t *batch.TrainingJobTemplate) field.ErrorList {
 		return ValidateMPIJob(&batch.MPIJob{ObjectMeta: m, Spec: *t.MPI})
 	}

@@ -142,6 +142,7 @@ func ValidatePyTorchTrainingJobUpdate(job, old *batch.PyTorchTrainingJob) field.
 }
 
 func init() {
+	rulesByKind[batch.PyTorchTrainingJobKind] = &pyTorchRules
 	templateValidators[batch.PyTorchTrainingJobKind] = func(m metav1.ObjectMeta, t *batch.TrainingJobTemplate) field.ErrorList {
 		return ValidatePyTorchTrainingJob(&batch.PyTorchTrainingJob{ObjectMeta: m, Spec: *t.Pytorch})
 	}

@@ -78,6 +78,15 @@ func validateTrainingRuntimeSpec(spec *batch.TrainingRuntimeSpec, fldPath *field
 	if !ok {
 		return append(allErrs, field.InternalError(tmplPath.Child(fields[kinds[0]]), fmt.Errorf("no validation of %s", kinds[0])))
 	}
+	kindPath := tmplPath.Child(fields[kinds[0]])
+	if common := t.CommonSpec(); common.RuntimeRef != nil || common.Trainer != nil {
+		child := "trainer"
+		if common.RuntimeRef != nil {
+			child = "runtimeRef"
+		}
+		return append(allErrs, field.Forbidden(kindPath.Child(child),
+			"a runtime's template is where a job starts; it cannot name a runtime or give a trainer"))
+	}
 	meta := metav1.ObjectMeta{Name: templateJobName, Labels: t.Labels, Annotations: t.Annotations}
 	for _, err := range validate(meta, t) {
 		if path, ok := templatePath(err.Field, tmplPath, fields[kinds[0]]); ok {

@@ -66,6 +66,7 @@ func ValidateTensorFlowTrainingJobUpdate(job, old *batch.TensorFlowTrainingJob) 
 }
 
 func init() {
+	rulesByKind[batch.TensorFlowTrainingJobKind] = &tensorFlowRules
 	templateValidators[batch.TensorFlowTrainingJobKind] = func(m metav1.ObjectMeta, t *batch.TrainingJobTemplate) field.ErrorList {
 		return ValidateTensorFlowTrainingJob(&batch.TensorFlowTrainingJob{ObjectMeta: m, Spec: *t.Tensorflow})
 	}

@@ -88,6 +88,7 @@ func validateJobCreate(meta *metav1.ObjectMeta, spec *batch.TrainingJobSpec, rul
 	allErrs = append(allErrs, validateTopologyRequests(meta.Annotations, spec.ReplicaSpecs,
 		metadataPath.Child("annotations"), specPath.Child("replicaSpecs"))...)
 	allErrs = append(allErrs, rules.validateControllerEnv(spec.ReplicaSpecs, nil, specPath.Child("replicaSpecs"))...)
+	allErrs = append(allErrs, rules.validateRuntimeRequest(spec, specPath)...)
 	return append(allErrs, rules.validateSpec(spec, specPath)...)
 }
 
@@ -107,5 +108,6 @@ func validateJobUpdate(meta, oldMeta *metav1.ObjectMeta, spec, oldSpec *batch.Tr
 	allErrs = append(allErrs, rules.validateControllerEnv(spec.ReplicaSpecs, oldSpec.ReplicaSpecs, specPath.Child("replicaSpecs"))...)
 	allErrs = append(allErrs, rules.validateSpec(spec, specPath)...)
 	allErrs = append(allErrs, validateQueueUpdate(meta.Labels, oldMeta.Labels, spec, oldSpec, oldStatus)...)
+	allErrs = append(allErrs, validateRuntimeRequestUpdate(spec, oldSpec, specPath)...)
 	return append(allErrs, validateSpecUpdate(spec, oldSpec, oldStatus, specPath)...)
 }

@@ -60,6 +60,7 @@ func ValidateXGBoostTrainingJobUpdate(job, old *batch.XGBoostTrainingJob) field.
 }
 
 func init() {
+	rulesByKind[batch.XGBoostTrainingJobKind] = &xgboostRules
 	templateValidators[batch.XGBoostTrainingJobKind] = func(m metav1.ObjectMeta, t *batch.TrainingJobTemplate) field.ErrorList {
 		return ValidateXGBoostTrainingJob(&batch.XGBoostTrainingJob{ObjectMeta: m, Spec: *t.Xgboost})
 	}

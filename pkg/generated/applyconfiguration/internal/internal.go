@@ -106,6 +106,29 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: numeric
       default: 0
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.AppliedRuntime
+  map:
+    fields:
+    - name: hash
+      type:
+        scalar: string
+      default: ""
+    - name: kind
+      type:
+        scalar: string
+      default: ""
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: resourceVersion
+      type:
+        scalar: string
+      default: ""
+    - name: uid
+      type:
+        scalar: string
+      default: ""
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.Attempt
   map:
     fields:
@@ -459,6 +482,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.RunPolicy
       default: {}
+    - name: runtimeRef
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.RuntimeRef
     - name: scheduler
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.SchedulePolicy
@@ -471,6 +497,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: tensorboardSpec
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TensorBoardSpec
+    - name: trainer
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.Trainer
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.Interruption
   map:
     fields:
@@ -547,6 +576,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.RunPolicy
       default: {}
+    - name: runtimeRef
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.RuntimeRef
     - name: scheduler
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.SchedulePolicy
@@ -559,6 +591,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: tensorboardSpec
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TensorBoardSpec
+    - name: trainer
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.Trainer
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.PauseMode
   map:
     fields:
@@ -717,6 +752,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.RunPolicy
       default: {}
+    - name: runtimeRef
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.RuntimeRef
     - name: scheduler
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.SchedulePolicy
@@ -726,6 +764,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: torchrunConfig
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TorchrunConfig
+    - name: trainer
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.Trainer
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.ReplicaDebugSpec
   map:
     fields:
@@ -901,6 +942,16 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: ttlSecondsAfterFinished
       type:
         scalar: numeric
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.RuntimeRef
+  map:
+    fields:
+    - name: kind
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+      default: ""
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.SchedulePolicy
   map:
     fields:
@@ -1029,12 +1080,18 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.RunPolicy
       default: {}
+    - name: runtimeRef
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.RuntimeRef
     - name: scheduler
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.SchedulePolicy
     - name: tensorboardSpec
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TensorBoardSpec
+    - name: trainer
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.Trainer
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.TorchrunConfig
   map:
     fields:
@@ -1056,6 +1113,52 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: rdzvBackend
       type:
         scalar: string
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.Trainer
+  map:
+    fields:
+    - name: args
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: command
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: env
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.api.core.v1.EnvVar
+          elementRelationship: associative
+          keys:
+          - name
+    - name: image
+      type:
+        scalar: string
+    - name: numNodes
+      type:
+        scalar: numeric
+    - name: resourcesPerNode
+      type:
+        namedType: io.k8s.api.core.v1.ResourceRequirements
+    - name: script
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainerScript
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainerScript
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: source
+      type:
+        scalar: string
+      default: ""
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingJobStatus
   map:
     fields:
@@ -1107,6 +1210,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: replicas
       type:
         scalar: numeric
+    - name: runtime
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.AppliedRuntime
     - name: selector
       type:
         scalar: string
@@ -1229,12 +1335,18 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.RunPolicy
       default: {}
+    - name: runtimeRef
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.RuntimeRef
     - name: scheduler
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.SchedulePolicy
     - name: tensorboardSpec
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TensorBoardSpec
+    - name: trainer
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.Trainer
 - name: io.k8s.api.core.v1.AWSElasticBlockStoreVolumeSource
   map:
     fields:

@@ -106,6 +106,22 @@ func (b *GenericJobSpecApplyConfiguration) WithManagedBy(value string) *GenericJ
 	return b
 }
 
+// WithRuntimeRef sets the RuntimeRef field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RuntimeRef field is set to the value of the last call.
+func (b *GenericJobSpecApplyConfiguration) WithRuntimeRef(value *RuntimeRefApplyConfiguration) *GenericJobSpecApplyConfiguration {
+	b.TrainingJobSpecApplyConfiguration.RuntimeRef = value
+	return b
+}
+
+// WithTrainer sets the Trainer field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Trainer field is set to the value of the last call.
+func (b *GenericJobSpecApplyConfiguration) WithTrainer(value *TrainerApplyConfiguration) *GenericJobSpecApplyConfiguration {
+	b.TrainingJobSpecApplyConfiguration.Trainer = value
+	return b
+}
+
 // WithSuccessRules adds the given value to the SuccessRules field in the declarative configuration
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, values provided by each call will be appended to the SuccessRules field.

@@ -103,6 +103,22 @@ func (b *MPIJobSpecApplyConfiguration) WithManagedBy(value string) *MPIJobSpecAp
 	return b
 }
 
+// WithRuntimeRef sets the RuntimeRef field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RuntimeRef field is set to the value of the last call.
+func (b *MPIJobSpecApplyConfiguration) WithRuntimeRef(value *RuntimeRefApplyConfiguration) *MPIJobSpecApplyConfiguration {
+	b.TrainingJobSpecApplyConfiguration.RuntimeRef = value
+	return b
+}
+
+// WithTrainer sets the Trainer field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Trainer field is set to the value of the last call.
+func (b *MPIJobSpecApplyConfiguration) WithTrainer(value *TrainerApplyConfiguration) *MPIJobSpecApplyConfiguration {
+	b.TrainingJobSpecApplyConfiguration.Trainer = value
+	return b
+}
+
 // WithSlotsPerWorker sets the SlotsPerWorker field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the SlotsPerWorker field is set to the value of the last call.

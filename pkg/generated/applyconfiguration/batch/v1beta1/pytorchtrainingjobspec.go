@@ -96,6 +96,22 @@ func (b *PyTorchTrainingJobSpecApplyConfiguration) WithManagedBy(value string) *
 	return b
 }
 
+// WithRuntimeRef sets the RuntimeRef field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RuntimeRef field is set to the value of the last call.
+func (b *PyTorchTrainingJobSpecApplyConfiguration) WithRuntimeRef(value *RuntimeRefApplyConfiguration) *PyTorchTrainingJobSpecApplyConfiguration {
+	b.TrainingJobSpecApplyConfiguration.RuntimeRef = value
+	return b
+}
+
+// WithTrainer sets the Trainer field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Trainer field is set to the value of the last call.
+func (b *PyTorchTrainingJobSpecApplyConfiguration) WithTrainer(value *TrainerApplyConfiguration) *PyTorchTrainingJobSpecApplyConfiguration {
+	b.TrainingJobSpecApplyConfiguration.Trainer = value
+	return b
+}
+
 // WithTorchrunConfig sets the TorchrunConfig field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the TorchrunConfig field is set to the value of the last call.

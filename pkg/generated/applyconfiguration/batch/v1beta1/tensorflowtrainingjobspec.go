@@ -84,3 +84,19 @@ func (b *TensorFlowTrainingJobSpecApplyConfiguration) WithManagedBy(value string
 	b.TrainingJobSpecApplyConfiguration.ManagedBy = &value
 	return b
 }
+
+// WithRuntimeRef sets the RuntimeRef field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RuntimeRef field is set to the value of the last call.
+func (b *TensorFlowTrainingJobSpecApplyConfiguration) WithRuntimeRef(value *RuntimeRefApplyConfiguration) *TensorFlowTrainingJobSpecApplyConfiguration {
+	b.TrainingJobSpecApplyConfiguration.RuntimeRef = value
+	return b
+}
+
+// WithTrainer sets the Trainer field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Trainer field is set to the value of the last call.
+func (b *TensorFlowTrainingJobSpecApplyConfiguration) WithTrainer(value *TrainerApplyConfiguration) *TensorFlowTrainingJobSpecApplyConfiguration {
+	b.TrainingJobSpecApplyConfiguration.Trainer = value
+	return b
+}

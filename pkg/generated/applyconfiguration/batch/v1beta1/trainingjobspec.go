@@ -27,7 +27,8 @@ type TrainingJobSpecApplyConfiguration struct {
 	// matters: ranks and the default master follow it. A job lists at most
 	// 32 types, and its replicas, summed over all types, are at most 1000:
 	// the status reports every replica and must stay well under etcd's
-	// request size limit.
+	// request size limit. A job with a runtimeRef may leave it out, or give
+	// only what it changes of the runtime's replica specs.
 	ReplicaSpecs []ReplicaSpecApplyConfiguration `json:"replicaSpecs,omitempty"`
 	// RunMode switches the job into debug or pause mode. Absent, the job runs
 	// immediately.
@@ -46,6 +47,17 @@ type TrainingJobSpecApplyConfiguration struct {
 	// in a worker cluster and copies its status back; training-controller-manager
 	// then leaves the job alone. It cannot change once the job exists.
 	ManagedBy *string `json:"managedBy,omitempty"`
+	// RuntimeRef names the runtime the job starts from. The apiserver
+	// applies the runtime's template, then the job's own fields, then
+	// Trainer, when the job is created, and stores the whole job;
+	// status.runtime records which version of the runtime it applied.
+	// Changing or deleting the runtime later changes no job. It cannot
+	// change once the job exists.
+	RuntimeRef *RuntimeRefApplyConfiguration `json:"runtimeRef,omitempty"`
+	// Trainer is the program, node count and per-node resources of a job
+	// made from a runtime, applied with it when the job is created. It
+	// cannot change once the job exists.
+	Trainer *TrainerApplyConfiguration `json:"trainer,omitempty"`
 }
 
 // TrainingJobSpecApplyConfiguration constructs a declarative configuration of the TrainingJobSpec type for use with
@@ -104,5 +116,21 @@ func (b *TrainingJobSpecApplyConfiguration) WithTensorboardSpec(value *TensorBoa
 // If called multiple times, the ManagedBy field is set to the value of the last call.
 func (b *TrainingJobSpecApplyConfiguration) WithManagedBy(value string) *TrainingJobSpecApplyConfiguration {
 	b.ManagedBy = &value
+	return b
+}
+
+// WithRuntimeRef sets the RuntimeRef field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RuntimeRef field is set to the value of the last call.
+func (b *TrainingJobSpecApplyConfiguration) WithRuntimeRef(value *RuntimeRefApplyConfiguration) *TrainingJobSpecApplyConfiguration {
+	b.RuntimeRef = value
+	return b
+}
+
+// WithTrainer sets the Trainer field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Trainer field is set to the value of the last call.
+func (b *TrainingJobSpecApplyConfiguration) WithTrainer(value *TrainerApplyConfiguration) *TrainingJobSpecApplyConfiguration {
+	b.Trainer = value
 	return b
 }

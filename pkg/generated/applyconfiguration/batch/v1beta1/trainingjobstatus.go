@@ -92,6 +92,10 @@ type TrainingJobStatusApplyConfiguration struct {
 	// finishes, and by writing the list empty (kubectl training
 	// clear-suspect-nodes).
 	SuspectNodes []SuspectNodeApplyConfiguration `json:"suspectNodes,omitempty"`
+	// Runtime is the runtime the job was made from, as the apiserver
+	// applied it when the job was created; absent for a job without
+	// spec.runtimeRef. Status writes cannot change it.
+	Runtime *AppliedRuntimeApplyConfiguration `json:"runtime,omitempty"`
 }
 
 // TrainingJobStatusApplyConfiguration constructs a declarative configuration of the TrainingJobStatus type for use with
@@ -269,5 +273,13 @@ func (b *TrainingJobStatusApplyConfiguration) WithSuspectNodes(values ...*Suspec
 		}
 		b.SuspectNodes = append(b.SuspectNodes, *values[i])
 	}
+	return b
+}
+
+// WithRuntime sets the Runtime field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Runtime field is set to the value of the last call.
+func (b *TrainingJobStatusApplyConfiguration) WithRuntime(value *AppliedRuntimeApplyConfiguration) *TrainingJobStatusApplyConfiguration {
+	b.Runtime = value
 	return b
 }
