@@ -53,6 +53,9 @@ type Config struct {
 	authnSources *authnSources
 	// Progress is how the progress subresource writes and whom it trusts.
 	Progress trainingjob.ProgressConfig
+	// ShippedRuntimesImage is the image of the runtimes the server
+	// installs; empty installs none.
+	ShippedRuntimesImage string
 }
 
 // CompletedConfig is a Config with defaults filled in, ready for New.
@@ -62,6 +65,7 @@ type CompletedConfig struct {
 	shutdownTimeout time.Duration
 	authnSources    *authnSources
 	progress        trainingjob.ProgressConfig
+	shippedImage    string
 }
 
 // Complete fills in the defaults the generic server derives from the config.
@@ -72,6 +76,7 @@ func (c *Config) Complete() CompletedConfig {
 		shutdownTimeout: c.ShutdownTimeout,
 		authnSources:    c.authnSources,
 		progress:        c.Progress,
+		shippedImage:    c.ShippedRuntimesImage,
 	}
 }
 
@@ -128,6 +133,11 @@ func (c CompletedConfig) New() (*Server, error) {
 	group.VersionedResourcesStorageMap[v1beta1.SchemeGroupVersion.Version] = storage
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, err
+	}
+	if c.shippedImage != "" {
+		if err := installShippedRuntimes(generic, c.shippedImage); err != nil {
+			return nil, err
+		}
 	}
 	return &Server{GenericAPIServer: generic, embeddedEtcd: c.embeddedEtcd}, nil
 }

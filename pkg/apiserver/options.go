@@ -83,6 +83,9 @@ type Options struct {
 	// --tls-cert-file and --tls-private-key-file to appear; zero does not
 	// wait.
 	TLSCertWait time.Duration
+	// ShippedRuntimesImage is the image of the runtimes the server installs
+	// (shippedruntimes.go); empty installs none.
+	ShippedRuntimesImage string
 }
 
 // NewOptions returns the options with their defaults: objects are stored as
@@ -143,6 +146,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How long to wait at start for --tls-cert-file and --tls-private-key-file, and for --etcd-certfile, "+
 			"--etcd-keyfile and --etcd-cafile, to exist, as when another component writes them into a mounted Secret; "+
 			"0 does not wait.")
+	fs.StringVar(&o.ShippedRuntimesImage, "shipped-runtimes-image", o.ShippedRuntimesImage,
+		"The training image of the ClusterTrainingRuntimes the server installs when it starts (torch-distributed, "+
+			"tensorflow, xgboost, mpi and generic); empty installs none. A runtime the server installed is brought back "+
+			"to what it ships at every start unless its annotation "+AnnotationAutoUpdate+" is changed to \"false\".")
 	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth,
 		"Whether unauthenticated requests are treated as system:anonymous. When false, they are "+
 			"accepted only on the paths of --authorization-always-allow-paths (health checks).")
@@ -294,7 +301,8 @@ func (o *Options) Config() (*Config, error) {
 	}
 	return &Config{
 		GenericConfig: config, EmbeddedEtcd: embedded, ShutdownTimeout: o.ShutdownTimeout, authnSources: authn,
-		Progress: trainingjob.ProgressConfig{Interval: o.ProgressWriteInterval, Pods: pods},
+		Progress:             trainingjob.ProgressConfig{Interval: o.ProgressWriteInterval, Pods: pods},
+		ShippedRuntimesImage: o.ShippedRuntimesImage,
 	}, nil
 }
 

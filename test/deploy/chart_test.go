@@ -222,6 +222,15 @@ func objectKey(obj *unstructured.Unstructured) string {
 func TestChartValues(t *testing.T) {
 	e := staticEnv(t)
 
+	t.Run("the shipped runtimes' image, or none", func(t *testing.T) {
+		for value, want := range map[string]string{"registry.example/train@sha256:0": "registry.example/train@sha256:0", "": ""} {
+			r := e.mustHelmTemplate(t, "apiserver.runtimesImage="+value)
+			if got := flagValue(deployment(t, r, apiserverName).Spec.Template.Spec.Containers[0].Args, "--shipped-runtimes-image"); got != want {
+				t.Errorf("apiserver.runtimesImage=%s: --shipped-runtimes-image=%q, want %q", value, got, want)
+			}
+		}
+	})
+
 	t.Run("five etcd members on a StorageClass", func(t *testing.T) {
 		r := e.mustHelmTemplate(t, "etcd.cluster.replicas=5", "etcd.cluster.storageClassName=fast", "etcd.cluster.size=50Gi")
 		sts := mustGet[appsv1.StatefulSet](t, r, "StatefulSet", systemNamespace, etcdName)

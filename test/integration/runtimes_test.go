@@ -30,6 +30,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
+	"tensorstack.dev/training/pkg/apiserver"
 	applyv1beta1 "tensorstack.dev/training/pkg/generated/applyconfiguration/batch/v1beta1"
 	"tensorstack.dev/training/test/integration/framework"
 )
@@ -337,5 +338,71 @@ func TestJobsFromRuntimes(t *testing.T) {
 	}
 	if _, err := jobs.Get(ctx, "bad", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a refused job was stored: %v", err)
+	}
+}
+
+// TestShippedRuntimes: a server given --shipped-runtimes-image installs a
+// runtime per kind that a job can name at once; at its next start it brings
+// the runtimes it made back to what it ships, and leaves alone one whose
+// owner turned autoupdate off.
+func TestShippedRuntimes(t *testing.T) {
+	dir := t.TempDir()
+	withImage := func(image string) func(*apiserver.Config) {
+		return func(c *apiserver.Config) { c.ShippedRuntimesImage = image }
+	}
+	ctx := context.Background()
+	first := framework.StartTestServerWith(t, dir, withImage("registry.example/train:1"))
+	cluster := first.Client.BatchV1beta1().ClusterTrainingRuntimes()
+	list, err := cluster.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, rt := range list.Items {
+		names = append(names, rt.Name)
+	}
+	if strings.Join(names, ",") != "generic,mpi,tensorflow,torch-distributed,xgboost" {
+		t.Fatalf("shipped runtimes %v", names)
+	}
+	job := &v1beta1.MPIJob{ObjectMeta: metav1.ObjectMeta{Name: "allreduce"}, Spec: v1beta1.MPIJobSpec{
+		TrainingJobSpec: v1beta1.TrainingJobSpec{
+			RuntimeRef: &v1beta1.RuntimeRef{Name: "mpi"},
+			Trainer: &v1beta1.Trainer{NumNodes: ptr.To[int32](2),
+				Script: &v1beta1.TrainerScript{Name: "allreduce.py", Source: "from mpi4py import MPI\n"}},
+		}}}
+	created, err := first.Client.BatchV1beta1().MPIJobs("team-a").Create(ctx, job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a job from the shipped mpi runtime: %v", err)
+	}
+	if workers := created.Spec.ReplicaSpecs[1]; workers.Type != v1beta1.ReplicaTypeWorker || *workers.Replicas != 2 {
+		t.Errorf("replica specs %+v", created.Spec.ReplicaSpecs)
+	}
+
+	// One runtime changed under autoupdate, one with autoupdate off.
+	torch, _ := cluster.Get(ctx, "torch-distributed", metav1.GetOptions{})
+	torch.Spec.Template.Pytorch.RunPolicy.BackoffLimit = ptr.To[int32](9)
+	if _, err := cluster.Update(ctx, torch, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mpi, _ := cluster.Get(ctx, "mpi", metav1.GetOptions{})
+	mpi.Annotations[apiserver.AnnotationAutoUpdate] = "false"
+	mpi.Spec.Template.MPI.RunPolicy.BackoffLimit = ptr.To[int32](9)
+	if _, err := cluster.Update(ctx, mpi, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first.Stop()
+
+	second := framework.StartTestServerWith(t, dir, withImage("registry.example/train:2"))
+	cluster = second.Client.BatchV1beta1().ClusterTrainingRuntimes()
+	torch, _ = cluster.Get(ctx, "torch-distributed", metav1.GetOptions{})
+	if img := torch.Spec.Template.Pytorch.ReplicaSpecs[0].Template.Spec.Containers[0].Image; img != "registry.example/train:2" ||
+		*torch.Spec.Template.Pytorch.RunPolicy.BackoffLimit != 3 {
+		t.Errorf("torch-distributed after a restart: image %s backoffLimit %d, want the shipped runtime on the new image",
+			img, *torch.Spec.Template.Pytorch.RunPolicy.BackoffLimit)
+	}
+	mpi, _ = cluster.Get(ctx, "mpi", metav1.GetOptions{})
+	if img := mpi.Spec.Template.MPI.ReplicaSpecs[0].Template.Spec.Containers[0].Image; img != "registry.example/train:1" ||
+		*mpi.Spec.Template.MPI.RunPolicy.BackoffLimit != 9 {
+		t.Errorf("mpi with autoupdate off: image %s backoffLimit %d, want its owner's", img, *mpi.Spec.Template.MPI.RunPolicy.BackoffLimit)
 	}
 }

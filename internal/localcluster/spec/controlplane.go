@@ -289,6 +289,9 @@ func TrainingAPIServer(c Config) *Component {
 		"--embedded-etcd-dir=" + c.dir("training-etcd"),
 		// Test data only, like kube-apiserver's etcd.
 		"--embedded-etcd-unsafe-no-fsync",
+		// The runtimes a job can name at once, on the image the real
+		// nodes run, as installed.
+		"--shipped-runtimes-image=" + trainingImage,
 	}
 	return &Component{
 		Name:   "training-apiserver",
