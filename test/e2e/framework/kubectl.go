@@ -119,13 +119,25 @@ func (f *Framework) KubectlEnv(extraEnv []string, args ...string) KubectlResult 
 // comes first, since kubectl stops looking for it at the first flag.
 func (f *Framework) KubectlTraining(args ...string) KubectlResult {
 	f.T.Helper()
+	return f.KubectlTrainingFor(KubectlTimeout, args...)
+}
+
+// KubectlTrainingFor is KubectlTraining for a command that may take longer
+// than KubectlTimeout, such as one that follows a job to its end.
+func (f *Framework) KubectlTrainingFor(timeout time.Duration, args ...string) KubectlResult {
+	f.T.Helper()
 	path := "PATH=" + filepath.Dir(env.Kubectl) + string(os.PathListSeparator) + os.Getenv("PATH")
-	return f.kubectlWithEnv([]string{path}, append([]string{"training", "--namespace", f.Namespace}, args...)...)
+	return f.kubectlFor(timeout, []string{path}, append([]string{"training", "--namespace", f.Namespace}, args...)...)
 }
 
 func (f *Framework) kubectlWithEnv(extraEnv []string, args ...string) KubectlResult {
 	f.T.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), KubectlTimeout)
+	return f.kubectlFor(KubectlTimeout, extraEnv, args...)
+}
+
+func (f *Framework) kubectlFor(timeout time.Duration, extraEnv []string, args ...string) KubectlResult {
+	f.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, env.Kubectl, args...)
 	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+env.Kubeconfig, "TMPDIR="+f.tempDir), extraEnv...)
