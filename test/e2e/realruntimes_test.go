@@ -159,7 +159,7 @@ spec:
 	}
 	f.MustAction(ref, "resume", "")
 	waitSucceeded(f, ref)
-	log := rank0Log(f, ref)
+	log := podLog(f, ref.Name+"-master-0") // rank 0
 	m := resumedLine.FindStringSubmatch(log)
 	if m == nil {
 		t.Fatalf("rank 0 never resumed:\n%s", log)
