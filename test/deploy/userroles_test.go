@@ -34,6 +34,10 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch"
 )
 
+// runtimeReader is the ClusterRole, and its binding, that lets every
+// authenticated user read the cluster's runtimes.
+const runtimeReader = "tensorstack:training-runtime-reader"
+
 // TestUserRolesAggregate applies the user roles of artifacts/deploy, binds
 // one user to the cluster's view, one to edit and one to admin in a
 // namespace, and asks kube-apiserver (kubectl auth can-i, impersonating each
@@ -55,6 +59,17 @@ func TestUserRolesAggregate(t *testing.T) {
 	}
 	if len(roles) != 2 {
 		t.Fatalf("want 2 aggregated ClusterRoles (view, edit), found %d", len(roles))
+	}
+	// And the cluster's runtimes, which every authenticated user reads.
+	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding"} {
+		for _, u := range r.ofKind(kind) {
+			if u.GetName() == runtimeReader {
+				roles = append(roles, u.Object)
+			}
+		}
+	}
+	if len(roles) != 4 {
+		t.Fatalf("want the ClusterRole and ClusterRoleBinding %s besides view and edit, found %d objects", runtimeReader, len(roles))
 	}
 	list := mustJSON(t, map[string]any{"apiVersion": "v1", "kind": "List", "items": roles})
 	if _, _, err := e.kubectlCluster(ctx, bytes.NewReader(list), "apply", "-f", "-"); err != nil {
@@ -141,6 +156,27 @@ func TestUserRolesAggregate(t *testing.T) {
 	}
 	checks = append(checks, check{stranger, ns, "get", "", false}, check{stranger, ns, "create", "pause", false})
 
+	// The runtimes: a team's are read by view and written by edit, in the
+	// namespace of the binding; the cluster's are read by every
+	// authenticated user and written by none of these.
+	type runtimeCheck struct {
+		user, namespace, verb, resource string
+		want                            bool
+	}
+	var runtimeChecks []runtimeCheck
+	for _, u := range []string{viewer, editor, owner, stranger} {
+		for _, v := range []string{"get", "list", "watch"} {
+			runtimeChecks = append(runtimeChecks, runtimeCheck{u, ns, v, "trainingruntimes", u != stranger},
+				runtimeCheck{u, otherNS, v, "trainingruntimes", false},
+				runtimeCheck{u, ns, v, "clustertrainingruntimes", true})
+		}
+		for _, v := range []string{"create", "update", "patch", "delete"} {
+			runtimeChecks = append(runtimeChecks, runtimeCheck{u, ns, v, "trainingruntimes", u == editor || u == owner},
+				runtimeCheck{u, otherNS, v, "trainingruntimes", false},
+				runtimeCheck{u, ns, v, "clustertrainingruntimes", false})
+		}
+	}
+
 	var (
 		mu       sync.Mutex
 		failures []string
@@ -173,9 +209,24 @@ func TestUserRolesAggregate(t *testing.T) {
 			})
 		}
 	}
+	for _, ch := range runtimeChecks {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			got, err := canI(ctx, ch.user, ch.namespace, ch.verb, ch.resource, "")
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				failures = append(failures, err.Error())
+			case got != ch.want:
+				failures = append(failures, fmt.Sprintf("%s can %s %s in %s: %v, want %v", ch.user, ch.verb, ch.resource, ch.namespace, got, ch.want))
+			}
+		})
+	}
 	wg.Wait()
 	for _, f := range failures {
 		t.Error(f)
 	}
-	t.Logf("%d kubectl auth can-i checks", len(resources)*len(checks))
+	t.Logf("%d kubectl auth can-i checks", len(resources)*len(checks)+len(runtimeChecks))
 }
