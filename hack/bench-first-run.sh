@@ -40,7 +40,7 @@ home="${dir}/home"
 # What the project's scripts install from Debian by themselves (hack/lib/packages.sh's callers on make run's path).
 packages=(libseccomp-dev iptables conntrack debootstrap python3-build python3-hatchling)
 # And on make test's (.ci/run's Python test packages, protoc, the browser tests' Chromium).
-[[ "${mode}" != ci ]] || packages+=(python3-kubernetes python3-pytest protobuf-compiler chromium)
+[[ "${mode}" != ci ]] || packages+=(python3-kubernetes python3-pytest python3-ipython protobuf-compiler chromium)
 
 if [[ "${BENCH_PURGE:-1}" != 0 ]]; then
   log "purging ${packages[*]} (and what only they pulled in), then apt-get clean"

@@ -21,8 +21,10 @@ source "${REPO_ROOT}/hack/lib/packages.sh"
 source "${REPO_ROOT}/hack/lib/python.sh"
 
 require_python_build
+# IPython: train(func) is shown to ship a function from a real notebook
+# session's cells.
 [[ "${mode}" == wheel ]] || require_packages "the Python client's tests" python3-kubernetes:"${PYTHON_DIST}/kubernetes" \
-  python3-yaml:"${PYTHON_DIST}/yaml" python3-pytest:"${PYTHON_DIST}/pytest"
+  python3-yaml:"${PYTHON_DIST}/yaml" python3-pytest:"${PYTHON_DIST}/pytest" python3-ipython:"${PYTHON_DIST}/IPython"
 
 out="${OUTPUT_DIR}/python"
 rm -rf "${out}"

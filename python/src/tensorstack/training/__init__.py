@@ -6,7 +6,11 @@ steer them.
 - :class:`PyTorchJob`, :class:`TensorFlowJob`, :class:`XGBoostJob`,
   :class:`GenericJob`, :class:`MPIJob`: builders of the kinds;
 - :class:`TrainingClient`: create, get, list, delete, wait, logs, events,
-  progress, pause, resume, debug and scale;
+  progress, pause, resume, debug and scale; the training runtimes
+  (``list_runtimes``, ``get_runtime``) and ``train``, which runs a Python
+  function on a runtime's nodes;
+- :func:`function_script`: the script ``train`` ships for a function
+  (:mod:`tensorstack.training.shipping` says what it holds);
 - the errors of :mod:`tensorstack.training.errors`, every refusal of the
   server typed, with its details;
 - :mod:`tensorstack.training.progress`: the in-pod helper that reports a job's
@@ -21,10 +25,11 @@ steer them.
 _EXPORTS = {
     "builders": ["API_VERSION", "GROUP", "KINDS", "QUEUE_LABEL", "SHORT_NAMES", "VERSION", "GenericJob", "MPIJob", "PyTorchJob", "Replica",
                  "TensorFlowJob", "TrainingJobBuilder", "XGBoostJob", "job_from_dict", "job_from_yaml"],
-    "client": ["JOB_NAME_LABEL", "TrainingClient", "last_condition"],
+    "client": ["JOB_NAME_LABEL", "TrainingClient", "last_condition", "runtime_job_kind"],
     "errors": ["ApiError", "BuildError", "ConflictError", "FieldError", "ForbiddenError", "InvalidError", "JobDeleted",
-               "NotFoundError", "TrainingError", "UnauthorizedError", "WaitTimeout"],
+               "NotFoundError", "ShippingError", "TrainingError", "UnauthorizedError", "WaitTimeout"],
     "progress": ["checkpoint_dir", "report_checkpoint", "resume_from", "resume_step", "should_checkpoint"],
+    "shipping": ["function_script"],
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 

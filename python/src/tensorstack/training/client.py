@@ -11,16 +11,20 @@ typed error (:mod:`tensorstack.training.errors`).
 from __future__ import annotations
 
 import queue
+import re
 import threading
 import time
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Union
 
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from .builders import GROUP, KINDS, SHORT_NAMES, VERSION, TrainingJobBuilder, job_from_dict
-from .errors import BuildError, JobDeleted, NotFoundError, TrainingError, WaitTimeout, from_api_exception
+from .builders import (API_VERSION, GROUP, KINDS, QUEUE_LABEL, SHORT_NAMES, VERSION, TrainingJobBuilder, _env, _int,
+                       job_from_dict)
+from .errors import (BuildError, ForbiddenError, JobDeleted, NotFoundError, TrainingError, WaitTimeout,
+                     from_api_exception)
+from .shipping import SCRIPT_NAME, function_script
 
 #: The label every pod of a job carries, with the job's name.
 JOB_NAME_LABEL = f"{GROUP}/job-name"
@@ -28,6 +32,25 @@ JOB_NAME_LABEL = f"{GROUP}/job-name"
 FINISHED_PHASES = ("Succeeded", "Failed")
 
 Job = Dict[str, Any]
+
+#: The kinds of runtime, by their resources.
+CLUSTER_RUNTIME, NAMESPACED_RUNTIME = "ClusterTrainingRuntime", "TrainingRuntime"
+_RUNTIME_PLURALS = {CLUSTER_RUNTIME: "clustertrainingruntimes", NAMESPACED_RUNTIME: "trainingruntimes"}
+
+#: The field of a runtime's spec.template that holds each job kind's spec,
+#: in the order the server reads them.
+RUNTIME_TEMPLATE_KINDS = {
+    "generic": "GenericJob",
+    "mpi": "MPIJob",
+    "pytorch": "PyTorchTrainingJob",
+    "tensorflow": "TensorFlowTrainingJob",
+    "xgboost": "XGBoostTrainingJob",
+}
+
+#: The most nodes a trainer may ask for (the API's limit).
+MAX_NUM_NODES = 1000
+
+_DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
 def _kind(kind: str) -> str:
@@ -44,6 +67,79 @@ def _kind(kind: str) -> str:
 
 def _plural(kind: str) -> str:
     return KINDS[_kind(kind)][0]
+
+
+def runtime_job_kind(runtime: Mapping[str, Any]) -> str:
+    """The job kind a runtime makes: the kind whose spec its
+    ``spec.template`` holds."""
+    template = (runtime.get("spec") or {}).get("template") or {}
+    for field, kind in RUNTIME_TEMPLATE_KINDS.items():
+        if template.get(field) is not None:
+            return kind
+    name = (runtime.get("metadata") or {}).get("name", "")
+    raise TrainingError(f"{runtime.get('kind', 'runtime')} {name!r} holds no job spec "
+                        f"({', '.join(RUNTIME_TEMPLATE_KINDS)}) in spec.template")
+
+
+def _runtime_summary(runtime: Mapping[str, Any]) -> Dict[str, Any]:
+    """What list_runtimes says of a runtime: the columns of kubectl get
+    (name, kind of job, image of the first replica type's first container)
+    and its scope."""
+    meta = runtime.get("metadata") or {}
+    template = (runtime.get("spec") or {}).get("template") or {}
+    try:
+        kind = runtime_job_kind(runtime)
+    except TrainingError:
+        kind = ""
+    image = ""
+    for field in RUNTIME_TEMPLATE_KINDS:
+        specs = (template.get(field) or {}).get("replicaSpecs") or []
+        if specs:
+            containers = ((specs[0].get("template") or {}).get("spec") or {}).get("containers") or []
+            image = containers[0].get("image", "") if containers else ""
+            break
+    namespaced = runtime.get("kind") == NAMESPACED_RUNTIME
+    return {
+        "name": meta.get("name", ""),
+        "scope": "Namespace" if namespaced else "Cluster",
+        "namespace": meta.get("namespace") if namespaced else None,
+        "kind": kind,
+        "image": image,
+    }
+
+
+def _generate_name(func_name: str) -> str:
+    """A generateName prefix from a function's name: ``train_func`` makes
+    ``train-func-``. Job names are DNS-1035 labels (lower case, starting with
+    a letter); the server adds 5 characters."""
+    prefix = re.sub(r"[^a-z0-9]+", "-", func_name.lower())
+    prefix = re.sub(r"^[^a-z]+", "", prefix).strip("-")[:40].rstrip("-")
+    return (prefix or "train") + "-"
+
+
+def _quantity(path: str, value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise BuildError(path, f"must be a quantity such as 1, 0.5, '500m' or '2Gi', not {value!r}")
+    return value if isinstance(value, str) else repr(value) if isinstance(value, float) else str(value)
+
+
+def _resources_per_node(value: Optional[Mapping[str, Any]]) -> Optional[Dict[str, Dict[str, str]]]:
+    """spec.trainer.resourcesPerNode from {"cpu": 1, "memory": "2Gi"} (both
+    requests and limits), or from {"requests": {...}, "limits": {...}}."""
+    path = "spec.trainer.resourcesPerNode"
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise BuildError(path, f"must be a mapping such as {{'cpu': 1, 'memory': '2Gi'}}, not {value!r}")
+    if value and set(value) <= {"requests", "limits"}:
+        out: Dict[str, Dict[str, str]] = {}
+        for part, quantities in value.items():
+            if not isinstance(quantities, Mapping):
+                raise BuildError(f"{path}.{part}", f"must be a mapping of resource to quantity, not {quantities!r}")
+            out[part] = {str(k): _quantity(f"{path}.{part}.{k}", v) for k, v in quantities.items()}
+        return out
+    quantities = {str(k): _quantity(f"{path}.{k}", v) for k, v in value.items()}
+    return {"requests": dict(quantities), "limits": dict(quantities)}
 
 
 def last_condition(job: Mapping[str, Any]) -> Dict[str, Any]:
@@ -155,6 +251,165 @@ class TrainingClient:
         job = self.get(name, kind, namespace)
         self._call(self.custom.delete_namespaced_custom_object, GROUP, VERSION, job["metadata"]["namespace"],
                    _plural(job["kind"]), name)
+
+    # ---- runtimes
+
+    def list_runtimes(self, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+        """The runtimes a job of the namespace can name that the user may
+        read: the ClusterTrainingRuntimes, then the namespace's
+        TrainingRuntimes, each sorted by name, as dicts with ``name``,
+        ``scope`` (``"Cluster"`` or ``"Namespace"``), ``namespace`` (None for
+        the cluster's), ``kind`` (the job kind it makes) and ``image`` (the
+        first replica type's first container's). A TrainingRuntime wins over
+        a ClusterTrainingRuntime of the same name in :meth:`get_runtime` and
+        :meth:`train`.
+
+        A scope the user may not list (403) is left out; when both are
+        refused, the :class:`ForbiddenError` is raised."""
+        ns = namespace or self.namespace
+        out: List[Dict[str, Any]] = []
+        refused: List[ForbiddenError] = []
+        for kind in (CLUSTER_RUNTIME, NAMESPACED_RUNTIME):
+            plural = _RUNTIME_PLURALS[kind]
+            try:
+                if kind == CLUSTER_RUNTIME:
+                    res = self._call(self.custom.list_cluster_custom_object, GROUP, VERSION, plural)
+                else:
+                    res = self._call(self.custom.list_namespaced_custom_object, GROUP, VERSION, ns, plural)
+            except ForbiddenError as err:
+                refused.append(err)
+                continue
+            items = []
+            for item in res.get("items") or []:
+                item.setdefault("kind", kind)  # a list's items may come without it
+                items.append(_runtime_summary(item))
+            out.extend(sorted(items, key=lambda r: r["name"]))
+        if len(refused) == len(_RUNTIME_PLURALS):
+            raise refused[-1]
+        return out
+
+    def get_runtime(self, name: str, namespace: Optional[str] = None) -> Dict[str, Any]:
+        """The runtime a job of the namespace naming ``name`` would get: the
+        namespace's TrainingRuntime of that name, else the
+        ClusterTrainingRuntime. Raises :class:`NotFoundError` when neither
+        exists, and :class:`ForbiddenError` when the one that may exist
+        cannot be read."""
+        ns = namespace or self.namespace
+        refused: Optional[ForbiddenError] = None
+        try:
+            runtime = self._call(self.custom.get_namespaced_custom_object, GROUP, VERSION, ns,
+                                 _RUNTIME_PLURALS[NAMESPACED_RUNTIME], name)
+            runtime.setdefault("kind", NAMESPACED_RUNTIME)
+            return runtime
+        except NotFoundError:
+            pass
+        except ForbiddenError as err:
+            refused = err
+        try:
+            runtime = self._call(self.custom.get_cluster_custom_object, GROUP, VERSION,
+                                 _RUNTIME_PLURALS[CLUSTER_RUNTIME], name)
+        except NotFoundError:
+            if refused is not None:
+                raise refused from None
+            raise NotFoundError(404, "NotFound", f"no training runtime {name!r}: no TrainingRuntime of that name in "
+                                                 f"namespace {ns!r} and no ClusterTrainingRuntime "
+                                                 "(list_runtimes() shows the ones there are)") from None
+        runtime.setdefault("kind", CLUSTER_RUNTIME)
+        return runtime
+
+    def train(
+        self,
+        func: Callable[..., Any],
+        runtime: str = "torch-distributed",
+        num_nodes: Optional[int] = None,
+        resources_per_node: Optional[Mapping[str, Any]] = None,
+        func_args: Optional[Mapping[str, Any]] = None,
+        env: Optional[Mapping[str, str]] = None,
+        queue: Optional[str] = None,
+        name: Optional[str] = None,
+        *,
+        namespace: Optional[str] = None,
+        image: Optional[str] = None,
+    ) -> Job:
+        """Train with a Python function: create a job from a runtime that
+        runs ``func(**func_args)`` on every node, and return the job as
+        stored.
+
+        The function travels in the job as its script (``spec.trainer.script``,
+        ``train.py``), with what it uses by global name: the modules it uses
+        (as imports), constants, and functions and classes of your own (as
+        source). :mod:`tensorstack.training.shipping` says what exactly, and
+        :func:`~tensorstack.training.function_script` shows the script. Works
+        for a function of a notebook cell or a ``.py`` file; a lambda, a
+        builtin, a closure over something that is not a constant, a global
+        that holds an object (a model, a tensor), or a function whose source
+        Python cannot find (typed in ``python -c`` or the plain interactive
+        prompt) raise :class:`ShippingError`, naming it, before any request.
+        Modules are imported in the pods, not shipped: a module only the
+        image has (torch, on a laptop without it) is imported inside the
+        function. ``func_args`` travel as JSON.
+
+        - ``runtime``: the name of a TrainingRuntime of the namespace or of a
+          ClusterTrainingRuntime (:meth:`get_runtime`); it decides the job's
+          kind, image, launcher and the rest. The shipped runtimes run
+          ``python3 -u $(TRAINING_SCRIPT)`` (under mpirun on an MPIJob's
+          launcher).
+        - ``num_nodes``: how many nodes run the function (1 to 1000); the
+          runtime's count without it.
+        - ``resources_per_node``: ``{"cpu": 1, "memory": "2Gi",
+          "nvidia.com/gpu": 1}`` is both requested and the limit (a GPU's
+          request must equal its limit anyway); ``{"requests": {...},
+          "limits": {...}}`` sets them apart.
+        - ``env``: variables of every node's training container.
+        - ``queue``: the Kueue LocalQueue of the namespace to queue the job in.
+        - ``name``: the job's name; without one, the server makes one from the
+          function's (``train-func-x7k2q`` for ``train_func``).
+        - ``image``: the training container's image, over the runtime's.
+
+        The job is created in ``namespace`` (the client's by default). Its
+        kind is the runtime's (``created["kind"]``): pass it and
+        ``created["metadata"]["name"]`` to :meth:`wait`, :meth:`logs` and the
+        rest. Refusals are the typed errors of
+        :mod:`tensorstack.training.errors` (``InvalidError`` naming
+        ``spec.trainer...``, ``ForbiddenError`` for a runtime the user may
+        not get).
+        """
+        # Everything that needs no request is checked first.
+        script = function_script(func, func_args)
+        trainer: Dict[str, Any] = {}
+        if image is not None:
+            if not isinstance(image, str) or not image:
+                raise BuildError("spec.trainer.image", f"must be an image name, not {image!r}")
+            trainer["image"] = image
+        if num_nodes is not None:
+            trainer["numNodes"] = _int("spec.trainer.numNodes", num_nodes, 1)
+            if num_nodes > MAX_NUM_NODES:
+                raise BuildError("spec.trainer.numNodes", f"must be at most {MAX_NUM_NODES}, not {num_nodes}")
+        resources = _resources_per_node(resources_per_node)
+        if resources is not None:
+            trainer["resourcesPerNode"] = resources
+        env_list = _env("spec.trainer.env", env)
+        if env_list:
+            trainer["env"] = env_list
+        trainer["script"] = {"name": SCRIPT_NAME, "source": script}
+        metadata: Dict[str, Any] = {}
+        if name is not None:
+            if not isinstance(name, str) or len(name) > 63 or not _DNS_1035.match(name):
+                raise BuildError("metadata.name", f"{name!r} is not a DNS-1035 label (lower case letters, digits and "
+                                                  "'-', starting with a letter, at most 63)")
+            metadata["name"] = name
+        else:
+            metadata["generateName"] = _generate_name(getattr(func, "__name__", "") or "")
+        if queue:
+            metadata["labels"] = {QUEUE_LABEL: queue}
+
+        ns = namespace or self.namespace
+        found = self.get_runtime(runtime, ns)
+        kind = runtime_job_kind(found)
+        ref = {"name": found["metadata"]["name"], "kind": found["kind"]}
+        job = {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata,
+               "spec": {"runtimeRef": ref, "trainer": trainer}}
+        return self.create(job, namespace=ns)
 
     # ---- waiting
 

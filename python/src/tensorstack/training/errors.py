@@ -43,6 +43,18 @@ class BuildError(TrainingError, ValueError):
         self.message = message
 
 
+class ShippingError(TrainingError, ValueError):
+    """``TrainingClient.train`` (or ``function_script``) cannot ship a function
+    to a job's pods; raised before any request. ``what`` names what cannot be
+    shipped, by the path to it (``train -> helper -> model``), ``reason``
+    says why."""
+
+    def __init__(self, what: str, reason: str):
+        super().__init__(f"cannot ship {what}: {reason}")
+        self.what = what
+        self.reason = reason
+
+
 class ApiError(TrainingError):
     """A request the server refused.
 
