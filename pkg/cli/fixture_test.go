@@ -57,19 +57,20 @@ type fixture struct {
 	errOut   bytes.Buffer
 }
 
-// newFixture serves the training jobs among objects from the training
-// clientset and the rest (pods, events) from the Kubernetes one.
+// newFixture serves the training jobs and runtimes among objects from the
+// training clientset and the rest (pods, events) from the Kubernetes one.
 func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	t.Helper()
-	var jobs, core []runtime.Object
+	var training, core []runtime.Object
 	for _, obj := range objects {
-		if _, ok := obj.(v1beta1.TrainingJob); ok {
-			jobs = append(jobs, obj)
-		} else {
+		switch obj.(type) {
+		case v1beta1.TrainingJob, *v1beta1.ClusterTrainingRuntime, *v1beta1.TrainingRuntime:
+			training = append(training, obj)
+		default:
 			core = append(core, obj)
 		}
 	}
-	f := &fixture{t: t, training: fake.NewSimpleClientset(jobs...), kube: kubefake.NewClientset(core...), logs: &logRecorder{}}
+	f := &fixture{t: t, training: fake.NewSimpleClientset(training...), kube: kubefake.NewClientset(core...), logs: &logRecorder{}}
 	serveActions(f.training)
 	return f
 }
@@ -202,6 +203,10 @@ type recordingKube struct {
 func (k recordingKube) CoreV1() typedcorev1.CoreV1Interface {
 	return recordingCore{CoreV1Interface: k.Interface.CoreV1(), logs: k.logs}
 }
+
+// IsWatchListSemanticsUnSupported tells informers, as the fake clientset
+// does, that it cannot stream a list through a watch.
+func (k recordingKube) IsWatchListSemanticsUnSupported() bool { return true }
 
 type recordingCore struct {
 	typedcorev1.CoreV1Interface

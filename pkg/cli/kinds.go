@@ -74,6 +74,16 @@ func kindOf(job v1beta1.TrainingJob) (*jobKind, error) {
 	return nil, fmt.Errorf("kubectl training does not know the kind %s", k.Name)
 }
 
+// kindCalled finds the kind an API kind name, e.g. PyTorchTrainingJob, names.
+func kindCalled(name string) (*jobKind, bool) {
+	for _, k := range jobKinds {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return nil, false
+}
+
 // kindNamed finds the kind a kubectl-style resource word names: the short
 // name, the singular or plural resource or the kind, case-insensitively, with
 // or without the group (and version) after a dot.

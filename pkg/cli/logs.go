@@ -155,11 +155,7 @@ func (o *logsOptions) replicaSource(found foundJob, replicaArg []string) (logSou
 // jobPodSources lists the pods the job has now, in the order of its replica
 // types and indexes.
 func (o *logsOptions) jobPodSources(ctx context.Context, c clients, found foundJob) ([]logSource, error) {
-	selector := labels.SelectorFromSet(labels.Set{
-		v1beta1.LabelJobName: found.job.GetName(),
-		v1beta1.LabelJobKind: found.kind.Name,
-	})
-	pods, err := c.kube.CoreV1().Pods(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+	pods, err := c.kube.CoreV1().Pods(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: jobPodSelector(found)})
 	if err != nil {
 		return nil, fmt.Errorf("listing the pods of %s: %w", found.Ref(), err)
 	}
@@ -194,32 +190,20 @@ func (o *logsOptions) jobPodSources(ctx context.Context, c clients, found foundJ
 	return sources, nil
 }
 
+// jobPodSelector selects the pods of a job, and no other kind's job of the
+// same name.
+func jobPodSelector(found foundJob) string {
+	return labels.SelectorFromSet(labels.Set{
+		v1beta1.LabelJobName: found.job.GetName(),
+		v1beta1.LabelJobKind: found.kind.Name,
+	}).String()
+}
+
 // stream copies the logs to the output: one after the other, or all at once
 // when following, since a followed log never ends.
 func (o *logsOptions) stream(ctx context.Context, e *env, pods typedcorev1.PodInterface, sources []logSource) error {
 	out := &lineWriter{out: e.streams.Out}
-	copyOne := func(source logSource) error {
-		opts := &corev1.PodLogOptions{Container: source.container, Follow: o.follow}
-		if o.tail >= 0 {
-			opts.TailLines = &o.tail
-		}
-		logs, err := pods.GetLogs(source.pod, opts).Stream(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil // interrupted: not a failure
-			}
-			return fmt.Errorf("logs of %s: %w", source, err)
-		}
-		defer logs.Close()
-		prefix := ""
-		if o.prefix {
-			prefix = "[" + source.String() + "] "
-		}
-		if err := out.copyLines(prefix, logs); err != nil && ctx.Err() == nil {
-			return fmt.Errorf("logs of %s: %w", source, err)
-		}
-		return nil
-	}
+	copyOne := func(source logSource) error { return o.copyLog(ctx, pods, out, source) }
 
 	if !o.follow || len(sources) == 1 {
 		var errs []error
@@ -246,6 +230,31 @@ func (o *logsOptions) stream(ctx context.Context, e *env, pods typedcorev1.PodIn
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// copyLog copies one container's log to out, each line prefixed with
+// [pod/container] if o.prefix says so. An interrupted copy is no failure.
+func (o *logsOptions) copyLog(ctx context.Context, pods typedcorev1.PodInterface, out *lineWriter, source logSource) error {
+	opts := &corev1.PodLogOptions{Container: source.container, Follow: o.follow}
+	if o.tail >= 0 {
+		opts.TailLines = &o.tail
+	}
+	logs, err := pods.GetLogs(source.pod, opts).Stream(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("logs of %s: %w", source, err)
+	}
+	defer logs.Close()
+	prefix := ""
+	if o.prefix {
+		prefix = "[" + source.String() + "] "
+	}
+	if err := out.copyLines(prefix, logs); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("logs of %s: %w", source, err)
+	}
+	return nil
 }
 
 // lineWriter writes whole lines from concurrent streams, so that lines of

@@ -92,6 +92,13 @@ func newOutputFlags(cmd *cobra.Command) *outputFlags {
 	return o
 }
 
+// defaultFormat is the format used when -o gives none.
+func (o *outputFlags) defaultFormat(format string) {
+	if *o.print.OutputFormat == "" {
+		*o.print.OutputFormat = format
+	}
+}
+
 // validate checks -o before anything is sent.
 func (o *outputFlags) validate() error {
 	_, err := o.print.ToPrinter()

@@ -15,8 +15,8 @@ limitations under the License.
 */
 
 // Package cli holds the commands of kubectl-training, the kubectl plugin for
-// every job kind (pkg/apis/batch/kinds.go): pause, resume, debug, logs,
-// status, dashboard, convert, create, completion and version.
+// every job kind (pkg/apis/batch/kinds.go): run, runtimes, pause, resume,
+// debug, logs, status, dashboard, convert, create, completion and version.
 package cli
 
 import (
@@ -82,6 +82,8 @@ accepts (tensorflowtrainingjob, pytorchtrainingjobs.batch.tensorstack.dev,
 	registerConnectionCompletions(root, e, configFlags)
 
 	root.AddCommand(
+		newRunCommand(e),
+		newRuntimesCommand(e),
 		newActionCommand(e, pauseAction),
 		newActionCommand(e, resumeAction),
 		newDebugCommand(e),

@@ -105,14 +105,22 @@ func (o *statusOptions) showJob(ctx context.Context, e *env, arg string) error {
 	if !o.watch {
 		return nil
 	}
-	return watchJob(ctx, e, c.training, found, show)
+	_, deleted, err := watchJob(ctx, c.training, found, func(job v1beta1.TrainingJob) error {
+		fmt.Fprintln(e.streams.Out)
+		return show(job)
+	})
+	if deleted {
+		fmt.Fprintf(e.streams.Out, "\n%s was deleted\n", found.Ref())
+	}
+	return err
 }
 
-// watchJob shows the job on every change until it finishes, is deleted or
-// ctx ends (Ctrl-C). A watch the server closes is opened again.
-func watchJob(ctx context.Context, e *env, client versioned.Interface, found foundJob, show func(v1beta1.TrainingJob) error) error {
+// watchJob calls changed with the job on every change until it finishes, is
+// deleted or ctx ends (Ctrl-C), and returns the job as it last saw it and
+// whether it was deleted. A watch the server closes is opened again.
+func watchJob(ctx context.Context, client versioned.Interface, found foundJob, changed func(v1beta1.TrainingJob) error) (job v1beta1.TrainingJob, deleted bool, err error) {
 	jobs := found.kind.Client(client, found.job.GetNamespace())
-	job := found.job
+	job = found.job
 	for !phaseOf(job).IsFinished() {
 		w, err := jobs.Watch(ctx, metav1.ListOptions{
 			FieldSelector:   fields.OneTermEqualSelector("metadata.name", job.GetName()).String(),
@@ -120,30 +128,28 @@ func watchJob(ctx context.Context, e *env, client versioned.Interface, found fou
 		})
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return job, false, nil
 			}
-			return fmt.Errorf("watching %s: %w", found.Ref(), err)
+			return job, false, fmt.Errorf("watching %s: %w", found.Ref(), err)
 		}
 		next, done, err := nextChange(ctx, w, job, jobs)
 		w.Stop()
 		switch {
 		case ctx.Err() != nil:
-			return nil
+			return job, false, nil
 		case err != nil:
-			return fmt.Errorf("watching %s: %w", found.Ref(), err)
+			return job, false, fmt.Errorf("watching %s: %w", found.Ref(), err)
 		case done:
-			fmt.Fprintf(e.streams.Out, "\n%s was deleted\n", found.Ref())
-			return nil
+			return job, true, nil
 		}
 		if next != job {
 			job = next
-			fmt.Fprintln(e.streams.Out)
-			if err := show(job); err != nil {
-				return err
+			if err := changed(job); err != nil {
+				return job, false, err
 			}
 		}
 	}
-	return nil
+	return job, false, nil
 }
 
 // nextChange waits for the job to change. It returns the job unchanged when

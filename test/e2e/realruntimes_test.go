@@ -72,7 +72,7 @@ func TestRealNodesRunScripts(t *testing.T) {
 	}
 	// Every rank's line, through the launcher's log, which --follow streamed:
 	// two ranks, each holding the sum 1+2.
-	if n := strings.Count(r.Stdout, "allreduce sum=3"); n < 2 {
+	if n := len(regexp.MustCompile(`rank=\d size=2 host=\S+ sum=3\b`).FindAllString(r.Stdout, -1)); n != 2 {
 		t.Errorf("the followed log shows %d ranks with the sum 3, want 2:\n%s", n, r.Stdout)
 	}
 	mpi := f.MustGetJob(f.Ref(framework.KindMPI, "allreduce"))
