@@ -85,8 +85,8 @@ $(DASHBOARD_STAMPS)/dashboard: $(DASHBOARD_STAMPS)/dashboard-npm-ci $(DASHBOARD_
 
 ## test-dashboard: the dashboard in Debian's Chromium (playwright-core) against a local stack of its own, kwok nodes
 ## only: the list and a job's page follow the jobs live (phase, progress bar, loss chart and hovered value, three
-## attempts), pause, resume, scale, debug and create show the API's answers (a 422 naming the field, a viewer's
-## 403); it takes screenshots into _output/dashboard-screenshots (DASHBOARD_SCREENSHOTS=docs/images: the docs' own)
+## attempts), pause, resume, scale, debug, create and a new job from a runtime show the API's answers (a 422 naming
+## the field, a viewer's 403); it takes screenshots into _output/dashboard-screenshots (DASHBOARD_SCREENSHOTS=docs/images: the docs' own)
 test-dashboard: build stack-binaries
 	DASHBOARD_SCREENSHOTS=$(DASHBOARD_SCREENSHOTS) hack/test-dashboard.sh
 

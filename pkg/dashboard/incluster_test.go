@@ -32,9 +32,10 @@ import (
 )
 
 // fakeAPI stands for kube-apiserver: it authenticates the bearer token
-// "alice-token" as alice, answers SelfSubjectReviews and gets of one job,
-// refuses any other token with a 401, and records the Authorization header
-// of every request.
+// "alice-token" as alice, answers SelfSubjectReviews, gets of one job and
+// lists of runtimes (one ClusterTrainingRuntime, no TrainingRuntime in
+// team), refuses any other token with a 401, and records the Authorization
+// header of every request.
 type fakeAPI struct {
 	mu             sync.Mutex
 	authorizations []string
@@ -58,6 +59,11 @@ func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"status": map[string]any{"userInfo": map[string]any{"username": user}}})
 	case r.URL.Path == "/apis/batch.tensorstack.dev/v1beta1/namespaces/team/pytorchtrainingjobs/mnist/pause":
 		_ = json.NewEncoder(w).Encode(newPyTorchJob("team", "mnist"))
+	case r.Method == http.MethodGet && r.URL.Path == "/apis/batch.tensorstack.dev/v1beta1/clustertrainingruntimes":
+		_ = json.NewEncoder(w).Encode(map[string]any{"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "ClusterTrainingRuntimeList",
+			"items": []any{newClusterRuntime("torch-distributed", pyTorchTemplate("registry.example/torch:2"))}})
+	case r.Method == http.MethodGet && r.URL.Path == "/apis/batch.tensorstack.dev/v1beta1/namespaces/team/trainingruntimes":
+		_ = json.NewEncoder(w).Encode(map[string]any{"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "TrainingRuntimeList", "items": []any{}})
 	default:
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,"message":"not found"}`)

@@ -108,6 +108,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /api/signout", s.signOut)
 	mux.HandleFunc("GET /api/jobs/watch", s.streaming(s.watchList))
 	mux.HandleFunc("POST /api/jobs", s.create)
+	mux.HandleFunc("GET /api/runtimes", s.runtimes)
 	mux.HandleFunc("GET "+job, s.jobDetail)
 	mux.HandleFunc("DELETE "+job, s.delete)
 	mux.HandleFunc("GET "+job+"/watch", s.streaming(s.watchJob))

@@ -1,6 +1,6 @@
 // The dashboard's entry: signs the page's session in, then shows the page
 // the URL's fragment names: #/ the jobs list, #/job/NS/RESOURCE/NAME a job,
-// #/create the create form.
+// #/create the create form, #/run the form that makes a job from a runtime.
 
 import "./style.css";
 import { describeStatus, ApiError, startSession } from "./api";
@@ -8,6 +8,7 @@ import { createPage } from "./create";
 import { h, replace } from "./dom";
 import { jobPage } from "./job";
 import { jobsPage } from "./list";
+import { runPage } from "./run";
 import { signInOffered, signInPage, signOut } from "./signin";
 
 const app = document.getElementById("app")!;
@@ -20,6 +21,8 @@ function route(): void {
     leave = jobPage(app, parts[1], parts[2], parts[3]);
   } else if (parts[0] === "create") {
     leave = createPage(app);
+  } else if (parts[0] === "run") {
+    leave = runPage(app);
   } else {
     leave = jobsPage(app);
   }

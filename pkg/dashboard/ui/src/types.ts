@@ -154,3 +154,27 @@ export interface JobDetail {
   history?: { samples?: ProgressSample[]; thinnedSamples?: number };
   historyRefused?: import("./api").Status;
 }
+
+// A runtime a job can be made from, as GET /api/runtimes gives it
+// (pkg/dashboard/runtimes.go).
+export interface RuntimeView {
+  name: string;
+  scope: "Cluster" | "Namespace";
+  namespace?: string;
+  // What spec.runtimeRef.kind names: ClusterTrainingRuntime or TrainingRuntime.
+  runtimeKind: string;
+  // The job kind it makes; "" for one the dashboard does not know.
+  kind: string;
+  resource: string;
+  image?: string;
+  replicaTypes: string[];
+}
+
+// The runtimes of the cluster and of one namespace; a scope the user may not
+// list is named in forbidden, with the API's refusal in refused.
+export interface RuntimeList {
+  namespace: string;
+  items: RuntimeView[];
+  forbidden?: string[];
+  refused?: import("./api").Status[];
+}

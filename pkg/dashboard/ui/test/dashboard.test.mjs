@@ -64,6 +64,27 @@ spec:
           image: docker.io/pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
 `;
 
+// The job the runtime form makes, from the shipped torch-distributed: its
+// pods go to kwok nodes, so only its creation and its page are looked at.
+const runtimeJobName = "dashboard-from-runtime";
+// The command as typed, and the words it must become.
+const runtimeCommand = `python3 train.py --note "two words" --lr '0.1'`;
+const runtimeCommandWords = ["python3", "train.py", "--note", "two words", "--lr", "0.1"];
+
+// waitForShippedRuntime waits for the runtime the apiserver installs once
+// it serves (a post-start hook): the stack may answer before it has.
+async function waitForShippedRuntime(name) {
+  for (let i = 0; ; i++) {
+    try {
+      kubectlRun(["get", "clustertrainingruntimes", name, "-o", "name"]);
+      return;
+    } catch (e) {
+      if (i >= 60) throw e;
+      await sleep(1000);
+    }
+  }
+}
+
 // A job whose pod runs until deleted, for the test to report progress for,
 // pause and resume.
 const runningJobName = "dashboard-progress";
@@ -154,7 +175,7 @@ after(async () => {
   viewerDashboard?.kill("SIGTERM");
   if (viewerKubeconfig) rmSync(viewerKubeconfig, { force: true });
   try {
-    kubectlRun(["delete", "pytorchtrainingjobs", jobName, runningJobName, restartedJobName, elasticJobName, "-n", namespace, "--ignore-not-found", "--wait=false"]);
+    kubectlRun(["delete", "pytorchtrainingjobs", jobName, runningJobName, restartedJobName, elasticJobName, runtimeJobName, "-n", namespace, "--ignore-not-found", "--wait=false"]);
     kubectlRun(["delete", "rolebinding,role", "dashboard-viewer", "-n", namespace, "--ignore-not-found"]);
   } catch {
     // The stack stops after the test anyway.
@@ -221,6 +242,75 @@ test("create from YAML shows the 422 naming the field", async () => {
   const text = await result.textContent();
   assert.match(text, /^422 Invalid/);
   assert.match(text, /spec\.replicaSpecs\[0\]\.replicas/);
+});
+
+test("a job from a runtime: the form offers the shipped runtimes, shows the 422 for no nodes, creates the job and opens its page", async () => {
+  await waitForShippedRuntime("torch-distributed");
+  await page.goto(page.url().replace(/#.*$/, "") + "#/");
+  await page.locator("#nav-run").click();
+  const torch = "ClusterTrainingRuntime/torch-distributed";
+  await page.locator(`#run-runtime option[value="${torch}"]`).waitFor({ state: "attached", timeout: 15_000 });
+
+  // Every ClusterTrainingRuntime the API has, with its scope and the kind it
+  // makes: the API's own list, not the dashboard's.
+  const offered = await page.locator("#run-runtime option").allTextContents();
+  const installed = kubectlRun(["get", "clustertrainingruntimes", "-o", "jsonpath={.items[*].metadata.name}"]).split(/\s+/).filter(Boolean);
+  assert.ok(installed.length >= 5, `the stack has the runtimes ${installed.join(", ")}: not the shipped ones`);
+  for (const name of installed) {
+    const option = offered.find((o) => o.startsWith(`${name} (Cluster, `));
+    assert.ok(option, `no option for ${name} among ${JSON.stringify(offered)}`);
+    assert.match(option, /\(Cluster, \w+\)$/, `${name}: no kind the dashboard knows`);
+  }
+  assert.ok(offered.includes("torch-distributed (Cluster, PyTorchTrainingJob)"), JSON.stringify(offered));
+
+  // Every input is found by its label.
+  await page.getByLabel("Runtime", { exact: true }).selectOption(torch);
+  assert.match(await page.locator("#run-runtime-info").textContent(), /PyTorchTrainingJob of master, worker/);
+  await page.getByLabel("Name", { exact: true }).fill(runtimeJobName);
+  await page.getByLabel("Namespace", { exact: true }).fill(namespace);
+  await page.getByLabel("CPU per node", { exact: true }).fill("1");
+  await page.getByLabel("Memory per node", { exact: true }).fill("1Gi");
+  await page.getByLabel("GPUs per node", { exact: true }).fill("");
+  await page.getByLabel("Command", { exact: true }).fill(runtimeCommand);
+  await page.getByLabel("Environment", { exact: true }).fill("LR=0.01\nEPOCHS=3");
+
+  // No nodes: the form sends it as it is, and shows the API's 422.
+  await page.getByLabel("Nodes", { exact: true }).fill("0");
+  await page.locator("#run-submit").click();
+  const refused = page.locator("#run-result.refused");
+  await refused.waitFor({ timeout: 30_000 });
+  const text = await refused.textContent();
+  assert.match(text, /^422 Invalid/);
+  assert.match(text, /spec\.trainer\.numNodes/);
+  assert.equal(kubectlRun(["get", "pytorchtrainingjobs", runtimeJobName, "-n", namespace, "--ignore-not-found", "-o", "name"]).trim(), "",
+    "the refused job exists");
+
+  await page.getByLabel("Nodes", { exact: true }).fill("2");
+  await page.locator("#run-submit").click();
+  const link = page.locator("#run-result.ok a");
+  await link.waitFor({ timeout: 30_000 });
+  assert.equal(await link.textContent(), `${namespace}/${runtimeJobName}`);
+
+  // The job as the API stored it: the form's runtimeRef and trainer, and the
+  // runtime applied.
+  const job = JSON.parse(kubectlRun(["get", "pytorchtrainingjobs", runtimeJobName, "-n", namespace, "-o", "json"]));
+  assert.deepEqual(job.spec.runtimeRef, { name: "torch-distributed", kind: "ClusterTrainingRuntime" });
+  assert.deepEqual(job.spec.trainer.command, runtimeCommandWords);
+  assert.equal(job.spec.trainer.numNodes, 2);
+  assert.deepEqual(job.spec.trainer.env, [{ name: "LR", value: "0.01" }, { name: "EPOCHS", value: "3" }]);
+  assert.deepEqual(job.spec.trainer.resourcesPerNode, { requests: { cpu: "1", memory: "1Gi" }, limits: { cpu: "1", memory: "1Gi" } });
+  const types = job.spec.replicaSpecs.map((r) => r.type);
+  assert.deepEqual(types, ["master", "worker"], "the runtime's replica types were not applied");
+  assert.equal(job.spec.replicaSpecs.reduce((n, r) => n + r.replicas, 0), 2, "numNodes did not size the nodes");
+  const container = job.spec.replicaSpecs[0].template.spec.containers.find((c) => c.name === "pytorch");
+  assert.deepEqual(container.args, runtimeCommandWords, "the command is not the training container's args");
+
+  // The link opens the job's page.
+  await link.click();
+  await page.waitForSelector("#job-phase", { timeout: 30_000 });
+  await page.waitForFunction(() => /runtimeRef:/.test(document.getElementById("yaml")?.textContent ?? ""), null, { timeout: 30_000 });
+  assert.match(await page.locator("#yaml").textContent(), /name: torch-distributed/);
+  assert.match(page.url(), new RegExp(`#/job/${namespace}/pytorchtrainingjobs/${runtimeJobName}$`));
 });
 
 test("progress moves the list's bar live, and the job page charts every reported step", async () => {
