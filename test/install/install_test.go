@@ -109,6 +109,11 @@ func (e *env) waitInstalled(t *testing.T, how string, start time.Time, release s
 	waitFor(t, "the installation rolled out", 5*time.Minute, time.Second, e.rolledOut)
 	t.Logf("%s to every Deployment and the StatefulSet ready: %.1fs", how, time.Since(start).Seconds())
 	e.checkPods(t, e.releaseDigests(t, release))
+	// The apiservers install the shipped runtimes before they are ready.
+	names := e.run(t, nil, "get", "clustertrainingruntimes", "-o", "jsonpath={.items[*].metadata.name}")
+	if names != "generic mpi tensorflow torch-distributed xgboost" {
+		t.Errorf("%s: the ClusterTrainingRuntimes are %q, want the five the apiserver ships", how, names)
+	}
 }
 
 // rolledOut: both Deployments (and the dashboard's, when installed) and the
