@@ -87,11 +87,6 @@ def test_train_a_ddp_function_on_two_nodes(real_node, admin_api, namespace):
     assert (runtime["kind"], runtime["name"]) == ("ClusterTrainingRuntime", "torch-distributed"), runtime
     assert len(runtime["hash"]) == 64, runtime
 
-    # The runtime keeps a job's replicas apart where it can: one rank on
-    # each real node, the all-reduce crossing between them.
-    nodes = {pod["spec"]["nodeName"] for pod in client.pods(name)}
-    assert len(nodes) == 2, nodes
-
     # Every pod's log, each line prefixed with its pod. The job keeps its
     # finished pods (cleanUpPolicy Unfinished, the default).
     lines = list(client.logs(name, kind=kind))
