@@ -67,10 +67,10 @@ func (r trainingRuntime) scope() string {
 	return r.meta.Namespace
 }
 
-// jobTemplate is the kind of the jobs the runtime makes and the spec they
-// start from. The internal version holds the rule that picks the kind, the
-// one the apiserver applies.
-func (r trainingRuntime) jobTemplate() (*jobKind, *batch.TrainingJobSpec, error) {
+// jobTemplate is the kind of the jobs the runtime makes and the template
+// they start from. The internal version holds the rule that picks the kind,
+// the one the apiserver applies.
+func (r trainingRuntime) jobTemplate() (*jobKind, *batch.TrainingJobTemplate, error) {
 	var template batch.TrainingJobTemplate
 	if err := internalScheme.Convert(&r.template, &template, nil); err != nil {
 		return nil, nil, fmt.Errorf("reading the template of %s: %w", r, err)
@@ -80,16 +80,7 @@ func (r trainingRuntime) jobTemplate() (*jobKind, *batch.TrainingJobSpec, error)
 		// The spec of a kind newer than the plugin is dropped when decoded.
 		return nil, nil, fmt.Errorf("%s makes no job kind this kubectl-training knows; is the plugin older than the server?", r)
 	}
-	return kind, template.CommonSpec(), nil
-}
-
-// firstImage is the image of the first container of the first replica
-// type, as the server's table of runtimes shows.
-func firstImage(spec *batch.TrainingJobSpec) string {
-	if len(spec.ReplicaSpecs) == 0 || len(spec.ReplicaSpecs[0].Template.Spec.Containers) == 0 {
-		return ""
-	}
-	return spec.ReplicaSpecs[0].Template.Spec.Containers[0].Image
+	return kind, &template, nil
 }
 
 // findRuntime fetches the runtime a job in the namespace names. Without a
@@ -244,8 +235,8 @@ func writeRuntimeList(out io.Writer, runtimes []trainingRuntime, now time.Time) 
 	fmt.Fprintln(w, "NAME\tSCOPE\tKIND\tIMAGE\tAGE")
 	for _, r := range runtimes {
 		kind, image := "<unknown>", "-"
-		if k, spec, err := r.jobTemplate(); err == nil {
-			kind, image = k.Name, orDash(firstImage(spec))
+		if k, template, err := r.jobTemplate(); err == nil {
+			kind, image = k.Name, orDash(template.Image())
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", r.meta.Name, r.scope(), kind, image, age(r.meta.CreationTimestamp.Time, now))
 	}

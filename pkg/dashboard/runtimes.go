@@ -149,9 +149,7 @@ func viewRuntime(name, scope, namespace, runtimeKind string, template *v1beta1.T
 	for _, replicas := range spec.ReplicaSpecs {
 		view.ReplicaTypes = append(view.ReplicaTypes, string(replicas.Type))
 	}
-	if len(spec.ReplicaSpecs) > 0 && len(spec.ReplicaSpecs[0].Template.Spec.Containers) > 0 {
-		view.Image = spec.ReplicaSpecs[0].Template.Spec.Containers[0].Image
-	}
+	view.Image = internal.Image()
 	return view
 }
 

@@ -38,13 +38,17 @@ import (
 // ClusterConfigMapName is the name of a job's cluster ConfigMap: the job's
 // name and UID, so that it cannot be the ConfigMap of a job deleted earlier
 // under the same name, which the garbage collector is about to delete.
-func ClusterConfigMapName(job metav1.Object) string {
+func ClusterConfigMapName(job metav1.Object) string { return ownedObjectName(job, "cluster") }
+
+// ownedObjectName is <job>-<what>-<job's UID>, the name of an object the
+// controller makes for the job alone.
+func ownedObjectName(job metav1.Object, what string) string {
 	if job.GetUID() == "" {
 		// A preview of a job not yet created; the pod's validation wants
 		// a name of the right form.
-		return job.GetName() + "-cluster"
+		return job.GetName() + "-" + what
 	}
-	return job.GetName() + "-cluster-" + string(job.GetUID())
+	return job.GetName() + "-" + what + "-" + string(job.GetUID())
 }
 
 // ClusterPublisher is an adapter whose replicas learn the whole job's

@@ -30,12 +30,7 @@ const scriptVolume = "tensorstack-script"
 
 // ScriptConfigMapName is the name of the ConfigMap that holds a job's
 // spec.trainer.script: the job's name and UID, as ClusterConfigMapName.
-func ScriptConfigMapName(job metav1.Object) string {
-	if job.GetUID() == "" {
-		return job.GetName() + "-script"
-	}
-	return job.GetName() + "-script-" + string(job.GetUID())
-}
+func ScriptConfigMapName(job metav1.Object) string { return ownedObjectName(job, "script") }
 
 // script is the job's trainer script, or nil.
 func (b *Builder) script() *v1beta1.TrainerScript {

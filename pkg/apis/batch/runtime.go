@@ -100,6 +100,16 @@ func (t *TrainingJobTemplate) KindSpec() any {
 	return nil
 }
 
+// Image is the image of the first container of the template's first
+// replica type: the one a list of runtimes shows. "" when there is none.
+func (t *TrainingJobTemplate) Image() string {
+	spec := t.CommonSpec()
+	if spec == nil || len(spec.ReplicaSpecs) == 0 || len(spec.ReplicaSpecs[0].Template.Spec.Containers) == 0 {
+		return ""
+	}
+	return spec.ReplicaSpecs[0].Template.Spec.Containers[0].Image
+}
+
 // Canonicalize rewrites the accepted spellings of every spec the template
 // holds.
 func (t *TrainingJobTemplate) Canonicalize() {

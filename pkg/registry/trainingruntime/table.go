@@ -24,8 +24,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
-
-	"tensorstack.dev/training/pkg/apis/batch"
 )
 
 var tableColumns = []metav1.TableColumnDefinition{
@@ -62,7 +60,7 @@ func (c tableConvertor) ConvertToTable(_ context.Context, object runtime.Object,
 		}
 		t := &c.scope.spec(obj).Template
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells:  []interface{}{m.GetName(), t.Kind(), imageOf(t), age(m.GetCreationTimestamp())},
+			Cells:  []interface{}{m.GetName(), t.Kind(), t.Image(), age(m.GetCreationTimestamp())},
 			Object: runtime.RawExtension{Object: obj},
 		})
 	}
@@ -74,13 +72,4 @@ func age(created metav1.Time) string {
 		return "<unknown>"
 	}
 	return duration.HumanDuration(time.Since(created.Time))
-}
-
-// imageOf is the image of the first replica type's first container.
-func imageOf(t *batch.TrainingJobTemplate) string {
-	spec := t.CommonSpec()
-	if spec == nil || len(spec.ReplicaSpecs) == 0 || len(spec.ReplicaSpecs[0].Template.Spec.Containers) == 0 {
-		return ""
-	}
-	return spec.ReplicaSpecs[0].Template.Spec.Containers[0].Image
 }
