@@ -123,7 +123,7 @@ func TestMPIJobCreatedAgainUnderItsName(t *testing.T) {
 	}
 	build := func() *framework.JobBuilder {
 		return framework.NewMPIJob("again").WithReplicas("launcher", 1).WithReplicas("worker", 2).
-			SlotsPerWorker(1).ExitCode(0).RunFor("1s").Forever("worker")
+			SlotsPerWorker(1).ExitCode(0).RunFor("3s").Forever("worker")
 	}
 	ref := f.Ref(framework.KindMPI, "again")
 	for run := 1; run <= 10; run++ {
@@ -136,13 +136,16 @@ func TestMPIJobCreatedAgainUnderItsName(t *testing.T) {
 			return err == nil, err
 		})
 		job := f.MustGetJob(ref)
-		var pods []corev1.Pod
-		f.WaitForPods(ref, "this run's three pods running", framework.Timeout, func(all []corev1.Pod) (bool, error) {
-			pods = pods[:0]
+		// Each of this run's pods as it was once seen started. Gathered over
+		// polls: on a loaded machine the launcher can finish, and the
+		// workers be deleted, before one list shows all three running.
+		pods := map[string]corev1.Pod{}
+		f.WaitForPods(ref, "this run's three pods started", framework.Timeout, func(all []corev1.Pod) (bool, error) {
 			for _, p := range all {
 				// Not the last run's, on their way out.
-				if owner := metav1.GetControllerOf(&p); owner != nil && owner.UID == job.GetUID() && p.Status.Phase == corev1.PodRunning {
-					pods = append(pods, p)
+				started := p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded
+				if owner := metav1.GetControllerOf(&p); owner != nil && owner.UID == job.GetUID() && started {
+					pods[p.Name] = p
 				}
 			}
 			return len(pods) == 3, nil

@@ -128,14 +128,15 @@ func TestTrainingApiserverRestart(t *testing.T) {
 // while jobs run creates no pod twice and every job still finishes.
 func TestControllerManagerRestart(t *testing.T) {
 	f := framework.New(t, "cm-restart")
-	// Long enough to run across the restart; clean-up None keeps the pods
-	// for the comparison at the end.
+	// Long enough to run across the restart even when the stack has just
+	// started on a loaded machine; clean-up None keeps the pods for the
+	// comparison at the end.
 	builders := []*framework.JobBuilder{
 		framework.NewTFJob("tf-chief").WithReplicas("chief", 1).WithReplicas("ps", 1).WithReplicas("worker", 2).
-			ExitCode(0).RunFor("20s").ReplicaRunFor("chief", "25s").CleanUp(v1beta1.CleanUpPolicyNone),
-		framework.NewTFJob("tf-workers").WithReplicas("worker", 3).ExitCode(0).RunFor("20s").CleanUp(v1beta1.CleanUpPolicyNone),
+			ExitCode(0).RunFor("40s").ReplicaRunFor("chief", "45s").CleanUp(v1beta1.CleanUpPolicyNone),
+		framework.NewTFJob("tf-workers").WithReplicas("worker", 3).ExitCode(0).RunFor("40s").CleanUp(v1beta1.CleanUpPolicyNone),
 		framework.NewPyTorchJob("pt-master").WithReplicas("master", 1).WithReplicas("worker", 2).
-			ExitCode(0).RunFor("20s").CleanUp(v1beta1.CleanUpPolicyNone),
+			ExitCode(0).RunFor("40s").CleanUp(v1beta1.CleanUpPolicyNone),
 	}
 	want := map[string]int{"tf-chief": 4, "tf-workers": 3, "pt-master": 3}
 	var refs []framework.JobRef
