@@ -39,6 +39,7 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/pkg/registry/trainingjob"
 	"tensorstack.dev/training/pkg/registry/trainingruntime"
+	"tensorstack.dev/training/pkg/registry/tuningjob"
 )
 
 // Config is the complete configuration of the server.
@@ -130,6 +131,9 @@ func (c CompletedConfig) New() (*Server, error) {
 			storage[resource] = rest
 		}
 	}
+	if err := addTuningStorage(storage, c.generic.RESTOptionsGetter); err != nil {
+		return nil, err
+	}
 	group.VersionedResourcesStorageMap[v1beta1.SchemeGroupVersion.Version] = storage
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, err
@@ -171,6 +175,17 @@ func (s *Server) Run(ctx context.Context) error {
 		defer s.embeddedEtcd.Close()
 	}
 	return s.GenericAPIServer.PrepareRun().RunWithContext(ctx)
+}
+
+// addTuningStorage serves the searches and their subresources.
+func addTuningStorage(storage map[string]rest.Storage, optsGetter generic.RESTOptionsGetter) error {
+	s, err := tuningjob.NewStorage(Scheme, optsGetter)
+	if err != nil {
+		return err
+	}
+	storage["tuningjobs"], storage["tuningjobs/status"] = s.Job, s.Status
+	storage["tuningjobs/pause"], storage["tuningjobs/resume"] = s.Pause, s.Resume
+	return nil
 }
 
 // addRuntimeStorage serves the runtimes beside the job kinds, and returns

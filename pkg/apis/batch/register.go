@@ -53,9 +53,13 @@ var jobKindTypes []runtime.Object
 // runtimeTypes are the runtimes' objects and lists (types_runtime.go).
 var runtimeTypes []runtime.Object
 
+// tuningTypes are the searches' objects and lists (types_tuning.go).
+var tuningTypes []runtime.Object
+
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion, jobKindTypes...)
 	scheme.AddKnownTypes(SchemeGroupVersion, runtimeTypes...)
+	scheme.AddKnownTypes(SchemeGroupVersion, tuningTypes...)
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&PauseRequest{},
 		&ResumeRequest{},

@@ -38,6 +38,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.AggregateApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("AppliedRuntime"):
 		return &batchv1beta1.AppliedRuntimeApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ASHA"):
+		return &batchv1beta1.ASHAApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("Attempt"):
 		return &batchv1beta1.AttemptApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("AttemptCheckpoint"):
@@ -56,10 +58,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.ContainerStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ContainerTermination"):
 		return &batchv1beta1.ContainerTerminationApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("CurvePoint"):
+		return &batchv1beta1.CurvePointApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("DebugMode"):
 		return &batchv1beta1.DebugModeApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("DependentStatus"):
 		return &batchv1beta1.DependentStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("EarlyStopping"):
+		return &batchv1beta1.EarlyStoppingApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ElasticConfig"):
 		return &batchv1beta1.ElasticConfigApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("FailedReplica"):
@@ -78,10 +84,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.GenericJobSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("Interruption"):
 		return &batchv1beta1.InterruptionApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("MedianStop"):
+		return &batchv1beta1.MedianStopApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("MPIJob"):
 		return &batchv1beta1.MPIJobApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("MPIJobSpec"):
 		return &batchv1beta1.MPIJobSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ParameterValue"):
+		return &batchv1beta1.ParameterValueApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("PauseMode"):
 		return &batchv1beta1.PauseModeApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("Preflight"):
@@ -150,6 +160,22 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &batchv1beta1.TrainingRuntimeApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("TrainingRuntimeSpec"):
 		return &batchv1beta1.TrainingRuntimeSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("TrialCounts"):
+		return &batchv1beta1.TrialCountsApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("TrialStatus"):
+		return &batchv1beta1.TrialStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("TuningAlgorithm"):
+		return &batchv1beta1.TuningAlgorithmApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("TuningJob"):
+		return &batchv1beta1.TuningJobApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("TuningJobSpec"):
+		return &batchv1beta1.TuningJobSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("TuningJobStatus"):
+		return &batchv1beta1.TuningJobStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("TuningObjective"):
+		return &batchv1beta1.TuningObjectiveApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("TuningParameter"):
+		return &batchv1beta1.TuningParameterApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("XGBoostTrainingJob"):
 		return &batchv1beta1.XGBoostTrainingJobApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("XGBoostTrainingJobSpec"):

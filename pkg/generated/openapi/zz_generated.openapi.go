@@ -359,6 +359,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		runtime.Unknown{}.OpenAPIModelName():                           schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
 		intstr.IntOrString{}.OpenAPIModelName():                        schema_apimachinery_pkg_util_intstr_IntOrString(ref),
 		version.Info{}.OpenAPIModelName():                              schema_k8sio_apimachinery_pkg_version_Info(ref),
+		v1beta1.ASHA{}.OpenAPIModelName():                              schema_pkg_apis_batch_v1beta1_ASHA(ref),
 		v1beta1.Accounting{}.OpenAPIModelName():                        schema_pkg_apis_batch_v1beta1_Accounting(ref),
 		v1beta1.Aggregate{}.OpenAPIModelName():                         schema_pkg_apis_batch_v1beta1_Aggregate(ref),
 		v1beta1.AppliedRuntime{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_AppliedRuntime(ref),
@@ -373,9 +374,11 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.ClusterTrainingRuntimeList{}.OpenAPIModelName():        schema_pkg_apis_batch_v1beta1_ClusterTrainingRuntimeList(ref),
 		v1beta1.ContainerStatus{}.OpenAPIModelName():                   schema_pkg_apis_batch_v1beta1_ContainerStatus(ref),
 		v1beta1.ContainerTermination{}.OpenAPIModelName():              schema_pkg_apis_batch_v1beta1_ContainerTermination(ref),
+		v1beta1.CurvePoint{}.OpenAPIModelName():                        schema_pkg_apis_batch_v1beta1_CurvePoint(ref),
 		v1beta1.DebugMode{}.OpenAPIModelName():                         schema_pkg_apis_batch_v1beta1_DebugMode(ref),
 		v1beta1.DebugRequest{}.OpenAPIModelName():                      schema_pkg_apis_batch_v1beta1_DebugRequest(ref),
 		v1beta1.DependentStatus{}.OpenAPIModelName():                   schema_pkg_apis_batch_v1beta1_DependentStatus(ref),
+		v1beta1.EarlyStopping{}.OpenAPIModelName():                     schema_pkg_apis_batch_v1beta1_EarlyStopping(ref),
 		v1beta1.ElasticConfig{}.OpenAPIModelName():                     schema_pkg_apis_batch_v1beta1_ElasticConfig(ref),
 		v1beta1.FailedReplica{}.OpenAPIModelName():                     schema_pkg_apis_batch_v1beta1_FailedReplica(ref),
 		v1beta1.FailurePolicy{}.OpenAPIModelName():                     schema_pkg_apis_batch_v1beta1_FailurePolicy(ref),
@@ -389,6 +392,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.MPIJob{}.OpenAPIModelName():                            schema_pkg_apis_batch_v1beta1_MPIJob(ref),
 		v1beta1.MPIJobList{}.OpenAPIModelName():                        schema_pkg_apis_batch_v1beta1_MPIJobList(ref),
 		v1beta1.MPIJobSpec{}.OpenAPIModelName():                        schema_pkg_apis_batch_v1beta1_MPIJobSpec(ref),
+		v1beta1.MedianStop{}.OpenAPIModelName():                        schema_pkg_apis_batch_v1beta1_MedianStop(ref),
+		v1beta1.ParameterValue{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_ParameterValue(ref),
 		v1beta1.PauseMode{}.OpenAPIModelName():                         schema_pkg_apis_batch_v1beta1_PauseMode(ref),
 		v1beta1.PauseRequest{}.OpenAPIModelName():                      schema_pkg_apis_batch_v1beta1_PauseRequest(ref),
 		v1beta1.Preflight{}.OpenAPIModelName():                         schema_pkg_apis_batch_v1beta1_Preflight(ref),
@@ -431,6 +436,15 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.TrainingRuntime{}.OpenAPIModelName():                   schema_pkg_apis_batch_v1beta1_TrainingRuntime(ref),
 		v1beta1.TrainingRuntimeList{}.OpenAPIModelName():               schema_pkg_apis_batch_v1beta1_TrainingRuntimeList(ref),
 		v1beta1.TrainingRuntimeSpec{}.OpenAPIModelName():               schema_pkg_apis_batch_v1beta1_TrainingRuntimeSpec(ref),
+		v1beta1.TrialCounts{}.OpenAPIModelName():                       schema_pkg_apis_batch_v1beta1_TrialCounts(ref),
+		v1beta1.TrialStatus{}.OpenAPIModelName():                       schema_pkg_apis_batch_v1beta1_TrialStatus(ref),
+		v1beta1.TuningAlgorithm{}.OpenAPIModelName():                   schema_pkg_apis_batch_v1beta1_TuningAlgorithm(ref),
+		v1beta1.TuningJob{}.OpenAPIModelName():                         schema_pkg_apis_batch_v1beta1_TuningJob(ref),
+		v1beta1.TuningJobList{}.OpenAPIModelName():                     schema_pkg_apis_batch_v1beta1_TuningJobList(ref),
+		v1beta1.TuningJobSpec{}.OpenAPIModelName():                     schema_pkg_apis_batch_v1beta1_TuningJobSpec(ref),
+		v1beta1.TuningJobStatus{}.OpenAPIModelName():                   schema_pkg_apis_batch_v1beta1_TuningJobStatus(ref),
+		v1beta1.TuningObjective{}.OpenAPIModelName():                   schema_pkg_apis_batch_v1beta1_TuningObjective(ref),
+		v1beta1.TuningParameter{}.OpenAPIModelName():                   schema_pkg_apis_batch_v1beta1_TuningParameter(ref),
 		v1beta1.XGBoostTrainingJob{}.OpenAPIModelName():                schema_pkg_apis_batch_v1beta1_XGBoostTrainingJob(ref),
 		v1beta1.XGBoostTrainingJobList{}.OpenAPIModelName():            schema_pkg_apis_batch_v1beta1_XGBoostTrainingJobList(ref),
 		v1beta1.XGBoostTrainingJobSpec{}.OpenAPIModelName():            schema_pkg_apis_batch_v1beta1_XGBoostTrainingJobSpec(ref),
@@ -18381,6 +18395,50 @@ func schema_k8sio_apimachinery_pkg_version_Info(ref common.ReferenceCallback) co
 	}
 }
 
+func schema_pkg_apis_batch_v1beta1_ASHA(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ASHA is asynchronous successive halving.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"resource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Resource is steps (the default) or epochs.\n\nPossible enum values:\n - `\"epochs\"` counts the epochs the trials report.\n - `\"steps\"` counts the steps the trials report.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"epochs", "steps"},
+						},
+					},
+					"minResource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MinResource is the resource at the first rung, at least 1. Rung r lies at minResource * reductionFactor^r.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"reductionFactor": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ReductionFactor is how much smaller each rung's share of promoted trials is, from 2 to 10. Defaults to 3.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"rungs": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Rungs is the number of rungs, from 1 to 10. Defaults to 3.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"minResource"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_batch_v1beta1_Accounting(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -19173,6 +19231,36 @@ func schema_pkg_apis_batch_v1beta1_ContainerTermination(ref common.ReferenceCall
 	}
 }
 
+func schema_pkg_apis_batch_v1beta1_CurvePoint(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CurvePoint is one value of a trial's objective metric.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"progress": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Progress is the step (or epoch) of the value.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"value": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Value is the metric's value there.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"progress", "value"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_batch_v1beta1_DebugMode(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -19343,6 +19431,33 @@ func schema_pkg_apis_batch_v1beta1_DependentStatus(ref common.ReferenceCallback)
 		},
 		Dependencies: []string{
 			corev1.ObjectReference{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_EarlyStopping(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "EarlyStopping stops trials that fall behind. Exactly one of its fields is set.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"medianStop": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MedianStop stops a trial whose best value so far is worse than the median of the other trials' values at the same step.",
+							Ref:         ref(v1beta1.MedianStop{}.OpenAPIModelName()),
+						},
+					},
+					"asha": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ASHA, asynchronous successive halving, lets only the best 1/reductionFactor of the trials at each rung go on to the next, and pauses the others, with a checkpoint when the trial template has a checkpoint policy. A paused trial that later ranks in the best share of its rung is promoted: resumed, from its checkpoint.",
+							Ref:         ref(v1beta1.ASHA{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ASHA{}.OpenAPIModelName(), v1beta1.MedianStop{}.OpenAPIModelName()},
 	}
 }
 
@@ -20157,6 +20272,63 @@ func schema_pkg_apis_batch_v1beta1_MPIJobSpec(ref common.ReferenceCallback) comm
 		},
 		Dependencies: []string{
 			v1beta1.ReplicaSpec{}.OpenAPIModelName(), v1beta1.RunMode{}.OpenAPIModelName(), v1beta1.RunPolicy{}.OpenAPIModelName(), v1beta1.RuntimeRef{}.OpenAPIModelName(), v1beta1.SchedulePolicy{}.OpenAPIModelName(), v1beta1.TensorBoardSpec{}.OpenAPIModelName(), v1beta1.Trainer{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_MedianStop(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MedianStop is the median stopping rule.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"startStep": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartStep is the step before which no trial is stopped. Defaults to 1.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"minTrials": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MinTrials is how many other trials must have reported at a step before the rule judges a trial there. Defaults to 3.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_ParameterValue(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ParameterValue is one parameter's value in a trial.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the parameter's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"value": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Value is its value, as substituted into the trial.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name", "value"},
+			},
+		},
 	}
 }
 
@@ -22663,6 +22835,647 @@ func schema_pkg_apis_batch_v1beta1_TrainingRuntimeSpec(ref common.ReferenceCallb
 		},
 		Dependencies: []string{
 			v1beta1.TrainingJobTemplate{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_TrialCounts(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TrialCounts are a search's trials by state.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"pending": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
+					"running": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
+					"paused": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
+					"succeeded": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
+					"failed": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
+					"stopped": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_TrialStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TrialStatus is one trial: its parameter values, its job's state and what it reported.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the trial's job name, <search>-<index>.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"index": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Index counts the trials of the search from 0.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"parameters": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Parameters are the trial's values, in the order of spec.parameters.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ParameterValue{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"state": {
+						SchemaProps: spec.SchemaProps{
+							Description: "State is Pending, Running, Paused, Succeeded, Failed or Stopped.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"value": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Value is the trial's objective value so far, by spec.objective.trialValue.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"progress": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Progress is the last step (or epoch, under asha over epochs) the trial reported.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"rung": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Rung is the number of asha rungs the trial has reached.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"rungValues": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "RungValues are the trial's values at the rungs it reached, first rung first.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"promotions": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Promotions counts the times asha resumed the trial after a pause.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"curve": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Curve is the trial's objective metric over its progress, at most 16 points, thinned evenly as the trial goes on.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.CurvePoint{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message says why the trial is where it is: which rung paused it, or that a promotion restarts it from the beginning for want of a checkpoint policy.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name", "index", "parameters", "state"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.CurvePoint{}.OpenAPIModelName(), v1beta1.ParameterValue{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_TuningAlgorithm(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TuningAlgorithm chooses each trial's parameter values.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is random (the default), grid or tpe.\n\nPossible enum values:\n - `\"grid\"` walks the grid of every parameter's values in order.\n - `\"random\"` draws every parameter independently.\n - `\"tpe\"` , the tree-structured Parzen estimator, draws random values for the first startupTrials trials, then values that are likelier among the better trials than among the worse.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"grid", "random", "tpe"},
+						},
+					},
+					"seed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Seed makes the choices repeatable: a search with the same seed and the same trial results chooses the same values. Unset, the search picks one and records it in status.seed.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"startupTrials": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartupTrials is how many random trials tpe runs before it models the results. Defaults to 3 under tpe.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_TuningJob(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TuningJob is a hyperparameter search: it runs trials, ordinary training jobs made from one template with different parameter values, and looks for the values that give the best objective. Under asha early stopping a trial that falls behind is paused with a checkpoint, and resumed from it when the trials after it show it was better than it looked.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the search the user asks for.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.TuningJobSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is how the search stands: its trials, the best so far, and its conditions.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.TuningJobStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.ObjectMeta{}.OpenAPIModelName(), v1beta1.TuningJobSpec{}.OpenAPIModelName(), v1beta1.TuningJobStatus{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_TuningJobList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TuningJobList is a list of TuningJobs.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the searches in the list.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.TuningJob{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			metav1.ListMeta{}.OpenAPIModelName(), v1beta1.TuningJob{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_TuningJobSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TuningJobSpec is a hyperparameter search.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"trialTemplate": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TrialTemplate is the job every trial is made from. Every string in it may hold placeholders ${param.<name>}, which a trial replaces with its value of that parameter; ${trial.name} is the trial's job name.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.TrainingJobTemplate{}.OpenAPIModelName()),
+						},
+					},
+					"parameters": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Parameters are the values the search varies, at most 16.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.TuningParameter{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"objective": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Objective is the metric the trials report and which way is better.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.TuningObjective{}.OpenAPIModelName()),
+						},
+					},
+					"algorithm": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Algorithm chooses each trial's parameter values. Defaults to random.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.TuningAlgorithm{}.OpenAPIModelName()),
+						},
+					},
+					"earlyStopping": {
+						SchemaProps: spec.SchemaProps{
+							Description: "EarlyStopping stops trials that fall behind before they finish. Unset, every trial runs to its end.",
+							Ref:         ref(v1beta1.EarlyStopping{}.OpenAPIModelName()),
+						},
+					},
+					"parallelTrials": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ParallelTrials is how many trials may run at once. Defaults to 1.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"maxTrials": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxTrials is how many trials the search makes in all, from parallelTrials to 500. Defaults to 10.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"maxFailedTrials": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxFailedTrials is how many trials may fail before the search fails. Defaults to 3.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"suspend": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Suspend, set by the pause subresource and cleared by resume, holds the search: no new trial starts and running trials are paused.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"trialTemplate", "parameters", "objective"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.EarlyStopping{}.OpenAPIModelName(), v1beta1.TrainingJobTemplate{}.OpenAPIModelName(), v1beta1.TuningAlgorithm{}.OpenAPIModelName(), v1beta1.TuningObjective{}.OpenAPIModelName(), v1beta1.TuningParameter{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_TuningJobStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TuningJobStatus is how a search stands.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObservedGeneration is the generation of the spec this status describes.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions are Running, Suspended, Succeeded and Failed.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(metav1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"seed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Seed is the seed the algorithm uses: spec.algorithm.seed, or the one the search picked.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"trials": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Trials are every trial made so far, in the order they were made. A trial is recorded here before its job is created.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.TrialStatus{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"counts": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Counts are the trials by state.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.TrialCounts{}.OpenAPIModelName()),
+						},
+					},
+					"bestTrial": {
+						SchemaProps: spec.SchemaProps{
+							Description: "BestTrial names the trial with the best objective value so far.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"bestValue": {
+						SchemaProps: spec.SchemaProps{
+							Description: "BestValue is that trial's objective value.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"startTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartTime is when the search started.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"completionTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CompletionTime is when the search ended.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName(), v1beta1.TrialCounts{}.OpenAPIModelName(), v1beta1.TrialStatus{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_TuningObjective(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TuningObjective is what the search optimizes.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"metric": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Metric names a metric of the trials' progress reports, such as loss or accuracy.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"direction": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Direction is minimize or maximize.\n\nPossible enum values:\n - `\"maximize\"` prefers larger values, as of an accuracy.\n - `\"minimize\"` prefers smaller values, as of a loss.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"maximize", "minimize"},
+						},
+					},
+					"goal": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Goal, when set, ends the search as Succeeded as soon as a trial reaches it: a decimal string.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"trialValue": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TrialValue is which value of a trial counts: last (the default), best or atStep.\n\nPossible enum values:\n - `\"atStep\"` is the value the trial reported at objective.step, or the last one before it.\n - `\"best\"` is the best value the trial reported.\n - `\"last\"` is the last value the trial reported.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"atStep", "best", "last"},
+						},
+					},
+					"step": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Step is the step whose value counts under trialValue atStep.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+				Required: []string{"metric", "direction"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_TuningParameter(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TuningParameter is one value the search varies.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is what placeholders call the parameter: letters, digits and \"_\", starting with a letter; at most 63 characters.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is double, int or categorical.\n\nPossible enum values:\n - `\"categorical\"` takes one of its values.\n - `\"double\"` takes decimal values from min to max.\n - `\"int\"` takes whole numbers from min to max.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"categorical", "double", "int"},
+						},
+					},
+					"min": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Min is the smallest value of a double or int parameter, as a decimal string.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"max": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Max is the largest value of a double or int parameter, at least min.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"step": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Step, when set, makes a double or int parameter take only min, min+step, min+2*step... up to max. A grid search needs it for a double parameter; an int parameter's grid steps by 1 without it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"logScale": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LogScale samples a double or int parameter evenly over the logarithm of its range, as suits learning rates; min must then be above 0.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"values": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Values are the choices of a categorical parameter, at least one.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"name", "type"},
+			},
+		},
 	}
 }
 

@@ -101,6 +101,58 @@ func internalFuncs() []interface{} {
 				s.RunPolicy.StartupPolicy = oneOf(c, batch.StartupPolicyInOrder, batch.StartupPolicyAnyOrder)
 			}
 		},
+		// Defaulted searches, whose lists come back nil when empty.
+		func(s *batch.TuningJobSpec, c randfill.Continue) {
+			c.FillNoCustom(s)
+			if s.Algorithm.Name == "" {
+				s.Algorithm.Name = batch.AlgorithmRandom
+			}
+			if s.Algorithm.Name == batch.AlgorithmTPE && s.Algorithm.StartupTrials == 0 {
+				s.Algorithm.StartupTrials = 1 + c.Int31n(5)
+			}
+			if s.ParallelTrials == 0 {
+				s.ParallelTrials = 1 + c.Int31n(4)
+			}
+			if s.MaxTrials == 0 {
+				s.MaxTrials = 1 + c.Int31n(50)
+			}
+			if s.MaxFailedTrials == nil {
+				s.MaxFailedTrials = ptr.To(c.Int31n(5))
+			}
+			if s.Objective.TrialValue == "" {
+				s.Objective.TrialValue = batch.TrialValueLast
+			}
+			if s.EarlyStopping != nil {
+				if a := s.EarlyStopping.ASHA; a != nil {
+					if a.Resource == "" {
+						a.Resource = batch.ResourceSteps
+					}
+					if a.ReductionFactor == 0 {
+						a.ReductionFactor = 2 + c.Int31n(3)
+					}
+					if a.Rungs == 0 {
+						a.Rungs = 1 + c.Int31n(4)
+					}
+				}
+				if m := s.EarlyStopping.MedianStop; m != nil {
+					if m.StartStep == 0 {
+						m.StartStep = 1 + c.Int63n(10)
+					}
+					if m.MinTrials == 0 {
+						m.MinTrials = 1 + c.Int31n(5)
+					}
+				}
+			}
+			if len(s.Parameters) == 0 {
+				s.Parameters = nil
+			}
+		},
+		func(s *batch.TuningJobStatus, c randfill.Continue) {
+			c.FillNoCustom(s)
+			if len(s.Trials) == 0 {
+				s.Trials = nil
+			}
+		},
 		func(t *batch.TorchrunConfig, c randfill.Continue) {
 			c.FillNoCustom(t)
 			if t.MaxRestarts == nil {

@@ -57,6 +57,14 @@ func addDefaultingFuncs(scheme *runtime.Scheme) error {
 			}
 		})
 	}
+	// A search's own defaults, without the generated ones that would reach
+	// into its trial template.
+	scheme.AddTypeDefaultingFunc(&TuningJob{}, func(obj any) { setTuningJobDefaults(obj.(*TuningJob)) })
+	scheme.AddTypeDefaultingFunc(&TuningJobList{}, func(obj any) {
+		for i := range obj.(*TuningJobList).Items {
+			setTuningJobDefaults(&obj.(*TuningJobList).Items[i])
+		}
+	})
 	return nil
 }
 

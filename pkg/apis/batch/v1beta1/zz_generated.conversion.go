@@ -37,6 +37,16 @@ func init() {
 // RegisterConversions adds conversion functions to the given scheme.
 // Public to allow building arbitrary schemes.
 func RegisterConversions(s *runtime.Scheme) error {
+	if err := s.AddGeneratedConversionFunc((*ASHA)(nil), (*batch.ASHA)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ASHA_To_batch_ASHA(a.(*ASHA), b.(*batch.ASHA), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.ASHA)(nil), (*ASHA)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_ASHA_To_v1beta1_ASHA(a.(*batch.ASHA), b.(*ASHA), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*Accounting)(nil), (*batch.Accounting)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1beta1_Accounting_To_batch_Accounting(a.(*Accounting), b.(*batch.Accounting), scope)
 	}); err != nil {
@@ -177,6 +187,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*CurvePoint)(nil), (*batch.CurvePoint)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CurvePoint_To_batch_CurvePoint(a.(*CurvePoint), b.(*batch.CurvePoint), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.CurvePoint)(nil), (*CurvePoint)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_CurvePoint_To_v1beta1_CurvePoint(a.(*batch.CurvePoint), b.(*CurvePoint), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*batch.DebugMode)(nil), (*DebugMode)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_batch_DebugMode_To_v1beta1_DebugMode(a.(*batch.DebugMode), b.(*DebugMode), scope)
 	}); err != nil {
@@ -199,6 +219,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*batch.DependentStatus)(nil), (*DependentStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_batch_DependentStatus_To_v1beta1_DependentStatus(a.(*batch.DependentStatus), b.(*DependentStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*EarlyStopping)(nil), (*batch.EarlyStopping)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_EarlyStopping_To_batch_EarlyStopping(a.(*EarlyStopping), b.(*batch.EarlyStopping), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.EarlyStopping)(nil), (*EarlyStopping)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_EarlyStopping_To_v1beta1_EarlyStopping(a.(*batch.EarlyStopping), b.(*EarlyStopping), scope)
 	}); err != nil {
 		return err
 	}
@@ -329,6 +359,26 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*batch.MPIJobSpec)(nil), (*MPIJobSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_batch_MPIJobSpec_To_v1beta1_MPIJobSpec(a.(*batch.MPIJobSpec), b.(*MPIJobSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*MedianStop)(nil), (*batch.MedianStop)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_MedianStop_To_batch_MedianStop(a.(*MedianStop), b.(*batch.MedianStop), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.MedianStop)(nil), (*MedianStop)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_MedianStop_To_v1beta1_MedianStop(a.(*batch.MedianStop), b.(*MedianStop), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ParameterValue)(nil), (*batch.ParameterValue)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ParameterValue_To_batch_ParameterValue(a.(*ParameterValue), b.(*batch.ParameterValue), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.ParameterValue)(nil), (*ParameterValue)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_ParameterValue_To_v1beta1_ParameterValue(a.(*batch.ParameterValue), b.(*ParameterValue), scope)
 	}); err != nil {
 		return err
 	}
@@ -747,6 +797,96 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*TrialCounts)(nil), (*batch.TrialCounts)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_TrialCounts_To_batch_TrialCounts(a.(*TrialCounts), b.(*batch.TrialCounts), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.TrialCounts)(nil), (*TrialCounts)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_TrialCounts_To_v1beta1_TrialCounts(a.(*batch.TrialCounts), b.(*TrialCounts), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*TrialStatus)(nil), (*batch.TrialStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_TrialStatus_To_batch_TrialStatus(a.(*TrialStatus), b.(*batch.TrialStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.TrialStatus)(nil), (*TrialStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_TrialStatus_To_v1beta1_TrialStatus(a.(*batch.TrialStatus), b.(*TrialStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*TuningAlgorithm)(nil), (*batch.TuningAlgorithm)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_TuningAlgorithm_To_batch_TuningAlgorithm(a.(*TuningAlgorithm), b.(*batch.TuningAlgorithm), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.TuningAlgorithm)(nil), (*TuningAlgorithm)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_TuningAlgorithm_To_v1beta1_TuningAlgorithm(a.(*batch.TuningAlgorithm), b.(*TuningAlgorithm), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*TuningJob)(nil), (*batch.TuningJob)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_TuningJob_To_batch_TuningJob(a.(*TuningJob), b.(*batch.TuningJob), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.TuningJob)(nil), (*TuningJob)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_TuningJob_To_v1beta1_TuningJob(a.(*batch.TuningJob), b.(*TuningJob), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*TuningJobList)(nil), (*batch.TuningJobList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_TuningJobList_To_batch_TuningJobList(a.(*TuningJobList), b.(*batch.TuningJobList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.TuningJobList)(nil), (*TuningJobList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_TuningJobList_To_v1beta1_TuningJobList(a.(*batch.TuningJobList), b.(*TuningJobList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*TuningJobSpec)(nil), (*batch.TuningJobSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_TuningJobSpec_To_batch_TuningJobSpec(a.(*TuningJobSpec), b.(*batch.TuningJobSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.TuningJobSpec)(nil), (*TuningJobSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_TuningJobSpec_To_v1beta1_TuningJobSpec(a.(*batch.TuningJobSpec), b.(*TuningJobSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*TuningJobStatus)(nil), (*batch.TuningJobStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_TuningJobStatus_To_batch_TuningJobStatus(a.(*TuningJobStatus), b.(*batch.TuningJobStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.TuningJobStatus)(nil), (*TuningJobStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_TuningJobStatus_To_v1beta1_TuningJobStatus(a.(*batch.TuningJobStatus), b.(*TuningJobStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*TuningObjective)(nil), (*batch.TuningObjective)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_TuningObjective_To_batch_TuningObjective(a.(*TuningObjective), b.(*batch.TuningObjective), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.TuningObjective)(nil), (*TuningObjective)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_TuningObjective_To_v1beta1_TuningObjective(a.(*batch.TuningObjective), b.(*TuningObjective), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*TuningParameter)(nil), (*batch.TuningParameter)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_TuningParameter_To_batch_TuningParameter(a.(*TuningParameter), b.(*batch.TuningParameter), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*batch.TuningParameter)(nil), (*TuningParameter)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_batch_TuningParameter_To_v1beta1_TuningParameter(a.(*batch.TuningParameter), b.(*TuningParameter), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*XGBoostTrainingJob)(nil), (*batch.XGBoostTrainingJob)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1beta1_XGBoostTrainingJob_To_batch_XGBoostTrainingJob(a.(*XGBoostTrainingJob), b.(*batch.XGBoostTrainingJob), scope)
 	}); err != nil {
@@ -788,6 +928,26 @@ func RegisterConversions(s *runtime.Scheme) error {
 		return err
 	}
 	return nil
+}
+
+func autoConvert_v1beta1_ASHA_To_batch_ASHA(in *ASHA, out *batch.ASHA, s conversion.Scope) error {
+	*out = *(*batch.ASHA)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ASHA_To_batch_ASHA is an autogenerated conversion function.
+func Convert_v1beta1_ASHA_To_batch_ASHA(in *ASHA, out *batch.ASHA, s conversion.Scope) error {
+	return autoConvert_v1beta1_ASHA_To_batch_ASHA(in, out, s)
+}
+
+func autoConvert_batch_ASHA_To_v1beta1_ASHA(in *batch.ASHA, out *ASHA, s conversion.Scope) error {
+	*out = *(*ASHA)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_batch_ASHA_To_v1beta1_ASHA is an autogenerated conversion function.
+func Convert_batch_ASHA_To_v1beta1_ASHA(in *batch.ASHA, out *ASHA, s conversion.Scope) error {
+	return autoConvert_batch_ASHA_To_v1beta1_ASHA(in, out, s)
 }
 
 func autoConvert_v1beta1_Accounting_To_batch_Accounting(in *Accounting, out *batch.Accounting, s conversion.Scope) error {
@@ -1106,6 +1266,26 @@ func Convert_batch_ContainerTermination_To_v1beta1_ContainerTermination(in *batc
 	return autoConvert_batch_ContainerTermination_To_v1beta1_ContainerTermination(in, out, s)
 }
 
+func autoConvert_v1beta1_CurvePoint_To_batch_CurvePoint(in *CurvePoint, out *batch.CurvePoint, s conversion.Scope) error {
+	*out = *(*batch.CurvePoint)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_CurvePoint_To_batch_CurvePoint is an autogenerated conversion function.
+func Convert_v1beta1_CurvePoint_To_batch_CurvePoint(in *CurvePoint, out *batch.CurvePoint, s conversion.Scope) error {
+	return autoConvert_v1beta1_CurvePoint_To_batch_CurvePoint(in, out, s)
+}
+
+func autoConvert_batch_CurvePoint_To_v1beta1_CurvePoint(in *batch.CurvePoint, out *CurvePoint, s conversion.Scope) error {
+	*out = *(*CurvePoint)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_batch_CurvePoint_To_v1beta1_CurvePoint is an autogenerated conversion function.
+func Convert_batch_CurvePoint_To_v1beta1_CurvePoint(in *batch.CurvePoint, out *CurvePoint, s conversion.Scope) error {
+	return autoConvert_batch_CurvePoint_To_v1beta1_CurvePoint(in, out, s)
+}
+
 func autoConvert_v1beta1_DebugMode_To_batch_DebugMode(in *DebugMode, out *batch.DebugMode, s conversion.Scope) error {
 	out.Enabled = in.Enabled
 	// WARNING: in.Enable requires manual conversion: does not exist in peer-type
@@ -1164,6 +1344,26 @@ func autoConvert_batch_DependentStatus_To_v1beta1_DependentStatus(in *batch.Depe
 // Convert_batch_DependentStatus_To_v1beta1_DependentStatus is an autogenerated conversion function.
 func Convert_batch_DependentStatus_To_v1beta1_DependentStatus(in *batch.DependentStatus, out *DependentStatus, s conversion.Scope) error {
 	return autoConvert_batch_DependentStatus_To_v1beta1_DependentStatus(in, out, s)
+}
+
+func autoConvert_v1beta1_EarlyStopping_To_batch_EarlyStopping(in *EarlyStopping, out *batch.EarlyStopping, s conversion.Scope) error {
+	*out = *(*batch.EarlyStopping)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_EarlyStopping_To_batch_EarlyStopping is an autogenerated conversion function.
+func Convert_v1beta1_EarlyStopping_To_batch_EarlyStopping(in *EarlyStopping, out *batch.EarlyStopping, s conversion.Scope) error {
+	return autoConvert_v1beta1_EarlyStopping_To_batch_EarlyStopping(in, out, s)
+}
+
+func autoConvert_batch_EarlyStopping_To_v1beta1_EarlyStopping(in *batch.EarlyStopping, out *EarlyStopping, s conversion.Scope) error {
+	*out = *(*EarlyStopping)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_batch_EarlyStopping_To_v1beta1_EarlyStopping is an autogenerated conversion function.
+func Convert_batch_EarlyStopping_To_v1beta1_EarlyStopping(in *batch.EarlyStopping, out *EarlyStopping, s conversion.Scope) error {
+	return autoConvert_batch_EarlyStopping_To_v1beta1_EarlyStopping(in, out, s)
 }
 
 func autoConvert_v1beta1_ElasticConfig_To_batch_ElasticConfig(in *ElasticConfig, out *batch.ElasticConfig, s conversion.Scope) error {
@@ -1512,6 +1712,46 @@ func autoConvert_batch_MPIJobSpec_To_v1beta1_MPIJobSpec(in *batch.MPIJobSpec, ou
 // Convert_batch_MPIJobSpec_To_v1beta1_MPIJobSpec is an autogenerated conversion function.
 func Convert_batch_MPIJobSpec_To_v1beta1_MPIJobSpec(in *batch.MPIJobSpec, out *MPIJobSpec, s conversion.Scope) error {
 	return autoConvert_batch_MPIJobSpec_To_v1beta1_MPIJobSpec(in, out, s)
+}
+
+func autoConvert_v1beta1_MedianStop_To_batch_MedianStop(in *MedianStop, out *batch.MedianStop, s conversion.Scope) error {
+	*out = *(*batch.MedianStop)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_MedianStop_To_batch_MedianStop is an autogenerated conversion function.
+func Convert_v1beta1_MedianStop_To_batch_MedianStop(in *MedianStop, out *batch.MedianStop, s conversion.Scope) error {
+	return autoConvert_v1beta1_MedianStop_To_batch_MedianStop(in, out, s)
+}
+
+func autoConvert_batch_MedianStop_To_v1beta1_MedianStop(in *batch.MedianStop, out *MedianStop, s conversion.Scope) error {
+	*out = *(*MedianStop)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_batch_MedianStop_To_v1beta1_MedianStop is an autogenerated conversion function.
+func Convert_batch_MedianStop_To_v1beta1_MedianStop(in *batch.MedianStop, out *MedianStop, s conversion.Scope) error {
+	return autoConvert_batch_MedianStop_To_v1beta1_MedianStop(in, out, s)
+}
+
+func autoConvert_v1beta1_ParameterValue_To_batch_ParameterValue(in *ParameterValue, out *batch.ParameterValue, s conversion.Scope) error {
+	*out = *(*batch.ParameterValue)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ParameterValue_To_batch_ParameterValue is an autogenerated conversion function.
+func Convert_v1beta1_ParameterValue_To_batch_ParameterValue(in *ParameterValue, out *batch.ParameterValue, s conversion.Scope) error {
+	return autoConvert_v1beta1_ParameterValue_To_batch_ParameterValue(in, out, s)
+}
+
+func autoConvert_batch_ParameterValue_To_v1beta1_ParameterValue(in *batch.ParameterValue, out *ParameterValue, s conversion.Scope) error {
+	*out = *(*ParameterValue)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_batch_ParameterValue_To_v1beta1_ParameterValue is an autogenerated conversion function.
+func Convert_batch_ParameterValue_To_v1beta1_ParameterValue(in *batch.ParameterValue, out *ParameterValue, s conversion.Scope) error {
+	return autoConvert_batch_ParameterValue_To_v1beta1_ParameterValue(in, out, s)
 }
 
 func autoConvert_v1beta1_PauseMode_To_batch_PauseMode(in *PauseMode, out *batch.PauseMode, s conversion.Scope) error {
@@ -2712,6 +2952,248 @@ func autoConvert_batch_TrainingRuntimeSpec_To_v1beta1_TrainingRuntimeSpec(in *ba
 // Convert_batch_TrainingRuntimeSpec_To_v1beta1_TrainingRuntimeSpec is an autogenerated conversion function.
 func Convert_batch_TrainingRuntimeSpec_To_v1beta1_TrainingRuntimeSpec(in *batch.TrainingRuntimeSpec, out *TrainingRuntimeSpec, s conversion.Scope) error {
 	return autoConvert_batch_TrainingRuntimeSpec_To_v1beta1_TrainingRuntimeSpec(in, out, s)
+}
+
+func autoConvert_v1beta1_TrialCounts_To_batch_TrialCounts(in *TrialCounts, out *batch.TrialCounts, s conversion.Scope) error {
+	*out = *(*batch.TrialCounts)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_TrialCounts_To_batch_TrialCounts is an autogenerated conversion function.
+func Convert_v1beta1_TrialCounts_To_batch_TrialCounts(in *TrialCounts, out *batch.TrialCounts, s conversion.Scope) error {
+	return autoConvert_v1beta1_TrialCounts_To_batch_TrialCounts(in, out, s)
+}
+
+func autoConvert_batch_TrialCounts_To_v1beta1_TrialCounts(in *batch.TrialCounts, out *TrialCounts, s conversion.Scope) error {
+	*out = *(*TrialCounts)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_batch_TrialCounts_To_v1beta1_TrialCounts is an autogenerated conversion function.
+func Convert_batch_TrialCounts_To_v1beta1_TrialCounts(in *batch.TrialCounts, out *TrialCounts, s conversion.Scope) error {
+	return autoConvert_batch_TrialCounts_To_v1beta1_TrialCounts(in, out, s)
+}
+
+func autoConvert_v1beta1_TrialStatus_To_batch_TrialStatus(in *TrialStatus, out *batch.TrialStatus, s conversion.Scope) error {
+	*out = *(*batch.TrialStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_TrialStatus_To_batch_TrialStatus is an autogenerated conversion function.
+func Convert_v1beta1_TrialStatus_To_batch_TrialStatus(in *TrialStatus, out *batch.TrialStatus, s conversion.Scope) error {
+	return autoConvert_v1beta1_TrialStatus_To_batch_TrialStatus(in, out, s)
+}
+
+func autoConvert_batch_TrialStatus_To_v1beta1_TrialStatus(in *batch.TrialStatus, out *TrialStatus, s conversion.Scope) error {
+	*out = *(*TrialStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_batch_TrialStatus_To_v1beta1_TrialStatus is an autogenerated conversion function.
+func Convert_batch_TrialStatus_To_v1beta1_TrialStatus(in *batch.TrialStatus, out *TrialStatus, s conversion.Scope) error {
+	return autoConvert_batch_TrialStatus_To_v1beta1_TrialStatus(in, out, s)
+}
+
+func autoConvert_v1beta1_TuningAlgorithm_To_batch_TuningAlgorithm(in *TuningAlgorithm, out *batch.TuningAlgorithm, s conversion.Scope) error {
+	*out = *(*batch.TuningAlgorithm)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_TuningAlgorithm_To_batch_TuningAlgorithm is an autogenerated conversion function.
+func Convert_v1beta1_TuningAlgorithm_To_batch_TuningAlgorithm(in *TuningAlgorithm, out *batch.TuningAlgorithm, s conversion.Scope) error {
+	return autoConvert_v1beta1_TuningAlgorithm_To_batch_TuningAlgorithm(in, out, s)
+}
+
+func autoConvert_batch_TuningAlgorithm_To_v1beta1_TuningAlgorithm(in *batch.TuningAlgorithm, out *TuningAlgorithm, s conversion.Scope) error {
+	*out = *(*TuningAlgorithm)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_batch_TuningAlgorithm_To_v1beta1_TuningAlgorithm is an autogenerated conversion function.
+func Convert_batch_TuningAlgorithm_To_v1beta1_TuningAlgorithm(in *batch.TuningAlgorithm, out *TuningAlgorithm, s conversion.Scope) error {
+	return autoConvert_batch_TuningAlgorithm_To_v1beta1_TuningAlgorithm(in, out, s)
+}
+
+func autoConvert_v1beta1_TuningJob_To_batch_TuningJob(in *TuningJob, out *batch.TuningJob, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1beta1_TuningJobSpec_To_batch_TuningJobSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_v1beta1_TuningJobStatus_To_batch_TuningJobStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1beta1_TuningJob_To_batch_TuningJob is an autogenerated conversion function.
+func Convert_v1beta1_TuningJob_To_batch_TuningJob(in *TuningJob, out *batch.TuningJob, s conversion.Scope) error {
+	return autoConvert_v1beta1_TuningJob_To_batch_TuningJob(in, out, s)
+}
+
+func autoConvert_batch_TuningJob_To_v1beta1_TuningJob(in *batch.TuningJob, out *TuningJob, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_batch_TuningJobSpec_To_v1beta1_TuningJobSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_batch_TuningJobStatus_To_v1beta1_TuningJobStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_batch_TuningJob_To_v1beta1_TuningJob is an autogenerated conversion function.
+func Convert_batch_TuningJob_To_v1beta1_TuningJob(in *batch.TuningJob, out *TuningJob, s conversion.Scope) error {
+	return autoConvert_batch_TuningJob_To_v1beta1_TuningJob(in, out, s)
+}
+
+func autoConvert_v1beta1_TuningJobList_To_batch_TuningJobList(in *TuningJobList, out *batch.TuningJobList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]batch.TuningJob, len(*in))
+		for i := range *in {
+			if err := Convert_v1beta1_TuningJob_To_batch_TuningJob(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
+	return nil
+}
+
+// Convert_v1beta1_TuningJobList_To_batch_TuningJobList is an autogenerated conversion function.
+func Convert_v1beta1_TuningJobList_To_batch_TuningJobList(in *TuningJobList, out *batch.TuningJobList, s conversion.Scope) error {
+	return autoConvert_v1beta1_TuningJobList_To_batch_TuningJobList(in, out, s)
+}
+
+func autoConvert_batch_TuningJobList_To_v1beta1_TuningJobList(in *batch.TuningJobList, out *TuningJobList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]TuningJob, len(*in))
+		for i := range *in {
+			if err := Convert_batch_TuningJob_To_v1beta1_TuningJob(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
+	return nil
+}
+
+// Convert_batch_TuningJobList_To_v1beta1_TuningJobList is an autogenerated conversion function.
+func Convert_batch_TuningJobList_To_v1beta1_TuningJobList(in *batch.TuningJobList, out *TuningJobList, s conversion.Scope) error {
+	return autoConvert_batch_TuningJobList_To_v1beta1_TuningJobList(in, out, s)
+}
+
+func autoConvert_v1beta1_TuningJobSpec_To_batch_TuningJobSpec(in *TuningJobSpec, out *batch.TuningJobSpec, s conversion.Scope) error {
+	if err := Convert_v1beta1_TrainingJobTemplate_To_batch_TrainingJobTemplate(&in.TrialTemplate, &out.TrialTemplate, s); err != nil {
+		return err
+	}
+	out.Parameters = *(*[]batch.TuningParameter)(unsafe.Pointer(&in.Parameters))
+	if err := Convert_v1beta1_TuningObjective_To_batch_TuningObjective(&in.Objective, &out.Objective, s); err != nil {
+		return err
+	}
+	if err := Convert_v1beta1_TuningAlgorithm_To_batch_TuningAlgorithm(&in.Algorithm, &out.Algorithm, s); err != nil {
+		return err
+	}
+	out.EarlyStopping = (*batch.EarlyStopping)(unsafe.Pointer(in.EarlyStopping))
+	out.ParallelTrials = in.ParallelTrials
+	out.MaxTrials = in.MaxTrials
+	out.MaxFailedTrials = (*int32)(unsafe.Pointer(in.MaxFailedTrials))
+	out.Suspend = in.Suspend
+	return nil
+}
+
+// Convert_v1beta1_TuningJobSpec_To_batch_TuningJobSpec is an autogenerated conversion function.
+func Convert_v1beta1_TuningJobSpec_To_batch_TuningJobSpec(in *TuningJobSpec, out *batch.TuningJobSpec, s conversion.Scope) error {
+	return autoConvert_v1beta1_TuningJobSpec_To_batch_TuningJobSpec(in, out, s)
+}
+
+func autoConvert_batch_TuningJobSpec_To_v1beta1_TuningJobSpec(in *batch.TuningJobSpec, out *TuningJobSpec, s conversion.Scope) error {
+	if err := Convert_batch_TrainingJobTemplate_To_v1beta1_TrainingJobTemplate(&in.TrialTemplate, &out.TrialTemplate, s); err != nil {
+		return err
+	}
+	out.Parameters = *(*[]TuningParameter)(unsafe.Pointer(&in.Parameters))
+	if err := Convert_batch_TuningObjective_To_v1beta1_TuningObjective(&in.Objective, &out.Objective, s); err != nil {
+		return err
+	}
+	if err := Convert_batch_TuningAlgorithm_To_v1beta1_TuningAlgorithm(&in.Algorithm, &out.Algorithm, s); err != nil {
+		return err
+	}
+	out.EarlyStopping = (*EarlyStopping)(unsafe.Pointer(in.EarlyStopping))
+	out.ParallelTrials = in.ParallelTrials
+	out.MaxTrials = in.MaxTrials
+	out.MaxFailedTrials = (*int32)(unsafe.Pointer(in.MaxFailedTrials))
+	out.Suspend = in.Suspend
+	return nil
+}
+
+// Convert_batch_TuningJobSpec_To_v1beta1_TuningJobSpec is an autogenerated conversion function.
+func Convert_batch_TuningJobSpec_To_v1beta1_TuningJobSpec(in *batch.TuningJobSpec, out *TuningJobSpec, s conversion.Scope) error {
+	return autoConvert_batch_TuningJobSpec_To_v1beta1_TuningJobSpec(in, out, s)
+}
+
+func autoConvert_v1beta1_TuningJobStatus_To_batch_TuningJobStatus(in *TuningJobStatus, out *batch.TuningJobStatus, s conversion.Scope) error {
+	*out = *(*batch.TuningJobStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_TuningJobStatus_To_batch_TuningJobStatus is an autogenerated conversion function.
+func Convert_v1beta1_TuningJobStatus_To_batch_TuningJobStatus(in *TuningJobStatus, out *batch.TuningJobStatus, s conversion.Scope) error {
+	return autoConvert_v1beta1_TuningJobStatus_To_batch_TuningJobStatus(in, out, s)
+}
+
+func autoConvert_batch_TuningJobStatus_To_v1beta1_TuningJobStatus(in *batch.TuningJobStatus, out *TuningJobStatus, s conversion.Scope) error {
+	*out = *(*TuningJobStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_batch_TuningJobStatus_To_v1beta1_TuningJobStatus is an autogenerated conversion function.
+func Convert_batch_TuningJobStatus_To_v1beta1_TuningJobStatus(in *batch.TuningJobStatus, out *TuningJobStatus, s conversion.Scope) error {
+	return autoConvert_batch_TuningJobStatus_To_v1beta1_TuningJobStatus(in, out, s)
+}
+
+func autoConvert_v1beta1_TuningObjective_To_batch_TuningObjective(in *TuningObjective, out *batch.TuningObjective, s conversion.Scope) error {
+	*out = *(*batch.TuningObjective)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_TuningObjective_To_batch_TuningObjective is an autogenerated conversion function.
+func Convert_v1beta1_TuningObjective_To_batch_TuningObjective(in *TuningObjective, out *batch.TuningObjective, s conversion.Scope) error {
+	return autoConvert_v1beta1_TuningObjective_To_batch_TuningObjective(in, out, s)
+}
+
+func autoConvert_batch_TuningObjective_To_v1beta1_TuningObjective(in *batch.TuningObjective, out *TuningObjective, s conversion.Scope) error {
+	*out = *(*TuningObjective)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_batch_TuningObjective_To_v1beta1_TuningObjective is an autogenerated conversion function.
+func Convert_batch_TuningObjective_To_v1beta1_TuningObjective(in *batch.TuningObjective, out *TuningObjective, s conversion.Scope) error {
+	return autoConvert_batch_TuningObjective_To_v1beta1_TuningObjective(in, out, s)
+}
+
+func autoConvert_v1beta1_TuningParameter_To_batch_TuningParameter(in *TuningParameter, out *batch.TuningParameter, s conversion.Scope) error {
+	*out = *(*batch.TuningParameter)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_TuningParameter_To_batch_TuningParameter is an autogenerated conversion function.
+func Convert_v1beta1_TuningParameter_To_batch_TuningParameter(in *TuningParameter, out *batch.TuningParameter, s conversion.Scope) error {
+	return autoConvert_v1beta1_TuningParameter_To_batch_TuningParameter(in, out, s)
+}
+
+func autoConvert_batch_TuningParameter_To_v1beta1_TuningParameter(in *batch.TuningParameter, out *TuningParameter, s conversion.Scope) error {
+	*out = *(*TuningParameter)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_batch_TuningParameter_To_v1beta1_TuningParameter is an autogenerated conversion function.
+func Convert_batch_TuningParameter_To_v1beta1_TuningParameter(in *batch.TuningParameter, out *TuningParameter, s conversion.Scope) error {
+	return autoConvert_batch_TuningParameter_To_v1beta1_TuningParameter(in, out, s)
 }
 
 func autoConvert_v1beta1_XGBoostTrainingJob_To_batch_XGBoostTrainingJob(in *XGBoostTrainingJob, out *batch.XGBoostTrainingJob, s conversion.Scope) error {

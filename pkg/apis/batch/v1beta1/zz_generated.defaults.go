@@ -43,6 +43,8 @@ func RegisterDefaults(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&TensorFlowTrainingJobList{}, func(obj interface{}) { SetObjectDefaults_TensorFlowTrainingJobList(obj.(*TensorFlowTrainingJobList)) })
 	scheme.AddTypeDefaultingFunc(&TrainingRuntime{}, func(obj interface{}) { SetObjectDefaults_TrainingRuntime(obj.(*TrainingRuntime)) })
 	scheme.AddTypeDefaultingFunc(&TrainingRuntimeList{}, func(obj interface{}) { SetObjectDefaults_TrainingRuntimeList(obj.(*TrainingRuntimeList)) })
+	scheme.AddTypeDefaultingFunc(&TuningJob{}, func(obj interface{}) { SetObjectDefaults_TuningJob(obj.(*TuningJob)) })
+	scheme.AddTypeDefaultingFunc(&TuningJobList{}, func(obj interface{}) { SetObjectDefaults_TuningJobList(obj.(*TuningJobList)) })
 	scheme.AddTypeDefaultingFunc(&XGBoostTrainingJob{}, func(obj interface{}) { SetObjectDefaults_XGBoostTrainingJob(obj.(*XGBoostTrainingJob)) })
 	scheme.AddTypeDefaultingFunc(&XGBoostTrainingJobList{}, func(obj interface{}) { SetObjectDefaults_XGBoostTrainingJobList(obj.(*XGBoostTrainingJobList)) })
 	return nil
@@ -3129,6 +3131,1096 @@ func SetObjectDefaults_TrainingRuntimeList(in *TrainingRuntimeList) {
 	for i := range in.Items {
 		a := &in.Items[i]
 		SetObjectDefaults_TrainingRuntime(a)
+	}
+}
+
+func SetObjectDefaults_TuningJob(in *TuningJob) {
+	if in.Spec.TrialTemplate.Pytorch != nil {
+		SetDefaults_PyTorchTrainingJobSpec(in.Spec.TrialTemplate.Pytorch)
+		SetDefaults_TrainingJobSpec(&in.Spec.TrialTemplate.Pytorch.TrainingJobSpec)
+		for i := range in.Spec.TrialTemplate.Pytorch.TrainingJobSpec.ReplicaSpecs {
+			a := &in.Spec.TrialTemplate.Pytorch.TrainingJobSpec.ReplicaSpecs[i]
+			SetDefaults_ReplicaSpec(a)
+			for j := range a.Template.Spec.Volumes {
+				b := &a.Template.Spec.Volumes[j]
+				if b.VolumeSource.ISCSI != nil {
+					if b.VolumeSource.ISCSI.ISCSIInterface == "" {
+						b.VolumeSource.ISCSI.ISCSIInterface = "default"
+					}
+				}
+				if b.VolumeSource.RBD != nil {
+					if b.VolumeSource.RBD.RBDPool == "" {
+						b.VolumeSource.RBD.RBDPool = "rbd"
+					}
+					if b.VolumeSource.RBD.RadosUser == "" {
+						b.VolumeSource.RBD.RadosUser = "admin"
+					}
+					if b.VolumeSource.RBD.Keyring == "" {
+						b.VolumeSource.RBD.Keyring = "/etc/ceph/keyring"
+					}
+				}
+				if b.VolumeSource.AzureDisk != nil {
+					if b.VolumeSource.AzureDisk.CachingMode == nil {
+						ptrVar1 := v1.AzureDataDiskCachingMode(v1.AzureDataDiskCachingReadWrite)
+						b.VolumeSource.AzureDisk.CachingMode = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.FSType == nil {
+						var ptrVar1 string = "ext4"
+						b.VolumeSource.AzureDisk.FSType = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.ReadOnly == nil {
+						var ptrVar1 bool = false
+						b.VolumeSource.AzureDisk.ReadOnly = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.Kind == nil {
+						ptrVar1 := v1.AzureDataDiskKind(v1.AzureSharedBlobDisk)
+						b.VolumeSource.AzureDisk.Kind = &ptrVar1
+					}
+				}
+				if b.VolumeSource.ScaleIO != nil {
+					if b.VolumeSource.ScaleIO.StorageMode == "" {
+						b.VolumeSource.ScaleIO.StorageMode = "ThinProvisioned"
+					}
+					if b.VolumeSource.ScaleIO.FSType == "" {
+						b.VolumeSource.ScaleIO.FSType = "xfs"
+					}
+				}
+			}
+			for j := range a.Template.Spec.InitContainers {
+				b := &a.Template.Spec.InitContainers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.Containers {
+				b := &a.Template.Spec.Containers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.EphemeralContainers {
+				b := &a.Template.Spec.EphemeralContainers[j]
+				for k := range b.EphemeralContainerCommon.Ports {
+					c := &b.EphemeralContainerCommon.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.EphemeralContainerCommon.Env {
+					c := &b.EphemeralContainerCommon.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.LivenessProbe != nil {
+					if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.ReadinessProbe != nil {
+					if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.StartupProbe != nil {
+					if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+		}
+		if in.Spec.TrialTemplate.Pytorch.TrainingJobSpec.RunMode != nil {
+			if in.Spec.TrialTemplate.Pytorch.TrainingJobSpec.RunMode.Debug != nil {
+				for i := range in.Spec.TrialTemplate.Pytorch.TrainingJobSpec.RunMode.Debug.ReplicaSpecs {
+					a := &in.Spec.TrialTemplate.Pytorch.TrainingJobSpec.RunMode.Debug.ReplicaSpecs[i]
+					SetDefaults_ReplicaDebugSpec(a)
+				}
+			}
+		}
+		SetDefaults_RunPolicy(&in.Spec.TrialTemplate.Pytorch.TrainingJobSpec.RunPolicy)
+		if in.Spec.TrialTemplate.Pytorch.TrainingJobSpec.RunPolicy.FailurePolicy != nil {
+			for i := range in.Spec.TrialTemplate.Pytorch.TrainingJobSpec.RunPolicy.FailurePolicy.Rules {
+				a := &in.Spec.TrialTemplate.Pytorch.TrainingJobSpec.RunPolicy.FailurePolicy.Rules[i]
+				for j := range a.OnPodConditions {
+					b := &a.OnPodConditions[j]
+					SetDefaults_FailurePolicyOnPodCondition(b)
+				}
+			}
+		}
+		if in.Spec.TrialTemplate.Pytorch.TrainingJobSpec.Trainer != nil {
+			for i := range in.Spec.TrialTemplate.Pytorch.TrainingJobSpec.Trainer.Env {
+				a := &in.Spec.TrialTemplate.Pytorch.TrainingJobSpec.Trainer.Env[i]
+				if a.ValueFrom != nil {
+					if a.ValueFrom.FileKeyRef != nil {
+						if a.ValueFrom.FileKeyRef.Optional == nil {
+							var ptrVar1 bool = false
+							a.ValueFrom.FileKeyRef.Optional = &ptrVar1
+						}
+					}
+				}
+			}
+		}
+		if in.Spec.TrialTemplate.Pytorch.TorchrunConfig != nil {
+			SetDefaults_TorchrunConfig(in.Spec.TrialTemplate.Pytorch.TorchrunConfig)
+		}
+	}
+	if in.Spec.TrialTemplate.Tensorflow != nil {
+		SetDefaults_TrainingJobSpec(&in.Spec.TrialTemplate.Tensorflow.TrainingJobSpec)
+		for i := range in.Spec.TrialTemplate.Tensorflow.TrainingJobSpec.ReplicaSpecs {
+			a := &in.Spec.TrialTemplate.Tensorflow.TrainingJobSpec.ReplicaSpecs[i]
+			SetDefaults_ReplicaSpec(a)
+			for j := range a.Template.Spec.Volumes {
+				b := &a.Template.Spec.Volumes[j]
+				if b.VolumeSource.ISCSI != nil {
+					if b.VolumeSource.ISCSI.ISCSIInterface == "" {
+						b.VolumeSource.ISCSI.ISCSIInterface = "default"
+					}
+				}
+				if b.VolumeSource.RBD != nil {
+					if b.VolumeSource.RBD.RBDPool == "" {
+						b.VolumeSource.RBD.RBDPool = "rbd"
+					}
+					if b.VolumeSource.RBD.RadosUser == "" {
+						b.VolumeSource.RBD.RadosUser = "admin"
+					}
+					if b.VolumeSource.RBD.Keyring == "" {
+						b.VolumeSource.RBD.Keyring = "/etc/ceph/keyring"
+					}
+				}
+				if b.VolumeSource.AzureDisk != nil {
+					if b.VolumeSource.AzureDisk.CachingMode == nil {
+						ptrVar1 := v1.AzureDataDiskCachingMode(v1.AzureDataDiskCachingReadWrite)
+						b.VolumeSource.AzureDisk.CachingMode = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.FSType == nil {
+						var ptrVar1 string = "ext4"
+						b.VolumeSource.AzureDisk.FSType = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.ReadOnly == nil {
+						var ptrVar1 bool = false
+						b.VolumeSource.AzureDisk.ReadOnly = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.Kind == nil {
+						ptrVar1 := v1.AzureDataDiskKind(v1.AzureSharedBlobDisk)
+						b.VolumeSource.AzureDisk.Kind = &ptrVar1
+					}
+				}
+				if b.VolumeSource.ScaleIO != nil {
+					if b.VolumeSource.ScaleIO.StorageMode == "" {
+						b.VolumeSource.ScaleIO.StorageMode = "ThinProvisioned"
+					}
+					if b.VolumeSource.ScaleIO.FSType == "" {
+						b.VolumeSource.ScaleIO.FSType = "xfs"
+					}
+				}
+			}
+			for j := range a.Template.Spec.InitContainers {
+				b := &a.Template.Spec.InitContainers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.Containers {
+				b := &a.Template.Spec.Containers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.EphemeralContainers {
+				b := &a.Template.Spec.EphemeralContainers[j]
+				for k := range b.EphemeralContainerCommon.Ports {
+					c := &b.EphemeralContainerCommon.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.EphemeralContainerCommon.Env {
+					c := &b.EphemeralContainerCommon.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.LivenessProbe != nil {
+					if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.ReadinessProbe != nil {
+					if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.StartupProbe != nil {
+					if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+		}
+		if in.Spec.TrialTemplate.Tensorflow.TrainingJobSpec.RunMode != nil {
+			if in.Spec.TrialTemplate.Tensorflow.TrainingJobSpec.RunMode.Debug != nil {
+				for i := range in.Spec.TrialTemplate.Tensorflow.TrainingJobSpec.RunMode.Debug.ReplicaSpecs {
+					a := &in.Spec.TrialTemplate.Tensorflow.TrainingJobSpec.RunMode.Debug.ReplicaSpecs[i]
+					SetDefaults_ReplicaDebugSpec(a)
+				}
+			}
+		}
+		SetDefaults_RunPolicy(&in.Spec.TrialTemplate.Tensorflow.TrainingJobSpec.RunPolicy)
+		if in.Spec.TrialTemplate.Tensorflow.TrainingJobSpec.RunPolicy.FailurePolicy != nil {
+			for i := range in.Spec.TrialTemplate.Tensorflow.TrainingJobSpec.RunPolicy.FailurePolicy.Rules {
+				a := &in.Spec.TrialTemplate.Tensorflow.TrainingJobSpec.RunPolicy.FailurePolicy.Rules[i]
+				for j := range a.OnPodConditions {
+					b := &a.OnPodConditions[j]
+					SetDefaults_FailurePolicyOnPodCondition(b)
+				}
+			}
+		}
+		if in.Spec.TrialTemplate.Tensorflow.TrainingJobSpec.Trainer != nil {
+			for i := range in.Spec.TrialTemplate.Tensorflow.TrainingJobSpec.Trainer.Env {
+				a := &in.Spec.TrialTemplate.Tensorflow.TrainingJobSpec.Trainer.Env[i]
+				if a.ValueFrom != nil {
+					if a.ValueFrom.FileKeyRef != nil {
+						if a.ValueFrom.FileKeyRef.Optional == nil {
+							var ptrVar1 bool = false
+							a.ValueFrom.FileKeyRef.Optional = &ptrVar1
+						}
+					}
+				}
+			}
+		}
+	}
+	if in.Spec.TrialTemplate.Xgboost != nil {
+		SetDefaults_TrainingJobSpec(&in.Spec.TrialTemplate.Xgboost.TrainingJobSpec)
+		for i := range in.Spec.TrialTemplate.Xgboost.TrainingJobSpec.ReplicaSpecs {
+			a := &in.Spec.TrialTemplate.Xgboost.TrainingJobSpec.ReplicaSpecs[i]
+			SetDefaults_ReplicaSpec(a)
+			for j := range a.Template.Spec.Volumes {
+				b := &a.Template.Spec.Volumes[j]
+				if b.VolumeSource.ISCSI != nil {
+					if b.VolumeSource.ISCSI.ISCSIInterface == "" {
+						b.VolumeSource.ISCSI.ISCSIInterface = "default"
+					}
+				}
+				if b.VolumeSource.RBD != nil {
+					if b.VolumeSource.RBD.RBDPool == "" {
+						b.VolumeSource.RBD.RBDPool = "rbd"
+					}
+					if b.VolumeSource.RBD.RadosUser == "" {
+						b.VolumeSource.RBD.RadosUser = "admin"
+					}
+					if b.VolumeSource.RBD.Keyring == "" {
+						b.VolumeSource.RBD.Keyring = "/etc/ceph/keyring"
+					}
+				}
+				if b.VolumeSource.AzureDisk != nil {
+					if b.VolumeSource.AzureDisk.CachingMode == nil {
+						ptrVar1 := v1.AzureDataDiskCachingMode(v1.AzureDataDiskCachingReadWrite)
+						b.VolumeSource.AzureDisk.CachingMode = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.FSType == nil {
+						var ptrVar1 string = "ext4"
+						b.VolumeSource.AzureDisk.FSType = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.ReadOnly == nil {
+						var ptrVar1 bool = false
+						b.VolumeSource.AzureDisk.ReadOnly = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.Kind == nil {
+						ptrVar1 := v1.AzureDataDiskKind(v1.AzureSharedBlobDisk)
+						b.VolumeSource.AzureDisk.Kind = &ptrVar1
+					}
+				}
+				if b.VolumeSource.ScaleIO != nil {
+					if b.VolumeSource.ScaleIO.StorageMode == "" {
+						b.VolumeSource.ScaleIO.StorageMode = "ThinProvisioned"
+					}
+					if b.VolumeSource.ScaleIO.FSType == "" {
+						b.VolumeSource.ScaleIO.FSType = "xfs"
+					}
+				}
+			}
+			for j := range a.Template.Spec.InitContainers {
+				b := &a.Template.Spec.InitContainers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.Containers {
+				b := &a.Template.Spec.Containers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.EphemeralContainers {
+				b := &a.Template.Spec.EphemeralContainers[j]
+				for k := range b.EphemeralContainerCommon.Ports {
+					c := &b.EphemeralContainerCommon.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.EphemeralContainerCommon.Env {
+					c := &b.EphemeralContainerCommon.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.LivenessProbe != nil {
+					if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.ReadinessProbe != nil {
+					if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.StartupProbe != nil {
+					if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+		}
+		if in.Spec.TrialTemplate.Xgboost.TrainingJobSpec.RunMode != nil {
+			if in.Spec.TrialTemplate.Xgboost.TrainingJobSpec.RunMode.Debug != nil {
+				for i := range in.Spec.TrialTemplate.Xgboost.TrainingJobSpec.RunMode.Debug.ReplicaSpecs {
+					a := &in.Spec.TrialTemplate.Xgboost.TrainingJobSpec.RunMode.Debug.ReplicaSpecs[i]
+					SetDefaults_ReplicaDebugSpec(a)
+				}
+			}
+		}
+		SetDefaults_RunPolicy(&in.Spec.TrialTemplate.Xgboost.TrainingJobSpec.RunPolicy)
+		if in.Spec.TrialTemplate.Xgboost.TrainingJobSpec.RunPolicy.FailurePolicy != nil {
+			for i := range in.Spec.TrialTemplate.Xgboost.TrainingJobSpec.RunPolicy.FailurePolicy.Rules {
+				a := &in.Spec.TrialTemplate.Xgboost.TrainingJobSpec.RunPolicy.FailurePolicy.Rules[i]
+				for j := range a.OnPodConditions {
+					b := &a.OnPodConditions[j]
+					SetDefaults_FailurePolicyOnPodCondition(b)
+				}
+			}
+		}
+		if in.Spec.TrialTemplate.Xgboost.TrainingJobSpec.Trainer != nil {
+			for i := range in.Spec.TrialTemplate.Xgboost.TrainingJobSpec.Trainer.Env {
+				a := &in.Spec.TrialTemplate.Xgboost.TrainingJobSpec.Trainer.Env[i]
+				if a.ValueFrom != nil {
+					if a.ValueFrom.FileKeyRef != nil {
+						if a.ValueFrom.FileKeyRef.Optional == nil {
+							var ptrVar1 bool = false
+							a.ValueFrom.FileKeyRef.Optional = &ptrVar1
+						}
+					}
+				}
+			}
+		}
+	}
+	if in.Spec.TrialTemplate.MPI != nil {
+		SetDefaults_MPIJobSpec(in.Spec.TrialTemplate.MPI)
+		SetDefaults_TrainingJobSpec(&in.Spec.TrialTemplate.MPI.TrainingJobSpec)
+		for i := range in.Spec.TrialTemplate.MPI.TrainingJobSpec.ReplicaSpecs {
+			a := &in.Spec.TrialTemplate.MPI.TrainingJobSpec.ReplicaSpecs[i]
+			SetDefaults_ReplicaSpec(a)
+			for j := range a.Template.Spec.Volumes {
+				b := &a.Template.Spec.Volumes[j]
+				if b.VolumeSource.ISCSI != nil {
+					if b.VolumeSource.ISCSI.ISCSIInterface == "" {
+						b.VolumeSource.ISCSI.ISCSIInterface = "default"
+					}
+				}
+				if b.VolumeSource.RBD != nil {
+					if b.VolumeSource.RBD.RBDPool == "" {
+						b.VolumeSource.RBD.RBDPool = "rbd"
+					}
+					if b.VolumeSource.RBD.RadosUser == "" {
+						b.VolumeSource.RBD.RadosUser = "admin"
+					}
+					if b.VolumeSource.RBD.Keyring == "" {
+						b.VolumeSource.RBD.Keyring = "/etc/ceph/keyring"
+					}
+				}
+				if b.VolumeSource.AzureDisk != nil {
+					if b.VolumeSource.AzureDisk.CachingMode == nil {
+						ptrVar1 := v1.AzureDataDiskCachingMode(v1.AzureDataDiskCachingReadWrite)
+						b.VolumeSource.AzureDisk.CachingMode = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.FSType == nil {
+						var ptrVar1 string = "ext4"
+						b.VolumeSource.AzureDisk.FSType = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.ReadOnly == nil {
+						var ptrVar1 bool = false
+						b.VolumeSource.AzureDisk.ReadOnly = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.Kind == nil {
+						ptrVar1 := v1.AzureDataDiskKind(v1.AzureSharedBlobDisk)
+						b.VolumeSource.AzureDisk.Kind = &ptrVar1
+					}
+				}
+				if b.VolumeSource.ScaleIO != nil {
+					if b.VolumeSource.ScaleIO.StorageMode == "" {
+						b.VolumeSource.ScaleIO.StorageMode = "ThinProvisioned"
+					}
+					if b.VolumeSource.ScaleIO.FSType == "" {
+						b.VolumeSource.ScaleIO.FSType = "xfs"
+					}
+				}
+			}
+			for j := range a.Template.Spec.InitContainers {
+				b := &a.Template.Spec.InitContainers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.Containers {
+				b := &a.Template.Spec.Containers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.EphemeralContainers {
+				b := &a.Template.Spec.EphemeralContainers[j]
+				for k := range b.EphemeralContainerCommon.Ports {
+					c := &b.EphemeralContainerCommon.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.EphemeralContainerCommon.Env {
+					c := &b.EphemeralContainerCommon.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.LivenessProbe != nil {
+					if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.ReadinessProbe != nil {
+					if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.StartupProbe != nil {
+					if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+		}
+		if in.Spec.TrialTemplate.MPI.TrainingJobSpec.RunMode != nil {
+			if in.Spec.TrialTemplate.MPI.TrainingJobSpec.RunMode.Debug != nil {
+				for i := range in.Spec.TrialTemplate.MPI.TrainingJobSpec.RunMode.Debug.ReplicaSpecs {
+					a := &in.Spec.TrialTemplate.MPI.TrainingJobSpec.RunMode.Debug.ReplicaSpecs[i]
+					SetDefaults_ReplicaDebugSpec(a)
+				}
+			}
+		}
+		SetDefaults_RunPolicy(&in.Spec.TrialTemplate.MPI.TrainingJobSpec.RunPolicy)
+		if in.Spec.TrialTemplate.MPI.TrainingJobSpec.RunPolicy.FailurePolicy != nil {
+			for i := range in.Spec.TrialTemplate.MPI.TrainingJobSpec.RunPolicy.FailurePolicy.Rules {
+				a := &in.Spec.TrialTemplate.MPI.TrainingJobSpec.RunPolicy.FailurePolicy.Rules[i]
+				for j := range a.OnPodConditions {
+					b := &a.OnPodConditions[j]
+					SetDefaults_FailurePolicyOnPodCondition(b)
+				}
+			}
+		}
+		if in.Spec.TrialTemplate.MPI.TrainingJobSpec.Trainer != nil {
+			for i := range in.Spec.TrialTemplate.MPI.TrainingJobSpec.Trainer.Env {
+				a := &in.Spec.TrialTemplate.MPI.TrainingJobSpec.Trainer.Env[i]
+				if a.ValueFrom != nil {
+					if a.ValueFrom.FileKeyRef != nil {
+						if a.ValueFrom.FileKeyRef.Optional == nil {
+							var ptrVar1 bool = false
+							a.ValueFrom.FileKeyRef.Optional = &ptrVar1
+						}
+					}
+				}
+			}
+		}
+	}
+	if in.Spec.TrialTemplate.Generic != nil {
+		SetDefaults_TrainingJobSpec(&in.Spec.TrialTemplate.Generic.TrainingJobSpec)
+		for i := range in.Spec.TrialTemplate.Generic.TrainingJobSpec.ReplicaSpecs {
+			a := &in.Spec.TrialTemplate.Generic.TrainingJobSpec.ReplicaSpecs[i]
+			SetDefaults_ReplicaSpec(a)
+			for j := range a.Template.Spec.Volumes {
+				b := &a.Template.Spec.Volumes[j]
+				if b.VolumeSource.ISCSI != nil {
+					if b.VolumeSource.ISCSI.ISCSIInterface == "" {
+						b.VolumeSource.ISCSI.ISCSIInterface = "default"
+					}
+				}
+				if b.VolumeSource.RBD != nil {
+					if b.VolumeSource.RBD.RBDPool == "" {
+						b.VolumeSource.RBD.RBDPool = "rbd"
+					}
+					if b.VolumeSource.RBD.RadosUser == "" {
+						b.VolumeSource.RBD.RadosUser = "admin"
+					}
+					if b.VolumeSource.RBD.Keyring == "" {
+						b.VolumeSource.RBD.Keyring = "/etc/ceph/keyring"
+					}
+				}
+				if b.VolumeSource.AzureDisk != nil {
+					if b.VolumeSource.AzureDisk.CachingMode == nil {
+						ptrVar1 := v1.AzureDataDiskCachingMode(v1.AzureDataDiskCachingReadWrite)
+						b.VolumeSource.AzureDisk.CachingMode = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.FSType == nil {
+						var ptrVar1 string = "ext4"
+						b.VolumeSource.AzureDisk.FSType = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.ReadOnly == nil {
+						var ptrVar1 bool = false
+						b.VolumeSource.AzureDisk.ReadOnly = &ptrVar1
+					}
+					if b.VolumeSource.AzureDisk.Kind == nil {
+						ptrVar1 := v1.AzureDataDiskKind(v1.AzureSharedBlobDisk)
+						b.VolumeSource.AzureDisk.Kind = &ptrVar1
+					}
+				}
+				if b.VolumeSource.ScaleIO != nil {
+					if b.VolumeSource.ScaleIO.StorageMode == "" {
+						b.VolumeSource.ScaleIO.StorageMode = "ThinProvisioned"
+					}
+					if b.VolumeSource.ScaleIO.FSType == "" {
+						b.VolumeSource.ScaleIO.FSType = "xfs"
+					}
+				}
+			}
+			for j := range a.Template.Spec.InitContainers {
+				b := &a.Template.Spec.InitContainers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.Containers {
+				b := &a.Template.Spec.Containers[j]
+				for k := range b.Ports {
+					c := &b.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.Env {
+					c := &b.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.LivenessProbe != nil {
+					if b.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.ReadinessProbe != nil {
+					if b.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.StartupProbe != nil {
+					if b.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+			for j := range a.Template.Spec.EphemeralContainers {
+				b := &a.Template.Spec.EphemeralContainers[j]
+				for k := range b.EphemeralContainerCommon.Ports {
+					c := &b.EphemeralContainerCommon.Ports[k]
+					if c.Protocol == "" {
+						c.Protocol = "TCP"
+					}
+				}
+				for k := range b.EphemeralContainerCommon.Env {
+					c := &b.EphemeralContainerCommon.Env[k]
+					if c.ValueFrom != nil {
+						if c.ValueFrom.FileKeyRef != nil {
+							if c.ValueFrom.FileKeyRef.Optional == nil {
+								var ptrVar1 bool = false
+								c.ValueFrom.FileKeyRef.Optional = &ptrVar1
+							}
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.LivenessProbe != nil {
+					if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.ReadinessProbe != nil {
+					if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+				if b.EphemeralContainerCommon.StartupProbe != nil {
+					if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC != nil {
+						if b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service == nil {
+							var ptrVar1 string = ""
+							b.EphemeralContainerCommon.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+						}
+					}
+				}
+			}
+		}
+		if in.Spec.TrialTemplate.Generic.TrainingJobSpec.RunMode != nil {
+			if in.Spec.TrialTemplate.Generic.TrainingJobSpec.RunMode.Debug != nil {
+				for i := range in.Spec.TrialTemplate.Generic.TrainingJobSpec.RunMode.Debug.ReplicaSpecs {
+					a := &in.Spec.TrialTemplate.Generic.TrainingJobSpec.RunMode.Debug.ReplicaSpecs[i]
+					SetDefaults_ReplicaDebugSpec(a)
+				}
+			}
+		}
+		SetDefaults_RunPolicy(&in.Spec.TrialTemplate.Generic.TrainingJobSpec.RunPolicy)
+		if in.Spec.TrialTemplate.Generic.TrainingJobSpec.RunPolicy.FailurePolicy != nil {
+			for i := range in.Spec.TrialTemplate.Generic.TrainingJobSpec.RunPolicy.FailurePolicy.Rules {
+				a := &in.Spec.TrialTemplate.Generic.TrainingJobSpec.RunPolicy.FailurePolicy.Rules[i]
+				for j := range a.OnPodConditions {
+					b := &a.OnPodConditions[j]
+					SetDefaults_FailurePolicyOnPodCondition(b)
+				}
+			}
+		}
+		if in.Spec.TrialTemplate.Generic.TrainingJobSpec.Trainer != nil {
+			for i := range in.Spec.TrialTemplate.Generic.TrainingJobSpec.Trainer.Env {
+				a := &in.Spec.TrialTemplate.Generic.TrainingJobSpec.Trainer.Env[i]
+				if a.ValueFrom != nil {
+					if a.ValueFrom.FileKeyRef != nil {
+						if a.ValueFrom.FileKeyRef.Optional == nil {
+							var ptrVar1 bool = false
+							a.ValueFrom.FileKeyRef.Optional = &ptrVar1
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func SetObjectDefaults_TuningJobList(in *TuningJobList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_TuningJob(a)
 	}
 }
 

@@ -22,6 +22,11 @@ limitations under the License.
 package v1beta1
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ASHA) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ASHA"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Accounting) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.Accounting"
 }
@@ -92,6 +97,11 @@ func (in ContainerTermination) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CurvePoint) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.CurvePoint"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in DebugMode) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.DebugMode"
 }
@@ -104,6 +114,11 @@ func (in DebugRequest) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in DependentStatus) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.DependentStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in EarlyStopping) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.EarlyStopping"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
@@ -169,6 +184,16 @@ func (in MPIJobList) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in MPIJobSpec) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.MPIJobSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in MedianStop) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.MedianStop"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ParameterValue) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ParameterValue"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
@@ -379,6 +404,51 @@ func (in TrainingRuntimeList) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in TrainingRuntimeSpec) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingRuntimeSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TrialCounts) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TrialCounts"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TrialStatus) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TrialStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TuningAlgorithm) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TuningAlgorithm"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TuningJob) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TuningJob"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TuningJobList) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TuningJobList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TuningJobSpec) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TuningJobSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TuningJobStatus) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TuningJobStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TuningObjective) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TuningObjective"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TuningParameter) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TuningParameter"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -57,8 +57,25 @@ func ValidateTrainingRuntime(r *batch.TrainingRuntime) field.ErrorList {
 func validateTrainingRuntimeSpec(spec *batch.TrainingRuntimeSpec, fldPath *field.Path) field.ErrorList {
 	tmplPath := fldPath.Child("template")
 	t := &spec.Template
-	// The labels and annotations are checked as the jobs' own, below.
-	var allErrs field.ErrorList
+	kind, allErrs := validateTemplateKind(t, tmplPath, "a runtime makes jobs of one kind")
+	if kind == "" {
+		return allErrs
+	}
+	if common := t.CommonSpec(); common.RuntimeRef != nil || common.Trainer != nil {
+		child := "trainer"
+		if common.RuntimeRef != nil {
+			child = "runtimeRef"
+		}
+		return append(allErrs, field.Forbidden(tmplPath.Child(batch.TemplateKinds()[kind]).Child(child),
+			"a runtime's template is where a job starts; it cannot name a runtime or give a trainer"))
+	}
+	return append(allErrs, validateKindTemplate(kind, templateJobName, t, tmplPath)...)
+}
+
+// validateTemplateKind checks that a template holds exactly one kind's
+// spec, and returns that kind ("" when it does not). oneKind says why a
+// second kind is refused.
+func validateTemplateKind(t *batch.TrainingJobTemplate, tmplPath *field.Path, oneKind string) (string, field.ErrorList) {
 	fields := batch.TemplateKinds()
 	kinds := t.Kinds()
 	switch len(kinds) {
@@ -68,28 +85,25 @@ func validateTrainingRuntimeSpec(spec *batch.TrainingRuntimeSpec, fldPath *field
 			names = append(names, f)
 		}
 		sort.Strings(names)
-		return append(allErrs, field.Required(tmplPath, "one job kind's spec: one of "+strings.Join(names, ", ")))
+		return "", field.ErrorList{field.Required(tmplPath, "one job kind's spec: one of "+strings.Join(names, ", "))}
 	case 1:
-	default:
-		return append(allErrs, field.Forbidden(tmplPath.Child(fields[kinds[1]]),
-			"a runtime makes jobs of one kind; it already has "+fields[kinds[0]]))
-	}
-	validate, ok := templateValidators[kinds[0]]
-	if !ok {
-		return append(allErrs, field.InternalError(tmplPath.Child(fields[kinds[0]]), fmt.Errorf("no validation of %s", kinds[0])))
-	}
-	kindPath := tmplPath.Child(fields[kinds[0]])
-	if common := t.CommonSpec(); common.RuntimeRef != nil || common.Trainer != nil {
-		child := "trainer"
-		if common.RuntimeRef != nil {
-			child = "runtimeRef"
+		if _, ok := templateValidators[kinds[0]]; !ok {
+			return "", field.ErrorList{field.InternalError(tmplPath.Child(fields[kinds[0]]), fmt.Errorf("no validation of %s", kinds[0]))}
 		}
-		return append(allErrs, field.Forbidden(kindPath.Child(child),
-			"a runtime's template is where a job starts; it cannot name a runtime or give a trainer"))
+		return kinds[0], nil
+	default:
+		return "", field.ErrorList{field.Forbidden(tmplPath.Child(fields[kinds[1]]), oneKind+"; it already has "+fields[kinds[0]])}
 	}
-	meta := metav1.ObjectMeta{Name: templateJobName, Labels: t.Labels, Annotations: t.Annotations}
-	for _, err := range validate(meta, t) {
-		if path, ok := templatePath(err.Field, tmplPath, fields[kinds[0]]); ok {
+}
+
+// validateKindTemplate checks the template's spec, labels and annotations
+// as those of a job of its kind named jobName, errors named by their place
+// in the template.
+func validateKindTemplate(kind, jobName string, t *batch.TrainingJobTemplate, tmplPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	meta := metav1.ObjectMeta{Name: jobName, Labels: t.Labels, Annotations: t.Annotations}
+	for _, err := range templateValidators[kind](meta, t) {
+		if path, ok := templatePath(err.Field, tmplPath, batch.TemplateKinds()[kind]); ok {
 			err.Field = path
 			allErrs = append(allErrs, err)
 		}

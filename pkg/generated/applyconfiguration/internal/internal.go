@@ -39,6 +39,22 @@ func Parser() *typed.Parser {
 var parserOnce sync.Once
 var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.ASHA
+  map:
+    fields:
+    - name: minResource
+      type:
+        scalar: numeric
+      default: 0
+    - name: reductionFactor
+      type:
+        scalar: numeric
+    - name: resource
+      type:
+        scalar: string
+    - name: rungs
+      type:
+        scalar: numeric
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.Accounting
   map:
     fields:
@@ -284,6 +300,17 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: signal
       type:
         scalar: numeric
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.CurvePoint
+  map:
+    fields:
+    - name: progress
+      type:
+        scalar: numeric
+      default: 0
+    - name: value
+      type:
+        scalar: string
+      default: ""
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.DebugMode
   map:
     fields:
@@ -325,6 +352,15 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: type
       type:
         scalar: string
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.EarlyStopping
+  map:
+    fields:
+    - name: asha
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.ASHA
+    - name: medianStop
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.MedianStop
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.ElasticConfig
   map:
     fields:
@@ -594,6 +630,26 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: trainer
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.Trainer
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.MedianStop
+  map:
+    fields:
+    - name: minTrials
+      type:
+        scalar: numeric
+    - name: startStep
+      type:
+        scalar: numeric
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.ParameterValue
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: value
+      type:
+        scalar: string
+      default: ""
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.PauseMode
   map:
     fields:
@@ -1293,6 +1349,236 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingJobTemplate
       default: {}
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.TrialCounts
+  map:
+    fields:
+    - name: failed
+      type:
+        scalar: numeric
+    - name: paused
+      type:
+        scalar: numeric
+    - name: pending
+      type:
+        scalar: numeric
+    - name: running
+      type:
+        scalar: numeric
+    - name: stopped
+      type:
+        scalar: numeric
+    - name: succeeded
+      type:
+        scalar: numeric
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.TrialStatus
+  map:
+    fields:
+    - name: curve
+      type:
+        list:
+          elementType:
+            namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.CurvePoint
+          elementRelationship: atomic
+    - name: index
+      type:
+        scalar: numeric
+      default: 0
+    - name: message
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: parameters
+      type:
+        list:
+          elementType:
+            namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.ParameterValue
+          elementRelationship: atomic
+    - name: progress
+      type:
+        scalar: numeric
+    - name: promotions
+      type:
+        scalar: numeric
+    - name: rung
+      type:
+        scalar: numeric
+    - name: rungValues
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: state
+      type:
+        scalar: string
+      default: ""
+    - name: value
+      type:
+        scalar: string
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.TuningAlgorithm
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+    - name: seed
+      type:
+        scalar: numeric
+    - name: startupTrials
+      type:
+        scalar: numeric
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.TuningJob
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TuningJobSpec
+      default: {}
+    - name: status
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TuningJobStatus
+      default: {}
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.TuningJobSpec
+  map:
+    fields:
+    - name: algorithm
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TuningAlgorithm
+      default: {}
+    - name: earlyStopping
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.EarlyStopping
+    - name: maxFailedTrials
+      type:
+        scalar: numeric
+    - name: maxTrials
+      type:
+        scalar: numeric
+    - name: objective
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TuningObjective
+      default: {}
+    - name: parallelTrials
+      type:
+        scalar: numeric
+    - name: parameters
+      type:
+        list:
+          elementType:
+            namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TuningParameter
+          elementRelationship: associative
+          keys:
+          - name
+    - name: suspend
+      type:
+        scalar: boolean
+    - name: trialTemplate
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingJobTemplate
+      default: {}
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.TuningJobStatus
+  map:
+    fields:
+    - name: bestTrial
+      type:
+        scalar: string
+    - name: bestValue
+      type:
+        scalar: string
+    - name: completionTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+          elementRelationship: associative
+          keys:
+          - type
+    - name: counts
+      type:
+        namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TrialCounts
+      default: {}
+    - name: observedGeneration
+      type:
+        scalar: numeric
+    - name: seed
+      type:
+        scalar: numeric
+    - name: startTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: trials
+      type:
+        list:
+          elementType:
+            namedType: dev.tensorstack.training.pkg.apis.batch.v1beta1.TrialStatus
+          elementRelationship: associative
+          keys:
+          - name
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.TuningObjective
+  map:
+    fields:
+    - name: direction
+      type:
+        scalar: string
+      default: ""
+    - name: goal
+      type:
+        scalar: string
+    - name: metric
+      type:
+        scalar: string
+      default: ""
+    - name: step
+      type:
+        scalar: numeric
+    - name: trialValue
+      type:
+        scalar: string
+- name: dev.tensorstack.training.pkg.apis.batch.v1beta1.TuningParameter
+  map:
+    fields:
+    - name: logScale
+      type:
+        scalar: boolean
+    - name: max
+      type:
+        scalar: string
+    - name: min
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: step
+      type:
+        scalar: string
+    - name: type
+      type:
+        scalar: string
+      default: ""
+    - name: values
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
 - name: dev.tensorstack.training.pkg.apis.batch.v1beta1.XGBoostTrainingJob
   map:
     fields:

@@ -65,6 +65,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Batch().V1beta1().TensorFlowTrainingJobs().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("trainingruntimes"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Batch().V1beta1().TrainingRuntimes().Informer()}, nil
+	case v1beta1.SchemeGroupVersion.WithResource("tuningjobs"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Batch().V1beta1().TuningJobs().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("xgboosttrainingjobs"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Batch().V1beta1().XGBoostTrainingJobs().Informer()}, nil
 

@@ -62,6 +62,14 @@ type TrainingRuntimeListerExpansion interface{}
 // TrainingRuntimeNamespaceLister.
 type TrainingRuntimeNamespaceListerExpansion interface{}
 
+// TuningJobListerExpansion allows custom methods to be added to
+// TuningJobLister.
+type TuningJobListerExpansion interface{}
+
+// TuningJobNamespaceListerExpansion allows custom methods to be added to
+// TuningJobNamespaceLister.
+type TuningJobNamespaceListerExpansion interface{}
+
 // XGBoostTrainingJobListerExpansion allows custom methods to be added to
 // XGBoostTrainingJobLister.
 type XGBoostTrainingJobListerExpansion interface{}

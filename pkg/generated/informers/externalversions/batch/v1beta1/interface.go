@@ -36,6 +36,8 @@ type Interface interface {
 	TensorFlowTrainingJobs() TypedTensorFlowTrainingJobInformer
 	// TrainingRuntimes returns a TrainingRuntimeInformer.
 	TrainingRuntimes() TypedTrainingRuntimeInformer
+	// TuningJobs returns a TuningJobInformer.
+	TuningJobs() TypedTuningJobInformer
 	// XGBoostTrainingJobs returns a XGBoostTrainingJobInformer.
 	XGBoostTrainingJobs() TypedXGBoostTrainingJobInformer
 }
@@ -79,6 +81,11 @@ func (v *version) TensorFlowTrainingJobs() TypedTensorFlowTrainingJobInformer {
 // TrainingRuntimes returns a TypedTrainingRuntimeInformer.
 func (v *version) TrainingRuntimes() TypedTrainingRuntimeInformer {
 	return &trainingRuntimeInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// TuningJobs returns a TypedTuningJobInformer.
+func (v *version) TuningJobs() TypedTuningJobInformer {
+	return &tuningJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // XGBoostTrainingJobs returns a TypedXGBoostTrainingJobInformer.

@@ -34,6 +34,7 @@ type BatchV1beta1Interface interface {
 	PyTorchTrainingJobsGetter
 	TensorFlowTrainingJobsGetter
 	TrainingRuntimesGetter
+	TuningJobsGetter
 	XGBoostTrainingJobsGetter
 }
 
@@ -64,6 +65,10 @@ func (c *BatchV1beta1Client) TensorFlowTrainingJobs(namespace string) TensorFlow
 
 func (c *BatchV1beta1Client) TrainingRuntimes(namespace string) TrainingRuntimeInterface {
 	return newTrainingRuntimes(c, namespace)
+}
+
+func (c *BatchV1beta1Client) TuningJobs(namespace string) TuningJobInterface {
+	return newTuningJobs(c, namespace)
 }
 
 func (c *BatchV1beta1Client) XGBoostTrainingJobs(namespace string) XGBoostTrainingJobInterface {

@@ -30,4 +30,6 @@ type TensorFlowTrainingJobExpansion interface{}
 
 type TrainingRuntimeExpansion interface{}
 
+type TuningJobExpansion interface{}
+
 type XGBoostTrainingJobExpansion interface{}

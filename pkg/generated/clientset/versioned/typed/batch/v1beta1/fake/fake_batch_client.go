@@ -52,6 +52,10 @@ func (c *FakeBatchV1beta1) TrainingRuntimes(namespace string) v1beta1.TrainingRu
 	return newFakeTrainingRuntimes(c, namespace)
 }
 
+func (c *FakeBatchV1beta1) TuningJobs(namespace string) v1beta1.TuningJobInterface {
+	return newFakeTuningJobs(c, namespace)
+}
+
 func (c *FakeBatchV1beta1) XGBoostTrainingJobs(namespace string) v1beta1.XGBoostTrainingJobInterface {
 	return newFakeXGBoostTrainingJobs(c, namespace)
 }
