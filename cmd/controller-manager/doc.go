@@ -16,17 +16,22 @@ limitations under the License.
 
 // Command training-controller-manager runs the controller of the training
 // jobs of every kind (package
-// tensorstack.dev/training/pkg/controller), with leader election, Prometheus
-// metrics and health probes.
+// tensorstack.dev/training/pkg/controller) and the controller of the
+// hyperparameter searches (tensorstack.dev/training/pkg/controller/tuning),
+// with leader election, Prometheus metrics and health probes.
 //
 // RBAC: these are all the API calls the binary makes; grant exactly these.
 // RESOURCE is each kind's resource (pkg/apis/batch.Kinds);
 // artifacts/deploy/base/rbac-controller-manager.yaml grants them.
 //
 //	group                   resource                          verbs
-//	batch.tensorstack.dev   RESOURCE                          get, list, watch, delete
+//	batch.tensorstack.dev   RESOURCE                          get, list, watch, create, delete
 //	batch.tensorstack.dev   RESOURCE/status                   patch
 //	batch.tensorstack.dev   RESOURCE/finalizers               update
+//	batch.tensorstack.dev   RESOURCE/pause                    create
+//	batch.tensorstack.dev   RESOURCE/resume                   create
+//	batch.tensorstack.dev   tuningjobs                        list, watch
+//	batch.tensorstack.dev   tuningjobs/status                 update
 //	""                      pods                              get, list, watch, create, delete, patch
 //	""                      pods/log                          get
 //	""                      services                          get, list, watch, create, delete, patch
@@ -58,7 +63,11 @@ limitations under the License.
 // (ttlSecondsAfterFinished); status patch (the controller writes what
 // changed, as a merge patch); finalizers update (its owner references block
 // the job's deletion, which the OwnerReferencesPermissionEnforcement
-// admission plugin checks; no request uses it directly). Pods and
+// admission plugin checks; no request uses it directly); create, pause and
+// resume are a search's: its trials are jobs it makes, and pauses and
+// resumes as its early stopping decides. Searches: list and watch feed the
+// search controller's informer; it writes their status whole (update),
+// recording each trial before it creates the trial's job. Pods and
 // services: list and watch (informers, restricted by the label selector
 // batch.tensorstack.dev/job-name), create, delete (restarts, pause, clean-up,
 // TensorBoard removal), patch (adopting labelled orphans, opening startup gates,

@@ -50,6 +50,7 @@ import (
 	"tensorstack.dev/training/pkg/controller"
 	"tensorstack.dev/training/pkg/controller/gang"
 	"tensorstack.dev/training/pkg/controller/kueue"
+	tuningcontroller "tensorstack.dev/training/pkg/controller/tuning"
 	"tensorstack.dev/training/pkg/generated/clientset/versioned"
 	jobinformers "tensorstack.dev/training/pkg/generated/informers/externalversions"
 	"tensorstack.dev/training/pkg/serverflags"
@@ -200,10 +201,18 @@ func newClients(opts *options) (*clients, error) {
 // reads from, which run while it does.
 type managedController struct {
 	*controller.Controller
+	// tuning runs the searches, beside the jobs, on informers of its own.
+	tuning        *tuningcontroller.Controller
 	kubeInformers informers.SharedInformerFactory
 	jobInformers  jobinformers.SharedInformerFactory
 	dynamic       dynamicinformer.DynamicSharedInformerFactory // nil without coscheduling
 	workers       int
+}
+
+// HasSynced says whether the caches of the jobs' controller and of the
+// searches' have synced.
+func (m *managedController) HasSynced() bool {
+	return m.Controller.HasSynced() && m.tuning.HasSynced()
 }
 
 // newController resolves the gang scheduler and the queueing system the
@@ -250,8 +259,11 @@ func newController(ctx context.Context, logger klog.Logger, opts *options, c *cl
 	if m.Controller, err = controller.New(ctx, c.kube, c.jobs, m.kubeInformers, m.jobInformers, ctrlOpts); err != nil {
 		return nil, err
 	}
+	if m.tuning, err = tuningcontroller.New(ctx, c.kube, c.jobs); err != nil {
+		return nil, err
+	}
 	controller.RegisterMetrics()
-	legacyregistry.CustomMustRegister(m.JobsCollector(), m.JobSeriesCollector())
+	legacyregistry.CustomMustRegister(m.JobsCollector(), m.JobSeriesCollector(), m.tuning.Collector())
 	return m, nil
 }
 
@@ -282,7 +294,13 @@ func (m *managedController) run(ctx context.Context) {
 	if m.dynamic != nil {
 		m.dynamic.Start(ctx.Done())
 	}
+	tuningDone := make(chan struct{})
+	go func() {
+		defer close(tuningDone)
+		m.tuning.Run(ctx, max(1, m.workers/4))
+	}()
 	m.Run(ctx, m.workers)
+	<-tuningDone
 	m.kubeInformers.Shutdown()
 	m.jobInformers.Shutdown()
 	if m.dynamic != nil {

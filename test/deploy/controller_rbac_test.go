@@ -112,6 +112,7 @@ func TestControllerRoleIsLeastPrivilege(t *testing.T) {
 	t.Run("name-conflicts", s.nameConflicts)
 	t.Run("tensorboard", s.tensorBoard)
 	t.Run("stall", s.stall)
+	t.Run("tuning", s.tuning)
 	backends := gangBackends()
 	if len(backends) > 0 {
 		t.Run("gang", s.gang)

@@ -188,8 +188,13 @@ func TestUserRolesAggregate(t *testing.T) {
 	for _, k := range batch.Kinds {
 		resources = append(resources, k.Resource)
 	}
+	// And the searches, which have every action but debug.
+	resources = append(resources, "tuningjobs")
 	for _, resource := range resources {
 		for _, ch := range checks {
+			if resource == "tuningjobs" && ch.subresource == "debug" {
+				continue
+			}
 			wg.Go(func() {
 				sem <- struct{}{}
 				defer func() { <-sem }()

@@ -31,6 +31,12 @@ const (
 	LabelReplicaIndex = GroupName + "/replica-index"
 )
 
+// Labels of a search's trials: the search they belong to and their index.
+const (
+	LabelTuningJob  = GroupName + "/tuning-job"
+	LabelTrialIndex = GroupName + "/trial-index"
+)
+
 // JobLabels are the labels that select every object the controller created
 // for a job of a kind (batch.Kinds).
 func JobLabels(kind, name string) map[string]string {
