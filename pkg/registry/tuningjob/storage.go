@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"tensorstack.dev/training/pkg/apis/batch"
+	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 )
 
 // ShortName is kubectl's abbreviation of tuningjobs.
@@ -143,8 +144,9 @@ func (r *ActionREST) New() runtime.Object { return r.newRequest() }
 // Destroy does nothing: the main resource owns the shared storage.
 func (r *ActionREST) Destroy() {}
 
-// ProducesObject tells the OpenAPI that a POST answers with the search.
-func (r *ActionREST) ProducesObject(string) interface{} { return &batch.TuningJob{} }
+// ProducesObject tells the OpenAPI that a POST answers with the search, in
+// the version served.
+func (r *ActionREST) ProducesObject(string) interface{} { return &v1beta1.TuningJob{} }
 
 // ProducesMIMETypes adds nothing to the group's media types.
 func (r *ActionREST) ProducesMIMETypes(string) []string { return nil }
