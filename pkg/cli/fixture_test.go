@@ -57,14 +57,15 @@ type fixture struct {
 	errOut   bytes.Buffer
 }
 
-// newFixture serves the training jobs and runtimes among objects from the
-// training clientset and the rest (pods, events) from the Kubernetes one.
+// newFixture serves the training jobs, runtimes and searches among objects
+// from the training clientset and the rest (pods, events) from the
+// Kubernetes one.
 func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	t.Helper()
 	var training, core []runtime.Object
 	for _, obj := range objects {
 		switch obj.(type) {
-		case v1beta1.TrainingJob, *v1beta1.ClusterTrainingRuntime, *v1beta1.TrainingRuntime:
+		case v1beta1.TrainingJob, *v1beta1.ClusterTrainingRuntime, *v1beta1.TrainingRuntime, *v1beta1.TuningJob:
 			training = append(training, obj)
 		default:
 			core = append(core, obj)

@@ -16,7 +16,9 @@ limitations under the License.
 
 // Package cli holds the commands of kubectl-training, the kubectl plugin for
 // every job kind (pkg/apis/batch/kinds.go): run, runtimes, pause, resume,
-// debug, logs, status, dashboard, convert, create, completion and version.
+// debug, logs, status, dashboard, convert, create, completion and version;
+// and trials for TuningJobs, the hyperparameter searches, which status shows
+// too.
 package cli
 
 import (
@@ -70,7 +72,9 @@ func NewRootCommand(config Config) *cobra.Command {
 
 A job is named KIND/NAME, where KIND is a short name above or any resource form kubectl
 accepts (tensorflowtrainingjob, pytorchtrainingjobs.batch.tensorstack.dev,
-...), or just NAME when only one kind has a job of that name.`,
+...), or just NAME when only one kind has a job of that name. A TuningJob (a
+hyperparameter search) is named tune/NAME: status shows it, trials lists its
+trials.`,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl training"},
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -90,6 +94,7 @@ accepts (tensorflowtrainingjob, pytorchtrainingjobs.batch.tensorstack.dev,
 		newClearSuspectNodesCommand(e),
 		newLogsCommand(e),
 		newStatusCommand(e),
+		newTrialsCommand(e),
 		newDashboardCommand(e),
 		newConvertCommand(e),
 		newCreateCommand(e),

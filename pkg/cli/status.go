@@ -58,13 +58,19 @@ and limit, its conditions, a table of its replicas and its latest events.
 RESTARTS counts the replaced pods of the replica's type. With --watch, show it
 again on every change until the job finishes or you press Ctrl-C.
 
+A TuningJob (a hyperparameter search), named tune/NAME (or tuningjob/NAME),
+shows its state, objective, algorithm and early stopping, its trial counts, its
+best trial and value, its conditions and its latest events; kubectl training
+trials lists its trials.
+
 Without JOB, list the jobs of every kind: in the namespace, or in all of them
 with -A.`,
 		Example: `  kubectl training status pj/resnet-ddp
   kubectl training status tj/mnist --watch
+  kubectl training status tune/lr-search
   kubectl training status -A`,
 		Args:              cobra.MaximumNArgs(1),
-		ValidArgsFunction: completeJobArg(e),
+		ValidArgsFunction: completeStatusArg(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				if o.watch {
@@ -84,6 +90,12 @@ with -A.`,
 }
 
 func (o *statusOptions) showJob(ctx context.Context, e *env, arg string) error {
+	if name, ok, err := parseTuningArg(arg, false); ok || err != nil {
+		if err != nil {
+			return err
+		}
+		return o.showTuningJob(ctx, e, name)
+	}
 	c, err := e.clients()
 	if err != nil {
 		return err
@@ -192,16 +204,22 @@ func nextChange(ctx context.Context, w watch.Interface, job v1beta1.TrainingJob,
 
 // jobEvents are the job's latest events, oldest first.
 func jobEvents(ctx context.Context, kube kubernetes.Interface, kind *jobKind, job v1beta1.TrainingJob) ([]corev1.Event, error) {
-	selector := fields.Set{"involvedObject.name": job.GetName(), "involvedObject.kind": kind.Name}
-	list, err := kube.CoreV1().Events(job.GetNamespace()).List(ctx, metav1.ListOptions{FieldSelector: selector.String()})
+	return objectEvents(ctx, kube, kind.Name, kind.Ref(job.GetName()), job)
+}
+
+// objectEvents are the latest events of an object of the kind, oldest
+// first; ref names the object in an error.
+func objectEvents(ctx context.Context, kube kubernetes.Interface, kind, ref string, obj metav1.Object) ([]corev1.Event, error) {
+	selector := fields.Set{"involvedObject.name": obj.GetName(), "involvedObject.kind": kind}
+	list, err := kube.CoreV1().Events(obj.GetNamespace()).List(ctx, metav1.ListOptions{FieldSelector: selector.String()})
 	if err != nil {
-		return nil, fmt.Errorf("listing the events of %s: %w", kind.Ref(job.GetName()), err)
+		return nil, fmt.Errorf("listing the events of %s: %w", ref, err)
 	}
 	var events []corev1.Event
 	for _, event := range list.Items {
-		// A job of the same name deleted earlier has events of its own.
+		// An object of the same name deleted earlier has events of its own.
 		involved := event.InvolvedObject
-		if involved.Name == job.GetName() && involved.Kind == kind.Name && (involved.UID == "" || involved.UID == job.GetUID()) {
+		if involved.Name == obj.GetName() && involved.Kind == kind && (involved.UID == "" || involved.UID == obj.GetUID()) {
 			events = append(events, event)
 		}
 	}

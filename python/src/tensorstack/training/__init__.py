@@ -11,6 +11,11 @@ steer them.
   function on a runtime's nodes;
 - :func:`function_script`: the script ``train`` ships for a function
   (:mod:`tensorstack.training.shipping` says what it holds);
+- hyperparameter searches (``TuningJob``): :class:`Parameter`,
+  :class:`Objective`, :class:`ASHA`, :class:`MedianStop` and
+  :func:`tuning_job` (:mod:`tensorstack.training.tuning`), and the client's
+  ``tune`` (from a job or a function), ``get_tuning_job``, ``list_trials``,
+  ``get_best_trial`` and ``wait_for_tuning_job``;
 - the errors of :mod:`tensorstack.training.errors`, every refusal of the
   server typed, with its details;
 - :mod:`tensorstack.training.progress`: the in-pod helper that reports a job's
@@ -30,6 +35,8 @@ _EXPORTS = {
                "NotFoundError", "ShippingError", "TrainingError", "UnauthorizedError", "WaitTimeout"],
     "progress": ["checkpoint_dir", "report_checkpoint", "resume_from", "resume_step", "should_checkpoint"],
     "shipping": ["function_script"],
+    "tuning": ["ASHA", "MedianStop", "Objective", "Parameter", "TUNING_JOB_LABEL", "rank_trials", "trial_template",
+               "tuning_job", "tuning_state"],
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 

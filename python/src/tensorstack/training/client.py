@@ -14,7 +14,7 @@ import queue
 import re
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
@@ -24,7 +24,9 @@ from .builders import (API_VERSION, GROUP, KINDS, QUEUE_LABEL, SHORT_NAMES, VERS
                        job_from_dict)
 from .errors import (BuildError, ForbiddenError, JobDeleted, NotFoundError, TrainingError, WaitTimeout,
                      from_api_exception)
-from .shipping import SCRIPT_NAME, function_script
+from .shipping import SCRIPT_NAME, function_script, tuned_argument
+from .tuning import (ASHA, TEMPLATE_FIELDS, TUNING_JOB_KIND, TUNING_JOB_PLURAL, MedianStop, Objective, Parameter,
+                     placeholder, rank_trials, trial_template, tuning_search, tuning_state, with_trial_template)
 
 #: The label every pod of a job carries, with the job's name.
 JOB_NAME_LABEL = f"{GROUP}/job-name"
@@ -46,6 +48,9 @@ RUNTIME_TEMPLATE_KINDS = {
     "tensorflow": "TensorFlowTrainingJob",
     "xgboost": "XGBoostTrainingJob",
 }
+
+#: The runtime train() and a function's trials run on when none is named.
+DEFAULT_RUNTIME = "torch-distributed"
 
 #: The most nodes a trainer may ask for (the API's limit).
 MAX_NUM_NODES = 1000
@@ -140,6 +145,47 @@ def _resources_per_node(value: Optional[Mapping[str, Any]]) -> Optional[Dict[str
         return out
     quantities = {str(k): _quantity(f"{path}.{k}", v) for k, v in value.items()}
     return {"requests": dict(quantities), "limits": dict(quantities)}
+
+
+def _function_trainer(func: Callable[..., Any], func_args: Optional[Mapping[str, Any]], num_nodes: Optional[int],
+                      resources_per_node: Optional[Mapping[str, Any]], env: Optional[Mapping[str, str]],
+                      image: Optional[str], tuned: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """spec.trainer of a job that runs a function (train, and tune's
+    trials), checked before any request."""
+    script = function_script(func, func_args, tuned=tuned)
+    trainer: Dict[str, Any] = {}
+    if image is not None:
+        if not isinstance(image, str) or not image:
+            raise BuildError("spec.trainer.image", f"must be an image name, not {image!r}")
+        trainer["image"] = image
+    if num_nodes is not None:
+        trainer["numNodes"] = _int("spec.trainer.numNodes", num_nodes, 1)
+        if num_nodes > MAX_NUM_NODES:
+            raise BuildError("spec.trainer.numNodes", f"must be at most {MAX_NUM_NODES}, not {num_nodes}")
+    resources = _resources_per_node(resources_per_node)
+    if resources is not None:
+        trainer["resourcesPerNode"] = resources
+    env_list = _env("spec.trainer.env", env)
+    if env_list:
+        trainer["env"] = env_list
+    trainer["script"] = {"name": SCRIPT_NAME, "source": script}
+    return trainer
+
+
+def _tuned_arguments(parameters: Sequence[Union[Parameter, Mapping[str, Any]]]) -> Dict[str, Any]:
+    """How a function's script reads each parameter of a search
+    (function_script's tuned): a double as a float, an int as an int, a
+    categorical as the value it was given as."""
+    tuned: Dict[str, Any] = {}
+    for p in parameters:
+        if isinstance(p, Parameter):
+            name, typ = p.name, p.type
+            choices = p.choices() if typ == "categorical" else None
+        else:
+            name, typ = p.get("name"), p.get("type")
+            choices = {v: v for v in p.get("values") or ()}
+        tuned[name] = choices if typ == "categorical" else "int" if typ == "int" else "float"
+    return tuned
 
 
 def last_condition(job: Mapping[str, Any]) -> Dict[str, Any]:
@@ -320,7 +366,7 @@ class TrainingClient:
     def train(
         self,
         func: Callable[..., Any],
-        runtime: str = "torch-distributed",
+        runtime: str = DEFAULT_RUNTIME,
         num_nodes: Optional[int] = None,
         resources_per_node: Optional[Mapping[str, Any]] = None,
         func_args: Optional[Mapping[str, Any]] = None,
@@ -375,23 +421,7 @@ class TrainingClient:
         not get).
         """
         # Everything that needs no request is checked first.
-        script = function_script(func, func_args)
-        trainer: Dict[str, Any] = {}
-        if image is not None:
-            if not isinstance(image, str) or not image:
-                raise BuildError("spec.trainer.image", f"must be an image name, not {image!r}")
-            trainer["image"] = image
-        if num_nodes is not None:
-            trainer["numNodes"] = _int("spec.trainer.numNodes", num_nodes, 1)
-            if num_nodes > MAX_NUM_NODES:
-                raise BuildError("spec.trainer.numNodes", f"must be at most {MAX_NUM_NODES}, not {num_nodes}")
-        resources = _resources_per_node(resources_per_node)
-        if resources is not None:
-            trainer["resourcesPerNode"] = resources
-        env_list = _env("spec.trainer.env", env)
-        if env_list:
-            trainer["env"] = env_list
-        trainer["script"] = {"name": SCRIPT_NAME, "source": script}
+        trainer = _function_trainer(func, func_args, num_nodes, resources_per_node, env, image)
         metadata: Dict[str, Any] = {}
         if name is not None:
             if not isinstance(name, str) or len(name) > 63 or not _DNS_1035.match(name):
@@ -404,12 +434,151 @@ class TrainingClient:
             metadata["labels"] = {QUEUE_LABEL: queue}
 
         ns = namespace or self.namespace
-        found = self.get_runtime(runtime, ns)
-        kind = runtime_job_kind(found)
-        ref = {"name": found["metadata"]["name"], "kind": found["kind"]}
+        kind, ref = self._runtime_ref(runtime, ns)
         job = {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata,
                "spec": {"runtimeRef": ref, "trainer": trainer}}
         return self.create(job, namespace=ns)
+
+    def _runtime_ref(self, runtime: str, namespace: str):
+        """The job kind a runtime makes and the runtimeRef that names it."""
+        found = self.get_runtime(runtime, namespace)
+        return runtime_job_kind(found), {"name": found["metadata"]["name"], "kind": found["kind"]}
+
+    # ---- hyperparameter searches
+
+    def tune(
+        self,
+        name: str,
+        trial: Union[Callable[..., Any], TrainingJobBuilder, Mapping[str, Any]],
+        parameters: Sequence[Union[Parameter, Mapping[str, Any]]],
+        objective: Union[Objective, str],
+        algorithm: str = "random",
+        seed: Optional[int] = None,
+        early_stopping: Optional[Union[ASHA, MedianStop]] = None,
+        parallel_trials: int = 1,
+        max_trials: int = 10,
+        max_failed_trials: int = 3,
+        namespace: Optional[str] = None,
+        *,
+        startup_trials: Optional[int] = None,
+        runtime: Optional[str] = None,
+        num_nodes: Optional[int] = None,
+        resources_per_node: Optional[Mapping[str, Any]] = None,
+        func_args: Optional[Mapping[str, Any]] = None,
+        env: Optional[Mapping[str, str]] = None,
+        queue: Optional[str] = None,
+        image: Optional[str] = None,
+    ) -> Job:
+        """Create a hyperparameter search, a ``TuningJob`` named ``name``, and
+        return it as stored. Its trials are training jobs named
+        ``<name>-<index>``, with the label ``batch.tensorstack.dev/tuning-job``.
+
+        ``trial`` is what every trial runs:
+
+        - a job: a builder (``PyTorchJob(...)``) or a manifest dict, whose
+          strings hold ``${param.<name>}`` where a parameter's value goes
+          (``command=["python3", "train.py", "--lr", "${param.lr}"]``), and
+          ``${trial.name}`` for the trial's name. Its name and namespace are
+          not used.
+        - a Python function, shipped as :meth:`train` ships one, on
+          ``runtime`` (``"torch-distributed"`` by default) with
+          ``num_nodes``, ``resources_per_node``, ``env`` and ``image`` as
+          there. Every parameter is passed to it as a keyword
+          argument of its name, converted to the parameter's type (``float``,
+          ``int``, or the categorical value given), after ``func_args``: the
+          function must take them. The values reach the script as its
+          arguments, ``--lr=0.01`` (``spec.trainer.args``), which the shipped
+          runtimes pass to it.
+
+        ``queue`` (a Kueue LocalQueue) labels every trial, of either kind.
+        ``parameters``, ``objective``, ``algorithm``, ``seed``,
+        ``startup_trials``, ``early_stopping``, ``parallel_trials``,
+        ``max_trials`` and ``max_failed_trials`` are
+        :func:`~tensorstack.training.tuning.tuning_job`'s. Bad values raise
+        :class:`BuildError` or :class:`ShippingError` before any request.
+
+        Follow the search with :meth:`get_tuning_job`, :meth:`list_trials`,
+        :meth:`get_best_trial` and :meth:`wait_for_tuning_job`; each trial is
+        a job :meth:`get`, :meth:`logs` and the rest take.
+        """
+        # Everything that needs no request is checked first.
+        search = tuning_search(name, parameters, objective, algorithm=algorithm, seed=seed,
+                               startup_trials=startup_trials, early_stopping=early_stopping,
+                               parallel_trials=parallel_trials, max_trials=max_trials,
+                               max_failed_trials=max_failed_trials)
+        if callable(trial) and not isinstance(trial, (TrainingJobBuilder, Mapping)):
+            tuned = _tuned_arguments(parameters)
+            trainer = _function_trainer(trial, func_args, num_nodes, resources_per_node, env, image, tuned)
+            trainer["args"] = [tuned_argument(n, placeholder(n)) for n in tuned]
+            ns = namespace or self.namespace
+            kind, ref = self._runtime_ref(runtime or DEFAULT_RUNTIME, ns)
+            template: Dict[str, Any] = {TEMPLATE_FIELDS[kind]: {"runtimeRef": ref, "trainer": trainer}}
+        else:
+            given = {"runtime": runtime, "num_nodes": num_nodes, "resources_per_node": resources_per_node,
+                     "func_args": func_args, "env": env, "image": image}
+            for what, value in given.items():
+                if value is not None:
+                    raise TrainingError(f"tune: {what} is for the trials of a function; a job's trials take "
+                                        "theirs from the job")
+            template = trial_template(trial)
+            if isinstance(trial, TrainingJobBuilder):
+                ns = namespace or trial.namespace or self.namespace
+            else:
+                ns = namespace or ((trial.get("metadata") or {}).get("namespace")) or self.namespace
+        if queue:
+            template.setdefault("labels", {})[QUEUE_LABEL] = queue
+        body = with_trial_template(search, template)
+        return self._call(self.custom.create_namespaced_custom_object, GROUP, VERSION, ns, TUNING_JOB_PLURAL, body)
+
+    def get_tuning_job(self, name: str, namespace: Optional[str] = None) -> Job:
+        """Read a search (a ``TuningJob``)."""
+        return self._call(self.custom.get_namespaced_custom_object, GROUP, VERSION, namespace or self.namespace,
+                          TUNING_JOB_PLURAL, name)
+
+    def list_trials(self, name: str, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+        """A search's trials (``status.trials``), best first by its objective;
+        trials without a value yet follow, in the order they were made
+        (:func:`~tensorstack.training.tuning.rank_trials`). Each has
+        ``name`` (its job's), ``index``, ``parameters`` (``[{"name",
+        "value"}]``), ``state``, ``value``, ``progress``, and under asha
+        ``rung``, ``rungValues`` and ``promotions``; ``curve`` and
+        ``message``."""
+        return rank_trials(self.get_tuning_job(name, namespace))
+
+    def get_best_trial(self, name: str, namespace: Optional[str] = None) -> Optional[Dict[str, Any]]:
+        """The search's best trial so far (``status.bestTrial``), as
+        :meth:`list_trials` has it, or None before any trial has a value."""
+        search = self.get_tuning_job(name, namespace)
+        best = (search.get("status") or {}).get("bestTrial")
+        if not best:
+            return None
+        return next((t for t in rank_trials(search) if t.get("name") == best), None)
+
+    def wait_for_tuning_job(self, name: str, timeout: float = 3600, namespace: Optional[str] = None, *,
+                            interval: float = 5.0) -> Job:
+        """Wait until the search ends, its Succeeded or Failed condition True,
+        and return it; a failed search is returned too (its conditions say
+        why). Raises :class:`WaitTimeout` after ``timeout`` seconds and
+        :class:`JobDeleted` when the search goes meanwhile."""
+        ns = namespace or self.namespace
+        search = self.get_tuning_job(name, ns)
+        deadline = time.monotonic() + timeout
+        while True:
+            state = tuning_state(search)
+            if state in FINISHED_PHASES:
+                return search
+            if time.monotonic() >= deadline:
+                last = last_condition(search)
+                raise WaitTimeout(
+                    f"{TUNING_JOB_KIND} {ns}/{name}: not finished within {timeout:g} s; it is {state}"
+                    + (f", last condition {last.get('type')}={last.get('status')} ({last.get('reason', '')}: "
+                       f"{last.get('message', '')})" if last else ""),
+                    phase=state, condition=last)
+            time.sleep(interval)
+            try:
+                search = self.get_tuning_job(name, ns)
+            except NotFoundError:
+                raise JobDeleted(f"{TUNING_JOB_KIND} {ns}/{name} was deleted while waiting") from None
 
     # ---- waiting
 

@@ -43,6 +43,14 @@ from it by name (``from mytools import f``), and f's source is shipped.
 Globals are read when the script is written: a constant changed later, or a
 global the function uses but that does not exist yet, is not seen (the
 latter fails in the pod, as it would here).
+
+A search's trials (``TrainingClient.tune``) ship the function's script with
+the search's parameters as *tuned* arguments: the script reads them from its
+command line, ``--lr=0.01``, converts them to the parameters' types and
+passes them to the function by name, with ``func_args``. Every string of a
+trial template may hold placeholders, the script's source included: text
+such as ``${name}`` in the function's source is refused by the server unless
+it is ``${param.<a parameter>}`` or ``${trial.name}``, which are replaced.
 """
 
 from __future__ import annotations
@@ -81,18 +89,65 @@ _SCALARS = (int, float, str, bool, type(None))
 _MISSING = object()
 
 
-def function_script(func: Callable[..., Any], func_args: Optional[Mapping[str, Any]] = None) -> str:
+def function_script(func: Callable[..., Any], func_args: Optional[Mapping[str, Any]] = None, *,
+                    tuned: Optional[Mapping[str, Any]] = None) -> str:
     """The text of a script that defines ``func`` and what it uses, and calls
     ``func(**func_args)`` when run (the module docstring says what is shipped
     and what cannot be). ``func_args`` travel as JSON: tuples arrive as
     lists, dict keys as strings.
 
+    ``tuned`` names keyword arguments the script reads from its command line
+    instead, as ``--NAME=VALUE`` (:func:`tuned_argument`): a search's trials
+    pass their parameters' values so (``TrainingClient.tune``). Each maps to
+    how its value is read: ``"float"``, ``"int"``, or a dict from the
+    argument's text to the value to pass (a categorical parameter's values,
+    which travel as JSON). The script ends with an error, before calling
+    ``func``, when one of them is not on its command line; a tuned name may
+    not be in ``func_args`` too.
+
     Raises :class:`ShippingError` for a function, a global or an argument
     that cannot be shipped, and for a script over 256 KiB.
     """
     func = _checked_function(func)
-    args = _checked_args(func, func_args)
-    return _Shipper(func).script(args)
+    args = _checked_args(func, func_args, tuned)
+    return _Shipper(func).script(args, _checked_tuned(tuned))
+
+
+def tuned_argument(name: str, value: str) -> str:
+    """The command-line argument that gives a script of
+    :func:`function_script` the value of a tuned keyword argument:
+    ``--NAME=VALUE``."""
+    return f"--{name}={value}"
+
+
+# The call of a function with tuned arguments: func_args, and each tuned
+# argument read from its --NAME=VALUE on the command line.
+_TUNED_MAIN = '''if __name__ == "__main__":
+    import json as _tensorstack_json
+    import sys as _tensorstack_sys
+
+    _tensorstack_kwargs = _tensorstack_json.loads({args})
+    # The tuned arguments come as --NAME=VALUE: "float", "int", or the
+    # values a categorical parameter's arguments stand for.
+    _tensorstack_tuned = _tensorstack_json.loads({tuned})
+    for _tensorstack_arg in _tensorstack_sys.argv[1:]:
+        _tensorstack_name, _tensorstack_eq, _tensorstack_text = _tensorstack_arg[2:].partition("=")
+        if not (_tensorstack_arg.startswith("--") and _tensorstack_eq and _tensorstack_name in _tensorstack_tuned):
+            continue
+        _tensorstack_how = _tensorstack_tuned[_tensorstack_name]
+        if isinstance(_tensorstack_how, dict):
+            _tensorstack_kwargs[_tensorstack_name] = _tensorstack_how.get(_tensorstack_text, _tensorstack_text)
+        elif _tensorstack_how == "int" and _tensorstack_text.lstrip("+-").isdigit():
+            _tensorstack_kwargs[_tensorstack_name] = int(_tensorstack_text)
+        elif _tensorstack_how == "int":
+            _tensorstack_kwargs[_tensorstack_name] = int(float(_tensorstack_text))
+        else:
+            _tensorstack_kwargs[_tensorstack_name] = float(_tensorstack_text)
+    _tensorstack_missing = sorted(set(_tensorstack_tuned) - set(_tensorstack_kwargs))
+    if _tensorstack_missing:
+        _tensorstack_sys.exit("{script}: no --NAME=VALUE argument for " + ", ".join(_tensorstack_missing)
+                              + ": the runtime must pass the trainer's args (spec.trainer.args) to the script")
+    {func}(**_tensorstack_kwargs)'''
 
 
 def _describe(value: Any) -> str:
@@ -132,9 +187,34 @@ def _checked_function(func: Any) -> types.FunctionType:
     return func
 
 
-def _checked_args(func: types.FunctionType, func_args: Optional[Mapping[str, Any]]) -> str:
-    """func_args as JSON, once func takes them."""
+def _checked_tuned(tuned: Optional[Mapping[str, Any]]) -> Optional[str]:
+    """tuned as JSON, once each name says how its value is read; None
+    without any."""
+    if not tuned:
+        return None
+    out: Dict[str, Any] = {}
+    for name, how in tuned.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ShippingError(f"tuned[{name!r}]", "a tuned argument's name must be a Python identifier")
+        if isinstance(how, Mapping):
+            try:
+                out[name] = json.loads(json.dumps({str(k): v for k, v in how.items()}))
+            except (TypeError, ValueError) as err:
+                raise ShippingError(f"tuned[{name!r}]", f"its values are not JSON ({err})") from None
+        elif how in ("float", "int"):
+            out[name] = how
+        else:
+            raise ShippingError(f"tuned[{name!r}]", f"must be 'float', 'int' or a dict of values, not {how!r}")
+    return json.dumps(out, sort_keys=True)
+
+
+def _checked_args(func: types.FunctionType, func_args: Optional[Mapping[str, Any]],
+                  tuned: Optional[Mapping[str, Any]] = None) -> str:
+    """func_args as JSON, once func takes them, and the tuned arguments."""
     args = dict(func_args or {})
+    for name in tuned or {}:
+        if name in args:
+            raise ShippingError(f"func_args[{name!r}]", "it is a tuned argument too: the trial's value is passed")
     for key, value in args.items():
         if not isinstance(key, str):
             raise ShippingError(f"func_args[{key!r}]", "argument names must be strings")
@@ -145,9 +225,10 @@ def _checked_args(func: types.FunctionType, func_args: Optional[Mapping[str, Any
                                                         "travel to the pods as JSON (numbers, strings, booleans, "
                                                         "None, lists and dicts of those)") from None
     try:
-        inspect.signature(func).bind(**args)
+        inspect.signature(func).bind(**args, **{name: None for name in tuned or {}})
     except TypeError as err:
-        raise ShippingError(func.__qualname__, f"func_args do not fit its parameters: {err}") from None
+        what = "func_args and the tuned arguments" if tuned else "func_args"
+        raise ShippingError(func.__qualname__, f"{what} do not fit its parameters: {err}") from None
     return json.dumps(args, sort_keys=True)
 
 
@@ -398,7 +479,7 @@ class _Shipper:
         # compiled: with or without postponed annotations.
         self.flags = func.__code__.co_flags & __future__.annotations.compiler_flag
 
-    def script(self, args_json: str) -> str:
+    def script(self, args_json: str, tuned_json: Optional[str] = None) -> str:
         name = self.define(self.func, None, [], strip_decorators=True)
         origin = getattr(self.func, "__module__", None) or "?"
         head = [
@@ -419,11 +500,15 @@ class _Shipper:
         # multiprocessing's spawn, a DataLoader's workers). An exception
         # ends the script with its traceback and exit status 1, which fails
         # the replica.
-        parts.append(
-            'if __name__ == "__main__":\n'
-            "    import json as _tensorstack_json\n\n"
-            f"    {name}(**_tensorstack_json.loads({args_json!r}))"
-        )
+        if tuned_json is None:
+            parts.append(
+                'if __name__ == "__main__":\n'
+                "    import json as _tensorstack_json\n\n"
+                f"    {name}(**_tensorstack_json.loads({args_json!r}))"
+            )
+        else:
+            parts.append(_TUNED_MAIN.format(args=repr(args_json), tuned=repr(tuned_json), func=name,
+                                            script=SCRIPT_NAME))
         text = "\n\n\n".join(parts) + "\n"
         try:
             compile(text, SCRIPT_NAME, "exec", dont_inherit=True)
