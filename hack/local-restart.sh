@@ -5,13 +5,14 @@
 # tests (crash and restart scenarios) and for picking up a rebuilt binary
 # (make build). A stack in the foreground (make run) stays up meanwhile.
 #
-# Usage: hack/local-restart.sh [--stop|--start|--freeze|--thaw] COMPONENT
+# Usage: hack/local-restart.sh [--stop|--start|--freeze|--thaw|--kill] COMPONENT
 #   (no option)  stop it if running, start it, wait until ready
 #   --stop       stop it only
 #   --start      start it (must not be running), wait until ready
 #   --freeze     stop it where it stands (SIGSTOP): it stops answering while
 #                its connections stay open, as a machine cut off
 #   --thaw       let a frozen one go on (SIGCONT)
+#   --kill       kill it (SIGKILL, no clean shut-down), start it again, wait
 # COMPONENT: any process of the stack (hack/localcluster components lists
 #   them), e.g. training-apiserver, training-controller-manager, kwok, kueue,
 #   kube-scheduler, kube-apiserver, etcd; kubelet-<node> (kubelet alone: the
@@ -26,6 +27,6 @@ source "${HACK_DIR}/lib/common.sh"
 source "${HACK_DIR}/lib/local.sh"
 
 case "${1:-}" in
-  -h | --help | "") die "usage: $0 [--stop|--start|--freeze|--thaw] COMPONENT" ;;
+  -h | --help | "") die "usage: $0 [--stop|--start|--freeze|--thaw|--kill] COMPONENT" ;;
 esac
 localcluster restart "$@"

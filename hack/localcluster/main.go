@@ -25,7 +25,7 @@ limitations under the License.
 //	                                 kept for inspection, with --keep the stack is kept whatever CMD did. Exits
 //	                                 with CMD's exit code, or 1 when the real nodes left anything after the stop
 //	localcluster down
-//	localcluster restart [--stop|--start|--freeze|--thaw] COMPONENT
+//	localcluster restart [--stop|--start|--freeze|--thaw|--kill] COMPONENT
 //	localcluster env                 the running stack's settings, as shell assignments
 //	localcluster settings            the environment's settings with the defaults, likewise
 //	localcluster why-no-real-node    why real nodes cannot run here (nothing when they can)
@@ -157,17 +157,21 @@ func run(args []string, stdout, stderr io.Writer) error {
 		startOnly := fs.Bool("start", false, "start it (it must not run), and wait until ready")
 		freeze := fs.Bool("freeze", false, "stop it where it stands (SIGSTOP): it stops answering, its connections stay open")
 		thaw := fs.Bool("thaw", false, "let a frozen one go on (SIGCONT)")
+		kill := fs.Bool("kill", false, "kill it (SIGKILL: no clean shut-down), then start it and wait until ready")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
 		chosen := 0
-		for _, b := range []bool{*stopOnly, *startOnly, *freeze, *thaw} {
+		for _, b := range []bool{*stopOnly, *startOnly, *freeze, *thaw, *kill} {
 			if b {
 				chosen++
 			}
 		}
 		if fs.NArg() != 1 || chosen > 1 {
-			return errors.New("usage: localcluster restart [--stop|--start|--freeze|--thaw] COMPONENT")
+			return errors.New("usage: localcluster restart [--stop|--start|--freeze|--thaw|--kill] COMPONENT")
+		}
+		if *kill {
+			return c.Kill(ctx, fs.Arg(0))
 		}
 		if *freeze || *thaw {
 			return c.Freeze(fs.Arg(0), *freeze)

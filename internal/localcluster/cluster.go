@@ -343,6 +343,39 @@ func (c *Cluster) Restart(ctx context.Context, name string, stop, start bool) er
 	return c.Host.Remove(c.procs.heldFile(name))
 }
 
+// Kill ends one process at once (SIGKILL), as a crash or an OOM kill would,
+// with no clean shut-down, then starts it again and waits until it is
+// ready.
+func (c *Cluster) Kill(ctx context.Context, name string) error {
+	procs, err := c.processes()
+	if err != nil {
+		return err
+	}
+	comp, err := c.component(procs, name)
+	if err != nil {
+		return err
+	}
+	if !comp.Restartable {
+		return fmt.Errorf("%s cannot be restarted alone", name)
+	}
+	pid := c.procs.pid(comp)
+	if pid == 0 {
+		return fmt.Errorf("%s is not running", comp.Name)
+	}
+	if err := c.Host.Signal(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("%s (pid %d): %w", comp.Name, pid, err)
+	}
+	c.Host.Logf("%s (pid %d) killed", comp.Name, pid)
+	for c.procs.pid(comp) != 0 {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s (pid %d) still runs after SIGKILL: %w", comp.Name, pid, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return c.Restart(ctx, comp.Name, false, true)
+}
+
 // Freeze stops one process where it stands (SIGSTOP), as a machine that
 // stops answering without closing its connections; thaw lets it go on
 // (SIGCONT). Its supervisor sees it still running.
