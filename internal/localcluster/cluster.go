@@ -366,10 +366,19 @@ func (c *Cluster) Kill(ctx context.Context, name string) error {
 		return fmt.Errorf("%s (pid %d): %w", comp.Name, pid, err)
 	}
 	c.Host.Logf("%s (pid %d) killed", comp.Name, pid)
-	for c.procs.pid(comp) != 0 {
+	// Gone, and its ports closed with it: the kernel closes a dead
+	// process's sockets once its parent has reaped it.
+	for gone := false; !gone; {
+		gone = c.procs.pid(comp) == 0
+		for _, p := range comp.Ports {
+			gone = gone && !c.Host.PortInUse(p.Port)
+		}
+		if gone {
+			break
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s (pid %d) still runs after SIGKILL: %w", comp.Name, pid, ctx.Err())
+			return fmt.Errorf("%s (pid %d) still runs or holds its ports after SIGKILL: %w", comp.Name, pid, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
