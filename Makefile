@@ -30,7 +30,7 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(OUTPUT)/tools/staticcheck-$(STATICCHECK_VERSION)
 
 .PHONY: all help build dashboard test-dashboard bench-dashboard images release python test test-unit test-python test-integration test-e2e test-chaos test-deploy test-fuzz test-fuzz-short update-codegen verify-codegen lint bench bench-e2e \
-	bench-api bench-controller bench-first-run bench-real bench-progress bench-replicas bench-scale bench-wide \
+	bench-api bench-controller bench-first-run bench-real bench-progress bench-replicas bench-scale bench-tuning bench-wide \
 	test-binaries stack-binaries stack-build test-build node node-images-early run local-up local-down clean test-install local-install local-uninstall align-modules
 
 ## all: the same as build
@@ -272,6 +272,11 @@ bench-wide: build test-binaries
 ## rank's first step next to a bare Pod of the same image (the floor), and from the last rank's exit to Succeeded
 bench-real: test-build
 	hack/bench-real.sh
+
+## bench-tuning: on a local control plane of its own with the real nodes: the example search under asha next to the
+## same search without early stopping, the pod-seconds each spends and the best loss each reaches (docs/benchmarks.md)
+bench-tuning: test-build
+	hack/bench-tuning.sh
 
 ## test-binaries: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, scheduler-plugins, Kueue,
 ## Helm, Prometheus and promtool (for artifacts/monitoring and its tests) at pinned versions

@@ -32,6 +32,8 @@ limitations under the License.
 //	batch.tensorstack.dev   RESOURCE/resume                   create
 //	batch.tensorstack.dev   tuningjobs                        list, watch
 //	batch.tensorstack.dev   tuningjobs/status                 update
+//	batch.tensorstack.dev   clustertrainingruntimes           get
+//	batch.tensorstack.dev   trainingruntimes                  get
 //	""                      pods                              get, list, watch, create, delete, patch
 //	""                      pods/log                          get
 //	""                      services                          get, list, watch, create, delete, patch
@@ -67,7 +69,9 @@ limitations under the License.
 // resume are a search's: its trials are jobs it makes, and pauses and
 // resumes as its early stopping decides. Searches: list and watch feed the
 // search controller's informer; it writes their status whole (update),
-// recording each trial before it creates the trial's job. Pods and
+// recording each trial before it creates the trial's job. Runtimes: a trial
+// made from one is created only if the controller may get it (the
+// training-apiserver asks kube-apiserver; no request uses it directly). Pods and
 // services: list and watch (informers, restricted by the label selector
 // batch.tensorstack.dev/job-name), create, delete (restarts, pause, clean-up,
 // TensorBoard removal), patch (adopting labelled orphans, opening startup gates,

@@ -131,7 +131,7 @@ func (c CompletedConfig) New() (*Server, error) {
 			storage[resource] = rest
 		}
 	}
-	if err := addTuningStorage(storage, c.generic.RESTOptionsGetter); err != nil {
+	if err := addTuningStorage(storage, c.generic.RESTOptionsGetter, resolver); err != nil {
 		return nil, err
 	}
 	group.VersionedResourcesStorageMap[v1beta1.SchemeGroupVersion.Version] = storage
@@ -177,9 +177,10 @@ func (s *Server) Run(ctx context.Context) error {
 	return s.GenericAPIServer.PrepareRun().RunWithContext(ctx)
 }
 
-// addTuningStorage serves the searches and their subresources.
-func addTuningStorage(storage map[string]rest.Storage, optsGetter generic.RESTOptionsGetter) error {
-	s, err := tuningjob.NewStorage(Scheme, optsGetter)
+// addTuningStorage serves the searches and their subresources; a search
+// whose trials name a runtime needs a creator who may get it.
+func addTuningStorage(storage map[string]rest.Storage, optsGetter generic.RESTOptionsGetter, runtimes *trainingruntime.Resolver) error {
+	s, err := tuningjob.NewStorage(Scheme, optsGetter, runtimes.Authorize)
 	if err != nil {
 		return err
 	}

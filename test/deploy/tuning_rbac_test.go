@@ -28,10 +28,16 @@ import (
 	"tensorstack.dev/training/pkg/jobclient"
 )
 
+// runtimeResources are the runtimes, which the controller's role lets it
+// get for the trials made from them.
+var runtimeResources = []string{"clustertrainingruntimes", "trainingruntimes"}
+
 // tuning: a search of one trial of each kind, paused and resumed as a
 // whole: the controller records and creates the trial, then pauses and
 // resumes it (tuningjobs list/watch and status update, every kind's create,
-// pause and resume).
+// pause and resume). Then searches whose trials name a runtime, the
+// cluster's and the namespace's: their trials are created only if the
+// controller may get the runtimes.
 func (s *scenarios) tuning(t *testing.T) {
 	s.t = t
 	ctx := context.Background()
@@ -76,6 +82,50 @@ func (s *scenarios) tuning(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.wait(fmt.Sprintf("the trial of %s resumed with it", name), paused(false))
+		if err := searches.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	team := &v1beta1.TrainingRuntime{
+		ObjectMeta: metav1.ObjectMeta{Name: "team-generic"},
+		Spec:       v1beta1.TrainingRuntimeSpec{Template: v1beta1.TrainingJobTemplate{Generic: &genericJob("x", "1h").Spec}},
+	}
+	if _, err := s.c.jobs.BatchV1beta1().TrainingRuntimes(s.ns).Create(ctx, team, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, ref := range map[string]v1beta1.RuntimeRef{
+		"tune-cluster-runtime": {Name: "generic", Kind: "ClusterTrainingRuntime"},
+		"tune-team-runtime":    {Name: "team-generic", Kind: "TrainingRuntime"},
+	} {
+		search := &v1beta1.TuningJob{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: v1beta1.TuningJobSpec{
+				TrialTemplate: v1beta1.TrainingJobTemplate{Generic: &v1beta1.GenericJobSpec{TrainingJobSpec: v1beta1.TrainingJobSpec{
+					RuntimeRef: &ref,
+					Trainer:    &v1beta1.Trainer{Command: []string{"sleep", "${param.seconds}"}},
+				}}},
+				Parameters: []v1beta1.TuningParameter{{Name: "seconds", Type: v1beta1.ParameterInt, Min: "1", Max: "9"}},
+				Objective:  v1beta1.TuningObjective{Metric: "loss", Direction: v1beta1.Minimize},
+				MaxTrials:  1,
+			},
+		}
+		if _, err := searches.Create(ctx, search, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		s.wait(fmt.Sprintf("the trial of %s, made from %s %s", name, ref.Kind, ref.Name), func(ctx context.Context) (bool, error) {
+			got, err := searches.Get(ctx, name, metav1.GetOptions{})
+			if err != nil || len(got.Status.Trials) == 0 {
+				return false, err
+			}
+			switch trial := got.Status.Trials[0]; trial.State {
+			case v1beta1.TrialFailed:
+				return false, fmt.Errorf("the trial failed: %s", trial.Message)
+			case v1beta1.TrialPending:
+				return false, nil
+			}
+			return true, nil
+		})
 		if err := searches.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
 			t.Fatal(err)
 		}

@@ -166,6 +166,7 @@ func TestMonitoringAlerts(t *testing.T) {
 		}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	runningSearch(f, "search", "0.5")
 
 	// The dashboard's and the alerts' selectors, against what Prometheus
 	// holds.

@@ -266,6 +266,7 @@ func TestMonitoring(t *testing.T) {
 	f.WaitForJob(running, "the report in status.progress", framework.Timeout, func(job v1beta1.TrainingJob) (bool, error) {
 		return job.JobStatus().Progress != nil, nil
 	})
+	runningSearch(f, "search", "0.75")
 
 	// The series are made from the controller's cache as it is scraped;
 	// poll until the cache has the report.
@@ -330,6 +331,10 @@ func TestMonitoring(t *testing.T) {
 	expect("tensorstack_trainingjob_finished_total", withLabels(ns, "result", "Succeeded", "reason", "Succeeded"), 1)
 	expect("tensorstack_trainingjob_duration_seconds_count", withLabels(ns, "result", "Succeeded"), 1)
 	expect("tensorstack_trainingjob_queued_seconds_count", ns, 1)
+	search := map[string]string{"namespace": f.Namespace, "search": "search"}
+	expect("training_controller_tuning_trials", withLabels(search, "state", "Running"), 1)
+	expect("training_controller_tuning_best_objective", withLabels(search, "metric", "loss", "direction", "minimize"), 0.75)
+	expect("training_controller_tuning_recent_ended_trials", search, 0)
 
 	// No two series alike.
 	seen := map[string]bool{}

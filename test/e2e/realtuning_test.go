@@ -68,12 +68,16 @@ func TestRealNodeTuningSearch(t *testing.T) {
 			return false, err
 		}
 		if apimeta.IsStatusConditionTrue(search.Status.Conditions, "Failed") {
-			return false, framework.Stop("the search failed: %+v\n%s", search.Status.Conditions, f.MustKubectl("training", "trials", "lr-search", "-n", f.Namespace))
+			return false, framework.Stop("the search failed: %+v\n%s", search.Status.Conditions, f.KubectlTraining("trials", "lr-search", "-o", "wide"))
 		}
 		return apimeta.IsStatusConditionTrue(search.Status.Conditions, "Succeeded"), nil
 	})
 	st := &search.Status
-	t.Logf("trials:\n%s", f.MustKubectl("training", "trials", "lr-search", "-n", f.Namespace, "-o", "wide"))
+	trials := f.KubectlTraining("trials", "lr-search", "-o", "wide")
+	if trials.Err != nil {
+		t.Errorf("kubectl training trials: %s", trials)
+	}
+	t.Logf("trials:\n%s", trials.Stdout)
 	if len(st.Trials) != 8 {
 		t.Errorf("%d trials, want 8", len(st.Trials))
 	}

@@ -314,7 +314,7 @@ func TestTuningSearchMetricNotReported(t *testing.T) {
 	// Refused: each a 4xx naming the field.
 	for _, tt := range []struct{ patch, field string }{
 		{`{"spec":{"parameters":[]}}`, "spec.parameters"},
-		{`{"spec":{"parallelTrials":0}}`, "spec.parallelTrials"},
+		{`{"spec":{"parallelTrials":-1}}`, "spec.parallelTrials"},
 		{`{"spec":{"parameters":[{"name":"lr","type":"double","min":"2","max":"1"}]}}`, "spec.parameters[0].max"},
 	} {
 		r := f.Kubectl("patch", "tune", "nometric", "-n", f.Namespace, "--type=merge", "-p", tt.patch)
@@ -322,4 +322,30 @@ func TestTuningSearchMetricNotReported(t *testing.T) {
 			t.Errorf("kubectl patch %s: %s; want a refusal naming %s", tt.patch, r, tt.field)
 		}
 	}
+}
+
+// runningSearch makes a search whose one trial runs until the test ends,
+// with the loss value reported: every series of the search controller then
+// exists, for the monitoring tests.
+func runningSearch(f *framework.Framework, name, value string) {
+	f.T.Helper()
+	search := genericSearch(name, "1s", func(b *framework.JobBuilder) { b.Forever("worker") })
+	search.Spec.MaxTrials = 1
+	if _, err := f.Training.BatchV1beta1().TuningJobs(f.Namespace).Create(f.Context(), search, metav1.CreateOptions{}); err != nil {
+		f.T.Fatal(err)
+	}
+	trials := f.Training.BatchV1beta1().GenericJobs(f.Namespace)
+	f.Eventually(framework.Timeout, "the search's trial running", func(ctx context.Context) (bool, error) {
+		job, err := trials.Get(ctx, name+"-0", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return job.Status.Phase == v1beta1.JobRunning, nil
+	})
+	if _, err := trials.ReportProgress(f.Context(), name+"-0", &v1beta1.ProgressReport{ProgressValues: v1beta1.ProgressValues{
+		Step: ptr.To[int64](1), Metrics: []v1beta1.ProgressMetric{{Name: "loss", Value: value}},
+	}}, metav1.CreateOptions{}); err != nil {
+		f.T.Fatal(err)
+	}
+	waitForSearch(f, name, func(s *v1beta1.TuningJob) (bool, error) { return s.Status.BestValue != "", nil })
 }

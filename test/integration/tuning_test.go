@@ -19,12 +19,14 @@ package integration
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	"tensorstack.dev/training/test/integration/framework"
@@ -192,5 +194,26 @@ func TestHostileTuningJobs(t *testing.T) {
 	}
 	if list, err := searches.List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 0 {
 		t.Errorf("stored after refusals: %v %v", list, err)
+	}
+}
+
+// TestTuningExampleAccepted creates the example search of docs/tuning.md as
+// it is.
+func TestTuningExampleAccepted(t *testing.T) {
+	s := framework.StartTestServer(t, "")
+	data, err := os.ReadFile("../../artifacts/examples/tuning/pytorch-lr-search.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	search := &v1beta1.TuningJob{}
+	if err := yaml.UnmarshalStrict(data, search); err != nil {
+		t.Fatal(err)
+	}
+	created, err := s.Client.BatchV1beta1().TuningJobs("default").Create(context.Background(), search, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("the example is refused: %v", err)
+	}
+	if created.Spec.TrialTemplate.Pytorch == nil || created.Spec.TrialTemplate.Pytorch.Trainer.Script == nil {
+		t.Errorf("the example's trial template lost its script: %+v", created.Spec.TrialTemplate)
 	}
 }

@@ -108,6 +108,17 @@ func (r *Resolver) Resolve(ctx context.Context, kind batch.KindInfo, job batch.T
 	return r.setDefaults(job)
 }
 
+// Authorize says whether the user of ctx may get the runtime ref names:
+// nil, or the 403 a job naming it would get. A search checks its creator
+// with it, for the trials its controller will make from the runtime.
+func (r *Resolver) Authorize(ctx context.Context, ref *batch.RuntimeRef, namespace string) error {
+	resource, where := "clustertrainingruntimes", ""
+	if ref.Kind == batch.TrainingRuntimeKind {
+		resource, where = "trainingruntimes", namespace
+	}
+	return r.authorize(ctx, resource, where, ref.Name)
+}
+
 // get reads the runtime the reference names, once the user may get it. A
 // runtime that does not exist is an error naming spec.runtimeRef.
 func (r *Resolver) get(ctx context.Context, ref *batch.RuntimeRef, namespace string) (*metav1.ObjectMeta, *batch.TrainingJobTemplate, field.ErrorList, error) {

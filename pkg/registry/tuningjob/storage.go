@@ -45,9 +45,11 @@ type Storage struct {
 	Resume *ActionREST
 }
 
-// NewStorage stores TuningJobs in their namespaces.
-func NewStorage(typer runtime.ObjectTyper, optsGetter generic.RESTOptionsGetter) (*Storage, error) {
-	s := strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator}
+// NewStorage stores TuningJobs in their namespaces. authorizeRuntime, when
+// set, refuses a search whose trials name a runtime its creator may not get.
+func NewStorage(typer runtime.ObjectTyper, optsGetter generic.RESTOptionsGetter,
+	authorizeRuntime func(ctx context.Context, ref *batch.RuntimeRef, namespace string) error) (*Storage, error) {
+	s := strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, authorizeRuntime: authorizeRuntime}
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &batch.TuningJob{} },
 		NewListFunc:               func() runtime.Object { return &batch.TuningJobList{} },

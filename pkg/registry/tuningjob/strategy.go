@@ -34,6 +34,11 @@ import (
 type strategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
+	// authorizeRuntime, when set, says whether the user may get the
+	// runtime a trial template names (trainingruntime.Resolver.Authorize):
+	// the controller makes the trials, so the search's creator is checked
+	// here, as a job's creator is when the job names the runtime.
+	authorizeRuntime func(ctx context.Context, ref *batch.RuntimeRef, namespace string) error
 }
 
 func (strategy) NamespaceScoped() bool { return true }
@@ -59,8 +64,17 @@ func (strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	}
 }
 
-func (strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidateTuningJob(obj.(*batch.TuningJob))
+func (s strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
+	job := obj.(*batch.TuningJob)
+	allErrs := validation.ValidateTuningJob(job)
+	t := &job.Spec.TrialTemplate
+	if common := t.CommonSpec(); common != nil && common.RuntimeRef != nil && s.authorizeRuntime != nil {
+		if err := s.authorizeRuntime(ctx, common.RuntimeRef, job.Namespace); err != nil {
+			path := field.NewPath("spec", "trialTemplate", batch.TemplateKinds()[t.Kind()], "runtimeRef")
+			allErrs = append(allErrs, field.Forbidden(path, err.Error()))
+		}
+	}
+	return allErrs
 }
 
 func (strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
