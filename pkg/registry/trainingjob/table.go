@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"tensorstack.dev/training/pkg/apis/batch"
+	"tensorstack.dev/training/pkg/registry/tables"
 )
 
 // tableColumns are the columns kubectl get prints; priority 1 columns appear
@@ -53,34 +54,7 @@ type tableConvertor struct {
 }
 
 func (c tableConvertor) ConvertToTable(_ context.Context, object runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
-	table := &metav1.Table{}
-	if opts, ok := tableOptions.(*metav1.TableOptions); !ok || !opts.NoHeaders {
-		table.ColumnDefinitions = tableColumns
-	}
-	var err error
-	if meta.IsListType(object) {
-		err = meta.EachListItem(object, func(item runtime.Object) error {
-			row, err := c.row(item)
-			table.Rows = append(table.Rows, row)
-			return err
-		})
-		if listMeta, lerr := meta.ListAccessor(object); lerr == nil {
-			table.ResourceVersion = listMeta.GetResourceVersion()
-			table.Continue = listMeta.GetContinue()
-			table.RemainingItemCount = listMeta.GetRemainingItemCount()
-		}
-	} else {
-		var row metav1.TableRow
-		row, err = c.row(object)
-		table.Rows = append(table.Rows, row)
-		if objMeta, merr := meta.Accessor(object); merr == nil {
-			table.ResourceVersion = objMeta.GetResourceVersion()
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return table, nil
+	return tables.Convert(object, tableOptions, tableColumns, c.row)
 }
 
 func (c tableConvertor) row(obj runtime.Object) (metav1.TableRow, error) {
@@ -122,14 +96,13 @@ func (c tableConvertor) row(obj runtime.Object) (metav1.TableRow, error) {
 	}
 
 	return metav1.TableRow{
-		Object: runtime.RawExtension{Object: obj},
 		Cells: []any{
 			job.GetName(),
 			phase,
 			fmt.Sprintf("%d/%d", ready, total),
 			int64(status.BackoffCount),
 			progressPercent(status.Progress),
-			age(job.GetCreationTimestamp(), now),
+			tables.Age(job.GetCreationTimestamp(), now),
 			runMode(spec),
 			strings.Join(replicas, ","),
 			runDuration(status, now),
@@ -206,13 +179,6 @@ func runMode(spec *batch.TrainingJobSpec) string {
 	default:
 		return "Immediate"
 	}
-}
-
-func age(created metav1.Time, now time.Time) string {
-	if created.IsZero() {
-		return "<unknown>"
-	}
-	return duration.HumanDuration(now.Sub(created.Time))
 }
 
 // runDuration is batch.RunLength as a table cell; empty before the job

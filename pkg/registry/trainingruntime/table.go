@@ -23,7 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/duration"
+
+	"tensorstack.dev/training/pkg/registry/tables"
 )
 
 var tableColumns = []metav1.TableColumnDefinition{
@@ -37,39 +38,12 @@ var tableColumns = []metav1.TableColumnDefinition{
 type tableConvertor struct{ scope scope }
 
 func (c tableConvertor) ConvertToTable(_ context.Context, object runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
-	table := &metav1.Table{}
-	if opts, ok := tableOptions.(*metav1.TableOptions); !ok || !opts.NoHeaders {
-		table.ColumnDefinitions = tableColumns
-	}
-	var objs []runtime.Object
-	if meta.IsListType(object) {
-		var err error
-		if objs, err = meta.ExtractList(object); err != nil {
-			return nil, err
-		}
-		if l, err := meta.ListAccessor(object); err == nil {
-			table.ResourceVersion, table.Continue, table.RemainingItemCount = l.GetResourceVersion(), l.GetContinue(), l.GetRemainingItemCount()
-		}
-	} else {
-		objs = []runtime.Object{object}
-	}
-	for _, obj := range objs {
+	return tables.Convert(object, tableOptions, tableColumns, func(obj runtime.Object) (metav1.TableRow, error) {
 		m, err := meta.Accessor(obj)
 		if err != nil {
-			return nil, err
+			return metav1.TableRow{}, err
 		}
 		t := &c.scope.spec(obj).Template
-		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells:  []interface{}{m.GetName(), t.Kind(), t.Image(), age(m.GetCreationTimestamp())},
-			Object: runtime.RawExtension{Object: obj},
-		})
-	}
-	return table, nil
-}
-
-func age(created metav1.Time) string {
-	if created.IsZero() {
-		return "<unknown>"
-	}
-	return duration.HumanDuration(time.Since(created.Time))
+		return metav1.TableRow{Cells: []any{m.GetName(), t.Kind(), t.Image(), tables.Age(m.GetCreationTimestamp(), time.Now())}}, nil
+	})
 }

@@ -21,12 +21,11 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/duration"
 
 	"tensorstack.dev/training/pkg/apis/batch"
+	"tensorstack.dev/training/pkg/registry/tables"
 )
 
 var tableColumns = []metav1.TableColumnDefinition{
@@ -48,30 +47,13 @@ var tableColumns = []metav1.TableColumnDefinition{
 type tableConvertor struct{}
 
 func (tableConvertor) ConvertToTable(_ context.Context, object runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
-	table := &metav1.Table{}
-	if opts, ok := tableOptions.(*metav1.TableOptions); !ok || !opts.NoHeaders {
-		table.ColumnDefinitions = tableColumns
-	}
-	var objs []runtime.Object
-	if meta.IsListType(object) {
-		var err error
-		if objs, err = meta.ExtractList(object); err != nil {
-			return nil, err
-		}
-		if l, err := meta.ListAccessor(object); err == nil {
-			table.ResourceVersion, table.Continue, table.RemainingItemCount = l.GetResourceVersion(), l.GetContinue(), l.GetRemainingItemCount()
-		}
-	} else {
-		objs = []runtime.Object{object}
-	}
-	for _, obj := range objs {
+	return tables.Convert(object, tableOptions, tableColumns, func(obj runtime.Object) (metav1.TableRow, error) {
 		job, ok := obj.(*batch.TuningJob)
 		if !ok {
-			return nil, fmt.Errorf("cannot render %T as a search", obj)
+			return metav1.TableRow{}, fmt.Errorf("cannot render %T as a search", obj)
 		}
-		table.Rows = append(table.Rows, metav1.TableRow{Cells: cells(job), Object: runtime.RawExtension{Object: obj}})
-	}
-	return table, nil
+		return metav1.TableRow{Cells: cells(job)}, nil
+	})
 }
 
 func cells(job *batch.TuningJob) []interface{} {
@@ -93,14 +75,7 @@ func cells(job *batch.TuningJob) []interface{} {
 	return []interface{}{
 		job.Name, batch.TuningState(s), best, fmt.Sprintf("%d/%d", len(s.Trials), spec.MaxTrials),
 		int64(s.Counts.Running + s.Counts.Pending), int64(s.Counts.Paused), int64(s.Counts.Succeeded), int64(s.Counts.Failed),
-		age(job.CreationTimestamp),
+		tables.Age(job.CreationTimestamp, time.Now()),
 		fmt.Sprintf("%s %s", spec.Objective.Direction, spec.Objective.Metric), algorithm, bestTrial,
 	}
-}
-
-func age(created metav1.Time) string {
-	if created.IsZero() {
-		return "<unknown>"
-	}
-	return duration.HumanDuration(time.Since(created.Time))
 }
