@@ -20,13 +20,6 @@
 #   LOCAL_*        the stack's settings (hack/local-up.sh)
 set -euo pipefail
 
-: "${LOCAL_KUEUE:=0}"
-: "${LOCAL_SCHEDULER_PLUGINS:=0}"
-: "${LOCAL_GANG_WORKLOAD:=0}"
-: "${LOCAL_FAKE_NODES:=1}"
-export LOCAL_KUEUE LOCAL_SCHEDULER_PLUGINS LOCAL_GANG_WORKLOAD LOCAL_FAKE_NODES
-export LOCAL_REAL_NODE=1
-
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=hack/lib/common.sh
 source "${HACK_DIR}/lib/common.sh"
@@ -37,19 +30,5 @@ source "${HACK_DIR}/lib/bench.sh"
 # shellcheck source=hack/lib/packages.sh
 source "${HACK_DIR}/lib/packages.sh"
 
-if why="$(node_cannot_run)"; then
-  die "the real node cannot run here: ${why}"
-fi
-refuse_running_stack
 bench_build bench-real ./test/bench/real
-
-# The stack for the length of the benchmark (localcluster run stops it whatever the benchmark did); the benchmark
-# runs only where the stack's real node came up.
-require_packages "the local stack" curl:curl iptables:iptables conntrack:conntrack
-# shellcheck disable=SC2016 # expanded by the inner shell, in the stack's environment
-localcluster run -- bash -c '
-  if [[ "${LOCAL_REAL_NODE_RUNNING}" != 1 ]]; then
-    echo "the stack came up without its real node; see the output above" >&2
-    exit 1
-  fi
-  exec "$@"' bench-real "${BENCH_BIN_DIR}/bench-real" -local-dir "${LOCAL_DIR}" -ctr "${BIN_DIR}/ctr" -out "${BENCH_DIR}/real.md"
+bench_on_real_nodes bench-real "${BENCH_BIN_DIR}/bench-real" -local-dir "${LOCAL_DIR}" -ctr "${BIN_DIR}/ctr" -out "${BENCH_DIR}/real.md"
