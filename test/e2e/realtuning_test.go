@@ -47,7 +47,8 @@ var (
 )
 
 // TestRealNodeTuningSearch runs the example search on the real nodes:
-// eight trials of a small PyTorch model, two at a time, under asha with
+// eight trials of a small PyTorch model (GenericJobs of the shipped
+// generic runtime), two at a time, under asha with
 // three rungs. It ends Succeeded; its best trial beats the median trial;
 // asha paused trials at rungs and promoted at least one, which resumed
 // from its checkpoint: its log says "resumed from step=N" and goes on at
@@ -117,7 +118,7 @@ func TestRealNodeTuningSearch(t *testing.T) {
 		if !strings.Contains(tr.Message, "checkpoint") && tr.State != v1beta1.TrialSucceeded {
 			t.Errorf("trial %s: %s", tr.Name, tr.Message)
 		}
-		log := podLog(f, tr.Name+"-master-0")
+		log := podLog(f, tr.Name+"-worker-0")
 		m := tuningResumed.FindStringSubmatch(log)
 		if m == nil {
 			t.Errorf("promoted trial %s never resumed from a checkpoint:\n%s", tr.Name, log)
@@ -128,7 +129,7 @@ func TestRealNodeTuningSearch(t *testing.T) {
 		if resumed < 1 || after == nil || after[1] != strconv.Itoa(resumed+1) {
 			t.Errorf("trial %s resumed from step %d, then %v; want step %d next:\n%s", tr.Name, resumed, after, resumed+1, log)
 		}
-		ref := f.Ref(framework.KindPyTorch, tr.Name)
+		ref := f.Ref(framework.KindGeneric, tr.Name)
 		job := f.MustGetJob(ref)
 		if a := job.JobStatus().Accounting; a == nil || len(a.Recent) == 0 || a.Recent[0].ResumeStep == nil {
 			t.Errorf("trial %s: accounting %+v, want the pause's resume step", tr.Name, a)

@@ -213,7 +213,7 @@ func TestTuningExampleAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the example is refused: %v", err)
 	}
-	if created.Spec.TrialTemplate.Pytorch == nil || created.Spec.TrialTemplate.Pytorch.Trainer.Script == nil {
+	if created.Spec.TrialTemplate.Generic == nil || created.Spec.TrialTemplate.Generic.Trainer.Script == nil {
 		t.Errorf("the example's trial template lost its script: %+v", created.Spec.TrialTemplate)
 	}
 }

@@ -16,7 +16,8 @@ limitations under the License.
 
 // Command bench-tuning runs, on the local stack's real nodes, the example
 // search of docs/tuning.md (artifacts/examples/tuning/pytorch-lr-search.yaml:
-// 8 trials of a small PyTorch model, 2 at a time, asha with 3 rungs) next to
+// 8 trials of a small PyTorch model, GenericJobs of the shipped generic
+// runtime, 2 at a time, asha with 3 rungs) next to
 // the same search without early stopping: the same seed, so the same 8
 // parameter values, each trial run to its end. It records the pod-seconds
 // each spends (every trial's starting and running seconds times its pods)
@@ -177,7 +178,7 @@ func runSearch(ctx context.Context, training clientset.Interface, search *v1beta
 	}
 	// The trials' accounting is final once each has ended; a trial the
 	// search stopped is paused, its seconds counted up to its pause.
-	jobs, err := training.BatchV1beta1().PyTorchTrainingJobs(namespace).List(ctx, metav1.ListOptions{LabelSelector: v1beta1.LabelTuningJob + "=" + search.Name})
+	jobs, err := training.BatchV1beta1().GenericJobs(namespace).List(ctx, metav1.ListOptions{LabelSelector: v1beta1.LabelTuningJob + "=" + search.Name})
 	if err != nil {
 		return outcome{}, err
 	}
