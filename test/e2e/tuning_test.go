@@ -211,7 +211,13 @@ func TestTuningSearchSurvivesControllerKill(t *testing.T) {
 		t.Errorf("trial jobs seen: %d, made again under the same name: %v", len(ft.uids), ft.reused)
 	}
 	ft.mu.Unlock()
-	for name, n := range createdTrialEvents(t, f, "kill") {
+	// A kill may lose the event of a trial it created last, never make one
+	// twice.
+	created := createdTrialEvents(t, f, "kill")
+	if len(created) < 4 {
+		t.Errorf("TrialCreated events of %d trials, want most of the 6: %v", len(created), created)
+	}
+	for name, n := range created {
 		if n != 1 {
 			t.Errorf("trial %s created %d times", name, n)
 		}

@@ -27,6 +27,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/reference"
 	"k8s.io/utils/ptr"
 
 	"tensorstack.dev/training/pkg/apis/batch"
@@ -416,5 +418,20 @@ func TestTrialJob(t *testing.T) {
 	job.SetOwnerReferences(nil)
 	if o := observe(search, job); !o.foreign {
 		t.Error("a job the search does not own observed as its trial")
+	}
+}
+
+// TestEventObject: events of a search are recorded on a reference with its
+// kind, which the recorder's scheme cannot give it.
+func TestEventObject(t *testing.T) {
+	ref := eventObject(ashaSearch())
+	if ref.Kind != "TuningJob" || ref.APIVersion != "batch.tensorstack.dev/v1beta1" || ref.Name != "s" || ref.Namespace != "ns" || ref.UID != "uid-1" {
+		t.Errorf("reference %+v", ref)
+	}
+	if _, err := reference.GetReference(scheme.Scheme, ref); err != nil {
+		t.Errorf("the recorder cannot use it: %v", err)
+	}
+	if _, err := reference.GetReference(scheme.Scheme, ashaSearch()); err == nil {
+		t.Error("the search itself is in the recorder's scheme: the reference is not needed")
 	}
 }

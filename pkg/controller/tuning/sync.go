@@ -63,7 +63,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	status, actions, events, err := plan(search, seedOf(search), observed, metav1.NewTime(c.clock.Now()))
 	if err != nil {
-		c.recorder.Event(search, corev1.EventTypeWarning, "InvalidSearch", err.Error())
+		c.recorder.Event(eventObject(search), corev1.EventTypeWarning, "InvalidSearch", err.Error())
 		return nil // a validated search cannot get here; retrying will not help
 	}
 	if !apiequality.Semantic.DeepEqual(status, &search.Status) {
@@ -74,7 +74,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 	}
 	for _, e := range events {
-		c.recorder.Event(search, e.eventType, e.reason, e.message)
+		c.recorder.Event(eventObject(search), e.eventType, e.reason, e.message)
 	}
 	return c.act(ctx, search, actions)
 }
@@ -113,12 +113,12 @@ func (c *Controller) act(ctx context.Context, search *v1beta1.TuningJob, actions
 					}
 				}
 			case err == nil:
-				c.recorder.Eventf(search, corev1.EventTypeNormal, ReasonTrialCreated, "Created trial %s (%s)", trial.Name, describe(trial))
+				c.recorder.Eventf(eventObject(search), corev1.EventTypeNormal, ReasonTrialCreated, "Created trial %s (%s)", trial.Name, describe(trial))
 			case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
 				// The template makes a job the API refuses (a runtime
 				// that is gone, a value out of a field's range): the
 				// trial fails, the search goes on.
-				c.recorder.Eventf(search, corev1.EventTypeWarning, ReasonTrialFailed, "Trial %s could not be created: %v", trial.Name, err)
+				c.recorder.Eventf(eventObject(search), corev1.EventTypeWarning, ReasonTrialFailed, "Trial %s could not be created: %v", trial.Name, err)
 				err = c.failTrial(ctx, search, trial.Name, fmt.Sprintf("its job could not be created: %v", err))
 			}
 		case actPause:
@@ -138,6 +138,16 @@ func (c *Controller) act(ctx context.Context, search *v1beta1.TuningJob, actions
 		return fmt.Errorf("%v", errs)
 	}
 	return nil
+}
+
+// eventObject is the reference events of a search are recorded on: the
+// search's kind is not in the recorder's scheme, and objects from the
+// cache or a client carry no kind of their own.
+func eventObject(search *v1beta1.TuningJob) *corev1.ObjectReference {
+	return &corev1.ObjectReference{
+		APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: "TuningJob",
+		Namespace: search.Namespace, Name: search.Name, UID: search.UID, ResourceVersion: search.ResourceVersion,
+	}
 }
 
 // failTrial records that a trial's job could not be made.
