@@ -50,6 +50,11 @@ type observation struct {
 	checkpointStep   *int64
 	// failure is why the job failed.
 	failure string
+	// judgeable says whether the job's last report is of its current run:
+	// it runs, and reported since it started running again. Until then its
+	// reports are those of before its last pause, when it may have gone
+	// past the checkpoint it now resumes from, and no rung may judge it.
+	judgeable bool
 }
 
 // actionKind is what the sync does to a trial's job once the status that
@@ -223,7 +228,7 @@ func (p *planner) lossesAt(rung int32) []float64 {
 
 // stopEarly applies the early stopping rule to a running trial.
 func (p *planner) stopEarly(t *v1beta1.TrialStatus) {
-	if t.State != v1beta1.TrialRunning || t.Value == "" || t.Progress == nil {
+	if t.State != v1beta1.TrialRunning || t.Value == "" || t.Progress == nil || !p.observed[t.Name].judgeable {
 		return
 	}
 	loss, ok := p.loss(t.Value)

@@ -45,6 +45,10 @@ type simJob struct {
 	step       int64
 	checkpoint *int64
 	reports    []tuning.Sample
+	// sinceStart counts the ticks the job trained since it last started.
+	sinceStart int
+	// resumedAt is the step of its last resume, -1 before any.
+	resumedAt int64
 }
 
 // world is the simulated cluster the planner drives.
@@ -75,7 +79,8 @@ func lossOf(params []v1beta1.ParameterValue, step int64) float64 {
 func (w *world) observe(search *v1beta1.TuningJob) map[string]observation {
 	out := map[string]observation{}
 	for name, j := range w.jobs {
-		o := observation{exists: true, phase: j.phase, paused: j.paused, checkpointPolicy: w.checkpoints, checkpointStep: j.checkpoint}
+		o := observation{exists: true, phase: j.phase, paused: j.paused, checkpointPolicy: w.checkpoints, checkpointStep: j.checkpoint,
+			judgeable: j.phase == v1beta1.JobRunning && !j.paused && j.sinceStart > 0}
 		// The last 30 reports, as status.progress.history holds them.
 		recent := j.reports[max(0, len(j.reports)-30):]
 		for _, r := range recent {
@@ -103,21 +108,31 @@ func (w *world) apply(search *v1beta1.TuningJob, actions []action) {
 				w.t.Fatalf("trial %s created %d times", a.trial, w.creates[a.trial])
 			}
 			i := slices.IndexFunc(search.Status.Trials, func(t v1beta1.TrialStatus) bool { return t.Name == a.trial })
-			w.jobs[a.trial] = &simJob{params: search.Status.Trials[i].Parameters, phase: v1beta1.JobPending}
+			w.jobs[a.trial] = &simJob{params: search.Status.Trials[i].Parameters, phase: v1beta1.JobPending, resumedAt: -1}
 		case actPause:
 			j := w.jobs[a.trial]
 			j.paused = true
 			if w.checkpoints {
 				j.checkpoint = ptr.To(j.step)
 			}
+			if j.resumedAt >= 0 && j.step <= j.resumedAt {
+				w.t.Errorf("trial %s paused again at step %d, before training past %d, where it resumed", a.trial, j.step, j.resumedAt)
+			}
+			// The pod trains on while it stops, past the checkpoint and
+			// even past the next rung; those reports stay in its history.
+			for range 12 {
+				j.step++
+				j.reports = append(j.reports, tuning.Sample{Progress: j.step, Value: lossOf(j.params, j.step)})
+			}
 		case actResume:
 			j := w.jobs[a.trial]
-			j.paused = false
+			j.paused, j.sinceStart, j.phase = false, 0, v1beta1.JobPending
 			j.step = 0
 			if j.checkpoint != nil {
 				j.step = *j.checkpoint
 				w.resumedFromStep[a.trial] = append(w.resumedFromStep[a.trial], j.step)
 			}
+			j.resumedAt = j.step
 		}
 	}
 }
@@ -130,7 +145,12 @@ func (w *world) tick() {
 			continue
 		}
 		running++
-		j.phase = v1beta1.JobRunning
+		if j.phase == v1beta1.JobPending {
+			// Starting (again) takes a tick: the pod runs, nothing trained yet.
+			j.phase = v1beta1.JobRunning
+			continue
+		}
+		j.sinceStart++
 		if w.fail {
 			j.phase = v1beta1.JobFailed
 			continue
@@ -414,6 +434,23 @@ func TestTrialJob(t *testing.T) {
 	}
 	if o := observe(search, job); o.foreign {
 		t.Error("the search's own trial observed as foreign")
+	}
+	// Judged only on a report of the run it is in.
+	started := metav1.NewTime(time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC))
+	st := job.JobStatus()
+	st.Phase = v1beta1.JobRunning
+	st.Accounting = &v1beta1.Accounting{State: v1beta1.AccountingRunning, StateSince: &started}
+	st.Progress = &v1beta1.ProgressStatus{ProgressValues: v1beta1.ProgressValues{Step: ptr.To[int64](16),
+		Metrics: []v1beta1.ProgressMetric{{Name: "loss", Value: "0.5"}}}}
+	for _, tt := range []struct {
+		reported time.Duration
+		want     bool
+	}{{-time.Second, false}, {0, true}, {time.Second, true}} {
+		at := metav1.NewMicroTime(started.Add(tt.reported))
+		st.Progress.ReportTime = &at
+		if o := observe(search, job); o.judgeable != tt.want || len(o.samples) != 1 {
+			t.Errorf("a report %s after the run's start: judgeable %v, samples %v; want %v", tt.reported, o.judgeable, o.samples, tt.want)
+		}
 	}
 	job.SetOwnerReferences(nil)
 	if o := observe(search, job); !o.foreign {

@@ -133,6 +133,12 @@ func observe(search *v1beta1.TuningJob, job v1beta1.TrainingJob) observation {
 	if pr == nil {
 		return o
 	}
+	if a := status.Accounting; status.Phase == v1beta1.JobRunning && a != nil && a.State == v1beta1.AccountingRunning &&
+		a.StateSince != nil && pr.ReportTime != nil {
+		// The start of the run is stored to the second: a report in that
+		// second counts as the run's.
+		o.judgeable = !pr.ReportTime.Time.Before(a.StateSince.Time)
+	}
 	metric := search.Spec.Objective.Metric
 	epochs := false
 	if es := search.Spec.EarlyStopping; es != nil && es.ASHA != nil && es.ASHA.Resource == v1beta1.ResourceEpochs {
