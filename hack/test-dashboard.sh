@@ -24,4 +24,6 @@ require_browser "the dashboard's browser test"
 
 cd "${REPO_ROOT}"
 export REPO_ROOT
+# The UI's own unit tests first: no browser, no stack.
+node --test --test-reporter=spec pkg/dashboard/ui/test/unit/
 localcluster run -- node --test --test-reporter=spec pkg/dashboard/ui/test/dashboard.test.mjs

@@ -32,10 +32,10 @@ import (
 )
 
 // fakeAPI stands for kube-apiserver: it authenticates the bearer token
-// "alice-token" as alice, answers SelfSubjectReviews, gets of one job and
+// "alice-token" as alice, answers SelfSubjectReviews, gets of one job,
 // lists of runtimes (one ClusterTrainingRuntime, no TrainingRuntime in
-// team), refuses any other token with a 401, and records the Authorization
-// header of every request.
+// team) and the list and get of one search in team, refuses any other
+// token with a 401, and records the Authorization header of every request.
 type fakeAPI struct {
 	mu             sync.Mutex
 	authorizations []string
@@ -64,6 +64,11 @@ func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"items": []any{newClusterRuntime("torch-distributed", pyTorchTemplate("registry.example/torch:2"))}})
 	case r.Method == http.MethodGet && r.URL.Path == "/apis/batch.tensorstack.dev/v1beta1/namespaces/team/trainingruntimes":
 		_ = json.NewEncoder(w).Encode(map[string]any{"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "TrainingRuntimeList", "items": []any{}})
+	case r.Method == http.MethodGet && r.URL.Path == "/apis/batch.tensorstack.dev/v1beta1/namespaces/team/tuningjobs":
+		_ = json.NewEncoder(w).Encode(map[string]any{"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "TuningJobList",
+			"items": []any{newSearch("team", "lr", 1)}})
+	case r.Method == http.MethodGet && r.URL.Path == "/apis/batch.tensorstack.dev/v1beta1/namespaces/team/tuningjobs/lr":
+		_ = json.NewEncoder(w).Encode(newSearch("team", "lr", 1))
 	default:
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,"message":"not found"}`)

@@ -131,16 +131,10 @@ func (s *Server) runtimes(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, view)
 }
 
-// viewRuntime reads what a runtime's template makes. The internal version
-// holds the rule that picks the template's kind, the one the apiserver
-// applies, so that no kind is named here.
+// viewRuntime reads what a runtime's template makes.
 func viewRuntime(name, scope, namespace, runtimeKind string, template *v1beta1.TrainingJobTemplate) runtimeView {
 	view := runtimeView{Name: name, Scope: scope, Namespace: namespace, RuntimeKind: runtimeKind, ReplicaTypes: []string{}}
-	var internal batch.TrainingJobTemplate
-	if err := internalScheme.Convert(template, &internal, nil); err != nil {
-		return view
-	}
-	kind, ok := kindByKind(internal.Kind())
+	internal, kind, ok := internalTemplate(template)
 	if !ok {
 		return view
 	}
@@ -153,7 +147,24 @@ func viewRuntime(name, scope, namespace, runtimeKind string, template *v1beta1.T
 	return view
 }
 
-// internalScheme converts runtimes' templates to the internal version.
+// internalTemplate is a job template (a runtime's, a search's trials') in
+// the internal version, and the kind of job it makes. The internal version
+// holds the rule that picks the template's kind, the one the apiserver
+// applies, so that no kind is named here. ok is false for a template of no
+// kind this dashboard knows.
+func internalTemplate(template *v1beta1.TrainingJobTemplate) (*batch.TrainingJobTemplate, jobKind, bool) {
+	var internal batch.TrainingJobTemplate
+	if err := internalScheme.Convert(template, &internal, nil); err != nil {
+		return nil, nil, false
+	}
+	kind, ok := kindByKind(internal.Kind())
+	if !ok {
+		return nil, nil, false
+	}
+	return &internal, kind, true
+}
+
+// internalScheme converts job templates to the internal version.
 var internalScheme = func() *runtime.Scheme {
 	scheme := runtime.NewScheme()
 	install.Install(scheme)

@@ -109,6 +109,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/jobs/watch", s.streaming(s.watchList))
 	mux.HandleFunc("POST /api/jobs", s.create)
 	mux.HandleFunc("GET /api/runtimes", s.runtimes)
+	mux.HandleFunc("GET /api/tuningjobs", s.tuningJobs)
+	mux.HandleFunc("GET /api/tuningjobs/{namespace}/{name}", s.tuningJob)
 	mux.HandleFunc("GET "+job, s.jobDetail)
 	mux.HandleFunc("DELETE "+job, s.delete)
 	mux.HandleFunc("GET "+job+"/watch", s.streaming(s.watchJob))

@@ -6,6 +6,7 @@
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import { h, replace } from "./dom";
+import { numeric } from "./plot";
 import { ProgressSample } from "./types";
 
 export interface MetricSeries {
@@ -23,8 +24,8 @@ export function metricSeries(history: ProgressSample[]): { xLabel: string; serie
     const x = bySteps ? sample.step : i + 1;
     if (x === undefined) return;
     for (const m of sample.metrics ?? []) {
-      const y = Number(m.value);
-      if (m.value.trim() === "" || !Number.isFinite(y)) continue;
+      const y = numeric(m.value);
+      if (y === undefined) continue;
       let s = series.get(m.name);
       if (!s) series.set(m.name, (s = { name: m.name, xs: [], ys: [] }));
       s.xs.push(x);

@@ -32,6 +32,24 @@ export function append(el: Node, children: (Child | Child[])[]): void {
   }
 }
 
+// SVG_NS is the namespace of the charts' elements.
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+// svg builds an SVG element as h builds an HTML one: attributes set one by
+// one, text as text nodes.
+export function svg<K extends keyof SVGElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string | number | undefined> = {},
+  ...children: (Child | Child[])[]
+): SVGElementTagNameMap[K] {
+  const el = document.createElementNS(SVG_NS, tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value !== undefined) el.setAttribute(name, String(value));
+  }
+  append(el, children);
+  return el;
+}
+
 // replace puts children in place of el's.
 export function replace(el: Element, ...children: (Child | Child[])[]): void {
   el.replaceChildren();

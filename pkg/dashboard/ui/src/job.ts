@@ -7,7 +7,7 @@ import { describeStatus, follow, jobPath, request, Status } from "./api";
 import { MetricCharts } from "./charts";
 import { h, replace } from "./dom";
 import { age, duration, timestamp, until } from "./format";
-import { Attempt, Job, JobDetail, PodView, ProgressSample } from "./types";
+import { Attempt, Condition, Job, JobDetail, PodView, ProgressSample } from "./types";
 import { LogView } from "./logs";
 
 // detailInterval is the least time between two fetches of the pods and
@@ -88,7 +88,7 @@ export function jobPage(root: HTMLElement, namespace: string, resource: string, 
   function show(next: Job): void {
     job = next;
     renderHeader(header, job, resource, result);
-    renderConditions(conditions, job);
+    renderConditions(conditions, job.status.conditions);
     renderReplicas(replicas, job, pods);
     history = mergeHistory(history, job.status.progress?.history ?? []);
     charts.update(history);
@@ -177,8 +177,10 @@ function fact(term: string, value: Node | string | number): HTMLElement[] {
   return [h("dt", {}, term), h("dd", {}, value)];
 }
 
-function renderConditions(el: HTMLElement, job: Job): void {
-  const conditions = [...(job.status.conditions ?? [])].sort((a, b) => (a.lastTransitionTime ?? "").localeCompare(b.lastTransitionTime ?? ""));
+// renderConditions draws conditions (a job's, a search's) as a timeline,
+// oldest first.
+export function renderConditions(el: HTMLElement, list: Condition[] | undefined): void {
+  const conditions = [...(list ?? [])].sort((a, b) => (a.lastTransitionTime ?? "").localeCompare(b.lastTransitionTime ?? ""));
   if (conditions.length === 0) {
     replace(el, h("li", { class: "empty" }, "No conditions yet."));
     return;

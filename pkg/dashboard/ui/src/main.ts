@@ -1,6 +1,7 @@
 // The dashboard's entry: signs the page's session in, then shows the page
 // the URL's fragment names: #/ the jobs list, #/job/NS/RESOURCE/NAME a job,
-// #/create the create form, #/run the form that makes a job from a runtime.
+// #/create the create form, #/run the form that makes a job from a runtime,
+// #/tuning the hyperparameter searches and #/tuning/NS/NAME a search.
 
 import "./style.css";
 import { describeStatus, ApiError, startSession } from "./api";
@@ -10,6 +11,7 @@ import { jobPage } from "./job";
 import { jobsPage } from "./list";
 import { runPage } from "./run";
 import { signInOffered, signInPage, signOut } from "./signin";
+import { searchesPage, searchPage } from "./tuning";
 
 const app = document.getElementById("app")!;
 let leave: () => void = () => {};
@@ -23,6 +25,10 @@ function route(): void {
     leave = createPage(app);
   } else if (parts[0] === "run") {
     leave = runPage(app);
+  } else if (parts[0] === "tuning" && parts.length === 3) {
+    leave = searchPage(app, parts[1], parts[2]);
+  } else if (parts[0] === "tuning") {
+    leave = searchesPage(app);
   } else {
     leave = jobsPage(app);
   }

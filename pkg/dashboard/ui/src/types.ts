@@ -178,3 +178,117 @@ export interface RuntimeList {
   forbidden?: string[];
   refused?: import("./api").Status[];
 }
+
+// A search (TuningJob) as a row of the searches list, as GET /api/tuningjobs
+// gives it (pkg/dashboard/tuning.go).
+export interface TuningSummary {
+  namespace: string;
+  name: string;
+  uid: string;
+  created: string;
+  // Pending, Running, Suspended, Succeeded or Failed.
+  state: string;
+  objective: TuningObjective;
+  algorithm: string;
+  // asha or medianStop; absent for none.
+  earlyStopping?: string;
+  counts: TrialCounts;
+  bestTrial?: string;
+  bestValue?: string;
+  // The trials made so far, of maxTrials.
+  trials: number;
+  maxTrials: number;
+  parallelTrials: number;
+}
+
+// The searches of one namespace ("" for all of them); truncated: there are
+// more than the server lists; refused: the API's refusal to list every
+// namespace's, when the user's own was listed instead.
+export interface TuningList {
+  namespace: string;
+  items: TuningSummary[];
+  truncated?: boolean;
+  refused?: import("./api").Status;
+}
+
+export interface TuningObjective {
+  metric: string;
+  direction: "minimize" | "maximize";
+  goal?: string;
+  trialValue?: string;
+  step?: number;
+}
+
+export interface TuningParameter {
+  name: string;
+  type: "double" | "int" | "categorical";
+  min?: string;
+  max?: string;
+  step?: string;
+  logScale?: boolean;
+  values?: string[];
+}
+
+export interface TrialCounts {
+  pending?: number;
+  running?: number;
+  paused?: number;
+  succeeded?: number;
+  failed?: number;
+  stopped?: number;
+}
+
+// One trial of a search (status.trials): its values are decimal strings.
+export interface TrialStatus {
+  name: string;
+  index: number;
+  parameters?: { name: string; value: string }[];
+  // Pending, Running, Paused, Succeeded, Failed or Stopped.
+  state: string;
+  value?: string;
+  progress?: number;
+  rung?: number;
+  rungValues?: string[];
+  promotions?: number;
+  // The objective over the trial's progress, at most 16 points.
+  curve?: { progress: number; value: string }[];
+  message?: string;
+}
+
+export interface TuningJob {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace: string; uid: string; creationTimestamp: string; resourceVersion?: string };
+  spec: {
+    parameters?: TuningParameter[];
+    objective: TuningObjective;
+    algorithm?: { name?: string; seed?: number; startupTrials?: number };
+    earlyStopping?: {
+      medianStop?: { startStep?: number; minTrials?: number };
+      asha?: { resource?: string; minResource: number; reductionFactor?: number; rungs?: number };
+    };
+    parallelTrials?: number;
+    maxTrials?: number;
+    maxFailedTrials?: number;
+    suspend?: boolean;
+  };
+  status: {
+    conditions?: Condition[];
+    seed?: number;
+    trials?: TrialStatus[];
+    counts?: TrialCounts;
+    bestTrial?: string;
+    bestValue?: string;
+    startTime?: string;
+    completionTime?: string;
+  };
+}
+
+// A search's page: the search whole, its one-word state, and the kind of job
+// its trials are (absent for one the dashboard does not know).
+export interface TuningDetail {
+  search: TuningJob;
+  state: string;
+  trialKind?: string;
+  trialResource?: string;
+}

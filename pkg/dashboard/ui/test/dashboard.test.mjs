@@ -144,6 +144,43 @@ function report(name, step, loss) {
   kubectlRun(["create", "--raw", `/apis/batch.tensorstack.dev/v1beta1/namespaces/${namespace}/pytorchtrainingjobs/${name}/progress`, "-f", "-"], body);
 }
 
+// A search of two trials on the kwok nodes, whose pods run until deleted:
+// the test reports each trial's loss, as its training code would.
+const searchName = "dashboard-search";
+const searchTrials = [`${searchName}-0`, `${searchName}-1`];
+const search = `apiVersion: batch.tensorstack.dev/v1beta1
+kind: TuningJob
+metadata:
+  name: ${searchName}
+  namespace: ${namespace}
+spec:
+  parameters:
+  - {name: lr, type: double, min: "0.0001", max: "1", logScale: true}
+  objective: {metric: loss, direction: minimize}
+  algorithm: {name: random, seed: 3}
+  parallelTrials: 2
+  maxTrials: 2
+  trialTemplate:
+    pytorch:
+      replicaSpecs:
+      - type: master
+        replicas: 1
+        template:
+          spec:
+            containers:
+            - name: pytorch
+              image: docker.io/pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+              command: ["python", "train.py", "--lr", "\${param.lr}"]
+`;
+
+// waitUntil checks every second until check() holds, for at most timeout
+// milliseconds.
+async function waitUntil(what, check, timeout) {
+  for (const end = Date.now() + timeout; !check(); await sleep(1000)) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+  }
+}
+
 // Where the tests leave their screenshots: _output, unless
 // DASHBOARD_SCREENSHOTS names another directory. docs/dashboard.md and the
 // README show the ones in docs/images, refreshed on purpose with
@@ -176,6 +213,7 @@ after(async () => {
   if (viewerKubeconfig) rmSync(viewerKubeconfig, { force: true });
   try {
     kubectlRun(["delete", "pytorchtrainingjobs", jobName, runningJobName, restartedJobName, elasticJobName, runtimeJobName, "-n", namespace, "--ignore-not-found", "--wait=false"]);
+    kubectlRun(["delete", "tuningjobs", searchName, "-n", namespace, "--ignore-not-found", "--wait=false"]);
     kubectlRun(["delete", "rolebinding,role", "dashboard-viewer", "-n", namespace, "--ignore-not-found"]);
   } catch {
     // The stack stops after the test anyway.
@@ -430,6 +468,58 @@ test("a job restarted twice by a failure rule shows three attempts, each with it
   const failed = await page.$$eval("#attempts details[data-failed] > summary", (rows) => rows.map((r) => r.textContent));
   assert.equal(failed.length, 3, `failed replicas shown: ${JSON.stringify(failed)}`);
   for (const text of failed) assert.match(text, /\(exit 3\)/);
+});
+
+test("a search's page: the trials sorted by a clicked header, the best marked, their curves, the loss by lr on a log axis", async () => {
+  kubectlRun(["create", "-f", "-"], search);
+  for (const trial of searchTrials) {
+    await waitUntil(`${trial} running`, () =>
+      kubectlRun(["get", "pytorchtrainingjobs", trial, "-n", namespace, "--ignore-not-found", "-o", "jsonpath={.status.phase}"]).trim() === "Running", 90_000);
+  }
+  // Three steps each, 1.2 s apart (the stack keeps one report a second):
+  // the second trial's loss the lower, so the best.
+  for (let step = 1; step <= 3; step++) {
+    report(searchTrials[0], step, String(2 - step * 0.25));
+    report(searchTrials[1], step, String(1.5 - step * 0.25));
+    await sleep(1200);
+  }
+
+  await page.goto(page.url().replace(/#.*$/, "") + "#/");
+  await page.locator("#nav-tuning").click();
+  const row = page.locator(`#searches tr[data-search="${namespace}/${searchName}"]`);
+  await row.waitFor({ timeout: 30_000 });
+  await row.locator("a").click();
+  // The page reads the search every 5 s: the trials' values come as the
+  // controller takes in the reports.
+  await page.waitForSelector(`#trials-table tr[data-best="true"][data-trial="${searchTrials[1]}"]`, { timeout: 60_000 });
+  const best = kubectlRun(["get", "tuningjobs", searchName, "-n", namespace, "-o", "jsonpath={.status.bestTrial}"]).trim();
+  assert.equal(best, searchTrials[1], "the page marks a best trial the API does not name");
+  assert.equal(await page.locator(`#trials-table tr[data-trial="${searchTrials[0]}"] a`).getAttribute("href"),
+    `#/job/${namespace}/pytorchtrainingjobs/${searchTrials[0]}`);
+
+  // Best first, then by any clicked header, which turns the order when
+  // clicked again.
+  const order = () => page.$$eval("#trials-table tbody tr", (rows) => rows.map((r) => r.getAttribute("data-trial")));
+  assert.deepEqual(await order(), [searchTrials[1], searchTrials[0]]);
+  await page.locator('#trials-table th[data-column="trial"]').click();
+  assert.deepEqual(await order(), searchTrials);
+  assert.equal(await page.locator('#trials-table th[data-column="trial"]').getAttribute("aria-sort"), "ascending");
+  await page.locator('#trials-table th[data-column="trial"]').click();
+  assert.deepEqual(await order(), [searchTrials[1], searchTrials[0]]);
+  assert.equal(await page.locator('#trials-table th[data-column="trial"]').getAttribute("aria-sort"), "descending");
+  await page.locator('#trials-table th[data-column="param:lr"]').click();
+  assert.equal(await page.locator('#trials-table th[data-column="param:lr"]').getAttribute("aria-sort"), "ascending");
+
+  // A curve a trial, of the points reported; the lr chart on a log axis,
+  // a point a trial.
+  await page.waitForFunction(
+    (n) => [...document.querySelectorAll("#curves-chart [data-trial]")].filter((c) => Number(c.getAttribute("data-points")) >= 2).length === n,
+    searchTrials.length,
+    { timeout: 30_000 },
+  );
+  assert.match(await page.locator('#curves-legend li[data-legend="promoted"]').textContent(), /\(0\)/);
+  await page.waitForSelector('#parameters figure[data-parameter="lr"][data-scale="log"][data-points="2"]', { timeout: 30_000 });
+  await page.screenshot({ path: join(screenshots, "dashboard-search.png"), fullPage: true });
 });
 
 test("a user who may only get and list sees the jobs and is refused pause with the 403's message", async () => {
