@@ -72,9 +72,27 @@ func TestTuningJobs(t *testing.T) {
 		spec.EarlyStopping.ASHA.Rungs != 3 || spec.EarlyStopping.ASHA.Resource != v1beta1.ResourceSteps {
 		t.Errorf("defaults: %+v", spec)
 	}
-	// The template is a trial's job before it is made: not defaulted.
-	if spec.TrialTemplate.Pytorch.RunPolicy.BackoffLimit != nil {
-		t.Errorf("the trial template was defaulted: %+v", spec.TrialTemplate.Pytorch.RunPolicy)
+	// The template is defaulted as its trials will be, and checked so.
+	if spec.TrialTemplate.Pytorch.RunPolicy.BackoffLimit == nil {
+		t.Errorf("the trial template was not defaulted: %+v", spec.TrialTemplate.Pytorch.RunPolicy)
+	}
+	// Unless it names a runtime, whose values the defaults would take the
+	// place of. An MPI template needs no field that defaults fill.
+	mpi := searchOf("mpi")
+	mpi.Spec.TrialTemplate = v1beta1.TrainingJobTemplate{MPI: &v1beta1.MPIJobSpec{TrainingJobSpec: v1beta1.TrainingJobSpec{
+		ReplicaSpecs: replicaSpecs("mpi", []v1beta1.ReplicaType{"launcher", "worker"})}}}
+	if _, err := searches.Create(ctx, mpi, metav1.CreateOptions{}); err != nil {
+		t.Errorf("an MPI trial template without the fields defaults fill: %v", err)
+	}
+	fromRuntime := searchOf("from-runtime")
+	fromRuntime.Spec.TrialTemplate = v1beta1.TrainingJobTemplate{Pytorch: &v1beta1.PyTorchTrainingJobSpec{TrainingJobSpec: v1beta1.TrainingJobSpec{
+		RuntimeRef: &v1beta1.RuntimeRef{Name: "torch-distributed"}, Trainer: &v1beta1.Trainer{Args: []string{"--lr", "${param.lr}"}}}}}
+	stored, err := searches.Create(ctx, fromRuntime, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a trial template naming a runtime: %v", err)
+	}
+	if rp := stored.Spec.TrialTemplate.Pytorch.RunPolicy; rp.BackoffLimit != nil || rp.CleanUpPolicy != "" {
+		t.Errorf("a template that names a runtime was defaulted: %+v", rp)
 	}
 
 	// The status subresource writes the status alone; the main resource,
@@ -133,9 +151,15 @@ func TestTuningJobs(t *testing.T) {
 	if got := strings.Join(columns, ","); got != "Name,State,Best,Trials,Running,Paused,Succeeded,Failed,Age,Objective,Algorithm,Best-Trial" {
 		t.Fatalf("columns %s", got)
 	}
-	if cells := table.Rows[0].Cells; cells[0] != "lr" || cells[1] != "Succeeded" || cells[2] != "0.25" || cells[3] != "0/12" ||
+	var cells []any
+	for _, row := range table.Rows {
+		if row.Cells[0] == "lr" {
+			cells = row.Cells
+		}
+	}
+	if len(table.Rows) != 3 || cells == nil || cells[1] != "Succeeded" || cells[2] != "0.25" || cells[3] != "0/12" ||
 		cells[9] != "minimize loss" || cells[10] != "random+asha" {
-		t.Errorf("row %v", cells)
+		t.Errorf("%d rows, the row of lr %v", len(table.Rows), cells)
 	}
 }
 

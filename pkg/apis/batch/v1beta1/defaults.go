@@ -57,12 +57,12 @@ func addDefaultingFuncs(scheme *runtime.Scheme) error {
 			}
 		})
 	}
-	// A search's own defaults, without the generated ones that would reach
-	// into its trial template.
-	scheme.AddTypeDefaultingFunc(&TuningJob{}, func(obj any) { setTuningJobDefaults(obj.(*TuningJob)) })
+	// A search's own defaults; its trial template's, as a job's, unless the
+	// template names a runtime.
+	scheme.AddTypeDefaultingFunc(&TuningJob{}, func(obj any) { defaultTuningJob(obj.(*TuningJob)) })
 	scheme.AddTypeDefaultingFunc(&TuningJobList{}, func(obj any) {
 		for i := range obj.(*TuningJobList).Items {
-			setTuningJobDefaults(&obj.(*TuningJobList).Items[i])
+			defaultTuningJob(&obj.(*TuningJobList).Items[i])
 		}
 	})
 	return nil

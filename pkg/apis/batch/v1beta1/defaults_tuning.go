@@ -32,10 +32,45 @@ const (
 	DefaultMedianStopStartStep int64 = 1
 )
 
-// setTuningJobDefaults fills a search's optional fields. It leaves the
-// trial template alone: each trial is defaulted as the job it is when it is
-// created, after its runtime (if it names one) has been applied; defaults
-// filled into the template would take the runtime's place.
+// defaultTuningJob fills a search's optional fields, and its trial
+// template's as a job's would be filled, so that the template is checked
+// as the trials will be. A template that names a runtime is left alone:
+// its trials are defaulted once the runtime is applied, and defaults filled
+// in before would take the runtime's place.
+func defaultTuningJob(job *TuningJob) {
+	if !templateNamesRuntime(&job.Spec.TrialTemplate) {
+		SetObjectDefaults_TuningJob(job)
+	}
+	setTuningJobDefaults(job)
+}
+
+// templateNamesRuntime says whether a template's kind spec names a runtime.
+func templateNamesRuntime(t *TrainingJobTemplate) bool {
+	var specs []*TrainingJobSpec
+	if t.Pytorch != nil {
+		specs = append(specs, &t.Pytorch.TrainingJobSpec)
+	}
+	if t.Tensorflow != nil {
+		specs = append(specs, &t.Tensorflow.TrainingJobSpec)
+	}
+	if t.Xgboost != nil {
+		specs = append(specs, &t.Xgboost.TrainingJobSpec)
+	}
+	if t.MPI != nil {
+		specs = append(specs, &t.MPI.TrainingJobSpec)
+	}
+	if t.Generic != nil {
+		specs = append(specs, &t.Generic.TrainingJobSpec)
+	}
+	for _, spec := range specs {
+		if spec.RuntimeRef != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// setTuningJobDefaults fills a search's own optional fields.
 func setTuningJobDefaults(job *TuningJob) {
 	spec := &job.Spec
 	if spec.Algorithm.Name == "" {
