@@ -23,6 +23,8 @@ set -euo pipefail
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=hack/lib/common.sh
 source "${HACK_DIR}/lib/common.sh"
+# shellcheck source=hack/lib/realbench.sh
+source "${HACK_DIR}/lib/realbench.sh"
 # shellcheck source=hack/lib/local.sh
 source "${HACK_DIR}/lib/local.sh"
 # shellcheck source=hack/lib/bench.sh
