@@ -107,6 +107,10 @@ limitations under the License.
 //     Workload, and whether Kueue can be used), tensorboard, servingcert
 //     (the certificates the controller-manager issues); served answers
 //     discovery for gang and kueue.
+//   - tuning: the controller of hyperparameter searches (TuningJobs),
+//     which the controller-manager runs beside this one. It makes a
+//     search's trials as jobs of the kinds above and pauses and resumes
+//     them through their API, never their pods.
 //
 // What the controller decides where the API contract is silent (addresses,
 // restarts, outcomes, gangs, priorities, TensorBoard) is in docs/controller.md.
@@ -140,4 +144,8 @@ limitations under the License.
 //   - Certificates (package servingcert): EtcdCAIssued, EtcdCARenewed,
 //     EtcdCertificateIssued, ServingCertSecretMissing,
 //     ServingCertSecretNotManaged.
+//   - Searches (package tuning), on the TuningJob: TrialCreated,
+//     TrialPaused, TrialPromoted, TrialStopped, TrialFailed, TrialLost;
+//     its conditions' TrialsRunning, Suspended, GoalReached, TrialsSpent,
+//     TooManyFailedTrials, MetricNotReported.
 package controller
