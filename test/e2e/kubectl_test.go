@@ -80,7 +80,12 @@ func TestKubectlAPIResources(t *testing.T) {
 			t.Errorf("api-resources lists %s as %q, want batch.tensorstack.dev/v1beta1 and namespaced %s", resource, row, namespaced)
 		}
 	}
-	if want := len(batch.Kinds) + 2; len(rows) != want {
+	// And the searches: a short name, no category.
+	if row, ok := rows["tuningjobs"]; !ok || len(row) != len(want)-1 || row[1] != "tune" || row[2] != "batch.tensorstack.dev/v1beta1" ||
+		row[3] != "true" || row[4] != "TuningJob" {
+		t.Errorf("api-resources lists tuningjobs as %q, want short name tune, batch.tensorstack.dev/v1beta1, namespaced, kind TuningJob", row)
+	}
+	if want := len(batch.Kinds) + 3; len(rows) != want {
 		t.Errorf("api-resources lists %d resources of the group, want %d:\n%s", len(rows), want, out)
 	}
 }
