@@ -17,7 +17,6 @@ limitations under the License.
 package tuning
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/component-base/metrics"
 
@@ -79,7 +78,7 @@ func (col *collector) CollectWithStability(ch chan<- metrics.Metric) {
 			ch <- metrics.NewLazyConstMetric(bestDesc, metrics.GaugeValue, v, s.Namespace, s.Name,
 				s.Spec.Objective.Metric, string(s.Spec.Objective.Direction))
 		}
-		if finishedConditions(s) {
+		if ended(s.Status.Conditions) {
 			continue
 		}
 		failed, ended := 0, 0
@@ -97,9 +96,4 @@ func (col *collector) CollectWithStability(ch chan<- metrics.Metric) {
 		ch <- metrics.NewLazyConstMetric(recentFailedDesc, metrics.GaugeValue, float64(failed), s.Namespace, s.Name)
 		ch <- metrics.NewLazyConstMetric(recentEndedDesc, metrics.GaugeValue, float64(ended), s.Namespace, s.Name)
 	}
-}
-
-func finishedConditions(s *v1beta1.TuningJob) bool {
-	return meta.IsStatusConditionTrue(s.Status.Conditions, batch.TuningSucceeded) ||
-		meta.IsStatusConditionTrue(s.Status.Conditions, batch.TuningFailed)
 }

@@ -159,9 +159,13 @@ func (p *planner) record(eventType, reason, format string, args ...any) {
 	p.events = append(p.events, event{eventType: eventType, reason: reason, message: fmt.Sprintf(format, args...)})
 }
 
-func (p *planner) finished() bool {
-	return meta.IsStatusConditionTrue(p.status.Conditions, batch.TuningSucceeded) ||
-		meta.IsStatusConditionTrue(p.status.Conditions, batch.TuningFailed)
+func (p *planner) finished() bool { return ended(p.status.Conditions) }
+
+// ended says whether a search's conditions say it has ended: Succeeded or
+// Failed.
+func ended(conditions []metav1.Condition) bool {
+	return meta.IsStatusConditionTrue(conditions, batch.TuningSucceeded) ||
+		meta.IsStatusConditionTrue(conditions, batch.TuningFailed)
 }
 
 // observe brings a trial's status up to date with its job.

@@ -18,9 +18,7 @@ package validation
 
 import (
 	"fmt"
-	"math"
 	"regexp"
-	"strconv"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -108,7 +106,7 @@ func validateProgressMetrics(metrics []batch.ProgressMetric, fldPath *field.Path
 			allErrs = append(allErrs, field.TooLong(valuePath, "" /*unused*/, batch.MaxProgressMetricValueLen))
 			continue
 		}
-		if f, err := strconv.ParseFloat(m.Value, 64); err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		if _, err := batch.ParseMetricValue(m.Value); err != nil {
 			allErrs = append(allErrs, field.Invalid(valuePath, m.Value, "must be a finite decimal number, such as 0.25 or 1.5e3"))
 		}
 	}
