@@ -57,6 +57,8 @@ type Config struct {
 	// ShippedRuntimesImage is the image of the runtimes the server
 	// installs; empty installs none.
 	ShippedRuntimesImage string
+	// Records is how the records of deleted jobs are kept.
+	Records RecordsConfig
 }
 
 // CompletedConfig is a Config with defaults filled in, ready for New.
@@ -67,6 +69,7 @@ type CompletedConfig struct {
 	authnSources    *authnSources
 	progress        trainingjob.ProgressConfig
 	shippedImage    string
+	records         RecordsConfig
 }
 
 // Complete fills in the defaults the generic server derives from the config.
@@ -78,6 +81,7 @@ func (c *Config) Complete() CompletedConfig {
 		authnSources:    c.authnSources,
 		progress:        c.Progress,
 		shippedImage:    c.ShippedRuntimesImage,
+		records:         c.Records,
 	}
 }
 
@@ -122,8 +126,12 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	records, err := addRecordStorage(generic, storage, c.generic.RESTOptionsGetter, c.records)
+	if err != nil {
+		return nil, err
+	}
 	for _, kind := range trainingjob.Kinds {
-		s, err := kind.NewStorage(c.generic.RESTOptionsGetter, updatePath, c.progress, resolver)
+		s, err := kind.NewStorage(c.generic.RESTOptionsGetter, updatePath, c.progress, resolver, records)
 		if err != nil {
 			return nil, err
 		}

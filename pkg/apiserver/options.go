@@ -44,6 +44,7 @@ import (
 	"tensorstack.dev/training/pkg/apis/batch/v1beta1"
 	generatedopenapi "tensorstack.dev/training/pkg/generated/openapi"
 	"tensorstack.dev/training/pkg/registry/trainingjob"
+	"tensorstack.dev/training/pkg/registry/trainingjobrecord"
 	"tensorstack.dev/training/pkg/version"
 )
 
@@ -86,6 +87,10 @@ type Options struct {
 	// ShippedRuntimesImage is the image of the runtimes the server installs
 	// (shippedruntimes.go); empty installs none.
 	ShippedRuntimesImage string
+	// JobRecordsPerNamespace and JobRecordRetention bound the records of
+	// deleted jobs each namespace keeps.
+	JobRecordsPerNamespace int
+	JobRecordRetention     time.Duration
 }
 
 // NewOptions returns the options with their defaults: objects are stored as
@@ -100,6 +105,9 @@ func NewOptions() *Options {
 		AnonymousAuth:      true,
 
 		ProgressWriteInterval: trainingjob.DefaultProgressWriteInterval,
+
+		JobRecordsPerNamespace: trainingjobrecord.DefaultPerNamespace,
+		JobRecordRetention:     trainingjobrecord.DefaultRetention,
 	}
 	o.RecommendedOptions.Etcd.DefaultStorageMediaType = runtime.ContentTypeProtobuf
 	// Profiles only when asked for (--profiling); they are behind the same
@@ -150,6 +158,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"The training image of the ClusterTrainingRuntimes the server installs when it starts (torch-distributed, "+
 			"tensorflow, xgboost, mpi and generic); empty installs none. A runtime the server installed is brought back "+
 			"to what it ships at every start unless its annotation "+AnnotationAutoUpdate+" is changed to \"false\".")
+	fs.IntVar(&o.JobRecordsPerNamespace, "job-records-per-namespace", o.JobRecordsPerNamespace,
+		"The most records of deleted jobs (trainingjobrecords) a namespace keeps; past it, the records of the jobs "+
+			"deleted longest ago go first. 0 keeps any number.")
+	fs.DurationVar(&o.JobRecordRetention, "job-record-retention", o.JobRecordRetention,
+		"How long the record of a deleted job is kept after the job's deletion. 0 keeps it until it is deleted "+
+			"or dropped past --job-records-per-namespace.")
 	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth,
 		"Whether unauthenticated requests are treated as system:anonymous. When false, they are "+
 			"accepted only on the paths of --authorization-always-allow-paths (health checks).")
@@ -190,6 +204,12 @@ func (o *Options) Validate() error {
 	}
 	if o.TLSCertWait < 0 {
 		errs = append(errs, errors.New("--tls-cert-wait must not be negative"))
+	}
+	if o.JobRecordsPerNamespace < 0 {
+		errs = append(errs, errors.New("--job-records-per-namespace must not be negative"))
+	}
+	if o.JobRecordRetention < 0 {
+		errs = append(errs, errors.New("--job-record-retention must not be negative"))
 	}
 	if o.usesEmbeddedEtcd() {
 		if o.EmbeddedEtcdDir == "" {
@@ -294,6 +314,13 @@ func (o *Options) Config() (*Config, error) {
 		}
 		return nil, err
 	}
+	events, err := newKubeEvents(config.ClientConfig)
+	if err != nil {
+		if embedded != nil {
+			embedded.Close()
+		}
+		return nil, err
+	}
 	if !authn.complete(&config.Config) {
 		authn = nil
 	} else {
@@ -303,6 +330,8 @@ func (o *Options) Config() (*Config, error) {
 		GenericConfig: config, EmbeddedEtcd: embedded, ShutdownTimeout: o.ShutdownTimeout, authnSources: authn,
 		Progress:             trainingjob.ProgressConfig{Interval: o.ProgressWriteInterval, Pods: pods},
 		ShippedRuntimesImage: o.ShippedRuntimesImage,
+		Records: RecordsConfig{Events: events,
+			Bounds: trainingjobrecord.Bounds{PerNamespace: o.JobRecordsPerNamespace, Retention: o.JobRecordRetention}},
 	}, nil
 }
 

@@ -81,6 +81,7 @@ func (b *Builder) addCheckpointContract(pod *corev1.Pod, ci int) {
 		}
 	}
 	setEnv(c, env)
+	preferCheckpointNode(pod, policy.VolumeName, b.Job.JobStatus().Checkpoint)
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
 		Name: v1beta1.CheckpointRequestVolume,
 		VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
@@ -94,4 +95,43 @@ func (b *Builder) addCheckpointContract(pod *corev1.Pod, ci int) {
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{
 		Name: v1beta1.CheckpointRequestVolume, MountPath: v1beta1.CheckpointRequestDir, ReadOnly: true,
 	})
+}
+
+// preferCheckpointNode asks the scheduler to put a pod whose checkpoints are
+// kept on a node's own disk (a hostPath volume) on the node that wrote the
+// latest one: on any other node the checkpoint it is told to resume from is
+// not there. A preference rather than a requirement, so that a job whose
+// node has gone still runs.
+func preferCheckpointNode(pod *corev1.Pod, volume string, c *v1beta1.CheckpointStatus) {
+	if c == nil || c.Latest == nil || c.Latest.Node == "" || !onNodeDisk(pod.Spec.Volumes, volume) {
+		return
+	}
+	if pod.Spec.Affinity == nil {
+		pod.Spec.Affinity = &corev1.Affinity{}
+	}
+	if pod.Spec.Affinity.NodeAffinity == nil {
+		pod.Spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	a := pod.Spec.Affinity.NodeAffinity
+	a.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PreferredDuringSchedulingIgnoredDuringExecution, corev1.PreferredSchedulingTerm{
+		Weight: checkpointNodeWeight,
+		Preference: corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{
+			Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{c.Latest.Node},
+		}}},
+	})
+}
+
+// checkpointNodeWeight is the largest a preference may weigh: the
+// checkpoint outweighs every other preference of the pod's template.
+const checkpointNodeWeight = 100
+
+// onNodeDisk says whether the named volume is a directory of the node's own
+// disk.
+func onNodeDisk(volumes []corev1.Volume, name string) bool {
+	for _, v := range volumes {
+		if v.Name == name {
+			return v.HostPath != nil
+		}
+	}
+	return false
 }

@@ -238,3 +238,52 @@ func TestInPlaceScripts(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpointNodePreferred: a pod whose checkpoints are on a node's own
+// disk prefers the node that wrote the latest one, beside the template's
+// own preferences; on shared storage, or before a checkpoint names its
+// node, it prefers nothing.
+func TestCheckpointNodePreferred(t *testing.T) {
+	own := corev1.PreferredSchedulingTerm{Weight: 5, Preference: corev1.NodeSelectorTerm{
+		MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "disk", Operator: corev1.NodeSelectorOpIn, Values: []string{"ssd"}}}}}
+	for _, tc := range []struct {
+		name     string
+		hostPath bool
+		node     string
+		want     []string
+	}{
+		{"hostPath with the writer's node", true, "node-a", []string{"node-a"}},
+		{"shared storage", false, "node-a", nil},
+		{"a checkpoint without its node", true, "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := withCheckpoints(ptJob(nil, nil))
+			job.JobStatus().Checkpoint.Latest.Node = tc.node
+			for i := range job.CommonSpec().ReplicaSpecs {
+				spec := &job.CommonSpec().ReplicaSpecs[i].Template.Spec
+				if tc.hostPath {
+					spec.Volumes[len(spec.Volumes)-1].HostPath = &corev1.HostPathVolumeSource{Path: "/var/lib/ckpt"}
+				}
+				spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+					PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{own}}}
+			}
+			pod, err := (&Builder{Adapter: PyTorch, Job: job, Topology: NewTopology(PyTorch, job, "")}).Pod(ReplicaID{Type: v1beta1.ReplicaTypeWorker})
+			if err != nil {
+				t.Fatal(err)
+			}
+			terms := pod.Spec.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+			if terms[0].Weight != own.Weight {
+				t.Errorf("the template's own preference is gone: %+v", terms)
+			}
+			var preferred []string
+			for _, term := range terms[1:] {
+				if f := term.Preference.MatchFields; term.Weight == checkpointNodeWeight && len(f) == 1 && f[0].Key == "metadata.name" {
+					preferred = append(preferred, f[0].Values...)
+				}
+			}
+			if len(preferred) != len(tc.want) || len(terms) != 1+len(tc.want) || (len(tc.want) == 1 && preferred[0] != tc.want[0]) {
+				t.Errorf("preferred nodes %v (terms %+v), want %v", preferred, terms, tc.want)
+			}
+		})
+	}
+}

@@ -175,6 +175,19 @@ func TestUserRolesAggregate(t *testing.T) {
 				runtimeCheck{u, otherNS, v, "trainingruntimes", false},
 				runtimeCheck{u, ns, v, "clustertrainingruntimes", false})
 		}
+		// The records of deleted jobs: read by view, deleted by edit,
+		// written by the server alone.
+		for _, v := range []string{"get", "list", "watch"} {
+			runtimeChecks = append(runtimeChecks, runtimeCheck{u, ns, v, "trainingjobrecords", u != stranger},
+				runtimeCheck{u, otherNS, v, "trainingjobrecords", false})
+		}
+		for _, v := range []string{"delete", "deletecollection"} {
+			runtimeChecks = append(runtimeChecks, runtimeCheck{u, ns, v, "trainingjobrecords", u == editor || u == owner},
+				runtimeCheck{u, otherNS, v, "trainingjobrecords", false})
+		}
+		for _, v := range []string{"create", "update", "patch"} {
+			runtimeChecks = append(runtimeChecks, runtimeCheck{u, ns, v, "trainingjobrecords", false})
+		}
 	}
 
 	var (

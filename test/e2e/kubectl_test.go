@@ -85,7 +85,14 @@ func TestKubectlAPIResources(t *testing.T) {
 		row[3] != "true" || row[4] != "TuningJob" {
 		t.Errorf("api-resources lists tuningjobs as %q, want short name tune, batch.tensorstack.dev/v1beta1, namespaced, kind TuningJob", row)
 	}
-	if want := len(batch.Kinds) + 3; len(rows) != want {
+	// And the records of deleted jobs: a short name, no category, and only
+	// the verbs of a reader and of whoever cleans them up.
+	if row, ok := rows["trainingjobrecords"]; !ok || len(row) != len(want)-1 || row[1] != "tjr" || row[2] != "batch.tensorstack.dev/v1beta1" ||
+		row[3] != "true" || row[4] != "TrainingJobRecord" || row[5] != "delete,deletecollection,get,list,watch" {
+		t.Errorf("api-resources lists trainingjobrecords as %q, want short name tjr, batch.tensorstack.dev/v1beta1, namespaced, "+
+			"kind TrainingJobRecord, verbs delete,deletecollection,get,list,watch", row)
+	}
+	if want := len(batch.Kinds) + 4; len(rows) != want {
 		t.Errorf("api-resources lists %d resources of the group, want %d:\n%s", len(rows), want, out)
 	}
 }

@@ -80,6 +80,7 @@ type CheckpointRecord struct {
 	CheckpointValues `json:",inline"`
 	Reporter         string           `json:"reporter,omitempty"`
 	ReportTime       metav1.MicroTime `json:"reportTime"`
+	Node             string           `json:"node,omitempty"`
 }
 
 // CheckpointStatus is the job's checkpoints and the controller's request

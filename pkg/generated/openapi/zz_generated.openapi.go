@@ -407,6 +407,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.PyTorchTrainingJob{}.OpenAPIModelName():                schema_pkg_apis_batch_v1beta1_PyTorchTrainingJob(ref),
 		v1beta1.PyTorchTrainingJobList{}.OpenAPIModelName():            schema_pkg_apis_batch_v1beta1_PyTorchTrainingJobList(ref),
 		v1beta1.PyTorchTrainingJobSpec{}.OpenAPIModelName():            schema_pkg_apis_batch_v1beta1_PyTorchTrainingJobSpec(ref),
+		v1beta1.RecordedEvent{}.OpenAPIModelName():                     schema_pkg_apis_batch_v1beta1_RecordedEvent(ref),
 		v1beta1.ReplicaDebugSpec{}.OpenAPIModelName():                  schema_pkg_apis_batch_v1beta1_ReplicaDebugSpec(ref),
 		v1beta1.ReplicaLogTail{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_ReplicaLogTail(ref),
 		v1beta1.ReplicaRule{}.OpenAPIModelName():                       schema_pkg_apis_batch_v1beta1_ReplicaRule(ref),
@@ -430,6 +431,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.TorchrunConfig{}.OpenAPIModelName():                    schema_pkg_apis_batch_v1beta1_TorchrunConfig(ref),
 		v1beta1.Trainer{}.OpenAPIModelName():                           schema_pkg_apis_batch_v1beta1_Trainer(ref),
 		v1beta1.TrainerScript{}.OpenAPIModelName():                     schema_pkg_apis_batch_v1beta1_TrainerScript(ref),
+		v1beta1.TrainingJobRecord{}.OpenAPIModelName():                 schema_pkg_apis_batch_v1beta1_TrainingJobRecord(ref),
+		v1beta1.TrainingJobRecordList{}.OpenAPIModelName():             schema_pkg_apis_batch_v1beta1_TrainingJobRecordList(ref),
 		v1beta1.TrainingJobSpec{}.OpenAPIModelName():                   schema_pkg_apis_batch_v1beta1_TrainingJobSpec(ref),
 		v1beta1.TrainingJobStatus{}.OpenAPIModelName():                 schema_pkg_apis_batch_v1beta1_TrainingJobStatus(ref),
 		v1beta1.TrainingJobTemplate{}.OpenAPIModelName():               schema_pkg_apis_batch_v1beta1_TrainingJobTemplate(ref),
@@ -18860,6 +18863,13 @@ func schema_pkg_apis_batch_v1beta1_CheckpointRecord(ref common.ReferenceCallback
 							Ref:         ref(metav1.MicroTime{}.OpenAPIModelName()),
 						},
 					},
+					"node": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Node is the node the reporting pod ran on. A checkpoint written to the node's own disk (a hostPath volume) is only there, so the job's next pods prefer that node.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"path", "reportTime"},
 			},
@@ -21168,6 +21178,71 @@ func schema_pkg_apis_batch_v1beta1_PyTorchTrainingJobSpec(ref common.ReferenceCa
 	}
 }
 
+func schema_pkg_apis_batch_v1beta1_RecordedEvent(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RecordedEvent is one of a deleted job's events.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is Normal or Warning.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is the event's reason, for example SuccessfulCreate.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message is what the event says.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"count": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Count is how many times it happened.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"firstTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FirstTime is when it first happened.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"lastTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastTime is when it last happened.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"source": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Source is the component that reported it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"type", "reason"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_batch_v1beta1_ReplicaDebugSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -22358,6 +22433,217 @@ func schema_pkg_apis_batch_v1beta1_TrainerScript(ref common.ReferenceCallback) c
 				Required: []string{"name", "source"},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_TrainingJobRecord(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TrainingJobRecord is what the server keeps of a training job once the job is deleted, by a user, its TTL or its namespace's deletion: the job as it was last stored, its progress history thinned to a bound, and its last events. The server writes it; users read it and may delete it. Each namespace keeps a bounded number of records for a bounded time (the apiserver's --job-records-per-namespace and --job-record-retention), the oldest dropped first, and a record's size is bounded (1,507,328 bytes as stored, etcd's largest write less its overhead).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata. The name is the job's, a dash and the first eight characters of its UID, so that jobs of the same name deleted one after another each keep a record. The labels are the job's, with job-name and job-kind.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"jobKind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "JobKind is the kind of the deleted job, for example PyTorchTrainingJob.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"jobName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "JobName is the deleted job's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"jobUID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "JobUID is the deleted job's UID.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase is the job's phase when it was deleted.\n\nPossible enum values:\n - `\"Failed\"`\n - `\"Paused\"`\n - `\"Pending\"`\n - `\"Resuming\"`\n - `\"Running\"`\n - `\"Succeeded\"`\n - `\"Unknown\"`",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Failed", "Paused", "Pending", "Resuming", "Running", "Succeeded", "Unknown"},
+						},
+					},
+					"jobCreationTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "JobCreationTime is when the job was created.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"deletionTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DeletionTime is when the job was deleted.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"job": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Job is the deleted job as last stored: its metadata (without managedFields and kubectl's last-applied-configuration), spec and status, with its apiVersion and kind. A record that would be too large leaves out status.progress.history and the attempts' log lines.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"progress": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Progress is the job's progress history (its progresshistory subresource), oldest first, thinned to at most MaxRecordProgressSamples by dropping every other older sample.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ProgressSample{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"thinnedSamples": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ThinnedSamples counts the progress samples left out.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"events": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Events are the job's last events, newest first, at most MaxRecordEvents, each message cut to MaxRecordEventMessageBytes.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.RecordedEvent{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"leftOut": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "LeftOut names what the record does not keep so as to stay within its size: \"progress\" (thinned further), \"events\", \"job.status\" (all but the phase, conditions and attempts), \"job.spec\".",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"startTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartTime is when the job first ran (its status.startTime).",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"completionTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CompletionTime is when the job finished (its status.completionTime).",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"jobKind", "jobName", "jobUID", "jobCreationTime", "deletionTime", "job"},
+			},
+		},
+		Dependencies: []string{
+			metav1.ObjectMeta{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName(), v1beta1.ProgressSample{}.OpenAPIModelName(), v1beta1.RecordedEvent{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_batch_v1beta1_TrainingJobRecordList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TrainingJobRecordList is a list of TrainingJobRecords.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the records in the list.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.TrainingJobRecord{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			metav1.ListMeta{}.OpenAPIModelName(), v1beta1.TrainingJobRecord{}.OpenAPIModelName()},
 	}
 }
 

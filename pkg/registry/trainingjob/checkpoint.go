@@ -100,7 +100,7 @@ func (r *CheckpointREST) Create(ctx context.Context, name string, obj runtime.Ob
 		}
 	}
 	now := metav1.NewMicroTime(r.clock.Now())
-	record := batch.CheckpointRecord{CheckpointValues: report.CheckpointValues, Reporter: reporter.name, ReportTime: now}
+	record := batch.CheckpointRecord{CheckpointValues: report.CheckpointValues, Reporter: reporter.name, ReportTime: now, Node: reporter.node}
 	record.Path = path
 	answer := report.DeepCopy()
 	answer.Name, answer.Namespace = job.GetName(), job.GetNamespace()

@@ -53,8 +53,9 @@ func (k *Kind[J, S]) KindInfo() batch.KindInfo { return k.Info }
 
 // NewStorage returns the REST objects of the kind, with the scale
 // subresource when the kind's row says it is Scalable.
-func (k *Kind[J, S]) NewStorage(optsGetter generic.RESTOptionsGetter, updatePath UpdatePath, progress ProgressConfig, runtimes RuntimeResolver) (*Storage, error) {
-	s, err := NewStorage(optsGetter, k, updatePath, progress, runtimes)
+func (k *Kind[J, S]) NewStorage(optsGetter generic.RESTOptionsGetter, updatePath UpdatePath, progress ProgressConfig, runtimes RuntimeResolver,
+	records JobRecorder) (*Storage, error) {
+	s, err := NewStorage(optsGetter, k, updatePath, progress, runtimes, records)
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,8 @@ type KindStorage interface {
 	// KindInfo is the kind's row of batch.Kinds.
 	KindInfo() batch.KindInfo
 	// NewStorage returns the kind's REST objects.
-	NewStorage(optsGetter generic.RESTOptionsGetter, updatePath UpdatePath, progress ProgressConfig, runtimes RuntimeResolver) (*Storage, error)
+	NewStorage(optsGetter generic.RESTOptionsGetter, updatePath UpdatePath, progress ProgressConfig, runtimes RuntimeResolver,
+		records JobRecorder) (*Storage, error)
 }
 
 // Kinds is the storage of every kind the apiserver serves, in the order of

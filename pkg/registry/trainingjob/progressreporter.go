@@ -57,18 +57,20 @@ type reporterCheck struct {
 	verified *utilcache.LRUExpireCache
 }
 
-// verifiedPod is what a check of a pod found: the job that controls it and
-// when the pod was created.
+// verifiedPod is what a check of a pod found: the job that controls it,
+// when the pod was created and the node it runs on.
 type verifiedPod struct {
 	jobUID  types.UID
 	created time.Time
+	node    string
 }
 
 // reporterInfo is who sent a report: a pod's name or a user's, and for a
-// pod when it was created.
+// pod when it was created and its node.
 type reporterInfo struct {
 	name       string
 	podCreated *time.Time
+	node       string
 }
 
 func newReporterCheck(pods PodGetter, resource schema.GroupResource, subresource string) *reporterCheck {
@@ -113,41 +115,41 @@ func (c *reporterCheck) reporterInfo(ctx context.Context, job batch.TrainingJob)
 	if !isServiceAccount || namespace != job.GetNamespace() {
 		return reporterInfo{}, c.forbidden(job, fmt.Errorf("pod %s of user %q is not in the job's namespace", podName, u.GetName()))
 	}
-	if v, ok := c.verified.Get(types.UID(podUID)); ok && v.(verifiedPod).jobUID == job.GetUID() {
-		created := v.(verifiedPod).created
-		return reporterInfo{name: podName, podCreated: &created}, nil
+	v, ok := c.verified.Get(types.UID(podUID))
+	if !ok || v.(verifiedPod).jobUID != job.GetUID() {
+		checked, err := c.checkPod(ctx, job, podName, types.UID(podUID))
+		if err != nil {
+			return reporterInfo{}, err
+		}
+		c.verified.Add(types.UID(podUID), checked, verifiedPodTTL)
+		v = checked
 	}
-	created, err := c.checkPod(ctx, job, podName, types.UID(podUID))
-	if err != nil {
-		return reporterInfo{}, err
-	}
-	c.verified.Add(types.UID(podUID), verifiedPod{jobUID: job.GetUID(), created: created}, verifiedPodTTL)
-	return reporterInfo{name: podName, podCreated: &created}, nil
+	pod := v.(verifiedPod)
+	return reporterInfo{name: podName, podCreated: &pod.created, node: pod.node}, nil
 }
 
-// checkPod finds the token's pod and its controller, and returns when the
-// pod was created.
-func (c *reporterCheck) checkPod(ctx context.Context, job batch.TrainingJob, name string, uid types.UID) (time.Time, error) {
+// checkPod finds the token's pod and its controller.
+func (c *reporterCheck) checkPod(ctx context.Context, job batch.TrainingJob, name string, uid types.UID) (verifiedPod, error) {
 	if c.pods == nil {
-		return time.Time{}, c.forbidden(job, fmt.Errorf("this server has no access to pods, so it cannot tell whether pod %s belongs to the job", name))
+		return verifiedPod{}, c.forbidden(job, fmt.Errorf("this server has no access to pods, so it cannot tell whether pod %s belongs to the job", name))
 	}
 	pod, err := c.pods.GetPod(ctx, job.GetNamespace(), name)
 	switch {
 	case apierrors.IsNotFound(err):
-		return time.Time{}, c.forbidden(job, fmt.Errorf("pod %s no longer exists", name))
+		return verifiedPod{}, c.forbidden(job, fmt.Errorf("pod %s no longer exists", name))
 	case err != nil:
-		return time.Time{}, apierrors.NewServiceUnavailable(fmt.Sprintf("reading pod %s to check that it belongs to the job: %v", name, err))
+		return verifiedPod{}, apierrors.NewServiceUnavailable(fmt.Sprintf("reading pod %s to check that it belongs to the job: %v", name, err))
 	case pod.UID != uid:
-		return time.Time{}, c.forbidden(job, fmt.Errorf("pod %s with uid %s no longer exists", name, uid))
+		return verifiedPod{}, c.forbidden(job, fmt.Errorf("pod %s with uid %s no longer exists", name, uid))
 	}
 	ref := metav1.GetControllerOf(pod)
 	switch {
 	case ref == nil:
-		return time.Time{}, c.forbidden(job, fmt.Errorf("pod %s is not controlled by a job", name))
+		return verifiedPod{}, c.forbidden(job, fmt.Errorf("pod %s is not controlled by a job", name))
 	case ref.UID != job.GetUID():
-		return time.Time{}, c.forbidden(job, fmt.Errorf("pod %s belongs to %s %s, not to this job", name, ref.Kind, ref.Name))
+		return verifiedPod{}, c.forbidden(job, fmt.Errorf("pod %s belongs to %s %s, not to this job", name, ref.Kind, ref.Name))
 	}
-	return pod.CreationTimestamp.Time, nil
+	return verifiedPod{jobUID: job.GetUID(), created: pod.CreationTimestamp.Time, node: pod.Spec.NodeName}, nil
 }
 
 func (c *reporterCheck) forbidden(job batch.TrainingJob, err error) error {

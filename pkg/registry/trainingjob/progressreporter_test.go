@@ -236,3 +236,21 @@ func TestReporterRemembersVerifiedPods(t *testing.T) {
 		t.Errorf("a remembered pod from another namespace: error = %v, want Forbidden", err)
 	}
 }
+
+// TestReporterNode: a pod's report carries the node the pod runs on, read
+// with the pod the first time and from the check's memory after.
+func TestReporterNode(t *testing.T) {
+	pod := jobPod("train-master-0", "pod-uid", "train", reporterJobUID)
+	pod.Spec.NodeName = "node-a"
+	pods := &fakePods{pods: map[string]*corev1.Pod{"ns/train-master-0": pod}}
+	check := newReporterCheck(pods, batch.Resource("pytorchtrainingjobs"), "checkpoint")
+	for i := range 2 {
+		info, err := check.reporterInfo(withUser(nsDefaultSA, "train-master-0", "pod-uid"), reporterJob())
+		if err != nil || info.node != "node-a" || info.name != "train-master-0" {
+			t.Fatalf("report %d: %+v, %v; want pod train-master-0 on node-a", i, info, err)
+		}
+	}
+	if pods.calls != 1 {
+		t.Errorf("%d reads of the pod, want 1", pods.calls)
+	}
+}

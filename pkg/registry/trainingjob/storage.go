@@ -53,8 +53,10 @@ type Storage struct {
 // NewStorage builds the storage of a job kind on the given storage backend.
 // Its actions change jobs through updatePath; progress says how reports
 // are written and checked; runtimes applies a new job's runtime (nil
-// applies none).
-func NewStorage[J batch.TrainingJob, S any](optsGetter generic.RESTOptionsGetter, kind *Kind[J, S], updatePath UpdatePath, progress ProgressConfig, runtimes RuntimeResolver) (*Storage, error) {
+// applies none); records keeps a record of each deleted job (nil keeps
+// none).
+func NewStorage[J batch.TrainingJob, S any](optsGetter generic.RESTOptionsGetter, kind *Kind[J, S], updatePath UpdatePath, progress ProgressConfig,
+	runtimes RuntimeResolver, records JobRecorder) (*Storage, error) {
 	strategy := newJobStrategy(updatePath.Scheme, kind)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return kind.New() },
@@ -78,7 +80,7 @@ func NewStorage[J batch.TrainingJob, S any](optsGetter generic.RESTOptionsGetter
 	if err != nil {
 		return nil, err
 	}
-	store.AfterDelete = history.removeWithJob
+	store.AfterDelete = afterDelete(history, records, kind.Info.Kind)
 	versionedKind, versionedResource, err := versionedKindAndResource(updatePath.Scheme, kind.New(), kind.Info.Resource)
 	if err != nil {
 		return nil, err

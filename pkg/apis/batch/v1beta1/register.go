@@ -61,10 +61,14 @@ var runtimeTypes []runtime.Object
 // tuningTypes are the searches' objects and lists (types_tuning.go).
 var tuningTypes []runtime.Object
 
+// recordTypes are the deleted jobs' records and their lists (types_record.go).
+var recordTypes []runtime.Object
+
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion, jobKindTypes...)
 	scheme.AddKnownTypes(SchemeGroupVersion, runtimeTypes...)
 	scheme.AddKnownTypes(SchemeGroupVersion, tuningTypes...)
+	scheme.AddKnownTypes(SchemeGroupVersion, recordTypes...)
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&PauseRequest{},
 		&ResumeRequest{},

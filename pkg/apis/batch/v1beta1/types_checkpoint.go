@@ -52,6 +52,12 @@ type CheckpointRecord struct {
 
 	// ReportTime is when the server received the report.
 	ReportTime metav1.MicroTime `json:"reportTime" protobuf:"bytes,3,opt,name=reportTime"`
+
+	// Node is the node the reporting pod ran on. A checkpoint written to
+	// the node's own disk (a hostPath volume) is only there, so the job's
+	// next pods prefer that node.
+	// +optional
+	Node string `json:"node,omitempty" protobuf:"bytes,4,opt,name=node"`
 }
 
 // CheckpointStatus is a job's checkpoints and the controller's request for a

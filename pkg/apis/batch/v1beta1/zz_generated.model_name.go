@@ -262,6 +262,11 @@ func (in PyTorchTrainingJobSpec) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RecordedEvent) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.RecordedEvent"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReplicaDebugSpec) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.ReplicaDebugSpec"
 }
@@ -374,6 +379,16 @@ func (in Trainer) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in TrainerScript) OpenAPIModelName() string {
 	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainerScript"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TrainingJobRecord) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingJobRecord"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TrainingJobRecordList) OpenAPIModelName() string {
+	return "dev.tensorstack.training.pkg.apis.batch.v1beta1.TrainingJobRecordList"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

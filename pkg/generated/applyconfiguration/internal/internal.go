@@ -211,6 +211,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: epoch
       type:
         scalar: numeric
+    - name: node
+      type:
+        scalar: string
     - name: path
       type:
         scalar: string

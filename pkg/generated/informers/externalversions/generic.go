@@ -63,6 +63,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Batch().V1beta1().PyTorchTrainingJobs().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("tensorflowtrainingjobs"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Batch().V1beta1().TensorFlowTrainingJobs().Informer()}, nil
+	case v1beta1.SchemeGroupVersion.WithResource("trainingjobrecords"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Batch().V1beta1().TrainingJobRecords().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("trainingruntimes"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Batch().V1beta1().TrainingRuntimes().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("tuningjobs"):

@@ -33,6 +33,10 @@ type CheckpointRecordApplyConfiguration struct {
 	Reporter *string `json:"reporter,omitempty"`
 	// ReportTime is when the server received the report.
 	ReportTime *v1.MicroTime `json:"reportTime,omitempty"`
+	// Node is the node the reporting pod ran on. A checkpoint written to
+	// the node's own disk (a hostPath volume) is only there, so the job's
+	// next pods prefer that node.
+	Node *string `json:"node,omitempty"`
 }
 
 // CheckpointRecordApplyConfiguration constructs a declarative configuration of the CheckpointRecord type for use with
@@ -86,5 +90,13 @@ func (b *CheckpointRecordApplyConfiguration) WithReporter(value string) *Checkpo
 // If called multiple times, the ReportTime field is set to the value of the last call.
 func (b *CheckpointRecordApplyConfiguration) WithReportTime(value v1.MicroTime) *CheckpointRecordApplyConfiguration {
 	b.ReportTime = &value
+	return b
+}
+
+// WithNode sets the Node field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Node field is set to the value of the last call.
+func (b *CheckpointRecordApplyConfiguration) WithNode(value string) *CheckpointRecordApplyConfiguration {
+	b.Node = &value
 	return b
 }

@@ -54,6 +54,14 @@ type TensorFlowTrainingJobListerExpansion interface{}
 // TensorFlowTrainingJobNamespaceLister.
 type TensorFlowTrainingJobNamespaceListerExpansion interface{}
 
+// TrainingJobRecordListerExpansion allows custom methods to be added to
+// TrainingJobRecordLister.
+type TrainingJobRecordListerExpansion interface{}
+
+// TrainingJobRecordNamespaceListerExpansion allows custom methods to be added to
+// TrainingJobRecordNamespaceLister.
+type TrainingJobRecordNamespaceListerExpansion interface{}
+
 // TrainingRuntimeListerExpansion allows custom methods to be added to
 // TrainingRuntimeLister.
 type TrainingRuntimeListerExpansion interface{}

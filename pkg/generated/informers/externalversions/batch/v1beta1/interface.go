@@ -34,6 +34,8 @@ type Interface interface {
 	PyTorchTrainingJobs() TypedPyTorchTrainingJobInformer
 	// TensorFlowTrainingJobs returns a TensorFlowTrainingJobInformer.
 	TensorFlowTrainingJobs() TypedTensorFlowTrainingJobInformer
+	// TrainingJobRecords returns a TrainingJobRecordInformer.
+	TrainingJobRecords() TypedTrainingJobRecordInformer
 	// TrainingRuntimes returns a TrainingRuntimeInformer.
 	TrainingRuntimes() TypedTrainingRuntimeInformer
 	// TuningJobs returns a TuningJobInformer.
@@ -76,6 +78,11 @@ func (v *version) PyTorchTrainingJobs() TypedPyTorchTrainingJobInformer {
 // TensorFlowTrainingJobs returns a TypedTensorFlowTrainingJobInformer.
 func (v *version) TensorFlowTrainingJobs() TypedTensorFlowTrainingJobInformer {
 	return &tensorFlowTrainingJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// TrainingJobRecords returns a TypedTrainingJobRecordInformer.
+func (v *version) TrainingJobRecords() TypedTrainingJobRecordInformer {
+	return &trainingJobRecordInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // TrainingRuntimes returns a TypedTrainingRuntimeInformer.

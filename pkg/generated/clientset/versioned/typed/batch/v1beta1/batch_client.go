@@ -33,6 +33,7 @@ type BatchV1beta1Interface interface {
 	MPIJobsGetter
 	PyTorchTrainingJobsGetter
 	TensorFlowTrainingJobsGetter
+	TrainingJobRecordsGetter
 	TrainingRuntimesGetter
 	TuningJobsGetter
 	XGBoostTrainingJobsGetter
@@ -61,6 +62,10 @@ func (c *BatchV1beta1Client) PyTorchTrainingJobs(namespace string) PyTorchTraini
 
 func (c *BatchV1beta1Client) TensorFlowTrainingJobs(namespace string) TensorFlowTrainingJobInterface {
 	return newTensorFlowTrainingJobs(c, namespace)
+}
+
+func (c *BatchV1beta1Client) TrainingJobRecords(namespace string) TrainingJobRecordInterface {
+	return newTrainingJobRecords(c, namespace)
 }
 
 func (c *BatchV1beta1Client) TrainingRuntimes(namespace string) TrainingRuntimeInterface {

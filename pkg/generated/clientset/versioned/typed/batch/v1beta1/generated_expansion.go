@@ -28,6 +28,8 @@ type PyTorchTrainingJobExpansion interface{}
 
 type TensorFlowTrainingJobExpansion interface{}
 
+type TrainingJobRecordExpansion interface{}
+
 type TrainingRuntimeExpansion interface{}
 
 type TuningJobExpansion interface{}

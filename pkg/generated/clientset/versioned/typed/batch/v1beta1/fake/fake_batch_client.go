@@ -48,6 +48,10 @@ func (c *FakeBatchV1beta1) TensorFlowTrainingJobs(namespace string) v1beta1.Tens
 	return newFakeTensorFlowTrainingJobs(c, namespace)
 }
 
+func (c *FakeBatchV1beta1) TrainingJobRecords(namespace string) v1beta1.TrainingJobRecordInterface {
+	return newFakeTrainingJobRecords(c, namespace)
+}
+
 func (c *FakeBatchV1beta1) TrainingRuntimes(namespace string) v1beta1.TrainingRuntimeInterface {
 	return newFakeTrainingRuntimes(c, namespace)
 }
