@@ -65,7 +65,7 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	var training, core []runtime.Object
 	for _, obj := range objects {
 		switch obj.(type) {
-		case v1beta1.TrainingJob, *v1beta1.ClusterTrainingRuntime, *v1beta1.TrainingRuntime, *v1beta1.TuningJob:
+		case v1beta1.TrainingJob, *v1beta1.ClusterTrainingRuntime, *v1beta1.TrainingRuntime, *v1beta1.TuningJob, *v1beta1.TrainingJobRecord:
 			training = append(training, obj)
 		default:
 			core = append(core, obj)

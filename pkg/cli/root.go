@@ -16,7 +16,8 @@ limitations under the License.
 
 // Package cli holds the commands of kubectl-training, the kubectl plugin for
 // every job kind (pkg/apis/batch/kinds.go): run, runtimes, pause, resume,
-// debug, logs, status, dashboard, convert, create, completion and version;
+// debug, logs, status, history, dashboard, convert, create, completion and
+// version;
 // and trials for TuningJobs, the hyperparameter searches, which status shows
 // too.
 package cli
@@ -95,6 +96,7 @@ trials.`,
 		newLogsCommand(e),
 		newStatusCommand(e),
 		newTrialsCommand(e),
+		newHistoryCommand(e),
 		newDashboardCommand(e),
 		newConvertCommand(e),
 		newCreateCommand(e),

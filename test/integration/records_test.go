@@ -87,6 +87,19 @@ func TestJobRecordKeptAfterDeletion(t *testing.T) {
 			t.Fatalf("report %d: %v", step, err)
 		}
 	}
+	// A dry run deletes nothing and records nothing; a job that failed
+	// validation never existed, so it has no record either.
+	if err := jobs.Delete(ctx, "train", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatal(err)
+	}
+	invalid := pytorchKind(s).newJob("invalid")
+	invalid.Spec.ReplicaSpecs = nil
+	if _, err := jobs.Create(ctx, invalid, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("a job without replica specs: %v, want 422", err)
+	}
+	if list, err := s.Client.BatchV1beta1().TrainingJobRecords("history").List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 0 {
+		t.Fatalf("records after a dry-run delete and an invalid job: %v, %v; want none", list, err)
+	}
 	if err := jobs.Delete(ctx, "train", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -42,10 +42,12 @@ type JobRecorder interface {
 func afterDelete(history *progressHistory, records JobRecorder, kind string) func(runtime.Object, *metav1.DeleteOptions) {
 	return func(obj runtime.Object, options *metav1.DeleteOptions) {
 		job, ok := obj.(batch.TrainingJob)
-		if !ok {
+		// The store runs the hook for a dry run too, which must leave the
+		// history and write no record.
+		if !ok || dryRun(options) {
 			return
 		}
-		if records != nil && !dryRun(options) {
+		if records != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			key := jobKey{namespace: job.GetNamespace(), name: job.GetName(), uid: job.GetUID()}
 			samples, thinned, err := history.read(ctx, key)

@@ -30,6 +30,8 @@ from .tuning import (ASHA, TEMPLATE_FIELDS, TUNING_JOB_KIND, TUNING_JOB_PLURAL, 
 
 #: The label every pod of a job carries, with the job's name.
 JOB_NAME_LABEL = f"{GROUP}/job-name"
+# The records the server keeps of deleted jobs.
+RECORD_PLURAL = "trainingjobrecords"
 
 FINISHED_PHASES = ("Succeeded", "Failed")
 
@@ -297,6 +299,33 @@ class TrainingClient:
         job = self.get(name, kind, namespace)
         self._call(self.custom.delete_namespaced_custom_object, GROUP, VERSION, job["metadata"]["namespace"],
                    _plural(job["kind"]), name)
+
+    # ---- history
+
+    def history(self, name: Optional[str] = None, namespace: Optional[str] = None, *,
+                all_namespaces: bool = False) -> List[Dict[str, Any]]:
+        """The records the server keeps of deleted jobs (``trainingjobrecords``),
+        the most recently deleted first; with ``name``, those of the jobs of that
+        name. Each is a dict with ``metadata`` (the record's name is the job's and
+        the start of its UID), ``jobKind``, ``jobName``, ``jobUID``, ``phase``,
+        ``jobCreationTime``, ``startTime``, ``completionTime``, ``deletionTime``,
+        ``job`` (the deleted job as last stored: spec, status, attempts),
+        ``progress`` (its metrics, oldest first, thinned to 500), ``events``
+        (the newest first) and ``leftOut`` (what a record too large for its
+        bound leaves out). The server keeps a bounded number per namespace
+        for a bounded time."""
+        selector = f"{JOB_NAME_LABEL}={name}" if name else ""
+        if all_namespaces:
+            res = self._call(self.custom.list_cluster_custom_object, GROUP, VERSION, RECORD_PLURAL,
+                             label_selector=selector)
+        else:
+            res = self._call(self.custom.list_namespaced_custom_object, GROUP, VERSION, namespace or self.namespace,
+                             RECORD_PLURAL, label_selector=selector)
+        records = [dict(r) for r in res.get("items", [])]
+        # RFC 3339 times of one zone sort as text; ties by name.
+        records.sort(key=lambda r: r["metadata"]["name"])
+        records.sort(key=lambda r: r.get("deletionTime") or "", reverse=True)
+        return records
 
     # ---- runtimes
 
