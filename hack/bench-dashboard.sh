@@ -2,7 +2,8 @@
 # The dashboard's benchmark (make bench-dashboard): starts a local stack of its
 # own (kwok nodes only, LOCAL_DIR _output/local-bench-dashboard, ports moved by
 # LOCAL_PORT_OFFSET, 5500 by default, clear of make test's stacks), creates
-# BENCH_JOBS paused jobs and one job with a progress history of BENCH_POINTS reports, and runs
+# BENCH_JOBS paused jobs, one job with a progress history of BENCH_POINTS reports and BENCH_COMPARE
+# paused jobs with as many, for the comparison page, and runs
 # pkg/dashboard/ui/test/bench.mjs:
 # kubectl training dashboard in Debian's Chromium, BENCH_RUNS times each,
 # beside the floor of the same table as static HTML; then the load test
@@ -13,9 +14,10 @@
 # dashboard-load.md, and always stops the stack. How to read them:
 # docs/benchmarks.md.
 #
-# Settings (environment): BENCH_JOBS=1000, BENCH_POINTS=2000, BENCH_RUNS=5, BENCH_FORGED=10000,
-# BENCH_STREAMS=200, BENCH_STALLED=20, BENCH_PARTS="browser load" (either alone), and the stack's
-# LOCAL_* (hack/local-up.sh).
+# Settings (environment): BENCH_JOBS=1000, BENCH_POINTS=2000, BENCH_COMPARE=10, BENCH_RUNS=5, BENCH_FORGED=10000,
+# BENCH_QUEUES=50 ClusterQueues and BENCH_PENDING=1000 pending Workloads (the Queues page), BENCH_RECORDS=10000
+# records of deleted jobs in BENCH_RECORD_NAMESPACES=10 namespaces (the History), BENCH_STREAMS=200,
+# BENCH_STALLED=20, BENCH_PARTS="browser load" (either alone), and the stack's LOCAL_* (hack/local-up.sh).
 set -euo pipefail
 
 : "${BENCH_JOBS:=1000}"

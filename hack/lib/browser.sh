@@ -6,12 +6,12 @@
 
 # browser_stack_settings OFFSET [INTERVAL]: the stack's settings, where the
 # environment does not set them: what the pages do not need is left out for a
-# quicker start, the ports move by OFFSET, and progress reports are stored
-# once per INTERVAL at most (1s), not every five, so that a report a second is
-# charted.
+# quicker start (Kueue stays: the Queues page reads it), the ports move by
+# OFFSET, and progress reports are stored once per INTERVAL at most (1s), not
+# every five, so that a report a second is charted.
 browser_stack_settings() {
   export LOCAL_REAL_NODE="${LOCAL_REAL_NODE:-0}"
-  export LOCAL_KUEUE="${LOCAL_KUEUE:-0}"
+  export LOCAL_KUEUE="${LOCAL_KUEUE:-1}"
   export LOCAL_SCHEDULER_PLUGINS="${LOCAL_SCHEDULER_PLUGINS:-0}"
   export LOCAL_GANG_WORKLOAD="${LOCAL_GANG_WORKLOAD:-0}"
   export LOCAL_PORT_OFFSET="${LOCAL_PORT_OFFSET:-$1}"

@@ -123,7 +123,9 @@ func (o *dashboardOptions) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return fmt.Errorf("listening for the dashboard: %w", err)
 	}
-	server := dashboard.NewServer(dashboard.StaticClients{Training: c.training, Kube: c.kube, Namespace: c.namespace})
+	// Without Kueue's client the Queues page says so; the rest still serves.
+	kueue, _ := e.kueueClient()
+	server := dashboard.NewServer(dashboard.StaticClients{Training: c.training, Kube: c.kube, Kueue: kueue, Namespace: c.namespace})
 	url := server.SignInURL(listener.Addr().String())
 	fmt.Fprintf(e.streams.Out, "Serving the dashboard at\n\n    %s\n\nCtrl-C stops it.\n", url)
 	if !o.noBrowser {

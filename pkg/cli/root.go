@@ -16,8 +16,8 @@ limitations under the License.
 
 // Package cli holds the commands of kubectl-training, the kubectl plugin for
 // every job kind (pkg/apis/batch/kinds.go): run, runtimes, pause, resume,
-// debug, logs, status, history, dashboard, convert, create, completion and
-// version;
+// debug, logs, status, history, queues, dashboard, convert, create, completion
+// and version;
 // and trials for TuningJobs, the hyperparameter searches, which status shows
 // too.
 package cli
@@ -97,6 +97,7 @@ trials.`,
 		newStatusCommand(e),
 		newTrialsCommand(e),
 		newHistoryCommand(e),
+		newQueuesCommand(e),
 		newDashboardCommand(e),
 		newConvertCommand(e),
 		newCreateCommand(e),

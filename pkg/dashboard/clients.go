@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"tensorstack.dev/training/pkg/generated/clientset/versioned"
 )
@@ -35,6 +36,9 @@ type Clients struct {
 	Training versioned.Interface
 	// Kube talks to the core API: pods, their logs, events.
 	Kube kubernetes.Interface
+	// Kueue talks to kueue.x-k8s.io and its visibility API, for the
+	// Queues page; nil where the dashboard was built without it.
+	Kueue kueueclient.Interface
 	// Namespace is where the user works when a request names none, and the
 	// one the job list falls back to when the user may not list jobs across
 	// namespaces.
@@ -91,7 +95,11 @@ func (t TokenClients) clients(token string) (Clients, error) {
 	if err != nil {
 		return Clients{}, err
 	}
-	return Clients{Training: training, Kube: kube, Namespace: t.Namespace}, nil
+	kueue, err := kueueclient.NewForConfig(config)
+	if err != nil {
+		return Clients{}, err
+	}
+	return Clients{Training: training, Kube: kube, Kueue: kueue, Namespace: t.Namespace}, nil
 }
 
 // Verify asks the API server whom token authenticates (a SelfSubjectReview,

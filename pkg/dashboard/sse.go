@@ -63,6 +63,14 @@ func (s *eventStream) send(event string, data any) error {
 	})
 }
 
+// sendRaw writes one event whose data is JSON already encoded.
+func (s *eventStream) sendRaw(event string, payload []byte) error {
+	return s.write(func() error {
+		_, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", event, payload)
+		return err
+	})
+}
+
 // heartbeat writes a comment, which EventSource ignores.
 func (s *eventStream) heartbeat() error {
 	return s.write(func() error {

@@ -9,6 +9,7 @@ import { h, replace } from "./dom";
 import { age, duration, timestamp, until } from "./format";
 import { Attempt, Condition, Job, JobDetail, PodView, ProgressSample } from "./types";
 import { LogView } from "./logs";
+import { followWorkloads, workloadFacts } from "./queues";
 
 // detailInterval is the least time between two fetches of the pods and
 // events, which change with the job and are fetched when it does.
@@ -19,6 +20,7 @@ export function jobPage(root: HTMLElement, namespace: string, resource: string, 
   const header = h("div", { class: "job-header" });
   const result = h("div", { class: "result", id: "action-result", role: "status" });
   const conditions = h("ol", { class: "timeline", id: "conditions" });
+  const queue = h("div", { id: "queue" }, h("p", { class: "empty" }, "Loading…"));
   const replicas = h("div", { id: "replicas" });
   const chartsBox = h("div", { class: "charts", id: "charts" });
   const checkpoints = h("div", { id: "checkpoints" });
@@ -35,6 +37,7 @@ export function jobPage(root: HTMLElement, namespace: string, resource: string, 
     h("p", {}, h("a", { href: "#/" }, "← all jobs")),
     header,
     result,
+    h("section", {}, h("h2", {}, "Queue"), queue),
     h("section", {}, h("h2", {}, "Conditions"), conditions),
     h("section", {}, h("h2", {}, "Replicas"), replicas),
     h("section", {}, h("h2", {}, "Metrics"), chartsBox),
@@ -53,11 +56,16 @@ export function jobPage(root: HTMLElement, namespace: string, resource: string, 
   // the first detail, then grown by what status.progress.history brings.
   let history: ProgressSample[] = [];
   let historyRead = false;
+  // Set once the page is left: a detail fetched after that must not start
+  // following a log, a stream nothing would close, which counts against the
+  // session's streams until the container ends.
+  let left = false;
 
   async function fetchDetail(): Promise<void> {
     lastDetail = Date.now();
     try {
       const detail = await request<JobDetail>("GET", historyRead ? path : `${path}?history=true`);
+      if (left) return;
       if (!historyRead) {
         historyRead = true;
         history = mergeHistory(detail.history?.samples ?? [], history);
@@ -111,7 +119,11 @@ export function jobPage(root: HTMLElement, namespace: string, resource: string, 
       replace(result, describeStatus(body.status));
     },
   });
+  // The job's Kueue Workload: its position and Kueue's reason while it waits.
+  const stopWorkloads = followWorkloads((byJob) => workloadFacts(queue, byJob.get(`${namespace}/${resource}/${name}`)));
   return () => {
+    left = true;
+    stopWorkloads();
     source.close();
     logs.close();
     charts.destroy();
@@ -120,9 +132,7 @@ export function jobPage(root: HTMLElement, namespace: string, resource: string, 
 }
 
 function renderHeader(el: HTMLElement, job: Job, resource: string, result: HTMLElement): void {
-  const s = job.status;
-  const phase = s.phase || "Pending";
-  const p = s.progress;
+  const phase = job.status.phase || "Pending";
   const finished = phase === "Succeeded" || phase === "Failed";
   // The header is drawn anew at every change of the job: a count being
   // typed into the scale box, or the box's focus, must survive it.
@@ -132,20 +142,7 @@ function renderHeader(el: HTMLElement, job: Job, resource: string, result: HTMLE
   replace(
     el,
     h("h1", {}, `${job.metadata.namespace}/${job.metadata.name}`),
-    h(
-      "dl",
-      { class: "facts" },
-      fact("Kind", job.kind),
-      fact("Phase", h("span", { class: `phase phase-${phase}`, id: "job-phase" }, phase)),
-      fact("Age", age(job.metadata.creationTimestamp)),
-      s.startTime && fact("Running for", duration(((s.completionTime ? Date.parse(s.completionTime) : Date.now()) - Date.parse(s.startTime)) / 1000)),
-      fact("Restarts", s.backoffCount ?? 0),
-      p?.percent !== undefined && fact("Progress", h("span", {}, h("progress", { max: 100, value: p.percent }), ` ${p.percent}%`)),
-      p?.step !== undefined && fact("Step", `${p.step}${p.totalSteps ? ` of ${p.totalSteps}` : ""}`),
-      p?.estimatedFinishTime && !finished && fact("ETA", until(p.estimatedFinishTime)),
-      p?.metrics?.length && fact("Metrics", p.metrics.map((m) => `${m.name}=${m.value}`).join("  ")),
-      p?.message && fact("Message", p.message),
-    ),
+    jobFacts(job),
     buttons(
       {
         namespace: job.metadata.namespace,
@@ -171,6 +168,31 @@ function elasticOf(job: Job): { min: number; max: number; expected: number } | u
   if (!e?.enabled || e.maxReplicas === undefined) return undefined;
   const min = e.minReplicas ?? 1;
   return { min, max: e.maxReplicas, expected: e.expectedReplicas ?? e.maxReplicas };
+}
+
+// jobFacts are the job's kind, phase, times and progress. deleted, for the
+// record of a deleted job, is when it was deleted: the job ran until then at
+// the latest, and will never finish.
+export function jobFacts(job: Job, deleted?: string): HTMLElement {
+  const s = job.status;
+  const phase = s.phase || "Pending";
+  const p = s.progress;
+  const finished = phase === "Succeeded" || phase === "Failed";
+  const end = s.completionTime ? Date.parse(s.completionTime) : deleted ? Date.parse(deleted) : Date.now();
+  return h(
+    "dl",
+    { class: "facts" },
+    fact("Kind", job.kind),
+    fact("Phase", h("span", { class: `phase phase-${phase}`, id: "job-phase" }, phase)),
+    deleted ? fact("Created", timestamp(job.metadata.creationTimestamp)) : fact("Age", age(job.metadata.creationTimestamp)),
+    s.startTime && fact(deleted ? "Ran" : "Running for", duration((end - Date.parse(s.startTime)) / 1000)),
+    fact("Restarts", s.backoffCount ?? 0),
+    p?.percent !== undefined && fact("Progress", h("span", {}, h("progress", { max: 100, value: p.percent }), ` ${p.percent}%`)),
+    p?.step !== undefined && fact("Step", `${p.step}${p.totalSteps ? ` of ${p.totalSteps}` : ""}`),
+    p?.estimatedFinishTime && !finished && !deleted && fact("ETA", until(p.estimatedFinishTime)),
+    p?.metrics?.length && fact("Metrics", p.metrics.map((m) => `${m.name}=${m.value}`).join("  ")),
+    p?.message && fact("Message", p.message),
+  );
 }
 
 function fact(term: string, value: Node | string | number): HTMLElement[] {
@@ -249,7 +271,7 @@ export function mergeHistory(known: ProgressSample[], recent: ProgressSample[]):
   return newer.length === 0 ? known : known.concat(newer);
 }
 
-function renderCheckpoints(el: HTMLElement, job: Job): void {
+export function renderCheckpoints(el: HTMLElement, job: Job): void {
   const c = job.status.checkpoint;
   if (!c?.latest && !c?.history?.length) {
     replace(el, h("p", { class: "empty" }, "No checkpoint reported."));
@@ -268,7 +290,8 @@ function renderCheckpoints(el: HTMLElement, job: Job): void {
   );
 }
 
-function renderAccounting(el: HTMLElement, job: Job): void {
+// deleted, for the record of a deleted job, is when its last state ended.
+export function renderAccounting(el: HTMLElement, job: Job, deleted?: string): void {
   const a = job.status.accounting;
   if (!a) {
     replace(el, h("p", { class: "empty" }, "Nothing accounted yet."));
@@ -279,7 +302,7 @@ function renderAccounting(el: HTMLElement, job: Job): void {
     h(
       "dl",
       { class: "facts" },
-      fact("State", `${a.state ?? ""}${a.stateSince ? ` for ${age(a.stateSince)}` : ""}`),
+      fact("State", `${a.state ?? ""}${a.stateSince ? ` for ${age(a.stateSince, deleted ? Date.parse(deleted) : undefined)}` : ""}`),
       fact("Queued", duration(a.queuedSeconds ?? 0)),
       fact("Starting", duration(a.startingSeconds ?? 0)),
       fact("Running", duration(a.runningSeconds ?? 0)),
@@ -300,8 +323,9 @@ function renderAccounting(el: HTMLElement, job: Job): void {
 
 // renderAttempts shows every start of the job's pods that the status keeps,
 // newest first, with the replicas that failed in it and their last log
-// lines; and the nodes the job leaves out of its next pods.
-function renderAttempts(el: HTMLElement, job: Job): void {
+// lines; and the nodes the job leaves out of its next pods. deleted, for the
+// record of a deleted job, ends the attempts that had not ended.
+export function renderAttempts(el: HTMLElement, job: Job, deleted?: string): void {
   const s = job.status;
   const list = s.attempts ?? [];
   const suspects = s.suspectNodes ?? [];
@@ -315,7 +339,7 @@ function renderAttempts(el: HTMLElement, job: Job): void {
           {},
           h("caption", {}, `${s.attemptCount ?? list.length} attempt(s)${kept}`),
           h("thead", {}, h("tr", {}, ["#", "Started", "Ran", "Ended", "Resumed from", "Last checkpoint", "Steps", "Failed replicas"].map((t) => h("th", {}, t)))),
-          h("tbody", {}, [...list].reverse().map(attemptRow)),
+          h("tbody", {}, [...list].reverse().map((a) => attemptRow(a, deleted))),
         ),
     suspects.length > 0 &&
       h(
@@ -327,8 +351,8 @@ function renderAttempts(el: HTMLElement, job: Job): void {
   );
 }
 
-function attemptRow(a: Attempt): HTMLElement {
-  const end = a.endTime ? Date.parse(a.endTime) : Date.now();
+function attemptRow(a: Attempt, deleted?: string): HTMLElement {
+  const end = Date.parse(a.endTime ?? deleted ?? "") || Date.now();
   const checkpoint = (c?: { path: string; step?: number }) => (c ? (c.step !== undefined ? `step ${c.step}` : c.path) : "");
   const failed = a.failedReplicas ?? [];
   return h(
@@ -337,7 +361,7 @@ function attemptRow(a: Attempt): HTMLElement {
     h("td", {}, a.number),
     h("td", { title: a.startTime }, timestamp(a.startTime)),
     h("td", {}, duration((end - Date.parse(a.startTime)) / 1000)),
-    h("td", { title: a.message ?? "" }, a.endTime ? a.reason ?? "" : "running"),
+    h("td", { title: a.message ?? "" }, a.endTime ? a.reason ?? "" : deleted ? "deleted" : "running"),
     h("td", { title: a.resumedFrom?.path ?? "" }, checkpoint(a.resumedFrom)),
     h("td", { title: a.lastCheckpoint?.path ?? "" }, checkpoint(a.lastCheckpoint)),
     h("td", {}, a.steps ?? ""),
@@ -357,7 +381,7 @@ function attemptRow(a: Attempt): HTMLElement {
   );
 }
 
-function renderEvents(el: HTMLElement, events: JobDetail["events"], refused?: Status): void {
+export function renderEvents(el: HTMLElement, events: JobDetail["events"], refused?: Status): void {
   if (refused) {
     replace(el, h("p", { class: "refused" }, `Events: ${describeStatus(refused)}`));
     return;

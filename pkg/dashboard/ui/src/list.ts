@@ -3,9 +3,11 @@
 
 import { follow, describeStatus, jobKinds, Status } from "./api";
 import { buttons } from "./actions";
+import { JobSelection } from "./compare";
 import { h, replace } from "./dom";
 import { age, duration, until } from "./format";
 import { JobSummary } from "./types";
+import { followWorkloads, positionText, QueuedWorkload } from "./queues";
 
 // The phases of the API contract (status.phase).
 const phases = ["Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Unknown"];
@@ -25,6 +27,8 @@ export function jobsPage(root: HTMLElement): () => void {
   const result = h("div", { class: "result", id: "action-result", role: "status" });
   const rows = h("tbody");
   const empty = h("p", { class: "empty", id: "list-state" }, "Loading…");
+  // The jobs ticked for a comparison, kept across the redraws.
+  const selection = new JobSelection();
   let synced = false;
   let source: EventSource | undefined;
 
@@ -66,6 +70,7 @@ export function jobsPage(root: HTMLElement): () => void {
       select("phase", "phase", phases),
       input("queue", "queue"),
       input("label", "labels: key=value,key"),
+      selection.button,
     ),
     notices,
     result,
@@ -75,7 +80,7 @@ export function jobsPage(root: HTMLElement): () => void {
       h(
         "thead",
         {},
-        h("tr", {}, ["Name", "Namespace", "Kind", "Phase", "Progress", "ETA", "Queue", "Age", "Restarts", "Lost work", ""].map((c) => h("th", {}, c))),
+        h("tr", {}, ["", "Name", "Namespace", "Kind", "Phase", "Progress", "ETA", "Queue", "Position", "Age", "Restarts", "Lost work", ""].map((c) => h("th", {}, c))),
       ),
       rows,
     ),
@@ -128,14 +133,22 @@ export function jobsPage(root: HTMLElement): () => void {
   function render(): void {
     const now = Date.now();
     const shown = [...jobs.values()].filter((j) => matches(j, filters)).sort(compareJobs);
-    replace(rows, shown.map((j) => row(j, now, result)));
+    if (synced) selection.keep((k) => jobs.has(k));
+    replace(rows, shown.map((j) => row(j, now, result, selection, workloads.get(key(j)))));
     empty.textContent = !synced ? "Loading…" : shown.length === 0 ? (jobs.size ? "No job matches the filters." : "No training jobs.") : "";
   }
 
+  // Each job's Kueue Workload, for the Position column.
+  let workloads = new Map<string, QueuedWorkload>();
+  const stopWorkloads = followWorkloads((byJob) => {
+    workloads = byJob;
+    schedule();
+  });
   connect();
   // Ages and ETAs move with the clock.
   const clock = window.setInterval(render, 5000);
   return () => {
+    stopWorkloads();
     source?.close();
     window.clearInterval(clock);
   };
@@ -161,7 +174,7 @@ function matches(j: JobSummary, f: Filters): boolean {
   return true;
 }
 
-function row(j: JobSummary, now: number, result: HTMLElement): HTMLElement {
+function row(j: JobSummary, now: number, result: HTMLElement, selection: JobSelection, workload?: QueuedWorkload): HTMLElement {
   const href = `#/job/${encodeURIComponent(j.namespace)}/${encodeURIComponent(j.resource)}/${encodeURIComponent(j.name)}`;
   const phase = j.phase || "Pending";
   const progress =
@@ -176,6 +189,7 @@ function row(j: JobSummary, now: number, result: HTMLElement): HTMLElement {
   return h(
     "tr",
     { "data-job": key(j), "data-phase": phase },
+    selection.cell({ namespace: j.namespace, kind: j.resource, name: j.name }),
     h("td", {}, h("a", { href }, j.name)),
     h("td", {}, j.namespace),
     h("td", {}, j.kind),
@@ -183,6 +197,7 @@ function row(j: JobSummary, now: number, result: HTMLElement): HTMLElement {
     h("td", {}, progress),
     h("td", {}, until(j.estimatedFinishTime, now)),
     h("td", {}, j.queue ?? ""),
+    h("td", { class: "position", title: workload?.reason ?? "" }, positionText(workload)),
     h("td", { title: j.created }, age(j.created, now)),
     h("td", {}, j.restarts),
     h("td", {}, lost),

@@ -6,6 +6,7 @@
 // search's page stops once the search has ended.
 
 import { ApiError, describeStatus, request } from "./api";
+import { JobSelection } from "./compare";
 import { h, replace, svg } from "./dom";
 import { age, duration } from "./format";
 import { renderConditions } from "./job";
@@ -29,7 +30,7 @@ function message(e: unknown): string {
 // poll runs load now, then interval after each run ends for as long as it
 // returns true, skipping the runs while the browser hides the page; the
 // function it returns stops it.
-function poll(load: () => Promise<boolean>, interval: number): () => void {
+export function poll(load: () => Promise<boolean>, interval: number): () => void {
   let timer: number | undefined;
   let stopped = false;
   const run = async () => {
@@ -199,6 +200,8 @@ export function searchPage(root: HTMLElement, namespace: string, name: string): 
   let shownVersion: string | undefined;
   // Best first until a header is clicked.
   let sort: Sort | undefined;
+  // The trials ticked for a comparison, kept across the redraws.
+  const selection = new JobSelection();
   let left = false;
 
   replace(
@@ -257,6 +260,7 @@ export function searchPage(root: HTMLElement, namespace: string, name: string): 
     const column = columns.find((c) => c.key === current.key) ?? columns[0];
     const rows = sortRows(list, column.cell, current.descending);
     const best = search.status.bestTrial;
+    const trialResource = detail.trialResource;
     const header = columns.map((c) => {
       const sorted = c.key === column.key;
       return h(
@@ -277,11 +281,12 @@ export function searchPage(root: HTMLElement, namespace: string, name: string): 
     });
     replace(
       trials,
+      trialResource && h("div", { class: "filters" }, selection.button),
       h(
         "table",
         { class: "trials", id: "trials-table" },
         h("caption", {}, `${list.length} trial(s); click a column's header to sort by it.`),
-        h("thead", {}, h("tr", {}, header)),
+        h("thead", {}, h("tr", {}, trialResource && h("th", {}, ""), header)),
         h(
           "tbody",
           {},
@@ -295,6 +300,7 @@ export function searchPage(root: HTMLElement, namespace: string, name: string): 
                 "data-promoted": (t.promotions ?? 0) > 0 ? "true" : undefined,
                 class: t.name === best ? "best" : undefined,
               },
+              trialResource && selection.cell({ namespace: search.metadata.namespace, kind: trialResource, name: t.name }),
               columns.map((c) => h("td", { class: c.key === "value" ? "number" : undefined }, c.show(t))),
             ),
           ),

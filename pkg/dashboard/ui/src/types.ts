@@ -292,3 +292,69 @@ export interface TuningDetail {
   trialKind?: string;
   trialResource?: string;
 }
+
+// A record of a deleted job as a row of the History list, as GET
+// /api/records gives it (pkg/dashboard/history.go).
+export interface RecordSummary {
+  namespace: string;
+  // The record's name: the job's and the start of its UID.
+  name: string;
+  jobName: string;
+  jobKind: string;
+  phase?: string;
+  // How long the job ran, as kubectl prints it.
+  ran?: string;
+  // When the job was deleted.
+  deleted: string;
+  step?: number;
+  leftOut?: string[];
+}
+
+// The records of one namespace ("" for all of them); truncated: there are
+// more than the server lists; refused: the API's refusal to list every
+// namespace's, when the user's own was listed instead.
+export interface RecordList {
+  namespace: string;
+  items: RecordSummary[];
+  truncated?: boolean;
+  refused?: import("./api").Status;
+}
+
+// One of a deleted job's events, as its record keeps it.
+export interface RecordedEvent {
+  type: string;
+  reason: string;
+  message?: string;
+  count?: number;
+  firstTime?: string;
+  lastTime?: string;
+  source?: string;
+}
+
+// What the server keeps of a deleted job (TrainingJobRecord).
+export interface TrainingJobRecord {
+  metadata: { name: string; namespace: string; uid: string; creationTimestamp: string };
+  jobKind: string;
+  jobName: string;
+  jobUID: string;
+  phase?: string;
+  jobCreationTime: string;
+  deletionTime: string;
+  startTime?: string;
+  completionTime?: string;
+  // The job as last stored, less what leftOut names.
+  job?: Job;
+  progress?: ProgressSample[];
+  thinnedSamples?: number;
+  // Newest first.
+  events?: RecordedEvent[];
+  leftOut?: string[];
+}
+
+// A record's page: the record whole, its kind's resource and the job's spec
+// as YAML (pkg/dashboard/history.go).
+export interface RecordDetail {
+  record: TrainingJobRecord;
+  resource?: string;
+  yaml: string;
+}

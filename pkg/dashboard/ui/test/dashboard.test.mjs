@@ -5,7 +5,7 @@
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { kubectlRun, launchBrowser, repo, sleep, startDashboard, watchPageErrors } from "./harness.mjs";
@@ -213,6 +213,9 @@ after(async () => {
   if (viewerKubeconfig) rmSync(viewerKubeconfig, { force: true });
   try {
     kubectlRun(["delete", "pytorchtrainingjobs", jobName, runningJobName, restartedJobName, elasticJobName, runtimeJobName, "-n", namespace, "--ignore-not-found", "--wait=false"]);
+    kubectlRun(["delete", "pytorchtrainingjobs", ...compareJobs.map((j) => j.name), "-n", namespace, "--ignore-not-found", "--wait=false"]);
+    kubectlRun(["delete", "pytorchtrainingjobs", suspectJobName, "-n", namespace, "--ignore-not-found", "--wait=false"]);
+    kubectlRun(["delete", "pytorchtrainingjobs", historyJobName, "-n", namespace, "--ignore-not-found", "--wait=false"]);
     kubectlRun(["delete", "tuningjobs", searchName, "-n", namespace, "--ignore-not-found", "--wait=false"]);
     kubectlRun(["delete", "rolebinding,role", "dashboard-viewer", "-n", namespace, "--ignore-not-found"]);
   } catch {
@@ -523,6 +526,302 @@ test("a search's page: the trials sorted by a clicked header, the best marked, t
   await page.screenshot({ path: join(screenshots, "dashboard-search.png"), fullPage: true });
 });
 
+// Three jobs to compare, running on the kwok nodes until deleted: the same
+// image and command, another learning rate in args and env each, the third
+// with more CPU; each reports its own losses.
+const compareJobs = [
+  { name: "dashboard-compare-a", lr: "0.1", cpu: "1", losses: ["2.5", "2", "1.5", "1"] },
+  { name: "dashboard-compare-b", lr: "0.01", cpu: "1", losses: ["3", "2.75", "2.5", "2.25"] },
+  { name: "dashboard-compare-c", lr: "0.001", cpu: "2", losses: ["4", "3", "2", "1"] },
+];
+
+function compareJob({ name, lr, cpu }) {
+  return `apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: ${name}
+  namespace: ${namespace}
+spec:
+  replicaSpecs:
+  - type: master
+    replicas: 1
+    template:
+      spec:
+        containers:
+        - name: pytorch
+          image: docker.io/pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+          command: ["python", "train.py"]
+          args: ["--lr", "${lr}"]
+          env:
+          - {name: LR, value: "${lr}"}
+          - {name: SEED, value: "7"}
+          resources:
+            limits: {cpu: "${cpu}"}
+`;
+}
+
+// legendValues is each job's value in the legend of a comparison's chart,
+// by job.
+function legendValues(figure) {
+  return figure.locator("ul.compare-legend li").evaluateAll((items) =>
+    Object.fromEntries(items.map((li) => [li.getAttribute("data-job"), li.querySelector(".value")?.textContent ?? ""])));
+}
+
+test("three jobs compared: a line each on every chart, each one's hovered value, the spec diff, the CSV, the state in the URL", async () => {
+  for (const j of compareJobs) kubectlRun(["create", "-f", "-"], compareJob(j));
+  for (const j of compareJobs) {
+    await waitUntil(`${j.name} running`, () =>
+      kubectlRun(["get", "pytorchtrainingjobs", j.name, "-n", namespace, "-o", "jsonpath={.status.phase}"]).trim() === "Running", 90_000);
+  }
+  // A step a report, 1.2 s apart: the stack keeps one report a second.
+  for (let step = 1; step <= 4; step++) {
+    for (const j of compareJobs) report(j.name, step, j.losses[step - 1]);
+    await sleep(1200);
+  }
+
+  await page.goto(page.url().replace(/#.*$/, "") + "#/");
+  for (const j of compareJobs) {
+    const box = page.locator(`input[data-select="${namespace}/pytorchtrainingjobs/${j.name}"]`);
+    await box.waitFor({ timeout: 30_000 });
+    await box.check();
+  }
+  await page.locator("#compare-selected").click();
+  await page.waitForURL(/#\/compare\?jobs=/);
+  for (const j of compareJobs) assert.ok(page.url().includes(`${namespace}/pytorchtrainingjobs/${j.name}`), `${j.name} is not in ${page.url()}`);
+
+  // Three lines, each of its four steps.
+  const figure = page.locator('#compare-charts figure[data-metric="loss"]');
+  await page.waitForSelector('#compare-charts figure[data-metric="loss"][data-lines="3"][data-points="12"]', { timeout: 30_000 });
+  assert.equal(await figure.locator("ul.compare-legend li").count(), 3);
+
+  // Hovering the first step shows every job's first loss; the last, its last.
+  const over = figure.locator(".u-over");
+  const box = await over.boundingBox();
+  assert.ok(box, "the chart has no plotting area");
+  const expect = (i) => Object.fromEntries(compareJobs.map((j) => [`${namespace}/${j.name}`, j.losses[i]]));
+  await page.mouse.move(box.x + 2, box.y + box.height / 2);
+  await page.waitForFunction(() => document.querySelector("#compare-charts ul.compare-legend li .at")?.textContent === "(step 1)", null, { timeout: 5_000 });
+  assert.deepEqual(await legendValues(figure), expect(0), "the hovered values are not each job's first loss");
+  await page.mouse.move(box.x + box.width - 2, box.y + box.height / 2);
+  await page.waitForFunction(() => document.querySelector("#compare-charts ul.compare-legend li .at")?.textContent === "(step 4)", null, { timeout: 5_000 });
+  assert.deepEqual(await legendValues(figure), expect(3), "the hovered values are not each job's last loss");
+  await page.screenshot({ path: join(screenshots, "dashboard-compare.png"), fullPage: true });
+
+  // The final figures: a row a job, its last loss.
+  for (const j of compareJobs) {
+    const cell = page.locator(`#compare-summary-table tr[data-job="${namespace}/${j.name}"] td[data-metric="loss"]`);
+    assert.equal((await cell.textContent()).trim(), j.losses[3]);
+  }
+  // The spec diff: args, LR and the CPU differ; the image, command and SEED
+  // are alike and not shown.
+  const fields = await page.$$eval("#compare-diff-table tbody tr", (rows) => rows.map((r) => r.getAttribute("data-field")));
+  assert.deepEqual(fields.sort(), ["master/pytorch args", "master/pytorch env LR", "master/pytorch limits.cpu"]);
+
+  // The CSV: a row a report.
+  const [download] = await Promise.all([page.waitForEvent("download"), page.locator("#compare-csv").click()]);
+  const csv = readFileSync(await download.path(), "utf8").trim().split(/\r?\n/);
+  assert.equal(csv[0], "job,namespace,kind,step,elapsed_seconds,time,loss");
+  assert.equal(csv.length, 1 + 12, `the CSV: ${csv.join(" | ")}`);
+  for (const j of compareJobs) {
+    const rows = csv.filter((line) => line.startsWith(`${j.name},`));
+    assert.deepEqual(rows.map((line) => line.split(",").at(-1)), j.losses, `${j.name}'s rows: ${rows.join(" | ")}`);
+  }
+
+  // Aligned by time since start: the address says so, and a reload shows
+  // the same comparison.
+  await page.locator("#compare-align").selectOption("elapsed");
+  await page.waitForURL(/align=elapsed/);
+  const address = page.url();
+  await page.reload();
+  await page.waitForSelector('#compare-charts figure[data-metric="loss"][data-lines="3"][data-points="12"]', { timeout: 30_000 });
+  assert.equal(page.url(), address);
+  assert.equal(await page.locator("#compare-align").inputValue(), "elapsed");
+  // The hovered x now reads as the time since the job started.
+  const elapsed = await page.locator('#compare-charts figure[data-metric="loss"] .u-over').boundingBox();
+  await page.mouse.move(elapsed.x + elapsed.width - 2, elapsed.y + elapsed.height / 2);
+  await page.waitForFunction(() => / in\)$/.test(document.querySelector("#compare-charts ul.compare-legend li .at")?.textContent ?? ""), null, { timeout: 5_000 });
+  assert.deepEqual(await legendValues(figure), expect(3), "by time since start, the right edge is not each job's last loss");
+
+  // From a search's trials table: its two trials side by side.
+  await page.goto(page.url().replace(/#.*$/, "") + `#/tuning/${namespace}/${searchName}`);
+  for (const trial of searchTrials) {
+    const tick = page.locator(`#trials-table input[data-select="${namespace}/pytorchtrainingjobs/${trial}"]`);
+    await tick.waitFor({ timeout: 30_000 });
+    await tick.check();
+  }
+  await page.locator("#compare-selected").click();
+  await page.waitForSelector('#compare-charts figure[data-metric="loss"][data-lines="2"]', { timeout: 30_000 });
+  // Their pods go, leaving the kwok nodes to the tests after.
+  kubectlRun(["delete", "pytorchtrainingjobs", ...compareJobs.map((j) => j.name), "-n", namespace, "--wait=false"]);
+});
+
+// A job of two GPUs, one CPU and 1 GiB whose pod runs until deleted; exit
+// code 79 blames the node. The test makes its first pod exit 79, so that the
+// job names that node suspect and its next pod runs on another.
+const suspectJobName = "dashboard-suspect";
+const suspectJob = `apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: ${suspectJobName}
+  namespace: ${namespace}
+spec:
+  runPolicy:
+    nodeFailureExitCodes: [79]
+  replicaSpecs:
+  - type: master
+    replicas: 1
+    restartPolicy: OnFailure
+    template:
+      spec:
+        containers:
+        - name: pytorch
+          image: docker.io/pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+          command: ["python", "train.py"]
+          resources:
+            limits: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "2"}
+`;
+
+// suspectJobPods are the job's pods that have not terminated: name, node,
+// phase.
+function suspectJobPods() {
+  const pods = JSON.parse(kubectlRun(["get", "pods", "-n", namespace, "-l", `batch.tensorstack.dev/job-name=${suspectJobName}`, "-o", "json"]));
+  return pods.items
+    .filter((p) => !p.metadata.deletionTimestamp && p.status.phase !== "Succeeded" && p.status.phase !== "Failed")
+    .map((p) => ({ name: p.metadata.name, node: p.spec.nodeName, phase: p.status.phase }));
+}
+
+test("the cluster page: every node with its allocatable, the jobs on it, and the node a job named suspect", async () => {
+  kubectlRun(["create", "-f", "-"], suspectJob);
+  let first;
+  await waitUntil(`${suspectJobName}'s pod running`, () => (first = suspectJobPods().find((p) => p.phase === "Running")), 90_000);
+  kubectlRun(["annotate", "pod", first.name, "-n", namespace, "kwok.tensorstack.dev/exit-code=79", "kwok.tensorstack.dev/run-duration=100ms"]);
+  const suspects = () =>
+    JSON.parse(kubectlRun(["get", "pytorchtrainingjobs", suspectJobName, "-n", namespace, "-o", "json"])).status.suspectNodes ?? [];
+  await waitUntil(`${first.node} suspect`, () => suspects().some((n) => n.name === first.node), 90_000);
+  let next;
+  await waitUntil(`${suspectJobName}'s next pod running`, () =>
+    (next = suspectJobPods().find((p) => p.phase === "Running" && p.node !== first.node)), 90_000);
+
+  await page.goto(page.url().replace(/#.*$/, "") + "#/");
+  await page.locator("#nav-cluster").click();
+  await page.waitForSelector("#cluster-nodes tbody tr", { timeout: 30_000 });
+
+  // Every node the API lists, each with its allocatable.
+  const nodes = JSON.parse(kubectlRun(["get", "nodes", "-o", "json"])).items;
+  const rows = await page.$$eval("#cluster-nodes tbody tr[data-node]", (trs) => trs.map((tr) => tr.getAttribute("data-node")));
+  assert.deepEqual(rows.sort(), nodes.map((n) => n.metadata.name).sort());
+  for (const node of nodes) {
+    const gpus = node.status.allocatable["nvidia.com/gpu"];
+    assert.ok(gpus, `${node.metadata.name} has no nvidia.com/gpu`);
+    const cell = await page.locator(`#cluster-nodes tr[data-node="${node.metadata.name}"] td[data-resource="nvidia.com/gpu"]`).textContent();
+    assert.match(cell, new RegExp(`/ ${gpus}$`), `${node.metadata.name}'s GPUs`);
+  }
+
+  // The job's pod holds two of its node's GPUs, and the node links the job.
+  const row = page.locator(`#cluster-nodes tr[data-node="${next.node}"]`);
+  const link = row.locator(`li[data-job="${namespace}/pytorchtrainingjobs/${suspectJobName}"] a`);
+  assert.equal(await link.getAttribute("href"), `#/job/${namespace}/pytorchtrainingjobs/${suspectJobName}`);
+  assert.match(await row.locator('td[data-resource="nvidia.com/gpu"]').textContent(), /^\s*2 \//);
+
+  // The node the first pod failed on is marked, with the job and why.
+  const mark = page.locator(
+    `#cluster-nodes tr[data-node="${first.node}"][data-suspect="true"] li[data-suspect-by="${namespace}/pytorchtrainingjobs/${suspectJobName}"]`,
+  );
+  assert.equal(await mark.getAttribute("data-reason"), "NodeFailureExitCode");
+  await page.screenshot({ path: join(screenshots, "dashboard-cluster.png"), fullPage: true });
+
+  await link.click();
+  await page.waitForSelector(`#suspect-nodes li[data-node="${first.node}"]`, { timeout: 30_000 });
+});
+
+// A job for the History, whose pod runs until the test makes it exit 3: its
+// failure rule restarts the job, so that its record keeps two attempts, the
+// first ended by the restart with its failed replica. It comes before the
+// viewer's tests: the viewer's dashboard, on another port of the same host,
+// replaces the page's session cookie (cookies know no ports).
+const historyJobName = "dashboard-history";
+const historyJob = kwokJob(historyJobName, {
+  runPolicy: `    backoffLimit: 2
+    failurePolicy:
+      rules:
+      - action: RestartJob
+        onExitCodes: {operator: In, values: [3]}`,
+});
+const historyLosses = ["3", "2.25", "1.5", "1.125"];
+
+// jobStatus is the job's status as the API has it now.
+function jobStatus(name) {
+  return JSON.parse(kubectlRun(["get", "pytorchtrainingjobs", name, "-n", namespace, "-o", "json"])).status ?? {};
+}
+
+test("the History: a deleted job's record opens with its attempts, charts and events", async () => {
+  kubectlRun(["create", "-f", "-"], historyJob);
+  await waitUntil(`${historyJobName} running`, () => jobStatus(historyJobName).phase === "Running", 90_000);
+  // A step a report, 1.2 s apart: the stack keeps one report a second.
+  for (let i = 0; i < historyLosses.length; i++) {
+    report(historyJobName, i + 1, historyLosses[i]);
+    await sleep(1200);
+  }
+  // The first attempt's pod exits 3: the job restarts, a second attempt.
+  const running = () =>
+    JSON.parse(kubectlRun(["get", "pods", "-n", namespace, "-l", `batch.tensorstack.dev/job-name=${historyJobName}`, "-o", "json"])).items.find(
+      (p) => !p.metadata.deletionTimestamp && p.status.phase === "Running",
+    );
+  let pod;
+  await waitUntil(`${historyJobName}'s pod running`, () => (pod = running()), 60_000);
+  kubectlRun(["annotate", "pod", pod.metadata.name, "-n", namespace, "kwok.tensorstack.dev/exit-code=3", "kwok.tensorstack.dev/run-duration=100ms"]);
+  await waitUntil(`${historyJobName}'s second attempt`, () => (jobStatus(historyJobName).attempts ?? []).length >= 2, 90_000);
+
+  kubectlRun(["delete", "pytorchtrainingjobs", historyJobName, "-n", namespace, "--wait=true", "--timeout=60s"]);
+  const recordOf = () =>
+    JSON.parse(kubectlRun(["get", "trainingjobrecords", "-n", namespace, "-l", `batch.tensorstack.dev/job-name=${historyJobName}`, "-o", "json"])).items[0];
+  let record;
+  await waitUntil(`${historyJobName}'s record`, () => (record = recordOf()), 30_000);
+
+  // The History lists it, with the jobs list's filters.
+  await page.goto(page.url().replace(/#.*$/, "") + "#/");
+  await page.locator("#nav-history").click();
+  const row = page.locator(`#history tr[data-job="${namespace}/${historyJobName}"]`);
+  try {
+    await row.waitFor({ timeout: 30_000 });
+  } catch (e) {
+    const says = await page.locator("main").innerText();
+    throw new Error(`no row for ${historyJobName}'s record: the page says ${JSON.stringify(says.slice(0, 2000))}`, { cause: e });
+  }
+  assert.equal(await row.getAttribute("data-record"), `${namespace}/${record.metadata.name}`);
+  assert.equal(await row.locator("td").nth(2).textContent(), "PyTorchTrainingJob");
+  assert.match(await row.locator("td").nth(6).textContent(), /^\d+\w* ago$/);
+  await page.locator("#history-filter-phase").selectOption("Succeeded");
+  await row.waitFor({ state: "detached", timeout: 10_000 });
+  await page.locator("#history-filter-phase").selectOption(record.phase || "Pending");
+  await page.locator("#history-filter-name").fill(historyJobName);
+  await page.locator("#history-filter-name").press("Enter");
+  await row.waitFor({ timeout: 10_000 });
+  await page.screenshot({ path: join(screenshots, "dashboard-history.png") });
+
+  // Its page: the job as it was, read-only, with what it ran.
+  await row.locator("a").click();
+  await page.waitForSelector("#record-banner #record-deleted", { timeout: 30_000 });
+  assert.match(await page.locator("#record-banner").textContent(), /The record of a deleted job/);
+  assert.equal(await page.locator("#record-left-out").getAttribute("data-left-out"), (record.leftOut ?? []).join(","));
+  assert.equal(await page.locator("#job-phase").textContent(), record.phase);
+  assert.equal(await page.locator('button[data-action="pause"], button[data-action="resume"], button[data-action="delete"]').count(), 0,
+    "the record's page offers actions on the job");
+  assert.equal(await page.locator("#logs").count(), 0, "the record's page follows logs");
+  // A line of the reported points.
+  await page.waitForSelector(`#charts figure[data-metric="loss"][data-points="${historyLosses.length}"]`, { timeout: 10_000 });
+  // Both attempts; the first ended by the restart, its replica's exit 3.
+  await page.waitForSelector('#attempts tr[data-attempt="2"]');
+  const first = page.locator('#attempts tr[data-attempt="1"]');
+  assert.notEqual(await first.getAttribute("data-reason"), "", "the first attempt shows no reason");
+  assert.match(await first.locator("details[data-failed] > summary").first().textContent(), /\(exit 3\)/);
+  assert.ok(await page.locator("#conditions li[data-condition]").count() > 0, "no conditions shown");
+  // The events the record keeps, a row each.
+  assert.equal(await page.locator("#events tbody tr").count(), (record.events ?? []).length);
+  assert.match(await page.locator("#yaml").textContent(), new RegExp(`name: ${historyJobName}`));
+  await page.screenshot({ path: join(screenshots, "dashboard-record.png"), fullPage: true });
+});
+
 test("a user who may only get and list sees the jobs and is refused pause with the 403's message", async () => {
   kubectlRun(["apply", "-f", "-"], `apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
@@ -567,6 +866,165 @@ subjects:
   const spec = JSON.parse(kubectlRun(["get", "pytorchtrainingjobs", runningJobName, "-n", namespace, "-o", "json"]));
   assert.notEqual(spec.spec.runMode?.pause?.enabled, true, "the refused pause paused the job");
   await viewer.close();
+});
+
+test("a user who may not list nodes sees the API's 403 on the cluster page", async () => {
+  // The viewer of the test before: its Role names no nodes.
+  const { proc, url } = await startDashboard({ KUBECONFIG: viewerKubeconfig });
+  try {
+    const viewer = await browser.context.newPage();
+    watchPageErrors(viewer, pageErrors);
+    await viewer.goto(url);
+    await viewer.waitForSelector("#jobs");
+    await viewer.locator("#nav-cluster").click();
+    const refused = viewer.locator("#cluster-state.refused");
+    await refused.waitFor({ timeout: 15_000 });
+    const text = await refused.textContent();
+    assert.match(text, /^403 Forbidden/);
+    assert.match(text, /dashboard-viewer/);
+    assert.match(text, /cannot list resource "nodes"/);
+    assert.equal(await viewer.locator("#cluster-nodes").count(), 0, "the refused page shows a table of nodes");
+    await viewer.close();
+  } finally {
+    proc.kill("SIGTERM");
+  }
+});
+
+// A ClusterQueue with room for one job (one GPU), its LocalQueue, and two
+// one-GPU jobs in it whose pods run until deleted: the first is admitted,
+// the second waits, first in line, until the first is deleted.
+const queueName = "dashboard-one-gpu";
+const queuedJobs = ["dashboard-queued-a", "dashboard-queued-b"];
+const oneGPUQueue = `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: ${queueName}
+spec:
+  namespaceSelector: {}
+  queueingStrategy: BestEffortFIFO
+  resourceGroups:
+  - coveredResources: ["nvidia.com/gpu"]
+    flavors:
+    - name: default-flavor
+      resources:
+      - name: nvidia.com/gpu
+        nominalQuota: 1
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  name: ${queueName}
+  namespace: ${namespace}
+spec:
+  clusterQueue: ${queueName}
+`;
+
+function queuedJob(name) {
+  return `apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: ${name}
+  namespace: ${namespace}
+  labels:
+    kueue.x-k8s.io/queue-name: ${queueName}
+spec:
+  replicaSpecs:
+  - type: master
+    replicas: 1
+    template:
+      spec:
+        containers:
+        - name: pytorch
+          image: docker.io/pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+          command: ["python", "train.py"]
+          resources:
+            limits: {nvidia.com/gpu: 1}
+`;
+}
+
+test("a queue's pending order changes live when a job is admitted (two jobs, a quota of one)", async () => {
+  const [first, second] = queuedJobs;
+  const queueSection = `section.cluster-queue[data-cluster-queue="${queueName}"]`;
+  // A job's Workload is named after its kind's short name and the job.
+  const pendingRow = (job) => `${queueSection} tr[data-workload="${namespace}/pj-${job}"]`;
+  // A session of its own: the shared page's has been through every test
+  // before, and what they left open is not this test's to count.
+  const { proc: ownDashboard, url: ownURL } = await startDashboard({});
+  const page = await browser.context.newPage();
+  watchPageErrors(page, pageErrors);
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await page.goto(ownURL);
+  await page.waitForSelector("#jobs");
+  try {
+    kubectlRun(["apply", "-f", "-"], oneGPUQueue);
+    kubectlRun(["wait", "--for=condition=Active", `clusterqueue/${queueName}`, "--timeout=60s"]);
+    kubectlRun(["create", "-f", "-"], queuedJob(first));
+    await waitUntil(`${first}'s Workload admitted`, () => {
+      try {
+        return kubectlRun(["get", "workloads.kueue.x-k8s.io", `pj-${first}`, "-n", namespace, "-o",
+          'jsonpath={.status.conditions[?(@.type=="Admitted")].status}']).trim() === "True";
+      } catch {
+        return false;
+      }
+    }, 60_000);
+    kubectlRun(["create", "-f", "-"], queuedJob(second));
+
+    // The Queues page: one admitted, the second first in line with Kueue's reason.
+    await page.goto(page.url().replace(/#.*$/, "") + "#/queues");
+    try {
+      await page.waitForSelector(`${pendingRow(second)}[data-position="1"]`, { timeout: 60_000 });
+    } catch (e) {
+      // What the page and Kueue show instead, for whoever reads the failure.
+      const shown = await page.locator("#app").textContent();
+      const stream = await page.evaluate(async () => {
+        const leave = new AbortController();
+        const answer = await fetch("/api/queues/watch", { signal: leave.signal });
+        leave.abort();
+        return answer.status;
+      }).catch((err) => String(err));
+      const workloads = kubectlRun(["get", "workloads.kueue.x-k8s.io", "-n", namespace, "-o", "wide"]);
+      throw new Error(`${e.message}\nThe page shows: ${shown}\nA new stream's answer: ${stream}\nKueue holds:\n${workloads}`);
+    }
+    await page.waitForSelector(`${queueSection} [data-count="admitted"]:text("1 admitted")`, { timeout: 30_000 });
+    assert.equal(await page.locator(pendingRow(first)).count(), 0, `${first} is admitted, yet listed as pending`);
+    // Kueue's own reason, once it has tried the Workload.
+    await page.waitForFunction(
+      (selector) => /quota/i.test(document.querySelector(selector)?.textContent ?? ""),
+      `${pendingRow(second)} td.message`,
+      { timeout: 30_000 },
+    );
+    assert.match(await page.locator(`${queueSection} tr[data-quota="default-flavor/nvidia.com/gpu"]`).textContent(), /default-flavor\s*nvidia\.com\/gpu\s*1\s*1/);
+    const ordering = await page.locator(`${queueSection} caption.ordering`).getAttribute("data-ordering");
+    assert.ok(ordering === "kueue" || ordering === "view", `ordering ${ordering}`);
+    await page.screenshot({ path: join(screenshots, "dashboard-queues.png"), fullPage: true });
+
+    // The list's Position column, and the waiting job's page.
+    await page.goto(page.url().replace(/#.*$/, "") + "#/");
+    await page.waitForFunction(
+      ([selector, text]) => document.querySelector(selector)?.textContent === text,
+      [`tr[data-job="${namespace}/pytorchtrainingjobs/${second}"] td.position`, `#1 in ${queueName}`],
+      { timeout: 30_000 },
+    );
+    await page.goto(page.url().replace(/#.*$/, "") + `#/job/${namespace}/pytorchtrainingjobs/${second}`);
+    await page.waitForSelector("#workload-position", { timeout: 30_000 });
+    assert.match(await page.locator("#workload-position").textContent(), new RegExp(`^1 in ${queueName}`));
+    assert.match(await page.locator("#workload-facts").textContent(), /Waiting because/);
+
+    // The first goes: the second is admitted, and leaves the queue, live.
+    await page.goto(page.url().replace(/#.*$/, "") + "#/queues");
+    await page.waitForSelector(`${pendingRow(second)}[data-position="1"]`, { timeout: 30_000 });
+    await page.evaluate(() => {
+      window.__queuesSameDocument = true;
+    });
+    kubectlRun(["delete", "pytorchtrainingjobs", first, "-n", namespace, "--wait=false"]);
+    await page.locator(pendingRow(second)).waitFor({ state: "detached", timeout: 60_000 });
+    await page.waitForSelector(`${queueSection} [data-count="admitted"]:text("1 admitted")`, { timeout: 30_000 });
+    assert.equal(await page.evaluate(() => window.__queuesSameDocument), true, "the page was reloaded");
+  } finally {
+    await page.close();
+    ownDashboard.kill("SIGTERM");
+    kubectlRun(["delete", "pytorchtrainingjobs", ...queuedJobs, "-n", namespace, "--ignore-not-found", "--wait=false"]);
+  }
 });
 
 test("no script error or Content-Security-Policy violation", () => {

@@ -6,9 +6,10 @@ steer them.
 - :class:`PyTorchJob`, :class:`TensorFlowJob`, :class:`XGBoostJob`,
   :class:`GenericJob`, :class:`MPIJob`: builders of the kinds;
 - :class:`TrainingClient`: create, get, list, delete, wait, logs, events,
-  progress, pause, resume, debug and scale; the training runtimes
-  (``list_runtimes``, ``get_runtime``) and ``train``, which runs a Python
-  function on a runtime's nodes;
+  progress, pause, resume, debug and scale; ``compare``, one metric of
+  several jobs as one table (:mod:`tensorstack.training.comparison`); the
+  training runtimes (``list_runtimes``, ``get_runtime``) and ``train``,
+  which runs a Python function on a runtime's nodes;
 - :func:`function_script`: the script ``train`` ships for a function
   (:mod:`tensorstack.training.shipping` says what it holds);
 - hyperparameter searches (``TuningJob``): :class:`Parameter`,

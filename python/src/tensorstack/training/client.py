@@ -22,6 +22,7 @@ from kubernetes.client.exceptions import ApiException
 
 from .builders import (API_VERSION, GROUP, KINDS, QUEUE_LABEL, SHORT_NAMES, VERSION, TrainingJobBuilder, _env, _int,
                        job_from_dict)
+from .comparison import ALIGNS, as_table, comparison_rows
 from .errors import (BuildError, ForbiddenError, JobDeleted, NotFoundError, TrainingError, WaitTimeout,
                      from_api_exception)
 from .shipping import SCRIPT_NAME, function_script, tuned_argument
@@ -680,12 +681,37 @@ class TrainingClient:
         (its ``progresshistory`` subresource; ``status.progress.history`` keeps
         only the last 30): each sample has ``reportTime``, ``step``, ``epoch`` and
         ``metrics``. Past 4096 samples the older ones are thinned, the first kept."""
-        job = self.get(name, kind, namespace)
-        ns = job["metadata"]["namespace"]
+        return self._history_of(self.get(name, kind, namespace))
+
+    def _history_of(self, job: Mapping[str, Any]) -> List[Dict[str, Any]]:
+        ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
         path = f"/apis/{GROUP}/{VERSION}/namespaces/{ns}/{_plural(job['kind'])}/{name}/progresshistory"
         history = self._call(self.api_client.call_api, path, "GET", header_params={"Accept": "application/json"},
                              response_type="object", auth_settings=["BearerToken"], _return_http_data_only=True)
         return [dict(s) for s in (history or {}).get("samples") or []]
+
+    def compare(self, names: Union[str, Sequence[str]], metric: str, namespace: Optional[str] = None,
+                kind: Optional[str] = None, align: str = "step") -> Any:
+        """One metric of several jobs side by side, the series the dashboard's
+        comparison draws: a row per report of each job, with ``job`` (its
+        name), ``step``, ``elapsed_seconds`` (since the job first started),
+        ``time`` (the report's, RFC 3339) and the metric's value as a float.
+
+        ``align`` orders the rows: ``"step"`` by step, leaving out reports
+        without one and keeping the last report of a step reported twice;
+        ``"elapsed"`` by the time since each job started; ``"time"`` by the
+        wall clock. Each job's whole run is read (its ``progresshistory``).
+        Returns a list of dicts, or a pandas DataFrame when pandas is
+        installed (the client does not require it)."""
+        if align not in ALIGNS:
+            raise TrainingError(f"align must be one of {', '.join(ALIGNS)}, not {align!r}")
+        if isinstance(names, str):
+            names = [names]
+        histories = []
+        for name in names:
+            job = self.get(name, kind, namespace)
+            histories.append((name, job, self._history_of(job)))
+        return as_table(comparison_rows(histories, metric, align), metric)
 
     def events(self, name: str, kind: Optional[str] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
         """The events of the job itself, oldest first."""
