@@ -19,6 +19,7 @@ package trainingjobrecord
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -73,7 +74,7 @@ func build(d deletedJob) (*batch.TrainingJobRecord, error) {
 	job := d.job.DeepCopyObject().(batch.TrainingJob)
 	job.SetManagedFields(nil)
 	if a := job.GetAnnotations(); a[lastAppliedAnnotation] != "" {
-		a = maps(a)
+		a = maps.Clone(a)
 		delete(a, lastAppliedAnnotation)
 		job.SetAnnotations(a)
 	}
@@ -200,10 +201,7 @@ func recordedEvents(events []corev1.Event) []batch.RecordedEvent {
 	}
 	out := make([]batch.RecordedEvent, 0, len(sorted))
 	for _, e := range sorted {
-		message := e.Message
-		if len(message) > batch.MaxRecordEventMessageBytes {
-			message = truncateUTF8(message, batch.MaxRecordEventMessageBytes)
-		}
+		message := batch.CutBytes(e.Message, batch.MaxRecordEventMessageBytes)
 		source := e.Source.Component
 		if source == "" {
 			source = e.ReportingController
@@ -239,14 +237,6 @@ func firstTime(e corev1.Event) metav1.Time {
 	return e.CreationTimestamp
 }
 
-// truncateUTF8 cuts s to at most n bytes without splitting a character.
-func truncateUTF8(s string, n int) string {
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
-}
-
 func jsonSize(r *batch.TrainingJobRecord) int {
 	data, err := json.Marshal(r)
 	if err != nil {
@@ -260,12 +250,4 @@ func addOnce(list []string, s string) []string {
 		return list
 	}
 	return append(list, s)
-}
-
-func maps(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
