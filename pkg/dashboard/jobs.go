@@ -17,6 +17,7 @@ limitations under the License.
 package dashboard
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -120,11 +121,25 @@ type jobDetail struct {
 	PodsRefused   *metav1.Status      `json:"podsRefused,omitempty"`
 	Events        []eventView         `json:"events"`
 	EventsRefused *metav1.Status      `json:"eventsRefused,omitempty"`
-	// History is every stored report's metrics, for the charts, when the
-	// request asks for it (?history=true); without it (refused, or an older
-	// server), they draw status.progress.history.
+	// The job's progress history, when the request asks for it
+	// (?history=true): the page asks once, then follows
+	// status.progress.history.
+	chartHistory
+}
+
+// chartHistory is every stored report's metrics, for the charts. Without it
+// (refused, or an older server), they draw status.progress.history.
+type chartHistory struct {
 	History        *v1beta1.ProgressHistory `json:"history,omitempty"`
 	HistoryRefused *metav1.Status           `json:"historyRefused,omitempty"`
+}
+
+// jobWithHistory is a job and its progress history, no more: what the
+// comparison page reads of each job it compares, so that comparing ten
+// jobs lists none of their pods and events.
+type jobWithHistory struct {
+	Job v1beta1.TrainingJob `json:"job"`
+	chartHistory
 }
 
 func (s *Server) jobDetail(w http.ResponseWriter, r *http.Request) {
@@ -164,17 +179,35 @@ func (s *Server) jobDetail(w http.ResponseWriter, r *http.Request) {
 		}
 		slices.SortFunc(detail.Events, func(a, b eventView) int { return a.Last.Compare(b.Last.Time) })
 	}
-	// The page asks once, then follows status.progress.history.
 	if r.URL.Query().Get("history") == "true" {
-		if history, err := t.client().ProgressHistory(r.Context(), t.name); err != nil {
-			status := statusOf(err)
-			detail.HistoryRefused = &status
-		} else {
-			history.ManagedFields = nil
-			detail.History = history
-		}
+		detail.chartHistory = t.readHistory(r.Context())
 	}
 	writeJSON(w, http.StatusOK, detail)
+}
+
+// progressHistory answers GET .../history: the job and its progress history.
+func (s *Server) progressHistory(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.resolve(w, r)
+	if !ok {
+		return
+	}
+	job, err := t.client().Get(r.Context(), t.name)
+	if err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, jobWithHistory{Job: t.kind.WithKind(job), chartHistory: t.readHistory(r.Context())})
+}
+
+// readHistory reads the job's progress history, or the API's refusal of it.
+func (t target) readHistory(ctx context.Context) chartHistory {
+	history, err := t.client().ProgressHistory(ctx, t.name)
+	if err != nil {
+		status := statusOf(err)
+		return chartHistory{HistoryRefused: &status}
+	}
+	history.ManagedFields = nil
+	return chartHistory{History: history}
 }
 
 // manifestYAML is the job as its author would write it: without status and

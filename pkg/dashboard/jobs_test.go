@@ -125,6 +125,40 @@ func TestJobDetailHistory(t *testing.T) {
 	}
 }
 
+// TestJobProgressHistory: the comparison's read of a job is the job and its
+// history, and lists none of its pods or events.
+func TestJobProgressHistory(t *testing.T) {
+	f := newFixture(t, newPyTorchJob("team", "mnist"))
+	f.training.PrependReactor("get", "pytorchtrainingjobs", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "progresshistory" {
+			return false, nil, nil
+		}
+		step := int64(9)
+		return true, &v1beta1.ProgressHistory{Samples: []v1beta1.ProgressSample{{Step: &step}}}, nil
+	})
+	f.signIn()
+	f.kube.ClearActions()
+
+	var got detailView
+	f.decode(f.do(http.MethodGet, f.url("/api/namespaces/team/pytorchtrainingjobs/mnist/history"), "", nil), http.StatusOK, &got)
+	if got.Job.Kind != "PyTorchTrainingJob" {
+		t.Errorf("job of kind %q, want PyTorchTrainingJob", got.Job.Kind)
+	}
+	if got.History == nil || len(got.History.Samples) != 1 || got.History.Samples[0].Step != 9 {
+		t.Errorf("history %+v, want the one sample of step 9", got.History)
+	}
+	if got.YAML != "" || got.Pods != nil {
+		t.Errorf("YAML %q and pods %+v in the history's answer, want neither", got.YAML, got.Pods)
+	}
+	for _, action := range f.kube.Actions() {
+		if action.GetVerb() == "list" {
+			t.Errorf("reading the history listed %s", action.GetResource().Resource)
+		}
+	}
+	var missing errorBody
+	f.decode(f.do(http.MethodGet, f.url("/api/namespaces/team/pytorchtrainingjobs/absent/history"), "", nil), http.StatusNotFound, &missing)
+}
+
 func TestUnknownResourceIsNotFound(t *testing.T) {
 	f := newFixture(t)
 	f.signIn()

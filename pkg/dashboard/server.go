@@ -118,6 +118,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("DELETE /api/records/{namespace}/{name}", s.deleteRecord)
 	mux.HandleFunc("GET "+job, s.jobDetail)
 	mux.HandleFunc("DELETE "+job, s.delete)
+	mux.HandleFunc("GET "+job+"/history", s.progressHistory)
 	mux.HandleFunc("GET "+job+"/watch", s.streaming(s.watchJob))
 	mux.HandleFunc("GET "+job+"/logs", s.streaming(s.logs))
 	mux.HandleFunc("POST "+job+"/pause", s.pause)

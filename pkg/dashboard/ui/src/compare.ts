@@ -2,7 +2,7 @@
 // one chart per metric with a line per job, the hovered x's value of every
 // job, each job's final figures, the differences between their specs, and
 // the data as CSV. Its whole state is in the URL; the jobs are read once,
-// with their progress history, from the job page's own endpoint.
+// with their progress history (GET .../history: no pods, no events).
 
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
@@ -29,7 +29,7 @@ import {
 import { h, replace, svg } from "./dom";
 import { duration, timestamp } from "./format";
 import { mergeHistory } from "./job";
-import { JobDetail } from "./types";
+import type { JobWithHistory } from "./types";
 
 // palette tells up to ten lines apart (Tableau 10); more jobs repeat it.
 const palette = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
@@ -136,8 +136,6 @@ export function comparePage(root: HTMLElement, query: string): () => void {
   }
 
   function renderControls(metrics: string[], shown: string[]): void {
-    if (csvURL) URL.revokeObjectURL(csvURL);
-    csvURL = jobs.length ? URL.createObjectURL(new Blob([comparisonCSV(jobs, shown)], { type: "text/csv" })) : undefined;
     replace(
       controls,
       h(
@@ -161,7 +159,24 @@ export function comparePage(root: HTMLElement, query: string): () => void {
           metrics.map((m) => h("option", { value: m, selected: m === state.metric }, m)),
         ),
       ),
-      csvURL && h("a", { id: "compare-csv", class: "button", href: csvURL, download: "comparison.csv" }, "Download CSV"),
+      jobs.length > 0 &&
+        h(
+          "a",
+          {
+            id: "compare-csv",
+            class: "button",
+            href: "#",
+            download: "comparison.csv",
+            // Made on the click, not with the charts: a row a report of
+            // every job is thousands of rows.
+            onclick: (e: Event) => {
+              if (csvURL) URL.revokeObjectURL(csvURL);
+              csvURL = URL.createObjectURL(new Blob([comparisonCSV(jobs, shown)], { type: "text/csv" }));
+              (e.currentTarget as HTMLAnchorElement).href = csvURL;
+            },
+          },
+          "Download CSV",
+        ),
     );
   }
 
@@ -243,7 +258,7 @@ export function comparePage(root: HTMLElement, query: string): () => void {
 async function readJob(ref: JobRef): Promise<ComparedJob> {
   const resource = resourceOf(ref.kind);
   if (!resource) throw new Error(`no training job kind ${JSON.stringify(ref.kind)}`);
-  const detail = await request<JobDetail>("GET", `${jobPath(ref.namespace, resource, ref.name)}?history=true`);
+  const detail = await request<JobWithHistory>("GET", `${jobPath(ref.namespace, resource, ref.name)}/history`);
   const samples = mergeHistory(detail.history?.samples ?? [], detail.job.status.progress?.history ?? []);
   return { job: detail.job, resource, samples };
 }

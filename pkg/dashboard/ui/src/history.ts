@@ -5,14 +5,14 @@
 // no watch, pods or logs, for the job is gone. Records only come and go:
 // the list is read again every few seconds while it is shown.
 
-import { ApiError, describeStatus, jobKinds, request } from "./api";
+import { jobKinds, request } from "./api";
 import { run } from "./actions";
 import { MetricCharts } from "./charts";
 import { h, replace } from "./dom";
 import { age, timestamp } from "./format";
 import { jobFacts, renderAccounting, renderAttempts, renderCheckpoints, renderConditions, renderEvents } from "./job";
-import { poll } from "./tuning";
-import { EventView, Job, RecordDetail, RecordList, RecordSummary, TrainingJobRecord } from "./types";
+import { errorMessage, NamespacedList, pollList } from "./polledlist";
+import { EventView, Job, RecordDetail, RecordSummary, TrainingJobRecord } from "./types";
 
 // How often the list is read again. Records come only as jobs are deleted,
 // and each read has the API server go through every record: less often
@@ -32,10 +32,6 @@ interface Filters {
   name: string;
 }
 
-function message(e: unknown): string {
-  return e instanceof ApiError ? describeStatus(e.status) : String(e);
-}
-
 export function recordHref(namespace: string, name: string): string {
   return `#/history/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`;
 }
@@ -48,10 +44,8 @@ function recordPath(namespace: string, name: string): string {
 export function historyPage(root: HTMLElement): () => void {
   let namespace = "";
   const filters: Filters = { kind: "", phase: "", name: "" };
-  let list: RecordList | undefined;
+  let list: NamespacedList<RecordSummary> | undefined;
   let first = 0;
-  let loads = 0;
-  let left = false;
   const notices = h("div", { class: "notices", id: "history-notices" });
   const rows = h("tbody");
   const empty = h("p", { class: "empty", id: "history-state" }, "Loading…");
@@ -94,7 +88,7 @@ export function historyPage(root: HTMLElement): () => void {
         list = undefined;
         first = 0;
         render();
-        void load();
+        records.reload();
       }),
       select("kind", jobKinds().map((k) => k.kind)),
       select("phase", phases),
@@ -120,30 +114,6 @@ export function historyPage(root: HTMLElement): () => void {
     render();
   }
 
-  async function load(): Promise<boolean> {
-    const mine = ++loads;
-    const query = namespace ? `?namespace=${encodeURIComponent(namespace)}` : "";
-    try {
-      const got = await request<RecordList>("GET", `/api/records${query}`);
-      if (left) return false;
-      if (mine !== loads) return true;
-      list = got;
-      replace(
-        notices,
-        got.refused &&
-          h("p", { class: "refused" }, `The records of every namespace: ${describeStatus(got.refused)}. Showing those of ${got.namespace}.`),
-        got.truncated &&
-          h("p", { class: "notice", id: "history-truncated" }, `Showing the first ${got.items.length} records only: name a namespace to see the others.`),
-      );
-    } catch (e) {
-      if (left) return false;
-      if (mine !== loads) return true;
-      replace(notices, h("p", { class: "refused" }, message(e)));
-    }
-    render();
-    return true;
-  }
-
   function render(): void {
     const now = Date.now();
     const items = list?.items ?? [];
@@ -158,11 +128,19 @@ export function historyPage(root: HTMLElement): () => void {
     empty.textContent = !list ? (notices.childElementCount ? "" : "Loading…") : shown.length ? "" : items.length ? "No record matches the filters." : "No records of deleted jobs.";
   }
 
-  const stop = poll(load, listInterval);
-  return () => {
-    left = true;
-    stop();
-  };
+  const records = pollList<RecordSummary>({
+    path: "/api/records",
+    namespace: () => namespace,
+    interval: listInterval,
+    what: "records",
+    notices,
+    truncatedId: "history-truncated",
+    loaded: (got) => {
+      if (got) list = got;
+      render();
+    },
+  });
+  return records.stop;
 }
 
 function matches(r: RecordSummary, f: Filters): boolean {
@@ -223,7 +201,7 @@ export function recordPage(root: HTMLElement, namespace: string, name: string): 
     try {
       detail = await request<RecordDetail>("GET", path);
     } catch (e) {
-      if (!left) replace(header, h("h1", {}, name), h("p", { class: "refused" }, message(e)));
+      if (!left) replace(header, h("h1", {}, name), h("p", { class: "refused" }, errorMessage(e)));
       return;
     }
     if (left) return;

@@ -5,13 +5,14 @@
 // every few seconds while they are open and the browser shows them, and the
 // search's page stops once the search has ended.
 
-import { ApiError, describeStatus, request } from "./api";
+import { ApiError, request } from "./api";
+import { errorMessage, NamespacedList, poll, pollList } from "./polledlist";
 import { JobSelection } from "./compare";
 import { h, replace, svg } from "./dom";
 import { age, duration } from "./format";
 import { renderConditions } from "./job";
 import { Cell, linearScale, logScale, numeric, polylinePoints, Scale, sortRows, tickLabel } from "./plot";
-import { TrialStatus, TuningDetail, TuningJob, TuningList, TuningParameter, TuningSummary } from "./types";
+import { TrialStatus, TuningDetail, TuningJob, TuningParameter, TuningSummary } from "./types";
 
 // How often the pages read the searches again. The list reads whole
 // searches on the server, a page of them at a time: it is read less often.
@@ -22,28 +23,6 @@ const searchInterval = 5_000;
 // a trial goes through them, which the state column sorts by.
 const searchStates = ["Pending", "Running", "Suspended", "Succeeded", "Failed"];
 const trialStates = ["Pending", "Running", "Paused", "Succeeded", "Stopped", "Failed"];
-
-function message(e: unknown): string {
-  return e instanceof ApiError ? describeStatus(e.status) : String(e);
-}
-
-// poll runs load now, then interval after each run ends for as long as it
-// returns true, skipping the runs while the browser hides the page; the
-// function it returns stops it.
-export function poll(load: () => Promise<boolean>, interval: number): () => void {
-  let timer: number | undefined;
-  let stopped = false;
-  const run = async () => {
-    timer = undefined;
-    const again = document.hidden || (await load());
-    if (again && !stopped) timer = window.setTimeout(run, interval);
-  };
-  void run();
-  return () => {
-    stopped = true;
-    window.clearTimeout(timer);
-  };
-}
 
 export function searchHref(namespace: string, name: string): string {
   return `#/tuning/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`;
@@ -57,9 +36,7 @@ function rule(earlyStopping: string | undefined): string {
 export function searchesPage(root: HTMLElement): () => void {
   let namespace = "";
   let state = "";
-  let list: TuningList | undefined;
-  let loads = 0;
-  let left = false;
+  let list: NamespacedList<TuningSummary> | undefined;
   const notices = h("div", { class: "notices", id: "tuning-notices" });
   const rows = h("tbody");
   const empty = h("p", { class: "empty", id: "tuning-list-state" }, "Loading…");
@@ -73,7 +50,7 @@ export function searchesPage(root: HTMLElement): () => void {
       namespace = (e.target as HTMLInputElement).value.trim();
       list = undefined;
       render();
-      void load();
+      searches.reload();
     },
   });
   const stateSelect = h(
@@ -114,30 +91,6 @@ export function searchesPage(root: HTMLElement): () => void {
     empty,
   );
 
-  async function load(): Promise<boolean> {
-    const mine = ++loads;
-    const query = namespace ? `?namespace=${encodeURIComponent(namespace)}` : "";
-    try {
-      const got = await request<TuningList>("GET", `/api/tuningjobs${query}`);
-      if (left) return false;
-      if (mine !== loads) return true;
-      list = got;
-      replace(
-        notices,
-        got.refused &&
-          h("p", { class: "refused" }, `The searches of every namespace: ${describeStatus(got.refused)}. Showing those of ${got.namespace}.`),
-        got.truncated &&
-          h("p", { class: "notice", id: "tuning-truncated" }, `Showing the first ${got.items.length} searches only: name a namespace to see the others.`),
-      );
-    } catch (e) {
-      if (left) return false;
-      if (mine !== loads) return true;
-      replace(notices, h("p", { class: "refused" }, message(e)));
-    }
-    render();
-    return true;
-  }
-
   function render(): void {
     const now = Date.now();
     const items = list?.items ?? [];
@@ -146,11 +99,19 @@ export function searchesPage(root: HTMLElement): () => void {
     empty.textContent = !list ? (notices.childElementCount ? "" : "Loading…") : shown.length ? "" : items.length ? "No search matches the filters." : "No searches.";
   }
 
-  const stop = poll(load, listInterval);
-  return () => {
-    left = true;
-    stop();
-  };
+  const searches = pollList<TuningSummary>({
+    path: "/api/tuningjobs",
+    namespace: () => namespace,
+    interval: listInterval,
+    what: "searches",
+    notices,
+    truncatedId: "tuning-truncated",
+    loaded: (got) => {
+      if (got) list = got;
+      render();
+    },
+  });
+  return searches.stop;
 }
 
 function searchRow(s: TuningSummary, now: number): HTMLElement {
@@ -221,7 +182,7 @@ export function searchPage(root: HTMLElement, namespace: string, name: string): 
     } catch (e) {
       if (left) return false;
       shownVersion = undefined;
-      replace(header, h("h1", {}, `${namespace}/${name}`), h("p", { class: "refused", id: "search-error" }, message(e)));
+      replace(header, h("h1", {}, `${namespace}/${name}`), h("p", { class: "refused", id: "search-error" }, errorMessage(e)));
       // A search that is gone, or that the user may not read, is not asked
       // for again; after anything else (a lost connection) it is.
       return !(e instanceof ApiError && [401, 403, 404].includes(e.status.code));

@@ -151,7 +151,21 @@ export interface JobDetail {
   events: EventView[];
   eventsRefused?: import("./api").Status;
   // Asked for with ?history=true: every stored report's metrics.
-  history?: { samples?: ProgressSample[]; thinnedSamples?: number };
+  history?: ProgressHistory;
+  historyRefused?: import("./api").Status;
+}
+
+// Every stored report's metrics of a job, as its progresshistory gives them.
+export interface ProgressHistory {
+  samples?: ProgressSample[];
+  thinnedSamples?: number;
+}
+
+// A job and its progress history, as GET .../history gives them: what the
+// comparison reads of each job, without the job page's pods and events.
+export interface JobWithHistory {
+  job: Job;
+  history?: ProgressHistory;
   historyRefused?: import("./api").Status;
 }
 
@@ -199,16 +213,6 @@ export interface TuningSummary {
   trials: number;
   maxTrials: number;
   parallelTrials: number;
-}
-
-// The searches of one namespace ("" for all of them); truncated: there are
-// more than the server lists; refused: the API's refusal to list every
-// namespace's, when the user's own was listed instead.
-export interface TuningList {
-  namespace: string;
-  items: TuningSummary[];
-  truncated?: boolean;
-  refused?: import("./api").Status;
 }
 
 export interface TuningObjective {
@@ -308,16 +312,6 @@ export interface RecordSummary {
   deleted: string;
   step?: number;
   leftOut?: string[];
-}
-
-// The records of one namespace ("" for all of them); truncated: there are
-// more than the server lists; refused: the API's refusal to list every
-// namespace's, when the user's own was listed instead.
-export interface RecordList {
-  namespace: string;
-  items: RecordSummary[];
-  truncated?: boolean;
-  refused?: import("./api").Status;
 }
 
 // One of a deleted job's events, as its record keeps it.
