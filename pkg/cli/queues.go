@@ -30,7 +30,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
-	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"tensorstack.dev/training/pkg/kueueview"
 )
@@ -38,19 +37,19 @@ import (
 // kueueFactory is a Factory that also builds Kueue's client. The plugin's
 // does; a Factory without it (an older test's) has no queues to show.
 type kueueFactory interface {
-	KueueClient() (kueueclient.Interface, error)
+	KueueClient() (kueueview.Client, error)
 }
 
-func (f *configFlagsFactory) KueueClient() (kueueclient.Interface, error) {
+func (f *configFlagsFactory) KueueClient() (kueueview.Client, error) {
 	config, err := f.restConfig()
 	if err != nil {
 		return nil, err
 	}
-	return kueueclient.NewForConfig(config)
+	return kueueview.NewForConfig(config)
 }
 
 // kueueClient is Kueue's client, for queues and the dashboard's Queues page.
-func (e *env) kueueClient() (kueueclient.Interface, error) {
+func (e *env) kueueClient() (kueueview.Client, error) {
 	f, ok := e.Factory.(kueueFactory)
 	if !ok {
 		return nil, errors.New("no client for Kueue")
@@ -102,7 +101,7 @@ func runQueues(ctx context.Context, e *env) error {
 	if !explicit {
 		// Every namespace where the user may; their own where not.
 		scope = ""
-		if _, err := kueue.KueueV1beta2().Workloads("").List(ctx, metav1.ListOptions{Limit: 1}); apierrors.IsForbidden(err) {
+		if _, err := kueue.ListWorkloads(ctx, "", metav1.ListOptions{Limit: 1}); apierrors.IsForbidden(err) {
 			scope = namespace
 		}
 	}

@@ -39,6 +39,8 @@ import (
 	kueuefake "sigs.k8s.io/kueue/client-go/clientset/versioned/fake"
 
 	"tensorstack.dev/training/pkg/generated/clientset/versioned/fake"
+	"tensorstack.dev/training/pkg/kueueview"
+	"tensorstack.dev/training/pkg/kueueview/kueueviewtest"
 )
 
 // kueueFakeFactory is the tests' factory with a fake Kueue.
@@ -47,7 +49,9 @@ type kueueFakeFactory struct {
 	kueue kueueclient.Interface
 }
 
-func (f *kueueFakeFactory) KueueClient() (kueueclient.Interface, error) { return f.kueue, nil }
+func (f *kueueFakeFactory) KueueClient() (kueueview.Client, error) {
+	return kueueviewtest.Clientset{Interface: f.kueue}, nil
+}
 
 // runQueuesCommand runs `kubectl training queues args...` against kueue and kube.
 func runQueuesCommand(t *testing.T, kueue *kueuefake.Clientset, kube *kubefake.Clientset, args ...string) (string, string, error) {

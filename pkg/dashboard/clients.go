@@ -25,9 +25,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"tensorstack.dev/training/pkg/generated/clientset/versioned"
+	"tensorstack.dev/training/pkg/kueueview"
 )
 
 // Clients reach the Kubernetes API as one user.
@@ -38,7 +38,7 @@ type Clients struct {
 	Kube kubernetes.Interface
 	// Kueue talks to kueue.x-k8s.io and its visibility API, for the
 	// Queues page; nil where the dashboard was built without it.
-	Kueue kueueclient.Interface
+	Kueue kueueview.Client
 	// Namespace is where the user works when a request names none, and the
 	// one the job list falls back to when the user may not list jobs across
 	// namespaces.
@@ -95,7 +95,7 @@ func (t TokenClients) clients(token string) (Clients, error) {
 	if err != nil {
 		return Clients{}, err
 	}
-	kueue, err := kueueclient.NewForConfig(config)
+	kueue, err := kueueview.NewForConfig(config)
 	if err != nil {
 		return Clients{}, err
 	}

@@ -21,14 +21,15 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	kueueinformers "sigs.k8s.io/kueue/client-go/informers/externalversions"
 
 	"tensorstack.dev/training/pkg/kueueview"
 )
@@ -74,10 +75,10 @@ func (s *Server) watchQueues(w http.ResponseWriter, r *http.Request) {
 	}
 	withWorkloads := r.URL.Query().Get("view") == "workloads"
 	namespace := r.URL.Query().Get("namespace")
-	api := c.Kueue.KueueV1beta2()
+	kueue := c.Kueue
 	var refusals []metav1.Status
 	if namespace == "" {
-		if _, err := api.Workloads("").List(r.Context(), metav1.ListOptions{Limit: 1}); apierrors.IsForbidden(err) {
+		if _, err := kueue.ListWorkloads(r.Context(), "", metav1.ListOptions{Limit: 1}); apierrors.IsForbidden(err) {
 			refusals = append(refusals, statusOf(err))
 			namespace = c.Namespace
 		}
@@ -87,11 +88,11 @@ func (s *Server) watchQueues(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx, cancel := context.WithCancel(r.Context())
-	factory := kueueinformers.NewSharedInformerFactoryWithOptions(c.Kueue, 0,
-		kueueinformers.WithNamespace(namespace), kueueinformers.WithTransform(slimKueueObject))
+	// The informers stop with the stream, before it returns.
+	var running sync.WaitGroup
 	defer func() {
 		cancel()
-		factory.Shutdown()
+		running.Wait()
 	}()
 
 	changed := make(chan struct{}, 1)
@@ -100,38 +101,62 @@ func (s *Server) watchQueues(w http.ResponseWriter, r *http.Request) {
 		UpdateFunc: func(_, _ any) { signal(changed) },
 		DeleteFunc: func(any) { signal(changed) },
 	}
-	v := factory.Kueue().V1beta2()
-	var synced []cache.InformerSynced
-	// An informer retries a refused list forever; one list first tells the
-	// page why a part is missing, and that part is not watched.
-	// The informer is made only then: the factory starts every informer
-	// made.
-	follow := func(what string, probe func() error, newInformer func() cache.SharedIndexInformer) bool {
-		if err := probe(); err != nil {
+	var informers []cache.SharedIndexInformer
+	// follow watches what through an informer of its own and returns its
+	// store, or nil when the API refuses the list: an informer retries a
+	// refused list for ever, so one list first tells the page why a part
+	// is missing, and that part is not watched.
+	follow := func(what string, example runtime.Object, lw *cache.ListWatch) cache.Store {
+		if _, err := lw.ListWithContext(ctx, metav1.ListOptions{Limit: 1}); err != nil {
 			refusals = append(refusals, kueueStatus(what, err))
-			return false
+			return nil
 		}
-		informer := newInformer()
+		// A client that cannot stream a list (a test's fake) says so.
+		informer := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, kueue), example,
+			cache.SharedIndexInformerOptions{})
+		if err := informer.SetTransform(slimKueueObject); err != nil {
+			refusals = append(refusals, statusOf(err))
+			return nil
+		}
 		if _, err := informer.AddEventHandler(notify); err != nil {
 			refusals = append(refusals, statusOf(err))
-			return false
+			return nil
 		}
-		synced = append(synced, informer.HasSynced)
-		return true
+		informers = append(informers, informer)
+		return informer.GetStore()
 	}
-	limit1 := metav1.ListOptions{Limit: 1}
-	haveCQs := follow("ClusterQueues", func() error { _, err := api.ClusterQueues().List(ctx, limit1); return err },
-		v.ClusterQueues().Informer)
-	haveLQs := follow("LocalQueues", func() error { _, err := api.LocalQueues(namespace).List(ctx, limit1); return err },
-		v.LocalQueues().Informer)
-	haveWLs := follow("Workloads", func() error { _, err := api.Workloads(namespace).List(ctx, limit1); return err },
-		v.Workloads().Informer)
+	cqs := follow("ClusterQueues", &kueuev1beta2.ClusterQueue{}, &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return kueue.ListClusterQueues(ctx, opts)
+		},
+		WatchFuncWithContext: kueue.WatchClusterQueues,
+	})
+	lqs := follow("LocalQueues", &kueuev1beta2.LocalQueue{}, &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return kueue.ListLocalQueues(ctx, namespace, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return kueue.WatchLocalQueues(ctx, namespace, opts)
+		},
+	})
+	wls := follow("Workloads", &kueuev1beta2.Workload{}, &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return kueue.ListWorkloads(ctx, namespace, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return kueue.WatchWorkloads(ctx, namespace, opts)
+		},
+	})
 	for _, refusal := range refusals {
 		if stream.send("refused", errorBody{Status: refusal}) != nil {
 			return
 		}
 	}
-	factory.Start(ctx.Done())
+	var synced []cache.InformerSynced
+	for _, informer := range informers {
+		synced = append(synced, informer.HasSynced)
+		running.Go(func() { informer.RunWithContext(ctx) })
+	}
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return
 	}
@@ -139,19 +164,8 @@ func (s *Server) watchQueues(w http.ResponseWriter, r *http.Request) {
 
 	var last []byte
 	sendSnapshot := func() error {
-		var cqs []kueuev1beta2.ClusterQueue
-		var lqs []kueuev1beta2.LocalQueue
-		var wls []kueuev1beta2.Workload
-		if haveCQs {
-			cqs = values(v.ClusterQueues().Lister().List(labels.Everything()))
-		}
-		if haveLQs {
-			lqs = values(v.LocalQueues().Lister().List(labels.Everything()))
-		}
-		if haveWLs {
-			wls = values(v.Workloads().Lister().List(labels.Everything()))
-		}
-		snapshot := kueueview.Build(cqs, lqs, wls, pending, unavailable)
+		snapshot := kueueview.Build(values[kueuev1beta2.ClusterQueue](cqs), values[kueuev1beta2.LocalQueue](lqs),
+			values[kueuev1beta2.Workload](wls), pending, unavailable)
 		event := queuesEvent{Namespace: namespace}
 		if withWorkloads {
 			event.Workloads = snapshot.Workloads
@@ -226,12 +240,17 @@ func kueueStatus(what string, err error) metav1.Status {
 	return status
 }
 
-// values copies what a lister holds into a slice of objects, which Build
-// reads and never changes. A lister reads its cache and fails on nothing.
-func values[T any](items []*T, _ error) []T {
+// values copies what an informer's store holds into a slice of objects,
+// which Build reads and never changes; a nil store (a refused list) holds
+// none.
+func values[T any](store cache.Store) []T {
+	if store == nil {
+		return nil
+	}
+	items := store.List()
 	out := make([]T, 0, len(items))
 	for _, item := range items {
-		out = append(out, *item)
+		out = append(out, *item.(*T))
 	}
 	return out
 }

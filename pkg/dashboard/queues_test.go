@@ -35,12 +35,13 @@ import (
 	kueuefake "sigs.k8s.io/kueue/client-go/clientset/versioned/fake"
 
 	"tensorstack.dev/training/pkg/kueueview"
+	"tensorstack.dev/training/pkg/kueueview/kueueviewtest"
 )
 
 // withKueue gives the fixture's server a fake Kueue holding objects.
 func (f *fixture) withKueue(objects ...runtime.Object) *kueuefake.Clientset {
 	kueue := kueuefake.NewSimpleClientset(objects...)
-	f.server.source = StaticClients{Training: f.training, Kube: f.kube, Kueue: kueue, Namespace: "team"}
+	f.server.source = StaticClients{Training: f.training, Kube: f.kube, Kueue: kueueviewtest.Clientset{Interface: kueue}, Namespace: "team"}
 	return kueue
 }
 

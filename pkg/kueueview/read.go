@@ -26,7 +26,6 @@ import (
 	"k8s.io/client-go/discovery"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	visibilityv1beta2 "sigs.k8s.io/kueue/apis/visibility/v1beta2"
-	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 )
 
 // VisibilityGroupVersion is the version of Kueue's visibility API the view
@@ -40,13 +39,12 @@ const NotServed = "Kueue's visibility API (" + VisibilityGroupVersion + ") is no
 // Workloads, or, when the API server does not serve the visibility API,
 // nil and the note that says so. Discovery is not a question of rights:
 // a user refused the API itself learns it per ClusterQueue.
-func Visibility(ctx context.Context, disc discovery.DiscoveryInterface, client kueueclient.Interface) (Pending, string) {
+func Visibility(ctx context.Context, disc discovery.DiscoveryInterface, client Client) (Pending, string) {
 	if _, err := disc.ServerResourcesForGroupVersion(VisibilityGroupVersion); err != nil {
 		return nil, NotServed
 	}
-	api := client.VisibilityV1beta2()
 	return func(clusterQueue string, localQueues []LocalQueue) ([]visibilityv1beta2.PendingWorkload, string, error) {
-		summary, err := api.ClusterQueues().GetPendingWorkloadsSummary(ctx, clusterQueue, metav1.GetOptions{})
+		summary, err := client.ClusterQueuePending(ctx, clusterQueue)
 		if err == nil {
 			return summary.Items, "", nil
 		}
@@ -58,7 +56,7 @@ func Visibility(ctx context.Context, disc discovery.DiscoveryInterface, client k
 		// Workloads, each with its place in the whole ClusterQueue.
 		var items []visibilityv1beta2.PendingWorkload
 		for _, lq := range localQueues {
-			summary, lqErr := api.LocalQueues(lq.Namespace).GetPendingWorkloadsSummary(ctx, lq.Name, metav1.GetOptions{})
+			summary, lqErr := client.LocalQueuePending(ctx, lq.Namespace, lq.Name)
 			if lqErr != nil {
 				return nil, "", err
 			}
@@ -77,23 +75,22 @@ type Refusals map[string]error
 // Read lists the ClusterQueues, and the LocalQueues and Workloads of
 // namespace ("" for all), and builds the snapshot. A list the API refuses
 // is left out and returned among the refusals; the others are shown.
-func Read(ctx context.Context, disc discovery.DiscoveryInterface, client kueueclient.Interface, namespace string) (Snapshot, Refusals) {
+func Read(ctx context.Context, disc discovery.DiscoveryInterface, client Client, namespace string) (Snapshot, Refusals) {
 	refused := Refusals{}
-	api := client.KueueV1beta2()
 	var cqs []kueuev1beta2.ClusterQueue
-	if list, err := api.ClusterQueues().List(ctx, metav1.ListOptions{}); err != nil {
+	if list, err := client.ListClusterQueues(ctx, metav1.ListOptions{}); err != nil {
 		refused["ClusterQueues"] = err
 	} else {
 		cqs = list.Items
 	}
 	var lqs []kueuev1beta2.LocalQueue
-	if list, err := api.LocalQueues(namespace).List(ctx, metav1.ListOptions{}); err != nil {
+	if list, err := client.ListLocalQueues(ctx, namespace, metav1.ListOptions{}); err != nil {
 		refused["LocalQueues"] = err
 	} else {
 		lqs = list.Items
 	}
 	var wls []kueuev1beta2.Workload
-	if list, err := api.Workloads(namespace).List(ctx, metav1.ListOptions{}); err != nil {
+	if list, err := client.ListWorkloads(ctx, namespace, metav1.ListOptions{}); err != nil {
 		refused["Workloads"] = err
 	} else {
 		wls = list.Items

@@ -30,6 +30,8 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	visibilityv1beta2 "sigs.k8s.io/kueue/apis/visibility/v1beta2"
 	kueuefake "sigs.k8s.io/kueue/client-go/clientset/versioned/fake"
+
+	"tensorstack.dev/training/pkg/kueueview/kueueviewtest"
 )
 
 // servingVisibility is a discovery that serves Kueue's visibility API.
@@ -41,7 +43,7 @@ func servingVisibility() *kubefake.Clientset {
 }
 
 func TestVisibilityIsNotAskedWhereNotServed(t *testing.T) {
-	pending, note := Visibility(t.Context(), kubefake.NewClientset().Discovery(), kueuefake.NewSimpleClientset())
+	pending, note := Visibility(t.Context(), kubefake.NewClientset().Discovery(), kueueviewtest.Clientset{Interface: kueuefake.NewSimpleClientset()})
 	if pending != nil || note != NotServed {
 		t.Errorf("note %q, want %q and nothing to ask", note, NotServed)
 	}
@@ -66,7 +68,7 @@ func TestVisibilityFallsBackToTheUsersLocalQueues(t *testing.T) {
 			LocalQueueName: kueuev1beta2.LocalQueueName(get.GetName()), PositionInClusterQueue: position,
 		}}}, nil
 	})
-	pending, note := Visibility(t.Context(), servingVisibility().Discovery(), kueue)
+	pending, note := Visibility(t.Context(), servingVisibility().Discovery(), kueueviewtest.Clientset{Interface: kueue})
 	if pending == nil || note != "" {
 		t.Fatalf("served, yet the note %q", note)
 	}
