@@ -18,6 +18,8 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -148,6 +150,20 @@ func TestActionsOutputTheReturnedJob(t *testing.T) {
 	out = f.mustRun("pause", "paused", "-o", "jsonpath={.spec.runMode.pause.enabled}")
 	if out != "true" {
 		t.Errorf("-o jsonpath: %q", out)
+	}
+	out = f.mustRun("resume", "paused", "-o", "go-template", "--template", "{{.kind}}/{{.metadata.name}}")
+	if out != "PyTorchTrainingJob/paused" {
+		t.Errorf("-o go-template: %q", out)
+	}
+	template := filepath.Join(t.TempDir(), "name.jsonpath")
+	if err := os.WriteFile(template, []byte("{.metadata.name}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out = f.mustRun("pause", "paused", "-o", "jsonpath-file="+template); out != "paused" {
+		t.Errorf("-o jsonpath-file: %q", out)
+	}
+	if err := f.run("pause", "paused", "-o", "go-template"); err == nil || !strings.Contains(err.Error(), "no template given") {
+		t.Errorf("-o go-template without a template: %v, want the error that says so", err)
 	}
 }
 

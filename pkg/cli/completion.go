@@ -22,7 +22,6 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 )
 
 // completionFunc is what cobra calls to complete an argument or flag value.
@@ -139,7 +138,7 @@ func completedJob(cmd *cobra.Command, e *env, arg string) (foundJob, bool) {
 
 // registerConnectionCompletions completes -n with the cluster's namespaces
 // and --context with the kubeconfig's contexts, as kubectl does.
-func registerConnectionCompletions(root *cobra.Command, e *env, flags *genericclioptions.ConfigFlags) {
+func registerConnectionCompletions(root *cobra.Command, e *env, flags *ConnectionFlags) {
 	_ = root.RegisterFlagCompletionFunc("namespace", func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		kube, err := e.KubeClient()
 		if err != nil {
@@ -156,7 +155,7 @@ func registerConnectionCompletions(root *cobra.Command, e *env, flags *genericcl
 		return withPrefix(names, toComplete), cobra.ShellCompDirectiveNoFileComp
 	})
 	_ = root.RegisterFlagCompletionFunc("context", func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		config, err := flags.ToRawKubeConfigLoader().RawConfig()
+		config, err := flags.ClientConfig().RawConfig()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"sync"
 
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -81,12 +80,12 @@ const (
 
 // NewFactory builds clients from the kubeconfig and the flags kubectl has
 // (--kubeconfig, --context, --as, -n, ...). Server warnings go to warnings.
-func NewFactory(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) Factory {
+func NewFactory(flags *ConnectionFlags, streams genericiooptions.IOStreams) Factory {
 	return &configFlagsFactory{flags: flags, streams: streams}
 }
 
 type configFlagsFactory struct {
-	flags   *genericclioptions.ConfigFlags
+	flags   *ConnectionFlags
 	streams genericiooptions.IOStreams
 
 	// The REST config is read once: both clients share it.
@@ -96,12 +95,12 @@ type configFlagsFactory struct {
 }
 
 func (f *configFlagsFactory) Namespace() (string, bool, error) {
-	return f.flags.ToRawKubeConfigLoader().Namespace()
+	return f.flags.Namespace()
 }
 
 func (f *configFlagsFactory) restConfig() (*rest.Config, error) {
 	f.once.Do(func() {
-		f.config, f.err = f.flags.ToRESTConfig()
+		f.config, f.err = f.flags.RESTConfig()
 		if f.err != nil {
 			f.err = fmt.Errorf("reading the kubeconfig: %w", f.err)
 			return

@@ -28,7 +28,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -85,7 +84,7 @@ func (f *fixture) run(args ...string) error {
 	f.kube.ClearActions()
 	root := NewRootCommand(Config{
 		Streams: genericiooptions.IOStreams{In: strings.NewReader(f.stdin), Out: &f.out, ErrOut: &f.errOut},
-		NewFactory: func(flags *genericclioptions.ConfigFlags, _ genericiooptions.IOStreams) Factory {
+		NewFactory: func(flags *ConnectionFlags, _ genericiooptions.IOStreams) Factory {
 			return &fakeFactory{flags: flags, training: f.training, kube: recordingKube{Interface: f.kube, logs: f.logs}}
 		},
 		Now: func() time.Time { return testNow },
@@ -117,13 +116,13 @@ func (f *fixture) actionCreates() []clienttesting.CreateActionImpl {
 // fakeFactory takes the namespace from -n, else "default", as a kubeconfig
 // without a namespace would.
 type fakeFactory struct {
-	flags    *genericclioptions.ConfigFlags
+	flags    *ConnectionFlags
 	training versioned.Interface
 	kube     kubernetes.Interface
 }
 
 func (f *fakeFactory) Namespace() (string, bool, error) {
-	if ns := *f.flags.Namespace; ns != "" {
+	if ns := f.flags.overrides.Context.Namespace; ns != "" {
 		return ns, true, nil
 	}
 	return metav1.NamespaceDefault, false, nil

@@ -19,12 +19,15 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/printers"
 
 	"tensorstack.dev/training/pkg/generated/clientset/versioned/scheme"
 )
@@ -78,42 +81,129 @@ func (d dryRun) describe(operation string) string {
 
 // outputFlags is -o with kubectl's formats: without it, a line saying what
 // was done to the object; with json, yaml, name, jsonpath, go-template, the
-// object itself.
+// object itself. It is kubectl's PrintFlags made of cli-runtime's printers
+// alone (see ConnectionFlags for why not the flags' own package).
 type outputFlags struct {
-	print *genericclioptions.PrintFlags
+	format            string
+	template          string
+	allowMissingKeys  bool
+	showManagedFields bool
+	// operation is what the line without -o says was done.
+	operation string
 }
 
+// The formats of -o; the template formats take their template after "=" or
+// from --template.
+var (
+	objectFormats   = []string{"json", "yaml", "name"}
+	templateFormats = []string{"go-template", "go-template-file", "template", "templatefile", "jsonpath", "jsonpath-as-json", "jsonpath-file"}
+)
+
 func newOutputFlags(cmd *cobra.Command) *outputFlags {
-	// The type setter fills in apiVersion and kind, which typed clients
-	// leave empty on the objects they return.
-	o := &outputFlags{print: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme.Scheme)}
-	o.print.AddFlags(cmd)
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(o.print.AllowedFormats(), cobra.ShellCompDirectiveNoFileComp))
+	o := &outputFlags{}
+	flags := cmd.Flags()
+	flags.StringVarP(&o.format, "output", "o", "", "Output format. One of: ("+strings.Join(o.allowedFormats(), ", ")+").")
+	flags.StringVar(&o.template, "template", "", "Template string or path to template file to use when -o=go-template, -o=go-template-file. "+
+		"The template format is golang templates [http://golang.org/pkg/text/template/#pkg-overview].")
+	flags.BoolVar(&o.allowMissingKeys, "allow-missing-template-keys", true,
+		"If true, ignore any errors in templates when a field or map key is missing in the template. Only applies to golang and jsonpath output formats.")
+	flags.BoolVar(&o.showManagedFields, "show-managed-fields", false, "If true, keep the managedFields when printing objects in JSON or YAML format.")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(o.allowedFormats(), cobra.ShellCompDirectiveNoFileComp))
 	return o
+}
+
+func (o *outputFlags) allowedFormats() []string {
+	return append(slices.Clone(objectFormats), templateFormats...)
 }
 
 // defaultFormat is the format used when -o gives none.
 func (o *outputFlags) defaultFormat(format string) {
-	if *o.print.OutputFormat == "" {
-		*o.print.OutputFormat = format
+	if o.format == "" {
+		o.format = format
 	}
 }
 
 // validate checks -o before anything is sent.
 func (o *outputFlags) validate() error {
-	_, err := o.print.ToPrinter()
+	_, err := o.printer()
 	return err
 }
 
 // printObject prints obj as -o asks; operation is what the default line says
 // was done, e.g. "paused (server dry run)".
 func (o *outputFlags) printObject(obj runtime.Object, operation string, e *env) error {
-	o.print.NamePrintFlags.Operation = operation
-	printer, err := o.print.ToPrinter()
+	o.operation = operation
+	printer, err := o.printer()
 	if err != nil {
 		return err
 	}
 	return printer.PrintObj(obj, e.streams.Out)
+}
+
+// printer is the printer of -o. It fills in apiVersion and kind, which typed
+// clients leave empty on the objects they return.
+func (o *outputFlags) printer() (printers.ResourcePrinter, error) {
+	format, template, _ := strings.Cut(o.format, "=")
+	if template == "" {
+		template = o.template
+	}
+	var printer printers.ResourcePrinter
+	switch format {
+	case "":
+		printer = &printers.NamePrinter{Operation: o.operation}
+	case "name":
+		printer = &printers.NamePrinter{ShortOutput: true, Operation: o.operation}
+	case "json", "yaml":
+		if format == "json" {
+			printer = &printers.JSONPrinter{}
+		} else {
+			printer = &printers.YAMLPrinter{}
+		}
+		if !o.showManagedFields {
+			printer = &printers.OmitManagedFieldsPrinter{Delegate: printer}
+		}
+	case "go-template", "go-template-file", "template", "templatefile", "jsonpath", "jsonpath-as-json", "jsonpath-file":
+		var err error
+		if printer, err = o.templatePrinter(format, template); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: %s",
+			o.format, strings.Join(o.allowedFormats(), ","))
+	}
+	return printers.NewTypeSetter(scheme.Scheme).ToPrinter(printer), nil
+}
+
+// templatePrinter is the printer of a template format: a Go template or a
+// JSONPath, given inline or in a file.
+func (o *outputFlags) templatePrinter(format, template string) (printers.ResourcePrinter, error) {
+	if template == "" {
+		return nil, fmt.Errorf("template format specified but no template given")
+	}
+	if strings.HasSuffix(format, "file") {
+		data, err := os.ReadFile(template)
+		if err != nil {
+			return nil, fmt.Errorf("error reading --template %s, %w", template, err)
+		}
+		template = string(data)
+	}
+	if strings.HasPrefix(format, "jsonpath") {
+		p, err := printers.NewJSONPathPrinter(template)
+		if err != nil {
+			return nil, fmt.Errorf("error parsing jsonpath %s, %w", template, err)
+		}
+		p.AllowMissingKeys(o.allowMissingKeys)
+		if format == "jsonpath-as-json" {
+			p.EnableJSONOutput(true)
+		}
+		return p, nil
+	}
+	p, err := printers.NewGoTemplatePrinter([]byte(template))
+	if err != nil {
+		return nil, fmt.Errorf("error parsing template %s, %w", template, err)
+	}
+	p.AllowMissingKeys(o.allowMissingKeys)
+	return p, nil
 }
 
 // newTabWriter aligns columns as kubectl's tables do. Unlike kubectl's own

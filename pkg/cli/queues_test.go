@@ -29,7 +29,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -59,7 +58,7 @@ func runQueuesCommand(t *testing.T, kueue *kueuefake.Clientset, kube *kubefake.C
 	var out, errOut bytes.Buffer
 	root := NewRootCommand(Config{
 		Streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
-		NewFactory: func(flags *genericclioptions.ConfigFlags, _ genericiooptions.IOStreams) Factory {
+		NewFactory: func(flags *ConnectionFlags, _ genericiooptions.IOStreams) Factory {
 			return &kueueFakeFactory{fakeFactory: fakeFactory{flags: flags, training: fake.NewSimpleClientset(), kube: kube}, kueue: kueue}
 		},
 		Now: func() time.Time { return testNow },

@@ -29,7 +29,6 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"tensorstack.dev/training/pkg/apis/batch"
@@ -40,7 +39,7 @@ type Config struct {
 	Streams genericiooptions.IOStreams
 	// NewFactory builds the clients from kubectl's flags; nil means NewFactory.
 	// Tests return fake clientsets.
-	NewFactory func(*genericclioptions.ConfigFlags, genericiooptions.IOStreams) Factory
+	NewFactory func(*ConnectionFlags, genericiooptions.IOStreams) Factory
 	// Now is the clock ages and durations are measured with; nil means time.Now.
 	Now func() time.Time
 }
@@ -55,7 +54,7 @@ type env struct {
 // NewRootCommand returns `kubectl training` with its subcommands and
 // kubectl's connection flags.
 func NewRootCommand(config Config) *cobra.Command {
-	configFlags := genericclioptions.NewConfigFlags(true)
+	configFlags := NewConnectionFlags()
 	newFactory := config.NewFactory
 	if newFactory == nil {
 		newFactory = NewFactory
