@@ -18,6 +18,7 @@ package kueueview
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,15 +61,26 @@ type restClient struct {
 	params     runtime.ParameterCodec
 }
 
-// NewForConfig returns a Client that reaches the API server config names,
-// with its credentials.
-func NewForConfig(config *rest.Config) (Client, error) {
+// kueueScheme knows the API versions the view reads and the options of
+// their lists and watches. Made once: the dashboard in a cluster makes a
+// client for every request, with its user's token.
+var kueueScheme = sync.OnceValues(func() (serializer.CodecFactory, runtime.ParameterCodec) {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(kueuev1beta2.AddToScheme(scheme))
 	utilruntime.Must(visibilityv1beta2.AddToScheme(scheme))
-	// The options of lists, watches and gets, as query parameters.
 	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
-	codecs := serializer.NewCodecFactory(scheme)
+	return serializer.NewCodecFactory(scheme), runtime.NewParameterCodec(scheme)
+})
+
+// NewForConfig returns a Client that reaches the API server config names,
+// with its credentials.
+func NewForConfig(config *rest.Config) (Client, error) {
+	codecs, parameters := kueueScheme()
+	// One HTTP client, its connections shared by both API groups.
+	httpClient, err := rest.HTTPClientFor(config)
+	if err != nil {
+		return nil, err
+	}
 	clientFor := func(gv schema.GroupVersion) (*rest.RESTClient, error) {
 		c := rest.CopyConfig(config)
 		c.GroupVersion = &gv
@@ -77,7 +89,7 @@ func NewForConfig(config *rest.Config) (Client, error) {
 		if c.UserAgent == "" {
 			c.UserAgent = rest.DefaultKubernetesUserAgent()
 		}
-		return rest.RESTClientFor(c)
+		return rest.RESTClientForConfigAndClient(c, httpClient)
 	}
 	kueue, err := clientFor(kueuev1beta2.SchemeGroupVersion)
 	if err != nil {
@@ -87,7 +99,7 @@ func NewForConfig(config *rest.Config) (Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &restClient{kueue: kueue, visibility: visibility, params: runtime.NewParameterCodec(scheme)}, nil
+	return &restClient{kueue: kueue, visibility: visibility, params: parameters}, nil
 }
 
 // Resources of kueue.x-k8s.io the view reads.
