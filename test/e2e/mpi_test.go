@@ -18,6 +18,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -170,5 +171,11 @@ func TestMPIJobCreatedAgainUnderItsName(t *testing.T) {
 		if err := f.DeleteJob(f.Context(), ref); err != nil {
 			t.Fatalf("run %d: deleting the job: %v", run, err)
 		}
+		// The next run's pods take these pods' names: until these are gone
+		// its workers wait (NameConflict), while its launcher, which kwok
+		// runs without its startup gate, may finish alone.
+		f.WaitForPods(ref, fmt.Sprintf("run %d's pods gone", run), framework.Timeout, func(all []corev1.Pod) (bool, error) {
+			return len(all) == 0, nil
+		})
 	}
 }
