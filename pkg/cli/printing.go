@@ -148,12 +148,12 @@ func (o *outputFlags) printer() (printers.ResourcePrinter, error) {
 		template = o.template
 	}
 	var printer printers.ResourcePrinter
-	switch format {
-	case "":
+	switch {
+	case format == "":
 		printer = &printers.NamePrinter{Operation: o.operation}
-	case "name":
+	case format == "name":
 		printer = &printers.NamePrinter{ShortOutput: true, Operation: o.operation}
-	case "json", "yaml":
+	case format == "json" || format == "yaml":
 		if format == "json" {
 			printer = &printers.JSONPrinter{}
 		} else {
@@ -162,7 +162,7 @@ func (o *outputFlags) printer() (printers.ResourcePrinter, error) {
 		if !o.showManagedFields {
 			printer = &printers.OmitManagedFieldsPrinter{Delegate: printer}
 		}
-	case "go-template", "go-template-file", "template", "templatefile", "jsonpath", "jsonpath-as-json", "jsonpath-file":
+	case slices.Contains(templateFormats, format):
 		var err error
 		if printer, err = o.templatePrinter(format, template); err != nil {
 			return nil, err
